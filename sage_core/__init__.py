@@ -1,0 +1,51 @@
+"""sage_core: SAGE, entropy-guided adaptive speculative decoding for VLMs.
+
+Paper: "SAGE: Accelerating Vision-Language Models via Entropy-Guided
+Adaptive Speculative Decoding", arXiv 2602.00523. A small draft VLM proposes
+a tree of tokens; the target VLM checks the whole tree in one forward; the
+output equals the target's own greedy decoding.
+
+    pair = load_pair("builtin", "builtin")
+    run = decode(pair, load_media("assets/examples/shapes.png"), "What is shown?", DecodeConfig("sage"))
+    for record in run:            # one StepRecord per target forward
+        print("".join(record.new_token_texts), end="")
+"""
+
+from .adapter import VLM, ModelPair, check_pair, load_pair
+from .config import CHAIN_TREE, METHOD_LABELS, METHODS, STATIC_TREE, DecodeConfig, SageConfig
+from .decode import DecodeRun, decode
+from .errors import InputError, MediaError, ModelLoadError, PairMismatchError, SageError
+from .media import Media, image_media, load_media
+from .records import RunHeader, RunSummary, StepRecord, load_trace, parse_trace, save_trace, summarize
+from .trees import Tree
+
+__all__ = [
+    "CHAIN_TREE",
+    "METHODS",
+    "METHOD_LABELS",
+    "STATIC_TREE",
+    "VLM",
+    "DecodeConfig",
+    "DecodeRun",
+    "InputError",
+    "Media",
+    "MediaError",
+    "ModelLoadError",
+    "ModelPair",
+    "PairMismatchError",
+    "RunHeader",
+    "RunSummary",
+    "SageConfig",
+    "SageError",
+    "StepRecord",
+    "Tree",
+    "check_pair",
+    "decode",
+    "image_media",
+    "load_media",
+    "load_pair",
+    "load_trace",
+    "parse_trace",
+    "save_trace",
+    "summarize",
+]

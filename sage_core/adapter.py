@@ -1,0 +1,284 @@
+"""The model adapter: everything model-specific lives here.
+
+It loads a target or a draft by hub id or local folder (the same
+`from_pretrained` path for both), builds the prompt with the processor's chat
+template (the image or video first, then the text), runs the prefill exactly
+as `generate` does, and runs tree forwards: an additive float mask (a bool
+mask is silently wrong under eager attention), positions = sequence index +
+depth, plus the M-RoPE `rope_deltas` for the Qwen families, and the KV cache
+compacted to the accepted path. The decoding algorithm never touches cache
+internals; it calls `prefill`, `extend` and `commit`.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from transformers import AutoConfig, AutoProcessor, DynamicCache
+
+from .errors import InputError, ModelLoadError, PairMismatchError
+from .media import Media
+
+ASSETS = Path(__file__).resolve().parent.parent / "assets"
+BUILTIN_TARGET = ASSETS / "builtin" / "target"
+BUILTIN_DRAFT = ASSETS / "builtin" / "draft"
+
+# model_type -> (model class in transformers, uses M-RoPE rope_deltas)
+FAMILIES: dict[str, tuple[str, bool]] = {
+    "qwen2_vl": ("Qwen2VLForConditionalGeneration", True),
+    "qwen2_5_vl": ("Qwen2_5_VLForConditionalGeneration", True),
+    "qwen3_vl": ("Qwen3VLForConditionalGeneration", True),
+    "llava_onevision": ("LlavaOnevisionForConditionalGeneration", False),
+}
+MAX_PROMPT_CHARS = 4000
+
+
+def resolve_device(device: str) -> torch.device:
+    """'auto' picks CUDA when it is there, else the CPU."""
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ModelLoadError("--device cuda was asked for, but no CUDA GPU is available")
+    if device != "cpu" and not device.startswith("cuda"):
+        raise InputError(f"unknown device {device!r}; use auto, cpu or cuda")
+    return torch.device(device)
+
+
+def resolve_dtype(dtype: str, device: torch.device) -> torch.dtype:
+    """'auto' is float32 on the CPU and bfloat16 on CUDA."""
+    if dtype == "auto":
+        return torch.bfloat16 if device.type == "cuda" else torch.float32
+    choices = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+    if dtype not in choices:
+        raise InputError(f"unknown dtype {dtype!r}; use auto, float32, bfloat16 or float16")
+    return choices[dtype]
+
+
+def resolve_name(name: str, role: str) -> str:
+    """'builtin' names the project's own trained pair under assets/builtin."""
+    if name == "builtin":
+        return str(BUILTIN_TARGET if role == "target" else BUILTIN_DRAFT)
+    return name
+
+
+@dataclass
+class KVState:
+    """One model's cache in one run.
+
+    The cache holds `committed` positions of the output sequence, then
+    `scratch` entries for tree nodes that are not (yet) committed.
+    `position_offset` is the M-RoPE delta of the Qwen families (0 else).
+    """
+
+    cache: DynamicCache
+    committed: int
+    position_offset: int
+    scratch: int = 0
+
+
+class VLM:
+    """A loaded vision-language model with its processor."""
+
+    def __init__(self, name: str, model: Any, processor: Any, device: torch.device) -> None:
+        self.name = name
+        self.model = model
+        self.processor = processor
+        self.device = device
+        self.family = model.config.model_type
+        self.uses_rope_deltas = FAMILIES[self.family][1]
+        self.dtype: torch.dtype = next(model.parameters()).dtype
+        self.vocab_size: int = model.get_output_embeddings().weight.shape[0]
+        _check_full_attention(model.config, name)
+
+    @classmethod
+    def load(cls, name: str, role: str = "target", device: str = "auto", dtype: str = "auto") -> VLM:
+        """Load by hub id or local folder; the same path for targets and drafts."""
+        import transformers
+
+        path = resolve_name(name, role)
+        torch_device = resolve_device(device)
+        torch_dtype = resolve_dtype(dtype, torch_device)
+        try:
+            config = AutoConfig.from_pretrained(path)
+        except (OSError, ValueError) as error:
+            raise ModelLoadError(f"cannot load the {role} model {name!r}: {_first_line(error)}") from error
+        if config.model_type not in FAMILIES:
+            raise ModelLoadError(
+                f"the {role} model {name!r} is a {config.model_type!r} model; "
+                f"supported families: {', '.join(FAMILIES)}"
+            )
+        model_class = getattr(transformers, FAMILIES[config.model_type][0])
+        try:
+            model = model_class.from_pretrained(path, dtype=torch_dtype, device_map=str(torch_device))
+            processor = AutoProcessor.from_pretrained(path)
+        except torch.OutOfMemoryError as error:
+            gc.collect()
+            raise ModelLoadError(f"not enough memory to load the {role} model {name!r}") from error
+        except (OSError, ValueError, RuntimeError) as error:
+            raise ModelLoadError(f"cannot load the {role} model {name!r}: {_first_line(error)}") from error
+        model.eval()
+        return cls(name, model, processor, torch_device)
+
+    @property
+    def tokenizer(self) -> Any:
+        return self.processor.tokenizer
+
+    @property
+    def eos_token_ids(self) -> tuple[int, ...]:
+        """The end-of-sequence ids `generate` stops at."""
+        eos = self.model.generation_config.eos_token_id
+        if eos is None:
+            eos = self.model.config.get_text_config().eos_token_id
+        if eos is None:
+            return ()
+        return tuple(eos) if isinstance(eos, list | tuple) else (int(eos),)
+
+    # -- prompts -------------------------------------------------------------
+
+    def prepare(self, media: Media, prompt: str) -> dict[str, Any]:
+        """One user turn, the media first, then the text, with the generation prompt."""
+        if not prompt.strip():
+            raise InputError("the prompt is empty")
+        if len(prompt) > MAX_PROMPT_CHARS:
+            raise InputError(f"the prompt has {len(prompt)} characters; the limit is {MAX_PROMPT_CHARS}")
+        content = [{"type": media.kind}, {"type": "text", "text": prompt}]
+        text = self.processor.apply_chat_template(
+            [{"role": "user", "content": content}], tokenize=False, add_generation_prompt=True
+        )
+        if media.kind == "image":
+            inputs = self.processor(text=[text], images=[media.image], return_tensors="pt")
+        else:
+            metadata = {
+                "total_num_frames": media.total_frames,
+                "fps": media.fps,
+                "frames_indices": list(media.frame_indices),
+            }
+            inputs = self.processor(
+                text=[text],
+                videos=[media.frames],
+                video_metadata=[metadata],
+                do_sample_frames=False,
+                return_tensors="pt",
+            )
+        return {k: v.to(self.device) if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
+
+    # -- forwards ------------------------------------------------------------
+
+    @torch.inference_mode()
+    def prefill(self, inputs: dict[str, Any]) -> tuple[KVState, torch.Tensor]:
+        """The prompt forward, as `generate` runs it; returns the last position's logits."""
+        cache = DynamicCache(config=self.model.config)
+        output = self.model(**inputs, cache=cache, use_cache=True)
+        offset = 0
+        if self.uses_rope_deltas:
+            offset = int(self.model.model.rope_deltas.reshape(-1)[0])
+        state = KVState(cache=cache, committed=inputs["input_ids"].shape[1], position_offset=offset)
+        return state, output.logits[0, -1].float()
+
+    @torch.inference_mode()
+    def extend(
+        self,
+        state: KVState,
+        tokens: Sequence[int],
+        positions: Sequence[int],
+        visible: Sequence[Sequence[int]],
+    ) -> torch.Tensor:
+        """Feed new tokens after the cache; returns their logits, (N, vocab).
+
+        `positions[i]` is token i's index in the output sequence (the M-RoPE
+        delta is added here). Every token sees all committed positions;
+        `visible[i]` lists the scratch entries it also sees, numbered over
+        the scratch already cached followed by the new tokens (a tree node
+        sees its ancestors and itself).
+        """
+        count = len(tokens)
+        width = state.committed + state.scratch + count
+        blocked = torch.finfo(self.dtype).min
+        mask = torch.full((count, width), blocked, dtype=self.dtype)
+        mask[:, : state.committed] = 0
+        rows = torch.tensor([i for i, seen in enumerate(visible) for _ in seen], dtype=torch.long)
+        cols = torch.tensor([state.committed + j for seen in visible for j in seen], dtype=torch.long)
+        mask[rows, cols] = 0
+        input_ids = torch.tensor([list(tokens)], dtype=torch.long, device=self.device)
+        # positions: (1, N), the M-RoPE delta included; the Qwen models expand it to their 3 axes.
+        position_ids = torch.tensor([list(positions)], dtype=torch.long, device=self.device)
+        output = self.model(
+            input_ids=input_ids,
+            position_ids=position_ids + state.position_offset,
+            attention_mask=mask[None, None].to(self.device),
+            cache=state.cache,
+            use_cache=True,
+        )
+        state.scratch += count
+        return output.logits[0].float()
+
+    def commit(self, state: KVState, keep: Sequence[int]) -> None:
+        """Keep the listed scratch entries (in order) as committed; drop the rest."""
+        keep = list(keep)
+        if keep == list(range(len(keep))):
+            dropped = state.scratch - len(keep)
+            if dropped:
+                state.cache.crop(-dropped)
+        else:
+            index = torch.cat(
+                [
+                    torch.arange(state.committed, device=self.device),
+                    torch.tensor(keep, dtype=torch.long, device=self.device) + state.committed,
+                ]
+            )
+            for layer in state.cache.layers:
+                layer.keys = layer.keys.index_select(-2, index)
+                layer.values = layer.values.index_select(-2, index)
+        state.committed += len(keep)
+        state.scratch = 0
+
+
+def _check_full_attention(config: Any, name: str) -> None:
+    text_config = config.get_text_config()
+    layer_types = getattr(text_config, "layer_types", None) or ()
+    if getattr(text_config, "use_sliding_window", False) or any(t != "full_attention" for t in layer_types):
+        raise ModelLoadError(f"{name}: sliding-window or linear-attention layers are not supported")
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip() or type(error).__name__
+    return text.splitlines()[0][:300]
+
+
+@dataclass(frozen=True)
+class ModelPair:
+    """A target and its draft, checked to share a tokenizer."""
+
+    target: VLM
+    draft: VLM
+
+    @property
+    def shared_vocab_size(self) -> int:
+        """Rows of the draft's logits that name real tokens of both models."""
+        return min(self.target.vocab_size, self.draft.vocab_size, len(self.target.tokenizer))
+
+    @property
+    def device(self) -> torch.device:
+        return self.target.device
+
+
+def check_pair(target: VLM, draft: VLM) -> ModelPair:
+    """Refuse a draft whose tokenizer differs from the target's."""
+    if target.tokenizer.get_vocab() != draft.tokenizer.get_vocab():
+        raise PairMismatchError(
+            f"the draft {draft.name!r} and the target {target.name!r} use different tokenizers; "
+            "speculative decoding needs a draft of the same tokenizer (same family)"
+        )
+    if target.device != draft.device:
+        raise PairMismatchError("the target and the draft must sit on the same device")
+    return ModelPair(target, draft)
+
+
+def load_pair(target: str = "builtin", draft: str = "builtin", device: str = "auto", dtype: str = "auto") -> ModelPair:
+    """Load and check a target and its draft (each by hub id or local folder)."""
+    return check_pair(VLM.load(target, "target", device, dtype), VLM.load(draft, "draft", device, dtype))

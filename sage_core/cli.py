@@ -1,0 +1,96 @@
+"""`python -m sage_core generate ...`: decode one prompt from the command line.
+
+Without --json the text streams to stdout; with --json one JSON object is
+printed at the end. Bad input exits with status 2 and one line on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import asdict
+
+from .config import MAX_NEW_TOKENS_LIMIT, METHODS, DecodeConfig, SageConfig
+from .errors import InputError, SageError
+from .media import DEFAULT_FRAMES, load_media
+from .records import record_to_dict, save_trace, summarize
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m sage_core", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    gen = commands.add_parser("generate", help="decode one prompt about an image or a video")
+    gen.add_argument("--target", default="builtin", help="hub id or local folder (default: the built-in pair)")
+    gen.add_argument("--draft", default="builtin", help="hub id or local folder (default: the built-in pair)")
+    media = gen.add_mutually_exclusive_group(required=True)
+    media.add_argument("--image", help="an image file")
+    media.add_argument("--video", help="a video file (mp4, webm, avi, mov)")
+    gen.add_argument("--frames", type=int, default=DEFAULT_FRAMES, help="video frames to sample (default 8)")
+    gen.add_argument("--prompt", required=True)
+    gen.add_argument("--method", choices=METHODS, default="sage")
+    gen.add_argument("--max-new-tokens", type=int, default=128)
+    gen.add_argument("--device", default="auto", help="auto | cpu | cuda")
+    gen.add_argument("--dtype", default="auto", help="auto | float32 | bfloat16 | float16")
+    gen.add_argument("--trace", help="write the per-step records here as JSON lines")
+    gen.add_argument("--json", action="store_true", help="print one JSON object with the text and figures")
+    sage = gen.add_argument_group("SAGE policy (paper defaults)")
+    defaults = SageConfig()
+    for name in ("depth_min", "depth_max", "width_min", "width_max", "node_budget", "top_k", "window"):
+        sage.add_argument("--" + name.replace("_", "-"), type=int, default=getattr(defaults, name))
+    sage.add_argument("--shape", choices=("online", "template"), default=defaults.shape)
+    sage.add_argument("--alpha-source", choices=("root", "path_mean"), default=defaults.alpha_source)
+    return parser
+
+
+def generate(args: argparse.Namespace) -> int:
+    from .adapter import load_pair
+    from .decode import decode
+
+    if not args.prompt.strip():
+        raise InputError("the prompt is empty")
+    if not 1 <= args.max_new_tokens <= MAX_NEW_TOKENS_LIMIT:
+        raise InputError(f"--max-new-tokens must lie in [1, {MAX_NEW_TOKENS_LIMIT}], not {args.max_new_tokens}")
+    try:
+        sage = SageConfig(
+            depth_min=args.depth_min, depth_max=args.depth_max, width_min=args.width_min,
+            width_max=args.width_max, node_budget=args.node_budget, top_k=args.top_k, window=args.window,
+            shape=args.shape, alpha_source=args.alpha_source,
+        )  # fmt: skip
+    except ValueError as error:
+        raise InputError(str(error)) from error
+    config = DecodeConfig(method=args.method, max_new_tokens=args.max_new_tokens, sage=sage)
+    media = load_media(args.image or args.video, frames=args.frames)
+    pair = load_pair(args.target, args.draft, device=args.device, dtype=args.dtype)
+    run = decode(pair, media, args.prompt, config)
+    for record in run:
+        if not args.json:
+            print("".join(record.new_token_texts), end="", flush=True)
+    summary = summarize(run.records)
+    if args.trace:
+        save_trace(args.trace, run.header, run.records)
+    if args.json:
+        result = asdict(summary)
+        result["token_ids"] = list(summary.token_ids)
+        result["trace"] = [record_to_dict(r) for r in run.records]
+        print(json.dumps(result))
+    else:
+        print(
+            f"\n[{config.method}] {len(summary.token_ids)} tokens in {summary.seconds:.2f} s "
+            f"({summary.tokens_per_second:.1f} tokens/s), {summary.target_forwards} target forwards, "
+            f"tau {summary.mean_accepted:.2f}, {summary.tokens_per_forward:.2f} tokens per forward",
+            file=sys.stderr,
+        )
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return generate(args)
+    except SageError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130

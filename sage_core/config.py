@@ -1,0 +1,124 @@
+"""Configuration of the decoding methods (SAGE §3 and its baselines).
+
+Every field carries the paper's default. Choices the paper leaves open are
+marked *open* and documented where the field is defined.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+Method = Literal["ar", "chain", "static", "sage"]
+METHODS: tuple[Method, ...] = ("ar", "chain", "static", "sage")
+METHOD_LABELS: dict[str, str] = {
+    "ar": "Plain decoding (AR)",
+    "chain": "SD-Chain (5 tokens)",
+    "static": "SD-Tree (static 25-node tree)",
+    "sage": "SAGE (adaptive tree)",
+}
+
+# A tree template written as rank paths: (a, b, c) = the a-th most likely
+# draft token at depth 1, its b-th most likely child, then that node's c-th.
+RankPath = tuple[int, ...]
+
+# The 25-node, depth-5 tree of SpecVLM and EAGLE-1: the static baseline and
+# SAGE's first tree.
+STATIC_TREE: tuple[RankPath, ...] = (
+    (0,), (1,), (2,), (3,),
+    (0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (2, 0), (2, 1), (3, 0),
+    (0, 0, 0), (0, 0, 1), (0, 0, 2), (0, 1, 0), (0, 1, 1), (0, 2, 0), (0, 2, 1), (1, 0, 0),
+    (0, 0, 0, 0), (0, 0, 0, 1), (0, 0, 0, 2),
+    (0, 0, 0, 0, 0), (0, 0, 0, 0, 1),
+)  # fmt: skip
+
+# SD-Chain: five draft tokens in a row.
+CHAIN_TREE: tuple[RankPath, ...] = ((0,), (0, 0), (0, 0, 0), (0, 0, 0, 0), (0, 0, 0, 0, 0))
+
+
+@dataclass(frozen=True)
+class SageConfig:
+    """SAGE's tree policy (paper §3.2-3.3, Algorithm 1).
+
+    depth  D(alpha) = depth_min + alpha * (current depth_max - depth_min)
+    width  W(alpha) = width_min + (1 - alpha) * (width_max - width_min)
+    level l >= 2: W_l = W(alpha) * (1 / l) * (0.5 + P_parent)
+    a node at level l is kept only if its cumulative probability
+    exceeds expansion_threshold * l / D(alpha).
+    """
+
+    depth_min: int = 3
+    depth_max: int = 8
+    width_min: int = 2
+    width_max: int = 10
+    node_budget: int = 64
+    top_k: int = 10
+    expansion_threshold: float = 0.1
+    initial_alpha: float = 0.5
+    # The acceptance window that moves depth_max (paper: last 10 rounds,
+    # mean < 2 lowers it, mean > 3 raises it).
+    window: int = 10
+    lower_below: float = 2.0
+    raise_above: float = 3.0
+    # *open*: step size and bounds of the depth_max moves (suggested +-1,
+    # clamped to [depth_min, depth_max_limit]); and when it moves: we move it
+    # once the window is full, then start a fresh window, so every move is
+    # judged on rounds planned under the previous depth_max.
+    depth_max_step: int = 1
+    depth_max_limit: int = 10
+    # *open*: how the shape is made. "online" grows the tree level by level
+    # from the live draft probabilities of this round (paper §3.2 wording):
+    # alpha comes from this round's root distribution. "template" plans a
+    # rank template from the previous round's draft distributions before
+    # drafting (paper Algorithm 1). Both are lossless.
+    shape: Literal["online", "template"] = "online"
+    # *open*: which draft distribution feeds alpha in template mode: "root"
+    # (depth-1 distribution of the round just verified) or "path_mean" (mean
+    # confidence over the draft distributions along the accepted path).
+    alpha_source: Literal["root", "path_mean"] = "root"
+    # *open*: whether the very first round uses the static tree (paper: yes).
+    static_first_round: bool = True
+
+    def __post_init__(self) -> None:
+        problems = []
+        if not 1 <= self.depth_min <= self.depth_max <= self.depth_max_limit:
+            problems.append("need 1 <= depth_min <= depth_max <= depth_max_limit")
+        if not 1 <= self.width_min <= self.width_max:
+            problems.append("need 1 <= width_min <= width_max")
+        if not 1 <= self.width_max <= self.top_k:
+            problems.append("need width_max <= top_k")
+        if self.node_budget < 1:
+            problems.append("node_budget must be >= 1")
+        if self.top_k < 2:
+            problems.append("top_k must be >= 2")
+        if not 0.0 <= self.initial_alpha <= 1.0:
+            problems.append("initial_alpha must lie in [0, 1]")
+        if self.window < 1:
+            problems.append("window must be >= 1")
+        if self.shape not in ("online", "template"):
+            problems.append("shape must be 'online' or 'template'")
+        if self.alpha_source not in ("root", "path_mean"):
+            problems.append("alpha_source must be 'root' or 'path_mean'")
+        if problems:
+            raise ValueError("invalid SAGE configuration: " + "; ".join(problems))
+
+
+@dataclass(frozen=True)
+class DecodeConfig:
+    """What to decode and how: the method, the token limit, SAGE's policy."""
+
+    method: Method = "sage"
+    max_new_tokens: int = 128
+    sage: SageConfig = field(default_factory=SageConfig)
+    # Draft candidates per node for the static and chain templates (their
+    # largest rank is 3, so 10 is plenty).
+    template_top_k: int = 10
+
+    def __post_init__(self) -> None:
+        if self.method not in METHODS:
+            raise ValueError(f"unknown method {self.method!r}; choose one of {', '.join(METHODS)}")
+        if not 1 <= self.max_new_tokens <= MAX_NEW_TOKENS_LIMIT:
+            raise ValueError(f"max_new_tokens must lie in [1, {MAX_NEW_TOKENS_LIMIT}]")
+
+
+MAX_NEW_TOKENS_LIMIT = 4096

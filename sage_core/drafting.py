@@ -1,0 +1,135 @@
+"""Growing the draft tree, one draft forward per level (paper §3.1, step 1).
+
+Two ways to decide which nodes a level holds, behind one seam:
+- a rank template (the static tree, the chain, SAGE's planned template):
+  `template_chooser`;
+- SAGE's online rule from the live draft probabilities: `policy.choose_level`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+
+from .adapter import VLM, KVState
+from .config import RankPath
+from .policy import Candidate, Expansion
+from .trees import ROOT, Tree
+
+# (level, frontier, nodes so far) -> the nodes of this level
+Chooser = Callable[[int, Sequence[Expansion], int], list[Candidate]]
+
+
+@dataclass(frozen=True)
+class DraftedTree:
+    tree: Tree
+    # The draft's renormalisable top-k probabilities after the root (-1) and
+    # after every expanded node: what SAGE's confidence is computed from.
+    distributions: dict[int, tuple[float, ...]]
+
+
+def top_k(logits: torch.Tensor, k: int, vocab: int) -> tuple[tuple[int, ...], tuple[float, ...]]:
+    """The k most likely tokens of the shared vocabulary and their probabilities."""
+    probs = torch.softmax(logits[..., :vocab].float(), dim=-1)
+    values, indices = probs.topk(k, dim=-1)
+    return tuple(indices.tolist()), tuple(values.tolist())
+
+
+def feed_committed(draft: VLM, state: KVState, pending: Sequence[int]) -> torch.Tensor:
+    """Feed the draft the tokens committed since its last round; returns the root's logits."""
+    start = state.committed
+    logits = draft.extend(
+        state,
+        pending,
+        positions=[start + i for i in range(len(pending))],
+        visible=[tuple(range(i + 1)) for i in range(len(pending))],
+    )
+    draft.commit(state, range(len(pending)))
+    return logits[-1]
+
+
+def grow_tree(
+    draft: VLM,
+    state: KVState,
+    root_logits: torch.Tensor,
+    choose: Chooser,
+    max_depth: int,
+    top: int,
+    vocab: int,
+    expand: Callable[[int, int], bool],
+) -> DraftedTree:
+    """Grow a tree level by level under the draft's tree attention.
+
+    `state` has the root committed last. Each level runs one draft forward
+    over the nodes chosen for expansion; their KV entries are scratch and
+    are dropped at the end (the draft is fed the accepted tokens next round).
+    `expand(node, level)` says whether a node of `level` gets children.
+    """
+    root_position = state.committed - 1
+    tokens: list[int] = []
+    parents: list[int] = []
+    probs: list[float] = []
+    depths: list[int] = []
+    scratch_of: dict[int, int] = {}  # node -> its index among the draft's scratch entries
+    visible_of: dict[int, tuple[int, ...]] = {ROOT: ()}
+    root_tokens, root_probs = top_k(root_logits, top, vocab)
+    distributions = {ROOT: root_probs}
+    frontier = [Expansion(ROOT, 1.0, 1.0, root_tokens, root_probs)]
+    for level in range(1, max_depth + 1):
+        chosen = choose(level, frontier, len(tokens))
+        if not chosen:
+            break
+        new_nodes = []
+        for candidate in chosen:
+            new_nodes.append(len(tokens))
+            tokens.append(candidate.token)
+            parents.append(candidate.parent)
+            probs.append(candidate.prob)
+            depths.append(level)
+        to_expand = [n for n in new_nodes if level < max_depth and expand(n, level)]
+        if not to_expand:
+            break
+        first = state.scratch
+        for offset, node in enumerate(to_expand):
+            scratch_of[node] = first + offset
+            visible_of[node] = visible_of[parents[node]] + (first + offset,)
+        logits = draft.extend(
+            state,
+            [tokens[n] for n in to_expand],
+            positions=[root_position + level] * len(to_expand),
+            visible=[visible_of[n] for n in to_expand],
+        )
+        next_tokens, next_probs = top_k(logits, top, vocab)
+        cumulative = Tree(tuple(tokens), tuple(parents), tuple(probs)).cumulative_probs()
+        frontier = []
+        for row, node in enumerate(to_expand):
+            distributions[node] = next_probs[row]
+            frontier.append(Expansion(node, probs[node], cumulative[node], next_tokens[row], next_probs[row]))
+    draft.commit(state, [])
+    return DraftedTree(Tree(tuple(tokens), tuple(parents), tuple(probs)), distributions)
+
+
+def template_chooser(template: Sequence[RankPath]) -> tuple[Chooser, Callable[[int, int], bool], int]:
+    """Choose nodes by rank paths; returns the chooser, the expand test and the depth."""
+    paths = sorted(set(template), key=lambda p: (len(p), p))
+    with_children = {p[:-1] for p in paths}
+    path_of: dict[int, RankPath] = {ROOT: ()}
+
+    def choose(level: int, frontier: Sequence[Expansion], count: int) -> list[Candidate]:
+        chosen = []
+        for node in frontier:
+            prefix = path_of[node.node]
+            for path in paths:
+                if len(path) == level and path[:-1] == prefix:
+                    rank = path[-1]
+                    prob = node.top_probs[rank]
+                    path_of[count + len(chosen)] = path
+                    chosen.append(Candidate(node.node, node.top_tokens[rank], prob, node.cumulative * prob))
+        return chosen
+
+    def expand(node: int, level: int) -> bool:
+        return path_of[node] in with_children
+
+    return choose, expand, max(len(p) for p in paths)
