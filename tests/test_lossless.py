@@ -1,0 +1,123 @@
+"""Lossless is the contract: every method's output equals the target's own
+`generate(do_sample=False)`, token for token, in float32, for every family,
+images and video, and drafts that agree always, partly and hardly ever."""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+import torch
+from conftest import DRAFT_KINDS, FAMILIES, tiny_folder
+
+from sage_core import METHODS, DecodeConfig, decode, load_pair
+from sage_core.adapter import ModelPair
+from sage_core.media import Media
+
+PROMPTS = ("Describe the picture.", "What colour is it?")
+MAX_NEW = 24
+
+
+@functools.cache
+def _pair(root: str, family: str, draft_kind: str) -> ModelPair:
+    from pathlib import Path
+
+    return load_pair(tiny_folder(Path(root), family, "target"), tiny_folder(Path(root), family, draft_kind), "cpu", "float32")
+
+
+def reference(pair: ModelPair, media: Media, prompt: str, max_new_tokens: int) -> list[int]:
+    inputs = pair.target.prepare(media, prompt)
+    with torch.no_grad():
+        output = pair.target.model.generate(**inputs, do_sample=False, max_new_tokens=max_new_tokens)
+    return output[0, inputs["input_ids"].shape[1] :].tolist()
+
+
+def greedy_chain_length(record) -> int:
+    """Depth of the path that follows the draft's most likely child from the root."""
+    tree, node, length = record.tree, -1, 0
+    while True:
+        children = [i for i, p in enumerate(tree.parents) if p == node]
+        if not children:
+            return length
+        node = max(children, key=lambda i: tree.draft_probs[i])
+        length += 1
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("draft_kind", DRAFT_KINDS)
+def test_every_method_equals_greedy_generate(tiny_root, image, video, family, draft_kind):
+    pair = _pair(str(tiny_root), family, draft_kind)
+    cases = [(image, PROMPTS[0]), (image, PROMPTS[1]), (video, PROMPTS[0])]
+    taus: dict[str, list[float]] = {m: [] for m in METHODS}
+    for media, prompt in cases:
+        expected = reference(pair, media, prompt, MAX_NEW)
+        for method in METHODS:
+            run = decode(pair, media, prompt, DecodeConfig(method=method, max_new_tokens=MAX_NEW))
+            summary = run.run_to_end()
+            assert list(summary.token_ids) == expected, f"{family} {draft_kind} {method} {media.kind} {prompt!r}"
+            decode_steps = [r for r in run.records if r.phase == "decode"]
+            taus[method].extend(r.accepted_length for r in decode_steps)
+            if draft_kind == "copy":
+                # Every draft token is accepted: tau is the depth of the draft's greedy chain
+                # (the whole tree depth for the fixed trees) on every step not cut by the end.
+                for record in decode_steps:
+                    if record.finish_reason is None:
+                        assert record.accepted_length == greedy_chain_length(record)
+                        if method in ("chain", "static"):
+                            assert record.accepted_length == record.depth == 5
+    mean = {m: sum(v) / len(v) for m, v in taus.items() if v}
+    assert mean["ar"] == 0
+    if draft_kind == "noised":
+        assert 0.2 < mean["static"] < 4.5, mean  # partial acceptance
+    if draft_kind == "unrelated":
+        assert mean["static"] < 0.5, mean  # almost nothing accepted
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("method", ["chain", "static", "sage"])
+def test_limit_and_eos_inside_an_accepted_path(tiny_root, image, family, method):
+    pair = _pair(str(tiny_root), family, "copy")
+    long = reference(pair, image, PROMPTS[0], 20)
+    # The token limit falls inside the first accepted path (1 prefill token + up to 5 accepted + bonus).
+    for limit in (1, 3, 4):
+        summary = decode(pair, image, PROMPTS[0], DecodeConfig(method=method, max_new_tokens=limit)).run_to_end()
+        assert list(summary.token_ids) == reference(pair, image, PROMPTS[0], limit)
+        assert summary.finish_reason == "length"
+    # Make a token the target emits mid-answer the end-of-sequence token: both must stop there.
+    config = pair.target.model.generation_config
+    saved = config.eos_token_id
+    stop_token = long[4] if long[4] not in long[:4] else long[2]
+    try:
+        config.eos_token_id = stop_token
+        expected = reference(pair, image, PROMPTS[0], 20)
+        assert expected[-1] == stop_token and len(expected) < 20
+        summary = decode(pair, image, PROMPTS[0], DecodeConfig(method=method, max_new_tokens=20)).run_to_end()
+        assert list(summary.token_ids) == expected
+        assert summary.finish_reason == "eos"
+    finally:
+        config.eos_token_id = saved
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_padded_draft_vocabulary_uses_the_shared_vocabulary(tiny_root, image, family):
+    pair = _pair(str(tiny_root), family, "padded")
+    assert pair.draft.vocab_size == pair.target.vocab_size + 5
+    assert pair.shared_vocab_size == pair.target.vocab_size
+    for method in ("static", "sage"):
+        run = decode(pair, image, PROMPTS[0], DecodeConfig(method=method, max_new_tokens=MAX_NEW))
+        summary = run.run_to_end()
+        assert list(summary.token_ids) == reference(pair, image, PROMPTS[0], MAX_NEW)
+        proposed = {t for r in run.records for t in r.tree_tokens}
+        assert max(proposed) < pair.shared_vocab_size
+
+
+@pytest.mark.parametrize("shape", ["online", "template"])
+@pytest.mark.parametrize("alpha_source", ["root", "path_mean"])
+def test_sage_variants_are_lossless(tiny_root, image, video, shape, alpha_source):
+    from sage_core import SageConfig
+
+    pair = _pair(str(tiny_root), "qwen2_5_vl", "noised")
+    sage = SageConfig(shape=shape, alpha_source=alpha_source, window=3, depth_max=6)
+    for media in (image, video):
+        summary = decode(pair, media, PROMPTS[1], DecodeConfig("sage", 40, sage)).run_to_end()
+        assert list(summary.token_ids) == reference(pair, media, PROMPTS[1], 40)

@@ -1,0 +1,102 @@
+"""Tree attention: the target's logits for every node in one tree forward equal
+step-by-step decoding along that node's path (all four families, sdpa and
+eager), and negative controls show the check catches a wrong mask or wrong
+positions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from conftest import FAMILIES, tiny_folder
+
+from sage_core.adapter import VLM, KVState
+from sage_core.trees import Tree
+
+# root -> 0 -> 2 -> 5
+#      -> 1 -> 3
+#           -> 4 -> 6
+TREE = Tree(tokens=(40, 41, 42, 43, 44, 45, 46), parents=(-1, -1, 0, 1, 1, 2, 4), draft_probs=(0.5,) * 7)
+ROOT_TOKEN = 39
+TOLERANCE = 1e-4
+
+
+def load(root: Path, family: str, attention: str) -> VLM:
+    vlm = VLM.load(tiny_folder(root, family, "target"), device="cpu", dtype="float32")
+    vlm.model.set_attn_implementation(attention)
+    return vlm
+
+
+def tree_logits(vlm: VLM, state: KVState, tree: Tree, visible=None, depths=None) -> torch.Tensor:
+    """The adapter's tree forward over [root, *nodes] (optionally with a broken mask or positions)."""
+    start = state.committed
+    depths = tree.depths if depths is None else depths
+    if visible is None:
+        visible = [(0,)] + [(0, *(1 + a for a in row)) for row in tree.ancestor_rows()]
+    return vlm.extend(state, [ROOT_TOKEN, *tree.tokens], [start] + [start + d for d in depths], visible)
+
+
+def path_logits(vlm: VLM, inputs: dict, path_tokens: list[int]) -> torch.Tensor:
+    """Plain step-by-step decoding with the model's own positions and causal mask."""
+    from transformers import DynamicCache
+
+    cache = DynamicCache(config=vlm.model.config)
+    with torch.no_grad():
+        vlm.model(**inputs, cache=cache, use_cache=True)
+        logits = None
+        for token in path_tokens:  # no mask: causal; positions from the cache length (+ rope_deltas)
+            logits = vlm.model(input_ids=torch.tensor([[token]]), cache=cache, use_cache=True).logits[0, -1]
+    return logits
+
+
+def max_error(vlm: VLM, inputs: dict, logits: torch.Tensor) -> float:
+    worst = (logits[0] - path_logits(vlm, inputs, [ROOT_TOKEN])).abs().max().item()
+    for node in range(len(TREE)):
+        path = [ROOT_TOKEN, *(TREE.tokens[i] for i in TREE.path_to(node))]
+        worst = max(worst, (logits[node + 1] - path_logits(vlm, inputs, path)).abs().max().item())
+    return worst
+
+
+@pytest.mark.parametrize("attention", ["sdpa", "eager"])
+@pytest.mark.parametrize("family", FAMILIES)
+def test_tree_forward_equals_step_by_step(tiny_root, image, family, attention):
+    vlm = load(tiny_root, family, attention)
+    inputs = vlm.prepare(image, "Describe the picture.")
+    state, _ = vlm.prefill(inputs)
+    assert max_error(vlm, inputs, tree_logits(vlm, state, TREE)) < TOLERANCE
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_negative_controls_are_caught(tiny_root, image, family):
+    vlm = load(tiny_root, family, "eager")
+    inputs = vlm.prepare(image, "Describe the picture.")
+    # A causal mask over the flattened tree lets siblings see each other.
+    state, _ = vlm.prefill(inputs)
+    causal = [tuple(range(i + 1)) for i in range(len(TREE) + 1)]
+    assert max_error(vlm, inputs, tree_logits(vlm, state, TREE, visible=causal)) > 100 * TOLERANCE
+    # Sequential positions instead of prefix + depth.
+    state, _ = vlm.prefill(inputs)
+    flat_depths = tuple(range(1, len(TREE) + 1))
+    assert max_error(vlm, inputs, tree_logits(vlm, state, TREE, depths=flat_depths)) > 100 * TOLERANCE
+    if vlm.uses_rope_deltas:
+        # Forgetting the M-RoPE delta of the Qwen families.
+        state, _ = vlm.prefill(inputs)
+        assert state.position_offset != 0
+        state.position_offset = 0
+        assert max_error(vlm, inputs, tree_logits(vlm, state, TREE)) > 100 * TOLERANCE
+
+
+def test_commit_keeps_only_the_accepted_path(tiny_root, image):
+    """After compaction, decoding continues exactly as plain decoding along the path."""
+    vlm = load(tiny_root, "qwen2_5_vl", "sdpa")
+    inputs = vlm.prepare(image, "Describe the picture.")
+    state, _ = vlm.prefill(inputs)
+    prompt_length = state.committed
+    tree_logits(vlm, state, TREE)
+    vlm.commit(state, [0, 1 + 1, 1 + 4])  # root, node 1, node 4 (not a prefix of the scratch)
+    assert state.committed == prompt_length + 3 and state.scratch == 0
+    assert state.cache.get_seq_length() == state.committed
+    after = vlm.extend(state, [46], [state.committed], [(0,)])[0]
+    expected = path_logits(vlm, inputs, [ROOT_TOKEN, 41, 44, 46])
+    assert (after - expected).abs().max().item() < TOLERANCE

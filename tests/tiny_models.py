@@ -1,0 +1,516 @@
+"""Tiny random-weight vision-language models of the real transformers classes, built offline.
+
+``build_tiny_vlm(family, folder)`` writes a folder that looks like a (very small) hub checkpoint:
+``config.json`` + ``model.safetensors`` + ``generation_config.json`` of the real model class, and
+the real processor (image processor, video processor, tokenizer, chat template) saved with
+``save_pretrained``.  The project's normal loading code then runs on it without network access::
+
+    model = <ModelClass>.from_pretrained(folder)          # or via AutoConfig + the class
+    processor = AutoProcessor.from_pretrained(folder)     # -> the real <Family>Processor
+
+Families (``FAMILIES``): ``qwen2_vl``, ``qwen2_5_vl``, ``qwen3_vl``, ``llava_onevision``.
+
+* ``seed`` fixes the random weights (same seed -> bit-identical weights).
+* ``size="small"`` (text hidden 64, 4 heads, 2 layers) and ``size="smaller"`` (hidden 32, 2 heads,
+  1 layer) are a "target" and a "draft" of the same family.  Both use the *same* tokenizer and
+  the same image/video processor settings, so their prompts tokenize identically.
+* ``vocab_padding=k`` makes the model's embedding / lm_head ``k`` rows larger than the tokenizer
+  (like real checkpoints that pad their vocabularies differently, transformers issue 37471).
+  Without padding ``text_config.vocab_size == len(tokenizer)``.
+* Weights are initialised with ``initializer_range=0.3`` (instead of 0.02) so greedy logits are
+  peaked: logits reach ~|10|, the median top-1/top-2 gap is ~0.5, the 5th percentile ~1e-2 and
+  the rare minimum ~1e-3..4e-4 (measured over ~900 greedy steps) - far above float32 noise.
+  The Siglip tower of LLaVA-OneVision keeps its own (xavier/lecun) init.
+* Building is fast: ~0.1 s per model (init + save + processor) once transformers is imported.
+
+The tokenizer is a byte-level BPE without merges (256 byte tokens, **token id == byte value**,
+built with the ``tokenizers`` library through ``Qwen2Tokenizer``, the fast tokenizer class the
+real checkpoints use) plus the family's special tokens from id 256 on, so any text tokenizes::
+
+    Qwen families:   <|endoftext|> 256 (pad)  <|im_start|> 257  <|im_end|> 258 (eos)
+                     <|vision_start|> 259  <|vision_end|> 260  <|image_pad|> 261  <|video_pad|> 262
+                     len(tokenizer) == 263
+    llava_onevision: <|endoftext|> 256 (pad)  <|im_start|> 257  <|im_end|> 258 (eos)
+                     <image> 259  <video> 260                   len(tokenizer) == 261
+
+(``SPECIAL_TOKENS[family]`` has the same table.)  The chat template (saved as
+``chat_template.jinja``, used by both the processor and ``AutoTokenizer``) renders
+``<|im_start|>{role}\n{items in order}<|im_end|>\n`` per message, where an image item is
+``<|vision_start|><|image_pad|><|vision_end|>`` (Qwen) / ``<image>`` (LLaVA-OV), a video item
+``<|vision_start|><|video_pad|><|vision_end|>`` / ``<video>``; ``add_generation_prompt=True``
+appends ``<|im_start|>assistant\n``.  No default system prompt.
+
+Notes for the adapter (all checked with transformers 5.24.0, torch 2.14.1 CPU)
+-------------------------------------------------------------------------------
+* The documented input building works unchanged for all four families, image and video::
+
+      text = processor.apply_chat_template([{"role": "user", "content": [{"type": "image"},
+                 {"type": "text", "text": prompt}]}], tokenize=False, add_generation_prompt=True)
+      inputs = processor(text=[text], images=[pil_image], return_tensors="pt")
+      inputs = processor(text=[text], videos=[frames],            # frames: (T, H, W, 3) uint8
+                         video_metadata=[{"total_num_frames": count, "fps": fps,
+                                          "frames_indices": indices}],
+                         do_sample_frames=False, return_tensors="pt")
+      out = model.generate(**inputs, do_sample=False, max_new_tokens=12)
+
+  No other kwarg is needed.  The metadata may be a plain ``dict`` or a
+  ``transformers.video_utils.VideoMetadata`` (same result); ``frames_indices`` may be a list or a
+  numpy array; ``frames`` may also be a list of PIL images.  Pass ``**inputs`` whole to the model.
+  No warnings are printed on these paths (the video processors save ``cap_pixels_per_frame=False``).
+* Qwen2-VL / Qwen2.5-VL / Qwen3-VL: the processor returns ``mm_token_type_ids`` (0 text, 1 image,
+  2 video), which the forward *requires* whenever ``image_grid_thw`` / ``video_grid_thw`` is given.
+  Image keys: ``input_ids, attention_mask, mm_token_type_ids, pixel_values, image_grid_thw``; video
+  keys: ``input_ids, attention_mask, mm_token_type_ids, pixel_values_videos, video_grid_thw``.
+  After a prefill the M-RoPE offset is on ``model.model.rope_deltas`` (LongTensor ``(B, 1)``,
+  negative: e.g. -14 for an 8-frame video on Qwen2-VL).
+* Qwen2.5-VL additionally returns ``second_per_grid_ts`` (float tensor ``(num_videos,)``) =
+  ``temporal_patch_size / sampled_fps`` with ``sampled_fps = len(frames_indices) /
+  total_num_frames * fps`` (NOT ``2 / fps``: 8 frames of a 30-frame 10 fps clip -> 0.75).  It must
+  reach the model; ``generate(**inputs)`` forwards it (the test checks that changing fps changes
+  ``rope_deltas``).  The tiny vision config uses ``tokens_per_second=2``.
+* Qwen3-VL: the chat template renders ``<|vision_start|><|video_pad|><|vision_end|>`` like the real
+  one, and the processor replaces only the inner ``<|video_pad|>`` with one
+  ``<{t:.1f} seconds><|vision_start|><|video_pad|>*n<|vision_end|>`` group per temporal patch
+  (T frames -> T/2 groups, t = mean time of the 2 frames from ``frames_indices / fps``), so the
+  prompt reads ``<|vision_start|><0.2 seconds><|vision_start|>...<|vision_end|>...<|vision_end|>``
+  (the outer wrapper stays, exactly as transformers 5.24 does with the official template).  The
+  timestamps are ordinary (byte) text tokens between the groups.  Without ``do_sample_frames=False``
+  the Qwen3-VL video processor re-samples the given frames itself (fps=2; with no metadata it
+  assumes 24 fps and silently keeps e.g. 4 of 8 frames).  Qwen3-VL's video resize bounds the
+  pixels of the whole clip (T*H*W), so the tokens per frame depend on T (8 frames of 32x32 -> 4
+  per group, 4 frames -> 9 per group).  Qwen3-VL image/video patch size is 16 (Qwen2/2.5: 14).
+* Sizes of the visual input in tokens (tiny processors): Qwen image: 4 tokens for square images
+  (min = max pixels = 56*56, resp. 64*64 for Qwen3; other aspect ratios give 2..6); Qwen2/2.5
+  video: 4 tokens per 2 frames (8 frames -> 16).  LLaVA-OneVision image: anyres with Siglip
+  ``image_size=32, patch_size=8`` (16 patches per crop), pinpoints ``[[32,32],[32,64],[64,32],
+  [64,64]]``: 32x32 image -> 36 ``<image>`` tokens, 64x64 -> 88; video: ``T * 4 + 1`` ``<video>``
+  tokens (8 frames -> 33), ``pixel_values_videos`` ``(1, T, 3, 32, 32)``.
+* LLaVA-OneVision: returns ``input_ids, attention_mask, pixel_values (1, n_crops, 3, 32, 32),
+  image_sizes, batch_num_images`` for an image; ``input_ids, attention_mask, pixel_values_videos``
+  for a video.  No ``mm_token_type_ids``, plain 1D positions, no ``rope_deltas``.  The config
+  names the ids ``image_token_index`` / ``video_token_index`` (``image_token_id`` /
+  ``video_token_id`` are aliases); ``vision_feature_select_strategy="full"``.
+* Config ids: ``config.image_token_id``, ``config.video_token_id`` (all families),
+  ``config.vision_start_token_id`` / ``vision_end_token_id`` (Qwen).  The vocab size is on the
+  text config: ``config.get_text_config().vocab_size`` (``len(tokenizer) + vocab_padding``).
+* eos is ``<|im_end|>`` (``text_config.eos_token_id`` and ``generation_config.eos_token_id``),
+  pad ``<|endoftext|>``; ``generation_config.json`` holds only eos/pad (no sampling, top-k/p,
+  temperature or repetition penalty).  A random model sometimes emits eos early (roughly one
+  greedy run in ten within 20 tokens), so ``generate(max_new_tokens=n)`` may return fewer than n
+  new tokens; pass ``min_new_tokens=n`` where a test needs an exact length.
+* CPU threads: on this 2-core machine with other processes running, tiny-model forwards are
+  10-20x slower with torch's default 2 threads than with ``torch.set_num_threads(1)``
+  (~300 ms vs ~20 ms per forward): OpenMP oversubscription.  Tests of tiny models should use 1.
+* ``attn_implementation`` only matters for the instance built in memory; ``from_pretrained``
+  chooses its own (default sdpa) unless given ``attn_implementation=``.  Weights do not depend on
+  it (same seed -> same weights for sdpa and eager).
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import torch
+
+FAMILIES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "llava_onevision")
+SIZES = ("small", "smaller")
+
+INITIALIZER_RANGE = 0.3
+
+_QWEN_SPECIALS = (
+    "<|endoftext|>",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<|vision_start|>",
+    "<|vision_end|>",
+    "<|image_pad|>",
+    "<|video_pad|>",
+)
+_LLAVA_SPECIALS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "<image>", "<video>")
+
+#: special token -> id, per family (byte tokens take ids 0..255).
+SPECIAL_TOKENS = {
+    "qwen2_vl": {t: 256 + i for i, t in enumerate(_QWEN_SPECIALS)},
+    "qwen2_5_vl": {t: 256 + i for i, t in enumerate(_QWEN_SPECIALS)},
+    "qwen3_vl": {t: 256 + i for i, t in enumerate(_QWEN_SPECIALS)},
+    "llava_onevision": {t: 256 + i for i, t in enumerate(_LLAVA_SPECIALS)},
+}
+
+# Text sizes: hidden, heads, kv heads, layers, intermediate.  head_dim is 16 in both sizes.
+_TEXT_SIZES = {
+    "small": {"hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2, "num_hidden_layers": 2, "intermediate_size": 128},
+    "smaller": {"hidden_size": 32, "num_attention_heads": 2, "num_key_value_heads": 1, "num_hidden_layers": 1, "intermediate_size": 64},
+}
+# Vision tower sizes (internal width; the output width always equals the text hidden size).
+_VISION_SIZES = {
+    "small": {"hidden_size": 32, "num_heads": 2, "depth": 2, "intermediate_size": 64},
+    "smaller": {"hidden_size": 16, "num_heads": 1, "depth": 1, "intermediate_size": 32},
+}
+_MROPE_SECTION = [2, 3, 3]  # sums to head_dim / 2 = 8
+
+# Qwen image/video resolution: min = max pixels, so every image becomes 2x2 merged tokens.
+_QWEN2_PIXELS = 56 * 56  # patch 14, merge 2 -> 4x4 patches -> 4 tokens per image / per 2 frames
+_QWEN3_PIXELS = 64 * 64  # patch 16, merge 2 -> 4x4 patches -> 4 tokens
+# LLaVA-OneVision: Siglip image_size 32, patch 8 -> 4x4 = 16 tokens per crop, 4 per video frame.
+_LLAVA_IMAGE = 32
+_LLAVA_PATCH = 8
+_LLAVA_PINPOINTS = [[32, 32], [32, 64], [64, 32], [64, 64]]
+
+
+# --------------------------------------------------------------------------------------------
+# chat templates (simplified versions of the real ones: one or more turns, content items in order)
+# --------------------------------------------------------------------------------------------
+def _chat_template(image_placeholder: str, video_placeholder: str) -> str:
+    return (
+        "{%- for message in messages -%}"
+        "{{ '<|im_start|>' + message['role'] + '\n' }}"
+        "{%- if message['content'] is string -%}{{ message['content'] }}"
+        "{%- else -%}{%- for item in message['content'] -%}"
+        "{%- if item['type'] == 'image' or 'image' in item or 'image_url' in item -%}"
+        "{{ '" + image_placeholder + "' }}"
+        "{%- elif item['type'] == 'video' or 'video' in item -%}"
+        "{{ '" + video_placeholder + "' }}"
+        "{%- elif 'text' in item -%}{{ item['text'] }}"
+        "{%- endif -%}"
+        "{%- endfor -%}{%- endif -%}"
+        "{{ '<|im_end|>\n' }}"
+        "{%- endfor -%}"
+        "{%- if add_generation_prompt -%}{{ '<|im_start|>assistant\n' }}{%- endif -%}"
+    )
+
+
+_QWEN_TEMPLATE = _chat_template(
+    "<|vision_start|><|image_pad|><|vision_end|>", "<|vision_start|><|video_pad|><|vision_end|>"
+)
+_LLAVA_TEMPLATE = _chat_template("<image>", "<video>")
+
+
+# --------------------------------------------------------------------------------------------
+# tokenizer
+# --------------------------------------------------------------------------------------------
+def _byte_vocab() -> dict[str, int]:
+    from transformers.convert_slow_tokenizer import bytes_to_unicode
+
+    return {ch: b for b, ch in sorted(bytes_to_unicode().items())}
+
+
+def build_tokenizer(family: str):
+    """The family's tokenizer: byte-level BPE without merges + special tokens (ids from 256)."""
+    from tokenizers import AddedToken
+    from transformers import Qwen2Tokenizer
+
+    specials = SPECIAL_TOKENS[family]
+    vocab = _byte_vocab()
+    vocab.update(specials)  # fixed ids from 256 on, in SPECIAL_TOKENS order
+    tok = Qwen2Tokenizer(
+        vocab=vocab,
+        merges=[],
+        unk_token=None,
+        bos_token=None,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        model_max_length=32768,
+        clean_up_tokenization_spaces=False,
+        split_special_tokens=False,
+    )
+    tok.add_tokens([AddedToken(t, special=True, normalized=False) for t in specials])
+    for t, i in specials.items():
+        got = tok.convert_tokens_to_ids(t)
+        assert got == i, (t, got, i)
+    assert len(tok) == 256 + len(specials), len(tok)
+    tok.chat_template = _LLAVA_TEMPLATE if family == "llava_onevision" else _QWEN_TEMPLATE
+    return tok
+
+
+# --------------------------------------------------------------------------------------------
+# configs
+# --------------------------------------------------------------------------------------------
+def _text_kwargs(family: str, size: str, vocab_size: int) -> dict:
+    sp = SPECIAL_TOKENS[family]
+    kw = dict(_TEXT_SIZES[size])
+    kw.update(
+        vocab_size=vocab_size,
+        max_position_embeddings=4096,
+        initializer_range=INITIALIZER_RANGE,
+        rms_norm_eps=1e-6,
+        bos_token_id=None,
+        eos_token_id=sp["<|im_end|>"],
+        pad_token_id=sp["<|endoftext|>"],
+        tie_word_embeddings=False,
+    )
+    return kw
+
+
+def build_config(family: str, size: str = "small", vocab_padding: int = 0):
+    """The tiny config of the family's real config class."""
+    if family not in FAMILIES:
+        raise ValueError(f"unknown family {family!r}; expected one of {FAMILIES}")
+    if size not in SIZES:
+        raise ValueError(f"unknown size {size!r}; expected one of {SIZES}")
+    if vocab_padding < 0:
+        raise ValueError("vocab_padding must be >= 0")
+    sp = SPECIAL_TOKENS[family]
+    vocab_size = 256 + len(sp) + vocab_padding
+    text = _text_kwargs(family, size, vocab_size)
+    vis = _VISION_SIZES[size]
+    hidden = text["hidden_size"]
+
+    if family == "qwen2_vl":
+        from transformers import Qwen2VLConfig
+
+        text.update(rope_parameters={"rope_type": "default", "rope_theta": 1000000.0, "mrope_section": _MROPE_SECTION})
+        vision = {
+            "depth": vis["depth"],
+            "embed_dim": vis["hidden_size"],
+            "hidden_size": hidden,
+            "num_heads": vis["num_heads"],
+            "mlp_ratio": 2,
+            "patch_size": 14,
+            "spatial_merge_size": 2,
+            "temporal_patch_size": 2,
+            "initializer_range": INITIALIZER_RANGE,
+        }
+        cfg = Qwen2VLConfig(
+            text_config=text,
+            vision_config=vision,
+            image_token_id=sp["<|image_pad|>"],
+            video_token_id=sp["<|video_pad|>"],
+            vision_start_token_id=sp["<|vision_start|>"],
+            vision_end_token_id=sp["<|vision_end|>"],
+            tie_word_embeddings=False,
+        )
+    elif family == "qwen2_5_vl":
+        from transformers import Qwen2_5_VLConfig
+
+        text.update(rope_parameters={"rope_type": "default", "rope_theta": 1000000.0, "mrope_section": _MROPE_SECTION})
+        vision = {
+            "depth": vis["depth"],
+            "hidden_size": vis["hidden_size"],
+            "intermediate_size": vis["intermediate_size"],
+            "num_heads": vis["num_heads"],
+            "out_hidden_size": hidden,
+            "patch_size": 14,
+            "spatial_merge_size": 2,
+            "temporal_patch_size": 2,
+            "tokens_per_second": 2,
+            "window_size": 56,
+            "fullatt_block_indexes": [vis["depth"] - 1],
+            "initializer_range": INITIALIZER_RANGE,
+        }
+        cfg = Qwen2_5_VLConfig(
+            text_config=text,
+            vision_config=vision,
+            image_token_id=sp["<|image_pad|>"],
+            video_token_id=sp["<|video_pad|>"],
+            vision_start_token_id=sp["<|vision_start|>"],
+            vision_end_token_id=sp["<|vision_end|>"],
+            tie_word_embeddings=False,
+        )
+    elif family == "qwen3_vl":
+        from transformers import Qwen3VLConfig
+
+        text.update(
+            head_dim=16,
+            rope_parameters={
+                "rope_type": "default",
+                "rope_theta": 5000000.0,
+                "mrope_section": _MROPE_SECTION,
+                "mrope_interleaved": True,
+            },
+        )
+        text.pop("tie_word_embeddings")
+        vision = {
+            "depth": vis["depth"],
+            "hidden_size": vis["hidden_size"],
+            "intermediate_size": vis["intermediate_size"],
+            "num_heads": vis["num_heads"],
+            "out_hidden_size": hidden,
+            "patch_size": 16,
+            "spatial_merge_size": 2,
+            "temporal_patch_size": 2,
+            "num_position_embeddings": 16,
+            "deepstack_visual_indexes": [0],
+            "initializer_range": INITIALIZER_RANGE,
+        }
+        cfg = Qwen3VLConfig(
+            text_config=text,
+            vision_config=vision,
+            image_token_id=sp["<|image_pad|>"],
+            video_token_id=sp["<|video_pad|>"],
+            vision_start_token_id=sp["<|vision_start|>"],
+            vision_end_token_id=sp["<|vision_end|>"],
+            tie_word_embeddings=False,
+        )
+    else:  # llava_onevision
+        from transformers import LlavaOnevisionConfig
+
+        text.update(model_type="qwen2", rope_parameters={"rope_type": "default", "rope_theta": 1000000.0})
+        vision = {
+            "model_type": "siglip_vision_model",
+            "hidden_size": vis["hidden_size"],
+            "intermediate_size": vis["intermediate_size"],
+            "num_attention_heads": vis["num_heads"],
+            "num_hidden_layers": vis["depth"],
+            "image_size": _LLAVA_IMAGE,
+            "patch_size": _LLAVA_PATCH,
+            "vision_use_head": False,
+        }
+        cfg = LlavaOnevisionConfig(
+            text_config=text,
+            vision_config=vision,
+            image_token_index=sp["<image>"],
+            video_token_index=sp["<video>"],
+            vision_feature_select_strategy="full",
+            vision_feature_layer=-1,
+            image_grid_pinpoints=copy.deepcopy(_LLAVA_PINPOINTS),
+            vision_aspect_ratio="anyres_max_9",
+            tie_word_embeddings=False,
+        )
+    cfg.initializer_range = INITIALIZER_RANGE
+    return cfg
+
+
+# --------------------------------------------------------------------------------------------
+# processors
+# --------------------------------------------------------------------------------------------
+def build_processor(family: str):
+    """The real processor class of the family, with tiny image/video resolutions."""
+    tok = build_tokenizer(family)
+    if family in ("qwen2_vl", "qwen2_5_vl", "qwen3_vl"):
+        from transformers import Qwen2VLImageProcessor
+
+        if family == "qwen3_vl":
+            from transformers import Qwen3VLProcessor as Proc
+            from transformers import Qwen3VLVideoProcessor as VProc
+
+            patch, pixels, mean, std = 16, _QWEN3_PIXELS, [0.5] * 3, [0.5] * 3
+        else:
+            from transformers import Qwen2VLVideoProcessor as VProc
+
+            if family == "qwen2_vl":
+                from transformers import Qwen2VLProcessor as Proc
+            else:
+                from transformers import Qwen2_5_VLProcessor as Proc
+            from transformers.image_utils import OPENAI_CLIP_MEAN, OPENAI_CLIP_STD
+
+            patch, pixels, mean, std = 14, _QWEN2_PIXELS, list(OPENAI_CLIP_MEAN), list(OPENAI_CLIP_STD)
+        common = {
+            "patch_size": patch,
+            "temporal_patch_size": 2,
+            "merge_size": 2,
+            "image_mean": mean,
+            "image_std": std,
+        }
+        image_processor = Qwen2VLImageProcessor(
+            size={"shortest_edge": pixels, "longest_edge": pixels}, **common
+        )
+        video_size = {"shortest_edge": pixels, "longest_edge": pixels}
+        if family == "qwen3_vl":
+            # Qwen3-VL's video smart_resize bounds the pixels of the whole clip (T * H * W)
+            video_size = {"shortest_edge": 8 * pixels, "longest_edge": 16 * pixels}
+        video_kwargs = dict(
+            size=video_size,
+            cap_pixels_per_frame=False,
+            **common,
+        )
+        if family == "qwen3_vl":
+            video_kwargs.update(fps=2, do_sample_frames=True)
+        video_processor = VProc(**video_kwargs)
+        return Proc(
+            image_processor=image_processor,
+            tokenizer=tok,
+            video_processor=video_processor,
+            chat_template=tok.chat_template,
+        )
+
+    from transformers import (
+        LlavaOnevisionImageProcessor,
+        LlavaOnevisionProcessor,
+        LlavaOnevisionVideoProcessor,
+    )
+
+    sq = {"height": _LLAVA_IMAGE, "width": _LLAVA_IMAGE}
+    image_processor = LlavaOnevisionImageProcessor(
+        size=dict(sq),
+        crop_size=dict(sq),
+        image_grid_pinpoints=copy.deepcopy(_LLAVA_PINPOINTS),
+        image_mean=[0.5] * 3,
+        image_std=[0.5] * 3,
+    )
+    video_processor = LlavaOnevisionVideoProcessor(size=dict(sq), image_mean=[0.5] * 3, image_std=[0.5] * 3)
+    return LlavaOnevisionProcessor(
+        image_processor=image_processor,
+        tokenizer=tok,
+        video_processor=video_processor,
+        num_image_tokens=(_LLAVA_IMAGE // _LLAVA_PATCH) ** 2,
+        vision_feature_select_strategy="full",
+        vision_aspect_ratio="anyres_max_9",
+        chat_template=tok.chat_template,
+    )
+
+
+def _model_class(family: str):
+    import transformers
+
+    return {
+        "qwen2_vl": transformers.Qwen2VLForConditionalGeneration,
+        "qwen2_5_vl": transformers.Qwen2_5_VLForConditionalGeneration,
+        "qwen3_vl": transformers.Qwen3VLForConditionalGeneration,
+        "llava_onevision": transformers.LlavaOnevisionForConditionalGeneration,
+    }[family]
+
+
+def model_class(family: str):
+    """The real ``...ForConditionalGeneration`` class of ``family``."""
+    if family not in FAMILIES:
+        raise ValueError(f"unknown family {family!r}; expected one of {FAMILIES}")
+    return _model_class(family)
+
+
+# --------------------------------------------------------------------------------------------
+# the builder
+# --------------------------------------------------------------------------------------------
+def build_tiny_vlm(
+    family: str,
+    folder: str | Path,
+    *,
+    seed: int = 0,
+    size: str = "small",
+    attn_implementation: str = "sdpa",
+    vocab_padding: int = 0,
+) -> Path:
+    """Build a tiny random-weight model + real processor of ``family`` into ``folder``; return it."""
+    from transformers import GenerationConfig
+
+    cfg = build_config(family, size=size, vocab_padding=vocab_padding)
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    sp = SPECIAL_TOKENS[family]
+
+    cls = _model_class(family)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = cls._from_config(cfg, attn_implementation=attn_implementation, dtype=torch.float32)
+    model.eval()
+    model.generation_config = GenerationConfig(
+        bos_token_id=None,
+        eos_token_id=sp["<|im_end|>"],
+        pad_token_id=sp["<|endoftext|>"],
+    )
+    model.save_pretrained(folder)
+    build_processor(family).save_pretrained(folder)
+    return folder
+
+
+__all__ = [
+    "FAMILIES",
+    "INITIALIZER_RANGE",
+    "SIZES",
+    "SPECIAL_TOKENS",
+    "build_config",
+    "build_processor",
+    "build_tiny_vlm",
+    "build_tokenizer",
+    "model_class",
+]
