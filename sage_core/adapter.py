@@ -109,8 +109,7 @@ class VLM:
             raise ModelLoadError(f"cannot load the {role} model {name!r}: {_first_line(error)}") from error
         if config.model_type not in FAMILIES:
             raise ModelLoadError(
-                f"the {role} model {name!r} is a {config.model_type!r} model; "
-                f"supported families: {', '.join(FAMILIES)}"
+                f"the {role} model {name!r} is a {config.model_type!r} model; supported families: {', '.join(FAMILIES)}"
             )
         model_class = getattr(transformers, FAMILIES[config.model_type][0])
         try:
@@ -232,8 +231,9 @@ class VLM:
                 ]
             )
             for layer in state.cache.layers:
-                layer.keys = layer.keys.index_select(-2, index)
-                layer.values = layer.values.index_select(-2, index)
+                kept: Any = layer  # full-attention layers only (checked at load)
+                kept.keys = kept.keys.index_select(-2, index)
+                kept.values = kept.values.index_select(-2, index)
         state.committed += len(keep)
         state.scratch = 0
 

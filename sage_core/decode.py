@@ -21,7 +21,16 @@ from .config import CHAIN_TREE, STATIC_TREE, DecodeConfig, SageConfig
 from .drafting import DraftedTree, feed_committed, grow_tree, template_chooser
 from .errors import InputError
 from .media import Media
-from .policy import DepthWindow, choose_level, confidence, plan_template, planned_depth, planned_width
+from .policy import (
+    Candidate,
+    DepthWindow,
+    Expansion,
+    choose_level,
+    confidence,
+    plan_template,
+    planned_depth,
+    planned_width,
+)
 from .records import FinishReason, RunHeader, RunSummary, StepRecord, summarize
 from .timing import Stopwatch
 from .trees import EMPTY_TREE, ROOT, Tree
@@ -230,17 +239,19 @@ class DecodeRun:
             choose, expand, depth = template_chooser(template)
             drafted = grow_tree(draft, state, root_logits, choose, depth, sage.top_k, vocab, expand)
             entropy = confidence(drafted.distributions[ROOT])[0]
-            return drafted, _Shape(entropy, alpha, depth_max, depth, planned_width(alpha, sage.width_min, sage.width_max))
+            return drafted, _Shape(
+                entropy, alpha, depth_max, depth, planned_width(alpha, sage.width_min, sage.width_max)
+            )
         # Online (default): alpha from this round's root distribution shapes the tree as it grows.
         probs = torch.softmax(root_logits[:vocab].float(), dim=-1).topk(sage.top_k).values.tolist()
         entropy, alpha = confidence(probs)
         depth = planned_depth(alpha, sage.depth_min, depth_max)
         width = planned_width(alpha, sage.width_min, sage.width_max)
 
-        def choose(level: int, frontier: Sequence[Any], count: int) -> list[Any]:
+        def grow_online(level: int, frontier: Sequence[Expansion], count: int) -> list[Candidate]:
             return choose_level(frontier, level, width, depth, sage.node_budget - count, sage.expansion_threshold)
 
-        drafted = grow_tree(draft, state, root_logits, choose, depth, sage.top_k, vocab, lambda node, level: True)
+        drafted = grow_tree(draft, state, root_logits, grow_online, depth, sage.top_k, vocab, lambda node, level: True)
         return drafted, _Shape(entropy, alpha, depth_max, depth, width)
 
 

@@ -30,11 +30,11 @@ class DraftedTree:
     distributions: dict[int, tuple[float, ...]]
 
 
-def top_k(logits: torch.Tensor, k: int, vocab: int) -> tuple[tuple[int, ...], tuple[float, ...]]:
-    """The k most likely tokens of the shared vocabulary and their probabilities."""
-    probs = torch.softmax(logits[..., :vocab].float(), dim=-1)
+def top_k(logits: torch.Tensor, k: int, vocab: int) -> list[tuple[tuple[int, ...], tuple[float, ...]]]:
+    """Per row of logits, the k most likely tokens of the shared vocabulary and their probabilities."""
+    probs = torch.softmax(logits.float().reshape(-1, logits.shape[-1])[:, :vocab], dim=-1)
     values, indices = probs.topk(k, dim=-1)
-    return tuple(indices.tolist()), tuple(values.tolist())
+    return [(tuple(i), tuple(v)) for i, v in zip(indices.tolist(), values.tolist(), strict=True)]
 
 
 def feed_committed(draft: VLM, state: KVState, pending: Sequence[int]) -> torch.Tensor:
@@ -74,7 +74,7 @@ def grow_tree(
     depths: list[int] = []
     scratch_of: dict[int, int] = {}  # node -> its index among the draft's scratch entries
     visible_of: dict[int, tuple[int, ...]] = {ROOT: ()}
-    root_tokens, root_probs = top_k(root_logits, top, vocab)
+    ((root_tokens, root_probs),) = top_k(root_logits, top, vocab)
     distributions = {ROOT: root_probs}
     frontier = [Expansion(ROOT, 1.0, 1.0, root_tokens, root_probs)]
     for level in range(1, max_depth + 1):
@@ -101,12 +101,11 @@ def grow_tree(
             positions=[root_position + level] * len(to_expand),
             visible=[visible_of[n] for n in to_expand],
         )
-        next_tokens, next_probs = top_k(logits, top, vocab)
         cumulative = Tree(tuple(tokens), tuple(parents), tuple(probs)).cumulative_probs()
         frontier = []
-        for row, node in enumerate(to_expand):
-            distributions[node] = next_probs[row]
-            frontier.append(Expansion(node, probs[node], cumulative[node], next_tokens[row], next_probs[row]))
+        for node, (next_tokens, next_probs) in zip(to_expand, top_k(logits, top, vocab), strict=True):
+            distributions[node] = next_probs
+            frontier.append(Expansion(node, probs[node], cumulative[node], next_tokens, next_probs))
     draft.commit(state, [])
     return DraftedTree(Tree(tuple(tokens), tuple(parents), tuple(probs)), distributions)
 
@@ -118,7 +117,7 @@ def template_chooser(template: Sequence[RankPath]) -> tuple[Chooser, Callable[[i
     path_of: dict[int, RankPath] = {ROOT: ()}
 
     def choose(level: int, frontier: Sequence[Expansion], count: int) -> list[Candidate]:
-        chosen = []
+        chosen: list[Candidate] = []
         for node in frontier:
             prefix = path_of[node.node]
             for path in paths:

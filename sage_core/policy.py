@@ -168,8 +168,7 @@ def plan_template(
             paths.append((*parent_path, candidate.token))
         probs = tuple(level_probs[min(level, len(level_probs) - 1)])
         frontier = [
-            Expansion(start + i, c.prob, c.cumulative, tuple(range(len(probs))), probs)
-            for i, c in enumerate(chosen)
+            Expansion(start + i, c.prob, c.cumulative, tuple(range(len(probs))), probs) for i, c in enumerate(chosen)
         ]
     order = sorted(range(len(paths)), key=lambda i: (len(paths[i]), i))
     return tuple(paths[i] for i in order)

@@ -165,7 +165,7 @@ def record_to_dict(record: StepRecord) -> dict[str, Any]:
 
 def record_from_dict(data: dict[str, Any]) -> StepRecord:
     """The inverse of `record_to_dict` (derived figures are ignored)."""
-    kwargs = {}
+    kwargs: dict[str, Any] = {}
     for f in fields(StepRecord):
         value = data[f.name] if f.name != "finish_reason" else data.get(f.name)
         kwargs[f.name] = tuple(value) if isinstance(value, list) else value

@@ -16,9 +16,9 @@ from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from tiny_models import FAMILIES, build_tiny_vlm, model_class  # noqa: E402
+from tiny_models import FAMILIES, build_tiny_vlm, model_class
 
-from sage_core.media import Media, image_media  # noqa: E402
+from sage_core.media import Media, image_media
 
 torch.set_num_threads(1)  # tiny models: threads only add overhead
 

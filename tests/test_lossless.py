@@ -22,7 +22,9 @@ MAX_NEW = 24
 def _pair(root: str, family: str, draft_kind: str) -> ModelPair:
     from pathlib import Path
 
-    return load_pair(tiny_folder(Path(root), family, "target"), tiny_folder(Path(root), family, draft_kind), "cpu", "float32")
+    return load_pair(
+        tiny_folder(Path(root), family, "target"), tiny_folder(Path(root), family, draft_kind), "cpu", "float32"
+    )
 
 
 def reference(pair: ModelPair, media: Media, prompt: str, max_new_tokens: int) -> list[int]:

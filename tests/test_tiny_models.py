@@ -196,9 +196,12 @@ def test_special_tokens_config_and_generation_config(built, family):
     ph = "<|vision_start|><|video_pad|><|vision_end|>" if family in QWEN else "<video>"
     assert vprompt == f"<|im_start|>user\n{ph}hi<|im_end|>\n<|im_start|>assistant\n"
     # the tokenizer alone carries the template too
-    assert AutoTokenizer.from_pretrained(folder).apply_chat_template(
-        [{"role": "user", "content": [{"type": "text", "text": "hi"}]}], tokenize=False, add_generation_prompt=True
-    ) == "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
+    assert (
+        AutoTokenizer.from_pretrained(folder).apply_chat_template(
+            [{"role": "user", "content": [{"type": "text", "text": "hi"}]}], tokenize=False, add_generation_prompt=True
+        )
+        == "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
+    )
 
 
 def test_same_seed_is_deterministic_and_other_seed_differs(tmp_path, built):

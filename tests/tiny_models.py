@@ -139,8 +139,20 @@ SPECIAL_TOKENS = {
 
 # Text sizes: hidden, heads, kv heads, layers, intermediate.  head_dim is 16 in both sizes.
 _TEXT_SIZES = {
-    "small": {"hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2, "num_hidden_layers": 2, "intermediate_size": 128},
-    "smaller": {"hidden_size": 32, "num_attention_heads": 2, "num_key_value_heads": 1, "num_hidden_layers": 1, "intermediate_size": 64},
+    "small": {
+        "hidden_size": 64,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "num_hidden_layers": 2,
+        "intermediate_size": 128,
+    },
+    "smaller": {
+        "hidden_size": 32,
+        "num_attention_heads": 2,
+        "num_key_value_heads": 1,
+        "num_hidden_layers": 1,
+        "intermediate_size": 64,
+    },
 }
 # Vision tower sizes (internal width; the output width always equals the text hidden size).
 _VISION_SIZES = {
@@ -402,9 +414,7 @@ def build_processor(family: str):
             "image_mean": mean,
             "image_std": std,
         }
-        image_processor = Qwen2VLImageProcessor(
-            size={"shortest_edge": pixels, "longest_edge": pixels}, **common
-        )
+        image_processor = Qwen2VLImageProcessor(size={"shortest_edge": pixels, "longest_edge": pixels}, **common)
         video_size = {"shortest_edge": pixels, "longest_edge": pixels}
         if family == "qwen3_vl":
             # Qwen3-VL's video smart_resize bounds the pixels of the whole clip (T * H * W)
