@@ -1,0 +1,151 @@
+"""Traces round-trip without a model; the CLI prints generate()'s tokens and
+refuses bad input with one clear line."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from conftest import tiny_folder
+from PIL import Image
+
+from sage_core import DecodeConfig, decode, load_pair, load_trace, save_trace, summarize
+from sage_core.cli import main
+from sage_core.records import TraceError, parse_trace
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def image_file(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("media") / "noise.png"
+    Image.fromarray((np.random.RandomState(0).rand(56, 56, 3) * 255).astype("uint8")).save(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def video_file(tmp_path_factory) -> Path:
+    import cv2
+
+    path = tmp_path_factory.mktemp("media") / "clip.mp4"
+    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"mp4v"), 10.0, (56, 56))
+    for i in range(20):
+        frame = np.zeros((56, 56, 3), np.uint8)
+        frame[20:36, 2 * i : 2 * i + 16] = (0, 0, 255)
+        writer.write(frame)
+    writer.release()
+    return path
+
+
+def test_trace_round_trip(tiny_root, image, tmp_path):
+    pair = load_pair(tiny_folder(tiny_root, "qwen2_vl", "target"), tiny_folder(tiny_root, "qwen2_vl", "noised"), "cpu")
+    run = decode(pair, image, "Describe the picture.", DecodeConfig("sage", 20))
+    summary = run.run_to_end()
+    path = tmp_path / "run.jsonl"
+    save_trace(path, run.header, run.records)
+    header, records = load_trace(path)
+    assert header == run.header
+    assert records == run.records
+    assert summarize(records) == summary
+    assert summary.target_forwards == len(records) == summary.steps + 1
+    assert summary.tokens_per_forward == pytest.approx(len(summary.token_ids) / len(records))
+
+
+def test_bad_traces_are_refused(tmp_path):
+    with pytest.raises(TraceError):
+        parse_trace(["not json"])
+    with pytest.raises(TraceError):
+        parse_trace(['{"header": {"method": "sage"}}'])
+    with pytest.raises(TraceError):
+        load_trace(tmp_path / "missing.jsonl")
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "sage_core", "generate", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+@pytest.mark.parametrize("method", ["ar", "sage"])
+def test_cli_json_matches_generate(tiny_root, image_file, video_file, tmp_path, method, capsys):
+    target = tiny_folder(tiny_root, "qwen2_5_vl", "target")
+    draft = tiny_folder(tiny_root, "qwen2_5_vl", "noised")
+    pair = load_pair(target, draft, "cpu")
+    from sage_core import load_media
+
+    for flag, path in (("--image", image_file), ("--video", video_file)):
+        media = load_media(path, frames=6)
+        inputs = pair.target.prepare(media, "What moves?")
+        with torch.no_grad():
+            expected = pair.target.model.generate(**inputs, do_sample=False, max_new_tokens=16)
+        expected_ids = expected[0, inputs["input_ids"].shape[1] :].tolist()
+        trace = tmp_path / f"{method}.jsonl"
+        code = main(["generate", "--target", target, "--draft", draft, flag, str(path), "--frames", "6",
+                     "--prompt", "What moves?", "--method", method, "--max-new-tokens", "16",
+                     "--device", "cpu", "--json", "--trace", str(trace)])  # fmt: skip
+        assert code == 0
+        result = json.loads(capsys.readouterr().out)
+        assert result["token_ids"] == expected_ids
+        for key in ("method", "text", "steps", "target_forwards", "mean_accepted", "tokens_per_forward",
+                    "seconds", "tokens_per_second", "trace"):  # fmt: skip
+            assert key in result
+        assert result["method"] == method
+        assert len(result["trace"]) == result["target_forwards"] == result["steps"] + 1
+        assert load_trace(trace)[1][-1].total_tokens == len(expected_ids)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--image", "missing.png", "--prompt", "hi"], "no such file"),
+        (["--image", "{text}", "--prompt", "hi"], "not a readable image"),
+        (["--image", "{unsupported}", "--prompt", "hi"], "unsupported file type"),
+        (["--video", "{text_mp4}", "--prompt", "hi"], "not a readable video"),
+        (["--image", "{image}", "--prompt", "   "], "prompt is empty"),
+        (["--image", "{image}", "--prompt", "hi", "--max-new-tokens", "0"], "max-new-tokens"),
+        (["--image", "{image}", "--prompt", "hi", "--target", "{nowhere}"], "cannot load the target"),
+        (["--image", "{image}", "--prompt", "hi", "--target", "{text_dir}"], "cannot load the target"),
+        (["--image", "{image}", "--prompt", "hi", "--target", "{other_family}", "--draft", "{target}"], "tokenizers"),
+    ],
+)
+def test_cli_errors_are_one_clear_line(tiny_root, image_file, tmp_path, args, message, capsys):
+    (tmp_path / "notes.png").write_text("not an image")
+    (tmp_path / "notes.mp4").write_text("not a video")
+    (tmp_path / "notes.txt").write_text("hello")
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "folder" / "config.json").write_text("{}")
+    values = {
+        "text": str(tmp_path / "notes.png"),
+        "unsupported": str(tmp_path / "notes.txt"),
+        "text_mp4": str(tmp_path / "notes.mp4"),
+        "image": str(image_file),
+        "nowhere": str(tmp_path / "no-such-model"),
+        "text_dir": str(tmp_path / "folder"),
+        "other_family": tiny_folder(tiny_root, "llava_onevision", "target"),
+        "target": tiny_folder(tiny_root, "qwen2_vl", "target"),
+    }
+    args = [a.format(**values) for a in args]
+    if "--target" not in args:
+        args += ["--target", values["target"], "--draft", values["target"]]
+    code = main(["generate", *args, "--device", "cpu"])
+    stderr = capsys.readouterr().err
+    assert code == 2
+    assert message in stderr, stderr
+    assert len([line for line in stderr.splitlines() if line.startswith("error:")]) == 1
+
+
+def test_cli_process_exits_with_a_message_not_a_traceback(tmp_path):
+    (tmp_path / "notes.png").write_text("not an image")
+    result = run_cli("--image", str(tmp_path / "notes.png"), "--prompt", "hi", "--device", "cpu")
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines()[-1].startswith("error: notes.png is not a readable image")
