@@ -1,0 +1,125 @@
+"""Quality checks for the built-in model pair (accuracy and draft/target agreement).
+
+Inputs are built exactly the way the app's adapter builds them: the processor's
+chat template with one image item then the question, ``add_generation_prompt=True``,
+then ``processor(text=..., images=..., return_tensors="pt")``.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+
+import torch
+
+from .scenes import COLOURS, SHAPES, WORDS, Example, grade
+
+
+def prompt_text(processor, question: str, media: str = "image") -> str:
+    """The chat-formatted prompt for one user turn (image or video item first, then the text)."""
+    messages = [{"role": "user", "content": [{"type": media}, {"type": "text", "text": question}]}]
+    return processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+
+
+@torch.no_grad()
+def generate_answers(
+    model, processor, examples: Sequence[Example], max_new_tokens: int = 32, batch_size: int = 32
+) -> tuple[list[str], list[list[int]]]:
+    """Greedy answers (decoded text, and generated token ids up to and including eos)."""
+    eos = model.generation_config.eos_token_id
+    eos = eos[0] if isinstance(eos, list) else eos
+    texts, ids_out = [], []
+    for start in range(0, len(examples), batch_size):
+        chunk = examples[start : start + batch_size]
+        enc = processor(
+            text=[prompt_text(processor, e.question) for e in chunk],
+            images=[e.image for e in chunk],
+            return_tensors="pt",
+            padding=True,
+        )
+        out = model.generate(**enc, do_sample=False, max_new_tokens=max_new_tokens)
+        gen = out[:, enc["input_ids"].shape[1] :].tolist()
+        for row in gen:
+            row = row[: row.index(eos) + 1] if eos in row else row
+            ids_out.append(row)
+            texts.append(processor.tokenizer.decode(row, skip_special_tokens=True).strip())
+    return texts, ids_out
+
+
+def evaluate(model, processor, examples: Sequence[Example], max_new_tokens: int = 32, batch_size: int = 32) -> dict:
+    """Greedy-decode every example and grade it.
+
+    Returns ``{"accuracy": float, "per_kind": {kind: float}, "n": int,
+    "answers": [str], "answer_ids": [[int]], "correct": [bool]}``.
+    """
+    model.eval()
+    answers, answer_ids = generate_answers(model, processor, examples, max_new_tokens, batch_size)
+    correct = [grade(e, a) for e, a in zip(examples, answers, strict=True)]
+    by_kind: dict[str, list[bool]] = defaultdict(list)
+    for e, c in zip(examples, correct, strict=True):
+        by_kind[e.kind].append(c)
+    return {
+        "accuracy": sum(correct) / max(len(correct), 1),
+        "per_kind": {k: sum(v) / len(v) for k, v in sorted(by_kind.items())},
+        "n": len(examples),
+        "answers": answers,
+        "answer_ids": answer_ids,
+        "correct": correct,
+    }
+
+
+def _tokens_per_pass(matches: list[bool], k: int) -> float:
+    """Greedy speculative decoding with ``k`` draft tokens: answer tokens emitted per target pass."""
+    i = passes = 0
+    while i < len(matches):
+        run = 0
+        while run < k and i + run < len(matches) and matches[i + run]:
+            run += 1
+        i += run + 1  # accepted draft tokens + the target's own token
+        passes += 1
+    return len(matches) / max(passes, 1)
+
+
+@torch.no_grad()
+def agreement(target, draft, processor, examples: Sequence[Example], target_answer_ids: Sequence[list[int]]) -> dict:
+    """How often the draft's greedy next token equals the target's, teacher-forced on the target's answers.
+
+    Reports overall agreement, on the first answer token, on content words (colours,
+    shapes, rendered words, digits, left/right) and on the other (template) tokens,
+    plus simulated tokens per target pass for greedy speculation with 2 and 4 draft tokens.
+    """
+    target.eval()
+    draft.eval()
+    tok = processor.tokenizer
+    content = set(COLOURS) | set(SHAPES) | set(WORDS) | {"left", "right", "one", "two"}
+    content_ids = {tok.convert_tokens_to_ids(w) for w in content}
+    content_ids |= {i for t, i in tok.get_vocab().items() if t.strip("#").isdigit()}
+    stats = {"all": [0, 0], "first": [0, 0], "content": [0, 0], "template": [0, 0]}
+    tpp2, tpp4 = [], []
+    for e, ans in zip(examples, target_answer_ids, strict=True):
+        if not ans:
+            continue
+        enc = processor(text=[prompt_text(processor, e.question)], images=[e.image], return_tensors="pt")
+        n = enc["input_ids"].shape[1]
+        ids = torch.cat([enc["input_ids"], torch.tensor([ans])], dim=1)
+        feed = dict(
+            enc,
+            input_ids=ids,
+            attention_mask=torch.ones_like(ids),
+            mm_token_type_ids=torch.cat([enc["mm_token_type_ids"], torch.zeros(1, len(ans), dtype=torch.long)], 1),
+        )
+        t_pred = target(**feed).logits[0, n - 1 : -1].argmax(-1)
+        d_pred = draft(**feed).logits[0, n - 1 : -1].argmax(-1)
+        match = (t_pred == d_pred).tolist()
+        for j, (m, a) in enumerate(zip(match, ans, strict=True)):
+            cats = ["all", "first" if j == 0 else ("content" if a in content_ids else "template")]
+            for c in cats:
+                stats[c][0] += int(m)
+                stats[c][1] += 1
+        tpp2.append(_tokens_per_pass(match, 2))
+        tpp4.append(_tokens_per_pass(match, 4))
+    out = {f"agree_{k}": (v[0] / v[1] if v[1] else float("nan")) for k, v in stats.items()}
+    out.update({f"n_{k}": v[1] for k, v in stats.items()})
+    out["tokens_per_pass_k2"] = sum(tpp2) / max(len(tpp2), 1)
+    out["tokens_per_pass_k4"] = sum(tpp4) / max(len(tpp4), 1)
+    return out
