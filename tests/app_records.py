@@ -21,7 +21,9 @@ def header(method: str) -> RunHeader:
     )  # fmt: skip
 
 
-def record(method: str, step: int, start: int, accepted: int, seconds: float, total_seconds: float, **tree) -> StepRecord:
+def record(
+    method: str, step: int, start: int, accepted: int, seconds: float, total_seconds: float, **tree
+) -> StepRecord:
     """Step `step` emits TOKENS[start : start + accepted + 1]: `accepted` draft tokens, then the bonus."""
     new = TOKENS[start : start + accepted + 1]
     texts = TEXTS[start : start + accepted + 1]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 
 import pytest
 from app_records import EOS, TOKENS, ar_records, header, sage_records, synthetic_race, with_changed_token
@@ -11,6 +12,7 @@ from app_records import EOS, TOKENS, ar_records, header, sage_records, synthetic
 from app import panels, render
 from app.api import race_result
 from app.race import Lane, RaceData, parse_race, race_trace_lines, replay_steps
+from app.ui import last
 from sage_core import save_trace, summarize
 from sage_core.records import TraceError
 
@@ -86,9 +88,13 @@ def test_tree_figure_draws_the_chosen_step_with_accepted_path_and_bonus():
     assert list(nodes.text) == [render.display_token(data.token_texts[t], 10) for t in records[1].tree_tokens]
     colours = list(nodes.marker.color)
     assert colours[:3] == [panels.ACCEPTED] * 3 and colours[3:] == [panels.REJECTED] * 2
-    bonus = fig.data[-1]
+    bonus = next(t for t in fig.data if t.name == "bonus")
     assert list(bonus.text) == [render.display_token(data.token_texts[records[1].bonus_token], 10)]
     assert "step 1" in fig.layout.title.text and "accepted 3" in fig.layout.title.text
+    # The output ended inside an accepted path: no bonus drawn.
+    ended = replace(records[2], new_tokens=records[2].new_tokens[:2], new_token_texts=records[2].new_token_texts[:2])
+    ended_fig = panels.tree_figure([*records[:2], ended], 2, data.token_texts, "sage")
+    assert all(t.name != "bonus" for t in ended_fig.data) and "no bonus" in ended_fig.layout.title.text
     # None follows the latest step; step 0 is the prefill.
     assert "step 2" in panels.tree_figure(records, None, data.token_texts).layout.title.text
     assert "prefill" in panels.tree_figure(records, 0, data.token_texts).layout.annotations[0].text
@@ -189,10 +195,10 @@ def test_bad_traces_are_refused(lines, message):
 def test_a_trace_mixing_two_prompts_is_refused():
     data = synthetic_race()
     lines = list(race_trace_lines(data))
-    other = json.loads(lines[-4])  # the static run's header
-    assert "header" in other
+    index = next(i for i, line in enumerate(lines) if '"header"' in line and '"method": "static"' in line)
+    other = json.loads(lines[index])
     other["header"]["prompt"] = "something else"
-    lines[-4] = json.dumps(other)
+    lines[index] = json.dumps(other)
     with pytest.raises(TraceError, match="different inputs"):
         parse_race(lines)
 
@@ -200,32 +206,28 @@ def test_a_trace_mixing_two_prompts_is_refused():
 def test_replay_follows_each_sides_recorded_clock():
     data = synthetic_race()
     now = [0.0]
-    waits: list[float] = []
 
     def sleep(seconds: float) -> None:
-        waits.append(seconds)
         now[0] += seconds
 
-    order = [(lane.method, len(lane.records)) for lane in _snapshots(replay_steps(data, 2.0, sleep, lambda: now[0]))]
-    # Steps come out in the order of their recorded times (ties: column order), at half the recorded pace.
-    times = sorted(r.total_seconds for lane in data.lanes for r in lane.records)
-    assert now[0] == pytest.approx(times[-1] / 2.0)
-    assert len(order) == sum(len(lane.records) for lane in data.lanes)
-    assert sum(waits) == pytest.approx(times[-1] / 2.0)
-
-
-def _snapshots(source):
-    for snapshot in source:
-        latest = max(snapshot.lanes, key=lambda lane: lane.records[-1].total_seconds if lane.records else -1)
-        yield Lane(latest.method, None, list(latest.records))
+    seen = []
+    counts = dict.fromkeys(data.methods, 0)
+    for snapshot in replay_steps(data, 2.0, sleep, lambda: now[0]):
+        grown = [lane for lane in snapshot.lanes if len(lane.records) > counts[lane.method]]
+        assert len(grown) == 1  # one step at a time
+        lane = grown[0]
+        counts[lane.method] = len(lane.records)
+        record = lane.records[-1]
+        assert now[0] == pytest.approx(record.total_seconds / 2.0)  # at its recorded time, twice as fast
+        seen.append((record.total_seconds, lane.method))
+    assert len(seen) == sum(len(lane.records) for lane in data.lanes)
+    assert seen == sorted(seen, key=lambda event: (event[0], data.methods.index(event[1])))
 
 
 def test_replay_without_waiting_ends_with_the_recorded_race():
     data = synthetic_race(with_ar=True)
-    final = None
-    for final in replay_steps(data, speed=0, sleep=lambda s: pytest.fail("no waiting at speed 0")):
-        pass
-    assert final is not None and final.replay and final.finished
+    final = last(replay_steps(data, speed=0, sleep=lambda s: pytest.fail("no waiting at speed 0")))
+    assert final.replay and final.finished
     assert [lane.records for lane in final.lanes] == [lane.records for lane in data.lanes]
 
 

@@ -1,0 +1,16 @@
+"""Launch the SAGE demo: `python app.py` (http://127.0.0.1:7860 by default).
+
+GRADIO_SERVER_NAME / GRADIO_SERVER_PORT choose the address (a Space sets them).
+"""
+
+import os
+
+from app.ui import build_demo
+
+demo = build_demo()
+
+if __name__ == "__main__":
+    demo.queue(default_concurrency_limit=1).launch(
+        server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
+        server_port=int(os.environ.get("GRADIO_SERVER_PORT", "7860")),
+    )

@@ -1,0 +1,46 @@
+"""The API's answer for a race or a replay: texts, figures, verdict, panels, the trace.
+
+Everything is read off the records of the race; `trace` holds them, so a
+caller can check every figure against the steps it came from.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from typing import Any
+
+from .panels import all_figures, speedups
+from .race import RaceData, race_trace_lines
+from .render import LaneFigures, verdict
+
+
+def default_tree_method(data: RaceData) -> str:
+    drafting = [m for m in data.methods if m != "ar"]
+    return drafting[0] if drafting else data.methods[0]
+
+
+def race_result(data: RaceData, tree_method: str | None = None, tree_step: int | None = None) -> dict[str, Any]:
+    lanes = data.records_by_method()
+    header = data.header
+    figures = all_figures(lanes, data.token_texts, tree_method or default_tree_method(data), tree_step, data.replay)
+    result = verdict(data)
+    return {
+        "replay": data.replay,
+        "stopped": data.stopped,
+        "source": data.source,
+        "target": header.target if header else "",
+        "draft": next((lane.header.draft for lane in data.lanes if lane.header and lane.header.draft), ""),
+        "device": header.device if header else "",
+        "dtype": header.dtype if header else "",
+        "prompt": header.prompt if header else "",
+        "media": header.media if header else "",
+        "methods": data.methods,
+        "texts": {lane.method: lane.text for lane in data.lanes},
+        "token_ids": {lane.method: list(lane.token_ids) for lane in data.lanes},
+        "figures": {m: asdict(LaneFigures.of(rs)) for m, rs in lanes.items() if rs},
+        "speedups": speedups(lanes),
+        "lossless": asdict(result) if result is not None else None,
+        "panels": {name: json.loads(fig.to_json()) for name, fig in figures.items()},
+        "trace": "\n".join(race_trace_lines(data)) + "\n",
+    }

@@ -1,0 +1,367 @@
+"""The five Plotly panels, as pure functions of step records.
+
+1. `confidence_figure`: each SAGE round's draft entropy and confidence alpha,
+   and the depth D(alpha) and root width W(alpha) planned from them.
+2. `shape_figure`: the tree shape per step (depth, root width, node count),
+   SAGE against the static baseline.
+3. `tree_figure`: one step's draft tree, tokens on the nodes, the accepted
+   path and the bonus token highlighted.
+4. `accepted_figure`: accepted length tau per step (bonus excluded).
+5. `race_figure`: tokens against each side's own wall time: the race.
+
+Every number drawn comes from the records handed in; nothing is computed
+here that the records do not hold.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from sage_core import StepRecord, summarize
+
+from .render import display_token
+
+Lanes = Mapping[str, Sequence[StepRecord]]
+
+SHORT_LABELS = {"sage": "SAGE", "static": "SD-Tree", "chain": "SD-Chain", "ar": "Plain AR"}
+COLOURS = {"sage": "#7c3aed", "static": "#0e7490", "chain": "#db2777", "ar": "#6b7280"}
+ACCEPTED = "#16a34a"
+BONUS = "#ea580c"
+REJECTED = "#cbd5e1"
+HEIGHT = 300
+FONT = dict(family="Inter, system-ui, sans-serif", size=12)
+
+
+def short_label(method: str) -> str:
+    return SHORT_LABELS.get(method, method)
+
+
+def colour(method: str) -> str:
+    return COLOURS.get(method, "#334155")
+
+
+def _layout(fig: go.Figure, title: str, height: int = HEIGHT, replay: bool = False) -> go.Figure:
+    if replay:
+        title += "  <span style='color:#b45309'>(replay)</span>"
+    fig.update_layout(
+        title=dict(text=title, x=0.01, xanchor="left", font=dict(size=14)),
+        height=height,
+        margin=dict(l=48, r=16, t=56, b=40),
+        template="plotly_white",
+        font=FONT,
+        legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="right", x=1.0, font=dict(size=11)),
+        hovermode="closest",
+    )
+    return fig
+
+
+def _step_ticks(fig: go.Figure, steps: Sequence[StepRecord]) -> None:
+    """Whole-number step ticks (plotly would show 1.5 on a short run)."""
+    last = max((r.step for r in steps), default=1)
+    fig.update_xaxes(dtick=1 if last <= 20 else None, tick0=0)
+
+
+def _empty(title: str, message: str, height: int = HEIGHT, replay: bool = False) -> go.Figure:
+    fig = go.Figure()
+    fig.add_annotation(text=message, showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper", font=dict(size=13))
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False)
+    return _layout(fig, title, height, replay)
+
+
+def _decode_steps(records: Sequence[StepRecord]) -> list[StepRecord]:
+    return [r for r in records if r.phase == "decode"]
+
+
+def _drafting(lanes: Lanes) -> dict[str, list[StepRecord]]:
+    """The lanes that draft trees (plain decoding has none), with their decode steps."""
+    return {m: _decode_steps(rs) for m, rs in lanes.items() if m != "ar"}
+
+
+# -- 1. entropy and confidence -------------------------------------------------------
+
+
+def confidence_figure(lanes: Lanes, replay: bool = False) -> go.Figure:
+    title = "① SAGE: draft entropy H, confidence α → planned depth D(α), width W(α)"
+    steps = [r for r in _decode_steps(lanes.get("sage", ())) if r.alpha is not None]
+    if not steps:
+        message = "waiting for SAGE's first round" if "sage" in lanes else "SAGE is not in this race"
+        return _empty(title, message, replay=replay)
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.1)
+    x = [r.step for r in steps]
+    fig.add_trace(go.Scatter(x=x, y=[r.entropy for r in steps], name="entropy H (nats)", mode="lines+markers",
+                             line=dict(color="#f59e0b")), row=1, col=1)  # fmt: skip
+    fig.add_trace(go.Scatter(x=x, y=[r.alpha for r in steps], name="confidence α", mode="lines+markers",
+                             line=dict(color=colour("sage"))), row=1, col=1)  # fmt: skip
+    planned = [r for r in steps if r.planned_depth is not None]
+    fig.add_trace(go.Scatter(x=[r.step for r in planned], y=[r.planned_depth for r in planned], name="D(α)",
+                             mode="lines+markers", line=dict(color="#2563eb", shape="hv")), row=2, col=1)  # fmt: skip
+    fig.add_trace(go.Scatter(x=[r.step for r in planned], y=[r.planned_width for r in planned], name="W(α)",
+                             mode="lines+markers", line=dict(color="#059669", shape="hv")), row=2, col=1)  # fmt: skip
+    fig.add_trace(go.Scatter(x=x, y=[r.depth_max for r in steps], name="D_max", mode="lines",
+                             line=dict(color="#94a3b8", dash="dot", shape="hv")), row=2, col=1)  # fmt: skip
+    fig.update_yaxes(title_text="H, α", row=1, col=1, rangemode="tozero")
+    fig.update_yaxes(title_text="depth, width", row=2, col=1, rangemode="tozero")
+    fig.update_xaxes(title_text="step", row=2, col=1)
+    _step_ticks(fig, steps)
+    return _layout(fig, title, height=HEIGHT + 60, replay=replay)
+
+
+# -- 2. tree shape per step ------------------------------------------------------------
+
+
+SHAPE_ROWS = (("depth", "depth"), ("root_width", "root width"), ("node_count", "nodes"))
+
+
+def shape_figure(lanes: Lanes, replay: bool = False) -> go.Figure:
+    title = "② Tree shape per step: depth, root width, nodes"
+    drafting = {m: rs for m, rs in _drafting(lanes).items() if rs}
+    if not drafting:
+        return _empty(title, "no draft trees yet", replay=replay)
+    fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.06)
+    for method, steps in drafting.items():
+        x = [r.step for r in steps]
+        for row, (attribute, _) in enumerate(SHAPE_ROWS, 1):
+            fig.add_trace(
+                go.Scatter(
+                    x=x, y=[getattr(r, attribute) for r in steps], mode="lines+markers",
+                    name=short_label(method), legendgroup=method, showlegend=row == 1,
+                    line=dict(color=colour(method), shape="hv"), marker=dict(size=4),
+                ),
+                row=row, col=1,
+            )  # fmt: skip
+    for row, (_, label) in enumerate(SHAPE_ROWS, 1):
+        fig.update_yaxes(title_text=label, row=row, col=1, rangemode="tozero")
+    fig.update_xaxes(title_text="step", row=3, col=1)
+    _step_ticks(fig, [r for rs in drafting.values() for r in rs])
+    return _layout(fig, title, height=HEIGHT + 60, replay=replay)
+
+
+# -- 3. one step's draft tree -------------------------------------------------------------
+
+
+def tree_layout(parents: Sequence[int]) -> list[float]:
+    """A y position per node: leaves one apart in rank order, parents centred on their children."""
+    children: dict[int, list[int]] = {}
+    for node, parent in enumerate(parents):
+        children.setdefault(parent, []).append(node)
+    y: dict[int, float] = {}
+    next_leaf = 0.0
+
+    def place(node: int) -> float:
+        nonlocal next_leaf
+        kids = children.get(node, [])
+        if not kids:
+            y[node] = next_leaf
+            next_leaf += 1.0
+        else:
+            placed = [place(kid) for kid in kids]
+            y[node] = (placed[0] + placed[-1]) / 2
+        return y[node]
+
+    place(-1)
+    return [y[node] for node in range(len(parents))] + [y[-1]]
+
+
+def pick_step(records: Sequence[StepRecord], step: int | None) -> StepRecord | None:
+    """The decode step numbered `step` (the latest one when None or out of range)."""
+    steps = _decode_steps(records)
+    if not steps:
+        return None
+    if step is not None:
+        for record in steps:
+            if record.step == step:
+                return record
+    return steps[-1]
+
+
+def tree_figure(
+    records: Sequence[StepRecord],
+    step: int | None,
+    token_texts: Mapping[int, str],
+    method: str = "sage",
+    replay: bool = False,
+) -> go.Figure:
+    label = short_label(method)
+    if step == 0:
+        return _empty(f"③ Draft tree ({label})", "step 0 is the prefill: no draft tree", replay=replay)
+    record = pick_step(records, step)
+    if record is None or not record.tree_tokens:
+        return _empty(f"③ Draft tree ({label})", "no draft tree yet", replay=replay)
+    tree = record.tree
+    by_step = {r.step: r for r in records}
+    before = by_step.get(record.step - 1)
+    root_token = before.new_tokens[-1] if before is not None and before.new_tokens else None
+    # The bonus token (the target's own next token) is drawn as one more child of the last accepted node;
+    # it is emitted unless the output ended inside the accepted path (end-of-sequence, token limit).
+    last = record.accepted_nodes[-1] if record.accepted_nodes else -1
+    bonus_emitted = len(record.new_tokens) > record.draft_token_count
+    ys = tree_layout((*tree.parents, last) if bonus_emitted else tree.parents)
+    bonus_y, root_y = ys[-2], ys[-1]
+    depths = tree.depths
+    cumulative = tree.cumulative_probs()
+    accepted = set(record.accepted_nodes)
+
+    def pos(node: int) -> tuple[float, float]:
+        return (0.0, root_y) if node == -1 else (float(depths[node]), ys[node])
+
+    def text_of(token: int | None) -> str:
+        if token is None:
+            return "?"
+        return token_texts.get(token, f"#{token}")
+
+    fig = go.Figure()
+    for group, edge_colour, width in ((False, REJECTED, 1.2), (True, ACCEPTED, 3.5)):
+        xs: list[float | None] = []
+        ys_line: list[float | None] = []
+        for node, parent in enumerate(tree.parents):
+            if (node in accepted) == group:
+                (x0, y0), (x1, y1) = pos(parent), pos(node)
+                xs += [x0, x1, None]
+                ys_line += [y0, y1, None]
+        fig.add_trace(go.Scatter(x=xs, y=ys_line, mode="lines", line=dict(color=edge_colour, width=width),
+                                 hoverinfo="skip", showlegend=False))  # fmt: skip
+    nodes = range(len(tree))
+    hover = [
+        f"node {n} · depth {depths[n]}<br>token {display_token(text_of(tree.tokens[n]))!s} (id {tree.tokens[n]})"
+        f"<br>draft p = {tree.draft_probs[n]:.3f} · cumulative {cumulative[n]:.3f}"
+        f"<br>{'accepted by the target' if n in accepted else 'rejected'}"
+        for n in nodes
+    ]
+    fig.add_trace(
+        go.Scatter(
+            x=[depths[n] for n in nodes], y=[ys[n] for n in nodes], mode="markers+text",
+            text=[display_token(text_of(tree.tokens[n]), 10) for n in nodes], textposition="middle right",
+            textfont=dict(size=11, color=["#14532d" if n in accepted else "#475569" for n in nodes]),
+            marker=dict(size=[13 if n in accepted else 8 for n in nodes],
+                        color=[ACCEPTED if n in accepted else REJECTED for n in nodes],
+                        line=dict(width=1, color="#64748b")),
+            hovertext=hover, hoverinfo="text", name="draft nodes", showlegend=False,
+        )
+    )  # fmt: skip
+    root_text = display_token(text_of(root_token), 10) if root_token is not None else "root"
+    fig.add_trace(
+        go.Scatter(x=[0], y=[root_y], mode="markers+text", text=[root_text], textposition="middle left",
+                   marker=dict(size=14, color="#1e293b", symbol="square"),
+                   hovertext=["root: the last committed token"], hoverinfo="text", showlegend=False)
+    )  # fmt: skip
+    (lx, ly) = pos(last)
+    bonus_x = lx + 1.0
+    if bonus_emitted:
+        fig.add_trace(
+            go.Scatter(x=[lx, bonus_x], y=[ly, bonus_y], mode="lines", line=dict(color=BONUS, width=2.5, dash="dot"),
+                       hoverinfo="skip", showlegend=False)
+        )  # fmt: skip
+        fig.add_trace(
+            go.Scatter(x=[bonus_x], y=[bonus_y], mode="markers+text",
+                       text=[display_token(text_of(record.bonus_token), 10)], textposition="middle right",
+                       textfont=dict(size=12, color=BONUS), marker=dict(size=14, color=BONUS, symbol="diamond"),
+                       name="bonus", hoverinfo="text", showlegend=False,
+                       hovertext=[f"bonus: the target's own token after the accepted path, id {record.bonus_token}"])
+        )  # fmt: skip
+    leaves = max(ys) + 1 if ys else 1
+    height = int(min(720, max(HEIGHT + 40, 90 + 20 * leaves)))
+    fig.update_xaxes(title_text="depth", dtick=1, range=[-0.8, max(tree.depth, bonus_x) + 1.2], zeroline=False)
+    fig.update_yaxes(visible=False, autorange="reversed")
+    ending = (
+        f" + <span style='color:{BONUS}'>bonus</span>"
+        if bonus_emitted
+        else f" · output ended ({record.finish_reason}): no bonus"
+    )
+    title = (
+        f"③ {label} draft tree, step {record.step}: {len(tree)} nodes, depth {tree.depth} · "
+        f"<span style='color:{ACCEPTED}'>accepted {record.accepted_length}</span>{ending}"
+    )
+    return _layout(fig, title, height=height, replay=replay)
+
+
+# -- 4. accepted length per step -------------------------------------------------------------
+
+
+def accepted_figure(lanes: Lanes, replay: bool = False) -> go.Figure:
+    title = "④ Accepted draft tokens per step (τ, bonus excluded)"
+    drafting = {m: rs for m, rs in _drafting(lanes).items() if rs}
+    if not drafting:
+        return _empty(title, "no verified steps yet", replay=replay)
+    fig = go.Figure()
+    for method, steps in drafting.items():
+        mean = sum(r.accepted_length for r in steps) / len(steps)
+        fig.add_trace(
+            go.Scatter(x=[r.step for r in steps], y=[r.accepted_length for r in steps], mode="lines+markers",
+                       name=f"{short_label(method)} (mean τ {mean:.2f})", line=dict(color=colour(method)),
+                       marker=dict(size=5))
+        )  # fmt: skip
+    fig.update_xaxes(title_text="step")
+    fig.update_yaxes(title_text="accepted tokens τ", rangemode="tozero", dtick=1)
+    _step_ticks(fig, [r for rs in drafting.values() for r in rs])
+    return _layout(fig, title, replay=replay)
+
+
+# -- 5. the race: tokens against time ------------------------------------------------------------
+
+
+def race_figure(lanes: Lanes, replay: bool = False) -> go.Figure:
+    title = "⑤ The race: tokens against each side's own time"
+    present = {m: rs for m, rs in lanes.items() if rs}
+    if not present:
+        return _empty(title, "the race has not started", replay=replay)
+    fig = go.Figure()
+    for method, records in present.items():
+        summary = summarize(records)
+        fig.add_trace(
+            go.Scatter(
+                x=[0.0, *(r.total_seconds for r in records)], y=[0, *(r.total_tokens for r in records)],
+                mode="lines+markers", line=dict(color=colour(method), shape="hv", width=2.5), marker=dict(size=4),
+                name=f"{short_label(method)}: {summary.tokens_per_second:.1f} tok/s",
+            )
+        )  # fmt: skip
+    speedups = speedup_lines(lanes)
+    if speedups:
+        fig.add_annotation(text="<br>".join(speedups), xref="paper", yref="paper", x=0.98, y=0.04,
+                           xanchor="right", yanchor="bottom", showarrow=False, align="right",
+                           font=dict(size=13, color=colour("sage")), bgcolor="rgba(255,255,255,0.85)")  # fmt: skip
+    fig.update_xaxes(title_text="seconds (device-synchronised, prefill included)", rangemode="tozero")
+    fig.update_yaxes(title_text="tokens", rangemode="tozero")
+    return _layout(fig, title, replay=replay)
+
+
+def speedups(lanes: Lanes) -> dict[str, float]:
+    """tokens/s of the lead method (SAGE when it raced) over each other method's."""
+    present = {m: summarize(rs) for m, rs in lanes.items() if rs}
+    if len(present) < 2:
+        return {}
+    lead = "sage" if "sage" in present else next(iter(present))
+    lead_rate = present[lead].tokens_per_second
+    return {
+        f"{lead}_over_{m}": lead_rate / s.tokens_per_second
+        for m, s in present.items()
+        if m != lead and s.tokens_per_second > 0
+    }
+
+
+def speedup_lines(lanes: Lanes) -> list[str]:
+    lines = []
+    for key, value in speedups(lanes).items():
+        lead, other = key.split("_over_")
+        lines.append(f"{short_label(lead)} ÷ {short_label(other)}: <b>{value:.2f}×</b> tokens/s")
+    return lines
+
+
+def all_figures(
+    lanes: Lanes,
+    token_texts: Mapping[int, str],
+    tree_method: str,
+    tree_step: int | None = None,
+    replay: bool = False,
+) -> dict[str, go.Figure]:
+    """The five panels by name, in the order the issue lists them."""
+    return {
+        "confidence": confidence_figure(lanes, replay),
+        "shapes": shape_figure(lanes, replay),
+        "tree": tree_figure(lanes.get(tree_method, ()), tree_step, token_texts, tree_method, replay),
+        "accepted": accepted_figure(lanes, replay),
+        "race": race_figure(lanes, replay),
+    }

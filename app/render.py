@@ -1,0 +1,335 @@
+"""HTML of the race: token-marked columns, the losslessness badge, the figures table.
+
+Each column shows its text token by token: a token the draft proposed and
+the target accepted is green, the target's own token of a step (the bonus,
+and every token of plain decoding) is orange and bold, and a thin bar marks
+each step boundary. Every number comes from the records of the run shown.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sage_core import METHOD_LABELS, StepRecord, summarize
+
+from .race import Lane, RaceData
+
+CSS = """
+.sage-wrap { font-family: Inter, system-ui, sans-serif; }
+.sage-cols { display: grid; gap: 12px; }
+.sage-col { border: 1px solid #e2e8f0; border-radius: 10px; padding: 10px 12px; background: #fff; min-width: 0; }
+.sage-col h3 { margin: 0; font-size: 16px; display: flex; align-items: center; gap: 8px; flex-wrap: wrap; }
+.sage-sub { font-size: 11px; color: #64748b; margin: 0 0 6px 18px; }
+.sage-dot { width: 10px; height: 10px; border-radius: 50%; display: inline-block; }
+.sage-tag { font-size: 11px; font-weight: 600; padding: 1px 7px; border-radius: 9px; white-space: nowrap;
+  background: #f1f5f9; color: #334155; }
+.sage-tag.run { background: #dbeafe; color: #1d4ed8; }
+.sage-tag.done { background: #dcfce7; color: #166534; }
+.sage-tag.replay { background: #fef3c7; color: #92400e; }
+.sage-tag.stop { background: #fee2e2; color: #991b1b; }
+.sage-stats { display: flex; flex-wrap: wrap; gap: 4px 14px; font-size: 12px; color: #475569; margin-bottom: 8px; }
+.sage-stats b { color: #0f172a; font-size: 14px; }
+.sage-text { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 14px; line-height: 1.9;
+  white-space: pre-wrap; word-break: break-word; max-height: 260px; overflow-y: auto; color: #0f172a; }
+.sage-step { border-left: 2px solid #94a3b8; padding-left: 1px; margin-left: 2px; }
+.sage-tok { border-radius: 3px; padding: 1px 0; }
+.sage-tok.d { background: #dcfce7; color: #14532d; }
+.sage-tok.b { background: #ffedd5; color: #9a3412; font-weight: 700; }
+.sage-legend { font-size: 12px; color: #475569; margin: 2px 0 8px 0; }
+.sage-legend .sage-tok { padding: 1px 4px; }
+.sage-badge { border-radius: 10px; padding: 10px 14px; font-size: 15px; font-weight: 600; }
+.sage-badge.ok { background: #dcfce7; color: #14532d; border: 2px solid #16a34a; }
+.sage-badge.bad { background: #fee2e2; color: #7f1d1d; border: 2px solid #dc2626; }
+.sage-badge.wait { background: #f1f5f9; color: #334155; border: 2px dashed #94a3b8; }
+.sage-badge small { font-weight: 400; display: block; margin-top: 2px; font-size: 12px; }
+.sage-table { border-collapse: collapse; width: 100%; font-size: 13px; }
+.sage-table th, .sage-table td { padding: 4px 8px; border-bottom: 1px solid #e2e8f0; text-align: right; }
+.sage-table th:first-child, .sage-table td:first-child { text-align: left; }
+.sage-table th { color: #475569; font-weight: 600; background: #f8fafc; }
+.sage-table caption { caption-side: bottom; text-align: left; font-size: 11px; color: #64748b; padding-top: 4px; }
+.sage-status { border-radius: 8px; padding: 8px 12px; font-size: 14px; }
+.sage-status.info { background: #eff6ff; color: #1e3a8a; }
+.sage-status.error { background: #fee2e2; color: #7f1d1d; border: 1px solid #fca5a5; font-weight: 600; }
+.sage-status.replay { background: #fef3c7; color: #78350f; border: 1px solid #fcd34d; }
+.sage-headline { font-size: 20px; font-weight: 700; color: #4c1d95; margin: 8px 0 2px 0; }
+"""
+
+SHORT = {"sage": "SAGE", "static": "SD-Tree", "chain": "SD-Chain", "ar": "Plain AR"}
+SUBTITLES = {
+    "sage": "adaptive tree, shaped by the draft's confidence",
+    "static": "static 25-node tree (SpecVLM / EAGLE-1)",
+    "chain": "a chain of 5 draft tokens",
+    "ar": "the target alone, one token per forward",
+}
+DOTS = {"sage": "#7c3aed", "static": "#0e7490", "chain": "#db2777", "ar": "#6b7280"}
+VISIBLE_WHITESPACE = str.maketrans({" ": "␣", "\n": "↵", "\t": "⇥"})
+
+
+def display_token(text: str, limit: int = 16) -> str:
+    """A token's text for a label: whitespace made visible, long ones cut."""
+    shown = text.translate(VISIBLE_WHITESPACE) if text else "∅"
+    return shown if len(shown) <= limit else shown[: limit - 1] + "…"
+
+
+def _esc(text: str) -> str:
+    return html.escape(text, quote=True)
+
+
+def wrap(body: str) -> str:
+    return f"<div class='sage-wrap'>{body}</div>"
+
+
+# -- the columns ----------------------------------------------------------------------
+
+
+def marked_text(records: Sequence[StepRecord]) -> str:
+    """The text with every token marked by how it came, one span per step."""
+    parts = []
+    for record in records:
+        drafted = record.draft_token_count
+        tokens = []
+        for index, text in enumerate(record.new_token_texts):
+            kind, how = ("d", "accepted draft token") if index < drafted else ("b", "target token (bonus)")
+            if record.phase == "prefill":
+                how = "target token (prefill)"
+            title = f"step {record.step}: {how}"
+            tokens.append(f"<span class='sage-tok {kind}' title='{_esc(title)}'>{_esc(text)}</span>")
+        parts.append(f"<span class='sage-step' title='step {record.step}'>{''.join(tokens)}</span>")
+    return "".join(parts)
+
+
+@dataclass(frozen=True)
+class LaneFigures:
+    """The live figures of one side, all read off its records."""
+
+    steps: int
+    tau: float
+    tokens_per_forward: float
+    tokens: int
+    tokens_per_second: float
+    seconds: float
+    decode_tokens_per_second: float
+
+    @classmethod
+    def of(cls, records: Sequence[StepRecord]) -> LaneFigures:
+        s = summarize(records)
+        decode_tokens = len(s.token_ids) - sum(len(r.new_tokens) for r in records if r.phase == "prefill")
+        return cls(
+            steps=s.steps,
+            tau=s.mean_accepted,
+            tokens_per_forward=s.tokens_per_forward,
+            tokens=len(s.token_ids),
+            tokens_per_second=s.tokens_per_second,
+            seconds=s.seconds,
+            decode_tokens_per_second=decode_tokens / s.decode_seconds if s.decode_seconds > 0 else 0.0,
+        )
+
+
+def _state_tag(lane: Lane, data: RaceData) -> str:
+    if lane.finished:
+        reason = lane.records[-1].finish_reason
+        return f"<span class='sage-tag done'>done ({_esc(str(reason))})</span>"
+    if data.stopped:
+        return "<span class='sage-tag stop'>stopped</span>"
+    if not lane.records:
+        return "<span class='sage-tag'>waiting</span>"
+    return "<span class='sage-tag run'>running…</span>"
+
+
+def lane_html(lane: Lane, data: RaceData) -> str:
+    method = lane.method
+    tags = _state_tag(lane, data) + (" <span class='sage-tag replay'>replay</span>" if data.replay else "")
+    head = (
+        f"<h3 title='{_esc(METHOD_LABELS.get(method, method))}'>"
+        f"<span class='sage-dot' style='background:{DOTS.get(method, '#334155')}'></span>"
+        f"{_esc(SHORT.get(method, method))} {tags}</h3><div class='sage-sub'>{_esc(SUBTITLES.get(method, ''))}</div>"
+    )
+    if lane.records:
+        f = LaneFigures.of(lane.records)
+        tau = f"<span>τ <b>{f.tau:.2f}</b></span>" if method != "ar" else "<span>τ <b>–</b></span>"
+        stats = (
+            f"<div class='sage-stats'><span>steps <b>{f.steps}</b></span>{tau}"
+            f"<span>tokens/forward <b>{f.tokens_per_forward:.2f}</b></span>"
+            f"<span>tokens/s <b>{f.tokens_per_second:.1f}</b></span>"
+            f"<span>time <b>{f.seconds:.2f} s</b></span></div>"
+        )
+    else:
+        stats = "<div class='sage-stats'><span>—</span></div>"
+    return f"<div class='sage-col'>{head}{stats}<div class='sage-text'>{marked_text(lane.records)}</div></div>"
+
+
+LEGEND = (
+    "<div class='sage-legend'><span class='sage-tok d'>accepted draft token</span> "
+    "<span class='sage-tok b'>target's own token (bonus)</span> "
+    "<span class='sage-step'>&nbsp;</span> step boundary</div>"
+)
+
+
+def race_html(data: RaceData | None) -> str:
+    if data is None or not data.lanes:
+        return wrap(
+            LEGEND + "<div class='sage-col' style='color:#64748b'>Pick an example (or upload an image or a "
+            "video), then press <b>Start race</b>.</div>"
+        )
+    columns = len(data.lanes)
+    body = "".join(lane_html(lane, data) for lane in data.lanes)
+    return wrap(
+        f"{LEGEND}<div class='sage-cols' style='grid-template-columns: repeat({columns}, minmax(0, 1fr))'>{body}</div>"
+    )
+
+
+# -- the badge ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Whether the sides agree token for token (so far, while racing)."""
+
+    identical: bool
+    compared: int  # tokens compared
+    reference: str
+    first_difference: dict | None
+
+
+def verdict(data: RaceData) -> Verdict | None:
+    """Compare every side with the reference (plain decoding when it ran, else the first)."""
+    lanes = [lane for lane in data.lanes if lane.records]
+    if len(lanes) < 2:
+        return None
+    reference = data.lane("ar") if data.lane("ar") is not None and data.lane("ar").records else lanes[0]  # type: ignore[union-attr]
+    assert reference is not None
+    ref_ids = reference.token_ids
+    compared = len(ref_ids)
+    for lane in lanes:
+        if lane is reference:
+            continue
+        ids = lane.token_ids
+        common = min(len(ids), len(ref_ids))
+        compared = min(compared, common)
+        for position in range(common):
+            if ids[position] != ref_ids[position]:
+                return Verdict(False, position, reference.method, _difference(position, reference, lane, data))
+        if lane.finished and reference.finished and len(ids) != len(ref_ids):
+            return Verdict(False, common, reference.method, _difference(common, reference, lane, data))
+    return Verdict(True, compared, reference.method, None)
+
+
+def _difference(position: int, reference: Lane, other: Lane, data: RaceData) -> dict:
+    def at(lane: Lane) -> dict:
+        ids = lane.token_ids
+        if position >= len(ids):
+            return {"method": lane.method, "token": None, "text": None}
+        token = ids[position]
+        texts = [s for r in lane.records for s in r.new_token_texts]
+        text = texts[position] if position < len(texts) else data.token_texts.get(token, "")
+        return {"method": lane.method, "token": token, "text": text}
+
+    return {"position": position, "reference": at(reference), "other": at(other)}
+
+
+def badge_html(data: RaceData | None) -> str:
+    result = verdict(data) if data is not None else None
+    if result is None:
+        if data is not None and len(data.lanes) == 1:
+            return wrap("<div class='sage-badge wait'>Losslessness: one method only, nothing to compare</div>")
+        return wrap("<div class='sage-badge wait'>Losslessness: waiting for a race</div>")
+    speculative = [SHORT.get(lane.method, lane.method) for lane in data.lanes if lane.method != "ar"]  # type: ignore[union-attr]
+    names = ", ".join(speculative[:-1]) + " and " + speculative[-1] if len(speculative) > 1 else speculative[0]
+    with_ar = data.lane("ar") is not None  # type: ignore[union-attr]
+    if result.identical:
+        scope = "identical token for token" + (" (and identical to plain decoding)" if with_ar else "")
+        if data.finished:  # type: ignore[union-attr]
+            return wrap(
+                f"<div class='sage-badge ok'>✔ Lossless: {names} outputs are {scope}"
+                f"<small>{result.compared} tokens compared; greedy speculative decoding must equal the "
+                "target's own greedy output</small></div>"
+            )
+        return wrap(
+            f"<div class='sage-badge wait'>… {names}: identical so far"
+            f"<small>{result.compared} tokens compared</small></div>"
+        )
+    diff = result.first_difference or {}
+    ref, other = diff.get("reference", {}), diff.get("other", {})
+
+    def side(entry: dict) -> str:
+        if entry.get("token") is None:
+            return f"{SHORT.get(entry.get('method', ''), '')}: (ended)"
+        return (
+            f"{SHORT.get(entry['method'], entry['method'])}: '{_esc(display_token(entry.get('text') or ''))}' "
+            f"(id {entry['token']})"
+        )
+
+    return wrap(
+        f"<div class='sage-badge bad'>✘ Outputs differ at token {diff.get('position', '?')}"
+        f"<small>{side(ref)} · {side(other)}</small></div>"
+    )
+
+
+# -- the figures table -----------------------------------------------------------------
+
+
+def table_html(data: RaceData | None) -> str:
+    if data is None or not any(lane.records for lane in data.lanes):
+        return ""
+    figures = {lane.method: LaneFigures.of(lane.records) for lane in data.lanes if lane.records}
+    lead = "sage" if "sage" in figures else next(iter(figures))
+    rows = []
+    for method, f in figures.items():
+        if method == lead:
+            speed, decode_speed = "—", "—"
+        else:
+            lead_f = figures[lead]
+            speed = f"{lead_f.tokens_per_second / f.tokens_per_second:.2f}×" if f.tokens_per_second else "–"
+            decode_speed = (
+                f"{lead_f.decode_tokens_per_second / f.decode_tokens_per_second:.2f}×"
+                if f.decode_tokens_per_second
+                else "–"
+            )
+        tau = f"{f.tau:.2f}" if method != "ar" else "–"
+        rows.append(
+            f"<tr><td><span class='sage-dot' style='background:{DOTS.get(method, '#334155')}'></span> "
+            f"{_esc(SHORT.get(method, method))}</td><td>{f.steps}</td><td>{tau}</td><td>{f.tokens_per_forward:.2f}</td>"
+            f"<td>{f.tokens}</td><td>{f.tokens_per_second:.1f}</td><td>{f.seconds:.2f}</td>"
+            f"<td>{speed}</td><td>{decode_speed}</td></tr>"
+        )
+    lead_name = SHORT.get(lead, lead)
+    source = "recorded (replay)" if data.replay else "measured in this run"
+    head = (
+        "<tr><th>method</th><th>steps</th><th>τ</th><th>tokens / target forward</th><th>tokens</th>"
+        f"<th>tokens/s</th><th>time (s)</th><th>{lead_name} speedup</th><th>decode-only</th></tr>"
+    )
+    caption = (
+        f"Figures {source}. τ = accepted draft tokens per step (paper's metric, bonus excluded); "
+        "tokens / target forward counts the bonus (= τ + 1 per step, prefill included). Time is each side's "
+        "own device-synchronised time, prefill included; decode-only leaves the prefill out."
+    )
+    return wrap(f"<table class='sage-table'><caption>{caption}</caption>{head}{''.join(rows)}</table>")
+
+
+def headline_html(data: RaceData | None) -> str:
+    """The speedup in one line, read off the records of the run shown."""
+    if data is None:
+        return ""
+    figures = {lane.method: LaneFigures.of(lane.records) for lane in data.lanes if lane.records}
+    if "sage" not in figures or len(figures) < 2:
+        return ""
+    parts = [
+        f"{figures['sage'].tokens_per_second / f.tokens_per_second:.2f}× vs {SHORT.get(m, m)}"
+        for m, f in figures.items()
+        if m != "sage" and f.tokens_per_second > 0
+    ]
+    label = "SAGE speedup (replay)" if data.replay else "SAGE speedup"
+    return f"<div class='sage-headline'>{label}: {' · '.join(parts)}</div>"
+
+
+# -- status ---------------------------------------------------------------------------
+
+
+def status_html(message: str, kind: str = "info") -> str:
+    return wrap(f"<div class='sage-status {kind}'>{message}</div>")
+
+
+def error_html(message: str) -> str:
+    return status_html("⚠ " + _esc(message), "error")

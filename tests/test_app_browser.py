@@ -1,0 +1,149 @@
+"""A real browser (Debian's chromium, driven by Playwright) runs a race and a replay in the app.
+
+It picks an example, starts a race, waits for both columns, the badge and
+every panel, walks the tree slider, saves a screenshot to
+test-artifacts/app.png, then downloads the trace and replays it. A second
+test presses Stop during a (stand-in, endless) race.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+from app_records import synthetic_race
+from app_server import model_pair, running_app
+
+from app import ui
+from app.inputs import load_examples
+
+playwright = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
+# Playwright's own browser download does not work here; Debian's chromium does, with these flags.
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]  # fmt: skip
+PANELS = ("panel-race", "panel-accepted", "panel-confidence", "panel-shapes", "panel-tree")
+TIMEOUT_MS = 150_000
+
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium)")
+
+
+@pytest.fixture(scope="module")
+def app_url(tiny_root):
+    with running_app(*model_pair(tiny_root)) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def page(app_url):
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1440, "height": 1000}, accept_downloads=True)
+        page.set_default_timeout(TIMEOUT_MS)
+        page.goto(app_url, wait_until="load")
+        page.wait_for_selector("#start-race")
+        yield page
+        browser.close()
+
+
+def _panels_rendered(page) -> dict[str, int]:
+    return {panel: page.locator(f"#{panel} .main-svg").count() for panel in PANELS}
+
+
+def test_a_race_in_the_browser(page, tmp_path):
+    # Without media the race is refused in the page, and the app goes on.
+    page.click("#start-race")
+    page.wait_for_selector("#status .sage-status.error")
+    assert "no image or video" in page.locator("#status").inner_text()
+
+    first = load_examples()[0]
+    page.locator("#examples button.thumbnail-item").first.click()
+    prompt = page.get_by_label("Prompt")
+    playwright.expect(prompt).to_have_value(first.prompt)
+    max_tokens = page.locator("input[type=number]").first  # the "Max new tokens" box
+    max_tokens.fill("24")
+    max_tokens.press("Enter")
+
+    page.click("#start-race")
+    page.wait_for_function("() => !document.querySelector('#status').innerText.includes('no image or video')")
+    page.wait_for_selector("#verdict .sage-badge.ok, #verdict .sage-badge.bad, #status .sage-status.error")
+    assert page.locator("#status .sage-status.error").count() == 0, page.locator("#status").inner_text()
+    assert page.locator("#verdict .sage-badge.ok").count() == 1, page.locator("#verdict").inner_text()
+    assert "Lossless" in page.locator("#verdict").inner_text()
+    assert "SAGE speedup" in page.locator("#verdict").inner_text()
+
+    columns = page.locator("#lanes .sage-col")
+    assert columns.count() == 2
+    texts = [columns.nth(i).locator(".sage-text").inner_text() for i in range(2)]
+    assert texts[0] == texts[1] != ""
+    for i in range(2):
+        assert columns.nth(i).locator(".sage-tok").count() >= 1
+        assert "done" in columns.nth(i).locator("h3").inner_text()
+    assert page.locator("#figures-table tr").count() == 3  # header + two methods
+
+    page.wait_for_function("ids => ids.every(id => document.querySelector('#' + id + ' .main-svg'))", arg=list(PANELS))
+    assert all(count >= 1 for count in _panels_rendered(page).values()), _panels_rendered(page)
+    assert "SAGE draft tree" in page.locator("#panel-tree").inner_text()
+
+    # Walk the tree back to step 1.
+    step = page.locator("#tree-step input[type=number]")
+    step.fill("1")
+    step.press("Enter")
+    page.wait_for_function("() => document.querySelector('#panel-tree').innerText.includes('step 1:')")
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "app.png"), full_page=True)
+
+    # Download the trace and replay it.
+    with page.expect_download() as download:
+        page.get_by_role("button", name="Download trace").click()
+    trace = tmp_path / "race.jsonl"
+    download.value.save_as(trace)
+    assert trace.read_text().startswith('{"race"')
+
+    page.get_by_text("Replay a recorded trace").click()
+    page.locator("#replay-file input[type=file]").set_input_files(str(trace))
+    page.wait_for_selector("#replay-file a, #replay-file .file-name, #replay-file table")
+    page.locator("#replay-speed input[type=number]").fill("50")
+    page.locator("#replay-speed input[type=number]").press("Enter")
+    page.click("#replay")
+    page.wait_for_function(
+        "() => document.querySelector('#status').innerText.includes('REPLAY') && "
+        "document.querySelector('#status').innerText.includes('finished')"
+    )
+    assert page.locator("#lanes .sage-tag.replay").count() == 2
+    assert [page.locator("#lanes .sage-col .sage-text").nth(i).inner_text() for i in range(2)] == texts
+    assert "(replay)" in page.locator("#panel-race").inner_text()
+    page.screenshot(path=str(ARTIFACTS / "app-replay.png"), full_page=True)
+
+
+def test_stop_ends_a_race_in_the_browser(page, monkeypatch):
+    """The Stop button cancels a running race: it is not stepped further, and the page says so."""
+    steps: list[float] = []
+
+    def endless_race(*args, **kwargs):  # stands in for app.race.race_steps: a race that never ends
+        data = synthetic_race()
+        for lane in data.lanes:
+            del lane.records[2:]  # unfinished
+        while True:
+            time.sleep(0.05)
+            steps.append(time.monotonic())
+            yield data
+
+    monkeypatch.setattr(ui, "race_steps", endless_race)
+    page.locator("#examples button.thumbnail-item").first.click()
+    page.click("#start-race")
+    page.wait_for_selector("#lanes .sage-tag.run")
+    running = len(steps)
+    page.click("#stop-race")
+    page.wait_for_function("() => document.querySelector('#status').innerText.includes('Stopped')")
+    assert running > 0
+    time.sleep(1.0)
+    count = len(steps)
+    time.sleep(1.0)
+    assert len(steps) == count, "the race kept stepping after Stop"
+    assert page.locator("#lanes .sage-tag.stop").count() == 2
