@@ -22,12 +22,12 @@ from plotly.subplots import make_subplots
 
 from sage_core import StepRecord, summarize
 
+from .render import DOTS as COLOURS
+from .render import SHORT as SHORT_LABELS
 from .render import display_token
 
 Lanes = Mapping[str, Sequence[StepRecord]]
 
-SHORT_LABELS = {"sage": "SAGE", "static": "SD-Tree", "chain": "SD-Chain", "ar": "Plain AR"}
-COLOURS = {"sage": "#7c3aed", "static": "#0e7490", "chain": "#db2777", "ar": "#6b7280"}
 ACCEPTED = "#16a34a"
 BONUS = "#ea580c"
 REJECTED = "#cbd5e1"

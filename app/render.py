@@ -56,14 +56,14 @@ CSS = """
 .sage-headline { font-size: 20px; font-weight: 700; color: #4c1d95; margin: 8px 0 2px 0; }
 """
 
-SHORT = {"sage": "SAGE", "static": "SD-Tree", "chain": "SD-Chain", "ar": "Plain AR"}
 SUBTITLES = {
     "sage": "adaptive tree, shaped by the draft's confidence",
     "static": "static 25-node tree (SpecVLM / EAGLE-1)",
     "chain": "a chain of 5 draft tokens",
     "ar": "the target alone, one token per forward",
 }
-DOTS = {"sage": "#7c3aed", "static": "#0e7490", "chain": "#db2777", "ar": "#6b7280"}
+SHORT = {"sage": "SAGE", "static": "SD-Tree", "chain": "SD-Chain", "ar": "Plain AR"}
+DOTS = {"sage": "#7c3aed", "static": "#0e7490", "chain": "#db2777", "ar": "#6b7280"}  # one colour per method
 VISIBLE_WHITESPACE = str.maketrans({" ": "␣", "\n": "↵", "\t": "⇥"})
 
 
@@ -115,7 +115,6 @@ class LaneFigures:
     @classmethod
     def of(cls, records: Sequence[StepRecord]) -> LaneFigures:
         s = summarize(records)
-        decode_tokens = len(s.token_ids) - sum(len(r.new_tokens) for r in records if r.phase == "prefill")
         return cls(
             steps=s.steps,
             tau=s.mean_accepted,
@@ -123,7 +122,7 @@ class LaneFigures:
             tokens=len(s.token_ids),
             tokens_per_second=s.tokens_per_second,
             seconds=s.seconds,
-            decode_tokens_per_second=decode_tokens / s.decode_seconds if s.decode_seconds > 0 else 0.0,
+            decode_tokens_per_second=s.decode_tokens_per_second,
         )
 
 

@@ -153,7 +153,16 @@ def finished_status(data: RaceData) -> str:
     header = data.header
     where = f"{header.device}, {header.dtype}" if header else "?"
     steps = ", ".join(f"{METHOD_LABELS[lane.method]} {len(lane.records) - 1} steps" for lane in data.lanes)
-    return status_html(f"✔ Race finished on {where}: {steps}. Download the trace below to replay it later.")
+    note = ""
+    if header is not None and header.device == "cpu":
+        note = (
+            " On a CPU with a tiny pair, a forward costs mostly fixed overhead, so a draft forward costs about as "
+            "much as a target forward and wall-time speedups stay near or below 1×; τ and tokens per target "
+            "forward are what carry over to a large target on a GPU."
+        )
+    return status_html(
+        f"✔ Race finished on {where}: {steps}. Download the trace below to replay it later.{html.escape(note)}"
+    )
 
 
 def stream(

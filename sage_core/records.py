@@ -123,6 +123,7 @@ class RunSummary:
     seconds: float
     decode_seconds: float
     tokens_per_second: float
+    decode_tokens_per_second: float  # tokens after the prefill's one, over decode_seconds
     finish_reason: FinishReason | None
 
 
@@ -135,6 +136,8 @@ def summarize(records: Sequence[StepRecord]) -> RunSummary:
     text = "".join(s for r in records for s in r.new_token_texts)
     seconds = records[-1].total_seconds
     prefill_seconds = sum(r.step_seconds for r in records if r.phase == "prefill")
+    decode_seconds = seconds - prefill_seconds
+    decode_tokens = sum(len(r.new_tokens) for r in decode_steps)
     return RunSummary(
         method=records[0].method,
         token_ids=token_ids,
@@ -144,8 +147,9 @@ def summarize(records: Sequence[StepRecord]) -> RunSummary:
         mean_accepted=statistics.fmean(r.accepted_length for r in decode_steps) if decode_steps else 0.0,
         tokens_per_forward=len(token_ids) / len(records),
         seconds=seconds,
-        decode_seconds=seconds - prefill_seconds,
+        decode_seconds=decode_seconds,
         tokens_per_second=len(token_ids) / seconds if seconds > 0 else 0.0,
+        decode_tokens_per_second=decode_tokens / decode_seconds if decode_seconds > 0 else 0.0,
         finish_reason=records[-1].finish_reason,
     )
 

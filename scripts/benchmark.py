@@ -52,9 +52,7 @@ def main() -> int:
             decode(pair, media, example["prompt"], config).run_to_end()  # warm-up
             runs = [decode(pair, media, example["prompt"], config).run_to_end() for _ in range(args.repeats)]
             speed = statistics.median(r.tokens_per_second for r in runs)
-            decode_speed = statistics.median(
-                (len(r.token_ids) - 1) / r.decode_seconds if r.decode_seconds > 0 else 0.0 for r in runs
-            )
+            decode_speed = statistics.median(r.decode_tokens_per_second for r in runs)
             medians[method] = (speed, decode_speed)
             if method == "ar" or reference is None:
                 reference = reference or runs[0].token_ids
