@@ -228,7 +228,8 @@ class DecodeRun:
             choose, expand, depth = template_chooser(template)
             return grow_tree(draft, state, root_logits, choose, depth, config.template_top_k, vocab, expand), _Shape()
         depth_max = planner.window.depth_max
-        if step == 1 and sage.static_first_round:
+        no_history = sage.shape == "template" and planner.previous is None
+        if (step == 1 and sage.static_first_round) or no_history:
             choose, expand, depth = template_chooser(STATIC_TREE)
             drafted = grow_tree(draft, state, root_logits, choose, depth, sage.top_k, vocab, expand)
             entropy, alpha = confidence(drafted.distributions[ROOT])

@@ -115,11 +115,14 @@ def test_padded_draft_vocabulary_uses_the_shared_vocabulary(tiny_root, image, fa
 
 @pytest.mark.parametrize("shape", ["online", "template"])
 @pytest.mark.parametrize("alpha_source", ["root", "path_mean"])
-def test_sage_variants_are_lossless(tiny_root, image, video, shape, alpha_source):
+@pytest.mark.parametrize("static_first_round", [True, False])
+def test_sage_variants_are_lossless(tiny_root, image, video, shape, alpha_source, static_first_round):
     from sage_core import SageConfig
 
     pair = _pair(str(tiny_root), "qwen2_5_vl", "noised")
-    sage = SageConfig(shape=shape, alpha_source=alpha_source, window=3, depth_max=6)
+    sage = SageConfig(
+        shape=shape, alpha_source=alpha_source, window=3, depth_max=6, static_first_round=static_first_round
+    )
     for media in (image, video):
         summary = decode(pair, media, PROMPTS[1], DecodeConfig("sage", 40, sage)).run_to_end()
         assert list(summary.token_ids) == reference(pair, media, PROMPTS[1], 40)
