@@ -64,14 +64,22 @@ def main(argv=None) -> dict:
     print("draft/target next-token agreement (teacher-forced on the target's answers):")
     for k in ("all", "first", "content", "template"):
         print(f"  {k:<9} {agr['agree_' + k]:.3f}  ({agr['n_' + k]} tokens)")
-    print(f"  simulated tokens per target pass: {agr['tokens_per_pass_k2']:.2f} (2 draft tokens), "
-          f"{agr['tokens_per_pass_k4']:.2f} (4 draft tokens)")
+    print(
+        f"  simulated tokens per target pass: {agr['tokens_per_pass_k2']:.2f} (2 draft tokens), "
+        f"{agr['tokens_per_pass_k4']:.2f} (4 draft tokens)"
+    )
     print(f"check took {time.time() - t0:.0f} s")
     for e, a, b in list(zip(examples, res_t["answers"], res_d["answers"], strict=True))[: args.show]:
         print(f"[{e.kind}] {e.question} | truth: {e.answer} | target: {a} | draft: {b}")
-    figures = {"n": args.n, "seed": args.seed, "target_params": n_t, "draft_params": n_d,
-               "target": {"accuracy": res_t["accuracy"], "per_kind": res_t["per_kind"]},
-               "draft": {"accuracy": res_d["accuracy"], "per_kind": res_d["per_kind"]}, "agreement": agr}
+    figures = {
+        "n": args.n,
+        "seed": args.seed,
+        "target_params": n_t,
+        "draft_params": n_d,
+        "target": {"accuracy": res_t["accuracy"], "per_kind": res_t["per_kind"]},
+        "draft": {"accuracy": res_d["accuracy"], "per_kind": res_d["per_kind"]},
+        "agreement": agr,
+    }
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=2))
     return figures

@@ -61,8 +61,15 @@ from sage_core.builtin.quality import agreement, evaluate, prompt_text  # noqa: 
 from sage_core.builtin.scenes import make_example, make_examples, vocabulary  # noqa: E402
 
 IMAGE_PIXELS = 112 * 112
-SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>",
-            "<|image_pad|>", "<|video_pad|>"]
+SPECIALS = [
+    "<|endoftext|>",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<|vision_start|>",
+    "<|vision_end|>",
+    "<|image_pad|>",
+    "<|video_pad|>",
+]
 
 CHAT_TEMPLATE = (
     "{%- for message in messages -%}"
@@ -114,15 +121,23 @@ def build_processor():
     tk.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in SPECIALS])
     tk.add_tokens([AddedToken("\n", special=False, normalized=False)])
     tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=tk, eos_token="<|im_end|>", pad_token="<|endoftext|>", unk_token="<|endoftext|>",
-        padding_side="left", model_max_length=1024, clean_up_tokenization_spaces=False,
+        tokenizer_object=tk,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        unk_token="<|endoftext|>",
+        padding_side="left",
+        model_max_length=1024,
+        clean_up_tokenization_spaces=False,
     )
     tokenizer.chat_template = CHAT_TEMPLATE
     image_processor = Qwen2VLImageProcessor(min_pixels=IMAGE_PIXELS, max_pixels=IMAGE_PIXELS)
-    video_processor = Qwen2VLVideoProcessor(min_pixels=IMAGE_PIXELS, max_pixels=IMAGE_PIXELS,
-                                            cap_pixels_per_frame=True)
-    processor = Qwen2VLProcessor(image_processor=image_processor, tokenizer=tokenizer,
-                                 video_processor=video_processor, chat_template=CHAT_TEMPLATE)
+    video_processor = Qwen2VLVideoProcessor(min_pixels=IMAGE_PIXELS, max_pixels=IMAGE_PIXELS, cap_pixels_per_frame=True)
+    processor = Qwen2VLProcessor(
+        image_processor=image_processor,
+        tokenizer=tokenizer,
+        video_processor=video_processor,
+        chat_template=CHAT_TEMPLATE,
+    )
     return processor
 
 
@@ -134,20 +149,39 @@ def build_model(cfg: dict, tokenizer, seed: int):
     quarter = head_dim // 8
     config = Qwen2VLConfig(
         text_config={
-            "vocab_size": len(tokenizer), "hidden_size": cfg["hidden"], "intermediate_size": cfg["ffn"],
-            "num_hidden_layers": cfg["layers"], "num_attention_heads": cfg["heads"], "num_key_value_heads": cfg["kv"],
+            "vocab_size": len(tokenizer),
+            "hidden_size": cfg["hidden"],
+            "intermediate_size": cfg["ffn"],
+            "num_hidden_layers": cfg["layers"],
+            "num_attention_heads": cfg["heads"],
+            "num_key_value_heads": cfg["kv"],
             "max_position_embeddings": 1024,
-            "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0,
-                             "mrope_section": [quarter, quarter + quarter // 2, quarter + quarter // 2]},
-            "bos_token_id": ids["<|endoftext|>"], "eos_token_id": ids["<|im_end|>"],
+            "rope_parameters": {
+                "rope_type": "default",
+                "rope_theta": 10000.0,
+                "mrope_section": [quarter, quarter + quarter // 2, quarter + quarter // 2],
+            },
+            "bos_token_id": ids["<|endoftext|>"],
+            "eos_token_id": ids["<|im_end|>"],
             "pad_token_id": ids["<|endoftext|>"],
         },
-        vision_config={"depth": cfg["v_depth"], "embed_dim": cfg["v_embed"], "hidden_size": cfg["hidden"],
-                           "num_heads": cfg["v_heads"], "mlp_ratio": 4, "patch_size": 14, "spatial_merge_size": 2,
-                           "temporal_patch_size": 2},
-        image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
-        vision_start_token_id=ids["<|vision_start|>"], vision_end_token_id=ids["<|vision_end|>"],
-        bos_token_id=ids["<|endoftext|>"], eos_token_id=ids["<|im_end|>"], pad_token_id=ids["<|endoftext|>"],
+        vision_config={
+            "depth": cfg["v_depth"],
+            "embed_dim": cfg["v_embed"],
+            "hidden_size": cfg["hidden"],
+            "num_heads": cfg["v_heads"],
+            "mlp_ratio": 4,
+            "patch_size": 14,
+            "spatial_merge_size": 2,
+            "temporal_patch_size": 2,
+        },
+        image_token_id=ids["<|image_pad|>"],
+        video_token_id=ids["<|video_pad|>"],
+        vision_start_token_id=ids["<|vision_start|>"],
+        vision_end_token_id=ids["<|vision_end|>"],
+        bos_token_id=ids["<|endoftext|>"],
+        eos_token_id=ids["<|im_end|>"],
+        pad_token_id=ids["<|endoftext|>"],
         tie_word_embeddings=False,
     )
     torch.manual_seed(seed)
@@ -184,8 +218,7 @@ def lr_factor(frac: float, step: int, warmup: int = 100, hold: float = 0.65, flo
     return floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * t))
 
 
-def train(name, model, processor, rng, lr, minutes, steps, batch_size, eval_examples, teacher=None,
-          eval_every_s=300.0):
+def train(name, model, processor, rng, lr, minutes, steps, batch_size, eval_examples, teacher=None, eval_every_s=300.0):
     opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.98), weight_decay=0.01)
     budget = minutes * 60.0
     train_time, step, t_last_eval, ema = 0.0, 0, 0.0, None
@@ -208,8 +241,9 @@ def train(name, model, processor, rng, lr, minutes, steps, batch_size, eval_exam
             ce = F.cross_entropy(logits[mask], tgt[mask])
             with torch.no_grad():
                 t_logits = teacher(**enc).logits[:, :-1][mask]
-            kl = F.kl_div(F.log_softmax(logits[mask], -1), F.log_softmax(t_logits, -1), log_target=True,
-                          reduction="batchmean")
+            kl = F.kl_div(
+                F.log_softmax(logits[mask], -1), F.log_softmax(t_logits, -1), log_target=True, reduction="batchmean"
+            )
             loss = 0.5 * ce + 0.5 * kl
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -219,13 +253,17 @@ def train(name, model, processor, rng, lr, minutes, steps, batch_size, eval_exam
         train_time += time.time() - t0
         ema = loss.item() if ema is None else 0.98 * ema + 0.02 * loss.item()
         if step % 50 == 0:
-            log(f"{name} step {step} loss {ema:.4f} lr {opt.param_groups[0]['lr']:.2e} "
-                f"train {train_time / 60:.1f} min ({train_time / step:.3f} s/step)")
+            log(
+                f"{name} step {step} loss {ema:.4f} lr {opt.param_groups[0]['lr']:.2e} "
+                f"train {train_time / 60:.1f} min ({train_time / step:.3f} s/step)"
+            )
         if train_time - t_last_eval >= eval_every_s:
             t_last_eval = train_time
             res = evaluate(model, processor, eval_examples[: len(eval_examples) // 2])
-            log(f"{name} eval @ step {step}: acc {res['accuracy']:.3f} "
-                + " ".join(f"{k} {v:.2f}" for k, v in res["per_kind"].items()))
+            log(
+                f"{name} eval @ step {step}: acc {res['accuracy']:.3f} "
+                + " ".join(f"{k} {v:.2f}" for k, v in res["per_kind"].items())
+            )
     log(f"{name}: done, {step} steps, {train_time / 60:.2f} min of training")
     model.eval()
     return step, train_time
@@ -265,8 +303,17 @@ def main(argv=None):
 
     t_steps = t_time = 0
     if args.target_minutes > 0 or args.target_steps > 0:
-        t_steps, t_time = train("target", target, processor, random.Random(args.seed), args.target_lr,
-                                args.target_minutes, args.target_steps, args.batch_size, eval_examples)
+        t_steps, t_time = train(
+            "target",
+            target,
+            processor,
+            random.Random(args.seed),
+            args.target_lr,
+            args.target_minutes,
+            args.target_steps,
+            args.batch_size,
+            eval_examples,
+        )
     for p in target.parameters():
         p.requires_grad_(False)
     res_t = evaluate(target, processor, eval_examples)
@@ -275,15 +322,27 @@ def main(argv=None):
 
     d_steps = d_time = 0
     if args.draft_minutes > 0 or args.draft_steps > 0:
-        d_steps, d_time = train("draft", draft, processor, random.Random(args.seed + 1), args.draft_lr,
-                                args.draft_minutes, args.draft_steps, args.batch_size, eval_examples, teacher=target)
+        d_steps, d_time = train(
+            "draft",
+            draft,
+            processor,
+            random.Random(args.seed + 1),
+            args.draft_lr,
+            args.draft_minutes,
+            args.draft_steps,
+            args.batch_size,
+            eval_examples,
+            teacher=target,
+        )
     res_d = evaluate(draft, processor, eval_examples)
     log(f"draft final: acc {res_d['accuracy']:.3f} " + " ".join(f"{k} {v:.2f}" for k, v in res_d["per_kind"].items()))
     agr = agreement(target, draft, processor, eval_examples, res_t["answer_ids"])
     log("agreement: " + " ".join(f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}" for k, v in agr.items()))
     save(draft, processor, out / "draft")
-    log(f"summary: target {t_steps} steps / {t_time / 60:.1f} min, draft {d_steps} steps / {d_time / 60:.1f} min, "
-        f"total wall {(time.time() - t_start) / 60:.1f} min")
+    log(
+        f"summary: target {t_steps} steps / {t_time / 60:.1f} min, draft {d_steps} steps / {d_time / 60:.1f} min, "
+        f"total wall {(time.time() - t_start) / 60:.1f} min"
+    )
 
 
 def load_model(path):

@@ -62,7 +62,7 @@ def test_target_is_well_above_chance_and_the_draft_is_worse():
 
 @pytest.mark.xfail(
     strict=True,
-    reason="issue 3 is open: the shipped target answers 59% of 300 fresh scenes (0.587 stored in float16), short of the 90% goal",
+    reason="issue 3 is open: the shipped target answers 58.7% of 300 fresh scenes, short of the 90% goal",
 )
 def test_target_reaches_ninety_percent():
     target, _ = fresh_scene_accuracy()
