@@ -157,12 +157,19 @@ class VLM:
                 "fps": media.fps,
                 "frames_indices": list(media.frame_indices),
             }
+            extra = {}
+            video_processor = getattr(self.processor, "video_processor", None)
+            if hasattr(video_processor, "cap_pixels_per_frame") and video_processor.cap_pixels_per_frame is None:
+                # Qwen2-VL / Qwen2.5-VL: bound each frame's pixels as the reference code
+                # (qwen-vl-utils) does, so long videos cannot grow without bound.
+                extra["cap_pixels_per_frame"] = True
             inputs = self.processor(
                 text=[text],
                 videos=[media.frames],
                 video_metadata=[metadata],
                 do_sample_frames=False,
                 return_tensors="pt",
+                **extra,
             )
         return {k: v.to(self.device) if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
 
