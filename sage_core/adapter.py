@@ -158,7 +158,7 @@ class VLM:
                 "frames_indices": list(media.frame_indices),
             }
             extra = {}
-            video_processor = getattr(self.processor, "video_processor", None)
+            video_processor: Any = getattr(self.processor, "video_processor", None)
             if hasattr(video_processor, "cap_pixels_per_frame") and video_processor.cap_pixels_per_frame is None:
                 # Qwen2-VL / Qwen2.5-VL: bound each frame's pixels as the reference code
                 # (qwen-vl-utils) does, so long videos cannot grow without bound.
