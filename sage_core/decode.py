@@ -160,13 +160,16 @@ class DecodeRun:
 
         # 0. Prefill: the target (and the draft) read the prompt; the target's
         #    argmax after it is the first new token.
-        with Stopwatch(pair.device) as step_watch:
+        #    The record splits its time: target prefill (as "verify"), draft prefill
+        #    (as "draft"), and the processors' preparation (only in the step's total).
+        with Stopwatch(pair.device) as verify_watch:
             target_state, logits = target.prefill(self.target_inputs)
             first = int(logits.argmax())
+        with Stopwatch(pair.device) as draft_watch:
             draft_state = draft.prefill(self.draft_inputs)[0] if self.draft_inputs is not None else None
         new_tokens, finish = emit([first])
         produced += len(new_tokens)
-        seconds = self.prepare_seconds + step_watch.seconds
+        seconds = self.prepare_seconds + verify_watch.seconds + draft_watch.seconds
         total_seconds += seconds
         yield StepRecord(
             method=config.method, step=0, phase="prefill",
@@ -174,7 +177,7 @@ class DecodeRun:
             entropy=None, alpha=None, depth_max=None, planned_depth=None, planned_width=None,
             accepted_nodes=(), accepted_tokens=(), bonus_token=first,
             new_tokens=new_tokens, new_token_texts=tuple(text.push(t) for t in new_tokens),
-            draft_seconds=0.0, verify_seconds=seconds, step_seconds=seconds,
+            draft_seconds=draft_watch.seconds, verify_seconds=verify_watch.seconds, step_seconds=seconds,
             total_tokens=produced, total_seconds=total_seconds, finish_reason=finish,
         )  # fmt: skip
         pending = [first]  # committed tokens the draft has not read yet; the last is the root
