@@ -46,13 +46,6 @@ class Tree:
     def root_width(self) -> int:
         return sum(1 for parent in self.parents if parent == ROOT)
 
-    def level_widths(self) -> tuple[int, ...]:
-        """How many nodes sit at depth 1, 2, ..."""
-        widths = [0] * self.depth
-        for depth in self.depths:
-            widths[depth - 1] += 1
-        return tuple(widths)
-
     def path_to(self, node: int) -> tuple[int, ...]:
         """Node indices from depth 1 down to `node`."""
         path = []

@@ -38,7 +38,7 @@ def greedy_chain_length(record) -> int:
     """Depth of the path that follows the draft's most likely child from the root."""
     tree, node, length = record.tree, -1, 0
     while True:
-        children = [i for i, p in enumerate(tree.parents) if p == node]
+        children = tree.children(node)
         if not children:
             return length
         node = max(children, key=lambda i: tree.draft_probs[i])

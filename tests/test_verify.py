@@ -65,7 +65,7 @@ def test_wrong_length_is_refused():
 def test_tree_derivations():
     assert TREE.depths == (1, 1, 2, 2, 3)
     assert TREE.depth == 3 and TREE.root_width == 2
-    assert TREE.level_widths() == (2, 2, 1)
+    assert TREE.children(-1) == (0, 1) and TREE.children(1) == (3,)
     assert TREE.path_to(4) == (0, 2, 4)
     assert TREE.ancestor_rows()[3] == (1, 3)
     assert TREE.cumulative_probs()[4] == pytest.approx(0.6 * 0.9 * 0.7)
