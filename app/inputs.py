@@ -181,7 +181,6 @@ def generated_examples(count: int = 4) -> list[Example]:
     examples = []
     for index, scene in enumerate(make_examples(seed=7, n=count)):
         path = folder / f"scene-{index}-{scene.kind}.png"
-        if not path.exists():
-            scene.image.save(path)
+        scene.image.save(path)  # always: a file left by an older version may show another scene
         examples.append(Example(str(path), scene.question, scene.kind))
     return examples
