@@ -29,7 +29,7 @@ from sage_core.builtin.scenes import make_examples  # noqa: E402
 
 
 def main(argv=None) -> dict:
-    from transformers import AutoProcessor, Qwen2VLForConditionalGeneration
+    from transformers import AutoModelForImageTextToText, AutoProcessor
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--dir", default=str(ROOT / "assets" / "builtin"))
@@ -45,8 +45,8 @@ def main(argv=None) -> dict:
     processor = AutoProcessor.from_pretrained(d / "target")
     draft_processor = AutoProcessor.from_pretrained(d / "draft")
     assert processor.tokenizer.get_vocab() == draft_processor.tokenizer.get_vocab(), "tokenizers differ"
-    target = Qwen2VLForConditionalGeneration.from_pretrained(d / "target").eval()
-    draft = Qwen2VLForConditionalGeneration.from_pretrained(d / "draft").eval()
+    target = AutoModelForImageTextToText.from_pretrained(d / "target").eval()
+    draft = AutoModelForImageTextToText.from_pretrained(d / "draft").eval()
     n_t = sum(p.numel() for p in target.parameters())
     n_d = sum(p.numel() for p in draft.parameters())
     print(f"target {n_t:,} params, draft {n_d:,} params ({n_t / n_d:.1f}x)")

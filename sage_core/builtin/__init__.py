@@ -1,4 +1,4 @@
-"""The built-in model pair: a tiny Qwen2-VL target and draft trained on synthetic scenes.
+"""The built-in model pair: a tiny Qwen3-VL target and draft trained on synthetic scenes.
 
 ``scenes`` makes the data (``make_example``, ``grade``); ``quality`` measures accuracy and
 draft/target agreement. The weights live in ``assets/builtin/{target,draft}`` and are

@@ -10,15 +10,42 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
+import numpy as np
 import torch
 
-from .scenes import COLOURS, SHAPES, WORDS, Example, grade
+from .scenes import COLOURS, SHAPES, VIDEO_FPS, WORDS, Example, grade
 
 
 def prompt_text(processor, question: str, media: str = "image") -> str:
     """The chat-formatted prompt for one user turn (image or video item first, then the text)."""
     messages = [{"role": "user", "content": [{"type": media}, {"type": "text", "text": question}]}]
     return processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+
+
+def processor_inputs(processor, texts: Sequence[str], examples: Sequence[Example]) -> dict:
+    """Tokenised ``texts`` with the examples' images, or their video frames (all of one kind).
+
+    Videos go in the way the app's adapter passes them: the frames as sampled, their metadata,
+    and no re-sampling by the processor.
+    """
+    if not examples[0].frames:
+        return processor(text=list(texts), images=[e.image for e in examples], return_tensors="pt", padding=True)
+    metadata = [
+        {"total_num_frames": len(e.frames), "fps": VIDEO_FPS, "frames_indices": list(range(len(e.frames)))}
+        for e in examples
+    ]
+    return processor(
+        text=list(texts),
+        videos=[np.stack([np.asarray(f) for f in e.frames]) for e in examples],
+        video_metadata=metadata,
+        do_sample_frames=False,
+        return_tensors="pt",
+        padding=True,
+    )
+
+
+def media_of(example: Example) -> str:
+    return "video" if example.frames else "image"
 
 
 @torch.no_grad()
@@ -28,21 +55,20 @@ def generate_answers(
     """Greedy answers (decoded text, and generated token ids up to and including eos)."""
     eos = model.generation_config.eos_token_id
     eos = eos[0] if isinstance(eos, list) else eos
-    texts, ids_out = [], []
-    for start in range(0, len(examples), batch_size):
-        chunk = examples[start : start + batch_size]
-        enc = processor(
-            text=[prompt_text(processor, e.question) for e in chunk],
-            images=[e.image for e in chunk],
-            return_tensors="pt",
-            padding=True,
-        )
-        out = model.generate(**enc, do_sample=False, max_new_tokens=max_new_tokens)
-        gen = out[:, enc["input_ids"].shape[1] :].tolist()
-        for row in gen:
-            row = row[: row.index(eos) + 1] if eos in row else row
-            ids_out.append(row)
-            texts.append(processor.tokenizer.decode(row, skip_special_tokens=True).strip())
+    texts: list[str] = [""] * len(examples)
+    ids_out: list[list[int]] = [[] for _ in examples]
+    for media in ("image", "video"):
+        order = [i for i, e in enumerate(examples) if media_of(e) == media]
+        for start in range(0, len(order), batch_size):
+            chunk = order[start : start + batch_size]
+            batch = [examples[i] for i in chunk]
+            enc = processor_inputs(processor, [prompt_text(processor, e.question, media) for e in batch], batch)
+            out = model.generate(**enc, do_sample=False, max_new_tokens=max_new_tokens)
+            gen = out[:, enc["input_ids"].shape[1] :].tolist()
+            for i, row in zip(chunk, gen, strict=True):
+                row = row[: row.index(eos) + 1] if eos in row else row
+                ids_out[i] = row
+                texts[i] = processor.tokenizer.decode(row, skip_special_tokens=True).strip()
     return texts, ids_out
 
 
@@ -91,7 +117,7 @@ def agreement(target, draft, processor, examples: Sequence[Example], target_answ
     target.eval()
     draft.eval()
     tok = processor.tokenizer
-    content = set(COLOURS) | set(SHAPES) | set(WORDS) | {"left", "right", "one", "two"}
+    content = set(COLOURS) | set(SHAPES) | set(WORDS) | {"left", "right", "one", "two", "grows", "shrinks"}
     content_ids = {tok.convert_tokens_to_ids(w) for w in content}
     content_ids |= {i for t, i in tok.get_vocab().items() if t.strip("#").isdigit()}
     stats = {"all": [0, 0], "first": [0, 0], "content": [0, 0], "template": [0, 0]}
@@ -99,7 +125,7 @@ def agreement(target, draft, processor, examples: Sequence[Example], target_answ
     for e, ans in zip(examples, target_answer_ids, strict=True):
         if not ans:
             continue
-        enc = processor(text=[prompt_text(processor, e.question)], images=[e.image], return_tensors="pt")
+        enc = processor_inputs(processor, [prompt_text(processor, e.question, media_of(e))], [e])
         n = enc["input_ids"].shape[1]
         ids = torch.cat([enc["input_ids"], torch.tensor([ans])], dim=1)
         feed = dict(

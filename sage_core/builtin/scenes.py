@@ -2,7 +2,7 @@
 
 Everything here is deterministic given a :class:`random.Random` instance, so a
 seed reproduces a data set exactly.  Images are 112x112 RGB (the built-in
-processor turns one image into 16 visual tokens).
+processor resizes them to 128x128: 16 visual tokens); clips are 8 such frames.
 
 Task kinds (benchmark-like, kept large enough to be learnable by a ~4 M
 parameter model trained on two CPU cores):
@@ -14,6 +14,10 @@ parameter model trained on two CPU cores):
 ``bar``       3-bar chart, highest / lowest bar, or a value   -> "the blue bar is the highest."
 ``text``      a rendered word or two-digit number             -> "it says cat." / "it says 42."
 ``describe``  1-2 shapes, free-form description with randomly chosen wording.
+``video``     8 frames: a shape moving to one side, or a bar growing or shrinking
+              "what happens in the video?"                    -> "the red circle moves to the right."
+
+Objects sit in fixed slots with a small jitter (see :func:`_shape_scene`).
 
 :func:`grade` checks the facts an answer must contain (ordered key phrases)
 and the words it must not contain, so it tolerates free wording around them.
@@ -28,6 +32,7 @@ from dataclasses import dataclass, field
 from PIL import Image, ImageDraw, ImageFont
 
 SIZE = 112
+JITTER = 2  # px: how far an object may move from its slot
 BACKGROUND = (255, 255, 255)
 
 COLOURS: dict[str, tuple[int, int, int]] = {
@@ -39,7 +44,9 @@ COLOURS: dict[str, tuple[int, int, int]] = {
 SHAPES = ("circle", "square", "triangle")
 WORDS = ("cat", "dog", "sun", "tree", "bird", "fish", "car", "book", "moon", "star", "cake", "ship")
 NUMBER_WORDS = {1: "one", 2: "two"}
-KINDS = ("shape", "colour", "count", "position", "bar", "text", "describe")
+KINDS = ("shape", "colour", "count", "position", "bar", "text", "describe", "video")
+VIDEO_FRAMES = 8  # frames in a clip (the app samples 8 frames by default)
+VIDEO_FPS = 4.0
 
 # --------------------------------------------------------------------------- templates
 SHAPE_Q = ("what shape is this?", "what shape do you see?", "which shape is in the image?")
@@ -78,6 +85,10 @@ DESCRIBE_A2 = (
     "a {o1} and a {o2} on a white background.",
 )
 
+VIDEO_Q = ("what happens in the video?", "describe the video.", "what do you see in the video?")
+VIDEO_A_MOVE = "the {colour} {shape} moves to the {side}."
+VIDEO_A_BAR = "the {colour} bar {verb}."
+
 ALL_TEMPLATES = (
     *SHAPE_Q,
     SHAPE_A,
@@ -100,13 +111,16 @@ ALL_TEMPLATES = (
     *DESCRIBE_Q,
     *DESCRIBE_A1,
     *DESCRIBE_A2,
+    *VIDEO_Q,
+    VIDEO_A_MOVE,
+    VIDEO_A_BAR,
 )
 
 
 def vocabulary() -> list[str]:
     """Every word / punctuation token the data can produce (digits excluded: see tokenizer)."""
     words: set[str] = set(COLOURS) | set(SHAPES) | set(WORDS) | set(NUMBER_WORDS.values())
-    words |= {"left", "right", "highest", "lowest", "colour", "color"}
+    words |= {"left", "right", "highest", "lowest", "colour", "color", "grows", "shrinks"}
     for t in ALL_TEMPLATES:
         words |= set(re.findall(r"[a-z]+|[^\sa-z{}]", re.sub(r"\{[a-z0-9]+\}", " ", t)))
     words |= set(".,?!:;'")
@@ -121,7 +135,9 @@ class Example:
     ``required``: phrases that must appear, in this order, in a correct answer;
     ``forbidden``: words whose presence makes an answer wrong.
     ``objects``: (colour, shape) pairs from left to right, or bar (colour, value)
-    pairs, or the rendered text (one entry).
+    pairs, or the rendered text (one entry); for a video, the moving shape
+    ``(colour, shape, side)`` or the changing bar ``(colour, verb)``.
+    ``frames``: a video's frames (``image`` is then its first frame); empty for an image.
     """
 
     image: Image.Image = field(repr=False, compare=False)
@@ -131,6 +147,7 @@ class Example:
     required: tuple[str, ...] = ()
     forbidden: tuple[str, ...] = ()
     objects: tuple = ()
+    frames: tuple[Image.Image, ...] = field(default=(), repr=False, compare=False)
 
 
 def _norm_tokens(text: str) -> list[str]:
@@ -174,25 +191,26 @@ def _draw_shape(draw: ImageDraw.ImageDraw, shape: str, colour: str, cx: int, cy:
 
 
 def _shape_scene(rng: random.Random, n: int) -> tuple[Image.Image, list[tuple[str, str]]]:
-    """1 or 2 big shapes (radius 20-24 px); with 2 they differ in shape and colour, left first."""
+    """1 or 2 big shapes (radius 20-24 px); with 2 they differ in shape and colour, left first.
+
+    Shapes sit in fixed slots (the centre, or the middle of the left and right halves) with a
+    jitter of JITTER px: a ViT of this size, trained for minutes, does not learn shape features
+    that hold at any offset within its 14-16 px patches, but learns fixed slots quickly.
+    """
     img, draw = _canvas()
     shapes = rng.sample(SHAPES, n)
     colours = rng.sample(list(COLOURS), n)
+    centres = [SIZE // 2] if n == 1 else [SIZE // 4, 3 * SIZE // 4]
     objs = []
-    if n == 1:
+    for i, cx in enumerate(centres):
         r = rng.randint(20, 24)
-        cx, cy = rng.randint(r + 6, SIZE - r - 6), rng.randint(r + 6, SIZE - r - 6)
-        _draw_shape(draw, shapes[0], colours[0], cx, cy, r)
-        objs.append((colours[0], shapes[0]))
-    else:
-        for i, (cx_lo, cx_hi) in enumerate(((25, 31), (81, 87))):
-            r = rng.randint(20, 24)
-            cx = rng.randint(cx_lo, cx_hi)
-            cx = min(max(cx, r + 1), SIZE - r - 2)
-            cy = rng.randint(r + 4, SIZE - r - 4)
-            _draw_shape(draw, shapes[i], colours[i], cx, cy, r)
-            objs.append((colours[i], shapes[i]))
+        _draw_shape(draw, shapes[i], colours[i], _jitter(rng, cx), _jitter(rng, SIZE // 2), r)
+        objs.append((colours[i], shapes[i]))
     return img, objs
+
+
+def _jitter(rng: random.Random, x: int) -> int:
+    return x + rng.randint(-JITTER, JITTER)
 
 
 def _bar_chart(rng: random.Random) -> tuple[Image.Image, list[tuple[str, int]]]:
@@ -219,120 +237,178 @@ def _text_image(rng: random.Random, text: str) -> Image.Image:
     font = ImageFont.load_default(size=size)
     left, top, right, bottom = draw.textbbox((0, 0), text, font=font)
     w, h = right - left, bottom - top
-    x = (SIZE - w) // 2 - left + rng.randint(-6, 6)
-    y = (SIZE - h) // 2 - top + rng.randint(-10, 10)
+    x = (SIZE - w) // 2 - left + rng.randint(-JITTER, JITTER)
+    y = (SIZE - h) // 2 - top + rng.randint(-JITTER, JITTER)
     draw.text((x, y), text, fill=(0, 0, 0), font=font)
     return img
 
 
 # --------------------------------------------------------------------------- examples
-def make_example(rng: random.Random, kind: str | None = None) -> Example:
-    """A random example (of ``kind`` if given, else of a random kind)."""
-    kind = kind or rng.choice(KINDS)
+def draw_scene(rng: random.Random, kind: str) -> tuple[Image.Image, tuple]:
+    """A random image for a question of ``kind``, and its objects (see :class:`Example`)."""
+    objs: list
     if kind == "shape":
         img, objs = _shape_scene(rng, 1)
+    elif kind in ("colour", "count", "describe"):
+        img, objs = _shape_scene(rng, rng.randint(1, 2))
+    elif kind == "position":
+        img, objs = _shape_scene(rng, 2)
+    elif kind == "bar":
+        img, objs = _bar_chart(rng)
+    elif kind == "text":
+        text = rng.choice(WORDS) if rng.random() < 0.5 else str(rng.randint(10, 99))
+        img, objs = _text_image(rng, text), [text]
+    elif kind == "video":
+        raise ValueError("a video has frames, not one image: use make_example(rng, 'video')")
+    else:
+        raise ValueError(f"unknown kind {kind!r}")
+    return img, tuple(objs)
+
+
+def scene_kinds(example: Example) -> tuple[str, ...]:
+    """The kinds of question that can be asked about ``example``'s image."""
+    if example.kind in ("bar", "text", "video"):
+        return (example.kind,)
+    if len(example.objects) == 1:
+        return ("shape", "colour", "count", "describe")
+    return ("colour", "count", "position", "describe")
+
+
+def ask(rng: random.Random, kind: str, image: Image.Image, objects: tuple) -> Example:
+    """A random question of ``kind`` about a scene drawn by :func:`draw_scene`."""
+    objs = list(objects)
+    if kind == "shape":
         _, shape = objs[0]
         return Example(
-            img,
+            image,
             rng.choice(SHAPE_Q),
             SHAPE_A.format(shape=shape),
             kind,
             (shape,),
             tuple(s for s in SHAPES if s != shape),
-            tuple(objs),
+            objects,
         )
     if kind == "colour":
-        img, objs = _shape_scene(rng, rng.randint(1, 2))
         colour, shape = rng.choice(objs)
         return Example(
-            img,
+            image,
             rng.choice(COLOUR_Q).format(shape=shape),
             COLOUR_A.format(shape=shape, colour=colour),
             kind,
             (colour,),
             tuple(c for c in COLOURS if c != colour),
-            tuple(objs),
+            objects,
         )
     if kind == "count":
-        n = rng.randint(1, 2)
-        img, objs = _shape_scene(rng, n)
+        n = len(objs)
         return Example(
-            img,
+            image,
             rng.choice(COUNT_Q),
             COUNT_A1 if n == 1 else COUNT_A2,
             kind,
             (NUMBER_WORDS[n],),
             tuple(w for k, w in NUMBER_WORDS.items() if k != n),
-            tuple(objs),
+            objects,
         )
     if kind == "position":
-        img, objs = _shape_scene(rng, 2)
         i = rng.randint(0, 1)
         side, other = ("left", "right") if i == 0 else ("right", "left")
         colour, shape = objs[i]
         answer = POSITION_A.format(colour=colour, shape=shape, side=side)
         if rng.random() < 0.5:
             q = rng.choice(POSITION_Q).format(colour=colour, shape=shape)
-            return Example(img, q, answer, kind, (side,), (other,), tuple(objs))
+            return Example(image, q, answer, kind, (side,), (other,), objects)
         q = rng.choice(POSITION_Q_WHICH).format(side=side)
         oc, os_ = objs[1 - i]
-        return Example(img, q, answer, kind, (shape,), (os_, oc), tuple(objs))
+        return Example(image, q, answer, kind, (shape,), (os_, oc), objects)
     if kind == "bar":
-        img, bars = _bar_chart(rng)
         which = rng.choice(("high", "low", "value"))
 
         def others(c: str) -> tuple[str, ...]:
-            return tuple(x for x, _ in bars if x != c)
+            return tuple(x for x, _ in objs if x != c)
 
-        if which == "high":
-            colour = max(bars, key=lambda b: b[1])[0]
+        if which in ("high", "low"):
+            pick = max if which == "high" else min
+            colour = pick(objs, key=lambda b: b[1])[0]
             return Example(
-                img,
-                rng.choice(BAR_Q_HIGH),
-                BAR_A_HIGH.format(colour=colour),
+                image,
+                rng.choice(BAR_Q_HIGH if which == "high" else BAR_Q_LOW),
+                (BAR_A_HIGH if which == "high" else BAR_A_LOW).format(colour=colour),
                 kind,
                 (colour,),
                 others(colour),
-                tuple(bars),
+                objects,
             )
-        if which == "low":
-            colour = min(bars, key=lambda b: b[1])[0]
-            return Example(
-                img,
-                rng.choice(BAR_Q_LOW),
-                BAR_A_LOW.format(colour=colour),
-                kind,
-                (colour,),
-                others(colour),
-                tuple(bars),
-            )
-        colour, value = rng.choice(bars)
+        colour, value = rng.choice(objs)
         return Example(
-            img,
+            image,
             rng.choice(BAR_Q_VALUE).format(colour=colour),
             BAR_A_VALUE.format(colour=colour, value=value),
             kind,
             (str(value),),
             tuple(str(v) for v in range(1, 6) if v != value),
-            tuple(bars),
+            objects,
         )
     if kind == "text":
-        text = rng.choice(WORDS) if rng.random() < 0.5 else str(rng.randint(10, 99))
-        img = _text_image(rng, text)
+        text = objs[0]
         forbidden = tuple(w for w in WORDS if w != text)
-        return Example(img, rng.choice(TEXT_Q), TEXT_A.format(text=text), kind, (text,), forbidden, (text,))
+        return Example(image, rng.choice(TEXT_Q), TEXT_A.format(text=text), kind, (text,), forbidden, objects)
     if kind == "describe":
-        n = rng.randint(1, 2)
-        img, objs = _shape_scene(rng, n)
         names = [f"{c} {s}" for c, s in objs]
-        if n == 1:
+        if len(objs) == 1:
             answer = rng.choice(DESCRIBE_A1).format(o1=names[0])
         else:
             answer = rng.choice(DESCRIBE_A2).format(o1=names[0], o2=names[1])
         present = {w for c, s in objs for w in (c, s)}
         forbidden = tuple(w for w in (*COLOURS, *SHAPES) if w not in present)
-        return Example(img, rng.choice(DESCRIBE_Q), answer, kind, tuple(names), forbidden, tuple(objs))
+        return Example(image, rng.choice(DESCRIBE_Q), answer, kind, tuple(names), forbidden, objects)
     raise ValueError(f"unknown kind {kind!r}")
+
+
+def make_video_example(rng: random.Random) -> Example:
+    """A clip of VIDEO_FRAMES frames: a shape moving from one slot to the other, or a bar
+    growing or shrinking; the question asks what happens."""
+    frames = []
+    required: tuple[str, ...]
+    forbidden: tuple[str, ...]
+    objects: tuple[str, ...]
+    if rng.random() < 0.5:
+        (colour,) = rng.sample(list(COLOURS), 1)
+        (shape,) = rng.sample(SHAPES, 1)
+        side = rng.choice(("left", "right"))
+        start, end = (SIZE // 4, 3 * SIZE // 4) if side == "right" else (3 * SIZE // 4, SIZE // 4)
+        r, cy = rng.randint(20, 24), _jitter(rng, SIZE // 2)
+        for t in range(VIDEO_FRAMES):
+            img, draw = _canvas()
+            _draw_shape(draw, shape, colour, start + (end - start) * t // (VIDEO_FRAMES - 1), cy, r)
+            frames.append(img)
+        answer = VIDEO_A_MOVE.format(colour=colour, shape=shape, side=side)
+        other = "left" if side == "right" else "right"
+        required, forbidden, objects = (f"{colour} {shape}", side), (other,), (colour, shape, side)
+    else:
+        (colour,) = rng.sample(list(COLOURS), 1)
+        verb = rng.choice(("grows", "shrinks"))
+        x0 = _jitter(rng, SIZE // 2 - 12)
+        for t in range(VIDEO_FRAMES):
+            img, draw = _canvas()
+            draw.line((4, 100, SIZE - 4, 100), fill=(0, 0, 0), width=2)
+            h = 10 + 10 * (t if verb == "grows" else VIDEO_FRAMES - 1 - t)
+            draw.rectangle((x0, 100 - h, x0 + 24, 100), fill=COLOURS[colour])
+            frames.append(img)
+        answer = VIDEO_A_BAR.format(colour=colour, verb=verb)
+        other = "shrinks" if verb == "grows" else "grows"
+        required, forbidden, objects = (colour, verb), (other,), (colour, verb)
+    question = rng.choice(VIDEO_Q)
+    return Example(frames[0], question, answer, "video", required, forbidden, objects, tuple(frames))
+
+
+def make_example(rng: random.Random, kind: str | None = None) -> Example:
+    """A random example (of ``kind`` if given, else of a random kind)."""
+    kind = kind or rng.choice(KINDS)
+    if kind == "video":
+        return make_video_example(rng)
+    image, objects = draw_scene(rng, kind)
+    return ask(rng, kind, image, objects)
 
 
 def make_examples(seed: int, n: int, kinds: tuple[str, ...] | None = None) -> list[Example]:
@@ -343,23 +419,34 @@ def make_examples(seed: int, n: int, kinds: tuple[str, ...] | None = None) -> li
 
 
 # --------------------------------------------------------------------------- demo assets
-def _video_frames(kind: str, n: int = 8) -> list[Image.Image]:
-    frames = []
-    for t in range(n):
-        img, draw = _canvas()
-        if kind == "moving_circle":  # a red circle moving left -> right
-            cx = 24 + t * 64 // (n - 1)
-            _draw_shape(draw, "circle", "red", cx, 56, 22)
-        else:  # a blue bar growing
-            draw.line((4, 100, SIZE - 4, 100), fill=(0, 0, 0), width=2)
-            h = 10 + t * 10
-            draw.rectangle((44, 100 - h, 68, 100), fill=COLOURS["blue"])
-        frames.append(img)
-    return frames
+def example_picks(seed: int = 7) -> list[tuple[str, Example]]:
+    """The demo examples (file name, example) that :func:`write_example_assets` writes."""
+    rng = random.Random(seed)
+
+    def first(kind: str, question: str, pred=lambda e: True) -> Example:
+        while True:
+            e = make_example(rng, kind)
+            if e.question == question and pred(e):
+                return e
+
+    moving = first("video", "what happens in the video?", lambda e: e.objects == ("red", "circle", "right"))
+    return [
+        ("shapes_left_right.png", first("position", "which shape is on the right?")),
+        ("bar_chart.png", first("bar", "which bar is the highest?")),
+        ("word.png", first("text", "what does it say?", lambda e: not e.objects[0].isdigit())),
+        ("number.png", first("text", "what is written here?", lambda e: e.objects[0].isdigit())),
+        ("describe.png", first("describe", "describe the image.", lambda e: len(e.objects) == 2)),
+        ("one_shape.png", first("shape", "what shape is this?")),
+        ("moving_circle.mp4", moving),
+        ("growing_bar.mp4", first("video", "what happens in the video?", lambda e: e.objects == ("blue", "grows"))),
+    ]
 
 
 def write_example_assets(out_dir, seed: int = 7) -> list[dict]:
-    """Write demo PNGs, two 8-frame 112x112 mp4 clips (mp4v) and ``examples.json`` to ``out_dir``."""
+    """Write demo PNGs, two 8-frame 112x112 mp4 clips (mp4v) and ``examples.json`` to ``out_dir``.
+
+    Each entry of ``examples.json`` holds the file, the prompt, the kind and the true answer.
+    """
     import json
     from pathlib import Path
 
@@ -368,32 +455,17 @@ def write_example_assets(out_dir, seed: int = 7) -> list[dict]:
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    rng = random.Random(seed)
-
-    def first(kind, pred=lambda e: True):
-        while True:
-            e = make_example(rng, kind)
-            if pred(e):
-                return e
-
-    pos = first("position")
-    picks = [
-        ("shapes_left_right.png", pos, "where is the {} {}?".format(*pos.objects[0]), "position"),
-        ("bar_chart.png", first("bar"), "which bar is the highest?", "bar"),
-        ("word.png", first("text", lambda e: not e.objects[0].isdigit()), "what does it say?", "text"),
-        ("number.png", first("text", lambda e: e.objects[0].isdigit()), "what is written here?", "text"),
-        ("describe.png", first("describe", lambda e: len(e.objects) == 2), "describe the image.", "describe"),
-        ("one_shape.png", first("shape"), "what shape is this?", "shape"),
-    ]
+    picks = example_picks(seed)
     meta = []
-    for fname, e, prompt, kind in picks:
-        e.image.save(out / fname)
-        meta.append({"file": fname, "prompt": prompt, "kind": kind})
-    for name, prompt in (("moving_circle", "describe the image."), ("growing_bar", "describe the image.")):
-        writer = cv2.VideoWriter(str(out / f"{name}.mp4"), cv2.VideoWriter.fourcc(*"mp4v"), 4, (SIZE, SIZE))
-        for f in _video_frames(name):
-            writer.write(cv2.cvtColor(np.asarray(f), cv2.COLOR_RGB2BGR))
-        writer.release()
-        meta.append({"file": f"{name}.mp4", "prompt": prompt, "kind": "video"})
+    for fname, e in picks:
+        if e.frames:
+            size = (SIZE, SIZE)
+            writer = cv2.VideoWriter(str(out / fname), cv2.VideoWriter.fourcc(*"mp4v"), VIDEO_FPS, size)
+            for f in e.frames:
+                writer.write(cv2.cvtColor(np.asarray(f), cv2.COLOR_RGB2BGR))
+            writer.release()
+        else:
+            e.image.save(out / fname)
+        meta.append({"file": fname, "prompt": e.question, "kind": e.kind, "answer": e.answer})
     (out / "examples.json").write_text(json.dumps(meta, indent=2) + "\n")
     return meta
