@@ -145,32 +145,7 @@ class VLM:
             raise InputError("the prompt is empty")
         if len(prompt) > MAX_PROMPT_CHARS:
             raise InputError(f"the prompt has {len(prompt)} characters; the limit is {MAX_PROMPT_CHARS}")
-        content = [{"type": media.kind}, {"type": "text", "text": prompt}]
-        text = self.processor.apply_chat_template(
-            [{"role": "user", "content": content}], tokenize=False, add_generation_prompt=True
-        )
-        if media.kind == "image":
-            inputs = self.processor(text=[text], images=[media.image], return_tensors="pt")
-        else:
-            metadata = {
-                "total_num_frames": media.total_frames,
-                "fps": media.fps,
-                "frames_indices": list(media.frame_indices),
-            }
-            extra = {}
-            video_processor: Any = getattr(self.processor, "video_processor", None)
-            if hasattr(video_processor, "cap_pixels_per_frame") and video_processor.cap_pixels_per_frame is None:
-                # Qwen2-VL / Qwen2.5-VL: bound each frame's pixels as the reference code
-                # (qwen-vl-utils) does, so long videos cannot grow without bound.
-                extra["cap_pixels_per_frame"] = True
-            inputs = self.processor(
-                text=[text],
-                videos=[media.frames],
-                video_metadata=[metadata],
-                do_sample_frames=False,
-                return_tensors="pt",
-                **extra,
-            )
+        inputs = processor_inputs(self.processor, [chat_prompt(self.processor, media.kind, prompt)], [media])
         return {k: v.to(self.device) if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
 
     # -- forwards ------------------------------------------------------------
@@ -243,6 +218,43 @@ class VLM:
                 kept.values = kept.values.index_select(-2, index)
         state.committed += len(keep)
         state.scratch = 0
+
+
+def chat_prompt(processor: Any, kind: str, prompt: str) -> str:
+    """One user turn through the processor's chat template: the image or video first, then the text."""
+    content = [{"type": kind}, {"type": "text", "text": prompt}]
+    return processor.apply_chat_template(
+        [{"role": "user", "content": content}], tokenize=False, add_generation_prompt=True
+    )
+
+
+def processor_inputs(processor: Any, texts: Sequence[str], media: Sequence[Media]) -> Any:
+    """The processor's tensors for chat-formatted ``texts``, one medium each (all images or all
+    videos; a batch is padded as the tokenizer pads).
+
+    Videos go in as sampled (`media.py`), with their metadata and `do_sample_frames=False`, so the
+    processor does not re-sample them.
+    """
+    if media[0].kind == "image":
+        return processor(text=list(texts), images=[m.image for m in media], return_tensors="pt", padding=True)
+    metadata = [
+        {"total_num_frames": m.total_frames, "fps": m.fps, "frames_indices": list(m.frame_indices)} for m in media
+    ]
+    extra = {}
+    video_processor: Any = getattr(processor, "video_processor", None)
+    if hasattr(video_processor, "cap_pixels_per_frame") and video_processor.cap_pixels_per_frame is None:
+        # The Qwen video processors: bound each frame's pixels as the reference code
+        # (qwen-vl-utils) does, so long videos cannot grow without bound.
+        extra["cap_pixels_per_frame"] = True
+    return processor(
+        text=list(texts),
+        videos=[m.frames for m in media],
+        video_metadata=metadata,
+        do_sample_frames=False,
+        return_tensors="pt",
+        padding=True,
+        **extra,
+    )
 
 
 def _check_full_attention(config: Any, name: str) -> None:

@@ -69,7 +69,8 @@ import torch.nn.functional as F
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from sage_core.builtin.quality import agreement, evaluate, media_of, processor_inputs  # noqa: E402
+from sage_core.adapter import processor_inputs  # noqa: E402
+from sage_core.builtin.quality import agreement, evaluate, example_media  # noqa: E402
 from sage_core.builtin.scenes import ask, make_example, make_examples, scene_kinds, vocabulary  # noqa: E402
 
 FAMILIES = ("qwen3_vl", "qwen2_vl")
@@ -277,7 +278,9 @@ def conversation_text(processor, turns) -> str:
     messages = []
     for i, e in enumerate(turns):
         content = [{"type": "text", "text": e.question}]
-        messages.append({"role": "user", "content": ([{"type": media_of(e)}] if i == 0 else []) + content})
+        messages.append(
+            {"role": "user", "content": ([{"type": "video" if e.frames else "image"}] if i == 0 else []) + content}
+        )
         messages.append({"role": "assistant", "content": e.answer})
     return processor.apply_chat_template(messages, tokenize=False).rstrip("\n")
 
@@ -285,7 +288,7 @@ def conversation_text(processor, turns) -> str:
 def make_batch(processor, conversations):
     """Processor inputs + labels: every answer and its closing <|im_end|>; prompts and padding masked."""
     texts = [conversation_text(processor, turns) for turns in conversations]
-    enc = processor_inputs(processor, texts, [turns[0] for turns in conversations])
+    enc = processor_inputs(processor, texts, [example_media(turns[0]) for turns in conversations])
     ids = enc["input_ids"]
     tok = processor.tokenizer
     im_start, im_end = tok.convert_tokens_to_ids("<|im_start|>"), tok.convert_tokens_to_ids("<|im_end|>")

@@ -1,8 +1,7 @@
 """Quality checks for the built-in model pair (accuracy and draft/target agreement).
 
-Inputs are built exactly the way the app's adapter builds them: the processor's
-chat template with one image item then the question, ``add_generation_prompt=True``,
-then ``processor(text=..., images=..., return_tensors="pt")``.
+Inputs are built by the adapter's own functions (``chat_prompt``, ``processor_inputs``),
+so they are exactly what the app feeds the models, batched.
 """
 
 from __future__ import annotations
@@ -13,39 +12,24 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
+from ..adapter import chat_prompt, processor_inputs
+from ..media import Media, image_media
 from .scenes import COLOURS, SHAPES, VIDEO_FPS, WORDS, Example, grade
 
 
-def prompt_text(processor, question: str, media: str = "image") -> str:
-    """The chat-formatted prompt for one user turn (image or video item first, then the text)."""
-    messages = [{"role": "user", "content": [{"type": media}, {"type": "text", "text": question}]}]
-    return processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-
-
-def processor_inputs(processor, texts: Sequence[str], examples: Sequence[Example]) -> dict:
-    """Tokenised ``texts`` with the examples' images, or their video frames (all of one kind).
-
-    Videos go in the way the app's adapter passes them: the frames as sampled, their metadata,
-    and no re-sampling by the processor.
-    """
-    if not examples[0].frames:
-        return processor(text=list(texts), images=[e.image for e in examples], return_tensors="pt", padding=True)
-    metadata = [
-        {"total_num_frames": len(e.frames), "fps": VIDEO_FPS, "frames_indices": list(range(len(e.frames)))}
-        for e in examples
-    ]
-    return processor(
-        text=list(texts),
-        videos=[np.stack([np.asarray(f) for f in e.frames]) for e in examples],
-        video_metadata=metadata,
-        do_sample_frames=False,
-        return_tensors="pt",
-        padding=True,
+def example_media(example: Example) -> Media:
+    """The example's image, or its clip as the app would read it (every frame, at VIDEO_FPS)."""
+    if not example.frames:
+        return image_media(example.image, example.kind)
+    count = len(example.frames)
+    return Media(
+        kind="video",
+        name=example.kind,
+        frames=np.stack([np.asarray(f) for f in example.frames]),
+        fps=VIDEO_FPS,
+        total_frames=count,
+        frame_indices=tuple(range(count)),
     )
-
-
-def media_of(example: Example) -> str:
-    return "video" if example.frames else "image"
 
 
 @torch.no_grad()
@@ -57,12 +41,13 @@ def generate_answers(
     eos = eos[0] if isinstance(eos, list) else eos
     texts: list[str] = [""] * len(examples)
     ids_out: list[list[int]] = [[] for _ in examples]
-    for media in ("image", "video"):
-        order = [i for i, e in enumerate(examples) if media_of(e) == media]
+    media = [example_media(e) for e in examples]
+    for kind in ("image", "video"):
+        order = [i for i, m in enumerate(media) if m.kind == kind]
         for start in range(0, len(order), batch_size):
             chunk = order[start : start + batch_size]
-            batch = [examples[i] for i in chunk]
-            enc = processor_inputs(processor, [prompt_text(processor, e.question, media) for e in batch], batch)
+            prompts = [chat_prompt(processor, kind, examples[i].question) for i in chunk]
+            enc = processor_inputs(processor, prompts, [media[i] for i in chunk])
             out = model.generate(**enc, do_sample=False, max_new_tokens=max_new_tokens)
             gen = out[:, enc["input_ids"].shape[1] :].tolist()
             for i, row in zip(chunk, gen, strict=True):
@@ -125,7 +110,8 @@ def agreement(target, draft, processor, examples: Sequence[Example], target_answ
     for e, ans in zip(examples, target_answer_ids, strict=True):
         if not ans:
             continue
-        enc = processor_inputs(processor, [prompt_text(processor, e.question, media_of(e))], [e])
+        medium = example_media(e)
+        enc = processor_inputs(processor, [chat_prompt(processor, medium.kind, e.question)], [medium])
         n = enc["input_ids"].shape[1]
         ids = torch.cat([enc["input_ids"], torch.tensor([ans])], dim=1)
         feed = dict(
