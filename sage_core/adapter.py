@@ -152,9 +152,13 @@ class VLM:
 
     @torch.inference_mode()
     def prefill(self, inputs: dict[str, Any]) -> tuple[KVState, torch.Tensor]:
-        """The prompt forward, as `generate` runs it; returns the last position's logits."""
+        """The prompt forward, as `generate` runs it; returns the last position's logits.
+
+        Only the last position's logits are computed (`logits_to_keep=1`): the full
+        (prompt, vocab) matrix would cost gigabytes on a long video prompt.
+        """
         cache = DynamicCache(config=self.model.config)
-        output = self.model(**inputs, cache=cache, use_cache=True)
+        output = self.model(**inputs, cache=cache, use_cache=True, logits_to_keep=1)
         offset = 0
         if self.uses_rope_deltas:
             offset = int(self.model.model.rope_deltas.reshape(-1)[0])
