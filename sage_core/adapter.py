@@ -13,7 +13,7 @@ internals; it calls `prefill`, `extend` and `commit`.
 from __future__ import annotations
 
 import gc
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,7 @@ import torch
 from transformers import AutoConfig, AutoProcessor, DynamicCache
 
 from .errors import InputError, ModelLoadError, PairMismatchError
+from .kvcache import growing_cache, move_rows
 from .media import Media
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
@@ -73,12 +74,16 @@ class KVState:
     The cache holds `committed` positions of the output sequence, then
     `scratch` entries for tree nodes that are not (yet) committed.
     `position_offset` is the M-RoPE delta of the Qwen families (0 else).
+    `scratch_rows` says which scratch entries each scratch entry sees (its
+    ancestors and itself): a (scratch, scratch) bool tensor on the device, or
+    None while there is no scratch.
     """
 
     cache: DynamicCache
     committed: int
     position_offset: int
     scratch: int = 0
+    scratch_rows: torch.Tensor | None = None
 
 
 class VLM:
@@ -88,7 +93,9 @@ class VLM:
         self.name = name
         self.model = model
         self.processor = processor
-        self.device = device
+        self.device = device  # where its inputs go (the first layers' device)
+        # every device its weights sit on (several under a device map)
+        self.devices: tuple[torch.device, ...] = tuple(sorted({p.device for p in model.parameters()}, key=str))
         self.family = model.config.model_type
         self.uses_rope_deltas = FAMILIES[self.family][1]
         self.dtype: torch.dtype = next(model.parameters()).dtype
@@ -151,13 +158,15 @@ class VLM:
     # -- forwards ------------------------------------------------------------
 
     @torch.inference_mode()
-    def prefill(self, inputs: dict[str, Any]) -> tuple[KVState, torch.Tensor]:
+    def prefill(self, inputs: Mapping[str, Any], reserve: int = 256) -> tuple[KVState, torch.Tensor]:
         """The prompt forward, as `generate` runs it; returns the last position's logits.
 
         Only the last position's logits are computed (`logits_to_keep=1`): the full
         (prompt, vocab) matrix would cost gigabytes on a long video prompt.
+        The cache has room for `reserve` more entries (the run's new tokens and
+        scratch) before it must grow.
         """
-        cache = DynamicCache(config=self.model.config)
+        cache = growing_cache(self.model.config, reserve)
         output = self.model(**inputs, cache=cache, use_cache=True, logits_to_keep=1)
         offset = 0
         if self.uses_rope_deltas:
@@ -171,57 +180,125 @@ class VLM:
         state: KVState,
         tokens: Sequence[int],
         positions: Sequence[int],
-        visible: Sequence[Sequence[int]],
+        visible: Sequence[Sequence[int]] | None = None,
+        *,
+        parents: Sequence[int] | None = None,
     ) -> torch.Tensor:
         """Feed new tokens after the cache; returns their logits, (N, vocab).
 
         `positions[i]` is token i's index in the output sequence (the M-RoPE
-        delta is added here). Every token sees all committed positions;
-        `visible[i]` lists the scratch entries it also sees, numbered over
-        the scratch already cached followed by the new tokens (a tree node
-        sees its ancestors and itself).
+        delta is added here). Every token sees all committed positions, and
+        the scratch entries (numbered over the scratch already cached followed
+        by the new tokens) given by one of:
+        - `parents[i]`: the entry token i continues (before i), or -1 when it
+          continues the committed sequence; token i then sees its parent's
+          entries and itself. The mask is built on the device from this one
+          small tensor (the decode loop's way);
+        - `visible[i]`: the entries token i sees, listed (built on the host).
         """
         count = len(tokens)
-        width = state.committed + state.scratch + count
-        blocked = torch.finfo(self.dtype).min
-        mask = torch.full((count, width), blocked, dtype=self.dtype)
-        mask[:, : state.committed] = 0
-        rows = torch.tensor([i for i, seen in enumerate(visible) for _ in seen], dtype=torch.long)
-        cols = torch.tensor([state.committed + j for seen in visible for j in seen], dtype=torch.long)
-        mask[rows, cols] = 0
-        input_ids = torch.tensor([list(tokens)], dtype=torch.long, device=self.device)
+        if (visible is None) == (parents is None):
+            raise ValueError("give either visible or parents")
+        if parents is not None:
+            # tokens, positions, parents: one host-to-device copy.  [3, N]
+            packed = torch.tensor([list(tokens), list(positions), list(parents)], dtype=torch.long).to(self.device)
+            input_ids, position_ids = packed[0:1], packed[1:2]
+            rows = rows_from_parents(state.scratch_rows, packed[2], in_batch_depth(parents, state.scratch))
+        else:
+            assert visible is not None
+            input_ids = torch.tensor([list(tokens)], dtype=torch.long, device=self.device)
+            position_ids = torch.tensor([list(positions)], dtype=torch.long, device=self.device)
+            rows = rows_from_visible(state.scratch_rows, visible, self.device)
         # positions: (1, N), the M-RoPE delta included; the Qwen models expand it to their 3 axes.
-        position_ids = torch.tensor([list(positions)], dtype=torch.long, device=self.device)
         output = self.model(
             input_ids=input_ids,
             position_ids=position_ids + state.position_offset,
-            attention_mask=mask[None, None].to(self.device),
+            attention_mask=additive_mask(rows[state.scratch :], state.committed, self.dtype),
             cache=state.cache,
             use_cache=True,
         )
         state.scratch += count
+        state.scratch_rows = rows
         return output.logits[0].float()
 
+    @torch.inference_mode()
     def commit(self, state: KVState, keep: Sequence[int]) -> None:
-        """Keep the listed scratch entries (in order) as committed; drop the rest."""
+        """Keep the listed scratch entries (in order) as committed; drop the rest.
+
+        Only the kept rows that are not already in place move; the rest of the
+        scratch is cut off. Nothing before the scratch is copied.
+        """
         keep = list(keep)
-        if keep == list(range(len(keep))):
-            dropped = state.scratch - len(keep)
-            if dropped:
-                state.cache.crop(-dropped)
-        else:
-            index = torch.cat(
-                [
-                    torch.arange(state.committed, device=self.device),
-                    torch.tensor(keep, dtype=torch.long, device=self.device) + state.committed,
-                ]
-            )
-            for layer in state.cache.layers:
-                kept: Any = layer  # full-attention layers only (checked at load)
-                kept.keys = kept.keys.index_select(-2, index)
-                kept.values = kept.values.index_select(-2, index)
+        first_moved = next((i for i, entry in enumerate(keep) if entry != i), len(keep))
+        start = state.committed
+        move_rows(state.cache, [start + entry for entry in keep[first_moved:]], start + first_moved)
+        dropped = state.scratch - len(keep)
+        if dropped:
+            state.cache.crop(-dropped)
         state.committed += len(keep)
         state.scratch = 0
+        state.scratch_rows = None
+
+
+def in_batch_depth(parents: Sequence[int], scratch: int) -> int:
+    """The longest chain of new tokens whose parents are new tokens too (0 when none is)."""
+    depth: list[int] = []
+    for parent in parents:
+        depth.append(depth[parent - scratch] + 1 if parent >= scratch else 0)
+    return max(depth, default=0)
+
+
+def rows_from_parents(known: torch.Tensor | None, parents: torch.Tensor, depth: int) -> torch.Tensor:
+    """The scratch rows after N new entries, built on the device: (S+N, S+N) bool.
+
+    `known`: the (S, S) rows of the cached scratch; `parents`: (N,) indices
+    over the S+N entries, -1 for none. A new entry's row is its parent's row
+    plus itself (EAGLE's rule). Parents that are new entries themselves are
+    resolved by pointer jumping: after k rounds a row holds the rows of the
+    entries fewer than 2^k steps up, so `depth` (the longest in-batch chain,
+    known on the host) fixes the number of rounds without reading the device.
+    """
+    scratch, count = (0 if known is None else known.shape[0]), parents.shape[0]
+    total = scratch + count
+    # rows: [S+N+1, S+N]; the last row is empty and stands for "no parent".
+    rows = torch.zeros((total + 1, total), dtype=torch.bool, device=parents.device)
+    if known is not None and scratch:
+        rows[:scratch, :scratch] = known
+    new = torch.arange(scratch, total, device=parents.device)
+    rows[new, new] = True
+    # jump: [S+N+1]; cached rows are complete already, so they jump to the empty row.
+    jump = torch.full((total + 1,), total, dtype=torch.long, device=parents.device)
+    jump[scratch:total] = torch.where(parents < 0, total, parents)
+    for _ in range((depth + 1).bit_length()):
+        rows[scratch:total] |= rows[jump[scratch:total]]
+        jump = jump[jump]
+    return rows[:total]
+
+
+def rows_from_visible(
+    known: torch.Tensor | None, visible: Sequence[Sequence[int]], device: torch.device
+) -> torch.Tensor:
+    """The scratch rows after N new entries, from explicit lists (built on the host): (S+N, S+N) bool."""
+    scratch = 0 if known is None else known.shape[0]
+    total = scratch + len(visible)
+    rows = torch.zeros((total, total), dtype=torch.bool)
+    if known is not None and scratch:
+        rows[:scratch, :scratch] = known.cpu()
+    for i, seen in enumerate(visible):
+        rows[scratch + i, list(seen)] = True
+    return rows.to(device)
+
+
+def additive_mask(rows: torch.Tensor, committed: int, dtype: torch.dtype) -> torch.Tensor:
+    """The 4D additive mask (1, 1, N, committed + S + N) of N new tokens from their scratch rows (N, S + N).
+
+    0 = attend, the dtype's minimum = blocked (a bool mask is silently wrong
+    under eager attention: it is added to the scores).
+    """
+    count, width = rows.shape[0], committed + rows.shape[1]
+    mask = torch.zeros((1, 1, count, width), dtype=dtype, device=rows.device)
+    mask[0, 0, :, committed:].masked_fill_(~rows, torch.finfo(dtype).min)
+    return mask
 
 
 def chat_prompt(processor: Any, kind: str, prompt: str) -> str:
@@ -288,6 +365,11 @@ class ModelPair:
     @property
     def device(self) -> torch.device:
         return self.target.device
+
+    @property
+    def devices(self) -> tuple[torch.device, ...]:
+        """Every device either model's weights sit on."""
+        return tuple(dict.fromkeys((*self.target.devices, *self.draft.devices)))
 
 
 def check_pair(target: VLM, draft: VLM) -> ModelPair:

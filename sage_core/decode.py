@@ -14,11 +14,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-import torch
-
 from .adapter import KVState, ModelPair
 from .config import CHAIN_TREE, STATIC_TREE, DecodeConfig, SageConfig
-from .drafting import DraftedTree, feed_committed, grow_tree, template_chooser
+from .drafting import DraftedTree, feed_committed, grow_tree, template_chooser, top_k
 from .errors import InputError
 from .media import Media
 from .policy import (
@@ -32,7 +30,7 @@ from .policy import (
     planned_width,
 )
 from .records import FinishReason, RunHeader, RunSummary, StepRecord, summarize
-from .timing import Stopwatch
+from .timing import Laps, Stopwatch
 from .trees import EMPTY_TREE, ROOT, Tree
 from .verify import verify_greedy
 
@@ -162,14 +160,17 @@ class DecodeRun:
         #    argmax after it is the first new token.
         #    The record splits its time: target prefill (as "verify"), draft prefill
         #    (as "draft"), and the processors' preparation (only in the step's total).
-        with Stopwatch(pair.device) as verify_watch:
-            target_state, logits = target.prefill(self.target_inputs)
-            first = int(logits.argmax())
-        with Stopwatch(pair.device) as draft_watch:
-            draft_state = draft.prefill(self.draft_inputs)[0] if self.draft_inputs is not None else None
+        reserve = _cache_reserve(config)
+        laps = Laps(pair.devices)
+        target_state, logits = target.prefill(self.target_inputs, reserve)
+        first = int(logits.argmax())  # waits for the target
+        verify_seconds = laps.lap()
+        draft_state = draft.prefill(self.draft_inputs, reserve)[0] if self.draft_inputs is not None else None
+        prefill_seconds = laps.stop()
+        draft_seconds = prefill_seconds - verify_seconds
         new_tokens, finish = emit([first])
         produced += len(new_tokens)
-        seconds = self.prepare_seconds + verify_watch.seconds + draft_watch.seconds
+        seconds = self.prepare_seconds + prefill_seconds
         total_seconds += seconds
         yield StepRecord(
             method=config.method, step=0, phase="prefill",
@@ -177,35 +178,38 @@ class DecodeRun:
             entropy=None, alpha=None, depth_max=None, planned_depth=None, planned_width=None,
             accepted_nodes=(), accepted_tokens=(), bonus_token=first,
             new_tokens=new_tokens, new_token_texts=tuple(text.push(t) for t in new_tokens),
-            draft_seconds=draft_watch.seconds, verify_seconds=verify_watch.seconds, step_seconds=seconds,
+            draft_seconds=draft_seconds, verify_seconds=verify_seconds, step_seconds=seconds,
             total_tokens=produced, total_seconds=total_seconds, finish_reason=finish,
         )  # fmt: skip
         pending = [first]  # committed tokens the draft has not read yet; the last is the root
         step = 0
         while finish is None:
             step += 1
-            with Stopwatch(pair.device) as step_watch:
-                # 1. Draft the tree (SAGE: its shape follows the draft's confidence).
-                with Stopwatch(pair.device) as draft_watch:
-                    if draft_state is None:
-                        drafted, shape = DraftedTree(EMPTY_TREE, {}), _Shape()
-                    else:
-                        drafted, shape = self._draft(draft_state, pending, planner, step)
-                tree = drafted.tree
-                # 2. Verify: one target forward over the root and every node.
-                with Stopwatch(pair.device) as verify_watch:
-                    target_argmax = _verify_forward(target, target_state, pending[-1], tree)
-                # 3. Accept the longest agreeing path, plus the bonus token.
-                verdict = verify_greedy(tree, target_argmax)
-                # 4. Commit: the root and the accepted path stay in the target's cache.
-                target.commit(target_state, [0, *(1 + n for n in verdict.accepted_nodes)])
-                new_tokens, finish = emit([*verdict.accepted_tokens, verdict.bonus_token])
-                produced += len(new_tokens)
-                pending = [*verdict.accepted_tokens, verdict.bonus_token]
-                # 5. Adapt: the acceptance window moves SAGE's D_max.
-                if config.method == "sage":
-                    planner.after_round(drafted, verdict.accepted_nodes)
-            total_seconds += step_watch.seconds
+            # Timing: the draft and the verification each end with a device-to-host copy,
+            # so the laps need no synchronisation; the step's end has the only one.
+            laps = Laps(pair.devices)
+            # 1. Draft the tree (SAGE: its shape follows the draft's confidence).
+            if draft_state is None:
+                drafted, shape = DraftedTree(EMPTY_TREE, {}), _Shape()
+            else:
+                drafted, shape = self._draft(draft_state, pending, planner, step)
+            tree = drafted.tree
+            draft_seconds = laps.lap()
+            # 2. Verify: one target forward over the root and every node.
+            target_argmax = _verify_forward(target, target_state, pending[-1], tree)
+            verify_seconds = laps.lap()
+            # 3. Accept the longest agreeing path, plus the bonus token.
+            verdict = verify_greedy(tree, target_argmax)
+            # 4. Commit: the root and the accepted path stay in the target's cache.
+            target.commit(target_state, [0, *(1 + n for n in verdict.accepted_nodes)])
+            new_tokens, finish = emit([*verdict.accepted_tokens, verdict.bonus_token])
+            produced += len(new_tokens)
+            pending = [*verdict.accepted_tokens, verdict.bonus_token]
+            # 5. Adapt: the acceptance window moves SAGE's D_max.
+            if config.method == "sage":
+                planner.after_round(drafted, verdict.accepted_nodes)
+            step_seconds = laps.stop()
+            total_seconds += step_seconds
             yield StepRecord(
                 method=config.method, step=step, phase="decode",
                 tree_tokens=tree.tokens, tree_parents=tree.parents, tree_draft_probs=tree.draft_probs,
@@ -214,8 +218,7 @@ class DecodeRun:
                 accepted_nodes=verdict.accepted_nodes, accepted_tokens=verdict.accepted_tokens,
                 bonus_token=verdict.bonus_token,
                 new_tokens=new_tokens, new_token_texts=tuple(text.push(t) for t in new_tokens),
-                draft_seconds=draft_watch.seconds, verify_seconds=verify_watch.seconds,
-                step_seconds=step_watch.seconds,
+                draft_seconds=draft_seconds, verify_seconds=verify_seconds, step_seconds=step_seconds,
                 total_tokens=produced, total_seconds=total_seconds, finish_reason=finish,
             )  # fmt: skip
 
@@ -229,33 +232,34 @@ class DecodeRun:
         if config.method in ("chain", "static"):
             template = CHAIN_TREE if config.method == "chain" else STATIC_TREE
             choose, expand, depth = template_chooser(template)
-            return grow_tree(draft, state, root_logits, choose, depth, config.template_top_k, vocab, expand), _Shape()
+            root = top_k(root_logits, config.template_top_k, vocab)[0]
+            return grow_tree(draft, state, root, choose, depth, config.template_top_k, vocab, expand), _Shape()
+        root = top_k(root_logits, sage.top_k, vocab)[0]
         depth_max = planner.window.depth_max
         no_history = sage.shape == "template" and planner.previous is None
         if (step == 1 and sage.static_first_round) or no_history:
             choose, expand, depth = template_chooser(STATIC_TREE)
-            drafted = grow_tree(draft, state, root_logits, choose, depth, sage.top_k, vocab, expand)
+            drafted = grow_tree(draft, state, root, choose, depth, sage.top_k, vocab, expand)
             entropy, alpha = confidence(drafted.distributions[ROOT])
             return drafted, _Shape(entropy, alpha, depth_max)
         if sage.shape == "template":
             alpha = planner.template_alpha()
             template = plan_template(alpha, depth_max, planner.level_probs(), sage)
             choose, expand, depth = template_chooser(template)
-            drafted = grow_tree(draft, state, root_logits, choose, depth, sage.top_k, vocab, expand)
+            drafted = grow_tree(draft, state, root, choose, depth, sage.top_k, vocab, expand)
             entropy = confidence(drafted.distributions[ROOT])[0]
             return drafted, _Shape(
                 entropy, alpha, depth_max, depth, planned_width(alpha, sage.width_min, sage.width_max)
             )
         # Online (default): alpha from this round's root distribution shapes the tree as it grows.
-        probs = torch.softmax(root_logits[:vocab].float(), dim=-1).topk(sage.top_k).values.tolist()
-        entropy, alpha = confidence(probs)
+        entropy, alpha = confidence(root[1])
         depth = planned_depth(alpha, sage.depth_min, depth_max)
         width = planned_width(alpha, sage.width_min, sage.width_max)
 
         def grow_online(level: int, frontier: Sequence[Expansion], count: int) -> list[Candidate]:
             return choose_level(frontier, level, width, depth, sage.node_budget - count, sage.expansion_threshold)
 
-        drafted = grow_tree(draft, state, root_logits, grow_online, depth, sage.top_k, vocab, lambda node, level: True)
+        drafted = grow_tree(draft, state, root, grow_online, depth, sage.top_k, vocab, lambda node, level: True)
         return drafted, _Shape(entropy, alpha, depth_max, depth, width)
 
 
@@ -272,15 +276,20 @@ class _Shape:
 
 def _verify_forward(target: Any, state: KVState, root: int, tree: Tree) -> list[int]:
     """One target forward over [root, *nodes]; the argmax after each of them."""
-    start = state.committed
-    visible = [(0,)] + [(0, *(1 + a for a in row)) for row in tree.ancestor_rows()]
+    start, scratch = state.committed, state.scratch
     logits = target.extend(
         state,
         [root, *tree.tokens],
         positions=[start] + [start + d for d in tree.depths],
-        visible=visible,
+        parents=[-1] + [scratch + 1 + p for p in tree.parents],  # node i is entry 1 + i; the root is entry 0
     )
     return logits.argmax(dim=-1).tolist()
+
+
+def _cache_reserve(config: DecodeConfig) -> int:
+    """Cache entries a run adds after its prompt, at most: its new tokens, then the scratch of a round."""
+    nodes = max(config.sage.node_budget, len(STATIC_TREE)) + 1
+    return config.max_new_tokens + nodes + config.sage.depth_max_limit + 1
 
 
 def decode(pair: ModelPair, media: Media, prompt: str, config: DecodeConfig) -> DecodeRun:

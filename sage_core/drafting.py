@@ -30,21 +30,28 @@ class DraftedTree:
     distributions: dict[int, tuple[float, ...]]
 
 
-def top_k(logits: torch.Tensor, k: int, vocab: int) -> list[tuple[tuple[int, ...], tuple[float, ...]]]:
-    """Per row of logits, the k most likely tokens of the shared vocabulary and their probabilities."""
+TopK = tuple[tuple[int, ...], tuple[float, ...]]  # (tokens, probabilities), most likely first
+
+
+def top_k(logits: torch.Tensor, k: int, vocab: int) -> list[TopK]:
+    """Per row of logits, the k most likely tokens of the shared vocabulary and their probabilities.
+
+    One device-to-host copy for all rows: token ids travel as float64, exact for any vocabulary.
+    """
     probs = torch.softmax(logits.float().reshape(-1, logits.shape[-1])[:, :vocab], dim=-1)
     values, indices = probs.topk(k, dim=-1)
-    return [(tuple(i), tuple(v)) for i, v in zip(indices.tolist(), values.tolist(), strict=True)]
+    rows = torch.cat((values.double(), indices.double()), dim=-1).tolist()
+    return [(tuple(int(i) for i in row[k:]), tuple(row[:k])) for row in rows]
 
 
 def feed_committed(draft: VLM, state: KVState, pending: Sequence[int]) -> torch.Tensor:
     """Feed the draft the tokens committed since its last round; returns the root's logits."""
-    start = state.committed
+    start, scratch = state.committed, state.scratch
     logits = draft.extend(
         state,
         pending,
         positions=[start + i for i in range(len(pending))],
-        visible=[tuple(range(i + 1)) for i in range(len(pending))],
+        parents=[-1] + [scratch + i for i in range(len(pending) - 1)],
     )
     draft.commit(state, range(len(pending)))
     return logits[-1]
@@ -53,7 +60,7 @@ def feed_committed(draft: VLM, state: KVState, pending: Sequence[int]) -> torch.
 def grow_tree(
     draft: VLM,
     state: KVState,
-    root_logits: torch.Tensor,
+    root: TopK,
     choose: Chooser,
     max_depth: int,
     top: int,
@@ -62,19 +69,20 @@ def grow_tree(
 ) -> DraftedTree:
     """Grow a tree level by level under the draft's tree attention.
 
-    `state` has the root committed last. Each level runs one draft forward
-    over the nodes chosen for expansion; their KV entries are scratch and
-    are dropped at the end (the draft is fed the accepted tokens next round).
-    `expand(node, level)` says whether a node of `level` gets children.
+    `state` has the root committed last; `root` is the draft's top-k after
+    it. Each level runs one draft forward over the nodes chosen for
+    expansion (one device-to-host copy of its top-k); their KV entries are
+    scratch and are dropped at the end (the draft is fed the accepted tokens
+    next round). `expand(node, level)` says whether a node of `level` gets
+    children.
     """
     root_position = state.committed - 1
     tokens: list[int] = []
     parents: list[int] = []
     probs: list[float] = []
     depths: list[int] = []
-    scratch_of: dict[int, int] = {}  # node -> its index among the draft's scratch entries
-    visible_of: dict[int, tuple[int, ...]] = {ROOT: ()}
-    ((root_tokens, root_probs),) = top_k(root_logits, top, vocab)
+    scratch_of: dict[int, int] = {ROOT: -1}  # node -> its index among the draft's scratch entries
+    root_tokens, root_probs = root
     distributions = {ROOT: root_probs}
     frontier = [Expansion(ROOT, 1.0, 1.0, root_tokens, root_probs)]
     for level in range(1, max_depth + 1):
@@ -94,12 +102,11 @@ def grow_tree(
         first = state.scratch
         for offset, node in enumerate(to_expand):
             scratch_of[node] = first + offset
-            visible_of[node] = visible_of[parents[node]] + (first + offset,)
         logits = draft.extend(
             state,
             [tokens[n] for n in to_expand],
             positions=[root_position + level] * len(to_expand),
-            visible=[visible_of[n] for n in to_expand],
+            parents=[scratch_of[parents[n]] for n in to_expand],
         )
         cumulative = Tree(tuple(tokens), tuple(parents), tuple(probs)).cumulative_probs()
         frontier = []

@@ -6,13 +6,17 @@ commit that moves rows leaves the cache as step-by-step decoding would."""
 from __future__ import annotations
 
 import functools
+import random
 from pathlib import Path
 
 import pytest
 import torch
 from conftest import FAMILIES, tiny_folder
+from transformers import DynamicCache
 
-from sage_core.adapter import VLM
+from sage_core import DecodeConfig, decode, load_pair, timing
+from sage_core.adapter import VLM, additive_mask, in_batch_depth, rows_from_parents, rows_from_visible
+from sage_core.trees import Tree
 
 
 @functools.cache
@@ -37,3 +41,133 @@ def test_prefill_computes_only_the_last_position_logits(tiny_root, image, family
         full = vlm.model(**inputs).logits[0, -1]
     assert (logits - full).abs().max().item() < 1e-4
     assert state.committed == inputs["input_ids"].shape[1]
+
+
+# root -> 0 -> 2 -> 5
+#      -> 1 -> 3
+#           -> 4 -> 6
+TREE = Tree(tokens=(40, 41, 42, 43, 44, 45, 46), parents=(-1, -1, 0, 1, 1, 2, 4), draft_probs=(0.5,) * 7)
+
+
+def old_mask(committed: int, scratch: int, visible: list[tuple[int, ...]], dtype: torch.dtype) -> torch.Tensor:
+    """The mask as the adapter wrote it out before: a dense float matrix from Python lists."""
+    count = len(visible)
+    mask = torch.full((count, committed + scratch + count), torch.finfo(dtype).min, dtype=dtype)
+    mask[:, :committed] = 0
+    for i, seen in enumerate(visible):
+        for j in seen:
+            mask[i, committed + j] = 0
+    return mask[None, None]
+
+
+def random_tree(generator: random.Random, size: int) -> Tree:
+    parents = tuple(generator.randrange(-1, i) for i in range(size))
+    return Tree(tuple(range(size)), parents, (0.5,) * size)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_verify_mask_from_parents_equals_the_old_mask(seed):
+    tree = TREE if seed == 0 else random_tree(random.Random(seed), random.Random(seed).randrange(1, 70))
+    visible = [(0,)] + [(0, *(1 + a for a in row)) for row in tree.ancestor_rows()]
+    parents = [-1] + [1 + p for p in tree.parents]
+    rows = rows_from_parents(None, torch.tensor(parents), in_batch_depth(parents, 0))
+    for dtype in (torch.float32, torch.bfloat16):
+        assert torch.equal(additive_mask(rows, 37, dtype), old_mask(37, 0, visible, dtype))
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_draft_level_masks_from_parents_equal_the_old_masks(seed):
+    """Level by level, as the draft grows a tree: each level's parents are cached scratch entries."""
+    generator = random.Random(seed)
+    known_parents, known_visible = None, None
+    parent_visible: list[tuple[int, ...]] = []  # per scratch entry: what it sees
+    for _ in range(generator.randrange(1, 8)):
+        scratch = len(parent_visible)
+        count = generator.randrange(1, 10)
+        parents = [generator.randrange(-1, scratch) for _ in range(count)]
+        visible = [(parent_visible[p] if p >= 0 else ()) + (scratch + i,) for i, p in enumerate(parents)]
+        known_parents = rows_from_parents(known_parents, torch.tensor(parents), in_batch_depth(parents, scratch))
+        known_visible = rows_from_visible(known_visible, visible, torch.device("cpu"))
+        assert torch.equal(
+            additive_mask(known_parents[scratch:], 5, torch.float32), old_mask(5, scratch, visible, torch.float32)
+        )
+        assert torch.equal(known_parents, known_visible)
+        parent_visible.extend(visible)
+
+
+def step_by_step_cache(vlm: VLM, inputs: dict, tokens: list[int]) -> DynamicCache:
+    cache = DynamicCache(config=vlm.model.config)
+    with torch.no_grad():
+        vlm.model(**inputs, cache=cache, use_cache=True)
+        for token in tokens:
+            vlm.model(input_ids=torch.tensor([[token]]), cache=cache, use_cache=True)
+    return cache
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_commit_of_a_non_prefix_path_equals_a_fresh_step_by_step_cache(tiny_root, image, family):
+    vlm = _vlm(str(tiny_root), family, "target")
+    inputs = vlm.prepare(image, "Describe the picture.")
+    state, _ = vlm.prefill(inputs, reserve=64)
+    buffers = [layer.key_buffer.data_ptr() for layer in state.cache.layers]
+    start = state.committed
+    vlm.extend(
+        state,
+        [39, *TREE.tokens],
+        [start] + [start + d for d in TREE.depths],
+        parents=[-1] + [1 + p for p in TREE.parents],
+    )
+    vlm.commit(state, [0, 1 + 1, 1 + 4, 1 + 6])  # root, node 1, node 4, node 6: not a prefix of the scratch
+    assert state.committed == start + 4 and state.scratch == 0 and state.scratch_rows is None
+    expected = step_by_step_cache(vlm, inputs, [39, 41, 44, 46])
+    for layer, fresh in zip(state.cache.layers, expected.layers, strict=True):
+        assert layer.keys.shape == fresh.keys.shape
+        assert (layer.keys - fresh.keys).abs().max().item() < 1e-5
+        assert (layer.values - fresh.values).abs().max().item() < 1e-5
+    # Appending and committing wrote into the buffers made at the prefill: no copy of the cache.
+    assert [layer.key_buffer.data_ptr() for layer in state.cache.layers] == buffers
+
+
+def test_a_full_cache_grows_and_stays_exact(tiny_root, image):
+    vlm = _vlm(str(tiny_root), "qwen2_vl", "target")
+    inputs = vlm.prepare(image, "Describe the picture.")
+    state, _ = vlm.prefill(inputs, reserve=0)
+    tokens = [50 + i for i in range(12)]
+    for token in tokens:
+        vlm.extend(state, [token], [state.committed], parents=[-1])
+        vlm.commit(state, [0])
+        assert state.cache.get_seq_length() == state.committed
+        assert state.cache.layers[0].key_buffer.shape[-2] >= state.committed
+    expected = step_by_step_cache(vlm, inputs, tokens)
+    for layer, fresh in zip(state.cache.layers, expected.layers, strict=True):
+        assert (layer.keys - fresh.keys).abs().max().item() < 1e-5
+
+
+@pytest.mark.parametrize("method", ["ar", "static", "sage"])
+def test_one_synchronisation_and_one_host_copy_per_forward(tiny_root, image, monkeypatch, method):
+    """Per decode step: one synchronisation, and one device-to-host copy per draft forward and per verification."""
+    pair = load_pair(
+        tiny_folder(tiny_root, "qwen2_vl", "target"), tiny_folder(tiny_root, "qwen2_vl", "noised"), "cpu", "float32"
+    )
+    syncs, copies, forwards = [0], [0], [0]
+    real_tolist, real_extend = torch.Tensor.tolist, pair.draft.extend
+
+    def counting_tolist(tensor):
+        copies[0] += 1
+        return real_tolist(tensor)
+
+    def counting_extend(*args, **kwargs):
+        forwards[0] += 1
+        return real_extend(*args, **kwargs)
+
+    monkeypatch.setattr(timing, "synchronize", lambda device: syncs.__setitem__(0, syncs[0] + 1))
+    monkeypatch.setattr(torch.Tensor, "tolist", counting_tolist)
+    monkeypatch.setattr(pair.draft, "extend", counting_extend)
+    run = decode(pair, image, "Describe the picture.", DecodeConfig(method=method, max_new_tokens=24))
+    next(run)  # the prefill
+    while not run.records[-1].finished:
+        syncs[0], copies[0], forwards[0] = 0, 0, 0
+        next(run)
+        assert syncs[0] == 1
+        assert copies[0] == forwards[0] + 1
+    assert len(run.records) > 2
