@@ -4,7 +4,9 @@ A live race makes one `sage_core.DecodeRun` per method on the same model pair
 and calls `next()` on each in turn, one round at a time, so every column
 streams while the races runs. Each record times its own step with device
 synchronisation, so each side's time is its own (`total_seconds`), whatever
-the other side did in between. There is no decoding logic here: the app only
+the other side did in between. The media go through each processor once per
+race; each side is charged the preparation it needs, as measured once (its
+header says the preparation was shared). There is no decoding logic here: the app only
 collects the records the library yields.
 
 A replay reads a recorded race back and hands the records out at their
@@ -26,7 +28,18 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sage_core import DecodeConfig, Media, ModelPair, RunHeader, RunSummary, SageConfig, StepRecord, decode, summarize
+from sage_core import (
+    DecodeConfig,
+    Media,
+    ModelPair,
+    RunHeader,
+    RunSummary,
+    SageConfig,
+    StepRecord,
+    decode,
+    prepare_inputs,
+    summarize,
+)
 from sage_core.records import TraceError, parse_trace, trace_lines
 
 RACE_FORMAT = "sage-race/1"
@@ -113,10 +126,13 @@ def race_steps(
     held around each step, so two races never touch a model at once.
     """
     lock = lock or nullcontext()
+    chosen = order_methods(methods)
     with lock:
+        # Each processor runs once for the whole race; every run reads the same tensors.
+        prepared = prepare_inputs(pair, media, prompt, with_draft=any(m != "ar" for m in chosen))
         runs = [
-            decode(pair, media, prompt, DecodeConfig(method=m, max_new_tokens=max_new_tokens, sage=sage))  # type: ignore[arg-type]
-            for m in order_methods(methods)
+            decode(pair, media, prompt, DecodeConfig(method=m, max_new_tokens=max_new_tokens, sage=sage), prepared)  # type: ignore[arg-type]
+            for m in chosen
         ]
     data = RaceData(lanes=[Lane(run.config.method, run.header) for run in runs], source=source)
     active = list(zip(data.lanes, runs, strict=True))

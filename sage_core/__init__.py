@@ -16,6 +16,7 @@ from .config import CHAIN_TREE, METHOD_LABELS, METHODS, STATIC_TREE, DecodeConfi
 from .decode import DecodeRun, decode
 from .errors import InputError, MediaError, ModelLoadError, PairMismatchError, SageError
 from .media import Media, image_media, load_media
+from .prepared import PreparedInputs, prepare_inputs
 from .records import RunHeader, RunSummary, StepRecord, load_trace, parse_trace, save_trace, summarize
 from .trees import Tree
 
@@ -33,6 +34,7 @@ __all__ = [
     "ModelLoadError",
     "ModelPair",
     "PairMismatchError",
+    "PreparedInputs",
     "RunHeader",
     "RunSummary",
     "SageConfig",
@@ -46,6 +48,7 @@ __all__ = [
     "load_pair",
     "load_trace",
     "parse_trace",
+    "prepare_inputs",
     "save_trace",
     "summarize",
 ]

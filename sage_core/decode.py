@@ -29,8 +29,9 @@ from .policy import (
     planned_depth,
     planned_width,
 )
+from .prepared import PreparedInputs, prepare_inputs, with_draft_inputs
 from .records import FinishReason, RunHeader, RunSummary, StepRecord, summarize
-from .timing import Laps, Stopwatch
+from .timing import Laps
 from .trees import EMPTY_TREE, ROOT, Tree
 from .verify import verify_greedy
 
@@ -90,12 +91,16 @@ class SagePlanner:
 class DecodeRun:
     """A streaming run of one method: iterate it for `StepRecord`s.
 
-    The prompt is prepared (and checked) when the run is made; the prefill
-    happens on the first `next()`, one round per `next()` after that, so two
-    runs can be stepped alternately (the app's race).
+    The prompt is prepared (and checked) when the run is made, unless
+    `prepared` brings the processors' tensors made once for several runs
+    (`prepare_inputs`); the prefill happens on the first `next()`, one round
+    per `next()` after that, so two runs can be stepped alternately (the
+    app's race).
     """
 
-    def __init__(self, pair: ModelPair, media: Media, prompt: str, config: DecodeConfig) -> None:
+    def __init__(
+        self, pair: ModelPair, media: Media, prompt: str, config: DecodeConfig, prepared: PreparedInputs | None = None
+    ) -> None:
         if not prompt or not prompt.strip():
             raise InputError("the prompt is empty")
         self.pair = pair
@@ -103,10 +108,16 @@ class DecodeRun:
         self.prompt = prompt
         self.config = config
         uses_draft = config.method != "ar"
-        with Stopwatch(pair.device) as watch:
-            self.target_inputs = pair.target.prepare(media, prompt)
-            self.draft_inputs = pair.draft.prepare(media, prompt) if uses_draft else None
-        self.prepare_seconds = watch.seconds
+        shared = prepared is not None
+        if prepared is None:
+            prepared = prepare_inputs(pair, media, prompt, with_draft=uses_draft)
+        elif not prepared.matches(media, prompt):
+            raise InputError("the prepared inputs are for another prompt or medium")
+        if uses_draft:
+            prepared = with_draft_inputs(pair, prepared)
+        self.target_inputs = prepared.target
+        self.draft_inputs = prepared.draft if uses_draft else None
+        self.prepare_seconds = prepared.seconds_for(uses_draft)
         self.header = RunHeader(
             method=config.method,
             target=pair.target.name,
@@ -118,6 +129,8 @@ class DecodeRun:
             device=str(pair.device),
             dtype=str(pair.target.dtype).removeprefix("torch."),
             sage=asdict(config.sage),
+            prepare_seconds=self.prepare_seconds,
+            prepare_shared=shared,
         )
         self.records: list[StepRecord] = []
         self._steps = self._run()
@@ -292,6 +305,8 @@ def _cache_reserve(config: DecodeConfig) -> int:
     return config.max_new_tokens + nodes + config.sage.depth_max_limit + 1
 
 
-def decode(pair: ModelPair, media: Media, prompt: str, config: DecodeConfig) -> DecodeRun:
+def decode(
+    pair: ModelPair, media: Media, prompt: str, config: DecodeConfig, prepared: PreparedInputs | None = None
+) -> DecodeRun:
     """Start a streaming run; iterate the result for per-step records."""
-    return DecodeRun(pair, media, prompt, config)
+    return DecodeRun(pair, media, prompt, config, prepared)

@@ -36,6 +36,10 @@ class RunHeader:
     dtype: str
     sage: dict[str, Any]
     format: str = TRACE_FORMAT
+    # The processors' time this run is charged (in its prefill step), and
+    # whether the inputs were prepared once for several runs (a race).
+    prepare_seconds: float = 0.0
+    prepare_shared: bool = False
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ import torch
 from conftest import FAMILIES, tiny_folder
 from transformers import DynamicCache
 
-from sage_core import DecodeConfig, decode, load_pair, timing
+from sage_core import DecodeConfig, InputError, SageConfig, decode, load_pair, prepare_inputs, timing
 from sage_core.adapter import VLM, additive_mask, in_batch_depth, rows_from_parents, rows_from_visible
 from sage_core.trees import Tree
 
@@ -171,3 +171,45 @@ def test_one_synchronisation_and_one_host_copy_per_forward(tiny_root, image, mon
         assert syncs[0] == 1
         assert copies[0] == forwards[0] + 1
     assert len(run.records) > 2
+
+
+def test_a_race_runs_each_processor_once_and_charges_each_side_its_own_share(tiny_root, image, monkeypatch):
+    from app.race import race_steps
+
+    pair = load_pair(
+        tiny_folder(tiny_root, "qwen3_vl", "target"), tiny_folder(tiny_root, "qwen3_vl", "noised"), "cpu", "float32"
+    )
+    calls = {"target": 0, "draft": 0}
+    for role in calls:
+        model = getattr(pair, role)
+        real = model.prepare
+
+        def counting(media, prompt, role=role, real=real):
+            calls[role] += 1
+            return real(media, prompt)
+
+        monkeypatch.setattr(model, "prepare", counting)
+    *_, data = race_steps(pair, image, "Describe the picture.", ["sage", "static", "chain", "ar"], 16, SageConfig())
+    assert calls == {"target": 1, "draft": 1}
+    headers = {lane.method: lane.header for lane in data.lanes}
+    assert all(h.prepare_shared for h in headers.values())
+    assert headers["sage"].prepare_seconds == headers["static"].prepare_seconds > headers["ar"].prepare_seconds > 0
+    for lane in data.lanes:
+        assert lane.records[0].step_seconds >= lane.header.prepare_seconds
+        assert lane.token_ids == data.lane("ar").token_ids
+
+
+def test_prepared_inputs_for_another_prompt_are_refused(tiny_root, image):
+    pair = load_pair(
+        tiny_folder(tiny_root, "qwen3_vl", "target"), tiny_folder(tiny_root, "qwen3_vl", "noised"), "cpu", "float32"
+    )
+    prepared = prepare_inputs(pair, image, "Describe the picture.", with_draft=False)
+    with pytest.raises(InputError):
+        decode(pair, image, "Another prompt.", DecodeConfig(method="ar"), prepared)
+    # A run that drafts adds the draft's inputs it was not given.
+    run = decode(pair, image, "Describe the picture.", DecodeConfig(method="sage", max_new_tokens=8), prepared)
+    assert run.draft_inputs is not None and run.header.prepare_shared
+    assert (
+        run.run_to_end().token_ids
+        == decode(pair, image, "Describe the picture.", DecodeConfig("ar", 8)).run_to_end().token_ids
+    )
