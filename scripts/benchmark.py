@@ -1,13 +1,26 @@
-"""Side-by-side benchmark: every method on the same prompts, in one process.
+"""Benchmark: our decoders and transformers' own, on the same inputs, in one process.
 
-    python scripts/benchmark.py                      # the built-in pair on assets/examples
+    python scripts/benchmark.py --repeats 3                 # the built-in pair on assets/examples
+    python scripts/benchmark.py --json bench.json --markdown bench.md
     python scripts/benchmark.py --target Qwen/Qwen2.5-VL-7B-Instruct --draft Qwen/Qwen2.5-VL-3B-Instruct
 
-For each example and method: one warm-up run, then --repeats timed runs
-(device-synchronised wall time). Prints the median tokens/s, tau (accepted
-draft tokens per round, bonus excluded), tokens per target forward, and the
-speedup over plain decoding (ratio of medians), end to end and decode only.
-Also checks that every method's tokens equal plain decoding's.
+Methods: ours (`ar`, `chain`, `static`, `sage`) and transformers' peers:
+`generate` (`model.generate(do_sample=False)`, plain greedy) and `assisted`
+(`generate(assistant_model=<the same draft>)`, transformers' assisted
+generation with its default candidate schedule). Every method reads the same
+prepared inputs (each processor runs once per example; each run is charged
+the preparation it needs, as measured once). Per example: one warm-up run per
+method, then --repeats rounds in which the methods run in a rotated order
+(interleaved, so slow drift of the machine hits all of them alike).
+
+Printed and written (--json, --markdown): per method, the median over
+examples of each example's median tokens/s, with the spread over examples
+(min-max), end to end and decode only (the prefill and its first token left
+out; for `assisted` the first target forward covers the prompt and the first
+candidates, so its decode-only time starts after that forward), the speedup
+over `generate` and over our `ar`, and whether the tokens equal `generate`'s.
+Per round of our methods (one extra profiled run per example, forwards
+timed): draft time, verify time, and the time outside model forwards.
 """
 
 from __future__ import annotations
@@ -16,12 +29,218 @@ import argparse
 import json
 import statistics
 import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
+
+import torch
+from transformers import LogitsProcessor, LogitsProcessorList
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from sage_core import METHODS, DecodeConfig, decode, load_media, load_pair  # noqa: E402
+from sage_core import METHODS, DecodeConfig, ModelPair, PreparedInputs, decode, load_media, load_pair  # noqa: E402
+from sage_core import prepare_inputs as prepare  # noqa: E402
+from sage_core.timing import synchronize  # noqa: E402
+
+PEERS = ("generate", "assisted")
+
+
+@dataclass(frozen=True)
+class Run:
+    """One timed run of one method on one example."""
+
+    example: str
+    method: str
+    repeat: int
+    tokens: tuple[int, ...]
+    seconds: float  # end to end, the preparation charged included
+    decode_seconds: float  # after the prefill (and its first token)
+    mean_accepted: float | None = None  # tau, our speculative methods
+    tokens_per_forward: float | None = None
+
+
+@dataclass(frozen=True)
+class Rounds:
+    """Per decode round of one of our methods (medians over an example's rounds), in milliseconds."""
+
+    example: str
+    method: str
+    rounds: int
+    draft_ms: float
+    verify_ms: float
+    step_ms: float
+    outside_forwards_ms: float  # step time not spent inside a model forward
+
+
+# -- running the methods --------------------------------------------------------
+
+
+def run_ours(pair: ModelPair, prepared: PreparedInputs, method: str, max_new: int, example: str, repeat: int) -> Run:
+    run = decode(pair, prepared.media, prepared.prompt, DecodeConfig(method, max_new), prepared)  # type: ignore[arg-type]
+    s = run.run_to_end()
+    return Run(
+        example, method, repeat, s.token_ids, s.seconds, s.decode_seconds,
+        s.mean_accepted if method != "ar" else None, s.tokens_per_forward,
+    )  # fmt: skip
+
+
+class FirstCall(LogitsProcessor):
+    """Notes when generate first scores a token: the end of its first target forward."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.device = device
+        self.at: float | None = None
+
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        if self.at is None:
+            synchronize(self.device)
+            self.at = time.perf_counter()
+        return scores
+
+
+def run_peer(pair: ModelPair, prepared: PreparedInputs, method: str, max_new: int, example: str, repeat: int) -> Run:
+    inputs = dict(prepared.target)
+    prompt_length = int(inputs["input_ids"].shape[1])
+    first = FirstCall(pair.device)
+    extra: dict[str, Any] = {"assistant_model": pair.draft.model} if method == "assisted" else {}
+    synchronize(pair.device)
+    start = time.perf_counter()
+    with torch.inference_mode():
+        output = pair.target.model.generate(
+            **inputs, do_sample=False, max_new_tokens=max_new, logits_processor=LogitsProcessorList([first]), **extra
+        )
+    synchronize(pair.device)
+    end = time.perf_counter()
+    tokens = tuple(output[0, prompt_length:].tolist())
+    seconds = prepared.target_seconds + end - start
+    return Run(example, method, repeat, tokens, seconds, end - (first.at or start))
+
+
+@contextmanager
+def forward_timer(models: Sequence[Any], devices: Sequence[torch.device]) -> Iterator[list[float]]:
+    """Time every forward of `models` (synchronised on a GPU): yields a one-item list of seconds so far."""
+    total = [0.0]
+    originals = [model.forward for model in models]
+
+    def timed(forward: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            for device in devices:
+                synchronize(device)
+            start = time.perf_counter()
+            out = forward(*args, **kwargs)
+            for device in devices:
+                synchronize(device)
+            total[0] += time.perf_counter() - start
+            return out
+
+        return wrapper
+
+    own = [model.__dict__.get("forward") for model in models]  # accelerate's hooks set an instance forward
+    for model, original in zip(models, originals, strict=True):
+        model.forward = timed(original)
+    try:
+        yield total
+    finally:
+        for model, saved in zip(models, own, strict=True):
+            if saved is None:
+                del model.forward
+            else:
+                model.forward = saved
+
+
+def profile_rounds(pair: ModelPair, prepared: PreparedInputs, method: str, max_new: int, example: str) -> Rounds:
+    """One run with every forward timed: the median round's parts."""
+    models = [pair.target.model] if method == "ar" else [pair.target.model, pair.draft.model]
+    run = decode(pair, prepared.media, prepared.prompt, DecodeConfig(method, max_new), prepared)  # type: ignore[arg-type]
+    draft, verify, step, outside = [], [], [], []
+    with forward_timer(models, pair.devices) as forwards:
+        for record in run:
+            before = forwards[0]  # the timer is read after the step: its forwards are in
+            forwards[0] = 0.0
+            if record.phase == "decode":
+                draft.append(record.draft_seconds)
+                verify.append(record.verify_seconds)
+                step.append(record.step_seconds)
+                outside.append(record.step_seconds - before)
+    return Rounds(example, method, len(step), _ms(draft), _ms(verify), _ms(step), _ms(outside))
+
+
+def _ms(seconds: Sequence[float]) -> float:
+    return 1000 * statistics.median(seconds) if seconds else 0.0
+
+
+# -- figures ------------------------------------------------------------------
+
+
+def spread(values: Sequence[float]) -> str:
+    return f"{statistics.median(values):.2f} [{min(values):.2f}–{max(values):.2f}]"
+
+
+def summarize(runs: Sequence[Run], rounds: Sequence[Rounds], methods: Sequence[str]) -> list[dict[str, Any]]:
+    examples = list(dict.fromkeys(r.example for r in runs))
+
+    def per_example(method: str, field: str) -> dict[str, float]:
+        out = {}
+        for example in examples:
+            mine = [r for r in runs if r.example == example and r.method == method]
+            if field == "e2e":
+                out[example] = len(mine[0].tokens) / statistics.median(r.seconds for r in mine)
+            else:
+                out[example] = (len(mine[0].tokens) - 1) / statistics.median(r.decode_seconds for r in mine)
+        return out
+
+    rows = []
+    speeds = {(m, f): per_example(m, f) for m in methods for f in ("e2e", "decode")}
+    for method in methods:
+        mine = [r for r in runs if r.method == method]
+        row: dict[str, Any] = {"method": method}
+        for field in ("e2e", "decode"):
+            row[f"tokens_per_s_{field}"] = list(speeds[(method, field)].values())
+            for base in ("generate", "ar"):
+                if base in methods:
+                    ratios = [speeds[(method, field)][e] / speeds[(base, field)][e] for e in examples]
+                    row[f"x_{base}_{field}"] = ratios
+        reference = {r.example: r.tokens for r in runs if r.method == "generate"}
+        row["same_as_generate"] = all(r.tokens == reference.get(r.example, r.tokens) for r in mine)
+        taus = [r.mean_accepted for r in mine if r.mean_accepted is not None]
+        row["tau"] = statistics.median(taus) if taus else None
+        mine_rounds = [r for r in rounds if r.method == method]
+        if mine_rounds:
+            for key in ("draft_ms", "verify_ms", "step_ms", "outside_forwards_ms"):
+                row[key] = statistics.median(getattr(r, key) for r in mine_rounds)
+        rows.append(row)
+    return rows
+
+
+def markdown(rows: Sequence[dict[str, Any]]) -> str:
+    has = lambda key: any(key in row for row in rows)  # noqa: E731
+    head = ["method", "tok/s end to end", "tok/s decode only"]
+    head += [h for h, key in (("× generate (e2e)", "x_generate_e2e"), ("× generate (decode)", "x_generate_decode"),
+                              ("× ar (e2e)", "x_ar_e2e"), ("× ar (decode)", "x_ar_decode")) if has(key)]  # fmt: skip
+    head += ["τ", "draft ms/round", "verify ms/round", "outside forwards ms/round", "same tokens"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for row in rows:
+        cells = [row["method"], spread(row["tokens_per_s_e2e"]), spread(row["tokens_per_s_decode"])]
+        for key in ("x_generate_e2e", "x_generate_decode", "x_ar_e2e", "x_ar_decode"):
+            if has(key):
+                cells.append(spread(row[key]) if key in row else "")
+        cells.append(f"{row['tau']:.2f}" if row.get("tau") is not None else "")
+        if "step_ms" in row:
+            share = row["outside_forwards_ms"] / row["step_ms"] if row["step_ms"] else 0.0
+            cells += [f"{row['draft_ms']:.1f}", f"{row['verify_ms']:.1f}",
+                      f"{row['outside_forwards_ms']:.2f} ({share:.0%})"]  # fmt: skip
+        else:
+            cells += ["", "", ""]
+        cells.append("yes" if row["same_as_generate"] else "NO")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+# -- main ---------------------------------------------------------------------
 
 
 def main() -> int:
@@ -29,47 +248,58 @@ def main() -> int:
     parser.add_argument("--target", default="builtin")
     parser.add_argument("--draft", default="builtin")
     parser.add_argument("--examples", default=str(ROOT / "assets" / "examples" / "examples.json"))
-    parser.add_argument("--methods", default=",".join(METHODS))
+    parser.add_argument("--methods", default=",".join((*METHODS, *PEERS)))
     parser.add_argument("--max-new-tokens", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--device", default="auto")
     parser.add_argument("--dtype", default="auto")
+    parser.add_argument("--json", help="write every run and the summary here")
+    parser.add_argument("--markdown", help="write the summary table here")
     args = parser.parse_args()
 
+    methods = args.methods.split(",")
+    unknown = set(methods) - {*METHODS, *PEERS}
+    if unknown:
+        parser.error(f"unknown methods: {', '.join(sorted(unknown))}")
     pair = load_pair(args.target, args.draft, args.device, args.dtype)
     examples = json.loads(Path(args.examples).read_text())
     base = Path(args.examples).parent
-    methods = args.methods.split(",")
-    print(f"target {args.target}  draft {args.draft}  device {pair.device}  dtype {pair.target.dtype}")
-    print(f"{'example':<22}{'method':<8}{'tok/s':>8}{'tau':>7}{'tok/fwd':>9}{'speedup':>9}{'decode x':>10}  same")
-    totals: dict[str, list[float]] = {m: [] for m in methods}
+    print(f"target {args.target}  draft {args.draft}  device {pair.device}  dtype {pair.target.dtype}", file=sys.stderr)
+    runs: list[Run] = []
+    rounds: list[Rounds] = []
     for example in examples:
-        media = load_media(base / example["file"])
-        medians: dict[str, tuple[float, float]] = {}
-        reference: tuple[int, ...] | None = None
+        name = example["file"]
+        media = load_media(base / name)
+        prepared = prepare(pair, media, example["prompt"])
+
+        def one(method: str, repeat: int) -> Run:
+            runner = run_peer if method in PEERS else run_ours
+            return runner(pair, prepared, method, args.max_new_tokens, name, repeat)  # noqa: B023
+
         for method in methods:
-            config = DecodeConfig(method=method, max_new_tokens=args.max_new_tokens)
-            decode(pair, media, example["prompt"], config).run_to_end()  # warm-up
-            runs = [decode(pair, media, example["prompt"], config).run_to_end() for _ in range(args.repeats)]
-            speed = statistics.median(r.tokens_per_second for r in runs)
-            decode_speed = statistics.median(r.decode_tokens_per_second for r in runs)
-            medians[method] = (speed, decode_speed)
-            if method == "ar" or reference is None:
-                reference = reference or runs[0].token_ids
-            same = runs[0].token_ids == reference
-            ar = medians.get("ar")
-            ratio = speed / ar[0] if ar else float("nan")
-            decode_ratio = decode_speed / ar[1] if ar and ar[1] else float("nan")
-            totals[method].append(ratio)
-            print(
-                f"{example['file'][:21]:<22}{method:<8}{speed:>8.1f}{runs[0].mean_accepted:>7.2f}"
-                f"{runs[0].tokens_per_forward:>9.2f}{ratio:>8.2f}x{decode_ratio:>9.2f}x  {'yes' if same else 'NO'}"
-            )
-    print("median speedup over plain decoding (end to end):")
-    for method in methods:
-        if totals[method]:
-            print(f"  {method:<8}{statistics.median(totals[method]):.2f}x")
-    return 0
+            one(method, -1)  # warm-up
+        for repeat in range(args.repeats):
+            shift = repeat % len(methods)
+            for method in methods[shift:] + methods[:shift]:
+                runs.append(one(method, repeat))
+        for method in methods:
+            if method not in PEERS:
+                rounds.append(profile_rounds(pair, prepared, method, args.max_new_tokens, name))
+        print(f"  {name}: done", file=sys.stderr)
+    rows = summarize(runs, rounds, methods)
+    table = markdown(rows)
+    print(f"\n{len(examples)} examples, {args.repeats} repeats, median over examples [min–max]\n")
+    print(table)
+    if args.markdown:
+        Path(args.markdown).write_text(table + "\n", encoding="utf-8")
+    if args.json:
+        report = {
+            "target": args.target, "draft": args.draft, "device": str(pair.device), "dtype": str(pair.target.dtype),
+            "max_new_tokens": args.max_new_tokens, "repeats": args.repeats,
+            "summary": rows, "runs": [asdict(r) for r in runs], "rounds": [asdict(r) for r in rounds],
+        }  # fmt: skip
+        Path(args.json).write_text(json.dumps(report, indent=1), encoding="utf-8")
+    return 0 if all(row["same_as_generate"] for row in rows) else 1
 
 
 if __name__ == "__main__":
