@@ -95,7 +95,9 @@ class VLM:
         self.processor = processor
         self.device = device  # where its inputs go (the first layers' device)
         # every device its weights sit on (several under a device map)
-        self.devices: tuple[torch.device, ...] = tuple(sorted({p.device for p in model.parameters()}, key=str))
+        self.devices: tuple[torch.device, ...] = tuple(
+            sorted({p.device for p in model.parameters() if p.device.type != "meta"} | {device}, key=str)
+        )
         self.family = model.config.model_type
         self.uses_rope_deltas = FAMILIES[self.family][1]
         self.dtype: torch.dtype = next(model.parameters()).dtype
@@ -103,13 +105,36 @@ class VLM:
         _check_full_attention(model.config, name)
 
     @classmethod
-    def load(cls, name: str, role: str = "target", device: str = "auto", dtype: str = "auto") -> VLM:
-        """Load by hub id or local folder; the same path for targets and drafts."""
+    def load(
+        cls,
+        name: str,
+        role: str = "target",
+        device: str = "auto",
+        dtype: str = "auto",
+        device_map: str | None = None,
+        max_memory: Mapping[str, str] | None = None,
+        offload_folder: str | None = None,
+    ) -> VLM:
+        """Load by hub id or local folder; the same path for targets and drafts.
+
+        `device_map` ("auto", "balanced", ...) hands the placement to accelerate,
+        for a model that does not fit one device: spread over several GPUs, or
+        partly offloaded to the CPU (`max_memory`, e.g. {"0": "70GiB", "cpu":
+        "200GiB"}) or to disk (`offload_folder`). Without it the whole model
+        sits on `device`.
+        """
         import transformers
 
         path = resolve_name(name, role)
         torch_device = resolve_device(device)
         torch_dtype = resolve_dtype(dtype, torch_device)
+        placement: dict[str, Any] = {"device_map": str(torch_device)}
+        if device_map is not None:
+            placement = {
+                "device_map": device_map,
+                "max_memory": _memory_map(max_memory),
+                "offload_folder": offload_folder,
+            }
         try:
             config = AutoConfig.from_pretrained(path)
         except (OSError, ValueError) as error:
@@ -120,7 +145,7 @@ class VLM:
             )
         model_class = getattr(transformers, FAMILIES[config.model_type][0])
         try:
-            model = model_class.from_pretrained(path, dtype=torch_dtype, device_map=str(torch_device))
+            model = model_class.from_pretrained(path, dtype=torch_dtype, **placement)
             processor = AutoProcessor.from_pretrained(path)
         except torch.OutOfMemoryError as error:
             gc.collect()
@@ -128,7 +153,7 @@ class VLM:
         except (OSError, ValueError, RuntimeError) as error:
             raise ModelLoadError(f"cannot load the {role} model {name!r}: {_first_line(error)}") from error
         model.eval()
-        return cls(name, model, processor, torch_device)
+        return cls(name, model, processor, _input_device(model) if device_map is not None else torch_device)
 
     @property
     def tokenizer(self) -> Any:
@@ -345,6 +370,20 @@ def _check_full_attention(config: Any, name: str) -> None:
         raise ModelLoadError(f"{name}: sliding-window or linear-attention layers are not supported")
 
 
+def _memory_map(max_memory: Mapping[str, str] | None) -> dict[int | str, str] | None:
+    """accelerate's max_memory: GPU indices as ints, "cpu" and "disk" as they are."""
+    if max_memory is None:
+        return None
+    return {int(key) if key.isdigit() else key: value for key, value in max_memory.items()}
+
+
+def _input_device(model: Any) -> torch.device:
+    """Where a model placed by accelerate takes its inputs: where its token embedding runs."""
+    embedding = model.get_input_embeddings()
+    hook_device = getattr(getattr(embedding, "_hf_hook", None), "execution_device", None)
+    return torch.device(hook_device) if hook_device is not None else embedding.weight.device
+
+
 def _first_line(error: BaseException) -> str:
     text = str(error).strip() or type(error).__name__
     return text.splitlines()[0][:300]
@@ -379,11 +418,27 @@ def check_pair(target: VLM, draft: VLM) -> ModelPair:
             f"the draft {draft.name!r} and the target {target.name!r} use different tokenizers; "
             "speculative decoding needs a draft of the same tokenizer (same family)"
         )
-    if target.device != draft.device:
-        raise PairMismatchError("the target and the draft must sit on the same device")
     return ModelPair(target, draft)
 
 
-def load_pair(target: str = "builtin", draft: str = "builtin", device: str = "auto", dtype: str = "auto") -> ModelPair:
-    """Load and check a target and its draft (each by hub id or local folder)."""
-    return check_pair(VLM.load(target, "target", device, dtype), VLM.load(draft, "draft", device, dtype))
+def load_pair(
+    target: str = "builtin",
+    draft: str = "builtin",
+    device: str = "auto",
+    dtype: str = "auto",
+    device_map: str | None = None,
+    max_memory: Mapping[str, str] | None = None,
+    offload_folder: str | None = None,
+    draft_device: str | None = None,
+) -> ModelPair:
+    """Load and check a target and its draft (each by hub id or local folder).
+
+    The target may be placed by accelerate (`device_map`, `max_memory`,
+    `offload_folder`: see `VLM.load`); the draft sits on `draft_device`
+    (default: `device`). The two models exchange only token ids, so they may
+    sit on different devices.
+    """
+    return check_pair(
+        VLM.load(target, "target", device, dtype, device_map, max_memory, offload_folder),
+        VLM.load(draft, "draft", draft_device or device, dtype),
+    )

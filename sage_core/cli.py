@@ -33,6 +33,11 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--max-new-tokens", type=int, default=128)
     gen.add_argument("--device", default="auto", help="auto | cpu | cuda")
     gen.add_argument("--dtype", default="auto", help="auto | float32 | bfloat16 | float16")
+    place = gen.add_argument_group("placement of a target that does not fit one device (accelerate)")
+    place.add_argument("--device-map", help="auto | balanced | sequential: spread the target over the GPUs (and CPU)")
+    place.add_argument("--max-memory", type=parse_max_memory, help="per device, e.g. 0=70GiB,1=70GiB,cpu=200GiB")
+    place.add_argument("--offload-folder", help="where accelerate may offload target weights to disk")
+    place.add_argument("--draft-device", help="the draft's device (default: --device)")
     gen.add_argument("--trace", help="write the per-step records here as JSON lines")
     gen.add_argument("--json", action="store_true", help="print one JSON object with the text and figures")
     sage = gen.add_argument_group("SAGE policy (paper defaults)")
@@ -42,6 +47,17 @@ def build_parser() -> argparse.ArgumentParser:
     sage.add_argument("--shape", choices=("online", "template"), default=defaults.shape)
     sage.add_argument("--alpha-source", choices=("root", "path_mean"), default=defaults.alpha_source)
     return parser
+
+
+def parse_max_memory(text: str) -> dict[str, str]:
+    """ "0=70GiB,1=70GiB,cpu=200GiB" -> {"0": "70GiB", "1": "70GiB", "cpu": "200GiB"}."""
+    memory = {}
+    for item in text.split(","):
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise argparse.ArgumentTypeError(f"expected DEVICE=SIZE[,DEVICE=SIZE...], got {text!r}")
+        memory[key.strip()] = value.strip()
+    return memory
 
 
 def generate(args: argparse.Namespace) -> int:
@@ -62,7 +78,12 @@ def generate(args: argparse.Namespace) -> int:
         raise InputError(str(error)) from error
     config = DecodeConfig(method=args.method, max_new_tokens=args.max_new_tokens, sage=sage)
     media = load_media(args.image or args.video, frames=args.frames)
-    pair = load_pair(args.target, args.draft, device=args.device, dtype=args.dtype)
+    if args.max_memory is not None and args.device_map is None:
+        raise InputError("--max-memory needs --device-map")
+    pair = load_pair(
+        args.target, args.draft, device=args.device, dtype=args.dtype, device_map=args.device_map,
+        max_memory=args.max_memory, offload_folder=args.offload_folder, draft_device=args.draft_device,
+    )  # fmt: skip
     run = decode(pair, media, args.prompt, config)
     for record in run:
         if not args.json:

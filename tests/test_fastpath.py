@@ -213,3 +213,29 @@ def test_prepared_inputs_for_another_prompt_are_refused(tiny_root, image):
         run.run_to_end().token_ids
         == decode(pair, image, "Describe the picture.", DecodeConfig("ar", 8)).run_to_end().token_ids
     )
+
+
+def test_a_target_placed_by_accelerate_with_disk_offload_stays_lossless(tiny_root, image, tmp_path):
+    """--device-map auto with a memory cap: part of the target lives on disk, loaded layer by layer."""
+    target = tiny_folder(tiny_root, "qwen2_vl", "target")
+    draft = tiny_folder(tiny_root, "qwen2_vl", "noised")
+    pair = load_pair(target, draft, "cpu", "float32", device_map="auto", max_memory={"cpu": "500KB"},
+                     offload_folder=str(tmp_path / "offload"), draft_device="cpu")  # fmt: skip
+    placed = set(pair.target.model.hf_device_map.values())
+    assert "disk" in placed and "cpu" in placed, placed
+    plain = load_pair(target, draft, "cpu", "float32")
+    for method in ("ar", "sage"):
+        config = DecodeConfig(method=method, max_new_tokens=16)
+        offloaded = decode(pair, image, "Describe the picture.", config).run_to_end().token_ids
+        assert offloaded == decode(plain, image, "Describe the picture.", config).run_to_end().token_ids
+
+
+def test_cli_parses_placement_flags():
+    from sage_core.cli import build_parser
+
+    args = build_parser().parse_args(
+        ["generate", "--image", "x.png", "--prompt", "hi", "--device-map", "auto", "--max-memory", "0=70GiB,cpu=200GiB"]
+    )
+    assert args.device_map == "auto" and args.max_memory == {"0": "70GiB", "cpu": "200GiB"}
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["generate", "--image", "x.png", "--prompt", "hi", "--max-memory", "70GiB"])
