@@ -194,8 +194,9 @@ class VLM:
         cache = growing_cache(self.model.config, reserve)
         output = self.model(**inputs, cache=cache, use_cache=True, logits_to_keep=1)
         offset = 0
-        if self.uses_rope_deltas:
-            offset = int(self.model.model.rope_deltas.reshape(-1)[0])
+        deltas = getattr(self.model.model, "rope_deltas", None) if self.uses_rope_deltas else None
+        if deltas is not None:  # None after a text-only prompt: positions are sequential
+            offset = int(deltas.reshape(-1)[0])
         state = KVState(cache=cache, committed=inputs["input_ids"].shape[1], position_offset=offset)
         return state, output.logits[0, -1].float()
 

@@ -1,0 +1,176 @@
+"""GPU check: the fast path's costs at real model sizes, with random weights and no downloads.
+
+    python scripts/gpu_check.py --out gpu_check/          # one H200: about 5 minutes (not yet run)
+
+Builds a Qwen2.5-VL-7B-shaped target and a 3B-shaped draft from the real
+config class (random weights, bfloat16, on one CUDA device) and measures,
+with CUDA events (median of --repeats):
+- the target's verify cost against tree size (1, 8, 16, 32, 64 nodes) at 1k,
+  4k and 16k tokens of context (the adapter's `extend` + `commit`, mask built
+  on the device);
+- the draft's cost per tree level (1, 4, 10 nodes) at the same contexts;
+- plain decoding through the adapter (prefill, then one `extend`/`commit`
+  per token) against `model.generate(do_sample=False)`, 128 new tokens at 1k;
+- the peak GPU memory of each phase.
+Writes results.json and results.md to --out. Text-only prompts (random token
+ids): the vision tower does not change what is measured here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from sage_core.adapter import VLM, KVState  # noqa: E402
+
+VISION = {"depth": 32, "hidden_size": 1280, "intermediate_size": 3420, "num_heads": 16}
+SHAPES: dict[str, dict[str, Any]] = {
+    "qwen2.5-vl-7b": {"hidden_size": 3584, "num_hidden_layers": 28, "num_attention_heads": 28,
+                      "num_key_value_heads": 4, "intermediate_size": 18944, "vocab_size": 152064},
+    "qwen2.5-vl-3b": {"hidden_size": 2048, "num_hidden_layers": 36, "num_attention_heads": 16,
+                      "num_key_value_heads": 2, "intermediate_size": 11008, "vocab_size": 151936},
+}  # fmt: skip
+CONTEXTS = (1024, 4096, 16384)
+TREE_SIZES = (1, 8, 16, 32, 64)
+LEVEL_WIDTHS = (1, 4, 10)
+
+
+def build(shape: str, device: torch.device) -> VLM:
+    from transformers import Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration
+
+    text = {**SHAPES[shape], "max_position_embeddings": 32768, "rope_theta": 1000000.0}
+    config = Qwen2_5_VLConfig(text_config=text, vision_config={**VISION, "out_hidden_size": text["hidden_size"]})
+    with torch.device(device):
+        model = Qwen2_5_VLForConditionalGeneration._from_config(config, dtype=torch.bfloat16)
+    model.eval()
+    return VLM(shape, model, None, device)
+
+
+def timed(fn: Callable[[], Any], repeats: int) -> float:
+    """Median milliseconds of `fn` over `repeats` runs (CUDA events), after one warm-up."""
+    fn()
+    times = []
+    for _ in range(repeats):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end))
+    return statistics.median(times)
+
+
+def prompt(length: int, vocab: int, device: torch.device) -> dict[str, torch.Tensor]:
+    ids = torch.randint(100, vocab - 1000, (1, length), generator=torch.Generator().manual_seed(length)).to(device)
+    return {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
+
+
+def tree_parents(size: int) -> list[int]:
+    """A bushy tree of `size` nodes under the root (entry 0): node i's parent is (i - 1) // 4."""
+    return [-1] + [(i - 1) // 4 for i in range(1, size + 1)]
+
+
+def verify_cost(vlm: VLM, state: KVState, size: int, repeats: int) -> float:
+    parents = tree_parents(size)
+    depth: list[int] = []
+    for parent in parents:
+        depth.append(0 if parent < 0 else depth[parent] + 1)
+    tokens = [1000 + i for i in range(size + 1)]
+    positions = [state.committed + d for d in depth]
+
+    def once() -> None:
+        logits = vlm.extend(state, tokens, positions, parents=parents)
+        logits.argmax(dim=-1).tolist()
+        vlm.commit(state, [])
+
+    return timed(once, repeats)
+
+
+def level_cost(vlm: VLM, state: KVState, width: int, repeats: int) -> float:
+    def once() -> None:
+        logits = vlm.extend(state, [1000] * width, [state.committed] * width, parents=[-1] * width)
+        logits.float().softmax(-1).topk(10).values.tolist()
+        vlm.commit(state, [])
+
+    return timed(once, repeats)
+
+
+def plain_decoding(vlm: VLM, inputs: dict[str, torch.Tensor], new_tokens: int) -> float:
+    def ours() -> None:
+        state, logits = vlm.prefill(inputs, reserve=new_tokens + 8)
+        token = int(logits.argmax())
+        for _ in range(new_tokens - 1):
+            token = int(vlm.extend(state, [token], [state.committed], parents=[-1])[0].argmax())
+            vlm.commit(state, [0])
+
+    return timed(ours, 3)
+
+
+def generate_decoding(vlm: VLM, inputs: dict[str, torch.Tensor], new_tokens: int) -> float:
+    def theirs() -> None:
+        with torch.inference_mode():
+            vlm.model.generate(**inputs, do_sample=False, max_new_tokens=new_tokens, min_new_tokens=new_tokens)
+
+    return timed(theirs, 3)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default="gpu_check")
+    parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--new-tokens", type=int, default=128)
+    args = parser.parse_args()
+    if not torch.cuda.is_available():
+        print("error: needs a CUDA GPU", file=sys.stderr)
+        return 2
+    device = torch.device("cuda")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    results: dict[str, Any] = {"device": torch.cuda.get_device_name(device), "dtype": "bfloat16", "rows": []}
+
+    def record(**row: Any) -> None:
+        row["peak_gib"] = round(torch.cuda.max_memory_allocated(device) / 2**30, 2)
+        results["rows"].append(row)
+        print(json.dumps(row), flush=True)
+
+    target, draft = build("qwen2.5-vl-7b", device), build("qwen2.5-vl-3b", device)
+    for context in CONTEXTS:
+        for vlm, sizes, cost in ((target, TREE_SIZES, verify_cost), (draft, LEVEL_WIDTHS, level_cost)):
+            torch.cuda.reset_peak_memory_stats(device)
+            state, _ = vlm.prefill(prompt(context, 150000, device), reserve=256)
+            for size in sizes:
+                ms = cost(vlm, state, size, args.repeats)
+                kind = "verify" if vlm is target else "draft_level"
+                record(model=vlm.name, kind=kind, context=context, nodes=size, ms=round(ms, 3))
+            del state
+            torch.cuda.empty_cache()
+    inputs = prompt(1024, 150000, device)
+    torch.cuda.reset_peak_memory_stats(device)
+    ours = plain_decoding(target, inputs, args.new_tokens)
+    record(model=target.name, kind="plain_ours", context=1024, nodes=1, ms=round(ours, 1))
+    theirs = generate_decoding(target, inputs, args.new_tokens)
+    record(model=target.name, kind="plain_generate", context=1024, nodes=1, ms=round(theirs, 1))
+    results["seconds"] = round(time.perf_counter() - started, 1)
+    (out / "results.json").write_text(json.dumps(results, indent=1), encoding="utf-8")
+    lines = ["| model | kind | context | nodes | ms | peak GiB |", "|---|---|---|---|---|---|"]
+    lines += [f"| {r['model']} | {r['kind']} | {r['context']} | {r['nodes']} | {r['ms']} | {r['peak_gib']} |"
+              for r in results["rows"]]  # fmt: skip
+    (out / "results.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print(f"done in {results['seconds']} s; wrote {out}/results.json and results.md")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
