@@ -3,11 +3,13 @@
 It loads a target or a draft by hub id or local folder (the same
 `from_pretrained` path for both), builds the prompt with the processor's chat
 template (the image or video first, then the text), runs the prefill exactly
-as `generate` does, and runs tree forwards: an additive float mask (a bool
-mask is silently wrong under eager attention), positions = sequence index +
-depth, plus the M-RoPE `rope_deltas` for the Qwen families, and the KV cache
-compacted to the accepted path. The decoding algorithm never touches cache
-internals; it calls `prefill`, `extend` and `commit`.
+as `generate` does (keeping only the last position's logits), and runs tree
+forwards: an additive float mask built on the device from parent indices (a
+bool mask is silently wrong under eager attention), positions = sequence
+index + depth, plus the M-RoPE `rope_deltas` for the Qwen families, and the
+KV cache (`kvcache.py`: grown in place) compacted to the accepted path by
+moving only the rows out of place. The decoding algorithm never touches
+cache internals; it calls `prefill`, `extend` and `commit`.
 """
 
 from __future__ import annotations

@@ -200,7 +200,7 @@ def summarize(runs: Sequence[Run], rounds: Sequence[Rounds], methods: Sequence[s
         row: dict[str, Any] = {"method": method}
         for field in ("e2e", "decode"):
             row[f"tokens_per_s_{field}"] = list(speeds[(method, field)].values())
-            for base in ("generate", "ar"):
+            for base in ("generate", "ar", "assisted"):
                 if base in methods:
                     ratios = [speeds[(method, field)][e] / speeds[(base, field)][e] for e in examples]
                     row[f"x_{base}_{field}"] = ratios
@@ -288,6 +288,10 @@ def main() -> int:
         print(f"  {name}: done", file=sys.stderr)
     rows = summarize(runs, rounds, methods)
     table = markdown(rows)
+    sage = next((row for row in rows if row["method"] == "sage" and "x_assisted_e2e" in row), None)
+    if sage is not None:
+        table += (f"\n\nSAGE over transformers' assisted generation: {spread(sage['x_assisted_e2e'])} end to end, "
+                  f"{spread(sage['x_assisted_decode'])} decode only.")  # fmt: skip
     print(f"\n{len(examples)} examples, {args.repeats} repeats, median over examples [min–max]\n")
     print(table)
     if args.markdown:
