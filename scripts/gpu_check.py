@@ -39,7 +39,8 @@ SHAPES: dict[str, dict[str, Any]] = {
     "qwen2.5-vl-7b": {"hidden_size": 3584, "num_hidden_layers": 28, "num_attention_heads": 28,
                       "num_key_value_heads": 4, "intermediate_size": 18944, "vocab_size": 152064},
     "qwen2.5-vl-3b": {"hidden_size": 2048, "num_hidden_layers": 36, "num_attention_heads": 16,
-                      "num_key_value_heads": 2, "intermediate_size": 11008, "vocab_size": 151936},
+                      "num_key_value_heads": 2, "intermediate_size": 11008, "vocab_size": 151936,
+                      "tie_word_embeddings": True},
 }  # fmt: skip
 CONTEXTS = (1024, 4096, 16384)
 TREE_SIZES = (1, 8, 16, 32, 64)
