@@ -292,14 +292,17 @@ def rows_from_parents(known: torch.Tensor | None, parents: torch.Tensor, depth: 
     rows = torch.zeros((total + 1, total), dtype=torch.bool, device=parents.device)
     if known is not None and scratch:
         rows[:scratch, :scratch] = known
-    new = torch.arange(scratch, total, device=parents.device)
-    rows[new, new] = True
-    # jump: [S+N+1]; cached rows are complete already, so they jump to the empty row.
-    jump = torch.full((total + 1,), total, dtype=torch.long, device=parents.device)
-    jump[scratch:total] = torch.where(parents < 0, total, parents)
-    for _ in range((depth + 1).bit_length()):
-        rows[scratch:total] |= rows[jump[scratch:total]]
-        jump = jump[jump]
+    rows[scratch:total, scratch:].fill_diagonal_(True)
+    pointer = parents.masked_fill(parents < 0, total)  # [N]: the row each new entry takes in next
+    rounds = (depth + 1).bit_length()
+    if rounds > 1:
+        # jump: [S+N+1]; cached rows are complete already, so they jump to the empty row.
+        jump = torch.full((total + 1,), total, dtype=torch.long, device=parents.device)
+        jump[scratch:total] = pointer
+    for done in range(1, rounds + 1):
+        rows[scratch:total] |= rows[pointer]
+        if done < rounds:  # twice as far up next round
+            pointer, jump = jump[pointer], jump[jump]
     return rows[:total]
 
 
