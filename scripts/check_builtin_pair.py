@@ -6,6 +6,12 @@ kind and overall for both, and the draft's next-token agreement with the target 
 on the target's answers) with simulated tokens per target pass for greedy speculation.
 
     python scripts/check_builtin_pair.py [--n 300] [--seed 20250] [--dir assets/builtin]
+    python scripts/check_builtin_pair.py --style shifted   # other scales, offsets and canvas sizes
+
+Accuracy is per fact: a long answer (a detailed description, a chart, a narrated video) states
+several facts (each object with its size, colour, shape and place; the count; each bar's value;
+the highest and lowest bar; what happens in a clip), each graded on its own; a short answer is
+one fact. The share of answers with every fact right is printed too.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from sage_core.builtin.quality import agreement, evaluate  # noqa: E402
-from sage_core.builtin.scenes import make_examples  # noqa: E402
+from sage_core.builtin.scenes import DEFAULT, SHIFTED, make_examples  # noqa: E402
 
 
 def main(argv=None) -> dict:
@@ -35,6 +41,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--dir", default=str(ROOT / "assets" / "builtin"))
     ap.add_argument("--n", type=int, default=300)
     ap.add_argument("--seed", type=int, default=20250)
+    ap.add_argument("--style", choices=("default", "shifted"), default="default", help="drawing ranges")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--json", help="also write the figures to this file")
     ap.add_argument("--show", type=int, default=0, help="print this many example answers")
@@ -51,7 +58,7 @@ def main(argv=None) -> dict:
     n_d = sum(p.numel() for p in draft.parameters())
     print(f"target {n_t:,} params, draft {n_d:,} params ({n_t / n_d:.1f}x)")
 
-    examples = make_examples(args.seed, args.n)
+    examples = make_examples(args.seed, args.n, style=SHIFTED if args.style == "shifted" else DEFAULT)
     t0 = time.time()
     res_t = evaluate(target, processor, examples)
     res_d = evaluate(draft, processor, examples)
@@ -60,7 +67,9 @@ def main(argv=None) -> dict:
     print(f"{'kind':<10} {'target':>7} {'draft':>7}")
     for k in kinds:
         print(f"{k:<10} {res_t['per_kind'][k]:>7.3f} {res_d['per_kind'][k]:>7.3f}")
-    print(f"{'overall':<10} {res_t['accuracy']:>7.3f} {res_d['accuracy']:>7.3f}   (n={args.n}, seed={args.seed})")
+    where = f"n={args.n}, seed={args.seed}, {args.style}"
+    print(f"{'facts':<10} {res_t['accuracy']:>7.3f} {res_d['accuracy']:>7.3f}   ({where})")
+    print(f"{'answers':<10} {res_t['answer_accuracy']:>7.3f} {res_d['answer_accuracy']:>7.3f}   (every fact right)")
     print("draft/target next-token agreement (teacher-forced on the target's answers):")
     for k in ("all", "first", "content", "template"):
         print(f"  {k:<9} {agr['agree_' + k]:.3f}  ({agr['n_' + k]} tokens)")
@@ -76,8 +85,9 @@ def main(argv=None) -> dict:
         "seed": args.seed,
         "target_params": n_t,
         "draft_params": n_d,
-        "target": {"accuracy": res_t["accuracy"], "per_kind": res_t["per_kind"]},
-        "draft": {"accuracy": res_d["accuracy"], "per_kind": res_d["per_kind"]},
+        "style": args.style,
+        "target": {k: res_t[k] for k in ("accuracy", "answer_accuracy", "per_kind")},
+        "draft": {k: res_d[k] for k in ("accuracy", "answer_accuracy", "per_kind")},
         "agreement": agr,
     }
     if args.json:

@@ -13,22 +13,24 @@ import numpy as np
 import torch
 
 from ..adapter import chat_prompt, processor_inputs
-from ..media import Media, image_media
-from .scenes import COLOURS, SHAPES, VIDEO_FPS, WORDS, Example, grade
+from ..media import DEFAULT_FRAMES, Media, image_media, sample_indices
+from .scenes import CONTENT_WORDS, VIDEO_FPS, Example, fact_score
 
 
 def example_media(example: Example) -> Media:
-    """The example's image, or its clip as the app would read it (every frame, at VIDEO_FPS)."""
+    """The example's image, or its clip as the app reads a file: DEFAULT_FRAMES evenly spaced
+    frames (``sample_indices``) of a clip at VIDEO_FPS."""
     if not example.frames:
         return image_media(example.image, example.kind)
     count = len(example.frames)
+    indices = sample_indices(count, min(DEFAULT_FRAMES, count))
     return Media(
         kind="video",
         name=example.kind,
-        frames=np.stack([np.asarray(f) for f in example.frames]),
+        frames=np.stack([np.asarray(example.frames[i]) for i in indices]),
         fps=VIDEO_FPS,
         total_frames=count,
-        frame_indices=tuple(range(count)),
+        frame_indices=indices,
     )
 
 
@@ -57,21 +59,26 @@ def generate_answers(
     return texts, ids_out
 
 
-def evaluate(model, processor, examples: Sequence[Example], max_new_tokens: int = 32, batch_size: int = 32) -> dict:
-    """Greedy-decode every example and grade it.
+def evaluate(model, processor, examples: Sequence[Example], max_new_tokens: int = 128, batch_size: int = 32) -> dict:
+    """Greedy-decode every example and grade it fact by fact (:func:`fact_score`).
 
-    Returns ``{"accuracy": float, "per_kind": {kind: float}, "n": int,
-    "answers": [str], "answer_ids": [[int]], "correct": [bool]}``.
+    Returns ``{"accuracy": facts right / facts, "per_kind": {kind: facts right / facts},
+    "answer_accuracy": answers with every fact right / answers, "n": int, "answers": [str],
+    "answer_ids": [[int]], "correct": [bool]}``.
     """
     model.eval()
     answers, answer_ids = generate_answers(model, processor, examples, max_new_tokens, batch_size)
-    correct = [grade(e, a) for e, a in zip(examples, answers, strict=True)]
-    by_kind: dict[str, list[bool]] = defaultdict(list)
-    for e, c in zip(examples, correct, strict=True):
-        by_kind[e.kind].append(c)
+    scores = [fact_score(e, a) for e, a in zip(examples, answers, strict=True)]
+    by_kind: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for e, (right, total) in zip(examples, scores, strict=True):
+        by_kind[e.kind][0] += right
+        by_kind[e.kind][1] += total
+    facts_right, facts = sum(r for r, _ in scores), sum(t for _, t in scores)
+    correct = [r == t for r, t in scores]
     return {
-        "accuracy": sum(correct) / max(len(correct), 1),
-        "per_kind": {k: sum(v) / len(v) for k, v in sorted(by_kind.items())},
+        "accuracy": facts_right / max(facts, 1),
+        "per_kind": {k: r / t for k, (r, t) in sorted(by_kind.items())},
+        "answer_accuracy": sum(correct) / max(len(correct), 1),
         "n": len(examples),
         "answers": answers,
         "answer_ids": answer_ids,
@@ -96,14 +103,13 @@ def agreement(target, draft, processor, examples: Sequence[Example], target_answ
     """How often the draft's greedy next token equals the target's, teacher-forced on the target's answers.
 
     Reports overall agreement, on the first answer token, on content words (colours,
-    shapes, rendered words, digits, left/right) and on the other (template) tokens,
+    shapes, sizes, places, counts, rendered words, digits, events) and on the other (template) tokens,
     plus simulated tokens per target pass for greedy speculation with 2 and 4 draft tokens.
     """
     target.eval()
     draft.eval()
     tok = processor.tokenizer
-    content = set(COLOURS) | set(SHAPES) | set(WORDS) | {"left", "right", "one", "two", "grows", "shrinks"}
-    content_ids = {tok.convert_tokens_to_ids(w) for w in content}
+    content_ids = {tok.convert_tokens_to_ids(w) for w in CONTENT_WORDS}
     content_ids |= {i for t, i in tok.get_vocab().items() if t.strip("#").isdigit()}
     stats = {"all": [0, 0], "first": [0, 0], "content": [0, 0], "template": [0, 0]}
     tpp2, tpp4 = [], []

@@ -1,26 +1,44 @@
-"""Synthetic visual question answering data for the built-in model pair.
+"""Synthetic visual question answering data for the built-in model pair (generation 2).
 
-Everything here is deterministic given a :class:`random.Random` instance, so a
-seed reproduces a data set exactly.  Images are 112x112 RGB (the built-in
-processor resizes them to 128x128: 16 visual tokens); clips are 8 such frames.
+Everything here is deterministic given a :class:`random.Random` instance, so a seed
+reproduces a data set exactly.
 
-Task kinds (benchmark-like, kept large enough to be learnable by a ~4 M
-parameter model trained on two CPU cores):
+The world:
 
-``shape``     one big shape, "what shape is this?"            -> "it is a circle."
-``colour``    1-2 shapes, "what colour is the square?"        -> "the square is red."
-``count``     1-2 shapes, "how many shapes are there?"        -> "there are two shapes."
-``position``  2 shapes, "where is the red circle?"            -> "the red circle is on the left."
-``bar``       3-bar chart, highest / lowest bar, or a value   -> "the blue bar is the highest."
-``text``      a rendered word or two-digit number             -> "it says cat." / "it says 42."
-``describe``  1-2 shapes, free-form description with randomly chosen wording.
-``video``     8 frames: a shape moving to one side, or a bar growing or shrinking
-              "what happens in the video?"                    -> "the red circle moves to the right."
+* **Shape scenes**: 1-6 objects on a light canvas of varied size and aspect ratio (white,
+  grey or cream). Each object has one of 6 colours (unique within a scene), one of 4 shapes,
+  a size (``small`` or ``large``, relative to its cell) and a place: the canvas is split into a
+  3x3 grid (``top left`` ... ``bottom right``), each object sits in its own cell at a random
+  offset and scale, so the model has to learn shapes, not slots.
+* **Bar charts**: 3-6 bars of distinct colours with values 1-5 on grid lines.
+* **Text**: a rendered word or a number (10-999) at a random size and place.
+* **Video clips** of 8-16 frames: a shape moves, grows or shrinks, appears, disappears or
+  changes colour.
 
-Objects sit in fixed slots with a small jitter (see :func:`_shape_scene`).
+Questions (``Example.kind``):
 
-:func:`grade` checks the facts an answer must contain (ordered key phrases)
-and the words it must not contain, so it tolerates free wording around them.
+``shape``     "what shape is the red object?"              -> "the red object is a circle."
+``colour``    "what colour is the shape in the top left?"  -> "the shape in the top left is red."
+``count``     "how many shapes are there?"                 -> "there are four shapes."
+``position``  "where is the red circle?"                   -> "the red circle is in the top left."
+``size``      "is the red circle large or small?"          -> "the red circle is large."
+``describe``  "describe the image in detail."  -> every object with its size, colour, shape and
+              place in reading order, then the count (30-90 tokens). Graded per object: its colour
+              and shape in the right place is one fact, its size another; the count is a third
+``bar``       highest / lowest bar, a bar's value, or how many bars
+``chart``     "describe the chart."  -> every bar's value, then the highest and the lowest
+``text``      "what does it say?"                          -> "it says 42."
+``video``     "what happens in the video?"                 -> "the red circle moves to the right."
+``narrate``   "describe the video."  -> what is there at first, what happens, what is there at
+              the end
+
+Long answers mix words the draft is sure of (the template) with words it is not (colours,
+places, counts, values): that is what makes its entropy rise and fall within one answer.
+
+:func:`fact_score` grades an answer fact by fact (each fact is a phrase that must appear;
+short answers are one fact, which also fails on a contradicting word); :func:`grade` is
+"every fact right".  :class:`Style` holds the drawing ranges; :data:`SHIFTED` draws at
+scales, offsets and canvas sizes outside the training ranges (the robustness check).
 """
 
 from __future__ import annotations
@@ -31,96 +49,159 @@ from dataclasses import dataclass, field
 
 from PIL import Image, ImageDraw, ImageFont
 
-SIZE = 112
-JITTER = 2  # px: how far an object may move from its slot
-BACKGROUND = (255, 255, 255)
-
 COLOURS: dict[str, tuple[int, int, int]] = {
     "red": (220, 40, 40),
     "green": (40, 170, 60),
     "blue": (40, 80, 220),
     "yellow": (235, 200, 20),
+    "purple": (140, 50, 190),
+    "orange": (250, 130, 10),
 }
-SHAPES = ("circle", "square", "triangle")
-WORDS = ("cat", "dog", "sun", "tree", "bird", "fish", "car", "book", "moon", "star", "cake", "ship")
-NUMBER_WORDS = {1: "one", 2: "two"}
-KINDS = ("shape", "colour", "count", "position", "bar", "text", "describe", "video")
-VIDEO_FRAMES = 8  # frames in a clip (the app samples 8 frames by default)
+SHAPES = ("circle", "square", "triangle", "cross")
+SIZES = ("small", "large")
+BACKGROUNDS: dict[str, tuple[int, int, int]] = {
+    "white": (255, 255, 255),
+    "grey": (225, 225, 225),
+    "cream": (250, 243, 220),
+}
+#: The 3x3 grid, row by row: the reading order of a description.
+PLACES = (
+    "top left",
+    "top middle",
+    "top right",
+    "middle left",
+    "center",
+    "middle right",
+    "bottom left",
+    "bottom middle",
+    "bottom right",
+)
+WORDS = ("cat", "dog", "sun", "tree", "bird", "fish", "car", "book", "moon", "star", "cake", "ship", "hat", "box")
+NUMBER_WORDS = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five", 6: "six"}
+DIRECTIONS = {(0, 1): "right", (0, -1): "left", (1, 0): "down", (-1, 0): "up"}
+KINDS = (
+    "shape",
+    "colour",
+    "count",
+    "position",
+    "size",
+    "describe",
+    "bar",
+    "chart",
+    "text",
+    "video",
+    "narrate",
+)
+#: The kinds whose answers are long (graded fact by fact).
+LONG_KINDS = ("describe", "chart", "narrate")
+VIDEO_KINDS = ("video", "narrate")
 VIDEO_FPS = 4.0
+MAX_OBJECTS = 6
+#: The words that carry a fact (the rest of an answer is template).
+CONTENT_WORDS = frozenset(
+    {*COLOURS, *SHAPES, *SIZES, *BACKGROUNDS, *WORDS, *NUMBER_WORDS.values(), *DIRECTIONS.values()}
+    | {w for p in PLACES for w in p.split()}
+    | {"wide", "tall", "square", "grows", "shrinks", "appears", "disappears", "turns"}
+)
+
+
+@dataclass(frozen=True)
+class Style:
+    """Drawing ranges: canvas sides (px), aspect ratios (width / height), object size as a share
+    of its grid cell, and how far an object may sit off its cell's centre (share of the slack)."""
+
+    canvas: tuple[int, int] = (112, 240)
+    aspects: tuple[float, ...] = (1.0, 1.0, 4 / 3, 3 / 4, 3 / 2, 2 / 3)
+    small: tuple[float, float] = (0.36, 0.5)
+    large: tuple[float, float] = (0.72, 0.9)
+    offset: float = 1.0
+    frames: tuple[int, int] = (8, 16)
+
+
+#: The training ranges.
+DEFAULT = Style()
+#: Other scales, positions and canvas sizes: canvases much smaller or larger and more elongated,
+#: objects at the edges of (and outside) the trained size ranges.
+SHIFTED = Style(
+    canvas=(72, 400),
+    aspects=(1.0, 16 / 9, 9 / 16, 2.0, 0.5),
+    small=(0.3, 0.4),
+    large=(0.84, 0.96),
+    offset=1.0,
+    frames=(9, 20),
+)
 
 # --------------------------------------------------------------------------- templates
-SHAPE_Q = ("what shape is this?", "what shape do you see?", "which shape is in the image?")
-SHAPE_A = "it is a {shape}."
-COLOUR_Q = ("what colour is the {shape}?", "what color is the {shape}?", "which colour does the {shape} have?")
-COLOUR_A = "the {shape} is {colour}."
+SHAPE_Q = ("what shape is the {colour} object?", "which shape is {colour}?")
+SHAPE_A = "the {colour} object is a {shape}."
+COLOUR_Q = ("what colour is the shape in the {place}?", "what color is the shape in the {place}?")
+COLOUR_A = "the shape in the {place} is {colour}."
 COUNT_Q = ("how many shapes are there?", "how many objects can you see?", "count the shapes.")
 COUNT_A1 = "there is one shape."
-COUNT_A2 = "there are two shapes."
-POSITION_Q = ("where is the {colour} {shape}?", "is the {colour} {shape} on the left or on the right?")
-POSITION_Q_WHICH = ("which shape is on the {side}?", "what is on the {side}?")
-POSITION_A = "the {colour} {shape} is on the {side}."
+COUNT_AN = "there are {n} shapes."
+POSITION_Q = ("where is the {colour} {shape}?", "in which part of the image is the {colour} {shape}?")
+POSITION_A = "the {colour} {shape} is in the {place}."
+SIZE_Q = ("is the {colour} {shape} large or small?", "how big is the {colour} {shape}?")
+SIZE_A = "the {colour} {shape} is {size}."
+DESCRIBE_Q = ("describe the image in detail.", "describe the image.", "what is in this picture? give details.")
+DESCRIBE_OPEN = "this is a {aspect} picture with a {background} background."
+DESCRIBE_ONE = "it shows a {o}."
+DESCRIBE_MANY = "it shows {objects}."
+DESCRIBE_OBJECT = "{size} {colour} {shape} in the {place}"
+DESCRIBE_COUNT1 = "there is one shape in total."
+DESCRIBE_COUNTN = "there are {n} shapes in total."
 BAR_Q_HIGH = ("which bar is the highest?", "which bar is the tallest?")
 BAR_Q_LOW = ("which bar is the lowest?", "which bar is the shortest?")
 BAR_Q_VALUE = ("what is the value of the {colour} bar?", "how high is the {colour} bar?")
+BAR_Q_COUNT = ("how many bars are there?",)
 BAR_A_HIGH = "the {colour} bar is the highest."
 BAR_A_LOW = "the {colour} bar is the lowest."
 BAR_A_VALUE = "the {colour} bar is {value}."
+BAR_A_COUNT = "there are {n} bars."
+CHART_Q = ("describe the chart.", "describe the chart in detail.", "read the chart.")
+CHART_OPEN = "this is a bar chart with {n} bars."
+CHART_VALUE = "the {colour} bar is {value}"
+CHART_CLOSE = "the {high} bar is the highest and the {low} bar is the lowest."
 TEXT_Q = ("what does it say?", "what is written here?", "read the text.")
 TEXT_A = "it says {text}."
-DESCRIBE_Q = ("describe the image.", "what is in this picture?", "describe what you see.")
-# One object / two objects (left object first).  The opening words are random,
-# the facts are not: some stretches of an answer are certain, some are not.
-DESCRIBE_A1 = (
-    "i see a {o1}.",
-    "there is a {o1}.",
-    "the image shows a {o1}.",
-    "this is a picture of a {o1}.",
-    "a {o1} on a white background.",
-)
-DESCRIBE_A2 = (
-    "i see a {o1} and a {o2}.",
-    "there are two shapes, a {o1} on the left and a {o2} on the right.",
-    "the image shows a {o1} on the left and a {o2} on the right.",
-    "this is a picture of a {o1} and a {o2}.",
-    "a {o1} and a {o2} on a white background.",
-)
-
-VIDEO_Q = ("what happens in the video?", "describe the video.", "what do you see in the video?")
-VIDEO_A_MOVE = "the {colour} {shape} moves to the {side}."
-VIDEO_A_BAR = "the {colour} bar {verb}."
+VIDEO_Q = ("what happens in the video?", "what changes in the video?")
+NARRATE_Q = ("describe the video.", "describe the video in detail.", "tell me what happens in the video.")
+VIDEO_A = {
+    "move": "the {colour} {shape} moves {direction}.",
+    "grow": "the {colour} {shape} grows.",
+    "shrink": "the {colour} {shape} shrinks.",
+    "appear": "a {colour} {shape} appears.",
+    "disappear": "the {colour} {shape} disappears.",
+    "recolour": "the {colour} {shape} turns {new}.",
+}
+NARRATE_FIRST1 = "at first there is a {o}."
+NARRATE_FIRST2 = "at first there are two shapes, a {o1} and a {o2}."
+NARRATE_THEN = {
+    "move": "then the {colour} {shape} moves {direction}.",
+    "grow": "then the {colour} {shape} grows.",
+    "shrink": "then the {colour} {shape} shrinks.",
+    "appear": "then a {colour} {shape} appears in the {place}.",
+    "disappear": "then the {colour} {shape} disappears.",
+    "recolour": "then the {colour} {shape} turns {new}.",
+}
+NARRATE_END1 = "at the end there is a {o}."
+NARRATE_END2 = "at the end there are two shapes, a {o1} and a {o2}."
 
 ALL_TEMPLATES = (
-    *SHAPE_Q,
-    SHAPE_A,
-    *COLOUR_Q,
-    COLOUR_A,
-    *COUNT_Q,
-    COUNT_A1,
-    COUNT_A2,
-    *POSITION_Q,
-    *POSITION_Q_WHICH,
-    POSITION_A,
-    *BAR_Q_HIGH,
-    *BAR_Q_LOW,
-    *BAR_Q_VALUE,
-    BAR_A_HIGH,
-    BAR_A_LOW,
-    BAR_A_VALUE,
-    *TEXT_Q,
-    TEXT_A,
-    *DESCRIBE_Q,
-    *DESCRIBE_A1,
-    *DESCRIBE_A2,
-    *VIDEO_Q,
-    VIDEO_A_MOVE,
-    VIDEO_A_BAR,
-)
+    *SHAPE_Q, SHAPE_A, *COLOUR_Q, COLOUR_A, *COUNT_Q, COUNT_A1, COUNT_AN, *POSITION_Q, POSITION_A,
+    *SIZE_Q, SIZE_A, *DESCRIBE_Q, DESCRIBE_OPEN, DESCRIBE_ONE, DESCRIBE_MANY, DESCRIBE_OBJECT,
+    DESCRIBE_COUNT1, DESCRIBE_COUNTN, *BAR_Q_HIGH, *BAR_Q_LOW, *BAR_Q_VALUE, *BAR_Q_COUNT, BAR_A_HIGH,
+    BAR_A_LOW, BAR_A_VALUE, BAR_A_COUNT, *CHART_Q, CHART_OPEN, CHART_VALUE, CHART_CLOSE, *TEXT_Q, TEXT_A,
+    *VIDEO_Q, *NARRATE_Q, *VIDEO_A.values(), NARRATE_FIRST1, NARRATE_FIRST2, *NARRATE_THEN.values(),
+    NARRATE_END1, NARRATE_END2, "wide tall square and",
+)  # fmt: skip
 
 
 def vocabulary() -> list[str]:
     """Every word / punctuation token the data can produce (digits excluded: see tokenizer)."""
-    words: set[str] = set(COLOURS) | set(SHAPES) | set(WORDS) | set(NUMBER_WORDS.values())
-    words |= {"left", "right", "highest", "lowest", "colour", "color", "grows", "shrinks"}
+    words: set[str] = set(COLOURS) | set(SHAPES) | set(SIZES) | set(BACKGROUNDS) | set(WORDS)
+    words |= set(NUMBER_WORDS.values()) | set(DIRECTIONS.values())
+    words |= {w for p in PLACES for w in p.split()}
     for t in ALL_TEMPLATES:
         words |= set(re.findall(r"[a-z]+|[^\sa-z{}]", re.sub(r"\{[a-z0-9]+\}", " ", t)))
     words |= set(".,?!:;'")
@@ -129,293 +210,422 @@ def vocabulary() -> list[str]:
 
 # --------------------------------------------------------------------------- example
 @dataclass(frozen=True)
-class Example:
-    """One question about one synthetic image.
+class Thing:
+    """One object of a shape scene: what it is, and which 3x3 cell (0-8, row by row) it is in."""
 
-    ``required``: phrases that must appear, in this order, in a correct answer;
-    ``forbidden``: words whose presence makes an answer wrong.
-    ``objects``: (colour, shape) pairs from left to right, or bar (colour, value)
-    pairs, or the rendered text (one entry); for a video, the moving shape
-    ``(colour, shape, side)`` or the changing bar ``(colour, verb)``.
-    ``frames``: a video's frames (``image`` is then its first frame); empty for an image.
+    colour: str
+    shape: str
+    size: str
+    cell: int
+
+    @property
+    def place(self) -> str:
+        return PLACES[self.cell]
+
+    def phrase(self) -> str:
+        return DESCRIBE_OBJECT.format(size=self.size, colour=self.colour, shape=self.shape, place=self.place)
+
+    def facts(self) -> tuple[str, str]:
+        """The two facts a description states about it: what it is and where; and its size."""
+        return f"{self.colour} {self.shape} in the {self.place}", f"{self.size} {self.colour} {self.shape}"
+
+
+@dataclass(frozen=True)
+class Example:
+    """One question about one synthetic image or clip.
+
+    ``facts``: the phrases a correct answer states (each one fact, checked independently, in any
+    order); for a short answer the one fact is all of them in order, and ``forbidden`` words make
+    it wrong.  ``objects``: what was drawn (a tuple of :class:`Thing`, bar ``(colour, value)``
+    pairs, the rendered text, or a video's event).  ``frames``: a clip's frames (``image`` is then
+    its first frame); empty for an image.
     """
 
     image: Image.Image = field(repr=False, compare=False)
     question: str
     answer: str
     kind: str
-    required: tuple[str, ...] = ()
+    facts: tuple[str, ...] = ()
     forbidden: tuple[str, ...] = ()
     objects: tuple = ()
     frames: tuple[Image.Image, ...] = field(default=(), repr=False, compare=False)
+
+    @property
+    def long(self) -> bool:
+        return self.kind in LONG_KINDS
 
 
 def _norm_tokens(text: str) -> list[str]:
     return re.findall(r"[a-z]+|[0-9]+", text.lower())
 
 
-def grade(example: Example, generated_answer: str) -> bool:
-    """True when ``generated_answer`` states the example's facts (and no contradicting ones)."""
+def _find(tokens: list[str], phrase: str, start: int = 0) -> int:
+    """Index just past the first occurrence of ``phrase`` in ``tokens`` at or after ``start``, or -1."""
+    p = _norm_tokens(phrase)
+    for i in range(start, len(tokens) - len(p) + 1):
+        if tokens[i : i + len(p)] == p:
+            return i + len(p)
+    return -1
+
+
+def fact_score(example: Example, generated_answer: str) -> tuple[int, int]:
+    """(facts right, facts) for ``generated_answer``.
+
+    Long answers: each fact phrase counts on its own wherever it appears.  Short answers: one
+    fact, right when every phrase appears in order and no forbidden word does.
+    """
     toks = _norm_tokens(generated_answer)
+    if example.long:
+        return sum(_find(toks, f) >= 0 for f in example.facts), len(example.facts)
     if any(f in toks for f in example.forbidden):
-        return False
+        return 0, 1
     pos = 0
-    for phrase in example.required:
-        p = _norm_tokens(phrase)
-        found = -1
-        for i in range(pos, len(toks) - len(p) + 1):
-            if toks[i : i + len(p)] == p:
-                found = i
-                break
-        if found < 0:
-            return False
-        pos = found + len(p)
-    return True
+    for phrase in example.facts:
+        pos = _find(toks, phrase, pos)
+        if pos < 0:
+            return 0, 1
+    return 1, 1
+
+
+def grade(example: Example, generated_answer: str) -> bool:
+    """True when ``generated_answer`` states every fact of the example (and nothing contradicting)."""
+    right, total = fact_score(example, generated_answer)
+    return right == total
 
 
 # --------------------------------------------------------------------------- drawing
-def _canvas() -> tuple[Image.Image, ImageDraw.ImageDraw]:
-    img = Image.new("RGB", (SIZE, SIZE), BACKGROUND)
-    return img, ImageDraw.Draw(img)
+def _canvas(rng: random.Random, style: Style, side: int = 0) -> tuple[Image.Image, ImageDraw.ImageDraw, str]:
+    """A light canvas of random size and aspect (``side``: a fixed square side instead)."""
+    if side:
+        w = h = side
+    else:
+        area = rng.randint(*style.canvas) ** 2
+        aspect = rng.choice(style.aspects)
+        w, h = round((area * aspect) ** 0.5), round((area / aspect) ** 0.5)
+    background = rng.choice(list(BACKGROUNDS))
+    img = Image.new("RGB", (w, h), BACKGROUNDS[background])
+    return img, ImageDraw.Draw(img), background
 
 
-def _draw_shape(draw: ImageDraw.ImageDraw, shape: str, colour: str, cx: int, cy: int, r: int) -> None:
-    fill = COLOURS[colour]
+def aspect_name(image: Image.Image) -> str:
+    w, h = image.size
+    return "wide" if w > 1.15 * h else ("tall" if h > 1.15 * w else "square")
+
+
+def _draw_shape(draw: ImageDraw.ImageDraw, shape: str, fill: tuple[int, int, int], cx: float, cy: float, r: float):
     if shape == "circle":
         draw.ellipse((cx - r, cy - r, cx + r, cy + r), fill=fill)
     elif shape == "square":
-        s = int(r * 0.9)
+        s = r * 0.85
         draw.rectangle((cx - s, cy - s, cx + s, cy + s), fill=fill)
-    else:  # triangle pointing up
-        draw.polygon([(cx, cy - r), (cx - r, cy + int(r * 0.8)), (cx + r, cy + int(r * 0.8))], fill=fill)
+    elif shape == "triangle":  # pointing up
+        draw.polygon([(cx, cy - r), (cx - r, cy + r * 0.8), (cx + r, cy + r * 0.8)], fill=fill)
+    else:  # cross: two bars a third of the size wide
+        t = r / 3
+        draw.rectangle((cx - r, cy - t, cx + r, cy + t), fill=fill)
+        draw.rectangle((cx - t, cy - r, cx + t, cy + r), fill=fill)
 
 
-def _shape_scene(rng: random.Random, n: int) -> tuple[Image.Image, list[tuple[str, str]]]:
-    """1 or 2 big shapes (radius 20-24 px); with 2 they differ in shape and colour, left first.
+def _cell_box(image: Image.Image, cell: int) -> tuple[float, float, float, float]:
+    w, h = image.size
+    row, col = divmod(cell, 3)
+    return col * w / 3, row * h / 3, (col + 1) * w / 3, (row + 1) * h / 3
 
-    Shapes sit in fixed slots (the centre, or the middle of the left and right halves) with a
-    jitter of JITTER px: a ViT of this size, trained for minutes, does not learn shape features
-    that hold at any offset within its 14-16 px patches, but learns fixed slots quickly.
-    """
-    img, draw = _canvas()
-    shapes = rng.sample(SHAPES, n)
+
+def _place_thing(rng: random.Random, style: Style, image: Image.Image, thing: Thing) -> tuple[float, float, float]:
+    """Centre and radius of ``thing`` in its cell: a random scale in its size range, a random offset."""
+    x0, y0, x1, y1 = _cell_box(image, thing.cell)
+    cell = min(x1 - x0, y1 - y0)
+    r = cell * rng.uniform(*(style.small if thing.size == "small" else style.large)) / 2
+    slack_x, slack_y = (x1 - x0) / 2 - r, (y1 - y0) / 2 - r
+    cx = (x0 + x1) / 2 + rng.uniform(-1, 1) * max(slack_x, 0) * style.offset
+    cy = (y0 + y1) / 2 + rng.uniform(-1, 1) * max(slack_y, 0) * style.offset
+    return cx, cy, r
+
+
+def _draw_thing(draw: ImageDraw.ImageDraw, thing: Thing, where: tuple[float, float, float], colour: str = "") -> None:
+    cx, cy, r = where
+    _draw_shape(draw, thing.shape, COLOURS[colour or thing.colour], cx, cy, r)
+
+
+def _random_things(rng: random.Random, n: int) -> list[Thing]:
+    """``n`` objects in distinct cells with distinct colours, in reading order."""
+    cells = sorted(rng.sample(range(9), n))
     colours = rng.sample(list(COLOURS), n)
-    centres = [SIZE // 2] if n == 1 else [SIZE // 4, 3 * SIZE // 4]
-    objs = []
-    for i, cx in enumerate(centres):
-        r = rng.randint(20, 24)
-        _draw_shape(draw, shapes[i], colours[i], _jitter(rng, cx), _jitter(rng, SIZE // 2), r)
-        objs.append((colours[i], shapes[i]))
-    return img, objs
+    return [Thing(c, rng.choice(SHAPES), rng.choice(SIZES), cell) for c, cell in zip(colours, cells, strict=True)]
 
 
-def _jitter(rng: random.Random, x: int) -> int:
-    return x + rng.randint(-JITTER, JITTER)
+def shape_scene(rng: random.Random, n: int, style: Style = DEFAULT) -> tuple[Image.Image, tuple[Thing, ...], str]:
+    """A canvas with ``n`` objects; returns the image, the objects (reading order) and the background."""
+    img, draw, background = _canvas(rng, style)
+    things = _random_things(rng, n)
+    for t in things:
+        _draw_thing(draw, t, _place_thing(rng, style, img, t))
+    return img, tuple(things), background
 
 
-def _bar_chart(rng: random.Random) -> tuple[Image.Image, list[tuple[str, int]]]:
-    """Three bars of different colours, values 1-5 (16 px a unit), grey grid lines, unique max and min."""
-    img, draw = _canvas()
-    colours = rng.sample(list(COLOURS), 3)
+def bar_chart(rng: random.Random, style: Style = DEFAULT) -> tuple[Image.Image, tuple[tuple[str, int], ...]]:
+    """3-6 bars of distinct colours, values 1-5 on grid lines, a unique highest and lowest bar."""
+    img, draw, _ = _canvas(rng, style)
+    w, h = img.size
+    n = rng.randint(3, 6)
+    colours = rng.sample(list(COLOURS), n)
     while True:
-        values = [rng.randint(1, 5) for _ in range(3)]
+        values = [rng.randint(1, 5) for _ in range(n)]
         if values.count(max(values)) == 1 and values.count(min(values)) == 1:
             break
-    base = 100
+    margin = 0.06 * w
+    base = h * rng.uniform(0.86, 0.93)
+    unit = (base - h * rng.uniform(0.05, 0.12)) / 5
     for v in range(1, 6):
-        draw.line((4, base - 16 * v, SIZE - 4, base - 16 * v), fill=(215, 215, 215), width=1)
-    draw.line((4, base, SIZE - 4, base), fill=(0, 0, 0), width=2)
+        draw.line((margin, base - unit * v, w - margin, base - unit * v), fill=(200, 200, 200), width=1)
+    draw.line((margin, base, w - margin, base), fill=(0, 0, 0), width=max(1, round(h / 80)))
+    slot = (w - 2 * margin) / n
+    bar = slot * rng.uniform(0.5, 0.75)
     for i, (c, v) in enumerate(zip(colours, values, strict=True)):
-        x0 = 10 + i * 34
-        draw.rectangle((x0, base - 16 * v, x0 + 24, base), fill=COLOURS[c])
-    return img, list(zip(colours, values, strict=True))
+        x0 = margin + i * slot + (slot - bar) / 2
+        draw.rectangle((x0, base - unit * v, x0 + bar, base), fill=COLOURS[c])
+    return img, tuple(zip(colours, values, strict=True))
 
 
-def _text_image(rng: random.Random, text: str) -> Image.Image:
-    img, draw = _canvas()
-    size = 44 if text.isdigit() else (40 if len(text) <= 3 else 34)
-    font = ImageFont.load_default(size=size)
+def text_image(rng: random.Random, text: str, style: Style = DEFAULT) -> Image.Image:
+    img, draw, _ = _canvas(rng, style)
+    w, h = img.size
+    font = ImageFont.load_default(size=max(10, round(min(w / (0.62 * len(text) + 0.6), h) * rng.uniform(0.45, 0.75))))
     left, top, right, bottom = draw.textbbox((0, 0), text, font=font)
-    w, h = right - left, bottom - top
-    x = (SIZE - w) // 2 - left + rng.randint(-JITTER, JITTER)
-    y = (SIZE - h) // 2 - top + rng.randint(-JITTER, JITTER)
-    draw.text((x, y), text, fill=(0, 0, 0), font=font)
+    tw, th = right - left, bottom - top
+    x = rng.uniform(0, max(w - tw, 0)) - left
+    y = rng.uniform(0, max(h - th, 0)) - top
+    draw.text((x, y), text, fill=rng.choice([(0, 0, 0), (40, 40, 90), (90, 30, 30)]), font=font)
     return img
 
 
-# --------------------------------------------------------------------------- examples
-def draw_scene(rng: random.Random, kind: str) -> tuple[Image.Image, tuple]:
-    """A random image for a question of ``kind``, and its objects (see :class:`Example`)."""
-    objs: list
-    if kind == "shape":
-        img, objs = _shape_scene(rng, 1)
-    elif kind in ("colour", "count", "describe"):
-        img, objs = _shape_scene(rng, rng.randint(1, 2))
-    elif kind == "position":
-        img, objs = _shape_scene(rng, 2)
-    elif kind == "bar":
-        img, objs = _bar_chart(rng)
-    elif kind == "text":
-        text = rng.choice(WORDS) if rng.random() < 0.5 else str(rng.randint(10, 99))
-        img, objs = _text_image(rng, text), [text]
-    elif kind == "video":
-        raise ValueError("a video has frames, not one image: use make_example(rng, 'video')")
-    else:
-        raise ValueError(f"unknown kind {kind!r}")
-    return img, tuple(objs)
-
-
+# --------------------------------------------------------------------------- questions
 def scene_kinds(example: Example) -> tuple[str, ...]:
     """The kinds of question that can be asked about ``example``'s image."""
-    if example.kind in ("bar", "text", "video"):
+    if example.kind in ("bar", "chart"):
+        return ("bar", "chart")
+    if example.kind in ("text", *VIDEO_KINDS):
         return (example.kind,)
-    if len(example.objects) == 1:
-        return ("shape", "colour", "count", "describe")
-    return ("colour", "count", "position", "describe")
+    return ("shape", "colour", "count", "position", "size", "describe")
 
 
-def ask(rng: random.Random, kind: str, image: Image.Image, objects: tuple) -> Example:
-    """A random question of ``kind`` about a scene drawn by :func:`draw_scene`."""
-    objs = list(objects)
+def _others(word: str, pool) -> tuple[str, ...]:
+    return tuple(w for w in pool if w != word)
+
+
+def describe_answer(image: Image.Image, background: str, things: tuple[Thing, ...]) -> str:
+    opening = DESCRIBE_OPEN.format(aspect=aspect_name(image), background=background)
+    phrases = [t.phrase() for t in things]
+    if len(things) == 1:
+        return f"{opening} {DESCRIBE_ONE.format(o=phrases[0])} {DESCRIBE_COUNT1}"
+    listed = ", ".join(f"a {p}" for p in phrases[:-1]) + f" and a {phrases[-1]}"
+    return f"{opening} {DESCRIBE_MANY.format(objects=listed)} {DESCRIBE_COUNTN.format(n=NUMBER_WORDS[len(things)])}"
+
+
+def ask_scene(rng: random.Random, kind: str, image: Image.Image, things: tuple[Thing, ...], background: str) -> Example:
+    """A random question of ``kind`` about a shape scene."""
+    t = rng.choice(things)
+    objects = things
     if kind == "shape":
-        _, shape = objs[0]
-        return Example(
-            image,
-            rng.choice(SHAPE_Q),
-            SHAPE_A.format(shape=shape),
-            kind,
-            (shape,),
-            tuple(s for s in SHAPES if s != shape),
-            objects,
-        )
+        answer = SHAPE_A.format(colour=t.colour, shape=t.shape)
+        q = rng.choice(SHAPE_Q).format(colour=t.colour)
+        return Example(image, q, answer, kind, (t.shape,), _others(t.shape, SHAPES), objects)
     if kind == "colour":
-        colour, shape = rng.choice(objs)
-        return Example(
-            image,
-            rng.choice(COLOUR_Q).format(shape=shape),
-            COLOUR_A.format(shape=shape, colour=colour),
-            kind,
-            (colour,),
-            tuple(c for c in COLOURS if c != colour),
-            objects,
-        )
+        q = rng.choice(COLOUR_Q).format(place=t.place)
+        answer = COLOUR_A.format(place=t.place, colour=t.colour)
+        return Example(image, q, answer, kind, (t.colour,), _others(t.colour, COLOURS), objects)
     if kind == "count":
-        n = len(objs)
-        return Example(
-            image,
-            rng.choice(COUNT_Q),
-            COUNT_A1 if n == 1 else COUNT_A2,
-            kind,
-            (NUMBER_WORDS[n],),
-            tuple(w for k, w in NUMBER_WORDS.items() if k != n),
-            objects,
-        )
+        n = len(things)
+        answer = COUNT_A1 if n == 1 else COUNT_AN.format(n=NUMBER_WORDS[n])
+        word = NUMBER_WORDS[n]
+        return Example(image, rng.choice(COUNT_Q), answer, kind, (word,), _others(word, NUMBER_WORDS.values()), objects)
     if kind == "position":
-        i = rng.randint(0, 1)
-        side, other = ("left", "right") if i == 0 else ("right", "left")
-        colour, shape = objs[i]
-        answer = POSITION_A.format(colour=colour, shape=shape, side=side)
-        if rng.random() < 0.5:
-            q = rng.choice(POSITION_Q).format(colour=colour, shape=shape)
-            return Example(image, q, answer, kind, (side,), (other,), objects)
-        q = rng.choice(POSITION_Q_WHICH).format(side=side)
-        oc, os_ = objs[1 - i]
-        return Example(image, q, answer, kind, (shape,), (os_, oc), objects)
-    if kind == "bar":
-        which = rng.choice(("high", "low", "value"))
-
-        def others(c: str) -> tuple[str, ...]:
-            return tuple(x for x, _ in objs if x != c)
-
-        if which in ("high", "low"):
-            pick = max if which == "high" else min
-            colour = pick(objs, key=lambda b: b[1])[0]
-            return Example(
-                image,
-                rng.choice(BAR_Q_HIGH if which == "high" else BAR_Q_LOW),
-                (BAR_A_HIGH if which == "high" else BAR_A_LOW).format(colour=colour),
-                kind,
-                (colour,),
-                others(colour),
-                objects,
-            )
-        colour, value = rng.choice(objs)
-        return Example(
-            image,
-            rng.choice(BAR_Q_VALUE).format(colour=colour),
-            BAR_A_VALUE.format(colour=colour, value=value),
-            kind,
-            (str(value),),
-            tuple(str(v) for v in range(1, 6) if v != value),
-            objects,
-        )
-    if kind == "text":
-        text = objs[0]
-        forbidden = tuple(w for w in WORDS if w != text)
-        return Example(image, rng.choice(TEXT_Q), TEXT_A.format(text=text), kind, (text,), forbidden, objects)
+        q = rng.choice(POSITION_Q).format(colour=t.colour, shape=t.shape)
+        answer = POSITION_A.format(colour=t.colour, shape=t.shape, place=t.place)
+        return Example(image, q, answer, kind, (f"in the {t.place}",), (), objects)
+    if kind == "size":
+        q = rng.choice(SIZE_Q).format(colour=t.colour, shape=t.shape)
+        answer = SIZE_A.format(colour=t.colour, shape=t.shape, size=t.size)
+        return Example(image, q, answer, kind, (t.size,), _others(t.size, SIZES), objects)
     if kind == "describe":
-        names = [f"{c} {s}" for c, s in objs]
-        if len(objs) == 1:
-            answer = rng.choice(DESCRIBE_A1).format(o1=names[0])
-        else:
-            answer = rng.choice(DESCRIBE_A2).format(o1=names[0], o2=names[1])
-        present = {w for c, s in objs for w in (c, s)}
-        forbidden = tuple(w for w in (*COLOURS, *SHAPES) if w not in present)
-        return Example(image, rng.choice(DESCRIBE_Q), answer, kind, tuple(names), forbidden, objects)
+        answer = describe_answer(image, background, things)
+        n = len(things)
+        count = DESCRIBE_COUNT1 if n == 1 else DESCRIBE_COUNTN.format(n=NUMBER_WORDS[n])
+        facts = (*(f for t in things for f in t.facts()), count)
+        return Example(image, rng.choice(DESCRIBE_Q), answer, kind, facts, (), objects)
     raise ValueError(f"unknown kind {kind!r}")
 
 
-def make_video_example(rng: random.Random) -> Example:
-    """A clip of VIDEO_FRAMES frames: a shape moving from one slot to the other, or a bar
-    growing or shrinking; the question asks what happens."""
+def ask_chart(rng: random.Random, kind: str, image: Image.Image, bars: tuple[tuple[str, int], ...]) -> Example:
+    """A random question of ``kind`` (``bar``: a short one, ``chart``: describe it) about a chart."""
+    high = max(bars, key=lambda b: b[1])[0]
+    low = min(bars, key=lambda b: b[1])[0]
+    colours = [c for c, _ in bars]
+    if kind == "chart":
+        values = [CHART_VALUE.format(colour=c, value=v) for c, v in bars]
+        listed = ", ".join(values[:-1]) + f" and {values[-1]}"
+        close = CHART_CLOSE.format(high=high, low=low)
+        answer = f"{CHART_OPEN.format(n=NUMBER_WORDS[len(bars)])} {listed}. {close}"
+        extremes = (f"{high} bar is the highest", f"{low} bar is the lowest")
+        facts = (f"with {NUMBER_WORDS[len(bars)]} bars", *values, *extremes)
+        return Example(image, rng.choice(CHART_Q), answer, kind, facts, (), bars)
+    which = rng.choice(("high", "low", "value", "value", "count"))
+    if which in ("high", "low"):
+        colour = high if which == "high" else low
+        q = rng.choice(BAR_Q_HIGH if which == "high" else BAR_Q_LOW)
+        answer = (BAR_A_HIGH if which == "high" else BAR_A_LOW).format(colour=colour)
+        return Example(image, q, answer, kind, (colour,), _others(colour, colours), bars)
+    if which == "count":
+        n = NUMBER_WORDS[len(bars)]
+        answer = BAR_A_COUNT.format(n=n)
+        return Example(image, BAR_Q_COUNT[0], answer, kind, (n,), _others(n, NUMBER_WORDS.values()), bars)
+    colour, value = rng.choice(bars)
+    q = rng.choice(BAR_Q_VALUE).format(colour=colour)
+    answer = BAR_A_VALUE.format(colour=colour, value=value)
+    return Example(image, q, answer, kind, (str(value),), tuple(str(v) for v in range(1, 6) if v != value), bars)
+
+
+# --------------------------------------------------------------------------- video
+@dataclass(frozen=True)
+class Event:
+    """What happens in a clip: ``thing`` does ``verb``; ``before`` / ``after``: the objects shown at
+    the start and at the end; ``detail``: the direction, or the new colour."""
+
+    verb: str
+    thing: Thing
+    before: tuple[Thing, ...]
+    after: tuple[Thing, ...]
+    detail: str = ""
+
+
+def _video_event(rng: random.Random) -> Event:
+    verb = rng.choice(tuple(VIDEO_A))
+    n = 2 if verb in ("appear", "disappear") else rng.randint(1, 2)
+    things = _random_things(rng, n)
+    mover = rng.choice(things)
+    if verb == "move":
+        row, col = divmod(mover.cell, 3)
+        taken = {t.cell for t in things}
+        moves = [
+            (d, (row + d[0] * k) * 3 + col + d[1] * k)
+            for d in DIRECTIONS
+            for k in (1, 2)
+            if 0 <= row + d[0] * k < 3 and 0 <= col + d[1] * k < 3
+        ]
+        moves = [m for m in moves if m[1] not in taken] or moves[:1]
+        d, cell = rng.choice(moves)
+        moved = Thing(mover.colour, mover.shape, mover.size, cell)
+        after = tuple(sorted((moved if t == mover else t for t in things), key=lambda t: t.cell))
+        return Event(verb, mover, tuple(things), after, DIRECTIONS[d])
+    if verb in ("grow", "shrink"):
+        start, end = ("small", "large") if verb == "grow" else ("large", "small")
+        first = Thing(mover.colour, mover.shape, start, mover.cell)
+        last = Thing(mover.colour, mover.shape, end, mover.cell)
+        return Event(
+            verb,
+            first,
+            tuple(first if t == mover else t for t in things),
+            tuple(last if t == mover else t for t in things),
+        )
+    if verb == "appear":
+        return Event(verb, mover, tuple(t for t in things if t != mover), tuple(things))
+    if verb == "disappear":
+        return Event(verb, mover, tuple(things), tuple(t for t in things if t != mover))
+    new = rng.choice([c for c in COLOURS if c not in {t.colour for t in things}])
+    changed = Thing(new, mover.shape, mover.size, mover.cell)
+    return Event(verb, mover, tuple(things), tuple(changed if t == mover else t for t in things), new)
+
+
+def _render_clip(rng: random.Random, event: Event, style: Style) -> list[Image.Image]:
+    """8-16 frames: the ``before`` scene, the change over the middle frames, the ``after`` scene."""
+    count = rng.randint(*style.frames)
+    side = rng.randint(112, 176) if style is DEFAULT else rng.randint(80, 260)
+    img0, _, background = _canvas(rng, style, side)
+    where = {t.cell: _place_thing(rng, style, img0, t) for t in (*event.before, *event.after)}
+    mover = event.thing
+    start, stop = round(count * 0.3), round(count * 0.7)  # the change happens between these frames
     frames = []
-    required: tuple[str, ...]
-    forbidden: tuple[str, ...]
-    objects: tuple[str, ...]
-    if rng.random() < 0.5:
-        (colour,) = rng.sample(list(COLOURS), 1)
-        (shape,) = rng.sample(SHAPES, 1)
-        side = rng.choice(("left", "right"))
-        start, end = (SIZE // 4, 3 * SIZE // 4) if side == "right" else (3 * SIZE // 4, SIZE // 4)
-        r, cy = rng.randint(20, 24), _jitter(rng, SIZE // 2)
-        for t in range(VIDEO_FRAMES):
-            img, draw = _canvas()
-            _draw_shape(draw, shape, colour, start + (end - start) * t // (VIDEO_FRAMES - 1), cy, r)
-            frames.append(img)
-        answer = VIDEO_A_MOVE.format(colour=colour, shape=shape, side=side)
-        other = "left" if side == "right" else "right"
-        required, forbidden, objects = (f"{colour} {shape}", side), (other,), (colour, shape, side)
-    else:
-        (colour,) = rng.sample(list(COLOURS), 1)
-        verb = rng.choice(("grows", "shrinks"))
-        x0 = _jitter(rng, SIZE // 2 - 12)
-        for t in range(VIDEO_FRAMES):
-            img, draw = _canvas()
-            draw.line((4, 100, SIZE - 4, 100), fill=(0, 0, 0), width=2)
-            h = 10 + 10 * (t if verb == "grows" else VIDEO_FRAMES - 1 - t)
-            draw.rectangle((x0, 100 - h, x0 + 24, 100), fill=COLOURS[colour])
-            frames.append(img)
-        answer = VIDEO_A_BAR.format(colour=colour, verb=verb)
-        other = "shrinks" if verb == "grows" else "grows"
-        required, forbidden, objects = (colour, verb), (other,), (colour, verb)
-    question = rng.choice(VIDEO_Q)
-    return Example(frames[0], question, answer, "video", required, forbidden, objects, tuple(frames))
+    for i in range(count):
+        f = min(max((i - start) / max(stop - start, 1), 0.0), 1.0)
+        img = Image.new("RGB", (side, side), BACKGROUNDS[background])
+        draw = ImageDraw.Draw(img)
+        for t in event.before if f < 0.5 else event.after:
+            if t.colour == mover.colour and event.verb in ("move", "grow", "shrink"):
+                continue
+            _draw_thing(draw, t, where[t.cell])
+        if event.verb == "move":
+            end = next(t for t in event.after if t.colour == mover.colour)
+            (x0, y0, r), (x1, y1, _) = where[mover.cell], where[end.cell]
+            _draw_thing(draw, mover, (x0 + (x1 - x0) * f, y0 + (y1 - y0) * f, r))
+        elif event.verb in ("grow", "shrink"):
+            x, y, _ = where[mover.cell]
+            small, large = style.small[1] / 2, style.large[0] / 2 + 0.04
+            cell = side / 3
+            a, b = (small, large) if event.verb == "grow" else (large, small)
+            _draw_thing(draw, mover, (x, y, cell * (a + (b - a) * f)))
+        frames.append(img)
+    return frames
 
 
-def make_example(rng: random.Random, kind: str | None = None) -> Example:
+def make_video_example(rng: random.Random, kind: str = "video", style: Style = DEFAULT) -> Example:
+    """A clip and a question about it: ``video`` (what happens, one sentence) or ``narrate``."""
+    e = _video_event(rng)
+    frames = _render_clip(rng, e, style)
+    t = e.thing
+    detail = {"colour": t.colour, "shape": t.shape, "direction": e.detail, "new": e.detail, "place": t.place}
+    if kind == "video":
+        answer = VIDEO_A[e.verb].format(**detail)
+        key = {"move": e.detail, "recolour": f"turns {e.detail}"}.get(e.verb, e.verb + "s")
+        forbidden = tuple(v + "s" for v in VIDEO_A if v + "s" != key and v != "move" and v != "recolour")
+        question, what = rng.choice(VIDEO_Q), (f"{t.colour} {t.shape}", key)
+        return Example(frames[0], question, answer, kind, what, forbidden, (e,), tuple(frames))
+
+    def scene(sentence1: str, sentence2: str, things: tuple[Thing, ...]) -> str:
+        phrases = [x.phrase() for x in things]
+        if len(phrases) == 1:
+            return sentence1.format(o=phrases[0])
+        return sentence2.format(o1=phrases[0], o2=phrases[1])
+
+    first = scene(NARRATE_FIRST1, NARRATE_FIRST2, e.before)
+    then = NARRATE_THEN[e.verb].format(**detail)
+    end = scene(NARRATE_END1, NARRATE_END2, e.after)
+    facts = (
+        *(f for x in e.before for f in x.facts()),
+        then.removesuffix("."),
+        *(f for x in e.after if x not in e.before for f in x.facts()),
+    )
+    answer = f"{first} {then} {end}"
+    return Example(frames[0], rng.choice(NARRATE_Q), answer, kind, facts, (), (e,), tuple(frames))
+
+
+# --------------------------------------------------------------------------- examples
+def make_example(rng: random.Random, kind: str | None = None, style: Style = DEFAULT) -> Example:
     """A random example (of ``kind`` if given, else of a random kind)."""
     kind = kind or rng.choice(KINDS)
-    if kind == "video":
-        return make_video_example(rng)
-    image, objects = draw_scene(rng, kind)
-    return ask(rng, kind, image, objects)
+    if kind in VIDEO_KINDS:
+        return make_video_example(rng, kind, style)
+    if kind in ("bar", "chart"):
+        image, bars = bar_chart(rng, style)
+        return ask_chart(rng, kind, image, bars)
+    if kind == "text":
+        text = rng.choice(WORDS) if rng.random() < 0.5 else str(rng.randint(10, 999))
+        return Example(
+            text_image(rng, text, style), rng.choice(TEXT_Q), TEXT_A.format(text=text), kind, (text,),
+            _others(text, WORDS), (text,),
+        )  # fmt: skip
+    if kind not in KINDS:
+        raise ValueError(f"unknown kind {kind!r}")
+    low = 2 if kind == "describe" else 1
+    image, things, background = shape_scene(rng, rng.randint(low, MAX_OBJECTS), style)
+    return ask_scene(rng, kind, image, things, background)
 
 
-def make_examples(seed: int, n: int, kinds: tuple[str, ...] | None = None) -> list[Example]:
+def make_examples(seed: int, n: int, kinds: tuple[str, ...] | None = None, style: Style = DEFAULT) -> list[Example]:
     """``n`` examples from ``seed``; kinds cycle through ``kinds`` (all kinds by default)."""
     rng = random.Random(seed)
     kinds = kinds or KINDS
-    return [make_example(rng, kinds[i % len(kinds)]) for i in range(n)]
+    return [make_example(rng, kinds[i % len(kinds)], style) for i in range(n)]
 
 
 # --------------------------------------------------------------------------- demo assets
@@ -426,24 +636,30 @@ def example_picks(seed: int = 7) -> list[tuple[str, Example]]:
     def first(kind: str, question: str, pred=lambda e: True) -> Example:
         while True:
             e = make_example(rng, kind)
-            if e.question == question and pred(e):
+            if (not question or e.question == question) and pred(e):
                 return e
 
-    moving = first("video", "what happens in the video?", lambda e: e.objects == ("red", "circle", "right"))
+    def verb(v: str):
+        return lambda e: e.objects[0].verb == v
+
     return [
-        ("shapes_left_right.png", first("position", "which shape is on the right?")),
-        ("bar_chart.png", first("bar", "which bar is the highest?")),
-        ("word.png", first("text", "what does it say?", lambda e: not e.objects[0].isdigit())),
-        ("number.png", first("text", "what is written here?", lambda e: e.objects[0].isdigit())),
-        ("describe.png", first("describe", "describe the image.", lambda e: len(e.objects) == 2)),
-        ("one_shape.png", first("shape", "what shape is this?")),
-        ("moving_circle.mp4", moving),
-        ("growing_bar.mp4", first("video", "what happens in the video?", lambda e: e.objects == ("blue", "grows"))),
+        ("describe_five.png", first("describe", "describe the image in detail.", lambda e: len(e.objects) == 5)),
+        ("describe_three.png", first("describe", "describe the image in detail.", lambda e: len(e.objects) == 3)),
+        ("describe_wide.png", first("describe", "describe the image.", lambda e: aspect_name(e.image) == "wide")),
+        ("chart.png", first("chart", "describe the chart.", lambda e: len(e.objects) == 5)),
+        ("moving_shape.mp4", first("narrate", "describe the video.", verb("move"))),
+        ("appearing_shape.mp4", first("narrate", "describe the video.", verb("appear"))),
+        ("colour_change.mp4", first("narrate", "tell me what happens in the video.", verb("recolour"))),
+        ("growing_shape.mp4", first("video", "what happens in the video?", verb("grow"))),
+        ("where.png", first("position", "", lambda e: e.question.startswith("where is") and len(e.objects) == 4)),
+        ("bar_value.png", first("bar", "", lambda e: e.question.startswith("what is the value"))),
+        ("number.png", first("text", "what does it say?", lambda e: e.objects[0].isdigit())),
+        ("count.png", first("count", "how many shapes are there?", lambda e: len(e.objects) == 4)),
     ]
 
 
 def write_example_assets(out_dir, seed: int = 7) -> list[dict]:
-    """Write demo PNGs, two 8-frame 112x112 mp4 clips (mp4v) and ``examples.json`` to ``out_dir``.
+    """Write the demo images, the clips (mp4v, at VIDEO_FPS) and ``examples.json`` to ``out_dir``.
 
     Each entry of ``examples.json`` holds the file, the prompt, the kind and the true answer.
     """
@@ -455,11 +671,10 @@ def write_example_assets(out_dir, seed: int = 7) -> list[dict]:
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    picks = example_picks(seed)
     meta = []
-    for fname, e in picks:
+    for fname, e in example_picks(seed):
         if e.frames:
-            size = (SIZE, SIZE)
+            size = e.frames[0].size
             writer = cv2.VideoWriter(str(out / fname), cv2.VideoWriter.fourcc(*"mp4v"), VIDEO_FPS, size)
             for f in e.frames:
                 writer.write(cv2.cvtColor(np.asarray(f), cv2.COLOR_RGB2BGR))
