@@ -38,7 +38,7 @@ from .render import CSS, badge_html, error_html, headline_html, race_html, statu
 from .spaces_compat import ZERO_GPU, gpu
 
 DEFAULT_METHODS = ["sage", "static"]
-DEFAULT_MAX_NEW_TOKENS = 64
+DEFAULT_MAX_NEW_TOKENS = 128
 OUT_OF_MEMORY = "not enough memory to decode this input: try fewer new tokens, a smaller image or a shorter video"
 TITLE = "SAGE: entropy-guided adaptive speculative decoding, raced live"
 TRACE_DIR = Path(tempfile.gettempdir()) / "sage-app-traces"
@@ -156,9 +156,10 @@ def finished_status(data: RaceData) -> str:
     note = ""
     if header is not None and header.device == "cpu":
         note = (
-            " On a CPU with a tiny pair, a forward costs mostly fixed overhead, so a draft forward costs about as "
-            "much as a target forward and wall-time speedups stay near or below 1×; τ and tokens per target "
-            "forward are what carry over to a large target on a GPU."
+            " On a CPU with a tiny pair, a draft forward costs a sizeable share of a target forward and a "
+            "tree verification costs more than a one-token step, so wall-time speedups stay well below the "
+            "tokens per target forward (and below 1× on one-sentence answers, where the prefill dominates); "
+            "τ and tokens per target forward are what carry over to a large target on a GPU."
         )
     return status_html(
         f"✔ Race finished on {where}: {steps}. Download the trace below to replay it later.{html.escape(note)}"

@@ -249,7 +249,7 @@ def main() -> int:
     parser.add_argument("--draft", default="builtin")
     parser.add_argument("--examples", default=str(ROOT / "assets" / "examples" / "examples.json"))
     parser.add_argument("--methods", default=",".join((*METHODS, *PEERS)))
-    parser.add_argument("--max-new-tokens", type=int, default=64)
+    parser.add_argument("--max-new-tokens", type=int, default=128)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--device", default="auto")
     parser.add_argument("--dtype", default="auto")
