@@ -158,6 +158,15 @@ class VLM:
         return cls(name, model, processor, _input_device(model) if device_map is not None else torch_device)
 
     @property
+    def control_tokens(self) -> tuple[str, ...]:
+        """The tokenizer's special token strings (chat turns, media placeholders, end of text)."""
+        tokenizer = self.tokenizer
+        special = {str(t) for t in getattr(tokenizer, "all_special_tokens", ())}
+        added = getattr(tokenizer, "added_tokens_decoder", {}) or {}
+        special |= {str(t.content) for t in added.values() if getattr(t, "special", False)}
+        return tuple(sorted(t for t in special if t.strip()))
+
+    @property
     def tokenizer(self) -> Any:
         return self.processor.tokenizer
 
@@ -179,6 +188,9 @@ class VLM:
             raise InputError("the prompt is empty")
         if len(prompt) > MAX_PROMPT_CHARS:
             raise InputError(f"the prompt has {len(prompt)} characters; the limit is {MAX_PROMPT_CHARS}")
+        control = next((t for t in self.control_tokens if t in prompt), None)
+        if control is not None:  # it would be read as a control token: a visitor could write the model's turns
+            raise InputError(f"the prompt contains the control token {control!r}; remove it")
         inputs = processor_inputs(self.processor, [chat_prompt(self.processor, media.kind, prompt)], [media])
         return {k: v.to(self.device) if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
 
