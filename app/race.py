@@ -161,6 +161,10 @@ def _learn_texts(known: dict[int, str], record: StepRecord, token_texts: Callabl
 # -- replay ------------------------------------------------------------------------
 
 
+#: The longest a replay waits for its next step, in seconds, whatever the trace says.
+REPLAY_MAX_WAIT = 2.0
+
+
 def replay_steps(
     recorded: RaceData,
     speed: float = 1.0,
@@ -171,7 +175,8 @@ def replay_steps(
 
     Each side advances on its own recorded clock (a step appears when that
     side's `total_seconds` is reached), `speed` times faster; speed <= 0
-    replays without waiting.
+    replays without waiting. No single wait exceeds `REPLAY_MAX_WAIT` seconds
+    (a trace with huge recorded times cannot hold a replay slot for long).
     """
     events = sorted(
         ((record.total_seconds, index, record) for index, lane in enumerate(recorded.lanes) for record in lane.records),
@@ -187,6 +192,9 @@ def replay_steps(
     for at, index, record in events:
         if speed > 0:
             wait = start + at / speed - clock()
+            if wait > REPLAY_MAX_WAIT:
+                start -= wait - REPLAY_MAX_WAIT  # skip the rest of this gap: later steps keep their spacing
+                wait = REPLAY_MAX_WAIT
             if wait > 0:
                 sleep(wait)
         data.lanes[index].records.append(record)

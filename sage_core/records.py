@@ -8,12 +8,14 @@ saves as JSON lines and replays in the app or a test without a model.
 from __future__ import annotations
 
 import json
+import math
 import statistics
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, Literal
 
+from .config import METHODS
 from .trees import Tree
 
 TRACE_FORMAT = "sage-trace/1"
@@ -223,4 +225,45 @@ def parse_trace(lines: Sequence[str]) -> tuple[RunHeader, list[StepRecord]]:
         raise TraceError(f"not a SAGE trace (JSON lines with a header, then step records): {error}") from error
     if not records:
         raise TraceError("the trace holds no steps")
+    if header.method not in METHODS:
+        raise TraceError(f"unknown method {header.method!r} in the trace; known: {', '.join(METHODS)}")
+    previous_total = 0.0
+    for number, record in enumerate(records, 2):
+        problem = record_problem(record)
+        if problem is None and record.total_seconds < previous_total:
+            problem = "its total time goes backwards"
+        if problem is not None:
+            raise TraceError(f"line {number} of the {header.method!r} run is not a valid step: {problem}")
+        previous_total = record.total_seconds
     return header, records
+
+
+def record_problem(record: StepRecord) -> str | None:
+    """What makes a record read from a file unusable (wrong types, times, or a tree that is not one), or None."""
+    ints = (record.step, record.bonus_token, record.total_tokens)
+    sequences = (
+        record.tree_tokens,
+        record.tree_parents,
+        record.accepted_nodes,
+        record.accepted_tokens,
+        record.new_tokens,
+    )
+    if not all(type(v) is int for v in ints) or not all(type(v) is int for seq in sequences for v in seq):
+        return "token ids, steps and node indices must be integers"
+    times = (record.draft_seconds, record.verify_seconds, record.step_seconds, record.total_seconds)
+    if not all(isinstance(t, (int, float)) and not isinstance(t, bool) and math.isfinite(t) and t >= 0 for t in times):
+        return "times must be finite, non-negative numbers of seconds"
+    if not all(isinstance(p, (int, float)) and 0.0 <= p <= 1.0 for p in record.tree_draft_probs):
+        return "draft probabilities must lie in [0, 1]"
+    count = len(record.tree_tokens)
+    if len(record.tree_parents) != count or len(record.tree_draft_probs) != count:
+        return "the tree's tokens, parents and probabilities differ in length"
+    if any(not -1 <= parent < index for index, parent in enumerate(record.tree_parents)):
+        return "a tree node's parent must come before it (or be the root, -1)"
+    if any(not 0 <= node < count for node in record.accepted_nodes):
+        return "an accepted node is not in the tree"
+    if not all(isinstance(t, str) for t in record.new_token_texts) or len(record.new_token_texts) != len(
+        record.new_tokens
+    ):
+        return "each new token needs its text"
+    return None

@@ -11,7 +11,7 @@ from app_records import EOS, TOKENS, ar_records, header, sage_records, synthetic
 
 from app import panels, render
 from app.api import race_result
-from app.race import Lane, RaceData, parse_race, race_trace_lines, replay_steps
+from app.race import REPLAY_MAX_WAIT, Lane, RaceData, parse_race, race_trace_lines, replay_steps
 from app.ui import last
 from sage_core import save_trace, summarize
 from sage_core.records import TraceError
@@ -260,3 +260,52 @@ def test_race_data_helpers():
     assert not data.finished and data.header is None
     assert render.badge_html(data).count("waiting") == 1
     assert re.search("Pick an example", render.race_html(None))
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("step_seconds", float("nan"), "finite, non-negative"),
+        ("total_seconds", -1.0, "finite, non-negative"),
+        ("verify_seconds", "fast", "finite, non-negative"),
+        ("tree_parents", [5], "parent must come before it"),
+        ("tree_draft_probs", [2.0], "probabilities"),
+        ("accepted_nodes", [7], "not in the tree"),
+        ("bonus_token", "x", "integers"),
+        ("new_token_texts", [], "needs its text"),
+    ],
+)
+def test_a_trace_with_a_malformed_step_is_refused_before_anything_is_shown(field, value, message):
+    lines = list(race_trace_lines(synthetic_race()))
+    index = next(i for i, line in enumerate(lines) if '"step": 1,' in line)
+    row = json.loads(lines[index])
+    if field in ("tree_parents", "tree_draft_probs", "accepted_nodes"):
+        row.update(
+            tree_tokens=[11], tree_parents=[-1], tree_draft_probs=[0.5], accepted_nodes=[0], accepted_tokens=[11]
+        )
+    row[field] = value
+    lines[index] = json.dumps(row)
+    with pytest.raises(TraceError, match=message):
+        parse_race(lines)
+
+
+def test_a_trace_of_an_unknown_method_is_refused():
+    lines = [line.replace('"method": "static"', '"method": "magic"') for line in race_trace_lines(synthetic_race())]
+    with pytest.raises(TraceError, match="unknown method 'magic'"):
+        parse_race(lines)
+
+
+def test_a_replay_never_waits_long_whatever_times_the_trace_records():
+    data = synthetic_race()
+    for lane in data.lanes:
+        lane.records = [replace(r, total_seconds=r.total_seconds * 1e6) for r in lane.records]
+    now, waits = [0.0], []
+
+    def sleep(seconds: float) -> None:
+        waits.append(seconds)
+        now[0] += seconds
+
+    final = last(replay_steps(data, 1.0, sleep, lambda: now[0]))
+    assert final.finished
+    assert max(waits) <= REPLAY_MAX_WAIT
+    assert now[0] <= REPLAY_MAX_WAIT * sum(len(lane.records) for lane in data.lanes)
