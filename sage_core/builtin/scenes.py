@@ -78,6 +78,8 @@ PLACES = (
 )
 WORDS = ("cat", "dog", "sun", "tree", "bird", "fish", "car", "book", "moon", "star", "cake", "ship", "hat", "box")
 NUMBER_WORDS = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five", 6: "six"}
+#: How a description names the canvas (``aspect_name``).
+ASPECTS = ("wide", "tall", "square")
 DIRECTIONS = {(0, 1): "right", (0, -1): "left", (1, 0): "down", (-1, 0): "up"}
 KINDS = (
     "shape",
@@ -101,21 +103,22 @@ MAX_OBJECTS = 6
 CONTENT_WORDS = frozenset(
     {*COLOURS, *SHAPES, *SIZES, *BACKGROUNDS, *WORDS, *NUMBER_WORDS.values(), *DIRECTIONS.values()}
     | {w for p in PLACES for w in p.split()}
-    | {"wide", "tall", "square", "grows", "shrinks", "appears", "disappears", "turns"}
+    | {*ASPECTS, "grows", "shrinks", "appears", "disappears", "turns"}
 )
 
 
 @dataclass(frozen=True)
 class Style:
     """Drawing ranges: canvas sides (px), aspect ratios (width / height), object size as a share
-    of its grid cell, and how far an object may sit off its cell's centre (share of the slack)."""
+    of its grid cell (an object sits anywhere in its cell that it fits), frames per clip, and the
+    side of a clip's square frames (px)."""
 
     canvas: tuple[int, int] = (112, 240)
     aspects: tuple[float, ...] = (1.0, 1.0, 4 / 3, 3 / 4, 3 / 2, 2 / 3)
     small: tuple[float, float] = (0.36, 0.5)
     large: tuple[float, float] = (0.72, 0.9)
-    offset: float = 1.0
     frames: tuple[int, int] = (8, 16)
+    clip_side: tuple[int, int] = (112, 176)
 
 
 #: The training ranges.
@@ -127,8 +130,8 @@ SHIFTED = Style(
     aspects=(1.0, 16 / 9, 9 / 16, 2.0, 0.5),
     small=(0.3, 0.4),
     large=(0.84, 0.96),
-    offset=1.0,
     frames=(9, 20),
+    clip_side=(80, 260),
 )
 
 # --------------------------------------------------------------------------- templates
@@ -193,7 +196,7 @@ ALL_TEMPLATES = (
     DESCRIBE_COUNT1, DESCRIBE_COUNTN, *BAR_Q_HIGH, *BAR_Q_LOW, *BAR_Q_VALUE, *BAR_Q_COUNT, BAR_A_HIGH,
     BAR_A_LOW, BAR_A_VALUE, BAR_A_COUNT, *CHART_Q, CHART_OPEN, CHART_VALUE, CHART_CLOSE, *TEXT_Q, TEXT_A,
     *VIDEO_Q, *NARRATE_Q, *VIDEO_A.values(), NARRATE_FIRST1, NARRATE_FIRST2, *NARRATE_THEN.values(),
-    NARRATE_END1, NARRATE_END2, "wide tall square and",
+    NARRATE_END1, NARRATE_END2,
 )  # fmt: skip
 
 
@@ -201,7 +204,7 @@ def vocabulary() -> list[str]:
     """Every word / punctuation token the data can produce (digits excluded: see tokenizer)."""
     words: set[str] = set(COLOURS) | set(SHAPES) | set(SIZES) | set(BACKGROUNDS) | set(WORDS)
     words |= set(NUMBER_WORDS.values()) | set(DIRECTIONS.values())
-    words |= {w for p in PLACES for w in p.split()}
+    words |= {w for p in PLACES for w in p.split()} | set(ASPECTS) | {"and"}
     for t in ALL_TEMPLATES:
         words |= set(re.findall(r"[a-z]+|[^\sa-z{}]", re.sub(r"\{[a-z0-9]+\}", " ", t)))
     words |= set(".,?!:;'")
@@ -309,7 +312,8 @@ def _canvas(rng: random.Random, style: Style, side: int = 0) -> tuple[Image.Imag
 
 def aspect_name(image: Image.Image) -> str:
     w, h = image.size
-    return "wide" if w > 1.15 * h else ("tall" if h > 1.15 * w else "square")
+    wide, tall, square = ASPECTS
+    return wide if w > 1.15 * h else (tall if h > 1.15 * w else square)
 
 
 def _draw_shape(draw: ImageDraw.ImageDraw, shape: str, fill: tuple[int, int, int], cx: float, cy: float, r: float):
@@ -338,8 +342,8 @@ def _place_thing(rng: random.Random, style: Style, image: Image.Image, thing: Th
     cell = min(x1 - x0, y1 - y0)
     r = cell * rng.uniform(*(style.small if thing.size == "small" else style.large)) / 2
     slack_x, slack_y = (x1 - x0) / 2 - r, (y1 - y0) / 2 - r
-    cx = (x0 + x1) / 2 + rng.uniform(-1, 1) * max(slack_x, 0) * style.offset
-    cy = (y0 + y1) / 2 + rng.uniform(-1, 1) * max(slack_y, 0) * style.offset
+    cx = (x0 + x1) / 2 + rng.uniform(-1, 1) * max(slack_x, 0)
+    cy = (y0 + y1) / 2 + rng.uniform(-1, 1) * max(slack_y, 0)
     return cx, cy, r
 
 
@@ -540,7 +544,7 @@ def _video_event(rng: random.Random) -> Event:
 def _render_clip(rng: random.Random, event: Event, style: Style) -> list[Image.Image]:
     """8-16 frames: the ``before`` scene, the change over the middle frames, the ``after`` scene."""
     count = rng.randint(*style.frames)
-    side = rng.randint(112, 176) if style is DEFAULT else rng.randint(80, 260)
+    side = rng.randint(*style.clip_side)
     img0, _, background = _canvas(rng, style, side)
     where = {t.cell: _place_thing(rng, style, img0, t) for t in (*event.before, *event.after)}
     mover = event.thing
