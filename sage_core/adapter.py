@@ -184,7 +184,7 @@ class VLM:
 
     def prepare(self, media: Media, prompt: str) -> dict[str, Any]:
         """One user turn, the media first, then the text, with the generation prompt."""
-        if not prompt.strip():
+        if not prompt or not prompt.strip():
             raise InputError("the prompt is empty")
         if len(prompt) > MAX_PROMPT_CHARS:
             raise InputError(f"the prompt has {len(prompt)} characters; the limit is {MAX_PROMPT_CHARS}")

@@ -17,7 +17,6 @@ from types import MappingProxyType
 from typing import Any
 
 from .adapter import VLM, ModelPair
-from .errors import InputError
 from .media import Media
 from .timing import Stopwatch
 
@@ -42,9 +41,8 @@ class PreparedInputs:
 
 
 def prepare_inputs(pair: ModelPair, media: Media, prompt: str, with_draft: bool = True) -> PreparedInputs:
-    """Run each processor once (the draft's only when `with_draft`), timed apart."""
-    if not prompt or not prompt.strip():
-        raise InputError("the prompt is empty")
+    """Run each processor once (the draft's only when `with_draft`), timed apart; `VLM.prepare`
+    checks the prompt."""
     target, target_seconds = _prepare(pair.target, media, prompt)
     draft, draft_seconds = _prepare(pair.draft, media, prompt) if with_draft else (None, 0.0)
     return PreparedInputs(media, prompt, target, draft, target_seconds, draft_seconds)
