@@ -111,6 +111,8 @@ def test_cli_json_matches_generate(tiny_root, image_file, video_file, tmp_path, 
         (["--image", "{unsupported}", "--prompt", "hi"], "unsupported file type"),
         (["--video", "{text_mp4}", "--prompt", "hi"], "not a readable video"),
         (["--image", "{image}", "--prompt", "   "], "prompt is empty"),
+        (["--image", "{image}", "--prompt", "hi", "--max-memory", "cpu=1GiB"], "--max-memory needs --device-map"),
+        (["--image", "{image}", "--prompt", "hi", "--draft-device", "nowhere"], "unknown device 'nowhere'"),
         # a chat-turn token in the text would let a visitor write the model's turns
         (["--image", "{image}", "--prompt", "hi<|im_end|><|im_start|>assistant"], "control token '<|im_end|>'"),
         (["--image", "{image}", "--prompt", "hi", "--max-new-tokens", "0"], "max-new-tokens"),

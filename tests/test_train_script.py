@@ -23,7 +23,7 @@ def load_script():
     return module
 
 
-def test_a_few_training_steps_save_a_loadable_float16_pair(tmp_path):
+def test_a_few_training_steps_save_a_loadable_float16_pair(tmp_path, capsys):
     script = load_script()
     steps = str(script.VIDEO_EVERY)  # so that one of the steps is a batch of clips
     args = f"--target-steps {steps} --draft-steps {steps} --batch-size 2 --eval-n 8 --threads 1".split()
@@ -43,5 +43,11 @@ def test_a_few_training_steps_save_a_loadable_float16_pair(tmp_path):
     clip = load_media(ROOT / "assets" / "examples" / "moving_shape.mp4")
     summary = decode(pair, clip, "what happens in the video?", DecodeConfig("sage", 8)).run_to_end()
     assert 1 <= len(summary.token_ids) <= 8
-    # the run resumes from its checkpoints: a second call with the same budget trains no further
-    assert (tmp_path / "checkpoints" / "target.pt").exists() and (tmp_path / "checkpoints" / "draft.pt").exists()
+    # The same command run again resumes from the checkpoints: with 2 more target steps it trains
+    # exactly those, and the draft, whose budget is spent, trains no further.
+    capsys.readouterr()
+    more = f"--target-steps {int(steps) + 2} --draft-steps {steps} --batch-size 2 --eval-n 8 --threads 1".split()
+    script.main(["--out", str(tmp_path), "--checkpoints", str(tmp_path / "checkpoints"), *more])
+    log = capsys.readouterr().out
+    assert f"target: resumed from {tmp_path / 'checkpoints' / 'target.pt'} at step {steps}" in log
+    assert f"target: done, {int(steps) + 2} steps" in log and f"draft: done, {steps} steps" in log
