@@ -249,6 +249,9 @@ def main() -> int:
     parser.add_argument("--draft", default="builtin")
     parser.add_argument("--examples", default=str(ROOT / "assets" / "examples" / "examples.json"))
     parser.add_argument("--methods", default=",".join((*METHODS, *PEERS)))
+    parser.add_argument(
+        "--kinds", help="only the examples of these kinds, e.g. describe,chart,narrate (the long answers)"
+    )
     parser.add_argument("--max-new-tokens", type=int, default=128)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--device", default="auto")
@@ -261,9 +264,14 @@ def main() -> int:
     unknown = set(methods) - {*METHODS, *PEERS}
     if unknown:
         parser.error(f"unknown methods: {', '.join(sorted(unknown))}")
-    pair = load_pair(args.target, args.draft, args.device, args.dtype)
     examples = json.loads(Path(args.examples).read_text())
+    if args.kinds:
+        kinds = set(args.kinds.split(","))
+        examples = [e for e in examples if e.get("kind") in kinds]
+        if not examples:
+            parser.error(f"no example of the kinds {args.kinds!r} in {args.examples}")
     base = Path(args.examples).parent
+    pair = load_pair(args.target, args.draft, args.device, args.dtype)
     print(f"target {args.target}  draft {args.draft}  device {pair.device}  dtype {pair.target.dtype}", file=sys.stderr)
     runs: list[Run] = []
     rounds: list[Rounds] = []

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 from conftest import tiny_folder
 from PIL import Image
 
@@ -37,3 +38,13 @@ def test_benchmark_runs_every_method_and_writes_its_reports(tiny_root, tmp_path,
     sage = rows["sage"]
     assert 0 <= sage["outside_forwards_ms"] < sage["step_ms"] and sage["verify_ms"] > 0 and sage["draft_ms"] > 0
     assert "| sage |" in out_md.read_text()
+
+
+def test_benchmark_refuses_kinds_with_no_example(tmp_path, monkeypatch, capsys):
+    (tmp_path / "examples.json").write_text(json.dumps([{"file": "x.png", "prompt": "hi", "kind": "chart"}]))
+    monkeypatch.setattr(sys, "argv", ["benchmark.py", "--examples", str(tmp_path / "examples.json"), "--kinds", "poem"])
+    main = runpy.run_path(str(SCRIPT), run_name="benchmark")["main"]
+    with pytest.raises(SystemExit) as exit_info:
+        main()
+    assert exit_info.value.code == 2
+    assert "no example of the kinds 'poem'" in capsys.readouterr().err
