@@ -16,15 +16,16 @@ from typing import Any
 
 from .adapter import KVState, ModelPair
 from .config import CHAIN_TREE, STATIC_TREE, DecodeConfig, SageConfig
-from .drafting import DraftedTree, feed_committed, grow_tree, template_chooser, top_k
+from .drafting import DraftedTree, TopK, feed_committed, grow_tree, template_chooser, top_k
 from .errors import InputError
 from .media import Media
 from .policy import (
     Candidate,
     DepthWindow,
     Expansion,
-    choose_level,
+    LevelDecision,
     confidence,
+    judge_level,
     plan_template,
     planned_depth,
     planned_width,
@@ -36,6 +37,7 @@ from .trees import EMPTY_TREE, ROOT, Tree
 from .verify import verify_greedy
 
 DETOKENIZE_CONTEXT = 6  # tokens of left context when decoding one token's text
+CUT_SHOWN_PER_LEVEL = 4  # candidates the policy cut that a record keeps, per level (best first)
 
 
 class TextStream:
@@ -83,9 +85,13 @@ class SagePlanner:
                 by_level.setdefault(tree.depths[node], []).append(dist)
         return [tuple(statistics.fmean(col) for col in zip(*by_level[d], strict=True)) for d in sorted(by_level)]
 
-    def after_round(self, drafted: DraftedTree, accepted_nodes: tuple[int, ...]) -> None:
+    def after_round(self, drafted: DraftedTree, accepted_nodes: tuple[int, ...]) -> float | None:
+        """Take in a verified round; returns the window's mean acceptance if the window closed."""
+        recent = (*self.window.recent, len(accepted_nodes))
+        closing = len(recent) >= self.config.window
         self.window = self.window.after(len(accepted_nodes), self.config)
         self.previous, self.previous_accepted = drafted, accepted_nodes
+        return statistics.fmean(recent) if closing else None
 
 
 class DecodeRun:
@@ -219,8 +225,10 @@ class DecodeRun:
             produced += len(new_tokens)
             pending = [*verdict.accepted_tokens, verdict.bonus_token]
             # 5. Adapt: the acceptance window moves SAGE's D_max.
+            window_mean, next_depth_max = None, None
             if config.method == "sage":
-                planner.after_round(drafted, verdict.accepted_nodes)
+                window_mean = planner.after_round(drafted, verdict.accepted_nodes)
+                next_depth_max = planner.window.depth_max
             step_seconds = laps.stop()
             total_seconds += step_seconds
             yield StepRecord(
@@ -233,6 +241,8 @@ class DecodeRun:
                 new_tokens=new_tokens, new_token_texts=tuple(text.push(t) for t in new_tokens),
                 draft_seconds=draft_seconds, verify_seconds=verify_seconds, step_seconds=step_seconds,
                 total_tokens=produced, total_seconds=total_seconds, finish_reason=finish,
+                target_choices=tuple(target_argmax), window_mean=window_mean, next_depth_max=next_depth_max,
+                **shape.teaching_fields(),
             )  # fmt: skip
 
     def _draft(
@@ -246,7 +256,8 @@ class DecodeRun:
             template = CHAIN_TREE if config.method == "chain" else STATIC_TREE
             choose, expand, depth = template_chooser(template)
             root = top_k(root_logits, config.template_top_k, vocab)[0]
-            return grow_tree(draft, state, root, choose, depth, config.template_top_k, vocab, expand), _Shape()
+            drafted = grow_tree(draft, state, root, choose, depth, config.template_top_k, vocab, expand)
+            return drafted, _Shape(root_top=root)
         root = top_k(root_logits, sage.top_k, vocab)[0]
         depth_max = planner.window.depth_max
         no_history = sage.shape == "template" and planner.previous is None
@@ -254,7 +265,7 @@ class DecodeRun:
             choose, expand, depth = template_chooser(STATIC_TREE)
             drafted = grow_tree(draft, state, root, choose, depth, sage.top_k, vocab, expand)
             entropy, alpha = confidence(drafted.distributions[ROOT])
-            return drafted, _Shape(entropy, alpha, depth_max)
+            return drafted, _Shape(entropy, alpha, depth_max, root_top=root)
         if sage.shape == "template":
             alpha = planner.template_alpha()
             template = plan_template(alpha, depth_max, planner.level_probs(), sage)
@@ -262,18 +273,22 @@ class DecodeRun:
             drafted = grow_tree(draft, state, root, choose, depth, sage.top_k, vocab, expand)
             entropy = confidence(drafted.distributions[ROOT])[0]
             return drafted, _Shape(
-                entropy, alpha, depth_max, depth, planned_width(alpha, sage.width_min, sage.width_max)
+                entropy, alpha, depth_max, depth, planned_width(alpha, sage.width_min, sage.width_max), root_top=root
             )
         # Online (default): alpha from this round's root distribution shapes the tree as it grows.
         entropy, alpha = confidence(root[1])
         depth = planned_depth(alpha, sage.depth_min, depth_max)
         width = planned_width(alpha, sage.width_min, sage.width_max)
 
+        decisions: list[LevelDecision] = []
+
         def grow_online(level: int, frontier: Sequence[Expansion], count: int) -> list[Candidate]:
-            return choose_level(frontier, level, width, depth, sage.node_budget - count, sage.expansion_threshold)
+            decision = judge_level(frontier, level, width, depth, sage.node_budget - count, sage.expansion_threshold)
+            decisions.append(decision)
+            return list(decision.kept)
 
         drafted = grow_tree(draft, state, root, grow_online, depth, sage.top_k, vocab, lambda node, level: True)
-        return drafted, _Shape(entropy, alpha, depth_max, depth, width)
+        return drafted, _Shape(entropy, alpha, depth_max, depth, width, root, tuple(decisions))
 
 
 @dataclass(frozen=True)
@@ -285,6 +300,28 @@ class _Shape:
     depth_max: int | None = None
     planned_depth: int | None = None
     planned_width: int | None = None
+    root_top: TopK | None = None  # the draft's top-k after the root
+    levels: tuple[LevelDecision, ...] = ()  # SAGE's online rule, level by level
+
+    def teaching_fields(self) -> dict[str, Any]:
+        """The record fields the teaching mode explains a round from."""
+        levels = self.levels
+        shown = [cut for level in levels for cut in level.cut[:CUT_SHOWN_PER_LEVEL]]
+        offers = [(parent, width) for level in levels for parent, _, width in level.widths]
+        return {
+            "root_top_tokens": self.root_top[0] if self.root_top else (),
+            "root_top_probs": self.root_top[1] if self.root_top else (),
+            "level_thresholds": tuple(level.threshold for level in levels),
+            "cut_by_width": tuple(level.cut_count("width") for level in levels),
+            "cut_by_threshold": tuple(level.cut_count("threshold") for level in levels),
+            "cut_by_budget": tuple(level.cut_count("budget") for level in levels),
+            "offer_parents": tuple(parent for parent, _ in offers),
+            "offer_widths": tuple(width for _, width in offers),
+            "cut_parents": tuple(c.candidate.parent for c in shown),
+            "cut_tokens": tuple(c.candidate.token for c in shown),
+            "cut_probs": tuple(c.candidate.prob for c in shown),
+            "cut_rules": tuple(c.rule for c in shown),
+        }
 
 
 def _verify_forward(target: Any, state: KVState, root: int, tree: Tree) -> list[int]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from .config import SageConfig
 
@@ -83,6 +84,74 @@ class Expansion:
     top_probs: tuple[float, ...]
 
 
+CutRule = Literal["width", "threshold", "budget"]
+
+
+@dataclass(frozen=True)
+class Cut:
+    """A candidate the level rule left out, and the rule that cut it."""
+
+    candidate: Candidate
+    rule: CutRule
+
+
+@dataclass(frozen=True)
+class LevelDecision:
+    """One level of SAGE's tree, with the numbers its rules used (the teaching mode shows them).
+
+    `widths` holds, per expanded parent (node index, -1 = the root), its P_parent and the
+    W_l it offered; `cut` every candidate left out, best first.
+    """
+
+    level: int
+    threshold: float
+    widths: tuple[tuple[int, float, int], ...]
+    kept: tuple[Candidate, ...]
+    cut: tuple[Cut, ...]
+
+    def cut_count(self, rule: CutRule) -> int:
+        return sum(1 for c in self.cut if c.rule == rule)
+
+
+def judge_level(
+    frontier: Sequence[Expansion],
+    level: int,
+    root_width: int,
+    depth: int,
+    budget: int,
+    threshold_base: float,
+) -> LevelDecision:
+    """Pick the nodes of one tree level (paper §3.2), saying why each other candidate was cut.
+
+    Each expanded node offers its top W_l children (the rest of its top-k are cut by
+    *width*); a child is kept if its cumulative probability clears the level's threshold
+    (else cut by *threshold*). Under the node budget, children are taken best-first by
+    cumulative probability across the whole level (*open*: so siblings are not starved by
+    the first parent; the rest are cut by *budget*). At level 1 the best child is always
+    kept, so a tree is never empty.
+    """
+    threshold = expansion_threshold(level, depth, threshold_base)
+    offered: list[Candidate] = []
+    beyond_width: list[Candidate] = []
+    widths: list[tuple[int, float, int]] = []
+    for node in frontier:
+        width = level_width(root_width, level, node.prob)
+        widths.append((node.node, node.prob, width))
+        for rank, (token, prob) in enumerate(zip(node.top_tokens, node.top_probs, strict=True)):
+            candidate = Candidate(node.node, token, prob, node.cumulative * prob)
+            (offered if rank < width else beyond_width).append(candidate)
+    offered.sort(key=lambda c: -c.cumulative)
+    cleared = [c for c in offered if c.cumulative > threshold]
+    chosen = cleared[: max(budget, 0)]
+    if not chosen and level == 1 and offered and budget > 0:
+        chosen = offered[:1]
+    kept = {id(c) for c in chosen}
+    cut = [Cut(c, "budget" if c.cumulative > threshold else "threshold") for c in offered if id(c) not in kept]
+    cut += [Cut(c, "width") for c in beyond_width]
+    cut.sort(key=lambda c: -c.candidate.cumulative)
+    return LevelDecision(level, threshold, tuple(widths), tuple(chosen), tuple(cut))
+
+
 def choose_level(
     frontier: Sequence[Expansion],
     level: int,
@@ -91,26 +160,8 @@ def choose_level(
     budget: int,
     threshold_base: float,
 ) -> list[Candidate]:
-    """Pick the nodes of one tree level (paper §3.2).
-
-    Each expanded node offers its top W_l children; a child is kept if its
-    cumulative probability clears the level's threshold. Under the node
-    budget, children are taken best-first by cumulative probability across
-    the whole level (*open*: so siblings are not starved by the first
-    parent). At level 1 the best child is always kept, so a tree is never
-    empty.
-    """
-    threshold = expansion_threshold(level, depth, threshold_base)
-    offered: list[Candidate] = []
-    for node in frontier:
-        width = level_width(root_width, level, node.prob)
-        for token, prob in list(zip(node.top_tokens, node.top_probs, strict=True))[:width]:
-            offered.append(Candidate(node.node, token, prob, node.cumulative * prob))
-    offered.sort(key=lambda c: -c.cumulative)
-    chosen = [c for c in offered if c.cumulative > threshold][:budget]
-    if not chosen and level == 1 and offered and budget > 0:
-        chosen = offered[:1]
-    return chosen
+    """The nodes `judge_level` keeps at one level."""
+    return list(judge_level(frontier, level, root_width, depth, budget, threshold_base).kept)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ import json
 import math
 import statistics
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import MISSING, asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, Literal
 
@@ -19,6 +19,7 @@ from .config import METHODS
 from .trees import Tree
 
 TRACE_FORMAT = "sage-trace/1"
+CUT_RULES = ("width", "threshold", "budget")
 Phase = Literal["prefill", "decode"]
 FinishReason = Literal["eos", "length"]
 
@@ -83,6 +84,30 @@ class StepRecord:
     total_tokens: int
     total_seconds: float
     finish_reason: FinishReason | None = None
+    # -- What the teaching mode explains (optional: traces written before it hold none). --
+    # The draft's top-k after the root, most likely first (what alpha is computed from).
+    root_top_tokens: tuple[int, ...] = ()
+    root_top_probs: tuple[float, ...] = ()
+    # SAGE's online rule, level l = index + 1: the threshold theta_l it applied, and how
+    # many candidates each rule cut (width, threshold, node budget).
+    level_thresholds: tuple[float, ...] = ()
+    cut_by_width: tuple[int, ...] = ()
+    cut_by_threshold: tuple[int, ...] = ()
+    cut_by_budget: tuple[int, ...] = ()
+    # Per expanded node (-1 = the root) the width W_l it offered its children.
+    offer_parents: tuple[int, ...] = ()
+    offer_widths: tuple[int, ...] = ()
+    # The best few candidates cut at each level: parent node, token, draft probability, rule.
+    cut_parents: tuple[int, ...] = ()
+    cut_tokens: tuple[int, ...] = ()
+    cut_probs: tuple[float, ...] = ()
+    cut_rules: tuple[str, ...] = ()
+    # The target's choice (argmax) after the root and after each node: what verification compared.
+    target_choices: tuple[int, ...] = ()
+    # The mean acceptance of SAGE's window when it closed after this round (None otherwise),
+    # and the D_max it set for the next round.
+    window_mean: float | None = None
+    next_depth_max: int | None = None
 
     @property
     def tree(self) -> Tree:
@@ -177,7 +202,7 @@ def record_from_dict(data: dict[str, Any]) -> StepRecord:
     """The inverse of `record_to_dict` (derived figures are ignored)."""
     kwargs: dict[str, Any] = {}
     for f in fields(StepRecord):
-        value = data[f.name] if f.name != "finish_reason" else data.get(f.name)
+        value = data[f.name] if f.default is MISSING else data.get(f.name, f.default)
         kwargs[f.name] = tuple(value) if isinstance(value, list) else value
     return StepRecord(**kwargs)
 
@@ -247,14 +272,24 @@ def record_problem(record: StepRecord) -> str | None:
         record.accepted_nodes,
         record.accepted_tokens,
         record.new_tokens,
+        record.root_top_tokens,
+        record.cut_by_width,
+        record.cut_by_threshold,
+        record.cut_by_budget,
+        record.offer_parents,
+        record.offer_widths,
+        record.cut_parents,
+        record.cut_tokens,
+        record.target_choices,
     )
     if not all(type(v) is int for v in ints) or not all(type(v) is int for seq in sequences for v in seq):
         return "token ids, steps and node indices must be integers"
     times = (record.draft_seconds, record.verify_seconds, record.step_seconds, record.total_seconds)
     if not all(isinstance(t, (int, float)) and not isinstance(t, bool) and math.isfinite(t) and t >= 0 for t in times):
         return "times must be finite, non-negative numbers of seconds"
-    if not all(isinstance(p, (int, float)) and 0.0 <= p <= 1.0 for p in record.tree_draft_probs):
-        return "draft probabilities must lie in [0, 1]"
+    probabilities = (record.tree_draft_probs, record.root_top_probs, record.cut_probs, record.level_thresholds)
+    if not all(_is_probability(p) for seq in probabilities for p in seq):
+        return "draft probabilities and thresholds must lie in [0, 1]"
     count = len(record.tree_tokens)
     if len(record.tree_parents) != count or len(record.tree_draft_probs) != count:
         return "the tree's tokens, parents and probabilities differ in length"
@@ -266,4 +301,38 @@ def record_problem(record: StepRecord) -> str | None:
         record.new_tokens
     ):
         return "each new token needs its text"
+    return _teaching_problem(record)
+
+
+def _is_probability(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0.0 <= value <= 1.0
+
+
+def _teaching_problem(record: StepRecord) -> str | None:
+    """What is wrong with a record's optional teaching fields, or None."""
+    count = len(record.tree_tokens)
+    if len(record.root_top_tokens) != len(record.root_top_probs):
+        return "the root's top-k tokens and probabilities differ in length"
+    counts = (record.cut_by_width, record.cut_by_threshold, record.cut_by_budget)
+    if any(len(c) not in (0, len(record.level_thresholds)) for c in counts):
+        return "the cut counts must have one entry per level"
+    if any(n < 0 for seq in counts for n in seq):
+        return "cut counts must not be negative"
+    if len(record.offer_parents) != len(record.offer_widths) or any(w < 0 for w in record.offer_widths):
+        return "each offering node needs one non-negative width"
+    cut = (record.cut_parents, record.cut_tokens, record.cut_probs, record.cut_rules)
+    if len({len(c) for c in cut}) != 1:
+        return "the cut candidates' parents, tokens, probabilities and rules differ in length"
+    if any(not -1 <= parent < count for parent in (*record.offer_parents, *record.cut_parents)):
+        return "a cut candidate's parent is not in the tree"
+    if any(rule not in CUT_RULES for rule in record.cut_rules):
+        return f"cut rules must be one of {', '.join(CUT_RULES)}"
+    if len(record.target_choices) not in (0, count + 1):
+        return "the target's choices need one entry for the root and one per node"
+    mean = record.window_mean
+    if mean is not None and not (isinstance(mean, (int, float)) and math.isfinite(mean) and mean >= 0):
+        return "the window's mean acceptance must be a finite, non-negative number"
+    depth = record.next_depth_max
+    if depth is not None and not (type(depth) is int and depth >= 1):
+        return "D_max must be a positive integer"
     return None

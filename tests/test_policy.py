@@ -11,6 +11,7 @@ from sage_core.policy import (
     choose_level,
     confidence,
     expansion_threshold,
+    judge_level,
     level_width,
     plan_template,
     planned_depth,
@@ -79,6 +80,19 @@ def test_choose_level_applies_threshold_budget_and_best_first():
     assert [round(c.cumulative, 3) for c in chosen] == [0.3, 0.27, 0.18]
     budgeted = choose_level([a, b], level=2, root_width=4, depth=4, budget=2, threshold_base=0.1)
     assert [(c.parent, c.token) for c in budgeted] == [(0, 10), (1, 20)]
+
+
+def test_judge_level_says_which_rule_cut_each_candidate():
+    a = Expansion(node=0, prob=0.6, cumulative=0.6, top_tokens=(10, 11, 12), top_probs=(0.5, 0.3, 0.1))
+    b = Expansion(node=1, prob=0.3, cumulative=0.3, top_tokens=(20, 21, 22), top_probs=(0.9, 0.05, 0.05))
+    decision = judge_level([a, b], level=2, root_width=4, depth=4, budget=2, threshold_base=0.1)
+    assert decision.threshold == pytest.approx(0.05)
+    assert decision.widths == ((0, 0.6, 2), (1, 0.3, 2))
+    assert [(c.parent, c.token) for c in decision.kept] == [(0, 10), (1, 20)]
+    # best first: a->11 cleared the threshold but not the budget; a->12, b->22 were beyond W_l = 2
+    cuts = [(c.candidate.parent, c.candidate.token, c.rule) for c in decision.cut]
+    assert cuts == [(0, 11, "budget"), (0, 12, "width"), (1, 21, "threshold"), (1, 22, "width")]
+    assert (decision.cut_count("width"), decision.cut_count("threshold"), decision.cut_count("budget")) == (2, 1, 1)
 
 
 def test_choose_level_keeps_the_best_root_child_even_below_threshold():

@@ -1,0 +1,223 @@
+"""One round explained with its own numbers: the teaching mode's model (the app renders it).
+
+Every value comes from the round's record (what the decode loop used) or from the
+run's SAGE configuration in the trace header; the formulas are only spelled out
+beside them. `tests/test_explain.py` checks these values against the policy
+functions on recorded rounds of every method.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from .config import CHAIN_TREE, STATIC_TREE, SageConfig
+from .records import StepRecord
+from .trees import ROOT
+
+RoundKind = Literal["prefill", "plain", "chain", "static", "sage-first", "sage-template", "sage-online"]
+
+
+@dataclass(frozen=True)
+class ParentWidth:
+    """The width W_l a node offered its children: W(alpha) * (1 / l) * (0.5 + P_parent), rounded."""
+
+    node: int  # -1 = the root
+    parent_prob: float
+    raw: float  # before rounding (level 1: W(alpha) itself)
+    width: int  # what the rule used
+
+
+@dataclass(frozen=True)
+class LevelExplained:
+    level: int
+    threshold: float  # theta_l = base * l / D, as the rule applied it
+    widths: tuple[ParentWidth, ...]
+    kept: int
+    cut_by_width: int
+    cut_by_threshold: int
+    cut_by_budget: int
+
+
+@dataclass(frozen=True)
+class NodeCheck:
+    """A drafted node against the target's choice after its parent."""
+
+    node: int
+    parent: int
+    depth: int
+    token: int
+    target_choice: int | None  # None when the trace did not record the target's choices
+    agreed: bool | None
+    accepted: bool
+
+
+@dataclass(frozen=True)
+class CutCandidate:
+    parent: int
+    level: int
+    token: int
+    prob: float
+    rule: str
+
+
+@dataclass(frozen=True)
+class RoundExplained:
+    method: str
+    step: int
+    kind: RoundKind
+    # The draft's top-k after the root, most likely first.
+    top_tokens: tuple[int, ...]
+    top_probs: tuple[float, ...]
+    # SAGE's confidence and shape (None for the fixed trees).
+    entropy: float | None
+    alpha: float | None
+    depth_min: int
+    depth_max: int | None
+    depth_raw: float | None  # D_min + alpha * (D_max - D_min)
+    depth: int | None  # D(alpha), as used
+    width_min: int
+    width_max: int
+    width_raw: float | None  # W_min + (1 - alpha) * (W_max - W_min)
+    width: int | None  # W(alpha), as used
+    threshold_base: float
+    node_budget: int
+    levels: tuple[LevelExplained, ...]
+    cut: tuple[CutCandidate, ...]
+    # Verification.
+    nodes: tuple[NodeCheck, ...]
+    root_choice: int | None  # the target's token after the root
+    accepted_nodes: tuple[int, ...]
+    accepted_tokens: tuple[int, ...]
+    bonus_token: int
+    # SAGE's acceptance window, when it closed after this round.
+    window_mean: float | None
+    next_depth_max: int | None
+    lower_below: float
+    raise_above: float
+    fixed_tree_nodes: int  # nodes of the static or chain template (0 otherwise)
+
+    @property
+    def log_k(self) -> float:
+        return math.log(len(self.top_probs)) if len(self.top_probs) > 1 else 0.0
+
+
+def sage_config_from(header_sage: Mapping[str, Any] | None) -> SageConfig:
+    """The run's SAGE configuration from its trace header (defaults where a field is missing)."""
+    known = set(SageConfig.__dataclass_fields__)
+    return SageConfig(**{k: v for k, v in (header_sage or {}).items() if k in known})
+
+
+def round_kind(record: StepRecord, config: SageConfig) -> RoundKind:
+    if record.phase == "prefill":
+        return "prefill"
+    if record.method in ("ar", "chain", "static"):
+        return "plain" if record.method == "ar" else record.method  # type: ignore[return-value]
+    if record.planned_depth is None:
+        return "sage-first"
+    return "sage-online" if record.level_thresholds or config.shape == "online" else "sage-template"
+
+
+def explain_round(record: StepRecord, config: SageConfig) -> RoundExplained:
+    """Explain one round from its record and the run's SAGE configuration."""
+    kind = round_kind(record, config)
+    alpha = record.alpha
+    depth_raw = width_raw = None
+    if alpha is not None and record.depth_max is not None and record.planned_depth is not None:
+        depth_raw = config.depth_min + alpha * (record.depth_max - config.depth_min)
+        width_raw = config.width_min + (1.0 - alpha) * (config.width_max - config.width_min)
+    tree = record.tree
+    depths = tree.depths if tree.tokens else ()
+    probs = record.tree_draft_probs
+
+    def level_of(node: int) -> int:
+        return 1 if node == ROOT else depths[node] + 1
+
+    def parent_prob(node: int) -> float:
+        return 1.0 if node == ROOT else probs[node]
+
+    levels = []
+    offers = list(zip(record.offer_parents, record.offer_widths, strict=True))
+    for index, threshold in enumerate(record.level_thresholds):
+        level = index + 1
+        widths = []
+        for node, width in offers:
+            if level_of(node) != level:
+                continue
+            raw = (
+                float(record.planned_width or 0)
+                if level == 1
+                else (record.planned_width or 0) * (0.5 + parent_prob(node)) / level
+            )
+            widths.append(ParentWidth(node, parent_prob(node), raw, width))
+        levels.append(
+            LevelExplained(
+                level=level,
+                threshold=threshold,
+                widths=tuple(widths),
+                kept=sum(1 for d in depths if d == level),
+                cut_by_width=_at(record.cut_by_width, index),
+                cut_by_threshold=_at(record.cut_by_threshold, index),
+                cut_by_budget=_at(record.cut_by_budget, index),
+            )
+        )
+    cut = tuple(
+        CutCandidate(parent, level_of(parent), token, prob, rule)
+        for parent, token, prob, rule in zip(
+            record.cut_parents, record.cut_tokens, record.cut_probs, record.cut_rules, strict=True
+        )
+    )
+    choices = record.target_choices
+    accepted = set(record.accepted_nodes)
+    nodes = []
+    for node, (token, parent) in enumerate(zip(tree.tokens, tree.parents, strict=True)):
+        choice = choices[1 + parent] if choices else None
+        nodes.append(
+            NodeCheck(
+                node=node,
+                parent=parent,
+                depth=depths[node],
+                token=token,
+                target_choice=choice,
+                agreed=None if choice is None else choice == token,
+                accepted=node in accepted,
+            )
+        )
+    fixed = {"static": len(STATIC_TREE), "chain": len(CHAIN_TREE), "sage-first": len(STATIC_TREE)}
+    return RoundExplained(
+        method=record.method,
+        step=record.step,
+        kind=kind,
+        top_tokens=record.root_top_tokens,
+        top_probs=record.root_top_probs,
+        entropy=record.entropy,
+        alpha=alpha,
+        depth_min=config.depth_min,
+        depth_max=record.depth_max,
+        depth_raw=depth_raw,
+        depth=record.planned_depth,
+        width_min=config.width_min,
+        width_max=config.width_max,
+        width_raw=width_raw,
+        width=record.planned_width,
+        threshold_base=config.expansion_threshold,
+        node_budget=config.node_budget,
+        levels=tuple(levels),
+        cut=cut,
+        nodes=tuple(nodes),
+        root_choice=choices[0] if choices else None,
+        accepted_nodes=record.accepted_nodes,
+        accepted_tokens=record.accepted_tokens,
+        bonus_token=record.bonus_token,
+        window_mean=record.window_mean,
+        next_depth_max=record.next_depth_max,
+        lower_below=config.lower_below,
+        raise_above=config.raise_above,
+        fixed_tree_nodes=fixed.get(kind, 0),
+    )
+
+
+def _at(values: tuple[int, ...], index: int) -> int:
+    return values[index] if index < len(values) else 0
