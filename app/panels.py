@@ -1,11 +1,12 @@
 """The five Plotly panels, as pure functions of step records.
 
 1. `confidence_figure`: each SAGE round's draft entropy and confidence alpha,
-   and the depth D(alpha) and root width W(alpha) planned from them.
+   the depth D(alpha) and root width W(alpha) planned from them, and the
+   acceptance window's mean wherever it closed (and moved D_max or not).
 2. `shape_figure`: the tree shape per step (depth, root width, node count),
    SAGE against the static baseline.
 3. `tree_figure`: one step's draft tree, tokens on the nodes, the accepted
-   path and the bonus token highlighted.
+   path and the bonus token highlighted, the candidates the policy cut greyed.
 4. `accepted_figure`: accepted length tau per step (bonus excluded).
 5. `race_figure`: tokens against each side's own wall time: the race.
 
@@ -15,12 +16,15 @@ here that the records do not hold.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from sage_core import StepRecord, summarize
+from sage_core.config import SageConfig
 
 from .render import DOTS as COLOURS
 from .render import SHORT as SHORT_LABELS
@@ -31,8 +35,35 @@ Lanes = Mapping[str, Sequence[StepRecord]]
 ACCEPTED = "#16a34a"
 BONUS = "#ea580c"
 REJECTED = "#cbd5e1"
+CUT = "#94a3b8"
 HEIGHT = 300
 FONT = dict(family="Inter, system-ui, sans-serif", size=12)
+SLIDE_SCALE = 3  # the camera button's PNG: 3x the on-screen size, readable on a slide
+CUT_REASONS = {
+    "width": "cut by width: its parent offered only its top W_l children",
+    "threshold": "cut by threshold: cumulative probability ≤ θ_l",
+    "budget": "cut by the node budget",
+}
+
+
+class SlideFigure(go.Figure):
+    """A figure whose camera button downloads a large PNG (Gradio passes the JSON's config to Plotly)."""
+
+    slide_name = "sage-panel"
+
+    def to_json(self, *args: Any, **kwargs: Any) -> str:
+        data = json.loads(super().to_json(*args, **kwargs))
+        data["config"] = {
+            "displaylogo": False,
+            "toImageButtonOptions": {"format": "png", "scale": SLIDE_SCALE, "filename": self.slide_name},
+        }
+        return json.dumps(data)
+
+
+def for_slides(fig: go.Figure, name: str) -> SlideFigure:
+    slide = SlideFigure(fig)
+    slide.slide_name = f"sage-{name}"
+    return slide
 
 
 def short_label(method: str) -> str:
@@ -84,13 +115,13 @@ def _drafting(lanes: Lanes) -> dict[str, list[StepRecord]]:
 # -- 1. entropy and confidence -------------------------------------------------------
 
 
-def confidence_figure(lanes: Lanes, replay: bool = False) -> go.Figure:
+def confidence_figure(lanes: Lanes, replay: bool = False, sage: SageConfig | None = None) -> go.Figure:
     title = "① SAGE: draft entropy H, confidence α → planned depth D(α), width W(α)"
     steps = [r for r in _decode_steps(lanes.get("sage", ())) if r.alpha is not None]
     if not steps:
         message = "waiting for SAGE's first round" if "sage" in lanes else "SAGE is not in this race"
         return _empty(title, message, replay=replay)
-    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.1)
+    fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.08, row_heights=[0.4, 0.35, 0.25])
     x = [r.step for r in steps]
     fig.add_trace(go.Scatter(x=x, y=[r.entropy for r in steps], name="entropy H (nats)", mode="lines+markers",
                              line=dict(color="#f59e0b")), row=1, col=1)  # fmt: skip
@@ -103,11 +134,45 @@ def confidence_figure(lanes: Lanes, replay: bool = False) -> go.Figure:
                              mode="lines+markers", line=dict(color="#059669", shape="hv")), row=2, col=1)  # fmt: skip
     fig.add_trace(go.Scatter(x=x, y=[r.depth_max for r in steps], name="D_max", mode="lines",
                              line=dict(color="#94a3b8", dash="dot", shape="hv")), row=2, col=1)  # fmt: skip
+    _window_row(fig, steps, sage or SageConfig())
     fig.update_yaxes(title_text="H, α", row=1, col=1, rangemode="tozero")
     fig.update_yaxes(title_text="depth, width", row=2, col=1, rangemode="tozero")
-    fig.update_xaxes(title_text="step", row=2, col=1)
+    fig.update_xaxes(title_text="step", row=3, col=1)
     _step_ticks(fig, steps)
-    return _layout(fig, title, height=HEIGHT + 60, replay=replay)
+    return _layout(fig, title, height=HEIGHT + 160, replay=replay)
+
+
+def _window_row(fig: go.Figure, steps: Sequence[StepRecord], sage: SageConfig) -> None:
+    """Row 3: the acceptance window's mean when it closed, against the paper's thresholds, and each D_max move."""
+    closed = [r for r in steps if r.window_mean is not None]
+    x = [r.step for r in steps]
+    for level, name, dash in (
+        (sage.lower_below, "lower D_max below", "dash"),
+        (sage.raise_above, "raise above", "dot"),
+    ):
+        fig.add_trace(go.Scatter(x=[min(x), max(x)], y=[level, level], mode="lines", name=f"{name} {level:g}",
+                                 line=dict(color="#94a3b8", dash=dash, width=1), hoverinfo="name",
+                                 showlegend=False), row=3, col=1)  # fmt: skip
+    fig.add_trace(
+        go.Scatter(
+            x=[r.step for r in closed], y=[r.window_mean for r in closed], mode="markers+text", name="window mean τ",
+            marker=dict(size=9, color="#7c3aed", symbol="diamond"),
+            text=[_move_text(r) for r in closed], textposition="top center", textfont=dict(size=10),
+            hovertext=[f"step {r.step}: mean τ of the last {sage.window} rounds = {r.window_mean:.2f}<br>"
+                       f"(< {sage.lower_below:g} lowers D_max, > {sage.raise_above:g} raises it) → "
+                       f"D_max {r.depth_max} → {r.next_depth_max}" for r in closed],
+            hoverinfo="text",
+        ),
+        row=3, col=1,
+    )  # fmt: skip
+    top = max([sage.raise_above + 1, *(r.window_mean or 0.0 for r in closed)])
+    fig.update_yaxes(title_text="window τ", row=3, col=1, range=[0, top + 0.8])
+
+
+def _move_text(record: StepRecord) -> str:
+    if record.next_depth_max is None or record.depth_max is None or record.next_depth_max == record.depth_max:
+        return "D_max holds"
+    return f"D_max {record.depth_max}→{record.next_depth_max}"
 
 
 # -- 2. tree shape per step ------------------------------------------------------------
@@ -199,8 +264,11 @@ def tree_figure(
     # it is emitted unless the output ended inside the accepted path (end-of-sequence, token limit).
     last = record.accepted_nodes[-1] if record.accepted_nodes else -1
     bonus_emitted = len(record.new_tokens) > record.draft_token_count
-    ys = tree_layout((*tree.parents, last) if bonus_emitted else tree.parents)
+    # Candidates the policy cut are drawn greyed beside the kept nodes (leaves after them).
+    cut = list(zip(record.cut_parents, record.cut_tokens, record.cut_probs, record.cut_rules, strict=True))
+    ys = tree_layout((*tree.parents, *(c[0] for c in cut), *((last,) if bonus_emitted else ())))
     bonus_y, root_y = ys[-2], ys[-1]
+    cut_ys = ys[len(tree) : len(tree) + len(cut)]
     depths = tree.depths
     cumulative = tree.cumulative_probs()
     accepted = set(record.accepted_nodes)
@@ -224,6 +292,26 @@ def tree_figure(
                 ys_line += [y0, y1, None]
         fig.add_trace(go.Scatter(x=xs, y=ys_line, mode="lines", line=dict(color=edge_colour, width=width),
                                  hoverinfo="skip", showlegend=False))  # fmt: skip
+    if cut:
+        cut_x = [0.0 if parent == -1 else float(depths[parent]) for parent, *_ in cut]
+        xs, ys_line = [], []
+        for (parent, *_), x, y in zip(cut, cut_x, cut_ys, strict=True):
+            (x0, y0) = pos(parent)
+            xs += [x0, x + 1, None]
+            ys_line += [y0, y, None]
+        fig.add_trace(go.Scatter(x=xs, y=ys_line, mode="lines", line=dict(color=CUT, width=1, dash="dot"),
+                                 hoverinfo="skip", showlegend=False))  # fmt: skip
+        fig.add_trace(
+            go.Scatter(
+                x=[x + 1 for x in cut_x], y=cut_ys, mode="markers+text", name="cut",
+                text=[display_token(text_of(token), 10) for _, token, _, _ in cut], textposition="middle right",
+                textfont=dict(size=10, color=CUT),
+                marker=dict(size=7, color="white", symbol="x-thin-open", line=dict(width=1.5, color=CUT)),
+                hovertext=[f"not in the tree: token {display_token(text_of(token))!s} (id {token})<br>"
+                           f"draft p = {prob:.3f}<br>{CUT_REASONS.get(rule, rule)}" for _, token, prob, rule in cut],
+                hoverinfo="text", showlegend=False,
+            )
+        )  # fmt: skip
     nodes = range(len(tree))
     hover = [
         f"node {n} · depth {depths[n]}<br>token {display_token(text_of(tree.tokens[n]))!s} (id {tree.tokens[n]})"
@@ -263,8 +351,9 @@ def tree_figure(
                        hovertext=[f"bonus: the target's own token after the accepted path, id {record.bonus_token}"])
         )  # fmt: skip
     leaves = max(ys) + 1 if ys else 1
-    height = int(min(720, max(HEIGHT + 40, 90 + 20 * leaves)))
-    fig.update_xaxes(title_text="depth", dtick=1, range=[-0.8, max(tree.depth, bonus_x) + 1.2], zeroline=False)
+    height = int(min(900, max(HEIGHT + 40, 90 + 20 * leaves)))
+    deepest = max([tree.depth, bonus_x, *(x + 1 for x in (cut_x if cut else ()))])
+    fig.update_xaxes(title_text="depth", dtick=1, range=[-0.8, deepest + 1.2], zeroline=False)
     fig.update_yaxes(visible=False, autorange="reversed")
     ending = (
         f" + <span style='color:{BONUS}'>bonus</span>"
@@ -356,12 +445,14 @@ def all_figures(
     tree_method: str,
     tree_step: int | None = None,
     replay: bool = False,
+    sage: SageConfig | None = None,
 ) -> dict[str, go.Figure]:
-    """The five panels by name, in the order the issue lists them."""
-    return {
-        "confidence": confidence_figure(lanes, replay),
+    """The five panels by name, in the order the issue lists them (each downloads as a slide-sized PNG)."""
+    figures = {
+        "confidence": confidence_figure(lanes, replay, sage),
         "shapes": shape_figure(lanes, replay),
         "tree": tree_figure(lanes.get(tree_method, ()), tree_step, token_texts, tree_method, replay),
         "accepted": accepted_figure(lanes, replay),
         "race": race_figure(lanes, replay),
     }
+    return {name: for_slides(fig, name) for name, fig in figures.items()}

@@ -1,0 +1,172 @@
+"""The teaching mode's explainer: one round, its formulas filled in with the numbers it used.
+
+Renders `sage_core.explain.RoundExplained` as HTML (the page's `#explain`). Every
+figure comes from the round's record or the run's SAGE settings; nothing here
+computes a policy value of its own.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable, Mapping, Sequence
+
+from sage_core import StepRecord
+from sage_core.config import SageConfig
+from sage_core.explain import RoundExplained, explain_round
+
+from .panels import ACCEPTED, BONUS, CUT, pick_step, short_label
+from .render import display_token
+
+TokenText = Callable[[int | None], str]
+
+STYLE = """
+<style>
+#explain .ex { font: 13px/1.45 Inter, system-ui, sans-serif; color: #1e293b; }
+#explain .ex h4 { margin: 10px 0 4px; font-size: 13px; color: #334155; }
+#explain .ex .f { font-family: ui-monospace, Menlo, monospace; font-size: 12.5px; }
+#explain .ex table { border-collapse: collapse; margin: 2px 0 6px; }
+#explain .ex td, #explain .ex th { padding: 1px 8px 1px 0; text-align: left; vertical-align: top; }
+#explain .ex th { font-weight: 600; color: #475569; }
+#explain .ex .bar { display: inline-block; height: 10px; background: #6366f1; border-radius: 2px; }
+#explain .ex .muted { color: #64748b; }
+</style>
+"""
+
+
+def explain_html(
+    records: Sequence[StepRecord],
+    step: int | None,
+    token_texts: Mapping[int, str],
+    method: str,
+    sage: SageConfig | None = None,
+    replay: bool = False,
+) -> str:
+    """The explainer for the round `step` of one lane (the latest round when None)."""
+    label = html.escape(short_label(method))
+    if step == 0:
+        return _box(f"<b>Step 0, {label}</b>: the prefill. The target reads the prompt and picks the first token.")
+    record = pick_step(records, step)
+    if record is None:
+        return _box(f"<b>{label}</b>: no round yet. Start a race (or a replay) and pick a step.")
+    explained = explain_round(record, sage or SageConfig())
+
+    def text(token: int | None) -> str:
+        if token is None:
+            return "?"
+        return html.escape(display_token(token_texts.get(token, f"#{token}"), 14))
+
+    source = " <span class='muted'>(from the trace)</span>" if replay else ""
+    parts = [f"<b>Round {explained.step}, {label}</b>{source}"]
+    parts += _policy(explained, text)
+    parts += _verification(explained, text)
+    return _box("".join(parts))
+
+
+def _box(body: str) -> str:
+    return f"{STYLE}<div class='ex'>{body}</div>"
+
+
+def _policy(e: RoundExplained, text: TokenText) -> list[str]:
+    out: list[str] = []
+    if e.kind == "plain":
+        return ["<p>Plain decoding: one target forward, one new token. No draft, no tree.</p>"]
+    if e.top_probs:
+        out.append(f"<h4>The draft's top-{len(e.top_probs)} after the root</h4><table>")
+        top = max(e.top_probs)
+        for token, prob in zip(e.top_tokens, e.top_probs, strict=True):
+            width = int(160 * prob / top) if top > 0 else 0
+            out.append(
+                f"<tr><td class='f'>{text(token)}</td><td><span class='bar' style='width:{width}px'></span></td>"
+                f"<td class='f'>{prob:.3f}</td></tr>"
+            )
+        out.append("</table>")
+    if e.kind in ("chain", "static"):
+        name = "SD-Chain: 5 draft tokens in a row" if e.kind == "chain" else "SD-Tree: the static 25-node tree"
+        out.append(f"<p>Fixed tree ({name}, {e.fixed_tree_nodes} nodes): the same shape every round, "
+                   "whatever the draft's confidence.</p>")  # fmt: skip
+        return out
+    if e.entropy is not None and e.alpha is not None:
+        out.append(
+            "<h4>Confidence</h4><div class='f'>"
+            f"H = {e.entropy:.3f} nats<br>"
+            f"α = 1 − H / log {len(e.top_probs)} = 1 − {e.entropy:.3f} / {e.log_k:.3f} = <b>{e.alpha:.3f}</b></div>"
+        )
+    if e.kind == "sage-first":
+        out.append(f"<p>SAGE's first round uses the static tree ({e.fixed_tree_nodes} nodes), as in the paper; "
+                   "from the next round α shapes the tree.</p>")  # fmt: skip
+        return out
+    if e.depth is not None and e.depth_raw is not None and e.width_raw is not None and e.alpha is not None:
+        out.append(
+            "<h4>Shape</h4><div class='f'>"
+            f"D(α) = D_min + α·(D_max − D_min) = {e.depth_min} + {e.alpha:.3f}·({e.depth_max} − {e.depth_min}) "
+            f"= {e.depth_raw:.2f} → <b>{e.depth}</b><br>"
+            f"W(α) = W_min + (1 − α)·(W_max − W_min) = {e.width_min} + {1 - e.alpha:.3f}·({e.width_max} − "
+            f"{e.width_min}) = {e.width_raw:.2f} → <b>{e.width}</b></div>"
+        )
+    if e.levels:
+        out.append(
+            "<h4>Level by level</h4><div class='muted'>W_l = W(α)·(1/l)·(0.5 + P_parent); "
+            f"θ_l = {e.threshold_base:g}·l/D; node budget {e.node_budget}</div><table>"
+            "<tr><th>l</th><th>θ_l</th><th>W_l per parent</th><th>kept</th>"
+            "<th>cut: width · threshold · budget</th></tr>"
+        )
+        for level in e.levels:
+            widths = ", ".join(
+                f"{'root' if w.node == -1 else f'#{w.node}'}: {w.raw:.2f}→{w.width}" for w in level.widths[:6]
+            )
+            if len(level.widths) > 6:
+                widths += f", … ({len(level.widths)} parents)"
+            out.append(
+                f"<tr><td>{level.level}</td><td class='f'>{e.threshold_base:g}·{level.level}/{e.depth} = "
+                f"{level.threshold:.4f}</td><td class='f'>{widths}</td><td>{level.kept}</td>"
+                f"<td>{level.cut_by_width} · {level.cut_by_threshold} · {level.cut_by_budget}</td></tr>"
+            )
+        out.append("</table>")
+    elif e.kind == "sage-template":
+        out.append("<p class='muted'>Template shape: the tree was planned from the previous round's draft.</p>")
+    if e.cut:
+        shown = ", ".join(
+            f"<span style='color:{CUT}'>{text(c.token)}</span> (l{c.level}, p {c.prob:.2f}, {c.rule})"
+            for c in e.cut[:8]
+        )
+        out.append(f"<div class='muted'>Best candidates cut: {shown}</div>")
+    return out
+
+
+def _verification(e: RoundExplained, text: TokenText) -> list[str]:
+    out: list[str] = []
+    if e.nodes:
+        reached = {-1, *e.accepted_nodes}
+        checked = [n for n in e.nodes if n.parent in reached]
+        out.append("<h4>Verification: one target forward over the whole tree</h4><table>"
+                   "<tr><th>depth</th><th>draft</th><th>target chose</th><th></th></tr>")  # fmt: skip
+        for node in checked:
+            if node.agreed is None:
+                verdict = "accepted" if node.accepted else "rejected"
+            else:
+                verdict = "✓ agreed" if node.agreed else "✗"
+            colour = ACCEPTED if node.accepted else "#64748b"
+            out.append(
+                f"<tr style='color:{colour}'><td>{node.depth}</td><td class='f'>{text(node.token)}</td>"
+                f"<td class='f'>{text(node.target_choice)}</td><td>{verdict}</td></tr>"
+            )
+        out.append("</table>")
+        below = len(e.nodes) - len(checked)
+        if below:
+            out.append(f"<div class='muted'>{below} more nodes hung below rejected ones.</div>")
+    path = " ".join(f"<span style='color:{ACCEPTED}'>{text(t)}</span>" for t in e.accepted_tokens)
+    out.append(
+        f"<p>Accepted τ = {len(e.accepted_tokens)}: {path or '(none)'} + bonus "
+        f"<span style='color:{BONUS}'>{text(e.bonus_token)}</span> (the target's own next token).</p>"
+    )
+    if e.window_mean is not None:
+        move = (
+            "holds"
+            if e.next_depth_max == e.depth_max
+            else ("rises" if (e.next_depth_max or 0) > (e.depth_max or 0) else "falls")
+        )
+        out.append(
+            f"<p>The acceptance window closed: mean τ = {e.window_mean:.2f} (&lt; {e.lower_below:g} lowers D_max, "
+            f"&gt; {e.raise_above:g} raises it), so D_max {move}: {e.depth_max} → {e.next_depth_max}.</p>"
+        )
+    return out
