@@ -1,11 +1,12 @@
 """Launch the SAGE demo: `python app.py` (http://127.0.0.1:7860 by default).
 
-GRADIO_SERVER_NAME / GRADIO_SERVER_PORT choose the address (a Space sets them).
+GRADIO_SERVER_NAME / GRADIO_SERVER_PORT choose the address (a Space sets them);
+the SAGE_APP_* settings (limits, custom models) are listed in the README.
 """
 
 import os
 
-from app.ui import build_demo
+from app.ui import build_demo, launch_options
 
 demo = build_demo()
 
@@ -13,4 +14,5 @@ if __name__ == "__main__":
     demo.queue(default_concurrency_limit=1).launch(
         server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
         server_port=int(os.environ.get("GRADIO_SERVER_PORT", "7860")),
+        **launch_options(),
     )

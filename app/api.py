@@ -1,7 +1,8 @@
 """The API's answer for a race or a replay: texts, figures, verdict, panels, the trace.
 
 Everything is read off the records of the race; `trace` holds them, so a
-caller can check every figure against the steps it came from.
+caller can check every figure against the steps it came from. A replay's
+answer leaves the trace out (`trace` is null): the caller sent it.
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ def default_tree_method(data: RaceData) -> str:
     return drafting[0] if drafting else data.methods[0]
 
 
-def race_result(data: RaceData, tree_method: str | None = None, tree_step: int | None = None) -> dict[str, Any]:
+def race_result(
+    data: RaceData, tree_method: str | None = None, tree_step: int | None = None, with_trace: bool = True
+) -> dict[str, Any]:
     lanes = data.records_by_method()
     header = data.header
     figures = all_figures(lanes, data.token_texts, tree_method or default_tree_method(data), tree_step, data.replay)
@@ -42,5 +45,5 @@ def race_result(data: RaceData, tree_method: str | None = None, tree_step: int |
         "speedups": speedups(lanes),
         "lossless": asdict(result) if result is not None else None,
         "panels": {name: json.loads(fig.to_json()) for name, fig in figures.items()},
-        "trace": "\n".join(race_trace_lines(data)) + "\n",
+        "trace": "\n".join(race_trace_lines(data)) + "\n" if with_trace else None,
     }

@@ -10,12 +10,15 @@ with the app's limits.
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from sage_core import Media, SageConfig, SageError, load_media
+from sage_core.config import check_max_new_tokens, check_prompt
 from sage_core.media import VIDEO_SUFFIXES
 
 from .race import order_methods
@@ -27,26 +30,40 @@ DEFAULT_PROMPT = "What is shown in the image?"
 
 def _env_float(name: str, default: float) -> float:
     try:
-        return float(os.environ.get(name, default))
+        value = float(os.environ.get(name, default))
     except ValueError:
         return default
+    return value if math.isfinite(value) and value > 0 else default
 
 
 @dataclass(frozen=True)
 class Limits:
-    """What the app accepts (override with SAGE_APP_MAX_UPLOAD_MB / SAGE_APP_MAX_VIDEO_SECONDS)."""
+    """What the app accepts (override with SAGE_APP_MAX_UPLOAD_MB, SAGE_APP_MAX_VIDEO_SECONDS and
+    SAGE_APP_MAX_TRACE_MB). Gradio refuses any upload above the larger of the two file limits before
+    storing it (`max_file_size`); the app then checks each kind against its own."""
 
     max_upload_mb: float = 50.0
     max_video_seconds: float = 60.0
     video_frames: int = 8
     max_new_tokens: int = 512
+    max_trace_mb: float = 20.0
 
     @classmethod
     def from_env(cls) -> Limits:
         return cls(
             max_upload_mb=_env_float("SAGE_APP_MAX_UPLOAD_MB", cls.max_upload_mb),
             max_video_seconds=_env_float("SAGE_APP_MAX_VIDEO_SECONDS", cls.max_video_seconds),
+            max_trace_mb=_env_float("SAGE_APP_MAX_TRACE_MB", cls.max_trace_mb),
         )
+
+    @property
+    def max_file_bytes(self) -> int:
+        """Gradio's own upload limit: the larger of the media and trace limits."""
+        return int(max(self.max_upload_mb, self.max_trace_mb) * 2**20)
+
+    @property
+    def max_trace_bytes(self) -> int:
+        return int(self.max_trace_mb * 2**20)
 
 
 class InputProblem(SageError):
@@ -82,42 +99,45 @@ def open_media(path: str, limits: Limits) -> Media:
     return load_media(file, frames=limits.video_frames, max_bytes=limit, max_video_seconds=limits.max_video_seconds)
 
 
+SAGE_FIELDS = ("depth_min", "depth_max", "width_min", "width_max", "node_budget", "top_k")
+
+
 def sage_config(d_min: float, d_max: float, w_min: float, w_max: float, budget: float, top_k: float) -> SageConfig:
-    try:
-        return SageConfig(
-            depth_min=int(d_min),
-            depth_max=int(d_max),
-            width_min=int(w_min),
-            width_max=int(w_max),
-            node_budget=int(budget),
-            top_k=int(top_k),
-        )
-    except (TypeError, ValueError) as error:
-        raise InputProblem(str(error)) from error
+    """SAGE's settings from the form: whole numbers, checked by `SageConfig` (a ConfigError names the rule)."""
+    values: dict[str, Any] = {}
+    for name, value in zip(SAGE_FIELDS, (d_min, d_max, w_min, w_max, budget, top_k), strict=True):
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            number = math.nan
+        if isinstance(value, bool) or not number.is_integer():
+            raise InputProblem(f"the SAGE setting {name} must be a whole number, not {value!r}")
+        values[name] = int(number)
+    return SageConfig(**values)
 
 
 def check_request(
     image: str | None,
     video: str | None,
-    prompt: str | None,
-    methods: list[str] | None,
-    max_new_tokens: float,
+    prompt: object,
+    methods: object,
+    max_new_tokens: object,
     sage: tuple[float, float, float, float, float, float],
     limits: Limits,
 ) -> RaceRequest:
     """Validate everything that needs no model; raises InputProblem."""
     path = check_media_choice(image, video)
-    if not prompt or not prompt.strip():
-        raise InputProblem("the prompt is empty: ask something about the image or video")
-    chosen = order_methods(methods or [])
+    prompt = check_prompt(prompt).strip()
+    methods = methods or []
+    if not isinstance(methods, list | tuple) or not all(isinstance(m, str) for m in methods):
+        raise InputProblem("methods must be a list of method names")
+    chosen = order_methods(methods)
     if len(chosen) < 2:
         raise InputProblem("pick at least two methods to race (SAGE and the static tree by default)")
-    tokens = int(max_new_tokens or 0)
-    if not 1 <= tokens <= limits.max_new_tokens:
-        raise InputProblem(f"max new tokens must lie in [1, {limits.max_new_tokens}]")
+    tokens = check_max_new_tokens(max_new_tokens, limits.max_new_tokens)
     config = sage_config(*sage)
     media = open_media(path, limits)
-    return RaceRequest(media, prompt.strip(), chosen, tokens, config)
+    return RaceRequest(media, prompt, chosen, tokens, config)
 
 
 # -- examples ------------------------------------------------------------------------

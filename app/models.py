@@ -1,20 +1,28 @@
-"""Model pairs for the app: presets, and a process-wide cache.
+"""Model pairs for the app: presets, custom models, and a process-wide cache.
 
-Each (target, draft, device, dtype) is loaded once per process, under a
-lock, warmed up with one short untimed decode (so the first race is not
+Each (target, draft, device, dtype) is loaded once per process, one load at
+a time, warmed up with one short untimed decode (so the first race is not
 charged for lazy initialisation), and then shared read-only by every user.
-A pair also carries a lock that the race holds around each step, so two
-races never step the same models at once.
+Loading never holds the race slot (`RACE_SLOT`): a visitor's load does not
+stall the races of the others. Races hold the slot around each step, so no
+two steps (of any pair) run at once and each step's time is its own.
+
+Custom models are the operator's choice, off unless turned on
+(`CustomModels`): local folders only under a folder the operator names, hub
+ids only when allowed, and messages that never reveal a server path or
+whether one exists.
 """
 
 from __future__ import annotations
 
 import gc
+import logging
 import os
+import re
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -73,8 +81,10 @@ def presets(default_pair: tuple[str, str] | None = None) -> list[Preset]:
     return offered
 
 
-def preset_choices(offered: Sequence[Preset]) -> list[tuple[str, str]]:
-    return [(p.label, p.key) for p in offered] + [("Custom target and draft (advanced)", CUSTOM_KEY)]
+def preset_choices(offered: Sequence[Preset], custom: bool = False) -> list[tuple[str, str]]:
+    """The pair dropdown's choices; "Custom" only where the operator allows custom models."""
+    choices = [(p.label, p.key) for p in offered]
+    return choices + ([("Custom target and draft (advanced)", CUSTOM_KEY)] if custom else [])
 
 
 def default_preset_key(offered: Sequence[Preset]) -> str:
@@ -83,13 +93,68 @@ def default_preset_key(offered: Sequence[Preset]) -> str:
     return wanted if wanted in keys else keys[0]
 
 
-def resolve_pair(key: str, offered: Sequence[Preset], custom_target: str, custom_draft: str) -> tuple[str, str]:
-    """The (target, draft) names a choice stands for; SageError when it names nothing."""
+HUB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}")
+log = logging.getLogger("sage.app")
+
+
+@dataclass(frozen=True)
+class CustomModels:
+    """Which custom models visitors may race: none unless the operator allows them.
+
+    SAGE_APP_CUSTOM_MODELS_DIR=/srv/models allows the model folders inside that
+    folder (a visitor names them relative to it); SAGE_APP_CUSTOM_HUB=1 allows
+    hub ids (owner/name), downloaded on first use. A name that is neither is
+    refused with one message, whether or not such a path exists on the server.
+    """
+
+    folder: Path | None = None
+    hub: bool = False
+
+    @classmethod
+    def from_env(cls) -> CustomModels:
+        folder = os.environ.get("SAGE_APP_CUSTOM_MODELS_DIR", "").strip()
+        hub = os.environ.get("SAGE_APP_CUSTOM_HUB", "").strip().lower() in ("1", "true", "yes")
+        return cls(Path(folder) if folder else None, hub)
+
+    @property
+    def enabled(self) -> bool:
+        return self.folder is not None or self.hub
+
+    def describe(self) -> str:
+        kinds = (["a model folder in the server's models folder"] if self.folder is not None else []) + (
+            ["a hub id (owner/name)"] if self.hub else []
+        )
+        return " or ".join(kinds)
+
+    def resolve(self, name: str, role: str) -> str:
+        """What to load for a visitor's `name`: a folder inside the allowed folder, or an allowed hub id."""
+        if not self.enabled:
+            raise ModelLoadError("custom models are turned off on this server; pick one of the listed pairs")
+        name = (name or "").strip()
+        if self.folder is not None and name and ".." not in Path(name).parts:
+            root = self.folder.resolve()
+            candidate = (root / name).resolve()
+            if candidate != root and candidate.is_relative_to(root) and (candidate / "config.json").is_file():
+                return str(candidate)
+        if self.hub and HUB_ID.fullmatch(name) and ".." not in name:
+            return name
+        raise ModelLoadError(
+            f"the custom {role} {name[:100]!r} is not a model this server offers: give {self.describe()}"
+        )
+
+
+def resolve_pair(
+    key: str, offered: Sequence[Preset], custom_target: str, custom_draft: str, custom: CustomModels | None = None
+) -> tuple[str, str]:
+    """The (target, draft) names a choice stands for; SageError when it names nothing (or nothing allowed)."""
     if key == CUSTOM_KEY:
+        custom = custom or CustomModels()
+        if not custom.enabled:
+            raise ModelLoadError("custom models are turned off on this server; pick one of the listed pairs")
         target, draft = (custom_target or "").strip(), (custom_draft or "").strip()
         if not target or not draft:
-            raise ModelLoadError("a custom pair needs both a target and a draft (hub ids or local folders)")
-        return target, draft
+            raise ModelLoadError(f"a custom pair needs both a target and a draft ({custom.describe()})")
+        return custom.resolve(target, "target"), custom.resolve(draft, "draft")
     for preset in offered:
         if preset.key == key:
             if preset.target == "builtin" and not builtin_available():
@@ -106,48 +171,103 @@ def resolve_pair(key: str, offered: Sequence[Preset], custom_target: str, custom
 @dataclass
 class LoadedPair:
     pair: ModelPair
-    lock: threading.RLock = field(default_factory=threading.RLock)
 
     def token_texts(self, tokens: Sequence[int]) -> list[str]:
         tokenizer = self.pair.target.tokenizer
         return [tokenizer.decode([t], skip_special_tokens=False) for t in tokens]
 
 
+Report = Callable[[str, float], None]  # a loading stage and how far along the load is (0..1)
+PATH_LIKE = re.compile(r"(?:[A-Za-z]:)?(?:[\\/][^\s'\"\\/]+){2,}[\\/]?")
+
+
+def scrub_paths(message: str, names: dict[str, str]) -> str:
+    """A load error for a visitor: each loaded path shown as the name the visitor gave, any other path hidden."""
+    for path, name in names.items():
+        message = message.replace(path, name)
+    return PATH_LIKE.sub("<path>", message)
+
+
 class PairCache:
-    """Pairs by (target, draft, device, dtype); the oldest is dropped beyond `capacity`."""
+    """Pairs by (target, draft, device, dtype); the oldest is dropped beyond `capacity`.
+
+    One pair loads at a time (`_loading`); looking up a loaded pair never
+    waits for a load in progress.
+    """
 
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
         self._pairs: OrderedDict[tuple[str, str, str, str], LoadedPair] = OrderedDict()
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # guards `_pairs`, held only for a moment
+        self._loading = threading.Lock()
 
     def loaded(self, target: str, draft: str, device: str = "auto", dtype: str = "auto") -> bool:
         return (target, draft, device, dtype) in self._pairs
 
-    def get(self, target: str, draft: str, device: str = "auto", dtype: str = "auto") -> LoadedPair:
+    def get(
+        self,
+        target: str,
+        draft: str,
+        device: str = "auto",
+        dtype: str = "auto",
+        report: Report | None = None,
+        names: tuple[str, str] | None = None,
+    ) -> LoadedPair:
+        """The pair, loaded and warmed up first when needed (stages told to `report`).
+
+        `names`: how a custom pair is shown (the names the visitor gave, never
+        the server paths); its load errors are scrubbed of paths.
+        """
         key = (target, draft, device, dtype)
         with self._lock:
             if key in self._pairs:
                 self._pairs.move_to_end(key)
                 return self._pairs[key]
-            if len(self._pairs) >= self.capacity:  # make room first: a GPU holds one pair
-                while len(self._pairs) >= self.capacity:
+        with self._loading:
+            with self._lock:
+                if key in self._pairs:
+                    return self._pairs[key]
+                dropped = len(self._pairs) >= self.capacity
+                while len(self._pairs) >= self.capacity:  # make room first: a GPU holds one pair
                     self._pairs.popitem(last=False)
+            if dropped:
                 release_memory()
-            try:
-                loaded = LoadedPair(load_pair(target, draft, device=device, dtype=dtype))
-                warm_up(loaded.pair)
-            except SageError:
-                raise
-            except (torch.OutOfMemoryError, MemoryError) as error:
-                release_memory()
-                raise ModelLoadError(f"not enough memory to load {target!r} with {draft!r}") from error
-            except Exception as error:  # a broken checkpoint must not take the app down
-                raise ModelLoadError(
-                    f"cannot load {target!r} with {draft!r}: {type(error).__name__}: {error}"
-                ) from error
-            self._pairs[key] = loaded
+            loaded = self._load(target, draft, device, dtype, report or (lambda stage, done: None), names)
+            with self._lock:
+                self._pairs[key] = loaded
             return loaded
+
+    def _load(
+        self, target: str, draft: str, device: str, dtype: str, report: Report, names: tuple[str, str] | None
+    ) -> LoadedPair:
+        shown = dict(zip((target, draft), names, strict=True)) if names else {}
+        stages = iter((0.05, 0.45))
+        try:
+            pair = load_pair(
+                target, draft, device=device, dtype=dtype,
+                report=lambda stage: report(scrub_paths(stage, shown) if names else stage, next(stages, 0.5)),
+            )  # fmt: skip
+            if names:
+                pair.target.name, pair.draft.name = names
+            report("warming up (one short untimed decode)", 0.85)
+            loaded = LoadedPair(pair)
+            warm_up(loaded.pair)
+        except SageError as error:
+            if not names:
+                raise
+            raise ModelLoadError(scrub_paths(str(error), shown)) from error
+        except (torch.OutOfMemoryError, MemoryError) as error:
+            release_memory()
+            raise ModelLoadError("not enough memory to load this pair") from error
+        except Exception as error:  # a broken checkpoint must not take the app down
+            log.exception("loading %s with %s failed", target, draft)
+            detail = f"{type(error).__name__}: {error}".splitlines()[0][:300]
+            if names:
+                detail = scrub_paths(detail, shown)
+            label = names or (target, draft)
+            raise ModelLoadError(f"cannot load {label[0]!r} with {label[1]!r}: {detail}") from error
+        report("ready", 1.0)
+        return loaded
 
     def clear(self) -> None:
         with self._lock:
@@ -173,3 +293,6 @@ def warm_up(pair: ModelPair) -> None:
 
 # One GPU holds one pair at a time; a CPU can keep a few small ones.
 PAIRS = PairCache(capacity=1 if gpu_available() else 3)
+# Held around each race step (any pair): no two steps share the device, so each step's time is its own.
+# Loading a pair never holds it.
+RACE_SLOT = threading.RLock()

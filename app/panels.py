@@ -28,7 +28,7 @@ from sage_core.config import SageConfig
 
 from .render import DOTS as COLOURS
 from .render import SHORT as SHORT_LABELS
-from .render import display_token
+from .render import LaneFigures, display_token, lead_method, speedups_of
 
 Lanes = Mapping[str, Sequence[StepRecord]]
 
@@ -418,17 +418,12 @@ def race_figure(lanes: Lanes, replay: bool = False) -> go.Figure:
 
 
 def speedups(lanes: Lanes) -> dict[str, float]:
-    """tokens/s of the lead method (SAGE when it raced) over each other method's."""
-    present = {m: summarize(rs) for m, rs in lanes.items() if rs}
-    if len(present) < 2:
+    """tokens/s of the lead method (SAGE when it raced) over each other method's, keyed "lead_over_other"."""
+    figures = {m: LaneFigures.of(rs) for m, rs in lanes.items() if rs}
+    if len(figures) < 2:
         return {}
-    lead = "sage" if "sage" in present else next(iter(present))
-    lead_rate = present[lead].tokens_per_second
-    return {
-        f"{lead}_over_{m}": lead_rate / s.tokens_per_second
-        for m, s in present.items()
-        if m != lead and s.tokens_per_second > 0
-    }
+    lead = lead_method(figures)
+    return {f"{lead}_over_{m}": value for m, value in speedups_of(figures).items()}
 
 
 def speedup_lines(lanes: Lanes) -> list[str]:

@@ -40,7 +40,7 @@ from sage_core import (
     prepare_inputs,
     summarize,
 )
-from sage_core.records import TraceError, parse_trace, trace_lines
+from sage_core.records import MAX_TRACE_BYTES, TraceError, json_line, parse_trace_rows, read_trace_text, trace_lines
 
 RACE_FORMAT = "sage-race/1"
 # Canonical column order: SAGE first, then its baselines.
@@ -219,42 +219,26 @@ def save_race(data: RaceData, path: str | Path) -> Path:
     return path
 
 
-def load_race(path: str | Path) -> RaceData:
-    """Read a race trace (or a single-run trace); raises TraceError when it is neither."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise TraceError(f"cannot read the trace file: {error}") from error
-    return parse_race(text.splitlines(), source=Path(path).name)
+def load_race(path: str | Path, max_bytes: int = MAX_TRACE_BYTES) -> RaceData:
+    """Read a race trace (or a single-run trace) of at most `max_bytes`; raises TraceError when it is neither."""
+    return parse_race(read_trace_text(path, max_bytes).splitlines(), source=Path(path).name)
 
 
 def parse_race(lines: Sequence[str], source: str = "") -> RaceData:
-    lines = [line for line in lines if line.strip()]
-    if not lines:
+    """A race from its JSON lines, every field checked (`sage_core.records.parse_trace`); TraceError else."""
+    rows = [json_line(line, number) for number, line in enumerate((line for line in lines if line.strip()), 1)]
+    if not rows:
         raise TraceError("the trace file is empty")
-    rows: list[dict] = []
-    for number, line in enumerate(lines, 1):
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise TraceError(f"line {number} is not JSON: {error.msg}") from error
-        if not isinstance(row, dict):
-            raise TraceError(f"line {number} is not a JSON object")
-        rows.append(row)
-    meta: dict = {}
+    texts: dict[int, str] = {}
     if "race" in rows[0]:
-        meta = rows[0]["race"] if isinstance(rows[0]["race"], dict) else {}
-        if meta.get("format") != RACE_FORMAT:
-            raise TraceError(f"unsupported race format {meta.get('format')!r} (expected {RACE_FORMAT})")
-        lines, rows = lines[1:], rows[1:]
+        texts = _race_meta(rows[0]["race"])
+        rows = rows[1:]
     starts = [i for i, row in enumerate(rows) if "header" in row]
     if not starts or starts[0] != 0:
         raise TraceError("not a SAGE trace: it must start with a header line")
     lanes = []
-    for begin, end in zip(starts, [*starts[1:], len(lines)], strict=True):
-        header, records = parse_trace(lines[begin:end])
-        if any(r.method != header.method for r in records):
-            raise TraceError(f"the run of {header.method!r} holds records of another method")
+    for begin, end in zip(starts, [*starts[1:], len(rows)], strict=True):
+        header, records = parse_trace_rows(rows[begin:end])
         lanes.append(Lane(header.method, header, records))
     methods = [lane.method for lane in lanes]
     if len(set(methods)) != len(methods):
@@ -265,10 +249,25 @@ def parse_race(lines: Sequence[str], source: str = "") -> RaceData:
         assert lane.header is not None
         if (lane.header.prompt, lane.header.media) != (first.prompt, first.media):
             raise TraceError("the runs in this trace decode different inputs; a race compares one prompt")
-    lanes.sort(key=lambda lane: METHOD_ORDER.index(lane.method) if lane.method in METHOD_ORDER else len(METHOD_ORDER))
-    texts = {int(k): str(v) for k, v in (meta.get("token_texts") or {}).items()}
+    lanes.sort(key=lambda lane: METHOD_ORDER.index(lane.method))
     for lane in lanes:
         for record in lane.records:
-            for token, text in zip(record.new_tokens, record.new_token_texts, strict=False):
+            for token, text in zip(record.new_tokens, record.new_token_texts, strict=True):
                 texts.setdefault(token, text)
     return RaceData(lanes=lanes, token_texts=texts, replay=True, source=source)
+
+
+def _race_meta(meta: object) -> dict[int, str]:
+    """The race line's token texts, checked: its format, token ids as keys, texts as values."""
+    if not isinstance(meta, dict) or meta.get("format") != RACE_FORMAT:
+        found = meta.get("format") if isinstance(meta, dict) else None
+        raise TraceError(f"unsupported race format {found!r} (expected {RACE_FORMAT})")
+    texts = meta.get("token_texts") or {}
+    if not isinstance(texts, dict):
+        raise TraceError("the race line's token_texts must map token ids to texts")
+    checked: dict[int, str] = {}
+    for key, text in texts.items():
+        if not (isinstance(key, str) and key.isascii() and key.isdigit()) or not isinstance(text, str):
+            raise TraceError(f"the race line's token_texts must map token ids to texts, not {key[:20]!r}")
+        checked[int(key)] = text
+    return checked

@@ -9,7 +9,7 @@ each step boundary. Every number comes from the records of the run shown.
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from sage_core import METHOD_LABELS, StepRecord, summarize
@@ -245,8 +245,9 @@ def badge_html(data: RaceData | None) -> str:
                 f"<small>{result.compared} tokens compared; greedy speculative decoding must equal the "
                 "target's own greedy output</small></div>"
             )
+        lead = "■ Stopped:" if data.stopped else "…"  # type: ignore[union-attr]
         return wrap(
-            f"<div class='sage-badge wait'>… {names}: identical so far"
+            f"<div class='sage-badge wait'>{lead} {names}: identical so far"
             f"<small>{result.compared} tokens compared</small></div>"
         )
     diff = result.first_difference or {}
@@ -269,23 +270,42 @@ def badge_html(data: RaceData | None) -> str:
 # -- the figures table -----------------------------------------------------------------
 
 
+def lead_method(methods: Iterable[str]) -> str:
+    """The method the others are compared with: SAGE when it raced, else the first."""
+    methods = list(methods)
+    return "sage" if "sage" in methods else methods[0]
+
+
+def speedups_of(figures: Mapping[str, LaneFigures], decode_only: bool = False) -> dict[str, float]:
+    """The lead method's tokens/s over each other method's (decode-only: after the prefill); the one place
+    a speedup is computed. A method with no measured rate is left out."""
+    if len(figures) < 2:
+        return {}
+    lead = lead_method(figures)
+
+    def rate(f: LaneFigures) -> float:
+        return f.decode_tokens_per_second if decode_only else f.tokens_per_second
+
+    return {m: rate(figures[lead]) / rate(f) for m, f in figures.items() if m != lead and rate(f) > 0}
+
+
+def lane_figures(data: RaceData) -> dict[str, LaneFigures]:
+    return {lane.method: LaneFigures.of(lane.records) for lane in data.lanes if lane.records}
+
+
 def table_html(data: RaceData | None) -> str:
     if data is None or not any(lane.records for lane in data.lanes):
         return ""
-    figures = {lane.method: LaneFigures.of(lane.records) for lane in data.lanes if lane.records}
-    lead = "sage" if "sage" in figures else next(iter(figures))
+    figures = lane_figures(data)
+    lead = lead_method(figures)
+    overall, decode_only = speedups_of(figures), speedups_of(figures, decode_only=True)
     rows = []
     for method, f in figures.items():
         if method == lead:
             speed, decode_speed = "—", "—"
         else:
-            lead_f = figures[lead]
-            speed = f"{lead_f.tokens_per_second / f.tokens_per_second:.2f}×" if f.tokens_per_second else "–"
-            decode_speed = (
-                f"{lead_f.decode_tokens_per_second / f.decode_tokens_per_second:.2f}×"
-                if f.decode_tokens_per_second
-                else "–"
-            )
+            speed = f"{overall[method]:.2f}×" if method in overall else "–"
+            decode_speed = f"{decode_only[method]:.2f}×" if method in decode_only else "–"
         tau = f"{f.tau:.2f}" if method != "ar" else "–"
         rows.append(
             f"<tr><td><span class='sage-dot' style='background:{DOTS.get(method, '#334155')}'></span> "
@@ -311,14 +331,10 @@ def headline_html(data: RaceData | None) -> str:
     """The speedup in one line, read off the records of the run shown."""
     if data is None:
         return ""
-    figures = {lane.method: LaneFigures.of(lane.records) for lane in data.lanes if lane.records}
+    figures = lane_figures(data)
     if "sage" not in figures or len(figures) < 2:
         return ""
-    parts = [
-        f"{figures['sage'].tokens_per_second / f.tokens_per_second:.2f}× vs {SHORT.get(m, m)}"
-        for m, f in figures.items()
-        if m != "sage" and f.tokens_per_second > 0
-    ]
+    parts = [f"{value:.2f}× vs {SHORT.get(m, m)}" for m, value in speedups_of(figures).items()]
     label = "SAGE speedup (replay)" if data.replay else "SAGE speedup"
     return f"<div class='sage-headline'>{label}: {' · '.join(parts)}</div>"
 

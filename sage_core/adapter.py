@@ -15,7 +15,7 @@ cache internals; it calls `prefill`, `extend` and `commit`.
 from __future__ import annotations
 
 import gc
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,7 +23,8 @@ from typing import Any
 import torch
 from transformers import AutoConfig, AutoProcessor, DynamicCache
 
-from .errors import InputError, ModelLoadError, PairMismatchError
+from .config import check_prompt
+from .errors import InputError, MediaError, ModelLoadError, PairMismatchError
 from .kvcache import growing_cache, move_rows
 from .media import Media
 
@@ -38,7 +39,9 @@ FAMILIES: dict[str, tuple[str, bool]] = {
     "qwen3_vl": ("Qwen3VLForConditionalGeneration", True),
     "llava_onevision": ("LlavaOnevisionForConditionalGeneration", False),
 }
-MAX_PROMPT_CHARS = 4000
+# The Qwen processors refuse images and frames whose long side is more than 200 times the short one
+# (`smart_resize`); the limit is checked for every family, before any processor runs.
+MAX_ASPECT_RATIO = 200
 
 
 def resolve_device(device: str) -> torch.device:
@@ -184,14 +187,15 @@ class VLM:
 
     def prepare(self, media: Media, prompt: str) -> dict[str, Any]:
         """One user turn, the media first, then the text, with the generation prompt."""
-        if not prompt or not prompt.strip():
-            raise InputError("the prompt is empty")
-        if len(prompt) > MAX_PROMPT_CHARS:
-            raise InputError(f"the prompt has {len(prompt)} characters; the limit is {MAX_PROMPT_CHARS}")
+        check_prompt(prompt)
         control = next((t for t in self.control_tokens if t in prompt), None)
         if control is not None:  # it would be read as a control token: a visitor could write the model's turns
             raise InputError(f"the prompt contains the control token {control!r}; remove it")
-        inputs = processor_inputs(self.processor, [chat_prompt(self.processor, media.kind, prompt)], [media])
+        check_media(self.processor, media)
+        try:
+            inputs = processor_inputs(self.processor, [chat_prompt(self.processor, media.kind, prompt)], [media])
+        except (ValueError, TypeError, IndexError) as error:  # a limit of the processor not checked above
+            raise MediaError(f"the model's processor cannot take {media.describe()}: {_first_line(error)}") from error
         return {k: v.to(self.device) if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
 
     # -- forwards ------------------------------------------------------------
@@ -381,6 +385,27 @@ def processor_inputs(processor: Any, texts: Sequence[str], media: Sequence[Media
     )
 
 
+def check_media(processor: Any, media: Media) -> None:
+    """Refuse media the processors cannot take, naming the limit: extreme aspect ratios, and videos with
+    fewer frames than the processor's temporal patch (2 for the Qwen families)."""
+    if media.kind == "image":
+        assert media.image is not None
+        width, height = media.image.size
+    else:
+        assert media.frames is not None
+        height, width = int(media.frames.shape[1]), int(media.frames.shape[2])
+        needed = int(getattr(getattr(processor, "video_processor", None), "temporal_patch_size", 1) or 1)
+        if len(media.frames) < needed:
+            raise MediaError(
+                f"{media.name} has {len(media.frames)} frame(s); this model reads videos of at least {needed} frames "
+                "(give a still as an image)"
+            )
+    if min(width, height) < 1 or max(width, height) / min(width, height) > MAX_ASPECT_RATIO:
+        raise MediaError(
+            f"{media.name} is {width}x{height}; the long side may be at most {MAX_ASPECT_RATIO} times the short one"
+        )
+
+
 def _check_full_attention(config: Any, name: str) -> None:
     text_config = config.get_text_config()
     layer_types = getattr(text_config, "layer_types", None) or ()
@@ -448,15 +473,22 @@ def load_pair(
     max_memory: Mapping[str, str] | None = None,
     offload_folder: str | None = None,
     draft_device: str | None = None,
+    report: Callable[[str], None] | None = None,
 ) -> ModelPair:
     """Load and check a target and its draft (each by hub id or local folder).
 
     The target may be placed by accelerate (`device_map`, `max_memory`,
     `offload_folder`: see `VLM.load`); the draft sits on `draft_device`
     (default: `device`). The two models exchange only token ids, so they may
-    sit on different devices.
+    sit on different devices. `report` is told each stage as it starts.
     """
-    return check_pair(
-        VLM.load(target, "target", device, dtype, device_map, max_memory, offload_folder),
-        VLM.load(draft, "draft", draft_device or device, dtype),
-    )
+    say = report or (lambda stage: None)
+    say(f"loading the target {target} ({_source(target, 'target')})")
+    loaded_target = VLM.load(target, "target", device, dtype, device_map, max_memory, offload_folder)
+    say(f"loading the draft {draft} ({_source(draft, 'draft')})")
+    return check_pair(loaded_target, VLM.load(draft, "draft", draft_device or device, dtype))
+
+
+def _source(name: str, role: str) -> str:
+    """Where a model comes from, for progress messages: a local folder, or the hub (downloaded on first use)."""
+    return "local folder" if Path(resolve_name(name, role)).is_dir() else "from the hub, downloaded on first use"

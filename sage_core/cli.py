@@ -1,25 +1,40 @@
 """`python -m sage_core generate ...`: decode one prompt from the command line.
 
 Without --json the text streams to stdout; with --json one JSON object is
-printed at the end. Bad input exits with status 2 and one line on stderr.
+printed at the end. The loading stages are printed to stderr. Any failure
+exits with status 2 and one `error: ...` line on stderr (an unexpected one
+says so; SAGE_DEBUG=1 prints its traceback too).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import traceback
 from collections.abc import Sequence
 from dataclasses import asdict
+from pathlib import Path
+from typing import NoReturn
 
-from .config import MAX_NEW_TOKENS_LIMIT, METHODS, DecodeConfig, SageConfig
+import torch
+
+from .config import METHODS, DecodeConfig, SageConfig, check_max_new_tokens, check_prompt
 from .errors import InputError, SageError
 from .media import DEFAULT_FRAMES, load_media
 from .records import record_to_dict, save_trace, summarize
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse, with a usage error as one `error: ...` line (status 2) like every other failure."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {message} (see --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m sage_core", description=__doc__.splitlines()[0])
+    parser = Parser(prog="python -m sage_core", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
     gen = commands.add_parser("generate", help="decode one prompt about an image or a video")
     gen.add_argument("--target", default="builtin", help="hub id or local folder (default: the built-in pair)")
@@ -64,25 +79,22 @@ def generate(args: argparse.Namespace) -> int:
     from .adapter import load_pair
     from .decode import decode
 
-    if not args.prompt.strip():
-        raise InputError("the prompt is empty")
-    if not 1 <= args.max_new_tokens <= MAX_NEW_TOKENS_LIMIT:
-        raise InputError(f"--max-new-tokens must lie in [1, {MAX_NEW_TOKENS_LIMIT}], not {args.max_new_tokens}")
-    try:
-        sage = SageConfig(
-            depth_min=args.depth_min, depth_max=args.depth_max, width_min=args.width_min,
-            width_max=args.width_max, node_budget=args.node_budget, top_k=args.top_k, window=args.window,
-            shape=args.shape, alpha_source=args.alpha_source,
-        )  # fmt: skip
-    except ValueError as error:
-        raise InputError(str(error)) from error
-    config = DecodeConfig(method=args.method, max_new_tokens=args.max_new_tokens, sage=sage)
+    check_prompt(args.prompt)
+    sage = SageConfig(
+        depth_min=args.depth_min, depth_max=args.depth_max, width_min=args.width_min,
+        width_max=args.width_max, node_budget=args.node_budget, top_k=args.top_k, window=args.window,
+        shape=args.shape, alpha_source=args.alpha_source,
+    )  # fmt: skip
+    config = DecodeConfig(method=args.method, max_new_tokens=check_max_new_tokens(args.max_new_tokens), sage=sage)
+    if args.trace and not Path(args.trace).resolve().parent.is_dir():
+        raise InputError(f"--trace {args.trace}: the folder {Path(args.trace).parent} does not exist")
     media = load_media(args.image or args.video, frames=args.frames)
     if args.max_memory is not None and args.device_map is None:
         raise InputError("--max-memory needs --device-map")
     pair = load_pair(
         args.target, args.draft, device=args.device, dtype=args.dtype, device_map=args.device_map,
         max_memory=args.max_memory, offload_folder=args.offload_folder, draft_device=args.draft_device,
+        report=lambda stage: print(f"[{stage}]", file=sys.stderr, flush=True),
     )  # fmt: skip
     run = decode(pair, media, args.prompt, config)
     for record in run:
@@ -90,7 +102,10 @@ def generate(args: argparse.Namespace) -> int:
             print("".join(record.new_token_texts), end="", flush=True)
     summary = summarize(run.records)
     if args.trace:
-        save_trace(args.trace, run.header, run.records)
+        try:
+            save_trace(args.trace, run.header, run.records)
+        except OSError as error:
+            raise InputError(f"cannot write the trace to {args.trace}: {error.strerror or error}") from error
     if args.json:
         result = asdict(summary)
         result["token_ids"] = list(summary.token_ids)
@@ -112,6 +127,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return generate(args)
     except SageError as error:
         print(f"error: {error}", file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
         return 130
+    except (MemoryError, torch.OutOfMemoryError):
+        print("error: not enough memory: try fewer new tokens, a smaller input, or --device-map", file=sys.stderr)
+    except Exception as error:  # a bug: say so in one line (the traceback on demand)
+        if os.environ.get("SAGE_DEBUG"):
+            traceback.print_exc()
+        message = (str(error).strip().splitlines() or [""])[0][:200]
+        print(f"error: internal error ({type(error).__name__}: {message}); SAGE_DEBUG=1 shows the traceback",
+              file=sys.stderr)  # fmt: skip
+    return 2

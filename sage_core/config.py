@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from .errors import ConfigError, InputError
+
 Method = Literal["ar", "chain", "static", "sage"]
 METHODS: tuple[Method, ...] = ("ar", "chain", "static", "sage")
 METHOD_LABELS: dict[str, str] = {
@@ -100,7 +102,7 @@ class SageConfig:
         if self.alpha_source not in ("root", "path_mean"):
             problems.append("alpha_source must be 'root' or 'path_mean'")
         if problems:
-            raise ValueError("invalid SAGE configuration: " + "; ".join(problems))
+            raise ConfigError("invalid SAGE configuration: " + "; ".join(problems))
 
 
 @dataclass(frozen=True)
@@ -116,9 +118,29 @@ class DecodeConfig:
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
-            raise ValueError(f"unknown method {self.method!r}; choose one of {', '.join(METHODS)}")
-        if not 1 <= self.max_new_tokens <= MAX_NEW_TOKENS_LIMIT:
-            raise ValueError(f"max_new_tokens must lie in [1, {MAX_NEW_TOKENS_LIMIT}]")
+            raise ConfigError(f"unknown method {self.method!r}; choose one of {', '.join(METHODS)}")
+        check_max_new_tokens(self.max_new_tokens)
 
 
 MAX_NEW_TOKENS_LIMIT = 4096
+MAX_PROMPT_CHARS = 4000
+
+
+def check_max_new_tokens(value: object, limit: int = MAX_NEW_TOKENS_LIMIT) -> int:
+    """The token limit as a whole number in [1, limit] (a form's "12" or 12.0 included); ConfigError else."""
+    try:
+        number = float(str(value).strip()) if isinstance(value, str) else float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        number = float("nan")
+    if isinstance(value, bool) or not number.is_integer() or not 1 <= number <= limit:
+        raise ConfigError(f"max new tokens must be a whole number in [1, {limit}], not {value!r}")
+    return int(number)
+
+
+def check_prompt(prompt: object) -> str:
+    """A prompt that is text, not blank, and at most MAX_PROMPT_CHARS long; InputError else."""
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise InputError("the prompt is empty: ask something about the image or video")
+    if len(prompt) > MAX_PROMPT_CHARS:
+        raise InputError(f"the prompt has {len(prompt)} characters; the limit is {MAX_PROMPT_CHARS}")
+    return prompt

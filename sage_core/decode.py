@@ -107,8 +107,10 @@ class DecodeRun:
     def __init__(
         self, pair: ModelPair, media: Media, prompt: str, config: DecodeConfig, prepared: PreparedInputs | None = None
     ) -> None:
-        if not prompt or not prompt.strip():
-            raise InputError("the prompt is empty")
+        if config.method != "ar" and config.sage.top_k > pair.shared_vocab_size:
+            raise InputError(
+                f"top-k is {config.sage.top_k}, more than the {pair.shared_vocab_size} tokens of the vocabulary"
+            )
         self.pair = pair
         self.media = media
         self.prompt = prompt

@@ -1,4 +1,9 @@
-"""Errors whose message is meant for the user: one clear line, no traceback."""
+"""Errors whose message is meant for the user: one clear line, no traceback.
+
+Every error the library raises for a bad request derives from `SageError`, so
+a front end (the CLI, the app) catches that one class and shows its message;
+anything else that escapes is a bug, reported as an internal error.
+"""
 
 
 class SageError(Exception):
@@ -6,7 +11,7 @@ class SageError(Exception):
 
 
 class MediaError(SageError):
-    """A missing, unreadable, unsupported or oversized image or video."""
+    """A missing, unreadable, unsupported or oversized image or video, or one the processors cannot take."""
 
 
 class ModelLoadError(SageError):
@@ -19,3 +24,11 @@ class PairMismatchError(SageError):
 
 class InputError(SageError):
     """Any other bad request: an empty prompt, a token limit out of range."""
+
+
+class ConfigError(InputError, ValueError):
+    """An invalid `SageConfig` or `DecodeConfig` (also a ValueError, as a bad argument)."""
+
+
+class TraceError(InputError, ValueError):
+    """A trace file that cannot be read back: too large, malformed, or holding impossible values."""

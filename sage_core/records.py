@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .config import METHODS
+from .errors import TraceError
 from .trees import Tree
 
 TRACE_FORMAT = "sage-trace/1"
@@ -222,81 +223,178 @@ def trace_lines(header: RunHeader, records: Iterable[StepRecord]) -> Iterator[st
         yield json.dumps(record_to_dict(record))
 
 
-class TraceError(ValueError):
-    """A trace file that cannot be read back."""
+#: Traces larger than this are refused before they are read (the app's own limit may be lower).
+MAX_TRACE_BYTES = 64 * 2**20
+#: The largest draft tree a trace may hold; no policy plans near it (SAGE's node budget is 64, its depth 10).
+MAX_TREE_NODES = 4096
+MAX_TREE_DEPTH = 256
 
 
-def load_trace(path: str | Path) -> tuple[RunHeader, list[StepRecord]]:
-    """Read a trace written by `save_trace`; raises TraceError when it is not one."""
+def read_trace_text(path: str | Path, max_bytes: int = MAX_TRACE_BYTES) -> str:
+    """A trace file's text, refused when it is larger than `max_bytes` (checked before reading)."""
     try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
+        size = Path(path).stat().st_size
+        if size > max_bytes:
+            raise TraceError(f"the trace file is {size / 2**20:.1f} MB; the limit is {max_bytes / 2**20:g} MB")
+        return Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
-        raise TraceError(f"cannot read the trace file: {error}") from error
-    return parse_trace(lines)
+        raise TraceError(f"cannot read the trace file ({type(error).__name__})") from error
+
+
+def json_line(line: str, number: int) -> dict[str, Any]:
+    """One line of a trace as a JSON object; TraceError when it is not one (too deeply nested included)."""
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as error:
+        raise TraceError(f"line {number} is not JSON: {error.msg}") from error
+    except RecursionError as error:
+        raise TraceError(f"line {number} is nested too deeply to be a trace line") from error
+    if not isinstance(row, dict):
+        raise TraceError(f"line {number} is not a JSON object")
+    return row
+
+
+def load_trace(path: str | Path, max_bytes: int = MAX_TRACE_BYTES) -> tuple[RunHeader, list[StepRecord]]:
+    """Read a trace written by `save_trace`; raises TraceError when it is not one."""
+    return parse_trace(read_trace_text(path, max_bytes).splitlines())
 
 
 def parse_trace(lines: Sequence[str]) -> tuple[RunHeader, list[StepRecord]]:
-    """Parse the JSON lines of a trace; raises TraceError when they are not one."""
-    lines = [line for line in lines if line.strip()]
+    """Parse and check the JSON lines of a trace; raises TraceError when they are not one.
+
+    Every field is checked against the record types before anything is used:
+    types, ranges, finite non-negative times that never go backwards, trees
+    whose parents form a tree, a known method, steps numbered in order.
+    """
+    rows = [json_line(line, number) for number, line in enumerate((line for line in lines if line.strip()), 1)]
+    return parse_trace_rows(rows)
+
+
+def parse_trace_rows(rows: Sequence[dict[str, Any]]) -> tuple[RunHeader, list[StepRecord]]:
+    """`parse_trace` on lines already read as JSON objects."""
+    if not rows:
+        raise TraceError("the trace is empty")
     try:
-        first = json.loads(lines[0])
-        header = RunHeader(**first["header"])
-        if header.format != TRACE_FORMAT:
-            raise TraceError(f"unsupported trace format {header.format!r} (expected {TRACE_FORMAT})")
-        records = [record_from_dict(json.loads(line)) for line in lines[1:]]
-    except TraceError:
-        raise
-    except (IndexError, KeyError, TypeError, ValueError) as error:
+        header = RunHeader(**rows[0]["header"])
+        records = [record_from_dict(row) for row in rows[1:]]
+    except (KeyError, TypeError, ValueError) as error:
         raise TraceError(f"not a SAGE trace (JSON lines with a header, then step records): {error}") from error
+    problem = header_problem(header)
+    if problem is not None:
+        raise TraceError(f"the header of the trace is not valid: {problem}")
     if not records:
         raise TraceError("the trace holds no steps")
-    if header.method not in METHODS:
-        raise TraceError(f"unknown method {header.method!r} in the trace; known: {', '.join(METHODS)}")
     previous_total = 0.0
+    produced = 0
     for number, record in enumerate(records, 2):
+        index = number - 2
         problem = record_problem(record)
-        if problem is None and record.total_seconds < previous_total:
-            problem = "its total time goes backwards"
+        if problem is None:
+            produced += len(record.new_tokens)
+            problem = _sequence_problem(header, record, index, len(records), previous_total, produced)
         if problem is not None:
             raise TraceError(f"line {number} of the {header.method!r} run is not a valid step: {problem}")
         previous_total = record.total_seconds
     return header, records
 
 
+def _sequence_problem(
+    header: RunHeader, record: StepRecord, index: int, count: int, previous_total: float, produced: int
+) -> str | None:
+    """What makes a valid record wrong in its place in the run, or None."""
+    if record.method != header.method:
+        return f"it is a step of {record.method!r}, not of {header.method!r}"
+    if record.step != index:
+        return f"it is numbered {record.step}, not {index}"
+    if (record.phase == "prefill") != (index == 0):
+        return "a run is one prefill step, then decode steps"
+    if record.total_seconds < previous_total:
+        return "its total time goes backwards"
+    if record.total_tokens != produced:
+        return f"its running total is {record.total_tokens} tokens, but the steps so far made {produced}"
+    if record.finish_reason is not None and index != count - 1:
+        return "only the last step may finish the run"
+    return None
+
+
+def _is_int(value: Any, low: int = 0) -> bool:
+    return type(value) is int and value >= low
+
+
+def _is_number(value: Any, low: float = 0.0, high: float = math.inf) -> bool:
+    return (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and low <= value <= high
+    )
+
+
+def header_problem(header: RunHeader) -> str | None:
+    """What makes a header read from a file unusable, or None."""
+    if header.format != TRACE_FORMAT:
+        return f"unsupported trace format {header.format!r} (expected {TRACE_FORMAT})"
+    texts = (header.method, header.target, header.draft, header.prompt, header.media, header.device, header.dtype)
+    if not all(isinstance(t, str) for t in texts):
+        return "its names, prompt and devices must be text"
+    if header.method not in METHODS:
+        return f"unknown method {header.method!r}; known: {', '.join(METHODS)}"
+    if not _is_int(header.max_new_tokens, 1) or not _is_int(header.prompt_tokens):
+        return "its token counts must be whole numbers"
+    if not isinstance(header.sage, dict):
+        return "its SAGE settings must be an object"
+    if not _is_number(header.prepare_seconds) or not isinstance(header.prepare_shared, bool):
+        return "its preparation time must be a finite, non-negative number of seconds"
+    return None
+
+
 def record_problem(record: StepRecord) -> str | None:
-    """What makes a record read from a file unusable (wrong types, times, or a tree that is not one), or None."""
-    ints = (record.step, record.bonus_token, record.total_tokens)
+    """What makes a record read from a file unusable (wrong types, ranges, times, or a tree that is not
+    one), or None."""
+    if not isinstance(record.method, str) or record.phase not in ("prefill", "decode"):
+        return "its method must be text and its phase 'prefill' or 'decode'"
+    if record.finish_reason not in (None, "eos", "length"):
+        return "its finish reason must be 'eos', 'length' or null"
     sequences = (
         record.tree_tokens,
         record.tree_parents,
+        record.tree_draft_probs,
         record.accepted_nodes,
         record.accepted_tokens,
         record.new_tokens,
-        record.root_top_tokens,
-        record.cut_by_width,
-        record.cut_by_threshold,
-        record.cut_by_budget,
-        record.offer_parents,
-        record.offer_widths,
-        record.cut_parents,
-        record.cut_tokens,
-        record.target_choices,
+        record.new_token_texts,
     )
-    if not all(type(v) is int for v in ints) or not all(type(v) is int for seq in sequences for v in seq):
-        return "token ids, steps and node indices must be integers"
+    if not all(isinstance(seq, tuple) for seq in sequences):
+        return "its trees, paths and tokens must be lists"
+    ints = (record.step, record.bonus_token, record.total_tokens, *record.tree_tokens, *record.accepted_tokens)
+    if not all(_is_int(v) for v in (*ints, *record.new_tokens, *record.accepted_nodes)):
+        return "token ids, steps and node indices must be non-negative integers"
+    if not all(type(p) is int for p in record.tree_parents):
+        return "tree parents must be integers"
     times = (record.draft_seconds, record.verify_seconds, record.step_seconds, record.total_seconds)
-    if not all(isinstance(t, (int, float)) and not isinstance(t, bool) and math.isfinite(t) and t >= 0 for t in times):
+    if not all(_is_number(t) for t in times):
         return "times must be finite, non-negative numbers of seconds"
-    probabilities = (record.tree_draft_probs, record.root_top_probs, record.cut_probs, record.level_thresholds)
-    if not all(_is_probability(p) for seq in probabilities for p in seq):
-        return "draft probabilities and thresholds must lie in [0, 1]"
+    if not all(_is_number(p, 0.0, 1.0) for p in record.tree_draft_probs):
+        return "draft probabilities must lie in [0, 1]"
+    if record.entropy is not None and not _is_number(record.entropy):
+        return "the entropy must be a finite, non-negative number"
+    if record.alpha is not None and not _is_number(record.alpha, 0.0, 1.0):
+        return "the confidence alpha must lie in [0, 1]"
+    if not all(v is None or _is_int(v) for v in (record.depth_max, record.planned_depth, record.planned_width)):
+        return "planned depths and widths must be non-negative integers"
     count = len(record.tree_tokens)
     if len(record.tree_parents) != count or len(record.tree_draft_probs) != count:
         return "the tree's tokens, parents and probabilities differ in length"
+    if count > MAX_TREE_NODES:
+        return f"its tree has {count} nodes; the limit is {MAX_TREE_NODES}"
     if any(not -1 <= parent < index for index, parent in enumerate(record.tree_parents)):
         return "a tree node's parent must come before it (or be the root, -1)"
+    if count and record.tree.depth > MAX_TREE_DEPTH:
+        return f"its tree is {record.tree.depth} levels deep; the limit is {MAX_TREE_DEPTH}"
     if any(not 0 <= node < count for node in record.accepted_nodes):
         return "an accepted node is not in the tree"
+    if len(record.accepted_tokens) != len(record.accepted_nodes):
+        return "the accepted path's nodes and tokens differ in length"
     if not all(isinstance(t, str) for t in record.new_token_texts) or len(record.new_token_texts) != len(
         record.new_tokens
     ):
@@ -304,35 +402,37 @@ def record_problem(record: StepRecord) -> str | None:
     return _teaching_problem(record)
 
 
-def _is_probability(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0.0 <= value <= 1.0
-
-
 def _teaching_problem(record: StepRecord) -> str | None:
     """What is wrong with a record's optional teaching fields, or None."""
+    counts = (record.cut_by_width, record.cut_by_threshold, record.cut_by_budget)
+    whole = (record.root_top_tokens, *counts, record.offer_widths, record.cut_tokens, record.target_choices)
+    probabilities = (record.root_top_probs, record.cut_probs, record.level_thresholds)
+    parents = (record.offer_parents, record.cut_parents)
+    sequences = (*whole, *probabilities, *parents, record.cut_rules)
+    if not all(isinstance(seq, tuple) for seq in sequences):
+        return "its teaching fields must be lists"
+    if not all(_is_int(v) for seq in whole for v in seq) or not all(_is_int(v, -1) for seq in parents for v in seq):
+        return "token ids, node indices and counts must be integers"
+    if not all(_is_number(p, 0.0, 1.0) for seq in probabilities for p in seq):
+        return "draft probabilities and thresholds must lie in [0, 1]"
     count = len(record.tree_tokens)
     if len(record.root_top_tokens) != len(record.root_top_probs):
         return "the root's top-k tokens and probabilities differ in length"
-    counts = (record.cut_by_width, record.cut_by_threshold, record.cut_by_budget)
     if any(len(c) not in (0, len(record.level_thresholds)) for c in counts):
         return "the cut counts must have one entry per level"
-    if any(n < 0 for seq in counts for n in seq):
-        return "cut counts must not be negative"
-    if len(record.offer_parents) != len(record.offer_widths) or any(w < 0 for w in record.offer_widths):
-        return "each offering node needs one non-negative width"
+    if len(record.offer_parents) != len(record.offer_widths):
+        return "each offering node needs one width"
     cut = (record.cut_parents, record.cut_tokens, record.cut_probs, record.cut_rules)
     if len({len(c) for c in cut}) != 1:
         return "the cut candidates' parents, tokens, probabilities and rules differ in length"
     if any(not -1 <= parent < count for parent in (*record.offer_parents, *record.cut_parents)):
         return "a cut candidate's parent is not in the tree"
-    if any(rule not in CUT_RULES for rule in record.cut_rules):
+    if not all(isinstance(rule, str) and rule in CUT_RULES for rule in record.cut_rules):
         return f"cut rules must be one of {', '.join(CUT_RULES)}"
     if len(record.target_choices) not in (0, count + 1):
         return "the target's choices need one entry for the root and one per node"
-    mean = record.window_mean
-    if mean is not None and not (isinstance(mean, (int, float)) and math.isfinite(mean) and mean >= 0):
+    if record.window_mean is not None and not _is_number(record.window_mean):
         return "the window's mean acceptance must be a finite, non-negative number"
-    depth = record.next_depth_max
-    if depth is not None and not (type(depth) is int and depth >= 1):
+    if record.next_depth_max is not None and not _is_int(record.next_depth_max, 1):
         return "D_max must be a positive integer"
     return None

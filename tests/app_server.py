@@ -10,7 +10,8 @@ from pathlib import Path
 from conftest import tiny_folder
 
 from app.inputs import Limits
-from app.ui import build_demo
+from app.models import CustomModels
+from app.ui import build_demo, launch_options
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILTIN = ROOT / "assets" / "builtin"
@@ -30,12 +31,15 @@ def free_port() -> int:
 
 
 @contextmanager
-def running_app(target: str, draft: str, limits: Limits | None = None, **options: float) -> Iterator[str]:
-    """The app on a free loopback port, queued as app.py queues it; yields its URL."""
-    demo = build_demo(default_target=target, default_draft=draft, limits=limits, **options)
+def running_app(
+    target: str, draft: str, limits: Limits | None = None, custom: CustomModels | None = None, **options: float
+) -> Iterator[str]:
+    """The app on a free loopback port, queued and launched as app.py does; yields its URL."""
+    demo = build_demo(default_target=target, default_draft=draft, limits=limits, custom=custom, **options)
     demo.queue(default_concurrency_limit=1).launch(
-        server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True
-    )
+        server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
+        **launch_options(limits),
+    )  # fmt: skip
     try:
         yield demo.local_url
     finally:

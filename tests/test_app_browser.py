@@ -16,7 +16,7 @@ import pytest
 from app_records import synthetic_race
 from app_server import model_pair, running_app
 
-from app import ui
+from app import handlers
 from app.inputs import load_examples
 
 playwright = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
@@ -134,16 +134,18 @@ def test_stop_ends_a_race_in_the_browser(page, monkeypatch):
             steps.append(time.monotonic())
             yield data
 
-    monkeypatch.setattr(ui, "race_steps", endless_race)
+    monkeypatch.setattr(handlers, "race_steps", endless_race)
     page.locator("#examples button.thumbnail-item").first.click()
     page.click("#start-race")
     page.wait_for_selector("#lanes .sage-tag.run")
     running = len(steps)
     page.click("#stop-race")
-    page.wait_for_function("() => document.querySelector('#status').innerText.includes('Stopped')")
+    page.wait_for_function("() => document.querySelector('#status').innerText.includes('was stopped')")
     assert running > 0
     time.sleep(1.0)
     count = len(steps)
     time.sleep(1.0)
     assert len(steps) == count, "the race kept stepping after Stop"
     assert page.locator("#lanes .sage-tag.stop").count() == 2
+    assert "Stopped" in page.locator("#verdict").inner_text()  # every status line says so
+    assert "Racing" not in page.locator("#status").inner_text()

@@ -3,18 +3,28 @@
 from __future__ import annotations
 
 import json
+import os
 import re
-from dataclasses import replace
+import threading
+import time
+from dataclasses import fields, replace
+from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from app_records import EOS, TOKENS, ar_records, header, sage_records, synthetic_race, with_changed_token
 
-from app import panels, render
+from app import handlers, models, panels, render
 from app.api import race_result
-from app.race import REPLAY_MAX_WAIT, Lane, RaceData, parse_race, race_trace_lines, replay_steps
+from app.handlers import Handlers, Settings
+from app.inputs import Limits
+from app.models import CustomModels
+from app.page import Page
+from app.race import REPLAY_MAX_WAIT, Lane, RaceData, load_race, parse_race, race_trace_lines, replay_steps
 from app.ui import last
 from sage_core import save_trace, summarize
-from sage_core.records import TraceError
+from sage_core.errors import ModelLoadError
+from sage_core.records import MAX_TREE_DEPTH, MAX_TREE_NODES, TraceError
 
 
 def traces(fig) -> list:
@@ -184,12 +194,25 @@ def test_a_single_run_trace_of_the_library_loads(tmp_path):
         ([], "empty"),
         (["not json"], "not JSON"),
         (['{"race": {"format": "other/9"}}'], "unsupported race format"),
+        (['{"race": {"format": "sage-race/1", "token_texts": {"abc": "x"}}}'], "must map token ids to texts"),
+        (['{"race": {"format": "sage-race/1", "token_texts": {"12": 7}}}'], "must map token ids to texts"),
+        (["[" * 100_000 + "]" * 100_000], "nested too deeply"),
         (['{"step": 1}'], "must start with a header"),
     ],
 )
-def test_bad_traces_are_refused(lines, message):
+def test_bad_race_traces_are_refused(lines, message):
     with pytest.raises(TraceError, match=message):
         parse_race(lines)
+
+
+def test_a_trace_over_the_size_limit_is_refused_before_it_is_read(tmp_path, monkeypatch):
+    path = tmp_path / "race.jsonl"
+    path.write_text("\n".join(race_trace_lines(synthetic_race())) + "\n")
+    size = path.stat().st_size
+    assert load_race(path, max_bytes=size).methods == ["sage", "static"]
+    monkeypatch.setattr(Path, "read_text", lambda *a, **k: pytest.fail("an oversized trace must not be read"))
+    with pytest.raises(TraceError, match="the limit is"):
+        load_race(path, max_bytes=size - 1)
 
 
 def test_a_trace_mixing_two_prompts_is_refused():
@@ -273,6 +296,16 @@ def test_race_data_helpers():
         ("accepted_nodes", [7], "not in the tree"),
         ("bonus_token", "x", "integers"),
         ("new_token_texts", [], "needs its text"),
+        ("new_tokens", "abc", "must be lists"),
+        ("phase", "middle", "phase 'prefill' or 'decode'"),
+        ("finish_reason", "bored", "finish reason"),
+        ("alpha", 1.5, "alpha must lie in \\[0, 1\\]"),
+        ("entropy", float("inf"), "entropy must be a finite"),
+        ("planned_depth", 2.5, "planned depths and widths"),
+        ("step", 7, "numbered 7, not 1"),
+        ("total_tokens", 99, "running total is 99 tokens"),
+        ("method", "static", "a step of 'static', not of 'sage'"),
+        ("accepted_tokens", [11, 12], "nodes and tokens differ in length"),
     ],
 )
 def test_a_trace_with_a_malformed_step_is_refused_before_anything_is_shown(field, value, message):
@@ -284,6 +317,25 @@ def test_a_trace_with_a_malformed_step_is_refused_before_anything_is_shown(field
             tree_tokens=[11], tree_parents=[-1], tree_draft_probs=[0.5], accepted_nodes=[0], accepted_tokens=[11]
         )
     row[field] = value
+    lines[index] = json.dumps(row)
+    with pytest.raises(TraceError, match=message):
+        parse_race(lines)
+
+
+@pytest.mark.parametrize(
+    ("parents", "message"),
+    [
+        (tuple(range(-1, MAX_TREE_DEPTH)), f"{MAX_TREE_DEPTH + 1} levels deep"),
+        ((-1,) * (MAX_TREE_NODES + 1), f"{MAX_TREE_NODES + 1} nodes"),
+    ],
+)
+def test_a_trace_with_a_tree_beyond_any_plan_is_refused(parents, message):
+    """Trees are drawn recursively and walked per node: a trace cannot bring one that no policy plans."""
+    lines = list(race_trace_lines(synthetic_race()))
+    index = next(i for i, line in enumerate(lines) if '"step": 1,' in line)
+    row = json.loads(lines[index])
+    count = len(parents)
+    row.update(tree_tokens=[11] * count, tree_parents=list(parents), tree_draft_probs=[0.5] * count)
     lines[index] = json.dumps(row)
     with pytest.raises(TraceError, match=message):
         parse_race(lines)
@@ -309,3 +361,158 @@ def test_a_replay_never_waits_long_whatever_times_the_trace_records():
     assert final.finished
     assert max(waits) <= REPLAY_MAX_WAIT
     assert now[0] <= REPLAY_MAX_WAIT * sum(len(lane.records) for lane in data.lanes)
+
+
+# -- Stop, the handlers' view -----------------------------------------------------------------
+
+
+def handlers_on_a_stand_in_page() -> Handlers:
+    """The handlers with each component stood in by its name (they answer with updates keyed by component)."""
+    page = SimpleNamespace(**{f.name: f.name for f in fields(Page)})
+    settings = Settings(Limits(), [], "builtin", CustomModels(), [], text_interval=0.0, figure_interval=0.0)
+    return Handlers(page, settings)  # type: ignore[arg-type]
+
+
+def unfinished_race() -> RaceData:
+    data = synthetic_race()
+    for lane in data.lanes:
+        del lane.records[2:]
+    return data
+
+
+def test_stop_leaves_every_status_line_saying_the_race_was_stopped(tmp_path, monkeypatch):
+    monkeypatch.setattr(handlers, "TRACE_DIR", tmp_path)
+    data = unfinished_race()
+    update = handlers_on_a_stand_in_page().stop(data)
+    assert data.stopped
+    assert "race was stopped" in update["status"]
+    assert "Stopped" in update["verdict"] and "identical so far" in update["verdict"]
+    assert update["lanes"].count("sage-tag stop") == 2 and "running" not in update["lanes"]
+
+
+def test_a_stopped_race_streams_no_further_and_ends_saying_so(tmp_path, monkeypatch):
+    """The race's own stream may still be mid-step when Stop comes: its next update says stopped, not racing."""
+    monkeypatch.setattr(handlers, "TRACE_DIR", tmp_path)
+    data = unfinished_race()
+    handler = handlers_on_a_stand_in_page()
+    served = []
+
+    def source():
+        for step in range(100):
+            served.append(step)
+            if step == 3:
+                handler.stop(data)  # the visitor presses Stop here
+            yield data
+
+    updates = list(handler.stream(source(), "Racing on cpu, step by step:", None))
+    assert served == [0, 1, 2, 3]
+    assert "race was stopped" in updates[-1]["status"] and "Racing" not in updates[-1]["status"]
+    assert "Stopped" in updates[-1]["verdict"]
+
+
+def test_a_finished_race_is_not_marked_stopped(tmp_path, monkeypatch):
+    monkeypatch.setattr(handlers, "TRACE_DIR", tmp_path)
+    data = synthetic_race()
+    assert handlers_on_a_stand_in_page().stop(data) == {} and not data.stopped
+
+
+def test_written_traces_are_removed_after_an_hour(tmp_path):
+    old = Path(handlers.save_trace_file(synthetic_race(), tmp_path))
+    hours_ago = time.time() - 2 * handlers.TRACE_MAX_AGE
+    os.utime(old, (hours_ago, hours_ago))
+    new = Path(handlers.save_trace_file(synthetic_race(), tmp_path))
+    assert not old.exists() and new.exists()
+
+
+# -- custom models: the operator's choice ----------------------------------------------------------
+
+
+@pytest.fixture
+def model_folder(tmp_path) -> Path:
+    folder = tmp_path / "models"
+    (folder / "mine").mkdir(parents=True)
+    (folder / "mine" / "config.json").write_text("{}")
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "config.json").write_text("{}")
+    (folder / "link").symlink_to(tmp_path / "outside")
+    return folder
+
+
+def test_custom_models_are_off_unless_the_operator_turns_them_on(monkeypatch):
+    monkeypatch.delenv("SAGE_APP_CUSTOM_MODELS_DIR", raising=False)
+    monkeypatch.delenv("SAGE_APP_CUSTOM_HUB", raising=False)
+    off = CustomModels.from_env()
+    assert not off.enabled
+    assert [key for _, key in models.preset_choices([models.BUILTIN], off.enabled)] == ["builtin"]
+    with pytest.raises(ModelLoadError, match="custom models are turned off"):
+        models.resolve_pair("custom", [models.BUILTIN], "/etc", "/etc", off)
+    monkeypatch.setenv("SAGE_APP_CUSTOM_MODELS_DIR", "/srv/models")
+    monkeypatch.setenv("SAGE_APP_CUSTOM_HUB", "1")
+    assert CustomModels.from_env() == CustomModels(Path("/srv/models"), hub=True)
+
+
+def test_custom_models_only_inside_the_allowed_folder_with_one_message_for_the_rest(model_folder, tmp_path):
+    custom = CustomModels(folder=model_folder)
+    assert custom.resolve("mine", "target") == str((model_folder / "mine").resolve())
+    assert custom.resolve(str(model_folder / "mine"), "target") == str((model_folder / "mine").resolve())
+    refused = {}
+    for name in ("/etc", "/etc/passwd", "/no/such/model", "../outside", str(tmp_path / "outside"), "link", "",
+                 ".", "Qwen/Qwen2.5-VL-3B-Instruct"):  # fmt: skip
+        with pytest.raises(ModelLoadError) as error:
+            custom.resolve(name, "target")
+        refused[name] = str(error.value).replace(repr(name), "NAME")
+    assert len(set(refused.values())) == 1, refused  # nothing tells what exists on the server
+    assert str(model_folder) not in next(iter(refused.values()))
+
+
+def test_hub_ids_only_when_allowed():
+    assert CustomModels(hub=True).resolve("Qwen/Qwen2.5-VL-3B-Instruct", "draft") == "Qwen/Qwen2.5-VL-3B-Instruct"
+    for name in ("/etc", "../x/y", "a/b/c", "owner/..", "not an id"):
+        with pytest.raises(ModelLoadError, match="is not a model this server offers: give a hub id"):
+            CustomModels(hub=True).resolve(name, "draft")
+
+
+def test_a_failed_custom_load_names_no_server_path(model_folder, monkeypatch):
+    def fails(target, draft, **kwargs):
+        raise ModelLoadError(f"cannot load the target model {target!r}: no weights in {target}/model.safetensors")
+
+    monkeypatch.setattr(models, "load_pair", fails)
+    path = CustomModels(folder=model_folder).resolve("mine", "target")
+    with pytest.raises(ModelLoadError) as error:
+        models.PairCache(1).get(path, path, names=("mine", "mine"))
+    assert "'mine'" in str(error.value) and str(model_folder) not in str(error.value)
+
+
+# -- loading: its own slot, with stages ------------------------------------------------------------
+
+
+def test_loading_reports_its_stages_and_never_holds_the_race_slot(monkeypatch):
+    cache = models.PairCache(2)
+    started, release, stages = threading.Event(), threading.Event(), []
+
+    def slow_load(target, draft, report=None, **kwargs):
+        report(f"loading the target {target}")
+        if target == "new":
+            started.set()
+            assert release.wait(10)
+        report(f"loading the draft {draft}")
+        return SimpleNamespace(name=target)
+
+    monkeypatch.setattr(models, "load_pair", slow_load)
+    monkeypatch.setattr(models, "warm_up", lambda pair: None)
+    cache.get("ready", "ready")  # loaded before
+    loader = threading.Thread(target=cache.get, args=("new", "new"), kwargs={"report": lambda *s: stages.append(s)})
+    loader.start()
+    assert started.wait(10)
+    # While "new" loads: the race slot is free, and a loaded pair is handed out at once.
+    assert models.RACE_SLOT.acquire(blocking=False)
+    models.RACE_SLOT.release()
+    began = time.monotonic()
+    assert cache.get("ready", "ready").pair.name == "ready"
+    assert time.monotonic() - began < 1.0
+    release.set()
+    loader.join(10)
+    assert [text.split(" ")[0:2] for text, _ in stages] == [["loading", "the"], ["loading", "the"], ["warming", "up"],
+                                                           ["ready"]]  # fmt: skip
+    assert [done for _, done in stages] == sorted(done for _, done in stages)
+    assert cache.loaded("new", "new")

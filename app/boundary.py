@@ -1,0 +1,66 @@
+"""The app's one error boundary: any failure becomes one clear sentence for the visitor.
+
+- `sage_core`'s errors (`SageError`: bad input, media, models, traces) are
+  shown as they are: their messages are written for the user.
+- Running out of memory frees the cached blocks and says what to try.
+- Anything else is a bug: its traceback is logged on the server with a short
+  reference, and the visitor reads "internal error" with that reference and
+  nothing of the internals.
+
+Every handler (race, replay, the API and the page's controls) goes through
+`user_message` or `guard`.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import uuid
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import gradio as gr
+import torch
+
+from sage_core import SageError
+
+from .models import release_memory
+
+log = logging.getLogger("sage.app")
+
+OUT_OF_MEMORY = "not enough memory to decode this input: try fewer new tokens, a smaller image or a shorter video"
+INTERNAL = "internal error (reference {ref}): the server could not finish this request; it has been logged"
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def user_message(error: BaseException) -> str:
+    """The one sentence a visitor reads for `error` (an unexpected one is logged with its traceback)."""
+    if isinstance(error, SageError):
+        return str(error)
+    if isinstance(error, torch.OutOfMemoryError | MemoryError):
+        release_memory()
+        return OUT_OF_MEMORY
+    ref = uuid.uuid4().hex[:8]
+    log.error("internal error %s", ref, exc_info=error)
+    return INTERNAL.format(ref=ref)
+
+
+def api_error(error: BaseException) -> gr.Error:
+    """The error an API call answers with: the visitor's sentence, no traceback printed by Gradio."""
+    return gr.Error(user_message(error), print_exception=False)
+
+
+def guard(fn: F) -> F:
+    """An API handler whose every failure reaches the caller as `api_error`."""
+
+    @functools.wraps(fn)
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except gr.Error:
+            raise
+        except Exception as error:
+            raise api_error(error) from error
+
+    return guarded  # type: ignore[return-value]

@@ -1,0 +1,374 @@
+"""The app's event handlers: check the inputs, call `app.race`, render; all decoding is `sage_core`'s.
+
+- `race_live` streams a live race; `replay_live` streams a recorded trace at
+  its recorded pace (no model); `stop` ends either and says so everywhere.
+- `race_api` and `replay_api` are the API (`/race`, `/replay`): the same
+  inputs, one JSON answer.
+- `show_tree`, `show_lane`, `pick_example` are the page's small controls.
+
+Handlers answer with updates keyed by the page's components (`Page`), never
+by position. Every failure goes through the error boundary (`boundary.py`):
+the visitor reads one sentence, a bug is logged with its traceback.
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+import math
+import tempfile
+import time
+import uuid
+from collections import deque
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+
+from sage_core import METHOD_LABELS, SageConfig
+
+from . import models
+from .api import race_result
+from .boundary import guard, user_message
+from .inputs import Example, InputProblem, Limits, RaceRequest, check_request
+from .page import DEFAULT_MAX_NEW_TOKENS, DEFAULT_METHODS, Page
+from .panels import all_figures, tree_figure
+from .race import RaceData, load_race, race_steps, replay_steps, save_race
+from .render import badge_html, error_html, headline_html, race_html, status_html, table_html
+
+TRACE_DIR = Path(tempfile.gettempdir()) / "sage-app-traces"
+#: Trace files the app wrote are removed after this many seconds (Gradio serves its own copy meanwhile).
+TRACE_MAX_AGE = 3600.0
+MAX_REPLAY_SPEED = 1000.0
+Update = dict[Any, Any]  # component -> its new value or update
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What one app serves: its limits, its pairs, the custom models it allows, how often it redraws."""
+
+    limits: Limits
+    offered: list[models.Preset]
+    default_pair: str
+    custom: models.CustomModels
+    examples: list[Example]
+    text_interval: float = 0.15
+    figure_interval: float = 0.8
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The pair a request names: what to load, and how to show it (a custom pair by the visitor's names)."""
+
+    target: str
+    draft: str
+    names: tuple[str, str] | None = None
+
+    @property
+    def shown(self) -> tuple[str, str]:
+        return self.names or (self.target, self.draft)
+
+
+def last(source: Iterable[RaceData]) -> RaceData:
+    """Run a race or a replay to its end; its final state."""
+    final = deque(source, maxlen=1)
+    if not final:
+        raise InputProblem("nothing was decoded")
+    return final[0]
+
+
+def save_trace_file(data: RaceData, folder: Path = TRACE_DIR, max_age: float = TRACE_MAX_AGE) -> str:
+    """Write the race for download; trace files older than `max_age` seconds are removed first."""
+    folder.mkdir(parents=True, exist_ok=True)
+    cutoff = time.time() - max_age
+    for old in folder.glob("sage-race-*.jsonl"):
+        try:
+            if old.stat().st_mtime < cutoff:
+                old.unlink()
+        except OSError:
+            pass  # removed by another request meanwhile
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    return str(save_race(data, folder / f"sage-race-{stamp}-{uuid.uuid4().hex[:6]}.jsonl"))
+
+
+def replay_speed(value: object) -> float:
+    try:
+        speed = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        speed = math.nan
+    if not math.isfinite(speed) or not 0 <= speed <= MAX_REPLAY_SPEED:
+        raise InputProblem(f"the replay speed must be a number in [0, {MAX_REPLAY_SPEED:g}] (0: no waiting)")
+    return speed
+
+
+# -- status lines ----------------------------------------------------------------------
+
+
+def pair_status(choice: Choice, lead: str) -> str:
+    target, draft = (html.escape(name) for name in choice.shown)
+    return status_html(f"{lead} target <code>{target}</code>, draft <code>{draft}</code>")
+
+
+def replay_status(data: RaceData, done: bool = False, speed: float = 1.0) -> str:
+    header = data.header
+    recorded = f"{header.device}, {header.dtype}; target {header.target}" if header else "unknown device"
+    state = "finished" if done else f"playing at {speed:g}× the recorded pace"
+    return status_html(
+        f"▶ <b>REPLAY</b> of a recorded trace ({html.escape(data.source or 'trace')}), {state}. No model is "
+        f"loaded: every number is the recorded one ({html.escape(recorded)}). Each side advances on its own "
+        "recorded clock.",
+        "replay",
+    )
+
+
+def stopped_status(data: RaceData | None) -> str:
+    if data is None:
+        return status_html("Nothing is running.")
+    what = "replay" if data.replay else "race"
+    return status_html(f"■ The {what} was stopped. The steps so far are kept; download the trace to replay them.")
+
+
+def finished_status(data: RaceData) -> str:
+    if data.stopped:
+        return stopped_status(data)
+    if data.replay:
+        return replay_status(data, done=True)
+    header = data.header
+    where = f"{header.device}, {header.dtype}" if header else "?"
+    steps = ", ".join(f"{METHOD_LABELS[lane.method]} {len(lane.records) - 1} steps" for lane in data.lanes)
+    note = ""
+    if header is not None and header.device == "cpu":
+        note = (
+            " On a CPU with a tiny pair, a draft forward costs a sizeable share of a target forward and a "
+            "tree verification costs more than a one-token step, so wall-time speedups stay well below the "
+            "tokens per target forward (and below 1× on one-sentence answers, where the prefill dominates); "
+            "τ and tokens per target forward are what carry over to a large target on a GPU."
+        )
+    return status_html(
+        f"✔ Race finished on {where}: {steps}. Download the trace below to replay it later.{html.escape(note)}"
+    )
+
+
+# -- the handlers ------------------------------------------------------------------------
+
+
+class Handlers:
+    """The handlers of one app: its page and settings; per-user state only in `page.state`."""
+
+    def __init__(self, page: Page, settings: Settings) -> None:
+        self.page = page
+        self.settings = settings
+
+    # -- the streamed view --
+
+    def tree_controls(self, data: RaceData | None, wanted: str | None) -> tuple[Any, Any, str | None]:
+        """Updates of the tree panel's method radio and step slider, following the latest step."""
+        drafting = [m for m in (data.methods if data else []) if m != "ar"]
+        method = wanted if wanted in drafting else (drafting[0] if drafting else None)
+        lane = data.lane(method) if data and method else None
+        steps = [r.step for r in lane.records if r.phase == "decode"] if lane else []
+        latest = steps[-1] if steps else 0
+        radio = gr.update(choices=[(METHOD_LABELS.get(m, m), m) for m in drafting], value=method)
+        slider = gr.update(minimum=0, maximum=max(1, latest), value=latest, interactive=bool(steps))
+        return radio, slider, method
+
+    def view(
+        self, data: RaceData | None, status: str, tree_lane: str | None, figures: bool = True, trace: str | None = None
+    ) -> Update:
+        """The page after a step: status, verdict, columns, table, state; the panels and tree controls when
+        `figures`; the download when a trace was written."""
+        page = self.page
+        update: Update = {
+            page.status: status,
+            page.verdict: headline_html(data) + badge_html(data),
+            page.lanes: race_html(data),
+            page.table: table_html(data),
+            page.state: data,
+        }
+        if figures and data is not None:
+            radio, slider, method = self.tree_controls(data, tree_lane)
+            figs = all_figures(data.records_by_method(), data.token_texts, method or "sage", None, data.replay)
+            update |= {
+                page.fig_race: figs["race"], page.fig_accepted: figs["accepted"],
+                page.fig_confidence: figs["confidence"], page.fig_shapes: figs["shapes"], page.fig_tree: figs["tree"],
+                page.tree_step: slider, page.tree_lane: radio,
+            }  # fmt: skip
+        if trace:
+            update[page.download] = gr.update(value=trace, visible=True)
+        return update
+
+    def status_only(self, status: str) -> Update:
+        return {self.page.status: status}
+
+    def stream(self, source: Iterator[RaceData], running: str, tree_lane: str | None) -> Iterator[Update]:
+        """Redraw the text often and the panels less often while `source` yields; end with everything.
+        A race the visitor stopped ends at once, saying so."""
+        data: RaceData | None = None
+        last_text = last_figures = 0.0
+        for data in source:
+            if data.stopped:
+                break
+            now = time.monotonic()
+            if now - last_figures >= self.settings.figure_interval:
+                last_text = last_figures = now
+                yield self.view(data, running, tree_lane)
+            elif now - last_text >= self.settings.text_interval:
+                last_text = now
+                yield self.view(data, running, tree_lane, figures=False)
+        if data is not None:
+            yield self.view(data, finished_status(data), tree_lane, trace=save_trace_file(data))
+
+    # -- races --
+
+    def prepare(self, image: Any, video: Any, prompt: Any, pair: Any, custom_target: Any, custom_draft: Any,
+                methods: Any, max_new_tokens: Any, sage: tuple[Any, ...]) -> tuple[RaceRequest, Choice]:  # fmt: skip
+        """Check everything that needs no model; the request and the pair it names."""
+        request = check_request(image, video, prompt, methods, max_new_tokens, sage, self.settings.limits)
+        if not isinstance(pair, str):
+            raise InputProblem("the model pair must be one of the listed choices")
+        target, draft = models.resolve_pair(
+            pair, self.settings.offered, str(custom_target or ""), str(custom_draft or ""), self.settings.custom
+        )
+        names = (str(custom_target).strip(), str(custom_draft).strip()) if pair == models.CUSTOM_KEY else None
+        return request, Choice(target, draft, names)
+
+    def load(self, choice: Choice, progress: Any = None) -> models.LoadedPair:
+        """The pair, loaded first when needed (outside the race slot), its stages shown by `progress`."""
+
+        def report(stage: str, done: float) -> None:
+            if progress is not None:
+                progress(done, desc=stage)
+
+        return models.PAIRS.get(choice.target, choice.draft, report=report, names=choice.names)
+
+    def race(self, request: RaceRequest, loaded: models.LoadedPair) -> Iterator[RaceData]:
+        return race_steps(
+            loaded.pair, request.media, request.prompt, request.methods, request.max_new_tokens, request.sage,
+            loaded.token_texts, models.RACE_SLOT,
+        )  # fmt: skip
+
+    def race_live(
+        self, image: Any, video: Any, prompt: Any, pair: Any, custom_target: Any, custom_draft: Any, methods: Any,
+        max_new_tokens: Any, depth_min: Any, depth_max: Any, width_min: Any, width_max: Any, node_budget: Any,
+        top_k: Any, tree_lane: Any, progress: gr.Progress = gr.Progress(),  # noqa: B008 (Gradio's way)
+    ) -> Iterator[Update]:  # fmt: skip
+        sage = (depth_min, depth_max, width_min, width_max, node_budget, top_k)
+        try:
+            request, choice = self.prepare(
+                image, video, prompt, pair, custom_target, custom_draft, methods, max_new_tokens, sage
+            )
+            if not models.PAIRS.loaded(choice.target, choice.draft):
+                lead = "Loading the pair (download if needed, load, warm-up; a hub download can take minutes):"
+                yield self.status_only(pair_status(choice, lead))
+            loaded = self.load(choice, progress)
+            running = pair_status(choice, f"Racing on {loaded.pair.device}, step by step:")
+            yield from self.stream(self.race(request, loaded), running, tree_lane)
+        except Exception as error:
+            yield self.status_only(error_html(user_message(error)))
+
+    def race_api(
+        self,
+        image: str | None = None,
+        video: str | None = None,
+        prompt: str = "",
+        pair: str = "",
+        custom_target: str = "",
+        custom_draft: str = "",
+        methods: list[str] | None = None,
+        max_new_tokens: float = DEFAULT_MAX_NEW_TOKENS,
+        depth_min: float = SageConfig.depth_min,
+        depth_max: float = SageConfig.depth_max,
+        width_min: float = SageConfig.width_min,
+        width_max: float = SageConfig.width_max,
+        node_budget: float = SageConfig.node_budget,
+        top_k: float = SageConfig.top_k,
+    ) -> dict:
+        """Run a race to the end; answer texts, figures, the losslessness verdict, panels and the trace."""
+        methods = DEFAULT_METHODS if methods is None else methods
+        sage = (depth_min, depth_max, width_min, width_max, node_budget, top_k)
+        request, choice = self.prepare(
+            image, video, prompt, pair or self.settings.default_pair, custom_target, custom_draft, methods,
+            max_new_tokens, sage,
+        )  # fmt: skip
+        return race_result(last(self.race(request, self.load(choice))))
+
+    # -- replays --
+
+    def open_trace(self, trace_file: Any) -> RaceData:
+        if not trace_file or not isinstance(trace_file, str):
+            raise InputProblem("choose a trace file (JSON lines, from 'Download trace') to replay")
+        return load_race(trace_file, max_bytes=self.settings.limits.max_trace_bytes)
+
+    def replay_live(self, trace_file: Any, speed: Any, tree_lane: Any) -> Iterator[Update]:
+        try:
+            pace = replay_speed(speed)
+            recorded = self.open_trace(trace_file)
+            playing = replay_status(recorded, speed=pace)
+            yield from self.stream(replay_steps(recorded, pace), playing, tree_lane)
+        except Exception as error:
+            yield self.status_only(error_html(user_message(error)))
+
+    def replay_api(self, trace_file: str | None = None, speed: float = 1.0) -> dict:
+        """Replay a recorded race trace (no model); the same answer as /race, marked replay, without the
+        trace itself (the caller sent it)."""
+        pace = replay_speed(speed)
+        return race_result(last(replay_steps(self.open_trace(trace_file), pace)), with_trace=False)
+
+    # -- the page's controls --
+
+    def stop(self, data: RaceData | None) -> Update:
+        """Stop the race or replay: every status line says so (the streaming event is cancelled too)."""
+        page = self.page
+        if data is None:
+            return {page.status: stopped_status(None)}
+        data.stopped = not data.finished
+        if not data.stopped:
+            return {}
+        return {
+            page.status: stopped_status(data),
+            page.verdict: headline_html(data) + badge_html(data),
+            page.lanes: race_html(data),
+            page.download: gr.update(value=save_trace_file(data), visible=True),
+        }
+
+    def show_tree(self, data: RaceData | None, method: str | None, step: float | None) -> Update:
+        lane = data.lane(method) if data is not None and method else None
+        if data is None or lane is None:
+            return {}
+        step_number = None if step is None else int(step)
+        return {self.page.fig_tree: tree_figure(lane.records, step_number, data.token_texts, lane.method, data.replay)}
+
+    def show_lane(self, data: RaceData | None, method: str | None) -> Update:
+        _, slider, chosen = self.tree_controls(data, method)
+        lane = data.lane(chosen) if data is not None and chosen else None
+        if data is None or lane is None:
+            return {}
+        figure = tree_figure(lane.records, None, data.token_texts, lane.method, data.replay)
+        return {self.page.fig_tree: figure, self.page.tree_step: slider}
+
+    def pick_example(self, selected: gr.SelectData) -> Update:
+        page = self.page
+        example = self.settings.examples[int(selected.index)]
+        if example.is_video:
+            return {page.image: None, page.video: example.file, page.prompt: example.prompt,
+                    page.media_tabs: gr.Tabs(selected="video")}  # fmt: skip
+        return {page.image: example.file, page.video: None, page.prompt: example.prompt,
+                page.media_tabs: gr.Tabs(selected="image")}  # fmt: skip
+
+
+def controls(handler: Any, page: Page) -> Any:
+    """A page control whose failure shows its sentence in the status line (and changes nothing else)."""
+
+    @functools.wraps(handler)
+    def guarded(*args: Any) -> Update:
+        try:
+            return handler(*args)
+        except Exception as error:
+            return {page.status: error_html(user_message(error))}
+
+    return guarded
+
+
+__all__ = ["Handlers", "Settings", "controls", "guard", "last", "save_trace_file"]

@@ -1,0 +1,210 @@
+"""The page's layout: every component, made once and held by name in a `Page`.
+
+Handlers (`app/handlers.py`) answer with updates keyed by these components
+(never by position), and `app/ui.py` wires the events.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import gradio as gr
+
+from sage_core import METHOD_LABELS, SageConfig
+
+from .inputs import DEFAULT_PROMPT, Example, Limits
+from .render import CSS, badge_html, race_html, status_html
+
+DEFAULT_METHODS = ["sage", "static"]
+DEFAULT_MAX_NEW_TOKENS = 128
+TITLE = "SAGE: entropy-guided adaptive speculative decoding, raced live"
+EXAMPLES_NOTE = (
+    "<div class='sage-wrap' style='font-size:13px;color:#475569;margin:2px 0 -4px 2px'><b>Examples</b>: click one "
+    "(each comes with a suggested prompt)</div>"
+)
+INTRO = f"""
+<div class='sage-wrap'>
+<h1 style='margin:0 0 4px 0;font-size:26px'>{TITLE}</h1>
+<p style='margin:0;color:#475569;font-size:14px'>A small <b>draft</b> VLM proposes a tree of tokens; the large
+<b>target</b> VLM checks the whole tree in one forward and keeps the longest path it agrees with, plus one token of its
+own. <b>SAGE</b> (<a href='https://arxiv.org/abs/2602.00523' target='_blank'>arXiv 2602.00523</a>) shapes each tree
+from the draft's confidence: deep and narrow when sure, shallow and wide when not. Here it races the static 25-node tree
+(and optionally a 5-token chain and plain decoding) on the same device, step by step; every number comes from this
+run's own timed steps. The output must equal the target's own greedy decoding.</p>
+</div>
+"""
+
+
+def image_input(**kwargs: Any) -> gr.Image:
+    """An image input that hands the uploaded file to the app unopened.
+
+    The stock component opens the file with PIL first, so a corrupt upload
+    would fail inside Gradio with no useful message; the app checks the file
+    itself (`inputs.open_media`) and says what is wrong.
+    """
+    component = gr.Image(type="filepath", **kwargs)
+    stock = component.preprocess
+
+    def preprocess(payload: Any) -> Any:
+        if payload is not None and getattr(payload, "path", None):
+            return str(payload.path)
+        return stock(payload)
+
+    component.preprocess = preprocess  # type: ignore[method-assign]
+    return component
+
+
+def lenient(component: Any) -> Any:
+    """A number input whose odd values ("abc", out of range) reach the handler, which says what is wrong
+    (Gradio's own check would answer an API caller with a bare "Error")."""
+    stock = component.preprocess
+
+    def preprocess(payload: Any) -> Any:
+        try:
+            return stock(payload)
+        except Exception:
+            return payload
+
+    component.preprocess = preprocess
+    return component
+
+
+def _html(value: str = "", **kwargs: Any) -> gr.HTML:
+    return gr.HTML(value, css_template=CSS, **kwargs)
+
+
+@dataclass(frozen=True)
+class Page:
+    """Every component of the page, by name."""
+
+    state: gr.State
+    media_tabs: gr.Tabs
+    image: gr.Image
+    video: gr.Video
+    gallery: gr.Gallery
+    prompt: gr.Textbox
+    start: gr.Button
+    stop: gr.Button
+    pair: gr.Dropdown
+    methods: gr.CheckboxGroup
+    max_new: gr.Slider
+    sage: tuple[gr.Slider, ...]  # D_min, D_max, W_min, W_max, node budget, top-k
+    custom_target: gr.Textbox
+    custom_draft: gr.Textbox
+    trace_in: gr.File
+    speed: gr.Slider
+    replay: gr.Button
+    status: gr.HTML
+    verdict: gr.HTML
+    lanes: gr.HTML
+    table: gr.HTML
+    download: gr.DownloadButton
+    fig_race: gr.Plot
+    fig_accepted: gr.Plot
+    fig_confidence: gr.Plot
+    fig_shapes: gr.Plot
+    tree_lane: gr.Radio
+    tree_step: gr.Slider
+    fig_tree: gr.Plot
+    api_race: gr.Button
+    api_replay: gr.Button
+    api_result: gr.JSON
+
+    @property
+    def race_inputs(self) -> list[Any]:
+        """The race's inputs, in the order of the API's parameters."""
+        return [self.image, self.video, self.prompt, self.pair, self.custom_target, self.custom_draft,
+                self.methods, self.max_new, *self.sage]  # fmt: skip
+
+    @property
+    def view(self) -> list[Any]:
+        """Everything a race or a replay updates."""
+        return [self.status, self.verdict, self.lanes, self.table, self.fig_race, self.fig_accepted,
+                self.fig_confidence, self.fig_shapes, self.fig_tree, self.tree_step, self.tree_lane,
+                self.download, self.state]  # fmt: skip
+
+
+def build_page(
+    examples: list[Example], pair_choices: list[tuple[str, str]], default_pair: str, limits: Limits, custom: str = ""
+) -> Page:
+    """Lay the page out (inside a `gr.Blocks`); `custom` says which custom models the server allows (none: "")."""
+    defaults = SageConfig()
+    state = gr.State(None)
+    _html(INTRO)
+    with gr.Row(equal_height=False):
+        with gr.Column(scale=4, min_width=340):
+            with gr.Tabs() as media_tabs:
+                with gr.Tab("Image", id="image"):
+                    image = image_input(label="Image", height=220, sources=["upload", "clipboard"])
+                with gr.Tab("Video", id="video"):
+                    video = gr.Video(label="Video", height=220, sources=["upload"])
+            _html(EXAMPLES_NOTE)
+            gallery = gr.Gallery(
+                [(e.thumbnail(), ("video: " if e.is_video else "") + e.prompt) for e in examples],
+                label="Examples", show_label=False, columns=4, height=250, allow_preview=False,
+                object_fit="contain", elem_id="examples", buttons=[],
+            )  # fmt: skip
+            prompt = gr.Textbox(label="Prompt", value="", placeholder=DEFAULT_PROMPT, lines=2)
+            with gr.Row():
+                start = gr.Button("▶ Start race", variant="primary", elem_id="start-race")
+                stop = gr.Button("■ Stop", variant="stop", elem_id="stop-race")
+            pair = gr.Dropdown(pair_choices, value=default_pair, label="Model pair (target + draft)",
+                               allow_custom_value=True)  # fmt: skip
+            methods = gr.CheckboxGroup(
+                [(METHOD_LABELS[m], m) for m in ("sage", "static", "chain", "ar")],
+                value=DEFAULT_METHODS,
+                label="Methods in the race",
+            )
+            max_new = lenient(
+                gr.Slider(1, limits.max_new_tokens, value=DEFAULT_MAX_NEW_TOKENS, step=1, label="Max new tokens")
+            )
+            label = "Advanced: SAGE's tree policy" + (", custom models" if custom else "")
+            with gr.Accordion(label, open=False):
+                with gr.Row():
+                    d_min = gr.Slider(1, 10, value=defaults.depth_min, step=1, label="D_min (shallowest tree)")
+                    d_max = gr.Slider(1, 10, value=defaults.depth_max, step=1, label="D_max (deepest tree)")
+                with gr.Row():
+                    w_min = gr.Slider(1, 10, value=defaults.width_min, step=1, label="W_min (narrowest root)")
+                    w_max = gr.Slider(1, 10, value=defaults.width_max, step=1, label="W_max (widest root)")
+                with gr.Row():
+                    budget = gr.Slider(1, 256, value=defaults.node_budget, step=1, label="Node budget N_max")
+                    top_k = gr.Slider(2, 20, value=defaults.top_k, step=1, label="top-k (entropy, candidates)")
+                custom_target = gr.Textbox("", label=f"Custom target ({custom}; pick 'Custom' above)",
+                                           visible=bool(custom))  # fmt: skip
+                custom_draft = gr.Textbox("", label="Custom draft (same family and tokenizer as the target)",
+                                          visible=bool(custom))  # fmt: skip
+            with gr.Accordion("Replay a recorded trace (no model needed)", open=False):
+                trace_in = gr.File(label=f"Trace (.jsonl, at most {limits.max_trace_mb:g} MB)",
+                                   file_types=[".jsonl", ".json", ".txt"], type="filepath",
+                                   elem_id="replay-file")  # fmt: skip
+                speed = lenient(gr.Slider(0.25, 50, value=1, step=0.25, label="Replay speed (× the recorded pace)",
+                                          elem_id="replay-speed"))  # fmt: skip
+                replay = gr.Button("▶ Replay trace", elem_id="replay")
+        with gr.Column(scale=8, min_width=480):
+            status = _html(status_html("Ready. The models load on the first race."), elem_id="status")
+            verdict = _html(badge_html(None), elem_id="verdict")
+            lanes = _html(race_html(None), elem_id="lanes")
+            table = _html("", elem_id="figures-table")
+            download = gr.DownloadButton("⬇ Download trace (JSON lines)", visible=False, size="sm")
+    with gr.Row(equal_height=False):
+        fig_race = gr.Plot(show_label=False, elem_id="panel-race")
+        fig_accepted = gr.Plot(show_label=False, elem_id="panel-accepted")
+    with gr.Row(equal_height=False):
+        fig_confidence = gr.Plot(show_label=False, elem_id="panel-confidence")
+        fig_shapes = gr.Plot(show_label=False, elem_id="panel-shapes")
+    with gr.Row(equal_height=False):
+        tree_lane = gr.Radio([], value=None, label="Draft tree of", scale=1)
+        tree_step = gr.Slider(0, 1, value=0, step=1, label="Step (walk through the run; 0 = prefill)", scale=3,
+                              interactive=False, elem_id="tree-step")  # fmt: skip
+    fig_tree = gr.Plot(show_label=False, elem_id="panel-tree")
+    return Page(
+        state=state, media_tabs=media_tabs, image=image, video=video, gallery=gallery, prompt=prompt, start=start,
+        stop=stop, pair=pair, methods=methods, max_new=max_new,
+        sage=tuple(lenient(s) for s in (d_min, d_max, w_min, w_max, budget, top_k)),
+        custom_target=custom_target, custom_draft=custom_draft, trace_in=trace_in, speed=speed, replay=replay,
+        status=status, verdict=verdict, lanes=lanes, table=table, download=download, fig_race=fig_race,
+        fig_accepted=fig_accepted, fig_confidence=fig_confidence, fig_shapes=fig_shapes, tree_lane=tree_lane,
+        tree_step=tree_step, fig_tree=fig_tree, api_race=gr.Button(visible=False),
+        api_replay=gr.Button(visible=False), api_result=gr.JSON(visible=False),
+    )  # fmt: skip
