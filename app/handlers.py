@@ -4,6 +4,8 @@
   its recorded pace (no model); `stop` ends either and says so everywhere.
 - `race_api` and `replay_api` are the API (`/race`, `/replay`): the same
   inputs, one JSON answer.
+- `step_live` and `step_replay` advance a race or a replay by one round on every side (the teaching
+  mode's Step; the stepped race is per-user state in `page.stepper`).
 - `show_tree`, `show_lane`, `pick_example` are the page's small controls.
 
 Handlers answer with updates keyed by the page's components (`Page`), never
@@ -28,14 +30,25 @@ from typing import Any
 import gradio as gr
 
 from sage_core import METHOD_LABELS, SageConfig
+from sage_core.explain import sage_config_from
 
 from . import models
 from .api import race_result
 from .boundary import guard, user_message
+from .explain_view import explain_html
 from .inputs import Example, InputProblem, Limits, RaceRequest, check_request
 from .page import DEFAULT_MAX_NEW_TOKENS, DEFAULT_METHODS, Page
 from .panels import all_figures, tree_figure
-from .race import RaceData, load_race, race_steps, replay_steps, save_race
+from .race import (
+    RaceData,
+    RaceStepper,
+    live_stepper,
+    load_race,
+    race_steps,
+    replay_stepper,
+    replay_steps,
+    save_race,
+)
 from .render import badge_html, error_html, headline_html, race_html, status_html, table_html
 
 TRACE_DIR = Path(tempfile.gettempdir()) / "sage-app-traces"
@@ -130,6 +143,26 @@ def stopped_status(data: RaceData | None) -> str:
     return status_html(f"■ The {what} was stopped. The steps so far are kept; download the trace to replay them.")
 
 
+def stepping_status(stepper: RaceStepper) -> str:
+    data = stepper.data
+    where = "the recorded trace" if data.replay else (data.header.device if data.header else "?")
+    if stepper.finished:
+        return status_html(f"⏭ Stepped to the end ({html.escape(where)}): every side has finished. Walk back with the "
+                           "step slider; Start or Step again to race anew.")  # fmt: skip
+    what = "Step 0 is the prefill" if stepper.round == 0 else f"Round {stepper.round}"
+    return status_html(
+        f"⏭ <b>Stepping</b> ({html.escape(where)}): {what} on every side. Press → or ⏭ Step for the next round; the "
+        "explainer below shows this round's numbers."
+    )
+
+
+def sage_of(data: RaceData | None, method: str | None = None) -> SageConfig:
+    """The SAGE settings a race ran with (its header's), for the explainer and panel ①."""
+    lane = data.lane(method) if data is not None and method else None
+    header = lane.header if lane is not None and lane.header is not None else (data.header if data else None)
+    return sage_config_from(header.sage) if header is not None else SageConfig()
+
+
 def finished_status(data: RaceData) -> str:
     if data.stopped:
         return stopped_status(data)
@@ -189,11 +222,17 @@ class Handlers:
         }
         if figures and data is not None:
             radio, slider, method = self.tree_controls(data, tree_lane)
-            figs = all_figures(data.records_by_method(), data.token_texts, method or "sage", None, data.replay)
+            lane = data.lane(method) if method else None
+            sage = sage_of(data, "sage" if data.lane("sage") else method)
+            figs = all_figures(data.records_by_method(), data.token_texts, method or "sage", None, data.replay, sage)
+            explained = explain_html(
+                lane.records if lane else [], None, data.token_texts, method or "sage", sage_of(data, method),
+                data.replay,
+            )  # fmt: skip
             update |= {
                 page.fig_race: figs["race"], page.fig_accepted: figs["accepted"],
                 page.fig_confidence: figs["confidence"], page.fig_shapes: figs["shapes"], page.fig_tree: figs["tree"],
-                page.tree_step: slider, page.tree_lane: radio,
+                page.explain: explained, page.tree_step: slider, page.tree_lane: radio,
             }  # fmt: skip
         if trace:
             update[page.download] = gr.update(value=trace, visible=True)
@@ -338,7 +377,12 @@ class Handlers:
         if data is None or lane is None:
             return {}
         step_number = None if step is None else int(step)
-        return {self.page.fig_tree: tree_figure(lane.records, step_number, data.token_texts, lane.method, data.replay)}
+        return {
+            self.page.fig_tree: tree_figure(lane.records, step_number, data.token_texts, lane.method, data.replay),
+            self.page.explain: explain_html(
+                lane.records, step_number, data.token_texts, lane.method, sage_of(data, lane.method), data.replay
+            ),
+        }
 
     def show_lane(self, data: RaceData | None, method: str | None) -> Update:
         _, slider, chosen = self.tree_controls(data, method)
@@ -346,7 +390,51 @@ class Handlers:
         if data is None or lane is None:
             return {}
         figure = tree_figure(lane.records, None, data.token_texts, lane.method, data.replay)
-        return {self.page.fig_tree: figure, self.page.tree_step: slider}
+        explained = explain_html(
+            lane.records, None, data.token_texts, lane.method, sage_of(data, lane.method), data.replay
+        )
+        return {self.page.fig_tree: figure, self.page.explain: explained, self.page.tree_step: slider}
+
+    # -- the teaching mode's Step: one round at a time on every side --
+
+    def step_live(
+        self, image: Any, video: Any, prompt: Any, pair: Any, custom_target: Any, custom_draft: Any, methods: Any,
+        max_new_tokens: Any, depth_min: Any, depth_max: Any, width_min: Any, width_max: Any, node_budget: Any,
+        top_k: Any, tree_lane: Any, stepper: RaceStepper | None,
+        progress: gr.Progress = gr.Progress(),  # noqa: B008 (Gradio's way)
+    ) -> Update:  # fmt: skip
+        """Advance the stepped race by one round (starting one, or a new one when the inputs changed)."""
+        sage = (depth_min, depth_max, width_min, width_max, node_budget, top_k)
+        key = ("live", image, video, prompt, pair, custom_target, custom_draft, tuple(methods or ()),
+               max_new_tokens, sage)  # fmt: skip
+        try:
+            if stepper is None or stepper.key != key or stepper.data.replay or stepper.finished:
+                request, choice = self.prepare(
+                    image, video, prompt, pair, custom_target, custom_draft, methods, max_new_tokens, sage
+                )
+                loaded = self.load(choice, progress)
+                stepper = live_stepper(
+                    loaded.pair, request.media, request.prompt, request.methods, request.max_new_tokens,
+                    request.sage, loaded.token_texts, models.RACE_SLOT, key,
+                )  # fmt: skip
+            return self.stepped(stepper, tree_lane)
+        except Exception as error:
+            return {self.page.status: error_html(user_message(error))}
+
+    def step_replay(self, trace_file: Any, tree_lane: Any, stepper: RaceStepper | None) -> Update:
+        """Advance the stepped replay by one recorded round on every side."""
+        key = ("replay", trace_file)
+        try:
+            if stepper is None or stepper.key != key or stepper.finished:
+                stepper = replay_stepper(self.open_trace(trace_file), key)
+            return self.stepped(stepper, tree_lane)
+        except Exception as error:
+            return {self.page.status: error_html(user_message(error))}
+
+    def stepped(self, stepper: RaceStepper, tree_lane: Any) -> Update:
+        data = stepper.step()
+        trace = save_trace_file(data) if stepper.finished and not data.replay else None
+        return self.view(data, stepping_status(stepper), tree_lane, trace=trace) | {self.page.stepper: stepper}
 
     def pick_example(self, selected: gr.SelectData) -> Update:
         page = self.page

@@ -36,6 +36,55 @@ run's own timed steps. The output must equal the target's own greedy decoding.</
 """
 
 
+EXPLAIN_EMPTY = (
+    "<div style='font:13px Inter,system-ui,sans-serif;color:#64748b'>The explainer: pick a step of a race (or press "
+    "<b>⏭ Step</b> to go one round at a time) and this panel fills in the paper's formulas with that round's own "
+    "numbers.</div>"
+)
+#: A stepped race is dropped this many seconds after the visitor's last step (its caches with it).
+STEPPER_TTL = 900
+#: What to look for in each panel: folded away under it.
+TOUR = {
+    "race": "Each line is one side's tokens against its own device-synchronised clock, prefill included: the steeper, "
+    "the faster. A flat stretch is one round's time; a jump is what the round produced (the accepted draft tokens "
+    "plus the target's bonus token).",
+    "accepted": "τ per round: how many draft tokens the target accepted. Watch SAGE's τ stay high on the template "
+    "words the draft is sure of and dip on colours, counts and values, where it is not.",
+    "confidence": "H is the entropy of the draft's top-10 after the root, α = 1 − H / log 10 its confidence. A sure "
+    "draft (α high) gets a deep, narrow tree: D(α) up, W(α) down; an unsure one a shallow, wide tree. Bottom row: "
+    "when SAGE's window of recent rounds closes, its mean τ is compared with 2 and 3 to lower or raise D_max.",
+    "shapes": "Per round the tree's depth, root width and node count. The static tree is the same 25 nodes every "
+    "round; SAGE's tree changes shape with α and usually verifies fewer nodes.",
+    "tree": "One round's tree: green is the path the target accepted, orange its bonus token, grey the rejected "
+    "nodes, and the greyed ✕ the candidates SAGE's rules cut (hover for the rule). Move the step slider, or press → "
+    "to step a race one round at a time.",
+    "explain": "The round in numbers: the draft's top-10, H and α, D(α) and W(α) rounded as the code rounds them, "
+    "each level's width W_l and threshold θ_l with how many candidates each rule cut, then the target's check of "
+    "every node it reached. Every number is read from the round's record.",
+}
+#: → steps the race (or the replay last stepped), unless the visitor is typing in a field.
+KEYBOARD_JS = """
+<script>
+document.addEventListener('click', (e) => {
+  const b = e.target.closest && e.target.closest('#step-round, #step-replay');
+  if (b) window.sageStepTarget = b.id;
+}, true);
+document.addEventListener('keydown', (e) => {
+  if (e.key !== 'ArrowRight' || e.altKey || e.ctrlKey || e.metaKey || e.shiftKey) return;
+  const t = e.target;
+  if (t && (t.isContentEditable || ['INPUT', 'TEXTAREA', 'SELECT'].includes(t.tagName))) return;
+  const b = document.getElementById(window.sageStepTarget || 'step-round');
+  if (b && !b.disabled) { e.preventDefault(); b.click(); }
+});
+</script>
+"""
+
+
+def _tour(panel: str) -> None:
+    with gr.Accordion("What to look for", open=False, elem_classes=["sage-tour"]):
+        gr.Markdown(TOUR[panel])
+
+
 def image_input(**kwargs: Any) -> gr.Image:
     """An image input that hands the uploaded file to the app unopened.
 
@@ -79,12 +128,14 @@ class Page:
     """Every component of the page, by name."""
 
     state: gr.State
+    stepper: gr.State  # the teaching mode's race being stepped through (a `race.RaceStepper`)
     media_tabs: gr.Tabs
     image: gr.Image
     video: gr.Video
     gallery: gr.Gallery
     prompt: gr.Textbox
     start: gr.Button
+    step: gr.Button
     stop: gr.Button
     pair: gr.Dropdown
     methods: gr.CheckboxGroup
@@ -95,6 +146,7 @@ class Page:
     trace_in: gr.File
     speed: gr.Slider
     replay: gr.Button
+    replay_step: gr.Button
     status: gr.HTML
     verdict: gr.HTML
     lanes: gr.HTML
@@ -107,6 +159,7 @@ class Page:
     tree_lane: gr.Radio
     tree_step: gr.Slider
     fig_tree: gr.Plot
+    explain: gr.HTML
     api_race: gr.Button
     api_replay: gr.Button
     api_result: gr.JSON
@@ -121,7 +174,7 @@ class Page:
     def view(self) -> list[Any]:
         """Everything a race or a replay updates."""
         return [self.status, self.verdict, self.lanes, self.table, self.fig_race, self.fig_accepted,
-                self.fig_confidence, self.fig_shapes, self.fig_tree, self.tree_step, self.tree_lane,
+                self.fig_confidence, self.fig_shapes, self.fig_tree, self.explain, self.tree_step, self.tree_lane,
                 self.download, self.state]  # fmt: skip
 
 
@@ -131,6 +184,7 @@ def build_page(
     """Lay the page out (inside a `gr.Blocks`); `custom` says which custom models the server allows (none: "")."""
     defaults = SageConfig()
     state = gr.State(None)
+    stepper = gr.State(None, time_to_live=STEPPER_TTL)
     _html(INTRO)
     with gr.Row(equal_height=False):
         with gr.Column(scale=4, min_width=340):
@@ -148,6 +202,7 @@ def build_page(
             prompt = gr.Textbox(label="Prompt", value="", placeholder=DEFAULT_PROMPT, lines=2)
             with gr.Row():
                 start = gr.Button("▶ Start race", variant="primary", elem_id="start-race")
+                step = gr.Button("⏭ Step (→)", elem_id="step-round", min_width=90)
                 stop = gr.Button("■ Stop", variant="stop", elem_id="stop-race")
             pair = gr.Dropdown(pair_choices, value=default_pair, label="Model pair (target + draft)",
                                allow_custom_value=True)  # fmt: skip
@@ -180,7 +235,9 @@ def build_page(
                                    elem_id="replay-file")  # fmt: skip
                 speed = lenient(gr.Slider(0.25, 50, value=1, step=0.25, label="Replay speed (× the recorded pace)",
                                           elem_id="replay-speed"))  # fmt: skip
-                replay = gr.Button("▶ Replay trace", elem_id="replay")
+                with gr.Row():
+                    replay = gr.Button("▶ Replay trace", elem_id="replay")
+                    replay_step = gr.Button("⏭ Step through it (→)", elem_id="step-replay")
         with gr.Column(scale=8, min_width=480):
             status = _html(status_html("Ready. The models load on the first race."), elem_id="status")
             verdict = _html(badge_html(None), elem_id="verdict")
@@ -188,23 +245,38 @@ def build_page(
             table = _html("", elem_id="figures-table")
             download = gr.DownloadButton("⬇ Download trace (JSON lines)", visible=False, size="sm")
     with gr.Row(equal_height=False):
-        fig_race = gr.Plot(show_label=False, elem_id="panel-race")
-        fig_accepted = gr.Plot(show_label=False, elem_id="panel-accepted")
+        with gr.Column():
+            fig_race = gr.Plot(show_label=False, elem_id="panel-race")
+            _tour("race")
+        with gr.Column():
+            fig_accepted = gr.Plot(show_label=False, elem_id="panel-accepted")
+            _tour("accepted")
     with gr.Row(equal_height=False):
-        fig_confidence = gr.Plot(show_label=False, elem_id="panel-confidence")
-        fig_shapes = gr.Plot(show_label=False, elem_id="panel-shapes")
+        with gr.Column():
+            fig_confidence = gr.Plot(show_label=False, elem_id="panel-confidence")
+            _tour("confidence")
+        with gr.Column():
+            fig_shapes = gr.Plot(show_label=False, elem_id="panel-shapes")
+            _tour("shapes")
     with gr.Row(equal_height=False):
         tree_lane = gr.Radio([], value=None, label="Draft tree of", scale=1)
         tree_step = gr.Slider(0, 1, value=0, step=1, label="Step (walk through the run; 0 = prefill)", scale=3,
                               interactive=False, elem_id="tree-step")  # fmt: skip
-    fig_tree = gr.Plot(show_label=False, elem_id="panel-tree")
+    with gr.Row(equal_height=False):
+        with gr.Column(scale=3):
+            fig_tree = gr.Plot(show_label=False, elem_id="panel-tree")
+            _tour("tree")
+        with gr.Column(scale=2, min_width=360):
+            explain = _html(EXPLAIN_EMPTY, elem_id="explain")
+            _tour("explain")
     return Page(
-        state=state, media_tabs=media_tabs, image=image, video=video, gallery=gallery, prompt=prompt, start=start,
-        stop=stop, pair=pair, methods=methods, max_new=max_new,
+        state=state, stepper=stepper, media_tabs=media_tabs, image=image, video=video, gallery=gallery, prompt=prompt,
+        start=start, step=step, stop=stop, pair=pair, methods=methods, max_new=max_new,
         sage=tuple(lenient(s) for s in (d_min, d_max, w_min, w_max, budget, top_k)),
         custom_target=custom_target, custom_draft=custom_draft, trace_in=trace_in, speed=speed, replay=replay,
+        replay_step=replay_step,
         status=status, verdict=verdict, lanes=lanes, table=table, download=download, fig_race=fig_race,
         fig_accepted=fig_accepted, fig_confidence=fig_confidence, fig_shapes=fig_shapes, tree_lane=tree_lane,
-        tree_step=tree_step, fig_tree=fig_tree, api_race=gr.Button(visible=False),
+        tree_step=tree_step, fig_tree=fig_tree, explain=explain, api_race=gr.Button(visible=False),
         api_replay=gr.Button(visible=False), api_result=gr.JSON(visible=False),
     )  # fmt: skip

@@ -21,12 +21,14 @@ records). A plain single-run trace of the CLI loads too.
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from sage_core import (
     DecodeConfig,
@@ -151,8 +153,98 @@ def race_steps(
             yield data
 
 
+class RaceStepper:
+    """A race (live or replayed) advanced one round per call, every side together: the teaching
+    mode's Step. Per-user state: it lives in the visitor's session, never in a module global.
+
+    A live stepper holds one `DecodeRun` per method (its caches included) and steps each under
+    `lock`, like `race_steps`; a replay stepper hands out each side's next recorded step.
+    """
+
+    def __init__(
+        self,
+        data: RaceData,
+        advance: Sequence[Callable[[], StepRecord | None]],
+        key: object = None,
+        token_texts: Callable[[Sequence[int]], list[str]] | None = None,
+    ) -> None:
+        self.data = data
+        self._advance = list(advance)
+        self.key = key
+        self._token_texts = token_texts
+        self._exhausted: set[int] = set()  # sides with no more steps (a stopped recording ends unfinished)
+
+    @property
+    def finished(self) -> bool:
+        done = all(lane.finished or i in self._exhausted for i, lane in enumerate(self.data.lanes))
+        return done or self.data.stopped
+
+    @property
+    def round(self) -> int:
+        """The latest step number any side reached (0 = the prefill; -1 before it)."""
+        return max((lane.records[-1].step for lane in self.data.lanes if lane.records), default=-1)
+
+    def step(self) -> RaceData:
+        """One more step on every side that has not finished."""
+        for index, (lane, advance) in enumerate(zip(self.data.lanes, self._advance, strict=True)):
+            if lane.finished or index in self._exhausted:
+                continue
+            record = advance()
+            if record is None:
+                self._exhausted.add(index)
+                continue
+            lane.records.append(record)
+            if self._token_texts is not None:
+                _learn_texts(self.data.token_texts, record, self._token_texts)
+        return self.data
+
+
+def live_stepper(
+    pair: ModelPair,
+    media: Media,
+    prompt: str,
+    methods: Sequence[str],
+    max_new_tokens: int,
+    sage: SageConfig,
+    token_texts: Callable[[Sequence[int]], list[str]] | None = None,
+    lock: AbstractContextManager | None = None,
+    key: object = None,
+) -> RaceStepper:
+    """A live race to step through (the media prepared once, as in `race_steps`)."""
+    guard = lock or nullcontext()
+    chosen = order_methods(methods)
+    with guard:
+        prepared = prepare_inputs(pair, media, prompt, with_draft=any(m != "ar" for m in chosen))
+        runs = [
+            decode(pair, media, prompt, DecodeConfig(method=m, max_new_tokens=max_new_tokens, sage=sage), prepared)  # type: ignore[arg-type]
+            for m in chosen
+        ]
+
+    def advancer(run: Any) -> Callable[[], StepRecord | None]:
+        def advance() -> StepRecord | None:
+            with guard:
+                return next(run, None)
+
+        return advance
+
+    data = RaceData(lanes=[Lane(run.config.method, run.header) for run in runs])
+    return RaceStepper(data, [advancer(run) for run in runs], key, token_texts)
+
+
+def replay_stepper(recorded: RaceData, key: object = None) -> RaceStepper:
+    """A recorded race to step through, one recorded step per side per call."""
+    data = RaceData(
+        lanes=[Lane(lane.method, lane.header) for lane in recorded.lanes],
+        token_texts=dict(recorded.token_texts),
+        replay=True,
+        source=recorded.source,
+    )
+    return RaceStepper(data, [functools.partial(next, iter(lane.records), None) for lane in recorded.lanes], key)
+
+
 def _learn_texts(known: dict[int, str], record: StepRecord, token_texts: Callable[[Sequence[int]], list[str]]) -> None:
-    wanted = {*record.tree_tokens, *record.new_tokens, record.bonus_token}
+    wanted = {*record.tree_tokens, *record.new_tokens, record.bonus_token, *record.root_top_tokens,
+              *record.cut_tokens, *record.target_choices}  # fmt: skip
     missing = sorted(t for t in wanted if t not in known)
     if missing:
         known.update(zip(missing, token_texts(missing), strict=True))

@@ -3,6 +3,8 @@
 Events:
 - "Start race" streams a live race; "Stop" cancels it.
 - "Replay" streams a recorded trace at its recorded pace, no model needed.
+- "Step" (or →) runs a race, or replays a trace, one round at a time on every
+  side, for a speaker to talk over; the explainer beside the tree follows.
 - The tree panel's method and step controls redraw one step's draft tree
   from the per-user state (the records), with no model either.
 - `/race` and `/replay` are the API: the same inputs, one JSON answer
@@ -25,7 +27,7 @@ from . import models
 from .boundary import guard
 from .handlers import TRACE_DIR, Handlers, Settings, controls, last, save_trace_file
 from .inputs import Limits, load_examples
-from .page import TITLE, Page, build_page, image_input
+from .page import KEYBOARD_JS, TITLE, Page, build_page, image_input
 from .spaces_compat import ZERO_GPU, gpu
 
 RACE_CONCURRENCY = 2
@@ -67,13 +69,26 @@ def wire(page: Page, handlers: Handlers) -> None:
     )  # fmt: skip
     page.stop.click(controls(handlers.stop, page), [page.state], [page.status, page.verdict, page.lanes,
                     page.download], cancels=[live, replaying], queue=False, api_visibility="private")  # fmt: skip
+    # A streamed race or replay ends any stepped one; Step advances one round on every side.
+    for button in (page.start, page.replay):
+        button.click(lambda: None, None, page.stepper, queue=False, api_visibility="private")
+    page.step.click(
+        gpu(duration=60)(handlers.step_live), [*page.race_inputs, page.tree_lane, page.stepper],
+        [*page.view, page.stepper], concurrency_id="race", concurrency_limit=RACE_CONCURRENCY,
+        api_visibility="private",
+    )  # fmt: skip
+    page.replay_step.click(
+        handlers.step_replay, [page.trace_in, page.tree_lane, page.stepper], [*page.view, page.stepper],
+        concurrency_id="replay", concurrency_limit=REPLAY_CONCURRENCY, api_visibility="private",
+    )  # fmt: skip
     page.gallery.select(controls(handlers.pick_example, page), None,
                         [page.image, page.video, page.prompt, page.media_tabs, page.status], queue=False,
                         api_visibility="private")  # fmt: skip
     page.tree_step.input(controls(handlers.show_tree, page), [page.state, page.tree_lane, page.tree_step],
-                         [page.fig_tree, page.status], queue=False, api_visibility="private")  # fmt: skip
+                         [page.fig_tree, page.explain, page.status], queue=False,
+                         api_visibility="private")  # fmt: skip
     page.tree_lane.input(controls(handlers.show_lane, page), [page.state, page.tree_lane],
-                         [page.fig_tree, page.tree_step, page.status], queue=False,
+                         [page.fig_tree, page.explain, page.tree_step, page.status], queue=False,
                          api_visibility="private")  # fmt: skip
     page.api_race.click(gpu(duration=180)(guard(handlers.race_api)), page.race_inputs, page.api_result,
                         api_name="race", concurrency_id="race", concurrency_limit=RACE_CONCURRENCY)  # fmt: skip
@@ -109,7 +124,7 @@ def build_demo(
 def launch_options(limits: Limits | None = None) -> dict[str, Any]:
     """What `launch` needs besides the address: Gradio refuses larger uploads before storing them."""
     limits = limits or Limits.from_env()
-    return {"max_file_size": limits.max_file_bytes}
+    return {"max_file_size": limits.max_file_bytes, "head": KEYBOARD_JS}
 
 
 __all__ = ["TRACE_DIR", "build_demo", "image_input", "last", "launch_options", "save_trace_file"]

@@ -3,11 +3,14 @@
 It picks an example, starts a race, waits for both columns, the badge and
 every panel, walks the tree slider, saves a screenshot to
 test-artifacts/app.png, then downloads the trace and replays it. A second
-test presses Stop during a (stand-in, endless) race.
+test presses Stop during a (stand-in, endless) race; a third steps a race
+round by round and reads the explainer (test-artifacts/explain.png).
 """
 
 from __future__ import annotations
 
+import math
+import re
 import shutil
 import time
 from pathlib import Path
@@ -149,3 +152,44 @@ def test_stop_ends_a_race_in_the_browser(page, monkeypatch):
     assert page.locator("#lanes .sage-tag.stop").count() == 2
     assert "Stopped" in page.locator("#verdict").inner_text()  # every status line says so
     assert "Racing" not in page.locator("#status").inner_text()
+
+
+def test_step_through_a_race_and_read_the_explainer(page):
+    """The teaching mode: Step (and →) runs a long-answer race one round at a time on both sides, and
+    #explain shows the round's α, D(α), W(α), each level's widths and thresholds, and the accepted path."""
+    index, example = next((i, e) for i, e in enumerate(load_examples()) if "detail" in e.prompt)
+    page.locator("#examples button.thumbnail-item").nth(index).click()
+    playwright.expect(page.get_by_label("Prompt")).to_have_value(example.prompt)  # the example is in place
+    page.click("#step-round")
+    page.wait_for_function("() => document.querySelector('#status').innerText.includes('Step 0 is the prefill')")
+    assert page.locator("#status .sage-status.error").count() == 0
+    for expected in (1, 2):
+        page.evaluate("document.activeElement && document.activeElement.blur()")
+        page.keyboard.press("ArrowRight")  # the keyboard's Step
+        page.wait_for_function(f"() => document.querySelector('#status').innerText.includes('Round {expected} ')")
+    page.click("#step-round")
+    page.wait_for_function("() => document.querySelector('#explain').innerText.includes('Round 3, SAGE')")
+    # both sides advanced together: three decode rounds each (unless one finished first)
+    columns = page.locator("#lanes .sage-col")
+    assert columns.count() == 2
+    explain = page.locator("#explain").inner_text()
+    for needed in ("top-10 after the root", "α = 1 − H / log 10", "D(α) = D_min", "W(α) = W_min", "θ_l",
+                   "W_l per parent", "Accepted τ =", "bonus"):  # fmt: skip
+        assert needed in explain, (needed, explain)
+    # the formulas' numbers agree with each other as printed
+    h, log_k, alpha = map(
+        float, re.search(r"α = 1 − H / log 10 = 1 − ([\d.]+) / ([\d.]+) = ([\d.]+)", explain).groups()
+    )
+    assert abs((1 - h / log_k) - alpha) < 2e-3
+    d = re.search(
+        r"D\(α\) = D_min \+ α·\(D_max − D_min\) = (\d+) \+ ([\d.]+)·\((\d+) − \d+\) = ([\d.]+) → (\d+)", explain
+    )
+    d_min, a, d_max, raw, depth = float(d[1]), float(d[2]), float(d[3]), float(d[4]), int(d[5])
+    assert a == pytest.approx(alpha, abs=1e-3) and raw == pytest.approx(d_min + a * (d_max - d_min), abs=0.01)
+    assert depth == math.floor(raw + 0.5)
+    levels = re.findall(r"0\.1·(\d+)/(\d+) =\s*([\d.]+)", explain)
+    assert levels and all(int(den) == depth and float(v) == pytest.approx(0.1 * int(n) / depth, abs=1e-4)
+                          for n, den, v in levels)  # fmt: skip
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.locator("#explain").screenshot(path=str(ARTIFACTS / "explain.png"))
+    page.screenshot(path=str(ARTIFACTS / "app-step.png"), full_page=True)
