@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import asdict
 
-from .config import MAX_NEW_TOKENS_LIMIT, METHODS, DecodeConfig, SageConfig
+from .config import BACKENDS, MAX_NEW_TOKENS_LIMIT, METHODS, DecodeConfig, SageConfig
 from .errors import InputError, SageError
 from .media import DEFAULT_FRAMES, load_media
 from .records import record_to_dict, save_trace, summarize
@@ -33,6 +33,10 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--max-new-tokens", type=int, default=128)
     gen.add_argument("--device", default="auto", help="auto | cpu | cuda")
     gen.add_argument("--dtype", default="auto", help="auto | float32 | bfloat16 | float16")
+    gen.add_argument(
+        "--backend", choices=BACKENDS, default="fast",
+        help="fast (caches grown in place, masks built on the device) or plain (transformers' own cache and masks)",
+    )  # fmt: skip
     place = gen.add_argument_group("placement of a target that does not fit one device (accelerate)")
     place.add_argument("--device-map", help="auto | balanced | sequential: spread the target over the GPUs (and CPU)")
     place.add_argument("--max-memory", type=parse_max_memory, help="per device, e.g. 0=70GiB,1=70GiB,cpu=200GiB")
@@ -76,7 +80,7 @@ def generate(args: argparse.Namespace) -> int:
         )  # fmt: skip
     except ValueError as error:
         raise InputError(str(error)) from error
-    config = DecodeConfig(method=args.method, max_new_tokens=args.max_new_tokens, sage=sage)
+    config = DecodeConfig(method=args.method, max_new_tokens=args.max_new_tokens, sage=sage, backend=args.backend)
     media = load_media(args.image or args.video, frames=args.frames)
     if args.max_memory is not None and args.device_map is None:
         raise InputError("--max-memory needs --device-map")
