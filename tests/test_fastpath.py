@@ -282,3 +282,13 @@ def test_the_plain_backend_keeps_transformers_cache_and_commits_the_same_rows(ti
 def test_an_unknown_backend_is_refused():
     with pytest.raises(ValueError, match="unknown backend"):
         DecodeConfig(backend="turbo")  # type: ignore[arg-type]
+
+
+def test_cli_parses_the_backend():
+    from sage_core.cli import build_parser
+
+    base = ["generate", "--image", "x.png", "--prompt", "hi"]
+    assert build_parser().parse_args(base).backend == "fast"
+    assert build_parser().parse_args([*base, "--backend", "plain"]).backend == "plain"
+    with pytest.raises(SystemExit):
+        build_parser().parse_args([*base, "--backend", "turbo"])
