@@ -201,15 +201,18 @@ class VLM:
     # -- forwards ------------------------------------------------------------
 
     @torch.inference_mode()
-    def prefill(self, inputs: Mapping[str, Any], reserve: int = 256) -> tuple[KVState, torch.Tensor]:
+    def prefill(
+        self, inputs: Mapping[str, Any], reserve: int = 256, cache: DynamicCache | None = None
+    ) -> tuple[KVState, torch.Tensor]:
         """The prompt forward, as `generate` runs it; returns the last position's logits.
 
         Only the last position's logits are computed (`logits_to_keep=1`): the full
         (prompt, vocab) matrix would cost gigabytes on a long video prompt.
         The cache has room for `reserve` more entries (the run's new tokens and
-        scratch) before it must grow.
+        scratch) before it must grow; `cache` replaces it (the plain backend's).
         """
-        cache = growing_cache(self.model.config, reserve)
+        if cache is None:
+            cache = growing_cache(self.model.config, reserve)
         output = self.model(**inputs, cache=cache, use_cache=True, logits_to_keep=1)
         offset = 0
         deltas = getattr(self.model.model, "rope_deltas", None) if self.uses_rope_deltas else None
@@ -243,7 +246,14 @@ class VLM:
         count = len(tokens)
         if (visible is None) == (parents is None):
             raise ValueError("give either visible or parents")
-        if parents is not None:
+        mask: torch.Tensor | None = None
+        if count == 1 and state.scratch == 0:
+            # One token after the committed sequence (plain decoding, or a draft fed one token):
+            # it sees everything cached, so no mask, and the model attends as in `generate`.
+            input_ids = torch.tensor([list(tokens)], dtype=torch.long, device=self.device)
+            position_ids = torch.tensor([list(positions)], dtype=torch.long, device=self.device)
+            rows = torch.ones((1, 1), dtype=torch.bool, device=self.device)
+        elif parents is not None:
             # tokens, positions, parents: one host-to-device copy.  [3, N]
             packed = torch.tensor([list(tokens), list(positions), list(parents)], dtype=torch.long).to(self.device)
             input_ids, position_ids = packed[0:1], packed[1:2]
@@ -253,11 +263,13 @@ class VLM:
             input_ids = torch.tensor([list(tokens)], dtype=torch.long, device=self.device)
             position_ids = torch.tensor([list(positions)], dtype=torch.long, device=self.device)
             rows = rows_from_visible(state.scratch_rows, visible, self.device)
+        if rows.shape[0] > 1:
+            mask = additive_mask(rows[state.scratch :], state.committed, self.dtype)
         # positions: (1, N), the M-RoPE delta included; the Qwen models expand it to their 3 axes.
         output = self.model(
             input_ids=input_ids,
             position_ids=position_ids + state.position_offset,
-            attention_mask=additive_mask(rows[state.scratch :], state.committed, self.dtype),
+            attention_mask=mask,
             cache=state.cache,
             use_cache=True,
         )

@@ -20,7 +20,7 @@ from typing import NoReturn
 
 import torch
 
-from .config import METHODS, DecodeConfig, SageConfig, check_max_new_tokens, check_prompt
+from .config import BACKENDS, METHODS, DecodeConfig, SageConfig, check_max_new_tokens, check_prompt
 from .errors import InputError, SageError
 from .media import DEFAULT_FRAMES, load_media
 from .records import record_to_dict, save_trace, summarize
@@ -48,6 +48,10 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--max-new-tokens", type=int, default=128)
     gen.add_argument("--device", default="auto", help="auto | cpu | cuda")
     gen.add_argument("--dtype", default="auto", help="auto | float32 | bfloat16 | float16")
+    gen.add_argument(
+        "--backend", choices=BACKENDS, default="fast",
+        help="fast (caches grown in place, masks built on the device) or plain (transformers' own cache and masks)",
+    )  # fmt: skip
     place = gen.add_argument_group("placement of a target that does not fit one device (accelerate)")
     place.add_argument("--device-map", help="auto | balanced | sequential: spread the target over the GPUs (and CPU)")
     place.add_argument("--max-memory", type=parse_max_memory, help="per device, e.g. 0=70GiB,1=70GiB,cpu=200GiB")
@@ -85,7 +89,9 @@ def generate(args: argparse.Namespace) -> int:
         width_max=args.width_max, node_budget=args.node_budget, top_k=args.top_k, window=args.window,
         shape=args.shape, alpha_source=args.alpha_source,
     )  # fmt: skip
-    config = DecodeConfig(method=args.method, max_new_tokens=check_max_new_tokens(args.max_new_tokens), sage=sage)
+    config = DecodeConfig(
+        method=args.method, max_new_tokens=check_max_new_tokens(args.max_new_tokens), sage=sage, backend=args.backend
+    )
     if args.trace and not Path(args.trace).resolve().parent.is_dir():
         raise InputError(f"--trace {args.trace}: the folder {Path(args.trace).parent} does not exist")
     media = load_media(args.image or args.video, frames=args.frames)

@@ -20,6 +20,12 @@ METHOD_LABELS: dict[str, str] = {
     "sage": "SAGE (adaptive tree)",
 }
 
+# How the loop talks to the models (backends.py): "fast" (caches grown in place, masks built
+# on the device, commits that move only the accepted rows) or "plain" (transformers' own
+# DynamicCache and host-built masks). Both are lossless.
+Backend = Literal["fast", "plain"]
+BACKENDS: tuple[Backend, ...] = ("fast", "plain")
+
 # A tree template written as rank paths: (a, b, c) = the a-th most likely
 # draft token at depth 1, its b-th most likely child, then that node's c-th.
 RankPath = tuple[int, ...]
@@ -115,10 +121,13 @@ class DecodeConfig:
     # Draft candidates per node for the static and chain templates (their
     # largest rank is 3, so 10 is plenty).
     template_top_k: int = 10
+    backend: Backend = "fast"
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
             raise ConfigError(f"unknown method {self.method!r}; choose one of {', '.join(METHODS)}")
+        if self.backend not in BACKENDS:
+            raise ConfigError(f"unknown backend {self.backend!r}; choose one of {', '.join(BACKENDS)}")
         check_max_new_tokens(self.max_new_tokens)
 
 

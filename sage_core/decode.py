@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from .adapter import KVState, ModelPair
+from .backends import ModelBackend, open_backend
 from .config import CHAIN_TREE, STATIC_TREE, DecodeConfig, SageConfig
 from .drafting import DraftedTree, TopK, feed_committed, grow_tree, template_chooser, top_k
 from .errors import InputError
@@ -160,9 +161,9 @@ class DecodeRun:
 
     def _run(self) -> Iterator[StepRecord]:
         pair, config = self.pair, self.config
-        target, draft = pair.target, pair.draft
-        eos = set(target.eos_token_ids)
-        text = TextStream(target.tokenizer)
+        target, draft = open_backend(pair.target, config.backend), open_backend(pair.draft, config.backend)
+        eos = set(pair.target.eos_token_ids)
+        text = TextStream(pair.target.tokenizer)
         planner = SagePlanner(config.sage)
         produced = 0
         total_seconds = 0.0
@@ -213,7 +214,7 @@ class DecodeRun:
             if draft_state is None:
                 drafted, shape = DraftedTree(EMPTY_TREE, {}), _Shape()
             else:
-                drafted, shape = self._draft(draft_state, pending, planner, step)
+                drafted, shape = self._draft(draft, draft_state, pending, planner, step)
             tree = drafted.tree
             draft_seconds = laps.lap()
             # 2. Verify: one target forward over the root and every node.
@@ -248,10 +249,10 @@ class DecodeRun:
             )  # fmt: skip
 
     def _draft(
-        self, state: KVState, pending: Sequence[int], planner: SagePlanner, step: int
+        self, draft: ModelBackend, state: KVState, pending: Sequence[int], planner: SagePlanner, step: int
     ) -> tuple[DraftedTree, _Shape]:
         config = self.config
-        draft, vocab = self.pair.draft, self.pair.shared_vocab_size
+        vocab = self.pair.shared_vocab_size
         root_logits = feed_committed(draft, state, pending)
         sage = config.sage
         if config.method in ("chain", "static"):
@@ -326,7 +327,7 @@ class _Shape:
         }
 
 
-def _verify_forward(target: Any, state: KVState, root: int, tree: Tree) -> list[int]:
+def _verify_forward(target: ModelBackend, state: KVState, root: int, tree: Tree) -> list[int]:
     """One target forward over [root, *nodes]; the argmax after each of them."""
     start, scratch = state.committed, state.scratch
     logits = target.extend(

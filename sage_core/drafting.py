@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 import torch
 
-from .adapter import VLM, KVState
+from .adapter import KVState
+from .backends import ModelBackend
 from .config import RankPath
 from .policy import Candidate, Expansion
 from .trees import ROOT, Tree
@@ -44,7 +45,7 @@ def top_k(logits: torch.Tensor, k: int, vocab: int) -> list[TopK]:
     return [(tuple(int(i) for i in row[k:]), tuple(row[:k])) for row in rows]
 
 
-def feed_committed(draft: VLM, state: KVState, pending: Sequence[int]) -> torch.Tensor:
+def feed_committed(draft: ModelBackend, state: KVState, pending: Sequence[int]) -> torch.Tensor:
     """Feed the draft the tokens committed since its last round; returns the root's logits."""
     start, scratch = state.committed, state.scratch
     logits = draft.extend(
@@ -58,7 +59,7 @@ def feed_committed(draft: VLM, state: KVState, pending: Sequence[int]) -> torch.
 
 
 def grow_tree(
-    draft: VLM,
+    draft: ModelBackend,
     state: KVState,
     root: TopK,
     choose: Chooser,

@@ -21,6 +21,12 @@ candidates, so its decode-only time starts after that forward), the speedup
 over `generate` and over our `ar`, and whether the tokens equal `generate`'s.
 Per round of our methods (one extra profiled run per example, forwards
 timed): draft time, verify time, and the time outside model forwards.
+
+`--backend plain` runs our methods on transformers' own cache and masks instead
+of the fast path (sage_core/backends.py). `--long-prompt 500,1500` also runs
+every example with its prompt padded by about that many text tokens, and
+prints how the decode step grows with the context: per padding, the prompt
+length, each method's median round (ms) and decode-only tokens/s.
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -44,9 +50,12 @@ sys.path.insert(0, str(ROOT))
 
 from sage_core import METHODS, DecodeConfig, ModelPair, PreparedInputs, decode, load_media, load_pair  # noqa: E402
 from sage_core import prepare_inputs as prepare  # noqa: E402
+from sage_core.config import BACKENDS  # noqa: E402
+from sage_core.errors import SageError  # noqa: E402
 from sage_core.timing import synchronize  # noqa: E402
 
 PEERS = ("generate", "assisted")
+FILLER = "the picture. "  # --long-prompt pads with this text
 
 
 @dataclass(frozen=True)
@@ -61,6 +70,8 @@ class Run:
     decode_seconds: float  # after the prefill (and its first token)
     mean_accepted: float | None = None  # tau, our speculative methods
     tokens_per_forward: float | None = None
+    pad_tokens: int = 0  # --long-prompt padding asked for (0: the example's own prompt)
+    prompt_tokens: int = 0
 
 
 @dataclass(frozen=True)
@@ -74,13 +85,19 @@ class Rounds:
     verify_ms: float
     step_ms: float
     outside_forwards_ms: float  # step time not spent inside a model forward
+    pad_tokens: int = 0
+    prompt_tokens: int = 0
 
 
 # -- running the methods --------------------------------------------------------
 
 
-def run_ours(pair: ModelPair, prepared: PreparedInputs, method: str, max_new: int, example: str, repeat: int) -> Run:
-    run = decode(pair, prepared.media, prepared.prompt, DecodeConfig(method, max_new), prepared)  # type: ignore[arg-type]
+def run_ours(
+    pair: ModelPair, prepared: PreparedInputs, method: str, max_new: int, example: str, repeat: int,
+    backend: str = "fast",
+) -> Run:  # fmt: skip
+    config = DecodeConfig(method, max_new, backend=backend)  # type: ignore[arg-type]
+    run = decode(pair, prepared.media, prepared.prompt, config, prepared)
     s = run.run_to_end()
     return Run(
         example, method, repeat, s.token_ids, s.seconds, s.decode_seconds,
@@ -102,7 +119,9 @@ class FirstCall(LogitsProcessor):
         return scores
 
 
-def run_peer(pair: ModelPair, prepared: PreparedInputs, method: str, max_new: int, example: str, repeat: int) -> Run:
+def run_peer(
+    pair: ModelPair, prepared: PreparedInputs, method: str, max_new: int, example: str, repeat: int, backend: str = ""
+) -> Run:
     inputs = dict(prepared.target)
     prompt_length = int(inputs["input_ids"].shape[1])
     first = FirstCall(pair.device)
@@ -152,10 +171,13 @@ def forward_timer(models: Sequence[Any], devices: Sequence[torch.device]) -> Ite
                 model.forward = saved
 
 
-def profile_rounds(pair: ModelPair, prepared: PreparedInputs, method: str, max_new: int, example: str) -> Rounds:
+def profile_rounds(
+    pair: ModelPair, prepared: PreparedInputs, method: str, max_new: int, example: str, backend: str = "fast"
+) -> Rounds:
     """One run with every forward timed: the median round's parts."""
     models = [pair.target.model] if method == "ar" else [pair.target.model, pair.draft.model]
-    run = decode(pair, prepared.media, prepared.prompt, DecodeConfig(method, max_new), prepared)  # type: ignore[arg-type]
+    config = DecodeConfig(method, max_new, backend=backend)  # type: ignore[arg-type]
+    run = decode(pair, prepared.media, prepared.prompt, config, prepared)
     draft, verify, step, outside = [], [], [], []
     with forward_timer(models, pair.devices) as forwards:
         for record in run:
@@ -216,6 +238,33 @@ def summarize(runs: Sequence[Run], rounds: Sequence[Rounds], methods: Sequence[s
     return rows
 
 
+def padded(tokenizer: Any, prompt: str, tokens: int) -> str:
+    """`prompt` after enough filler text to add about `tokens` tokens."""
+    if tokens <= 0:
+        return prompt
+    unit = len(tokenizer(FILLER)["input_ids"])
+    return FILLER * max(1, round(tokens / unit)) + prompt
+
+
+def context_table(runs: Sequence[Run], rounds: Sequence[Rounds], methods: Sequence[str]) -> str:
+    """Per --long-prompt padding: prompt tokens, and each method's median round and decode-only tokens/s."""
+    pads = sorted({r.pad_tokens for r in runs})
+    ours = [m for m in methods if m not in PEERS]
+    head = ["padding", "prompt tokens"] + [f"{m} ms/round" for m in ours] + [f"{m} tok/s decode" for m in methods]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for pad in pads:
+        mine = [r for r in runs if r.pad_tokens == pad]
+        cells = [str(pad), f"{statistics.median(r.prompt_tokens for r in mine):.0f}"]
+        for method in ours:
+            steps = [r.step_ms for r in rounds if r.pad_tokens == pad and r.method == method]
+            cells.append(f"{statistics.median(steps):.1f}" if steps else "")
+        for method in methods:
+            speeds = [(len(r.tokens) - 1) / r.decode_seconds for r in mine if r.method == method and r.decode_seconds]
+            cells.append(f"{statistics.median(speeds):.1f}" if speeds else "")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def markdown(rows: Sequence[dict[str, Any]]) -> str:
     has = lambda key: any(key in row for row in rows)  # noqa: E731
     head = ["method", "tok/s end to end", "tok/s decode only"]
@@ -256,6 +305,10 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--device", default="auto")
     parser.add_argument("--dtype", default="auto")
+    parser.add_argument("--backend", choices=BACKENDS, default="fast", help="how our methods run the models")
+    parser.add_argument(
+        "--long-prompt", default="", help="also run each example with about N[,N...] text tokens of padding"
+    )
     parser.add_argument("--json", help="write every run and the summary here")
     parser.add_argument("--markdown", help="write the summary table here")
     args = parser.parse_args()
@@ -271,18 +324,28 @@ def main() -> int:
         if not examples:
             parser.error(f"no example of the kinds {args.kinds!r} in {args.examples}")
     base = Path(args.examples).parent
+    try:
+        pads = [0] + [int(n) for n in args.long_prompt.split(",") if n.strip()]
+    except ValueError:
+        parser.error(f"--long-prompt takes token counts, e.g. 500,1500, not {args.long_prompt!r}")
     pair = load_pair(args.target, args.draft, args.device, args.dtype)
-    print(f"target {args.target}  draft {args.draft}  device {pair.device}  dtype {pair.target.dtype}", file=sys.stderr)
+    print(f"target {args.target}  draft {args.draft}  device {pair.device}  dtype {pair.target.dtype}  "
+          f"backend {args.backend}", file=sys.stderr)  # fmt: skip
     runs: list[Run] = []
     rounds: list[Rounds] = []
-    for example in examples:
-        name = example["file"]
-        media = load_media(base / name)
-        prepared = prepare(pair, media, example["prompt"])
+    for example, pad in ((e, p) for e in examples for p in pads):
+        name = example["file"] + (f"+{pad}tok" if pad else "")
+        media = load_media(base / example["file"])
+        try:
+            prepared = prepare(pair, media, padded(pair.target.tokenizer, example["prompt"], pad))
+        except SageError as error:
+            parser.error(f"{name}: {error}")
+        prompt_tokens = int(prepared.target["input_ids"].shape[1])
 
         def one(method: str, repeat: int) -> Run:
             runner = run_peer if method in PEERS else run_ours
-            return runner(pair, prepared, method, args.max_new_tokens, name, repeat)  # noqa: B023
+            run = runner(pair, prepared, method, args.max_new_tokens, name, repeat, args.backend)  # noqa: B023
+            return replace(run, pad_tokens=pad, prompt_tokens=prompt_tokens)  # noqa: B023
 
         for method in methods:
             one(method, -1)  # warm-up
@@ -292,7 +355,8 @@ def main() -> int:
                 runs.append(one(method, repeat))
         for method in methods:
             if method not in PEERS:
-                rounds.append(profile_rounds(pair, prepared, method, args.max_new_tokens, name))
+                profiled = profile_rounds(pair, prepared, method, args.max_new_tokens, name, args.backend)
+                rounds.append(replace(profiled, pad_tokens=pad, prompt_tokens=prompt_tokens))
         print(f"  {name}: done", file=sys.stderr)
     rows = summarize(runs, rounds, methods)
     table = markdown(rows)
@@ -301,13 +365,16 @@ def main() -> int:
         table += (f"\n\nSAGE over transformers' assisted generation: {spread(sage['x_assisted_e2e'])} end to end, "
                   f"{spread(sage['x_assisted_decode'])} decode only.")  # fmt: skip
     print(f"\n{len(examples)} examples, {args.repeats} repeats, median over examples [min–max]\n")
+    if len(pads) > 1:
+        table += "\n\nStep time against context (--long-prompt), median over examples:\n\n"
+        table += context_table(runs, rounds, methods)
     print(table)
     if args.markdown:
         Path(args.markdown).write_text(table + "\n", encoding="utf-8")
     if args.json:
         report = {
             "target": args.target, "draft": args.draft, "device": str(pair.device), "dtype": str(pair.target.dtype),
-            "max_new_tokens": args.max_new_tokens, "repeats": args.repeats,
+            "max_new_tokens": args.max_new_tokens, "repeats": args.repeats, "backend": args.backend,
             "summary": rows, "runs": [asdict(r) for r in runs], "rounds": [asdict(r) for r in rounds],
         }  # fmt: skip
         Path(args.json).write_text(json.dumps(report, indent=1), encoding="utf-8")

@@ -11,7 +11,10 @@ with CUDA events (median of --repeats):
 - the draft's cost per tree level (1, 4, 10 nodes) at the same contexts;
 - plain decoding through the adapter (prefill, then one `extend`/`commit`
   per token) against `model.generate(do_sample=False)`, 128 new tokens at 1k;
-- the peak GPU memory of each phase.
+- the peak GPU memory of each phase;
+- issue 9's memory case (scripts/memory_check.py): a tiny pair with Qwen's
+  151,936-token vocabulary, SAGE on a short and a 1,970-token prompt, the
+  allocator's peak and the median decode step of each.
 Writes results.json and results.md to --out. Text-only prompts (random token
 ids): the vision tower does not change what is measured here.
 """
@@ -20,8 +23,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import runpy
 import statistics
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -163,11 +168,23 @@ def main() -> int:
     record(model=target.name, kind="plain_ours", context=1024, nodes=1, ms=round(ours, 1))
     theirs = generate_decoding(target, inputs, args.new_tokens)
     record(model=target.name, kind="plain_generate", context=1024, nodes=1, ms=round(theirs, 1))
+    # Issue 9's memory case (scripts/memory_check.py): Qwen's vocabulary, 34 vs 1,970 prompt tokens.
+    memory = runpy.run_path(str(ROOT / "scripts" / "memory_check.py"), run_name="memory_check")
+    with tempfile.TemporaryDirectory() as folder:
+        small_target, small_draft = memory["build_pair"](Path(folder))
+        results["memory_check"] = memory["measure"](small_target, small_draft, "cuda", [0, 1940], 32, "sage")
+    print(memory["report"](results["memory_check"]), flush=True)
     results["seconds"] = round(time.perf_counter() - started, 1)
     (out / "results.json").write_text(json.dumps(results, indent=1), encoding="utf-8")
     lines = ["| model | kind | context | nodes | ms | peak GiB |", "|---|---|---|---|---|---|"]
     lines += [f"| {r['model']} | {r['kind']} | {r['context']} | {r['nodes']} | {r['ms']} | {r['peak_gib']} |"
               for r in results["rows"]]  # fmt: skip
+    lines += [
+        "",
+        "Peak memory against prompt length (scripts/memory_check.py):",
+        "",
+        memory["report"](results["memory_check"]),
+    ]
     (out / "results.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     print(f"done in {results['seconds']} s; wrote {out}/results.json and results.md")
     return 0

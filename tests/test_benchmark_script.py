@@ -48,3 +48,28 @@ def test_benchmark_refuses_kinds_with_no_example(tmp_path, monkeypatch, capsys):
         main()
     assert exit_info.value.code == 2
     assert "no example of the kinds 'poem'" in capsys.readouterr().err
+
+
+def test_benchmark_on_the_plain_backend_with_a_long_prompt(tiny_root, tmp_path, monkeypatch):
+    """--backend plain runs our methods on transformers' own cache; --long-prompt adds padded prompts
+    and a table of step time against context."""
+    Image.fromarray((np.random.RandomState(3).rand(56, 56, 3) * 255).astype("uint8")).save(tmp_path / "noise.png")
+    (tmp_path / "examples.json").write_text(json.dumps([{"file": "noise.png", "prompt": "Describe the picture."}]))
+    target, draft = tiny_folder(tiny_root, "qwen2_vl", "target"), tiny_folder(tiny_root, "qwen2_vl", "noised")
+    out_json, out_md = tmp_path / "bench.json", tmp_path / "bench.md"
+    monkeypatch.setattr(sys, "argv", [
+        "benchmark.py", "--target", target, "--draft", draft, "--examples", str(tmp_path / "examples.json"),
+        "--methods", "ar,sage,generate", "--repeats", "1", "--max-new-tokens", "8", "--device", "cpu",
+        "--dtype", "float32", "--backend", "plain", "--long-prompt", "300",
+        "--json", str(out_json), "--markdown", str(out_md),
+    ])  # fmt: skip
+    main = runpy.run_path(str(SCRIPT), run_name="benchmark")["main"]
+    assert main() == 0
+    report = json.loads(out_json.read_text())
+    assert report["backend"] == "plain"
+    assert all(row["same_as_generate"] for row in report["summary"])
+    lengths = {r["pad_tokens"]: r["prompt_tokens"] for r in report["runs"]}
+    assert set(lengths) == {0, 300} and 250 < lengths[300] - lengths[0] < 350
+    assert {r["pad_tokens"] for r in report["rounds"]} == {0, 300}
+    text = out_md.read_text()
+    assert "Step time against context" in text and "| 300 |" in text

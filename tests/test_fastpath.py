@@ -242,3 +242,53 @@ def test_cli_parses_placement_flags():
     assert args.device_map == "auto" and args.max_memory == {"0": "70GiB", "cpu": "200GiB"}
     with pytest.raises(SystemExit):
         build_parser().parse_args(["generate", "--image", "x.png", "--prompt", "hi", "--max-memory", "70GiB"])
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_the_plain_backend_keeps_transformers_cache_and_commits_the_same_rows(tiny_root, image, family):
+    """The two backends behind one interface: the plain one grows transformers' own DynamicLayers,
+    the fast one its GrowingLayers; after the same tree and a non-prefix commit their caches agree."""
+    from transformers.cache_utils import DynamicLayer
+
+    from sage_core.backends import PlainBackend, open_backend
+    from sage_core.kvcache import GrowingLayer
+
+    vlm = _vlm(str(tiny_root), family, "target")
+    inputs = vlm.prepare(image, "Describe the picture.")
+    states = {}
+    for name in ("fast", "plain"):
+        backend = open_backend(vlm, name)
+        assert isinstance(backend, PlainBackend) == (name == "plain")
+        state, _ = backend.prefill(inputs, 64)
+        start = state.committed
+        logits = backend.extend(
+            state,
+            [39, *TREE.tokens],
+            [start] + [start + d for d in TREE.depths],
+            parents=[-1] + [1 + p for p in TREE.parents],
+        )
+        backend.commit(state, [0, 1 + 1, 1 + 4, 1 + 6])
+        states[name] = (state, logits)
+    fast, plain = states["fast"][0], states["plain"][0]
+    assert all(type(layer) is DynamicLayer for layer in plain.cache.layers)
+    assert all(isinstance(layer, GrowingLayer) for layer in fast.cache.layers)
+    assert (states["fast"][1] - states["plain"][1]).abs().max().item() < 1e-4
+    assert fast.committed == plain.committed
+    for a, b in zip(fast.cache.layers, plain.cache.layers, strict=True):
+        assert a.keys.shape == b.keys.shape
+        assert (a.keys - b.keys).abs().max().item() < 1e-5 and (a.values - b.values).abs().max().item() < 1e-5
+
+
+def test_an_unknown_backend_is_refused():
+    with pytest.raises(ValueError, match="unknown backend"):
+        DecodeConfig(backend="turbo")  # type: ignore[arg-type]
+
+
+def test_cli_parses_the_backend():
+    from sage_core.cli import build_parser
+
+    base = ["generate", "--image", "x.png", "--prompt", "hi"]
+    assert build_parser().parse_args(base).backend == "fast"
+    assert build_parser().parse_args([*base, "--backend", "plain"]).backend == "plain"
+    with pytest.raises(SystemExit):
+        build_parser().parse_args([*base, "--backend", "turbo"])

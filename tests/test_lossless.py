@@ -1,6 +1,7 @@
 """Lossless is the contract: every method's output equals the target's own
 `generate(do_sample=False)`, token for token, in float32, for every family,
-images and video, and drafts that agree always, partly and hardly ever."""
+images and video, and drafts that agree always, partly and hardly ever, on
+both backends (the fast path and transformers' plain cache and masks)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from conftest import DRAFT_KINDS, FAMILIES, tiny_folder
 
 from sage_core import METHODS, DecodeConfig, decode, load_pair
 from sage_core.adapter import ModelPair
+from sage_core.config import BACKENDS
 from sage_core.media import Media
 
 PROMPTS = ("Describe the picture.", "What colour is it?")
@@ -45,16 +47,17 @@ def greedy_chain_length(record) -> int:
         length += 1
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("family", FAMILIES)
 @pytest.mark.parametrize("draft_kind", DRAFT_KINDS)
-def test_every_method_equals_greedy_generate(tiny_root, image, video, family, draft_kind):
+def test_every_method_equals_greedy_generate(tiny_root, image, video, family, draft_kind, backend):
     pair = _pair(str(tiny_root), family, draft_kind)
     cases = [(image, PROMPTS[0]), (image, PROMPTS[1]), (video, PROMPTS[0])]
     taus: dict[str, list[float]] = {m: [] for m in METHODS}
     for media, prompt in cases:
         expected = reference(pair, media, prompt, MAX_NEW)
         for method in METHODS:
-            run = decode(pair, media, prompt, DecodeConfig(method=method, max_new_tokens=MAX_NEW))
+            run = decode(pair, media, prompt, DecodeConfig(method=method, max_new_tokens=MAX_NEW, backend=backend))
             summary = run.run_to_end()
             assert list(summary.token_ids) == expected, f"{family} {draft_kind} {method} {media.kind} {prompt!r}"
             decode_steps = [r for r in run.records if r.phase == "decode"]
@@ -75,14 +78,16 @@ def test_every_method_equals_greedy_generate(tiny_root, image, video, family, dr
         assert mean["static"] < 0.5, mean  # almost nothing accepted
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("family", FAMILIES)
 @pytest.mark.parametrize("method", ["chain", "static", "sage"])
-def test_limit_and_eos_inside_an_accepted_path(tiny_root, image, family, method):
+def test_limit_and_eos_inside_an_accepted_path(tiny_root, image, family, method, backend):
     pair = _pair(str(tiny_root), family, "copy")
     long = reference(pair, image, PROMPTS[0], 20)
     # The token limit falls inside the first accepted path (1 prefill token + up to 5 accepted + bonus).
     for limit in (1, 3, 4):
-        summary = decode(pair, image, PROMPTS[0], DecodeConfig(method=method, max_new_tokens=limit)).run_to_end()
+        config = DecodeConfig(method=method, max_new_tokens=limit, backend=backend)
+        summary = decode(pair, image, PROMPTS[0], config).run_to_end()
         assert list(summary.token_ids) == reference(pair, image, PROMPTS[0], limit)
         assert summary.finish_reason == "length"
     # Make a token the target emits mid-answer the end-of-sequence token: both must stop there.
@@ -93,30 +98,32 @@ def test_limit_and_eos_inside_an_accepted_path(tiny_root, image, family, method)
         config.eos_token_id = stop_token
         expected = reference(pair, image, PROMPTS[0], 20)
         assert expected[-1] == stop_token and len(expected) < 20
-        summary = decode(pair, image, PROMPTS[0], DecodeConfig(method=method, max_new_tokens=20)).run_to_end()
+        summary = decode(pair, image, PROMPTS[0], DecodeConfig(method, 20, backend=backend)).run_to_end()
         assert list(summary.token_ids) == expected
         assert summary.finish_reason == "eos"
     finally:
         config.eos_token_id = saved
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("family", FAMILIES)
-def test_padded_draft_vocabulary_uses_the_shared_vocabulary(tiny_root, image, family):
+def test_padded_draft_vocabulary_uses_the_shared_vocabulary(tiny_root, image, family, backend):
     pair = _pair(str(tiny_root), family, "padded")
     assert pair.draft.vocab_size == pair.target.vocab_size + 5
     assert pair.shared_vocab_size == pair.target.vocab_size
     for method in ("static", "sage"):
-        run = decode(pair, image, PROMPTS[0], DecodeConfig(method=method, max_new_tokens=MAX_NEW))
+        run = decode(pair, image, PROMPTS[0], DecodeConfig(method=method, max_new_tokens=MAX_NEW, backend=backend))
         summary = run.run_to_end()
         assert list(summary.token_ids) == reference(pair, image, PROMPTS[0], MAX_NEW)
         proposed = {t for r in run.records for t in r.tree_tokens}
         assert max(proposed) < pair.shared_vocab_size
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("shape", ["online", "template"])
 @pytest.mark.parametrize("alpha_source", ["root", "path_mean"])
 @pytest.mark.parametrize("static_first_round", [True, False])
-def test_sage_variants_are_lossless(tiny_root, image, video, shape, alpha_source, static_first_round):
+def test_sage_variants_are_lossless(tiny_root, image, video, shape, alpha_source, static_first_round, backend):
     from sage_core import SageConfig
 
     pair = _pair(str(tiny_root), "qwen2_5_vl", "noised")
@@ -124,5 +131,5 @@ def test_sage_variants_are_lossless(tiny_root, image, video, shape, alpha_source
         shape=shape, alpha_source=alpha_source, window=3, depth_max=6, static_first_round=static_first_round
     )
     for media in (image, video):
-        summary = decode(pair, media, PROMPTS[1], DecodeConfig("sage", 40, sage)).run_to_end()
+        summary = decode(pair, media, PROMPTS[1], DecodeConfig("sage", 40, sage, backend=backend)).run_to_end()
         assert list(summary.token_ids) == reference(pair, media, PROMPTS[1], 40)
