@@ -42,6 +42,14 @@ class RunHeader:
     # whether the inputs were prepared once for several runs (a race).
     prepare_seconds: float = 0.0
     prepare_shared: bool = False
+    # Draft-side visual token pruning (pruning.py): the ratio asked for, the
+    # prompt's visual tokens, the draft's prompt length after pruning (None
+    # without a draft), and which visual tokens the draft read (indices among
+    # the visual tokens; None when it read them all).
+    prune_ratio: float = 0.0
+    visual_tokens: int = 0
+    draft_prompt_tokens: int | None = None
+    kept_visual_indices: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -215,7 +223,10 @@ def parse_trace(lines: Sequence[str]) -> tuple[RunHeader, list[StepRecord]]:
     lines = [line for line in lines if line.strip()]
     try:
         first = json.loads(lines[0])
-        header = RunHeader(**first["header"])
+        fields_of_header = dict(first["header"])
+        if isinstance(fields_of_header.get("kept_visual_indices"), list):
+            fields_of_header["kept_visual_indices"] = tuple(fields_of_header["kept_visual_indices"])
+        header = RunHeader(**fields_of_header)
         if header.format != TRACE_FORMAT:
             raise TraceError(f"unsupported trace format {header.format!r} (expected {TRACE_FORMAT})")
         records = [record_from_dict(json.loads(line)) for line in lines[1:]]
