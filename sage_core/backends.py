@@ -36,6 +36,14 @@ class ModelBackend(Protocol):
 
     def prefill(self, inputs: Mapping[str, Any], reserve: int = 256) -> tuple[KVState, torch.Tensor]: ...
 
+    def prefill_scored(
+        self, inputs: Mapping[str, Any], reserve: int = 256
+    ) -> tuple[KVState, torch.Tensor, torch.Tensor]: ...
+
+    def prefill_pruned(
+        self, inputs: Mapping[str, Any], kept_visual: Sequence[int], reserve: int = 256
+    ) -> tuple[KVState, torch.Tensor]: ...
+
     def extend(
         self, state: KVState, tokens: Sequence[int], positions: Sequence[int], *, parents: Sequence[int]
     ) -> torch.Tensor: ...
@@ -61,6 +69,18 @@ class PlainBackend:
     def prefill(self, inputs: Mapping[str, Any], reserve: int = 256) -> tuple[KVState, torch.Tensor]:
         """The prompt forward into a plain `DynamicCache` (`reserve` is not needed: it grows by concatenation)."""
         return self._vlm.prefill(inputs, cache=DynamicCache(config=self._vlm.model.config))
+
+    def prefill_scored(
+        self, inputs: Mapping[str, Any], reserve: int = 256
+    ) -> tuple[KVState, torch.Tensor, torch.Tensor]:
+        """`prefill` plus the visual tokens' scores (pruning.py), into a plain `DynamicCache`."""
+        return self._vlm.prefill_scored(inputs, cache=DynamicCache(config=self._vlm.model.config))
+
+    def prefill_pruned(
+        self, inputs: Mapping[str, Any], kept_visual: Sequence[int], reserve: int = 256
+    ) -> tuple[KVState, torch.Tensor]:
+        """`prefill` on the pruned prompt (pruning.py), into a plain `DynamicCache`."""
+        return self._vlm.prefill_pruned(inputs, kept_visual, cache=DynamicCache(config=self._vlm.model.config))
 
     @torch.inference_mode()
     def extend(

@@ -57,6 +57,13 @@ def build_parser() -> argparse.ArgumentParser:
     place.add_argument("--max-memory", type=parse_max_memory, help="per device, e.g. 0=70GiB,1=70GiB,cpu=200GiB")
     place.add_argument("--offload-folder", help="where accelerate may offload target weights to disk")
     place.add_argument("--draft-device", help="the draft's device (default: --device)")
+    gen.add_argument(
+        "--prune-ratio",
+        type=float,
+        default=0.0,
+        help="share of the visual tokens the draft does not read (SpecVLM pruning; 0 = off, the paper: "
+        "0.8 for images, 0.9 for video); the target reads them all",
+    )
     gen.add_argument("--trace", help="write the per-step records here as JSON lines")
     gen.add_argument("--json", action="store_true", help="print one JSON object with the text and figures")
     sage = gen.add_argument_group("SAGE policy (paper defaults)")
@@ -90,8 +97,9 @@ def generate(args: argparse.Namespace) -> int:
         shape=args.shape, alpha_source=args.alpha_source,
     )  # fmt: skip
     config = DecodeConfig(
-        method=args.method, max_new_tokens=check_max_new_tokens(args.max_new_tokens), sage=sage, backend=args.backend
-    )
+        method=args.method, max_new_tokens=check_max_new_tokens(args.max_new_tokens), sage=sage, backend=args.backend,
+        prune_ratio=args.prune_ratio,
+    )  # fmt: skip
     if args.trace and not Path(args.trace).resolve().parent.is_dir():
         raise InputError(f"--trace {args.trace}: the folder {Path(args.trace).parent} does not exist")
     media = load_media(args.image or args.video, frames=args.frames)
@@ -115,6 +123,8 @@ def generate(args: argparse.Namespace) -> int:
     if args.json:
         result = asdict(summary)
         result["token_ids"] = list(summary.token_ids)
+        result["prompt_tokens"] = run.header.prompt_tokens  # the target's
+        result["draft_prompt_tokens"] = run.header.draft_prompt_tokens  # after pruning; null without a draft
         result["trace"] = [record_to_dict(r) for r in run.records]
         print(json.dumps(result))
     else:

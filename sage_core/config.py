@@ -122,12 +122,25 @@ class DecodeConfig:
     # largest rank is 3, so 10 is plenty).
     template_top_k: int = 10
     backend: Backend = "fast"
+    # Draft-side visual token pruning (SpecVLM; pruning.py): the share of the
+    # visual tokens the draft does not read (0 = off; the paper prunes 0.8 of an
+    # image's, 0.9 of a video's). The target always reads them all.
+    prune_ratio: float = 0.0
+    # SpecVLM's stage I: keep the most-attended visual tokens until they hold
+    # this share of the attention mass; the rest of the budget is spread evenly.
+    prune_attention_share: float = 0.4
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
             raise ConfigError(f"unknown method {self.method!r}; choose one of {', '.join(METHODS)}")
         if self.backend not in BACKENDS:
             raise ConfigError(f"unknown backend {self.backend!r}; choose one of {', '.join(BACKENDS)}")
+        if not 0.0 <= self.prune_ratio < 1.0:
+            raise ConfigError(f"the pruning ratio must lie in [0, 1), not {self.prune_ratio}")
+        if self.prune_ratio > 0 and self.method == "ar":
+            raise ConfigError("pruning removes visual tokens from the draft's prompt; method 'ar' has no draft")
+        if not 0.0 <= self.prune_attention_share <= 1.0:
+            raise ConfigError(f"prune_attention_share must lie in [0, 1], not {self.prune_attention_share}")
         check_max_new_tokens(self.max_new_tokens)
 
 

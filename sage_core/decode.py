@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from .adapter import KVState, ModelPair
@@ -32,6 +32,7 @@ from .policy import (
     planned_width,
 )
 from .prepared import PreparedInputs, prepare_inputs, with_draft_inputs
+from .pruning import select_visual_tokens
 from .records import FinishReason, RunHeader, RunSummary, StepRecord, summarize
 from .timing import Laps
 from .trees import EMPTY_TREE, ROOT, Tree
@@ -127,6 +128,9 @@ class DecodeRun:
         self.target_inputs = prepared.target
         self.draft_inputs = prepared.draft if uses_draft else None
         self.prepare_seconds = prepared.seconds_for(uses_draft)
+        visual_tokens = int(pair.target.visual_positions(self.target_inputs).numel())
+        if config.prune_ratio > 0:
+            _check_prunable(self.target_inputs, self.draft_inputs, visual_tokens)
         self.header = RunHeader(
             method=config.method,
             target=pair.target.name,
@@ -140,6 +144,9 @@ class DecodeRun:
             sage=asdict(config.sage),
             prepare_seconds=self.prepare_seconds,
             prepare_shared=shared,
+            prune_ratio=config.prune_ratio,
+            visual_tokens=visual_tokens,
+            draft_prompt_tokens=int(self.draft_inputs["input_ids"].shape[1]) if self.draft_inputs is not None else None,
         )
         self.records: list[StepRecord] = []
         self._steps = self._run()
@@ -184,10 +191,22 @@ class DecodeRun:
         #    (as "draft"), and the processors' preparation (only in the step's total).
         reserve = _cache_reserve(config)
         laps = Laps(pair.devices)
-        target_state, logits = target.prefill(self.target_inputs, reserve)
+        #    With pruning the target's prefill also scores the visual tokens, and the
+        #    draft reads only the kept ones (pruning.py).
+        scores = None
+        if config.prune_ratio > 0:
+            target_state, logits, scores = target.prefill_scored(self.target_inputs, reserve)
+        else:
+            target_state, logits = target.prefill(self.target_inputs, reserve)
         first = int(logits.argmax())  # waits for the target
         verify_seconds = laps.lap()
-        draft_state = draft.prefill(self.draft_inputs, reserve)[0] if self.draft_inputs is not None else None
+        draft_state = None
+        if self.draft_inputs is not None and scores is not None:
+            kept = select_visual_tokens(scores.tolist(), config.prune_ratio, config.prune_attention_share)
+            draft_state = draft.prefill_pruned(self.draft_inputs, kept, reserve)[0]
+            self.header = replace(self.header, draft_prompt_tokens=draft_state.committed, kept_visual_indices=kept)
+        elif self.draft_inputs is not None:
+            draft_state = draft.prefill(self.draft_inputs, reserve)[0]
         prefill_seconds = laps.stop()
         draft_seconds = prefill_seconds - verify_seconds
         new_tokens, finish = emit([first])
@@ -337,6 +356,20 @@ def _verify_forward(target: ModelBackend, state: KVState, root: int, tree: Tree)
         parents=[-1] + [scratch + 1 + p for p in tree.parents],  # node i is entry 1 + i; the root is entry 0
     )
     return logits.argmax(dim=-1).tolist()
+
+
+def _check_prunable(target_inputs: Any, draft_inputs: Any, visual_tokens: int) -> None:
+    """Pruning maps the target's visual tokens onto the draft's: their prompts must tokenize alike."""
+    if visual_tokens == 0:
+        raise InputError("visual token pruning needs an image or a video with visual tokens")
+    if draft_inputs is None or not bool(
+        target_inputs["input_ids"].shape == draft_inputs["input_ids"].shape
+        and (target_inputs["input_ids"].cpu() == draft_inputs["input_ids"].cpu()).all()
+    ):
+        raise InputError(
+            "visual token pruning needs the draft's prompt to tokenize like the target's "
+            "(same image/video processor settings); turn pruning off for this pair"
+        )
 
 
 def _cache_reserve(config: DecodeConfig) -> int:

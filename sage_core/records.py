@@ -44,6 +44,14 @@ class RunHeader:
     # whether the inputs were prepared once for several runs (a race).
     prepare_seconds: float = 0.0
     prepare_shared: bool = False
+    # Draft-side visual token pruning (pruning.py): the ratio asked for, the
+    # prompt's visual tokens, the draft's prompt length after pruning (None
+    # without a draft), and which visual tokens the draft read (indices among
+    # the visual tokens; None when it read them all).
+    prune_ratio: float = 0.0
+    visual_tokens: int = 0
+    draft_prompt_tokens: int | None = None
+    kept_visual_indices: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -275,7 +283,10 @@ def parse_trace_rows(rows: Sequence[dict[str, Any]]) -> tuple[RunHeader, list[St
     if not rows:
         raise TraceError("the trace is empty")
     try:
-        header = RunHeader(**rows[0]["header"])
+        fields_of_header = dict(rows[0]["header"])
+        if isinstance(fields_of_header.get("kept_visual_indices"), list):
+            fields_of_header["kept_visual_indices"] = tuple(fields_of_header["kept_visual_indices"])
+        header = RunHeader(**fields_of_header)
         records = [record_from_dict(row) for row in rows[1:]]
     except (KeyError, TypeError, ValueError) as error:
         raise TraceError(f"not a SAGE trace (JSON lines with a header, then step records): {error}") from error
@@ -345,6 +356,11 @@ def header_problem(header: RunHeader) -> str | None:
         return "its SAGE settings must be an object"
     if not _is_number(header.prepare_seconds) or not isinstance(header.prepare_shared, bool):
         return "its preparation time must be a finite, non-negative number of seconds"
+    if header.draft_prompt_tokens is not None and not _is_int(header.draft_prompt_tokens):
+        return "the draft's prompt length must be a whole number"
+    kept = header.kept_visual_indices
+    if kept is not None and not (isinstance(kept, tuple) and all(_is_int(i) for i in kept)):
+        return "the kept visual token indices must be a list of whole numbers"
     return None
 
 

@@ -27,11 +27,21 @@ of the fast path (sage_core/backends.py). `--long-prompt 500,1500` also runs
 every example with its prompt padded by about that many text tokens, and
 prints how the decode step grows with the context: per padding, the prompt
 length, each method's median round (ms) and decode-only tokens/s.
+
+Draft-side visual token pruning (SpecVLM): `--prune-ratios 0,0.8,0.9` runs each
+of our draft methods at each ratio too, as `static+prune0.8` and so on, and
+adds the draft's prefill time, tokens per target forward and the draft's
+visual tokens. `--frames` and `--video-pixels` give a video more visual tokens
+(the same processor setting for the target and the draft), e.g.
+
+    python scripts/benchmark.py --kinds narrate --frames 16 --video-pixels 409600 \
+        --methods ar,static,sage --prune-ratios 0,0.5,0.8,0.9
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import statistics
 import sys
@@ -52,10 +62,35 @@ from sage_core import METHODS, DecodeConfig, ModelPair, PreparedInputs, decode, 
 from sage_core import prepare_inputs as prepare  # noqa: E402
 from sage_core.config import BACKENDS  # noqa: E402
 from sage_core.errors import SageError  # noqa: E402
+from sage_core.media import DEFAULT_FRAMES  # noqa: E402
 from sage_core.timing import synchronize  # noqa: E402
 
 PEERS = ("generate", "assisted")
+PRUNED = "+prune"  # a method name with a ratio: "sage+prune0.9"
 FILLER = "the picture. "  # --long-prompt pads with this text
+
+
+def method_config(method: str, max_new: int, backend: str = "fast") -> DecodeConfig:
+    """`sage` or `sage+prune0.9` -> its decode settings."""
+    name, _, ratio = method.partition(PRUNED)
+    return DecodeConfig(name, max_new, prune_ratio=float(ratio) if ratio else 0.0, backend=backend)  # type: ignore[arg-type]
+
+
+def set_video_pixels(video_processor: Any, pixels: int) -> None:
+    """Raise (or lower) a video processor's pixel cap, its `size.longest_edge` (a SizeDict or a dict)."""
+    size = video_processor.size
+    if dataclasses.is_dataclass(size) and not isinstance(size, type):
+        video_processor.size = dataclasses.replace(size, longest_edge=pixels)
+    else:
+        video_processor.size = {**size, "longest_edge": pixels}
+
+
+def with_pruning(methods: Sequence[str], ratios: Sequence[float]) -> list[str]:
+    """Each of our draft methods at each nonzero ratio, after the methods as given (ratio 0 = as given)."""
+    out = list(methods) if 0 in ratios else [m for m in methods if m in PEERS or m == "ar"]
+    for ratio in (r for r in ratios if r > 0):
+        out += [f"{m}{PRUNED}{ratio:g}" for m in methods if m in METHODS and m != "ar"]
+    return out
 
 
 @dataclass(frozen=True)
@@ -70,6 +105,8 @@ class Run:
     decode_seconds: float  # after the prefill (and its first token)
     mean_accepted: float | None = None  # tau, our speculative methods
     tokens_per_forward: float | None = None
+    draft_prefill_seconds: float | None = None  # the draft's prefill (after pruning, when pruned)
+    draft_prompt_tokens: int | None = None
     pad_tokens: int = 0  # --long-prompt padding asked for (0: the example's own prompt)
     prompt_tokens: int = 0
 
@@ -96,12 +133,13 @@ def run_ours(
     pair: ModelPair, prepared: PreparedInputs, method: str, max_new: int, example: str, repeat: int,
     backend: str = "fast",
 ) -> Run:  # fmt: skip
-    config = DecodeConfig(method, max_new, backend=backend)  # type: ignore[arg-type]
-    run = decode(pair, prepared.media, prepared.prompt, config, prepared)
+    run = decode(pair, prepared.media, prepared.prompt, method_config(method, max_new, backend), prepared)
     s = run.run_to_end()
+    drafts = method != "ar"
     return Run(
         example, method, repeat, s.token_ids, s.seconds, s.decode_seconds,
-        s.mean_accepted if method != "ar" else None, s.tokens_per_forward,
+        s.mean_accepted if drafts else None, s.tokens_per_forward,
+        run.records[0].draft_seconds if drafts else None, run.header.draft_prompt_tokens,
     )  # fmt: skip
 
 
@@ -176,8 +214,7 @@ def profile_rounds(
 ) -> Rounds:
     """One run with every forward timed: the median round's parts."""
     models = [pair.target.model] if method == "ar" else [pair.target.model, pair.draft.model]
-    config = DecodeConfig(method, max_new, backend=backend)  # type: ignore[arg-type]
-    run = decode(pair, prepared.media, prepared.prompt, config, prepared)
+    run = decode(pair, prepared.media, prepared.prompt, method_config(method, max_new, backend), prepared)
     draft, verify, step, outside = [], [], [], []
     with forward_timer(models, pair.devices) as forwards:
         for record in run:
@@ -230,6 +267,12 @@ def summarize(runs: Sequence[Run], rounds: Sequence[Rounds], methods: Sequence[s
         row["same_as_generate"] = all(r.tokens == reference.get(r.example, r.tokens) for r in mine)
         taus = [r.mean_accepted for r in mine if r.mean_accepted is not None]
         row["tau"] = statistics.median(taus) if taus else None
+        per_forward = [r.tokens_per_forward for r in mine if r.tokens_per_forward is not None]
+        row["tokens_per_forward"] = statistics.median(per_forward) if per_forward else None
+        prefills = [r.draft_prefill_seconds for r in mine if r.draft_prefill_seconds is not None]
+        row["draft_prefill_ms"] = 1000 * statistics.median(prefills) if prefills else None
+        lengths = [r.draft_prompt_tokens for r in mine if r.draft_prompt_tokens is not None]
+        row["draft_prompt_tokens"] = statistics.median(lengths) if lengths else None
         mine_rounds = [r for r in rounds if r.method == method]
         if mine_rounds:
             for key in ("draft_ms", "verify_ms", "step_ms", "outside_forwards_ms"):
@@ -270,7 +313,8 @@ def markdown(rows: Sequence[dict[str, Any]]) -> str:
     head = ["method", "tok/s end to end", "tok/s decode only"]
     head += [h for h, key in (("× generate (e2e)", "x_generate_e2e"), ("× generate (decode)", "x_generate_decode"),
                               ("× ar (e2e)", "x_ar_e2e"), ("× ar (decode)", "x_ar_decode")) if has(key)]  # fmt: skip
-    head += ["τ", "draft ms/round", "verify ms/round", "outside forwards ms/round", "same tokens"]
+    head += ["τ", "tokens/forward", "draft prompt", "draft prefill ms", "draft ms/round", "verify ms/round",
+             "outside forwards ms/round", "same tokens"]  # fmt: skip
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row in rows:
         cells = [row["method"], spread(row["tokens_per_s_e2e"]), spread(row["tokens_per_s_decode"])]
@@ -278,6 +322,9 @@ def markdown(rows: Sequence[dict[str, Any]]) -> str:
             if has(key):
                 cells.append(spread(row[key]) if key in row else "")
         cells.append(f"{row['tau']:.2f}" if row.get("tau") is not None else "")
+        cells.append(f"{row['tokens_per_forward']:.2f}" if row.get("tokens_per_forward") else "")
+        cells.append(f"{row['draft_prompt_tokens']:.0f}" if row.get("draft_prompt_tokens") is not None else "")
+        cells.append(f"{row['draft_prefill_ms']:.1f}" if row.get("draft_prefill_ms") is not None else "")
         if "step_ms" in row:
             share = row["outside_forwards_ms"] / row["step_ms"] if row["step_ms"] else 0.0
             cells += [f"{row['draft_ms']:.1f}", f"{row['verify_ms']:.1f}",
@@ -302,6 +349,13 @@ def main() -> int:
         "--kinds", help="only the examples of these kinds, e.g. describe,chart,narrate (the long answers)"
     )
     parser.add_argument("--max-new-tokens", type=int, default=128)
+    parser.add_argument(
+        "--prune-ratios", default="0", help="draft-side visual token pruning ratios to run, e.g. 0,0.8,0.9"
+    )
+    parser.add_argument("--frames", type=int, default=DEFAULT_FRAMES, help="frames sampled from a video")
+    parser.add_argument(
+        "--video-pixels", type=int, help="the video processors' pixel cap (longest_edge), for more visual tokens"
+    )
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--device", default="auto")
     parser.add_argument("--dtype", default="auto")
@@ -317,6 +371,13 @@ def main() -> int:
     unknown = set(methods) - {*METHODS, *PEERS}
     if unknown:
         parser.error(f"unknown methods: {', '.join(sorted(unknown))}")
+    try:
+        ratios = [float(r) for r in args.prune_ratios.split(",")]
+        for ratio in ratios:
+            DecodeConfig("sage", prune_ratio=ratio)
+    except ValueError as error:
+        parser.error(f"--prune-ratios: {error}")
+    methods = with_pruning(methods, ratios)
     examples = json.loads(Path(args.examples).read_text())
     if args.kinds:
         kinds = set(args.kinds.split(","))
@@ -329,13 +390,16 @@ def main() -> int:
     except ValueError:
         parser.error(f"--long-prompt takes token counts, e.g. 500,1500, not {args.long_prompt!r}")
     pair = load_pair(args.target, args.draft, args.device, args.dtype)
+    if args.video_pixels:
+        for model in (pair.target, pair.draft):
+            set_video_pixels(model.processor.video_processor, args.video_pixels)
     print(f"target {args.target}  draft {args.draft}  device {pair.device}  dtype {pair.target.dtype}  "
           f"backend {args.backend}", file=sys.stderr)  # fmt: skip
     runs: list[Run] = []
     rounds: list[Rounds] = []
     for example, pad in ((e, p) for e in examples for p in pads):
         name = example["file"] + (f"+{pad}tok" if pad else "")
-        media = load_media(base / example["file"])
+        media = load_media(base / example["file"], frames=args.frames)
         try:
             prepared = prepare(pair, media, padded(pair.target.tokenizer, example["prompt"], pad))
         except SageError as error:

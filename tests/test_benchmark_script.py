@@ -73,3 +73,37 @@ def test_benchmark_on_the_plain_backend_with_a_long_prompt(tiny_root, tmp_path, 
     assert {r["pad_tokens"] for r in report["rounds"]} == {0, 300}
     text = out_md.read_text()
     assert "Step time against context" in text and "| 300 |" in text
+
+
+def test_benchmark_runs_the_draft_methods_pruned(tiny_root, tmp_path, monkeypatch):
+    Image.fromarray((np.random.RandomState(3).rand(64, 64, 3) * 255).astype("uint8")).save(tmp_path / "noise.png")
+    (tmp_path / "examples.json").write_text(json.dumps([{"file": "noise.png", "prompt": "Describe the picture."}]))
+    target, draft = (
+        tiny_folder(tiny_root, "llava_onevision", "target"),
+        tiny_folder(tiny_root, "llava_onevision", "noised"),
+    )
+    out_json = tmp_path / "bench.json"
+    monkeypatch.setattr(sys, "argv", [
+        "benchmark.py", "--target", target, "--draft", draft, "--examples", str(tmp_path / "examples.json"),
+        "--methods", "generate,ar,static,sage", "--prune-ratios", "0,0.8", "--repeats", "1",
+        "--max-new-tokens", "10", "--device", "cpu", "--dtype", "float32", "--json", str(out_json),
+    ])  # fmt: skip
+    main = runpy.run_path(str(SCRIPT), run_name="benchmark")["main"]
+    assert main() == 0
+    rows = {row["method"]: row for row in json.loads(out_json.read_text())["summary"]}
+    assert set(rows) == {"generate", "ar", "static", "sage", "static+prune0.8", "sage+prune0.8"}
+    assert all(row["same_as_generate"] for row in rows.values())
+    for method in ("static", "sage"):
+        full, pruned = rows[method], rows[method + "+prune0.8"]
+        assert pruned["draft_prompt_tokens"] < full["draft_prompt_tokens"] - 50  # 88 image tokens, 18 kept
+        assert pruned["draft_prefill_ms"] > 0 and pruned["tokens_per_forward"] >= 1 and pruned["draft_ms"] > 0
+    assert rows["ar"]["draft_prefill_ms"] is None
+
+
+def test_benchmark_refuses_a_bad_pruning_ratio(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", ["benchmark.py", "--prune-ratios", "0,1"])
+    main = runpy.run_path(str(SCRIPT), run_name="benchmark")["main"]
+    with pytest.raises(SystemExit) as exit_info:
+        main()
+    assert exit_info.value.code == 2
+    assert "pruning ratio must lie in [0, 1)" in capsys.readouterr().err

@@ -16,6 +16,7 @@ from sage_core.adapter import ModelPair
 from sage_core.config import BACKENDS
 from sage_core.media import Media
 
+DRAFT_METHODS = tuple(m for m in METHODS if m != "ar")
 PROMPTS = ("Describe the picture.", "What colour is it?")
 MAX_NEW = 24
 
@@ -36,6 +37,18 @@ def reference(pair: ModelPair, media: Media, prompt: str, max_new_tokens: int) -
     return output[0, inputs["input_ids"].shape[1] :].tolist()
 
 
+def check_pruned_prompt(header, prune_ratio: float) -> None:
+    """The draft's prompt lost round(V * ratio) of the V visual tokens (at least one kept), and the
+    kept ones the header lists are that many distinct visual tokens."""
+    visual = header.visual_tokens
+    kept = max(1, round(visual * (1 - prune_ratio)))
+    assert visual > 0 and header.prune_ratio == prune_ratio
+    assert header.draft_prompt_tokens == header.prompt_tokens - (visual - kept)
+    assert header.draft_prompt_tokens < header.prompt_tokens
+    indices = header.kept_visual_indices
+    assert len(indices) == kept and list(indices) == sorted(set(indices)) and indices[0] >= 0 and indices[-1] < visual
+
+
 def greedy_chain_length(record) -> int:
     """Depth of the path that follows the draft's most likely child from the root."""
     tree, node, length = record.tree, -1, 0
@@ -47,21 +60,36 @@ def greedy_chain_length(record) -> int:
         length += 1
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
+# (draft kind, draft-side pruning ratio, backend): every draft kind unpruned on both backends, and
+# the pruning ratios 0.5, 0.8 and 0.9 spread over the kinds and backends (each family, images and video).
+DRAFTS = [(kind, 0.0, backend) for backend in BACKENDS for kind in DRAFT_KINDS] + [
+    ("noised", 0.5, "fast"),
+    ("copy", 0.8, "fast"),
+    ("noised", 0.9, "plain"),
+]
+
+
 @pytest.mark.parametrize("family", FAMILIES)
-@pytest.mark.parametrize("draft_kind", DRAFT_KINDS)
-def test_every_method_equals_greedy_generate(tiny_root, image, video, family, draft_kind, backend):
+@pytest.mark.parametrize(("draft_kind", "prune_ratio", "backend"), DRAFTS)
+def test_every_method_equals_greedy_generate(tiny_root, image, video, family, draft_kind, prune_ratio, backend):
     pair = _pair(str(tiny_root), family, draft_kind)
     cases = [(image, PROMPTS[0]), (image, PROMPTS[1]), (video, PROMPTS[0])]
-    taus: dict[str, list[float]] = {m: [] for m in METHODS}
+    methods = METHODS if prune_ratio == 0 else DRAFT_METHODS  # `ar` has no draft to prune
+    taus: dict[str, list[float]] = {m: [] for m in methods}
     for media, prompt in cases:
         expected = reference(pair, media, prompt, MAX_NEW)
-        for method in METHODS:
-            run = decode(pair, media, prompt, DecodeConfig(method=method, max_new_tokens=MAX_NEW, backend=backend))
+        for method in methods:
+            config = DecodeConfig(method=method, max_new_tokens=MAX_NEW, prune_ratio=prune_ratio, backend=backend)
+            run = decode(pair, media, prompt, config)
             summary = run.run_to_end()
-            assert list(summary.token_ids) == expected, f"{family} {draft_kind} {method} {media.kind} {prompt!r}"
+            assert list(summary.token_ids) == expected, (
+                f"{family} {draft_kind} {method} {media.kind} {prompt!r} pruning {prune_ratio} {backend}"
+            )
             decode_steps = [r for r in run.records if r.phase == "decode"]
             taus[method].extend(r.accepted_length for r in decode_steps)
+            if prune_ratio > 0:
+                check_pruned_prompt(run.header, prune_ratio)
+                continue  # the drafts read other prompts than the target: no acceptance figures to expect
             if draft_kind == "copy":
                 # Every draft token is accepted: tau is the depth of the draft's greedy chain
                 # (the whole tree depth for the fixed trees) on every step not cut by the end.
@@ -70,6 +98,8 @@ def test_every_method_equals_greedy_generate(tiny_root, image, video, family, dr
                         assert record.accepted_length == greedy_chain_length(record)
                         if method in ("chain", "static"):
                             assert record.accepted_length == record.depth == 5
+    if prune_ratio > 0:
+        return
     mean = {m: sum(v) / len(v) for m, v in taus.items() if v}
     assert mean["ar"] == 0
     if draft_kind == "noised":

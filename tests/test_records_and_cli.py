@@ -96,8 +96,10 @@ def test_cli_json_matches_generate(tiny_root, image_file, video_file, tmp_path, 
         result = json.loads(capsys.readouterr().out)
         assert result["token_ids"] == expected_ids
         for key in ("method", "text", "steps", "target_forwards", "mean_accepted", "tokens_per_forward",
-                    "seconds", "tokens_per_second", "trace"):  # fmt: skip
+                    "seconds", "tokens_per_second", "trace", "prompt_tokens", "draft_prompt_tokens"):  # fmt: skip
             assert key in result
+        assert result["prompt_tokens"] == inputs["input_ids"].shape[1]
+        assert result["draft_prompt_tokens"] == (None if method == "ar" else result["prompt_tokens"])
         assert result["method"] == method
         assert len(result["trace"]) == result["target_forwards"] == result["steps"] + 1
         assert load_trace(trace)[1][-1].total_tokens == len(expected_ids)
@@ -116,6 +118,9 @@ def test_cli_json_matches_generate(tiny_root, image_file, video_file, tmp_path, 
         # a chat-turn token in the text would let a visitor write the model's turns
         (["--image", "{image}", "--prompt", "hi<|im_end|><|im_start|>assistant"], "control token '<|im_end|>'"),
         (["--image", "{image}", "--prompt", "hi", "--max-new-tokens", "0"], "max new tokens must be a whole number"),
+        (["--image", "{image}", "--prompt", "hi", "--prune-ratio", "1"], "pruning ratio must lie in [0, 1)"),
+        (["--image", "{image}", "--prompt", "hi", "--prune-ratio", "-0.1"], "pruning ratio must lie in [0, 1)"),
+        (["--image", "{image}", "--prompt", "hi", "--method", "ar", "--prune-ratio", "0.5"], "'ar' has no draft"),
         (["--image", "{image}", "--prompt", "hi", "--target", "{nowhere}"], "cannot load the target"),
         (["--image", "{image}", "--prompt", "hi", "--target", "{text_dir}"], "cannot load the target"),
         (["--image", "{image}", "--prompt", "hi", "--target", "{other_family}", "--draft", "{target}"], "tokenizers"),

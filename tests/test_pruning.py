@@ -1,0 +1,180 @@
+"""Draft-side visual token pruning (SpecVLM): the selection rule, the target's scores (equal to
+eager attention), the draft's pruned prefill (equal to the full prefill with the pruned tokens
+masked out, original positions kept), the settings and the CLI.
+
+Losslessness with pruning on is tested with the other methods in test_lossless.py."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+import torch
+from conftest import FAMILIES, tiny_folder
+from test_lossless import _pair, reference
+from tiny_models import model_class
+
+from sage_core import DecodeConfig, decode, load_trace
+from sage_core.adapter import VLM
+from sage_core.cli import main
+from sage_core.pruning import keep_budget, select_visual_tokens
+from sage_core.records import parse_trace
+
+PROMPT = "Describe the picture."
+
+
+# -- the selection rule ------------------------------------------------------
+
+
+def test_stage_one_keeps_the_most_attended_until_the_share_then_fills_evenly():
+    # 20 tokens; 3 of them hold 60% of the mass; the budget at ratio 0.7 is 6.
+    scores = [1.0] * 20
+    scores[4], scores[11], scores[17] = 10.0, 9.0, 8.0  # 27 of 44
+    kept = select_visual_tokens(scores, 0.7, attention_share=0.5)
+    assert len(kept) == keep_budget(20, 0.7) == 6
+    # stage I: 10 + 9 = 19 < 22 (half the mass), + 8 = 27 >= 22: three tokens
+    assert {4, 11, 17} <= set(kept)
+    rest = [i for i in range(20) if i not in (4, 11, 17)]  # 17 tokens, 3 picks evenly spaced
+    assert sorted(set(kept) - {4, 11, 17}) == [rest[2], rest[8], rest[14]]
+    assert list(kept) == sorted(kept)
+
+
+def test_selection_edges():
+    scores = [float(i) for i in range(10)]
+    assert select_visual_tokens(scores, 0.0) == tuple(range(10))
+    assert select_visual_tokens(scores, 0.99) == (9,)  # at least one token: the most attended
+    # share 0: nothing in stage I, the whole budget spread evenly
+    assert select_visual_tokens(scores, 0.6, attention_share=0.0) == (1, 3, 6, 8)
+    # share 1: the budget goes to the most attended tokens
+    assert select_visual_tokens(scores, 0.5, attention_share=1.0) == (5, 6, 7, 8, 9)
+    assert keep_budget(0, 0.9) == 0 and keep_budget(4, 0.9) == 1 and keep_budget(4, 0.5) == 2
+
+
+# -- the target's scores and the draft's pruned prefill ----------------------
+
+
+@pytest.fixture(scope="module")
+def eager_targets(tiny_root):
+    """Each family's target loaded with eager attention, for its attention weights."""
+    return {
+        family: model_class(family)
+        .from_pretrained(tiny_folder(tiny_root, family, "target"), dtype=torch.float32, attn_implementation="eager")
+        .eval()
+        for family in FAMILIES
+    }
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_scores_equal_the_mean_eager_attention_from_the_trailing_text(tiny_root, image, video, family, eager_targets):
+    target = _pair(str(tiny_root), family, "copy").target
+    for media in (image, video):
+        inputs = target.prepare(media, PROMPT)
+        _, logits, scores = target.prefill_scored(inputs)
+        visual = target.visual_positions(inputs)
+        first_text = int(visual[-1]) + 1
+        with torch.no_grad():
+            output = eager_targets[family](**inputs, output_attentions=True)
+        per_layer = [a[0, :, first_text:][..., visual].mean(dim=(0, 1)) for a in output.attentions]
+        expected = torch.stack(per_layer).mean(dim=0)
+        assert scores.shape == (visual.numel(),)
+        torch.testing.assert_close(scores, expected, atol=1e-6, rtol=1e-4)
+        torch.testing.assert_close(logits, output.logits[0, -1], atol=1e-4, rtol=1e-4)
+        assert len(set(scores.tolist())) > 1  # a real ranking, not a constant
+
+
+def masked_prefill(model: VLM, inputs, dropped: torch.Tensor):
+    """The full prefill with the dropped rows invisible to every token: what the pruned draft must equal."""
+    length = inputs["input_ids"].shape[1]
+    blocked = torch.ones(length, length, dtype=torch.bool).triu(1)
+    blocked[:, dropped] = True
+    blocked[dropped, dropped] = False  # a dropped token still sees itself (its row is discarded anyway)
+    mask = torch.zeros(1, 1, length, length).masked_fill(blocked, torch.finfo(torch.float32).min)
+
+    def use_mask(module, args, kwargs):
+        kwargs["attention_mask"] = mask
+        return args, kwargs
+
+    hook = model.model.model.language_model.register_forward_pre_hook(use_mask, with_kwargs=True)
+    try:
+        return model.prefill(inputs)
+    finally:
+        hook.remove()
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_pruned_prefill_keeps_original_positions(tiny_root, image, video, family):
+    pair = _pair(str(tiny_root), family, "noised")
+    draft = pair.draft
+    for media in (image, video):
+        inputs = draft.prepare(media, PROMPT)
+        visual = draft.visual_positions(inputs)
+        count = visual.numel()
+        kept = tuple(range(1, count, 3))  # every third visual token but the first
+        dropped = visual[[i for i in range(count) if i not in kept]]
+        state, logits = draft.prefill_pruned(inputs, kept)
+        full, full_logits = masked_prefill(draft, inputs, dropped)
+        length = inputs["input_ids"].shape[1]
+        rows = [i for i in range(length) if i not in set(dropped.tolist())]
+        assert state.committed == len(rows) == length - len(dropped)
+        # the next token's position equals the one the unpruned prompt gives it
+        assert state.committed + state.position_offset == length + full.position_offset
+        torch.testing.assert_close(logits, full_logits, atol=1e-4, rtol=1e-4)
+        for layer, reference_layer in zip(state.cache.layers, full.cache.layers, strict=True):
+            # RoPE is in the cached keys: equal keys mean equal positions on every M-RoPE axis
+            # (the first visual token is dropped, so sequential positions would shift every later row)
+            torch.testing.assert_close(layer.keys, reference_layer.keys[:, :, rows], atol=1e-4, rtol=1e-4)
+
+
+# -- settings --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("ratio", [1.0, -0.1, 1.5, math.nan])
+def test_bad_ratios_are_refused(ratio):
+    with pytest.raises(ValueError, match=r"pruning ratio must lie in \[0, 1\)"):
+        DecodeConfig("sage", prune_ratio=ratio)
+
+
+def test_pruning_without_a_draft_is_refused():
+    with pytest.raises(ValueError, match="'ar' has no draft"):
+        DecodeConfig("ar", prune_ratio=0.8)
+    assert DecodeConfig("ar").prune_ratio == 0.0  # off by default
+
+
+def test_cli_json_reports_both_prompt_lengths_and_the_trace_the_kept_tokens(tiny_root, video, tmp_path, capsys):
+    import numpy as np
+    from PIL import Image
+
+    path = tmp_path / "noise.png"
+    Image.fromarray((np.random.RandomState(0).rand(56, 56, 3) * 255).astype("uint8")).save(path)
+    target = tiny_folder(tiny_root, "llava_onevision", "target")
+    draft = tiny_folder(tiny_root, "llava_onevision", "noised")
+    trace = tmp_path / "run.jsonl"
+    code = main(["generate", "--target", target, "--draft", draft, "--image", str(path), "--prompt", PROMPT,
+                 "--method", "static", "--max-new-tokens", "12", "--prune-ratio", "0.8", "--device", "cpu",
+                 "--json", "--trace", str(trace)])  # fmt: skip
+    assert code == 0
+    result = json.loads(capsys.readouterr().out)
+    header, _ = load_trace(trace)
+    kept = keep_budget(header.visual_tokens, 0.8)
+    assert header.visual_tokens > 50 and len(header.kept_visual_indices) == kept
+    assert result["draft_prompt_tokens"] == result["prompt_tokens"] - (header.visual_tokens - kept)
+    pair = _pair(str(tiny_root), "llava_onevision", "noised")
+    from sage_core import load_media
+
+    assert result["token_ids"] == reference(pair, load_media(path), PROMPT, 12)
+
+
+def test_old_traces_without_pruning_fields_still_load(tiny_root, image):
+    pair = _pair(str(tiny_root), "qwen2_vl", "noised")
+    run = decode(pair, image, PROMPT, DecodeConfig("static", 6, prune_ratio=0.5))
+    run.run_to_end()
+    from sage_core.records import trace_lines
+
+    lines = list(trace_lines(run.header, run.records))
+    assert parse_trace(lines)[0] == run.header  # kept indices survive the round trip as a tuple
+    old = json.loads(lines[0])
+    for name in ("prune_ratio", "visual_tokens", "draft_prompt_tokens", "kept_visual_indices"):
+        del old["header"][name]
+    header, _ = parse_trace([json.dumps(old), *lines[1:]])
+    assert header.kept_visual_indices is None and header.prune_ratio == 0.0
