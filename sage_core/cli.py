@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import asdict
 
-from .config import MAX_NEW_TOKENS_LIMIT, METHODS, DecodeConfig, SageConfig
+from .config import MAX_NEW_TOKENS_LIMIT, METHODS, DecodeConfig, SageConfig, SamplingConfig
 from .errors import InputError, SageError
 from .media import DEFAULT_FRAMES, load_media
 from .records import record_to_dict, save_trace, summarize
@@ -38,6 +38,21 @@ def build_parser() -> argparse.ArgumentParser:
     place.add_argument("--max-memory", type=parse_max_memory, help="per device, e.g. 0=70GiB,1=70GiB,cpu=200GiB")
     place.add_argument("--offload-folder", help="where accelerate may offload target weights to disk")
     place.add_argument("--draft-device", help="the draft's device (default: --device)")
+    sampling = gen.add_argument_group(
+        "sampling (exact in distribution: the output is distributed as the target's own "
+        "generate(do_sample=True, temperature, top_k, top_p))"
+    )
+    sampling.add_argument(
+        "--temperature", type=float, default=0.0, help="0 = greedy, lossless token for token (default)"
+    )
+    sampling.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling, in (0, 1] (default 1: off)")
+    sampling.add_argument(
+        "--top-k-sampling",
+        type=int,
+        default=50,
+        help="sample from the k most likely tokens (default 50 as generate; 0: off)",
+    )
+    sampling.add_argument("--seed", type=int, help="makes a sampled run reproducible (default: a fresh one, recorded)")
     gen.add_argument("--trace", help="write the per-step records here as JSON lines")
     gen.add_argument("--json", action="store_true", help="print one JSON object with the text and figures")
     sage = gen.add_argument_group("SAGE policy (paper defaults)")
@@ -76,7 +91,8 @@ def generate(args: argparse.Namespace) -> int:
         )  # fmt: skip
     except ValueError as error:
         raise InputError(str(error)) from error
-    config = DecodeConfig(method=args.method, max_new_tokens=args.max_new_tokens, sage=sage)
+    sampling = SamplingConfig(temperature=args.temperature, top_p=args.top_p, top_k=args.top_k_sampling, seed=args.seed)
+    config = DecodeConfig(method=args.method, max_new_tokens=args.max_new_tokens, sage=sage, sampling=sampling)
     media = load_media(args.image or args.video, frames=args.frames)
     if args.max_memory is not None and args.device_map is None:
         raise InputError("--max-memory needs --device-map")
@@ -94,13 +110,15 @@ def generate(args: argparse.Namespace) -> int:
     if args.json:
         result = asdict(summary)
         result["token_ids"] = list(summary.token_ids)
+        result["sampling"] = run.header.sampling
         result["trace"] = [record_to_dict(r) for r in run.records]
         print(json.dumps(result))
     else:
         print(
             f"\n[{config.method}] {len(summary.token_ids)} tokens in {summary.seconds:.2f} s "
             f"({summary.tokens_per_second:.1f} tokens/s), {summary.target_forwards} target forwards, "
-            f"tau {summary.mean_accepted:.2f}, {summary.tokens_per_forward:.2f} tokens per forward",
+            f"tau {summary.mean_accepted:.2f}, {summary.tokens_per_forward:.2f} tokens per forward"
+            + ("" if sampling.greedy else f"; sampled at temperature {sampling.temperature}, seed {run.seed}"),
             file=sys.stderr,
         )
     return 0

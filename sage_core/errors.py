@@ -19,3 +19,7 @@ class PairMismatchError(SageError):
 
 class InputError(SageError):
     """Any other bad request: an empty prompt, a token limit out of range."""
+
+
+class ConfigError(InputError, ValueError):
+    """Settings out of range (sampling temperature, top-p, top-k, seed)."""

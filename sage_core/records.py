@@ -11,7 +11,7 @@ import json
 import math
 import statistics
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import MISSING, asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, Literal
 
@@ -42,6 +42,9 @@ class RunHeader:
     # whether the inputs were prepared once for several runs (a race).
     prepare_seconds: float = 0.0
     prepare_shared: bool = False
+    # The sampling settings (config.SamplingConfig) with the seed the run used
+    # (None when greedy). Absent in traces written before sampling existed: greedy.
+    sampling: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -83,6 +86,10 @@ class StepRecord:
     total_tokens: int
     total_seconds: float
     finish_reason: FinishReason | None = None
+    # Sampling only: the children the verifier tried, in order, and each one's
+    # acceptance probability (sampling.py); empty when greedy.
+    tried_nodes: tuple[int, ...] = ()
+    accept_probs: tuple[float, ...] = ()
 
     @property
     def tree(self) -> Tree:
@@ -174,10 +181,12 @@ def record_to_dict(record: StepRecord) -> dict[str, Any]:
 
 
 def record_from_dict(data: dict[str, Any]) -> StepRecord:
-    """The inverse of `record_to_dict` (derived figures are ignored)."""
+    """The inverse of `record_to_dict` (derived figures are ignored; fields with defaults may be absent)."""
     kwargs: dict[str, Any] = {}
     for f in fields(StepRecord):
-        value = data[f.name] if f.name != "finish_reason" else data.get(f.name)
+        if f.name not in data and f.default is not MISSING:
+            continue
+        value = data[f.name]
         kwargs[f.name] = tuple(value) if isinstance(value, list) else value
     return StepRecord(**kwargs)
 
@@ -262,6 +271,12 @@ def record_problem(record: StepRecord) -> str | None:
         return "a tree node's parent must come before it (or be the root, -1)"
     if any(not 0 <= node < count for node in record.accepted_nodes):
         return "an accepted node is not in the tree"
+    if not all(type(v) is int and 0 <= v < count for v in record.tried_nodes):
+        return "a tried node is not in the tree"
+    if len(record.accept_probs) != len(record.tried_nodes) or not all(
+        isinstance(p, (int, float)) and not isinstance(p, bool) and 0.0 <= p <= 1.0 for p in record.accept_probs
+    ):
+        return "each tried node needs an acceptance probability in [0, 1]"
     if not all(isinstance(t, str) for t in record.new_token_texts) or len(record.new_token_texts) != len(
         record.new_tokens
     ):
