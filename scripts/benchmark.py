@@ -21,6 +21,13 @@ candidates, so its decode-only time starts after that forward), the speedup
 over `generate` and over our `ar`, and whether the tokens equal `generate`'s.
 Per round of our methods (one extra profiled run per example, forwards
 timed): draft time, verify time, and the time outside model forwards.
+
+--temperatures 0,0.7,1.0 repeats all of it per temperature: 0 is greedy;
+above 0 every method samples (ours: speculative sampling, exact in
+distribution; `generate` and `assisted`: do_sample=True with the same
+temperature, --top-p and --top-k-sampling), seeded per repeat. Sampled runs
+differ in their tokens, so "same tokens" reads n/a and their tokens/s is
+the median of each run's own rate; τ and the speedups are per temperature.
 """
 
 from __future__ import annotations
@@ -32,7 +39,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +51,7 @@ sys.path.insert(0, str(ROOT))
 
 from sage_core import METHODS, DecodeConfig, ModelPair, PreparedInputs, decode, load_media, load_pair  # noqa: E402
 from sage_core import prepare_inputs as prepare  # noqa: E402
+from sage_core.config import SamplingConfig  # noqa: E402
 from sage_core.timing import synchronize  # noqa: E402
 
 PEERS = ("generate", "assisted")
@@ -61,6 +69,7 @@ class Run:
     decode_seconds: float  # after the prefill (and its first token)
     mean_accepted: float | None = None  # tau, our speculative methods
     tokens_per_forward: float | None = None
+    temperature: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -74,17 +83,27 @@ class Rounds:
     verify_ms: float
     step_ms: float
     outside_forwards_ms: float  # step time not spent inside a model forward
+    temperature: float = 0.0
 
 
 # -- running the methods --------------------------------------------------------
 
 
-def run_ours(pair: ModelPair, prepared: PreparedInputs, method: str, max_new: int, example: str, repeat: int) -> Run:
-    run = decode(pair, prepared.media, prepared.prompt, DecodeConfig(method, max_new), prepared)  # type: ignore[arg-type]
+def label(method: str, temperature: float) -> str:
+    """A method's name in the tables: plain when greedy, with its temperature when sampled."""
+    return method if temperature == 0 else f"{method} T={temperature:g}"
+
+
+def run_ours(
+    pair: ModelPair, prepared: PreparedInputs, method: str, max_new: int, example: str, repeat: int,
+    sampling: SamplingConfig,
+) -> Run:  # fmt: skip
+    config = DecodeConfig(method, max_new, sampling=sampling)  # type: ignore[arg-type]
+    run = decode(pair, prepared.media, prepared.prompt, config, prepared)
     s = run.run_to_end()
     return Run(
         example, method, repeat, s.token_ids, s.seconds, s.decode_seconds,
-        s.mean_accepted if method != "ar" else None, s.tokens_per_forward,
+        s.mean_accepted if method != "ar" else None, s.tokens_per_forward, sampling.temperature,
     )  # fmt: skip
 
 
@@ -102,22 +121,30 @@ class FirstCall(LogitsProcessor):
         return scores
 
 
-def run_peer(pair: ModelPair, prepared: PreparedInputs, method: str, max_new: int, example: str, repeat: int) -> Run:
+def run_peer(
+    pair: ModelPair, prepared: PreparedInputs, method: str, max_new: int, example: str, repeat: int,
+    sampling: SamplingConfig,
+) -> Run:  # fmt: skip
     inputs = dict(prepared.target)
     prompt_length = int(inputs["input_ids"].shape[1])
     first = FirstCall(pair.device)
     extra: dict[str, Any] = {"assistant_model": pair.draft.model} if method == "assisted" else {}
+    if sampling.greedy:
+        extra["do_sample"] = False
+    else:
+        torch.manual_seed(sampling.seed or 0)
+        extra.update(do_sample=True, temperature=sampling.temperature, top_k=sampling.top_k, top_p=sampling.top_p)
     synchronize(pair.device)
     start = time.perf_counter()
     with torch.inference_mode():
         output = pair.target.model.generate(
-            **inputs, do_sample=False, max_new_tokens=max_new, logits_processor=LogitsProcessorList([first]), **extra
+            **inputs, max_new_tokens=max_new, logits_processor=LogitsProcessorList([first]), **extra
         )
     synchronize(pair.device)
     end = time.perf_counter()
     tokens = tuple(output[0, prompt_length:].tolist())
     seconds = prepared.target_seconds + end - start
-    return Run(example, method, repeat, tokens, seconds, end - (first.at or start))
+    return Run(example, method, repeat, tokens, seconds, end - (first.at or start), temperature=sampling.temperature)
 
 
 @contextmanager
@@ -152,10 +179,13 @@ def forward_timer(models: Sequence[Any], devices: Sequence[torch.device]) -> Ite
                 model.forward = saved
 
 
-def profile_rounds(pair: ModelPair, prepared: PreparedInputs, method: str, max_new: int, example: str) -> Rounds:
+def profile_rounds(
+    pair: ModelPair, prepared: PreparedInputs, method: str, max_new: int, example: str, sampling: SamplingConfig
+) -> Rounds:
     """One run with every forward timed: the median round's parts."""
     models = [pair.target.model] if method == "ar" else [pair.target.model, pair.draft.model]
-    run = decode(pair, prepared.media, prepared.prompt, DecodeConfig(method, max_new), prepared)  # type: ignore[arg-type]
+    config = DecodeConfig(method, max_new, sampling=sampling)  # type: ignore[arg-type]
+    run = decode(pair, prepared.media, prepared.prompt, config, prepared)
     draft, verify, step, outside = [], [], [], []
     with forward_timer(models, pair.devices) as forwards:
         for record in run:
@@ -166,7 +196,7 @@ def profile_rounds(pair: ModelPair, prepared: PreparedInputs, method: str, max_n
                 verify.append(record.verify_seconds)
                 step.append(record.step_seconds)
                 outside.append(record.step_seconds - before)
-    return Rounds(example, method, len(step), _ms(draft), _ms(verify), _ms(step), _ms(outside))
+    return Rounds(example, method, len(step), _ms(draft), _ms(verify), _ms(step), _ms(outside), sampling.temperature)
 
 
 def _ms(seconds: Sequence[float]) -> float:
@@ -180,24 +210,40 @@ def spread(values: Sequence[float]) -> str:
     return f"{statistics.median(values):.2f} [{min(values):.2f}–{max(values):.2f}]"
 
 
-def summarize(runs: Sequence[Run], rounds: Sequence[Rounds], methods: Sequence[str]) -> list[dict[str, Any]]:
+def summarize(
+    runs: Sequence[Run], rounds: Sequence[Rounds], methods: Sequence[str], temperatures: Sequence[float] = (0.0,)
+) -> list[dict[str, Any]]:
+    """One row per method and temperature; speedups compare methods at the same temperature."""
+    rows = []
+    for temperature in temperatures:
+        at = [r for r in runs if r.temperature == temperature]
+        rows += summarize_at([r for r in rounds if r.temperature == temperature], at, methods, temperature)
+    return rows
+
+
+def rate(runs: Sequence[Run], field: str) -> float:
+    """Tokens/s of one method on one example: its tokens over the median time, or, when the runs made
+    different numbers of tokens (sampling), the median of each run's own rate."""
+    counts = [len(r.tokens) if field == "e2e" else len(r.tokens) - 1 for r in runs]
+    seconds = [r.seconds if field == "e2e" else r.decode_seconds for r in runs]
+    if len(set(counts)) == 1:
+        return counts[0] / statistics.median(seconds)
+    return statistics.median(c / s for c, s in zip(counts, seconds, strict=True))
+
+
+def summarize_at(
+    rounds: Sequence[Rounds], runs: Sequence[Run], methods: Sequence[str], temperature: float
+) -> list[dict[str, Any]]:
     examples = list(dict.fromkeys(r.example for r in runs))
 
     def per_example(method: str, field: str) -> dict[str, float]:
-        out = {}
-        for example in examples:
-            mine = [r for r in runs if r.example == example and r.method == method]
-            if field == "e2e":
-                out[example] = len(mine[0].tokens) / statistics.median(r.seconds for r in mine)
-            else:
-                out[example] = (len(mine[0].tokens) - 1) / statistics.median(r.decode_seconds for r in mine)
-        return out
+        return {e: rate([r for r in runs if r.example == e and r.method == method], field) for e in examples}
 
     rows = []
     speeds = {(m, f): per_example(m, f) for m in methods for f in ("e2e", "decode")}
     for method in methods:
         mine = [r for r in runs if r.method == method]
-        row: dict[str, Any] = {"method": method}
+        row: dict[str, Any] = {"method": label(method, temperature), "temperature": temperature}
         for field in ("e2e", "decode"):
             row[f"tokens_per_s_{field}"] = list(speeds[(method, field)].values())
             for base in ("generate", "ar", "assisted"):
@@ -205,7 +251,8 @@ def summarize(runs: Sequence[Run], rounds: Sequence[Rounds], methods: Sequence[s
                     ratios = [speeds[(method, field)][e] / speeds[(base, field)][e] for e in examples]
                     row[f"x_{base}_{field}"] = ratios
         reference = {r.example: r.tokens for r in runs if r.method == "generate"}
-        row["same_as_generate"] = all(r.tokens == reference.get(r.example, r.tokens) for r in mine)
+        same = all(r.tokens == reference.get(r.example, r.tokens) for r in mine)
+        row["same_as_generate"] = same if temperature == 0 else None  # sampled runs differ by design
         taus = [r.mean_accepted for r in mine if r.mean_accepted is not None]
         row["tau"] = statistics.median(taus) if taus else None
         mine_rounds = [r for r in rounds if r.method == method]
@@ -235,7 +282,8 @@ def markdown(rows: Sequence[dict[str, Any]]) -> str:
                       f"{row['outside_forwards_ms']:.2f} ({share:.0%})"]  # fmt: skip
         else:
             cells += ["", "", ""]
-        cells.append("yes" if row["same_as_generate"] else "NO")
+        same = row["same_as_generate"]
+        cells.append("n/a (sampled)" if same is None else "yes" if same else "NO")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -253,6 +301,9 @@ def main() -> int:
         "--kinds", help="only the examples of these kinds, e.g. describe,chart,narrate (the long answers)"
     )
     parser.add_argument("--max-new-tokens", type=int, default=128)
+    parser.add_argument("--temperatures", default="0", help="e.g. 0,0.7,1.0 (0 = greedy; above: sampled)")
+    parser.add_argument("--top-p", type=float, default=1.0, help="when sampling (default 1: off)")
+    parser.add_argument("--top-k-sampling", type=int, default=50, help="when sampling (default 50 as generate)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--device", default="auto")
     parser.add_argument("--dtype", default="auto")
@@ -270,6 +321,11 @@ def main() -> int:
         examples = [e for e in examples if e.get("kind") in kinds]
         if not examples:
             parser.error(f"no example of the kinds {args.kinds!r} in {args.examples}")
+    try:
+        temperatures = [float(t) for t in args.temperatures.split(",")]
+        settings = {t: SamplingConfig(t, args.top_p, args.top_k_sampling) for t in temperatures}
+    except ValueError as error:
+        parser.error(f"--temperatures, --top-p, --top-k-sampling: {error}")
     base = Path(args.examples).parent
     pair = load_pair(args.target, args.draft, args.device, args.dtype)
     print(f"target {args.target}  draft {args.draft}  device {pair.device}  dtype {pair.target.dtype}", file=sys.stderr)
@@ -280,25 +336,28 @@ def main() -> int:
         media = load_media(base / name)
         prepared = prepare(pair, media, example["prompt"])
 
-        def one(method: str, repeat: int) -> Run:
+        def one(method: str, repeat: int, temperature: float) -> Run:
             runner = run_peer if method in PEERS else run_ours
-            return runner(pair, prepared, method, args.max_new_tokens, name, repeat)  # noqa: B023
+            sampling = replace(settings[temperature], seed=None if temperature == 0 else repeat + 1)
+            return runner(pair, prepared, method, args.max_new_tokens, name, repeat, sampling)  # noqa: B023
 
-        for method in methods:
-            one(method, -1)  # warm-up
-        for repeat in range(args.repeats):
-            shift = repeat % len(methods)
-            for method in methods[shift:] + methods[:shift]:
-                runs.append(one(method, repeat))
-        for method in methods:
-            if method not in PEERS:
-                rounds.append(profile_rounds(pair, prepared, method, args.max_new_tokens, name))
+        for temperature in temperatures:
+            for method in methods:
+                one(method, -1, temperature)  # warm-up
+            for repeat in range(args.repeats):
+                shift = repeat % len(methods)
+                for method in methods[shift:] + methods[:shift]:
+                    runs.append(one(method, repeat, temperature))
+            for method in methods:
+                if method not in PEERS:
+                    sampling = replace(settings[temperature], seed=None if temperature == 0 else 0)
+                    rounds.append(profile_rounds(pair, prepared, method, args.max_new_tokens, name, sampling))
         print(f"  {name}: done", file=sys.stderr)
-    rows = summarize(runs, rounds, methods)
+    rows = summarize(runs, rounds, methods, temperatures)
     table = markdown(rows)
-    sage = next((row for row in rows if row["method"] == "sage" and "x_assisted_e2e" in row), None)
-    if sage is not None:
-        table += (f"\n\nSAGE over transformers' assisted generation: {spread(sage['x_assisted_e2e'])} end to end, "
+    for sage in (row for row in rows if row["method"].split()[0] == "sage" and "x_assisted_e2e" in row):
+        at = "" if sage["temperature"] == 0 else f" at temperature {sage['temperature']:g} (both sampling)"
+        table += (f"\n\nSAGE over transformers' assisted generation{at}: {spread(sage['x_assisted_e2e'])} end to end, "
                   f"{spread(sage['x_assisted_decode'])} decode only.")  # fmt: skip
     print(f"\n{len(examples)} examples, {args.repeats} repeats, median over examples [min–max]\n")
     print(table)
@@ -307,11 +366,12 @@ def main() -> int:
     if args.json:
         report = {
             "target": args.target, "draft": args.draft, "device": str(pair.device), "dtype": str(pair.target.dtype),
-            "max_new_tokens": args.max_new_tokens, "repeats": args.repeats,
+            "max_new_tokens": args.max_new_tokens, "repeats": args.repeats, "temperatures": temperatures,
+            "top_p": args.top_p, "top_k_sampling": args.top_k_sampling,
             "summary": rows, "runs": [asdict(r) for r in runs], "rounds": [asdict(r) for r in rounds],
         }  # fmt: skip
         Path(args.json).write_text(json.dumps(report, indent=1), encoding="utf-8")
-    return 0 if all(row["same_as_generate"] for row in rows) else 1
+    return 0 if all(row["same_as_generate"] is not False for row in rows) else 1
 
 
 if __name__ == "__main__":
