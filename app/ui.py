@@ -27,6 +27,8 @@ import gradio as gr
 import torch
 
 from sage_core import METHOD_LABELS, SageConfig, SageError
+from sage_core.config import SamplingConfig
+from sage_core.errors import ConfigError
 from sage_core.records import TraceError
 
 from . import models
@@ -147,6 +149,15 @@ def replay_status(data: RaceData, done: bool = False, speed: float = 1.0) -> str
     )
 
 
+def sampling_settings(temperature: float, seed: float | None) -> SamplingConfig:
+    """The race's sampling settings from the slider and the seed box (ConfigError when out of range)."""
+    try:
+        value, number = float(temperature), None if seed is None else int(seed)
+    except (TypeError, ValueError, OverflowError) as error:
+        raise ConfigError(f"the temperature and the seed must be numbers, not {temperature!r}, {seed!r}") from error
+    return SamplingConfig(temperature=value, seed=number)
+
+
 def finished_status(data: RaceData) -> str:
     if data.replay:
         return replay_status(data, done=True)
@@ -236,6 +247,8 @@ def build_demo(
         width_max: float,
         node_budget: float,
         top_k: float,
+        temperature: float,
+        seed: float | None,
         tree_lane: str | None,
     ) -> Iterator[tuple]:
         sage = (depth_min, depth_max, width_min, width_max, node_budget, top_k)
@@ -243,13 +256,14 @@ def build_demo(
             request, target, draft = prepare(
                 image, video, prompt, pair, custom_target, custom_draft, methods, max_new_tokens, sage
             )
+            sampling = sampling_settings(temperature, seed)
             if not models.PAIRS.loaded(target, draft):
                 yield status_only(pair_status(target, draft, "Loading the models (a hub download can take minutes):"))
             loaded = models.PAIRS.get(target, draft)
             running = pair_status(target, draft, f"Racing on {loaded.pair.device}, step by step:")
             source = race_steps(
                 loaded.pair, request.media, request.prompt, request.methods, request.max_new_tokens,
-                request.sage, loaded.token_texts, loaded.lock,
+                request.sage, loaded.token_texts, loaded.lock, sampling=sampling,
             )  # fmt: skip
             yield from stream(source, running, tree_lane, text_interval, figure_interval)
         except SageError as error:
@@ -274,6 +288,8 @@ def build_demo(
         width_max: float = sage_defaults.width_max,
         node_budget: float = sage_defaults.node_budget,
         top_k: float = sage_defaults.top_k,
+        temperature: float = 0.0,
+        seed: float | None = 0,
     ) -> dict:
         """Run a race to the end; answer texts, figures, the losslessness verdict, panels and the trace."""
         methods = DEFAULT_METHODS if methods is None else methods
@@ -282,11 +298,12 @@ def build_demo(
             request, target, draft = prepare(
                 image, video, prompt, pair, custom_target, custom_draft, methods, max_new_tokens, sage
             )
+            sampling = sampling_settings(temperature, seed)
             loaded = models.PAIRS.get(target, draft)
             data = last(
                 race_steps(
                     loaded.pair, request.media, request.prompt, request.methods, request.max_new_tokens,
-                    request.sage, loaded.token_texts, loaded.lock,
+                    request.sage, loaded.token_texts, loaded.lock, sampling=sampling,
                 )
             )  # fmt: skip
         except SageError as error:
@@ -384,6 +401,9 @@ def build_demo(
                 max_new = gr.Slider(
                     1, limits.max_new_tokens, value=DEFAULT_MAX_NEW_TOKENS, step=1, label="Max new tokens"
                 )
+                with gr.Row():
+                    temperature = gr.Slider(0, 2, value=0, step=0.05, label="Temperature (0 = greedy, lossless)")
+                    seed = gr.Number(0, precision=0, minimum=0, label="Seed (when sampling)")
                 with gr.Accordion("Advanced: SAGE's tree policy, custom models", open=False):
                     with gr.Row():
                         d_min = gr.Slider(1, 10, value=sage_defaults.depth_min, step=1, label="D_min (shallowest tree)")
@@ -429,7 +449,7 @@ def build_demo(
         api_result = gr.JSON(visible=False)
 
         race_inputs = [image, video, prompt, pair, custom_target, custom_draft, methods, max_new,
-                       d_min, d_max, w_min, w_max, budget, top_k]  # fmt: skip
+                       d_min, d_max, w_min, w_max, budget, top_k, temperature, seed]  # fmt: skip
         outputs = [status, verdict, lanes, table, fig_race, fig_accepted, fig_confidence, fig_shapes, fig_tree,
                    tree_step, tree_lane, download, state]  # fmt: skip
         live = start.click(race_live, [*race_inputs, tree_lane], outputs, api_name="race_live",

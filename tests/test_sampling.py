@@ -371,3 +371,29 @@ def test_a_trace_written_before_sampling_still_loads(tiny_root, image, tmp_path)
         lines.append(json.dumps(data))
     header, records = parse_trace(lines)
     assert header.sampling is None and records == run.records
+
+
+# -- the app ------------------------------------------------------------------------------
+
+
+def test_a_sampled_race_says_exact_in_distribution_and_a_greedy_one_stays_lossless(tiny_root, image):
+    from app import render
+    from app.race import race_steps
+    from app.ui import last, sampling_settings
+
+    pair = _real_pair(str(tiny_root))
+    sampling = sampling_settings(0.8, 4)
+    data = last(race_steps(pair, image, PROMPT, ["sage", "static"], 12, SageConfig(), sampling=sampling))
+    recorded = {"temperature": 0.8, "top_p": 1.0, "top_k": 50, "seed": 4}
+    assert all(lane.header.sampling == recorded for lane in data.lanes)
+    html = render.badge_html(data)
+    assert "Sampling: exact in distribution" in html and "temperature 0.8" in html and "seed 4" in html
+    assert "Lossless" not in html
+    greedy = last(
+        race_steps(pair, image, PROMPT, ["sage", "static"], 12, SageConfig(), sampling=sampling_settings(0, 4))
+    )
+    assert "Lossless" in render.badge_html(greedy) and "identical" in render.badge_html(greedy)
+    with pytest.raises(ConfigError, match="temperature"):
+        sampling_settings(-1, 0)
+    with pytest.raises(ConfigError, match="seed"):
+        sampling_settings(0.5, float("nan"))
