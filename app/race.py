@@ -42,6 +42,7 @@ from sage_core import (
     prepare_inputs,
     summarize,
 )
+from sage_core.config import SamplingConfig
 from sage_core.records import MAX_TRACE_BYTES, TraceError, json_line, parse_trace_rows, read_trace_text, trace_lines
 
 RACE_FORMAT = "sage-race/1"
@@ -120,20 +121,24 @@ def race_steps(
     token_texts: Callable[[Sequence[int]], list[str]] | None = None,
     lock: AbstractContextManager | None = None,
     source: str = "",
+    sampling: SamplingConfig | None = None,
 ) -> Iterator[RaceData]:
     """Step one run per method alternately; yield the race after every step.
 
     `token_texts` turns token ids into their texts (for the tree panel's
     node labels; it runs between steps, outside the timed parts). `lock` is
     held around each step, so two races never touch a model at once.
+    `sampling` (default: greedy) applies to every side, each with its own
+    generator seeded alike.
     """
+    sampling = sampling or SamplingConfig()
     lock = lock or nullcontext()
     chosen = order_methods(methods)
     with lock:
         # Each processor runs once for the whole race; every run reads the same tensors.
         prepared = prepare_inputs(pair, media, prompt, with_draft=any(m != "ar" for m in chosen))
         runs = [
-            decode(pair, media, prompt, DecodeConfig(method=m, max_new_tokens=max_new_tokens, sage=sage), prepared)  # type: ignore[arg-type]
+            decode(pair, media, prompt, DecodeConfig(m, max_new_tokens, sage, sampling=sampling), prepared)  # type: ignore[arg-type]
             for m in chosen
         ]
     data = RaceData(lanes=[Lane(run.config.method, run.header) for run in runs], source=source)

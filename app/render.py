@@ -229,6 +229,15 @@ def _difference(position: int, reference: Lane, other: Lane, data: RaceData) -> 
 
 
 def badge_html(data: RaceData | None) -> str:
+    sampled = data.header.sampling if data is not None and data.header is not None else None
+    if sampled and sampled.get("temperature"):  # two samples differ: the claim is about distributions
+        return wrap(
+            "<div class='sage-badge ok'>Sampling: exact in distribution"
+            f"<small>temperature {sampled['temperature']:g}, top-p {sampled.get('top_p', 1):g}, "
+            f"top-k {sampled.get('top_k', 0)}, seed {sampled.get('seed')}: each side is one sample, so the "
+            "texts differ; every method's output is distributed exactly as the target's own sampling "
+            "(tests/test_sampling.py checks it with chi-square tests and negative controls)</small></div>"
+        )
     result = verdict(data) if data is not None else None
     if result is None:
         if data is not None and len(data.lanes) == 1:

@@ -20,7 +20,7 @@ from typing import NoReturn
 
 import torch
 
-from .config import BACKENDS, METHODS, DecodeConfig, SageConfig, check_max_new_tokens, check_prompt
+from .config import BACKENDS, METHODS, DecodeConfig, SageConfig, SamplingConfig, check_max_new_tokens, check_prompt
 from .errors import InputError, SageError
 from .media import DEFAULT_FRAMES, load_media
 from .records import record_to_dict, save_trace, summarize
@@ -64,6 +64,21 @@ def build_parser() -> argparse.ArgumentParser:
         help="share of the visual tokens the draft does not read (SpecVLM pruning; 0 = off, the paper: "
         "0.8 for images, 0.9 for video); the target reads them all",
     )
+    sampling = gen.add_argument_group(
+        "sampling (exact in distribution: the output is distributed as the target's own "
+        "generate(do_sample=True, temperature, top_k, top_p))"
+    )
+    sampling.add_argument(
+        "--temperature", type=float, default=0.0, help="0 = greedy, lossless token for token (default)"
+    )
+    sampling.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling, in (0, 1] (default 1: off)")
+    sampling.add_argument(
+        "--top-k-sampling",
+        type=int,
+        default=50,
+        help="sample from the k most likely tokens (default 50 as generate; 0: off)",
+    )
+    sampling.add_argument("--seed", type=int, help="makes a sampled run reproducible (default: a fresh one, recorded)")
     gen.add_argument("--trace", help="write the per-step records here as JSON lines")
     gen.add_argument("--json", action="store_true", help="print one JSON object with the text and figures")
     sage = gen.add_argument_group("SAGE policy (paper defaults)")
@@ -96,9 +111,10 @@ def generate(args: argparse.Namespace) -> int:
         width_max=args.width_max, node_budget=args.node_budget, top_k=args.top_k, window=args.window,
         shape=args.shape, alpha_source=args.alpha_source,
     )  # fmt: skip
+    sampling = SamplingConfig(temperature=args.temperature, top_p=args.top_p, top_k=args.top_k_sampling, seed=args.seed)
     config = DecodeConfig(
         method=args.method, max_new_tokens=check_max_new_tokens(args.max_new_tokens), sage=sage, backend=args.backend,
-        prune_ratio=args.prune_ratio,
+        prune_ratio=args.prune_ratio, sampling=sampling,
     )  # fmt: skip
     if args.trace and not Path(args.trace).resolve().parent.is_dir():
         raise InputError(f"--trace {args.trace}: the folder {Path(args.trace).parent} does not exist")
@@ -125,13 +141,15 @@ def generate(args: argparse.Namespace) -> int:
         result["token_ids"] = list(summary.token_ids)
         result["prompt_tokens"] = run.header.prompt_tokens  # the target's
         result["draft_prompt_tokens"] = run.header.draft_prompt_tokens  # after pruning; null without a draft
+        result["sampling"] = run.header.sampling
         result["trace"] = [record_to_dict(r) for r in run.records]
         print(json.dumps(result))
     else:
         print(
             f"\n[{config.method}] {len(summary.token_ids)} tokens in {summary.seconds:.2f} s "
             f"({summary.tokens_per_second:.1f} tokens/s), {summary.target_forwards} target forwards, "
-            f"tau {summary.mean_accepted:.2f}, {summary.tokens_per_forward:.2f} tokens per forward",
+            f"tau {summary.mean_accepted:.2f}, {summary.tokens_per_forward:.2f} tokens per forward"
+            + ("" if sampling.greedy else f"; sampled at temperature {sampling.temperature}, seed {run.seed}"),
             file=sys.stderr,
         )
     return 0

@@ -6,6 +6,7 @@ marked *open* and documented where the field is defined.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -112,8 +113,46 @@ class SageConfig:
 
 
 @dataclass(frozen=True)
+class SamplingConfig:
+    """How the target's next token is chosen: greedy (temperature 0) or sampled.
+
+    With temperature > 0 the output is distributed exactly as the target's own
+    `generate(do_sample=True, temperature=..., top_k=..., top_p=...)`: its
+    logits go through the same transformers warpers in the same order
+    (temperature, top-k, top-p), and verification is by rejection sampling
+    (sampling.py). top_k defaults to 50 as transformers' does (0 turns it
+    off); top-p and top-k only apply when sampling. The checkpoint's own
+    generation_config sampling defaults are not read: these settings are.
+    `seed` makes a run reproducible; None draws one at the start of the run
+    and records it in the run's header.
+    """
+
+    temperature: float = 0.0
+    top_p: float = 1.0
+    top_k: int = 50
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        problems = []
+        if not (isinstance(self.temperature, int | float) and math.isfinite(self.temperature)) or self.temperature < 0:
+            problems.append(f"temperature must be a finite number >= 0 (0 = greedy), not {self.temperature!r}")
+        if not (isinstance(self.top_p, int | float) and 0.0 < self.top_p <= 1.0):
+            problems.append(f"top-p must lie in (0, 1], not {self.top_p!r}")
+        if not isinstance(self.top_k, int) or self.top_k < 0:
+            problems.append(f"top-k must be an integer >= 0 (0 = off), not {self.top_k!r}")
+        if self.seed is not None and (not isinstance(self.seed, int) or not 0 <= self.seed < 2**63):
+            problems.append(f"seed must be an integer in [0, 2**63), not {self.seed!r}")
+        if problems:
+            raise ConfigError("invalid sampling settings: " + "; ".join(problems))
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature == 0
+
+
+@dataclass(frozen=True)
 class DecodeConfig:
-    """What to decode and how: the method, the token limit, SAGE's policy."""
+    """What to decode and how: the method, the token limit, SAGE's policy, greedy or sampled."""
 
     method: Method = "sage"
     max_new_tokens: int = 128
@@ -129,6 +168,7 @@ class DecodeConfig:
     # SpecVLM's stage I: keep the most-attended visual tokens until they hold
     # this share of the attention mass; the rest of the budget is spread evenly.
     prune_attention_share: float = 0.4
+    sampling: SamplingConfig = field(default_factory=SamplingConfig)
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:

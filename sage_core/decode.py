@@ -4,7 +4,9 @@ Each round (paper §3.1): 1. draft a tree, 2. verify it in one target
 forward under tree attention, 3. accept the longest path the target agrees
 with plus its bonus token, 4. commit the path to both caches, 5. adapt
 (SAGE: confidence from the draft's entropy reshapes the next tree). Plain
-decoding ("ar") is the same loop with an empty tree.
+decoding ("ar") is the same loop with an empty tree. Step 3 (and the first
+token) is the verifier's: greedy, or rejection sampling when the settings
+sample (verify.py, sampling.py); the loop is the same for both.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import statistics
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
+
+import torch
 
 from .adapter import KVState, ModelPair
 from .backends import ModelBackend, open_backend
@@ -34,9 +38,10 @@ from .policy import (
 from .prepared import PreparedInputs, prepare_inputs, with_draft_inputs
 from .pruning import select_visual_tokens
 from .records import FinishReason, RunHeader, RunSummary, StepRecord, summarize
+from .sampling import make_verifier, resolve_seed
 from .timing import Laps
 from .trees import EMPTY_TREE, ROOT, Tree
-from .verify import verify_greedy
+from .verify import Warp
 
 DETOKENIZE_CONTEXT = 6  # tokens of left context when decoding one token's text
 CUT_SHOWN_PER_LEVEL = 4  # candidates the policy cut that a record keeps, per level (best first)
@@ -131,6 +136,7 @@ class DecodeRun:
         visual_tokens = int(pair.target.visual_positions(self.target_inputs).numel())
         if config.prune_ratio > 0:
             _check_prunable(self.target_inputs, self.draft_inputs, visual_tokens)
+        self.seed = resolve_seed(config.sampling)  # None when greedy
         self.header = RunHeader(
             method=config.method,
             target=pair.target.name,
@@ -147,6 +153,7 @@ class DecodeRun:
             prune_ratio=config.prune_ratio,
             visual_tokens=visual_tokens,
             draft_prompt_tokens=int(self.draft_inputs["input_ids"].shape[1]) if self.draft_inputs is not None else None,
+            sampling={**asdict(config.sampling), "seed": self.seed},
         )
         self.records: list[StepRecord] = []
         self._steps = self._run()
@@ -172,6 +179,7 @@ class DecodeRun:
         eos = set(pair.target.eos_token_ids)
         text = TextStream(pair.target.tokenizer)
         planner = SagePlanner(config.sage)
+        verifier = make_verifier(config.sampling, self.seed)  # greedy or sampling: the loop does not ask
         produced = 0
         total_seconds = 0.0
 
@@ -186,7 +194,7 @@ class DecodeRun:
             return tuple(out), None
 
         # 0. Prefill: the target (and the draft) read the prompt; the target's
-        #    argmax after it is the first new token.
+        #    choice after it (argmax, or a sample) is the first new token.
         #    The record splits its time: target prefill (as "verify"), draft prefill
         #    (as "draft"), and the processors' preparation (only in the step's total).
         reserve = _cache_reserve(config)
@@ -198,7 +206,7 @@ class DecodeRun:
             target_state, logits, scores = target.prefill_scored(self.target_inputs, reserve)
         else:
             target_state, logits = target.prefill(self.target_inputs, reserve)
-        first = int(logits.argmax())  # waits for the target
+        first = verifier.verify(EMPTY_TREE, logits[None]).bonus_token  # waits for the target
         verify_seconds = laps.lap()
         draft_state = None
         if self.draft_inputs is not None and scores is not None:
@@ -233,14 +241,15 @@ class DecodeRun:
             if draft_state is None:
                 drafted, shape = DraftedTree(EMPTY_TREE, {}), _Shape()
             else:
-                drafted, shape = self._draft(draft, draft_state, pending, planner, step)
+                drafted, shape = self._draft(draft, draft_state, pending, planner, step, verifier.warp)
             tree = drafted.tree
             draft_seconds = laps.lap()
             # 2. Verify: one target forward over the root and every node.
-            target_argmax = _verify_forward(target, target_state, pending[-1], tree)
+            target_logits = _verify_forward(target, target_state, pending[-1], tree)
+            # 3. Accept a path and add the bonus token (greedy: the longest path the
+            #    target's argmax agrees with; sampling: rejection sampling).
+            verdict = verifier.verify(tree, target_logits)
             verify_seconds = laps.lap()
-            # 3. Accept the longest agreeing path, plus the bonus token.
-            verdict = verify_greedy(tree, target_argmax)
             # 4. Commit: the root and the accepted path stay in the target's cache.
             target.commit(target_state, [0, *(1 + n for n in verdict.accepted_nodes)])
             new_tokens, finish = emit([*verdict.accepted_tokens, verdict.bonus_token])
@@ -260,15 +269,22 @@ class DecodeRun:
                 planned_depth=shape.planned_depth, planned_width=shape.planned_width,
                 accepted_nodes=verdict.accepted_nodes, accepted_tokens=verdict.accepted_tokens,
                 bonus_token=verdict.bonus_token,
+                tried_nodes=verdict.tried_nodes, accept_probs=verdict.accept_probs,
                 new_tokens=new_tokens, new_token_texts=tuple(text.push(t) for t in new_tokens),
                 draft_seconds=draft_seconds, verify_seconds=verify_seconds, step_seconds=step_seconds,
                 total_tokens=produced, total_seconds=total_seconds, finish_reason=finish,
-                target_choices=tuple(target_argmax), window_mean=window_mean, next_depth_max=next_depth_max,
+                target_choices=verdict.target_choices, window_mean=window_mean, next_depth_max=next_depth_max,
                 **shape.teaching_fields(),
             )  # fmt: skip
 
     def _draft(
-        self, draft: ModelBackend, state: KVState, pending: Sequence[int], planner: SagePlanner, step: int
+        self,
+        draft: ModelBackend,
+        state: KVState,
+        pending: Sequence[int],
+        planner: SagePlanner,
+        step: int,
+        warp: Warp | None,
     ) -> tuple[DraftedTree, _Shape]:
         config = self.config
         vocab = self.pair.shared_vocab_size
@@ -277,22 +293,22 @@ class DecodeRun:
         if config.method in ("chain", "static"):
             template = CHAIN_TREE if config.method == "chain" else STATIC_TREE
             choose, expand, depth = template_chooser(template)
-            root = top_k(root_logits, config.template_top_k, vocab)[0]
-            drafted = grow_tree(draft, state, root, choose, depth, config.template_top_k, vocab, expand)
+            root = top_k(root_logits, config.template_top_k, vocab, warp)[0]
+            drafted = grow_tree(draft, state, root, choose, depth, config.template_top_k, vocab, expand, warp)
             return drafted, _Shape(root_top=root)
-        root = top_k(root_logits, sage.top_k, vocab)[0]
+        root = top_k(root_logits, sage.top_k, vocab, warp)[0]
         depth_max = planner.window.depth_max
         no_history = sage.shape == "template" and planner.previous is None
         if (step == 1 and sage.static_first_round) or no_history:
             choose, expand, depth = template_chooser(STATIC_TREE)
-            drafted = grow_tree(draft, state, root, choose, depth, sage.top_k, vocab, expand)
+            drafted = grow_tree(draft, state, root, choose, depth, sage.top_k, vocab, expand, warp)
             entropy, alpha = confidence(drafted.distributions[ROOT])
             return drafted, _Shape(entropy, alpha, depth_max, root_top=root)
         if sage.shape == "template":
             alpha = planner.template_alpha()
             template = plan_template(alpha, depth_max, planner.level_probs(), sage)
             choose, expand, depth = template_chooser(template)
-            drafted = grow_tree(draft, state, root, choose, depth, sage.top_k, vocab, expand)
+            drafted = grow_tree(draft, state, root, choose, depth, sage.top_k, vocab, expand, warp)
             entropy = confidence(drafted.distributions[ROOT])[0]
             return drafted, _Shape(
                 entropy, alpha, depth_max, depth, planned_width(alpha, sage.width_min, sage.width_max), root_top=root
@@ -309,7 +325,7 @@ class DecodeRun:
             decisions.append(decision)
             return list(decision.kept)
 
-        drafted = grow_tree(draft, state, root, grow_online, depth, sage.top_k, vocab, lambda node, level: True)
+        drafted = grow_tree(draft, state, root, grow_online, depth, sage.top_k, vocab, lambda node, level: True, warp)
         return drafted, _Shape(entropy, alpha, depth_max, depth, width, root, tuple(decisions))
 
 
@@ -346,8 +362,8 @@ class _Shape:
         }
 
 
-def _verify_forward(target: ModelBackend, state: KVState, root: int, tree: Tree) -> list[int]:
-    """One target forward over [root, *nodes]; the argmax after each of them."""
+def _verify_forward(target: ModelBackend, state: KVState, root: int, tree: Tree) -> torch.Tensor:
+    """One target forward over [root, *nodes]; the logits after each of them, (1 + N, vocab)."""
     start, scratch = state.committed, state.scratch
     logits = target.extend(
         state,
@@ -355,7 +371,7 @@ def _verify_forward(target: ModelBackend, state: KVState, root: int, tree: Tree)
         positions=[start] + [start + d for d in tree.depths],
         parents=[-1] + [scratch + 1 + p for p in tree.parents],  # node i is entry 1 + i; the root is entry 0
     )
-    return logits.argmax(dim=-1).tolist()
+    return logits
 
 
 def _check_prunable(target_inputs: Any, draft_inputs: Any, visual_tokens: int) -> None:

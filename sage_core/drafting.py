@@ -18,6 +18,7 @@ from .backends import ModelBackend
 from .config import RankPath
 from .policy import Candidate, Expansion
 from .trees import ROOT, Tree
+from .verify import Warp
 
 # (level, frontier, nodes so far) -> the nodes of this level
 Chooser = Callable[[int, Sequence[Expansion], int], list[Candidate]]
@@ -34,12 +35,15 @@ class DraftedTree:
 TopK = tuple[tuple[int, ...], tuple[float, ...]]  # (tokens, probabilities), most likely first
 
 
-def top_k(logits: torch.Tensor, k: int, vocab: int) -> list[TopK]:
+def top_k(logits: torch.Tensor, k: int, vocab: int, warp: Warp | None = None) -> list[TopK]:
     """Per row of logits, the k most likely tokens of the shared vocabulary and their probabilities.
 
-    One device-to-host copy for all rows: token ids travel as float64, exact for any vocabulary.
+    `warp` (sampling) processes the logits first, so the probabilities are the
+    tempered ones the run samples from. One device-to-host copy for all rows:
+    token ids travel as float64, exact for any vocabulary.
     """
-    probs = torch.softmax(logits.float().reshape(-1, logits.shape[-1])[:, :vocab], dim=-1)
+    scores = logits.float().reshape(-1, logits.shape[-1])[:, :vocab]
+    probs = torch.softmax(scores if warp is None else warp(scores), dim=-1)
     values, indices = probs.topk(k, dim=-1)
     rows = torch.cat((values.double(), indices.double()), dim=-1).tolist()
     return [(tuple(int(i) for i in row[k:]), tuple(row[:k])) for row in rows]
@@ -67,6 +71,7 @@ def grow_tree(
     top: int,
     vocab: int,
     expand: Callable[[int, int], bool],
+    warp: Warp | None = None,
 ) -> DraftedTree:
     """Grow a tree level by level under the draft's tree attention.
 
@@ -111,7 +116,7 @@ def grow_tree(
         )
         cumulative = Tree(tuple(tokens), tuple(parents), tuple(probs)).cumulative_probs()
         frontier = []
-        for node, (next_tokens, next_probs) in zip(to_expand, top_k(logits, top, vocab), strict=True):
+        for node, (next_tokens, next_probs) in zip(to_expand, top_k(logits, top, vocab, warp), strict=True):
             distributions[node] = next_probs
             frontier.append(Expansion(node, probs[node], cumulative[node], next_tokens, next_probs))
     draft.commit(state, [])

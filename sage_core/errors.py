@@ -27,7 +27,8 @@ class InputError(SageError):
 
 
 class ConfigError(InputError, ValueError):
-    """An invalid `SageConfig` or `DecodeConfig` (also a ValueError, as a bad argument)."""
+    """An invalid `SageConfig`, `DecodeConfig` or sampling setting (temperature, top-p, top-k, seed);
+    also a ValueError, as a bad argument."""
 
 
 class TraceError(InputError, ValueError):

@@ -52,6 +52,9 @@ class RunHeader:
     visual_tokens: int = 0
     draft_prompt_tokens: int | None = None
     kept_visual_indices: tuple[int, ...] | None = None
+    # The sampling settings (config.SamplingConfig) with the seed the run used
+    # (None when greedy). Absent in traces written before sampling existed: greedy.
+    sampling: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -93,6 +96,10 @@ class StepRecord:
     total_tokens: int
     total_seconds: float
     finish_reason: FinishReason | None = None
+    # Sampling only: the children the verifier tried, in order, and each one's
+    # acceptance probability (sampling.py); empty when greedy.
+    tried_nodes: tuple[int, ...] = ()
+    accept_probs: tuple[float, ...] = ()
     # -- What the teaching mode explains (optional: traces written before it hold none). --
     # The draft's top-k after the root, most likely first (what alpha is computed from).
     root_top_tokens: tuple[int, ...] = ()
@@ -111,7 +118,8 @@ class StepRecord:
     cut_tokens: tuple[int, ...] = ()
     cut_probs: tuple[float, ...] = ()
     cut_rules: tuple[str, ...] = ()
-    # The target's choice (argmax) after the root and after each node: what verification compared.
+    # The target's choice (argmax) after the root and after each node: what greedy verification
+    # compared (empty when sampling).
     target_choices: tuple[int, ...] = ()
     # The mean acceptance of SAGE's window when it closed after this round (None otherwise),
     # and the D_max it set for the next round.
@@ -208,7 +216,7 @@ def record_to_dict(record: StepRecord) -> dict[str, Any]:
 
 
 def record_from_dict(data: dict[str, Any]) -> StepRecord:
-    """The inverse of `record_to_dict` (derived figures are ignored)."""
+    """The inverse of `record_to_dict` (derived figures are ignored; fields with defaults may be absent)."""
     kwargs: dict[str, Any] = {}
     for f in fields(StepRecord):
         value = data[f.name] if f.default is MISSING else data.get(f.name, f.default)
@@ -411,6 +419,12 @@ def record_problem(record: StepRecord) -> str | None:
         return "an accepted node is not in the tree"
     if len(record.accepted_tokens) != len(record.accepted_nodes):
         return "the accepted path's nodes and tokens differ in length"
+    if not all(type(v) is int and 0 <= v < count for v in record.tried_nodes):
+        return "a tried node is not in the tree"
+    if len(record.accept_probs) != len(record.tried_nodes) or not all(
+        _is_number(p, 0.0, 1.0) for p in record.accept_probs
+    ):
+        return "each tried node needs an acceptance probability in [0, 1]"
     if not all(isinstance(t, str) for t in record.new_token_texts) or len(record.new_token_texts) != len(
         record.new_tokens
     ):

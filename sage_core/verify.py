@@ -1,18 +1,30 @@
-"""Greedy verification of a draft tree (paper §3.1, step 3).
+"""Verification of a draft tree (paper §3.1, step 3), behind one seam.
 
-The target has scored the root and every node in one forward. A node is
-accepted when its token equals the target's argmax at its parent and its
-parent is accepted; the longest such path is kept, and the target's argmax
-after its last node is the bonus token. The output therefore equals the
-target's own greedy decoding.
+The target has scored the root and every node in one forward. A `Verifier`
+turns those logits into the accepted path and the bonus token; the decode
+loop calls it the same way whatever the settings (`make_verifier` picks one):
+
+- greedy (temperature 0, the paper's setting; this module): a node is
+  accepted when its token equals the target's argmax at its parent and its
+  parent is accepted; the longest such path is kept, and the target's argmax
+  after its last node is the bonus token. The output therefore equals the
+  target's own greedy decoding.
+- sampling (temperature > 0; sampling.py): rejection sampling over the tree,
+  exact in distribution.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Protocol
+
+import torch
 
 from .trees import ROOT, Tree
+
+# Logits (rows, vocab) -> the processed logits a run samples from.
+Warp = Callable[[torch.Tensor], torch.Tensor]
 
 
 @dataclass(frozen=True)
@@ -20,6 +32,37 @@ class Verdict:
     accepted_nodes: tuple[int, ...]
     accepted_tokens: tuple[int, ...]
     bonus_token: int
+    # Sampling only: the children tried, in order, and each one's acceptance probability.
+    tried_nodes: tuple[int, ...] = ()
+    accept_probs: tuple[float, ...] = ()
+    # Greedy only: the target's argmax after the root and after each node (what was compared).
+    target_choices: tuple[int, ...] = ()
+
+
+class Verifier(Protocol):
+    """Checks a tree against the target's logits.
+
+    `warp` is the processing of logits into the distribution the run samples
+    from (None: plain softmax, greedy); the draft's candidates and SAGE's
+    confidence read the draft's logits through it too.
+    """
+
+    @property
+    def warp(self) -> Warp | None: ...
+
+    def verify(self, tree: Tree, target_logits: torch.Tensor) -> Verdict:
+        """`target_logits[0]`: after the root; `target_logits[1 + i]`: after node i."""
+        ...
+
+
+class GreedyVerifier:
+    """The target's argmax decides: lossless against greedy `generate`."""
+
+    warp: Warp | None = None
+
+    def verify(self, tree: Tree, target_logits: torch.Tensor) -> Verdict:
+        choices = target_logits.argmax(dim=-1).tolist()
+        return replace(verify_greedy(tree, choices), target_choices=tuple(choices))
 
 
 def verify_greedy(tree: Tree, target_argmax: Sequence[int]) -> Verdict:

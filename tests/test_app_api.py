@@ -348,9 +348,9 @@ def test_stop_ends_a_streaming_race_promptly(client, pair, example, monkeypatch)
     monkeypatch.setattr(handlers, "race_steps", endless_race)
     key = models.BUILTIN.key if pair == ("builtin", "builtin") else models.ENV_KEY
     # The UI's streaming event takes its inputs in order: media, prompt, pair, custom pair, methods,
-    # max new tokens, SAGE's six settings, the tree panel's method.
+    # max new tokens, SAGE's six settings, the temperature and seed, the tree panel's method.
     job = client.submit(handle_file(example[0]), None, example[1], key, "", "", ["sage", "static"], 64,
-                        3, 8, 2, 10, 64, 10, None, api_name="/race_live")  # fmt: skip
+                        3, 8, 2, 10, 64, 10, 0, 0, None, api_name="/race_live")  # fmt: skip
     deadline = time.monotonic() + 60
     while len(job.outputs()) < 2 and time.monotonic() < deadline:
         time.sleep(0.05)
