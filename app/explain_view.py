@@ -154,6 +154,13 @@ def _verification(e: RoundExplained, text: TokenText) -> list[str]:
         below = len(e.nodes) - len(checked)
         if below:
             out.append(f"<div class='muted'>{below} more nodes hung below rejected ones.</div>")
+    if e.tried:
+        tokens = {n.node: n.token for n in e.nodes}
+        tried = ", ".join(
+            f"{text(tokens.get(node))} p<sub>accept</sub> = {prob:.2f}{' ✓' if node in e.accepted_nodes else ''}"
+            for node, prob in e.tried
+        )
+        out.append(f"<div>Rejection sampling tried, in order: {tried}</div>")
     path = " ".join(f"<span style='color:{ACCEPTED}'>{text(t)}</span>" for t in e.accepted_tokens)
     out.append(
         f"<p>Accepted τ = {len(e.accepted_tokens)}: {path or '(none)'} + bonus "

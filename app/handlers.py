@@ -30,13 +30,14 @@ from typing import Any
 import gradio as gr
 
 from sage_core import METHOD_LABELS, SageConfig
+from sage_core.config import SamplingConfig
 from sage_core.explain import sage_config_from
 
 from . import models
 from .api import race_result
 from .boundary import guard, user_message
 from .explain_view import explain_html
-from .inputs import Example, InputProblem, Limits, RaceRequest, check_request
+from .inputs import Example, InputProblem, Limits, RaceRequest, check_request, sampling_settings
 from .page import DEFAULT_MAX_NEW_TOKENS, DEFAULT_METHODS, Page
 from .panels import all_figures, tree_figure
 from .race import (
@@ -282,28 +283,32 @@ class Handlers:
 
         return models.PAIRS.get(choice.target, choice.draft, report=report, names=choice.names)
 
-    def race(self, request: RaceRequest, loaded: models.LoadedPair) -> Iterator[RaceData]:
+    def race(
+        self, request: RaceRequest, loaded: models.LoadedPair, sampling: SamplingConfig | None = None
+    ) -> Iterator[RaceData]:
         return race_steps(
             loaded.pair, request.media, request.prompt, request.methods, request.max_new_tokens, request.sage,
-            loaded.token_texts, models.RACE_SLOT,
+            loaded.token_texts, models.RACE_SLOT, sampling=sampling,
         )  # fmt: skip
 
     def race_live(
         self, image: Any, video: Any, prompt: Any, pair: Any, custom_target: Any, custom_draft: Any, methods: Any,
         max_new_tokens: Any, depth_min: Any, depth_max: Any, width_min: Any, width_max: Any, node_budget: Any,
-        top_k: Any, tree_lane: Any, progress: gr.Progress = gr.Progress(),  # noqa: B008 (Gradio's way)
+        top_k: Any, temperature: Any, seed: Any, tree_lane: Any,
+        progress: gr.Progress = gr.Progress(),  # noqa: B008 (Gradio's way)
     ) -> Iterator[Update]:  # fmt: skip
         sage = (depth_min, depth_max, width_min, width_max, node_budget, top_k)
         try:
             request, choice = self.prepare(
                 image, video, prompt, pair, custom_target, custom_draft, methods, max_new_tokens, sage
             )
+            sampling = sampling_settings(temperature, seed)
             if not models.PAIRS.loaded(choice.target, choice.draft):
                 lead = "Loading the pair (download if needed, load, warm-up; a hub download can take minutes):"
                 yield self.status_only(pair_status(choice, lead))
             loaded = self.load(choice, progress)
             running = pair_status(choice, f"Racing on {loaded.pair.device}, step by step:")
-            yield from self.stream(self.race(request, loaded), running, tree_lane)
+            yield from self.stream(self.race(request, loaded, sampling), running, tree_lane)
         except Exception as error:
             yield self.status_only(error_html(user_message(error)))
 
@@ -323,15 +328,19 @@ class Handlers:
         width_max: float = SageConfig.width_max,
         node_budget: float = SageConfig.node_budget,
         top_k: float = SageConfig.top_k,
+        temperature: float = 0.0,
+        seed: float | None = None,
     ) -> dict:
-        """Run a race to the end; answer texts, figures, the losslessness verdict, panels and the trace."""
+        """Run a race to the end; answer texts, figures, the losslessness verdict (or, when sampling, the
+        exact-in-distribution note), panels and the trace."""
         methods = DEFAULT_METHODS if methods is None else methods
         sage = (depth_min, depth_max, width_min, width_max, node_budget, top_k)
         request, choice = self.prepare(
             image, video, prompt, pair or self.settings.default_pair, custom_target, custom_draft, methods,
             max_new_tokens, sage,
         )  # fmt: skip
-        return race_result(last(self.race(request, self.load(choice))))
+        sampling = sampling_settings(temperature, seed)
+        return race_result(last(self.race(request, self.load(choice), sampling)))
 
     # -- replays --
 
@@ -400,22 +409,23 @@ class Handlers:
     def step_live(
         self, image: Any, video: Any, prompt: Any, pair: Any, custom_target: Any, custom_draft: Any, methods: Any,
         max_new_tokens: Any, depth_min: Any, depth_max: Any, width_min: Any, width_max: Any, node_budget: Any,
-        top_k: Any, tree_lane: Any, stepper: RaceStepper | None,
+        top_k: Any, temperature: Any, seed: Any, tree_lane: Any, stepper: RaceStepper | None,
         progress: gr.Progress = gr.Progress(),  # noqa: B008 (Gradio's way)
     ) -> Update:  # fmt: skip
         """Advance the stepped race by one round (starting one, or a new one when the inputs changed)."""
         sage = (depth_min, depth_max, width_min, width_max, node_budget, top_k)
         key = ("live", image, video, prompt, pair, custom_target, custom_draft, tuple(methods or ()),
-               max_new_tokens, sage)  # fmt: skip
+               max_new_tokens, sage, temperature, seed)  # fmt: skip
         try:
             if stepper is None or stepper.key != key or stepper.data.replay or stepper.finished:
                 request, choice = self.prepare(
                     image, video, prompt, pair, custom_target, custom_draft, methods, max_new_tokens, sage
                 )
+                sampling = sampling_settings(temperature, seed)
                 loaded = self.load(choice, progress)
                 stepper = live_stepper(
                     loaded.pair, request.media, request.prompt, request.methods, request.max_new_tokens,
-                    request.sage, loaded.token_texts, models.RACE_SLOT, key,
+                    request.sage, loaded.token_texts, models.RACE_SLOT, key, sampling,
                 )  # fmt: skip
             return self.stepped(stepper, tree_lane)
         except Exception as error:

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from sage_core import Media, SageConfig, SageError, load_media
-from sage_core.config import check_max_new_tokens, check_prompt
+from sage_core.config import SamplingConfig, check_max_new_tokens, check_prompt
+from sage_core.errors import ConfigError
 from sage_core.media import VIDEO_SUFFIXES
 
 from .race import order_methods
@@ -114,6 +115,17 @@ def sage_config(d_min: float, d_max: float, w_min: float, w_max: float, budget: 
             raise InputProblem(f"the SAGE setting {name} must be a whole number, not {value!r}")
         values[name] = int(number)
     return SageConfig(**values)
+
+
+def sampling_settings(temperature: object, seed: object) -> SamplingConfig:
+    """A race's sampling settings from the temperature slider and the seed box (0 = greedy; ConfigError when
+    out of range). An empty seed picks a fresh one, recorded in the trace."""
+    try:
+        value = float(temperature)  # type: ignore[arg-type]
+        number = None if seed is None or seed == "" else int(seed)  # type: ignore[call-overload]
+    except (TypeError, ValueError, OverflowError) as error:
+        raise ConfigError(f"the temperature and the seed must be numbers, not {temperature!r}, {seed!r}") from error
+    return SamplingConfig(temperature=value, seed=number)
 
 
 def check_request(

@@ -140,6 +140,8 @@ class Page:
     pair: gr.Dropdown
     methods: gr.CheckboxGroup
     max_new: gr.Slider
+    temperature: gr.Slider
+    seed: gr.Number
     sage: tuple[gr.Slider, ...]  # D_min, D_max, W_min, W_max, node budget, top-k
     custom_target: gr.Textbox
     custom_draft: gr.Textbox
@@ -168,7 +170,7 @@ class Page:
     def race_inputs(self) -> list[Any]:
         """The race's inputs, in the order of the API's parameters."""
         return [self.image, self.video, self.prompt, self.pair, self.custom_target, self.custom_draft,
-                self.methods, self.max_new, *self.sage]  # fmt: skip
+                self.methods, self.max_new, *self.sage, self.temperature, self.seed]  # fmt: skip
 
     @property
     def view(self) -> list[Any]:
@@ -214,6 +216,11 @@ def build_page(
             max_new = lenient(
                 gr.Slider(1, limits.max_new_tokens, value=DEFAULT_MAX_NEW_TOKENS, step=1, label="Max new tokens")
             )
+            with gr.Row():
+                temperature = lenient(gr.Slider(0, 1.5, value=0, step=0.05, label="Temperature (0 = greedy)",
+                                                elem_id="temperature", scale=3))  # fmt: skip
+                seed = lenient(gr.Number(None, label="Seed (empty: fresh)", precision=0, elem_id="seed",
+                                         scale=1, min_width=90))  # fmt: skip
             label = "Advanced: SAGE's tree policy" + (", custom models" if custom else "")
             with gr.Accordion(label, open=False):
                 with gr.Row():
@@ -272,6 +279,7 @@ def build_page(
     return Page(
         state=state, stepper=stepper, media_tabs=media_tabs, image=image, video=video, gallery=gallery, prompt=prompt,
         start=start, step=step, stop=stop, pair=pair, methods=methods, max_new=max_new,
+        temperature=temperature, seed=seed,
         sage=tuple(lenient(s) for s in (d_min, d_max, w_min, w_max, budget, top_k)),
         custom_target=custom_target, custom_draft=custom_draft, trace_in=trace_in, speed=speed, replay=replay,
         replay_step=replay_step,

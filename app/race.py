@@ -214,14 +214,16 @@ def live_stepper(
     token_texts: Callable[[Sequence[int]], list[str]] | None = None,
     lock: AbstractContextManager | None = None,
     key: object = None,
+    sampling: SamplingConfig | None = None,
 ) -> RaceStepper:
     """A live race to step through (the media prepared once, as in `race_steps`)."""
+    sampling = sampling or SamplingConfig()
     guard = lock or nullcontext()
     chosen = order_methods(methods)
     with guard:
         prepared = prepare_inputs(pair, media, prompt, with_draft=any(m != "ar" for m in chosen))
         runs = [
-            decode(pair, media, prompt, DecodeConfig(method=m, max_new_tokens=max_new_tokens, sage=sage), prepared)  # type: ignore[arg-type]
+            decode(pair, media, prompt, DecodeConfig(m, max_new_tokens, sage, sampling=sampling), prepared)  # type: ignore[arg-type]
             for m in chosen
         ]
 

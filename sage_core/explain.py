@@ -98,6 +98,8 @@ class RoundExplained:
     lower_below: float
     raise_above: float
     fixed_tree_nodes: int  # nodes of the static or chain template (0 otherwise)
+    # Sampling: the children the verifier tried, in order, with each one's acceptance probability.
+    tried: tuple[tuple[int, float], ...] = ()
 
     @property
     def log_k(self) -> float:
@@ -216,6 +218,7 @@ def explain_round(record: StepRecord, config: SageConfig) -> RoundExplained:
         lower_below=config.lower_below,
         raise_above=config.raise_above,
         fixed_tree_nodes=fixed.get(kind, 0),
+        tried=tuple(zip(record.tried_nodes, record.accept_probs, strict=True)),
     )
 
 

@@ -378,8 +378,9 @@ def test_a_trace_written_before_sampling_still_loads(tiny_root, image, tmp_path)
 
 def test_a_sampled_race_says_exact_in_distribution_and_a_greedy_one_stays_lossless(tiny_root, image):
     from app import render
+    from app.handlers import last
+    from app.inputs import sampling_settings
     from app.race import race_steps
-    from app.ui import last, sampling_settings
 
     pair = _real_pair(str(tiny_root))
     sampling = sampling_settings(0.8, 4)
