@@ -16,11 +16,11 @@ here that the records do not hold.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import plotly.graph_objects as go
+from plotly.io.json import to_json_plotly
 from plotly.subplots import make_subplots
 
 from sage_core import StepRecord, summarize
@@ -52,12 +52,12 @@ class SlideFigure(go.Figure):
     slide_name = "sage-panel"
 
     def to_json(self, *args: Any, **kwargs: Any) -> str:
-        data = json.loads(super().to_json(*args, **kwargs))
+        data = self.to_plotly_json()
         data["config"] = {
             "displaylogo": False,
             "toImageButtonOptions": {"format": "png", "scale": SLIDE_SCALE, "filename": self.slide_name},
         }
-        return json.dumps(data)
+        return to_json_plotly(data)
 
 
 def for_slides(fig: go.Figure, name: str) -> SlideFigure:

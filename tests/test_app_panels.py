@@ -117,6 +117,29 @@ def test_figures_are_marked_as_replay():
     assert all("(replay)" in fig.layout.title.text for fig in figures.values())
 
 
+def test_every_panel_downloads_as_a_slide_sized_png():
+    """Gradio hands the figure's JSON to Plotly: its config sets the camera button's scale and file name."""
+    data = synthetic_race()
+    for name, fig in panels.all_figures(data.records_by_method(), data.token_texts, "sage").items():
+        config = json.loads(fig.to_json())["config"]
+        assert config["toImageButtonOptions"] == {"format": "png", "scale": panels.SLIDE_SCALE,
+                                                  "filename": f"sage-{name}"}  # fmt: skip
+        assert panels.SLIDE_SCALE >= 2
+
+
+def test_the_tree_panel_draws_the_cut_candidates_and_panel_one_the_window():
+    records = [r for r in sage_records()]
+    step = next(r for r in records if r.phase == "decode")
+    cut = replace(step, cut_parents=(-1, 0), cut_tokens=(901, 902), cut_probs=(0.05, 0.01),
+                  cut_rules=("threshold", "width"), window_mean=2.5, next_depth_max=step.depth_max)  # fmt: skip
+    fig = panels.tree_figure([r if r is not step else cut for r in records], step.step, {901: "zebra"}, "sage")
+    drawn = next(t for t in fig.data if t.name == "cut")
+    assert len(drawn.x) == 2 and "zebra" in drawn.text[0] and "threshold" in drawn.hovertext[0]
+    confidence = panels.confidence_figure({"sage": [r if r is not step else cut for r in records]})
+    window = next(t for t in confidence.data if t.name == "window mean τ")
+    assert list(window.y) == [2.5] and "D_max holds" in window.text[0]
+
+
 # -- HTML -----------------------------------------------------------------------------
 
 
