@@ -271,7 +271,11 @@ class Handlers:
         target, draft = models.resolve_pair(
             pair, self.settings.offered, str(custom_target or ""), str(custom_draft or ""), self.settings.custom
         )
-        names = (str(custom_target).strip(), str(custom_draft).strip()) if pair == models.CUSTOM_KEY else None
+        names = None
+        if pair == models.CUSTOM_KEY:
+            names = (str(custom_target).strip(), str(custom_draft).strip())
+        elif pair == models.ENV_KEY:  # the operator's folders, shown (and recorded) by their names only
+            names = (Path(target).name, Path(draft).name)
         return request, Choice(target, draft, names)
 
     def load(self, choice: Choice, progress: Any = None) -> models.LoadedPair:

@@ -215,8 +215,9 @@ class PairCache:
     ) -> LoadedPair:
         """The pair, loaded and warmed up first when needed (stages told to `report`).
 
-        `names`: how a custom pair is shown (the names the visitor gave, never
-        the server paths); its load errors are scrubbed of paths.
+        `names`: how the pair is shown (a custom pair by the names the visitor
+        gave, never by its server paths). Stages and load errors are told
+        with every path hidden (the log has them).
         """
         key = (target, draft, device, dtype)
         with self._lock:
@@ -245,7 +246,7 @@ class PairCache:
         try:
             pair = load_pair(
                 target, draft, device=device, dtype=dtype,
-                report=lambda stage: report(scrub_paths(stage, shown) if names else stage, next(stages, 0.5)),
+                report=lambda stage: report(scrub_paths(stage, shown), next(stages, 0.5)),
             )  # fmt: skip
             if names:
                 pair.target.name, pair.draft.name = names
@@ -253,19 +254,16 @@ class PairCache:
             loaded = LoadedPair(pair)
             warm_up(loaded.pair)
         except SageError as error:
-            if not names:
-                raise
-            raise ModelLoadError(scrub_paths(str(error), shown)) from error
+            log.warning("loading %s with %s failed: %s", target, draft, error)
+            raise type(error)(scrub_paths(str(error), shown)) from error
         except (torch.OutOfMemoryError, MemoryError) as error:
             release_memory()
             raise ModelLoadError("not enough memory to load this pair") from error
         except Exception as error:  # a broken checkpoint must not take the app down
             log.exception("loading %s with %s failed", target, draft)
-            detail = f"{type(error).__name__}: {error}".splitlines()[0][:300]
-            if names:
-                detail = scrub_paths(detail, shown)
+            detail = scrub_paths(f"{type(error).__name__}: {error}".splitlines()[0][:300], shown)
             label = names or (target, draft)
-            raise ModelLoadError(f"cannot load {label[0]!r} with {label[1]!r}: {detail}") from error
+            raise ModelLoadError(scrub_paths(f"cannot load {label[0]!r} with {label[1]!r}: {detail}", shown)) from error
         report("ready", 1.0)
         return loaded
 

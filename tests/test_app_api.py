@@ -27,7 +27,6 @@ from app import handlers, models
 from app.inputs import Limits, load_examples
 from app.models import CustomModels
 from app.race import parse_race
-from sage_core import summarize
 
 LIMITS = Limits(max_upload_mb=1, max_video_seconds=5, max_trace_mb=0.5)
 TOKENS = 12
@@ -90,18 +89,21 @@ def test_race_figures_agree_with_its_trace(raced):
     race = parse_race(raced["trace"].splitlines())
     assert race.methods == raced["methods"]
     rates = {}
-    for lane in race.lanes:
-        summary = summarize(lane.records)
+    for lane in race.lanes:  # each figure recomputed from the records by hand, not by sage_core.summarize
+        records = lane.records
+        decode_steps = [r for r in records if r.phase == "decode"]
+        tokens = sum(len(r.new_tokens) for r in records)
+        seconds = records[-1].total_seconds
         figures = raced["figures"][lane.method]
-        assert figures["steps"] == summary.steps == len(lane.records) - 1
-        assert figures["tokens"] == len(summary.token_ids)
-        assert figures["tau"] == pytest.approx(summary.mean_accepted)
-        assert figures["tokens_per_forward"] == pytest.approx(summary.tokens_per_forward)
-        assert figures["seconds"] == pytest.approx(summary.seconds)
-        assert figures["tokens_per_second"] == pytest.approx(summary.tokens_per_second)
-        assert raced["texts"][lane.method] == summary.text
-        rates[lane.method] = summary.tokens_per_second
-        assert all(r.step_seconds > 0 for r in lane.records)
+        assert figures["steps"] == len(decode_steps) == len(records) - 1
+        assert figures["tokens"] == tokens == len(raced["token_ids"][lane.method])
+        assert figures["tau"] == pytest.approx(sum(len(r.accepted_tokens) for r in decode_steps) / len(decode_steps))
+        assert figures["tokens_per_forward"] == pytest.approx(tokens / len(records))
+        assert figures["seconds"] == pytest.approx(seconds)
+        assert figures["tokens_per_second"] == pytest.approx(tokens / seconds)
+        assert raced["texts"][lane.method] == "".join(t for r in records for t in r.new_token_texts)
+        rates[lane.method] = tokens / seconds
+        assert all(r.step_seconds > 0 for r in records)
     assert raced["speedups"]["sage_over_static"] == pytest.approx(rates["sage"] / rates["static"])
     assert raced["speedups"]["sage_over_ar"] == pytest.approx(rates["sage"] / rates["ar"])
 
@@ -357,12 +359,14 @@ def test_stop_ends_a_streaming_race_promptly(client, pair, example, monkeypatch)
         time.sleep(0.05)
     assert len(job.outputs()) >= 2, "the race streamed nothing"
     running = len(steps)
-    time.sleep(0.5)
+    deadline = time.monotonic() + 30  # a loaded machine redraws slowly: wait for the next step, not a fixed time
+    while len(steps) <= running and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert len(steps) > running, "the race should still be stepping before Stop"
     job.cancel()
-    time.sleep(1.0)
+    time.sleep(2.0)
     count = len(steps)
-    time.sleep(1.0)
+    time.sleep(2.0)
     assert len(steps) == count, "the race kept stepping after Stop"
     monkeypatch.undo()
     after = client.predict(image=handle_file(example[0]), prompt=example[1], max_new_tokens=2, api_name="/race")

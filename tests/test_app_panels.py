@@ -12,7 +12,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from app_records import EOS, TOKENS, ar_records, header, sage_records, synthetic_race, with_changed_token
+from app_records import EOS, TEXTS, TOKENS, ar_records, header, sage_records, synthetic_race, with_changed_token
 
 from app import handlers, models, panels, render
 from app.api import race_result
@@ -22,7 +22,7 @@ from app.models import CustomModels
 from app.page import Page
 from app.race import REPLAY_MAX_WAIT, Lane, RaceData, load_race, parse_race, race_trace_lines, replay_steps
 from app.ui import last
-from sage_core import save_trace, summarize
+from sage_core import save_trace
 from sage_core.errors import ModelLoadError
 from sage_core.records import MAX_TREE_DEPTH, MAX_TREE_NODES, TraceError
 
@@ -175,8 +175,7 @@ def test_badge_while_racing_compares_the_common_prefix():
 def test_table_lists_figures_from_the_records():
     data = synthetic_race()
     html = render.table_html(data)
-    sage = summarize(data.lane("sage").records)
-    assert f"<td>{sage.tokens_per_second:.1f}</td>" in html
+    assert f"<td>{8 / 0.9:.1f}</td>" in html  # SAGE: 8 tokens in 0.9 s (the hand-built records)
     assert f"{1.4 / 0.9:.2f}×" in html
     assert "measured in this run" in html
     data.replay = True
@@ -281,12 +280,12 @@ def test_api_result_figures_agree_with_its_trace():
     data = synthetic_race(with_ar=True)
     result = race_result(data)
     back = parse_race(result["trace"].splitlines())
+    seconds = {"sage": 0.9, "static": 1.4, "ar": 0.5 + 0.15 * 7}  # each side's total time in the hand-built records
     for lane in back.lanes:
-        summary = summarize(lane.records)
         figures = result["figures"][lane.method]
-        assert figures["steps"] == summary.steps and figures["tokens"] == len(summary.token_ids)
-        assert figures["tokens_per_second"] == pytest.approx(summary.tokens_per_second)
-        assert result["texts"][lane.method] == summary.text
+        assert figures["steps"] == len(lane.records) - 1 and figures["tokens"] == len(TOKENS)
+        assert figures["tokens_per_second"] == pytest.approx(len(TOKENS) / seconds[lane.method])
+        assert result["texts"][lane.method] == "".join(TEXTS)
     assert result["lossless"]["identical"] and result["lossless"]["reference"] == "ar"
     assert result["texts"]["sage"].endswith(".")
     assert set(result["panels"]) == {"confidence", "shapes", "tree", "accepted", "race"}
@@ -504,6 +503,10 @@ def test_a_failed_custom_load_names_no_server_path(model_folder, monkeypatch):
     with pytest.raises(ModelLoadError) as error:
         models.PairCache(1).get(path, path, names=("mine", "mine"))
     assert "'mine'" in str(error.value) and str(model_folder) not in str(error.value)
+    # Any pair's load error is told without paths (the operator's log has them).
+    with pytest.raises(ModelLoadError) as error:
+        models.PairCache(1).get("/srv/private/target", "/srv/private/draft")
+    assert "/srv/private" not in str(error.value) and "<path>" in str(error.value)
 
 
 # -- loading: its own slot, with stages ------------------------------------------------------------

@@ -134,20 +134,22 @@ def test_window_holds_between_thresholds_and_clamps_at_depth_min():
 
 def test_node_budget_caps_a_planned_tree():
     flat = [(0.1,) * 10] * 3  # everything uncertain: wide trees
-    small = SageConfig(node_budget=7)
-    paths = plan_template(0.0, 8, flat, small)
-    assert len(paths) == 7
-    assert len(plan_template(0.0, 8, flat, PAPER)) <= 64
+    unbounded = plan_template(0.0, 8, flat, PAPER)
+    assert len(unbounded) == 10  # W(0) = 10 root children; the threshold stops level 2
+    paths = plan_template(0.0, 8, flat, SageConfig(node_budget=7))
+    assert len(paths) == 7 and set(paths) < set(unbounded)
 
 
 def test_confident_plans_deep_narrow_and_unsure_shallow_wide():
-    peaked = [(0.9, 0.05, 0.03, 0.02) + (0.0,) * 6]
+    peaked = [(0.9, 0.05, 0.03, 0.02) + (0.0,) * 6]  # the 0.9 chain passes the threshold at every level
     deep = plan_template(1.0, 8, peaked, PAPER)
-    assert max(len(p) for p in deep) == 8
+    assert max(len(p) for p in deep) == 8  # D(1) = 8
     assert sum(1 for p in deep if len(p) == 1) == 2  # W(1) = 2
+    shallow = plan_template(0.0, 8, peaked, PAPER)
+    assert max(len(p) for p in shallow) == 3  # D(0) = 3 cuts the same chain
+    assert max(len(p) for p in plan_template(0.5, 8, peaked, PAPER)) == 6  # D(0.5) = 5.5 -> 6
     flat = [(0.1,) * 10]
     wide = plan_template(0.0, 8, flat, PAPER)
-    assert max(len(p) for p in wide) <= 3  # D(0) = 3
     assert sum(1 for p in wide if len(p) == 1) == 10  # W(0) = 10
 
 
