@@ -40,6 +40,9 @@ from sage_core import (
     prepare_inputs,
     summarize,
 )
+from sage_core.adapter import VisualBox
+from sage_core.errors import InputError
+from sage_core.pruning import PAPER_RATIOS
 from sage_core.records import TraceError, parse_trace, trace_lines
 
 RACE_FORMAT = "sage-race/1"
@@ -80,6 +83,8 @@ class RaceData:
     replay: bool = False
     stopped: bool = False
     source: str = ""
+    # With draft-side pruning: the medium and where each visual token looks (the draft-view panel).
+    draft_view: tuple[Media, list[VisualBox | None]] | None = None
 
     @property
     def finished(self) -> bool:
@@ -100,6 +105,20 @@ class RaceData:
         return next((lane.header for lane in self.lanes if lane.header is not None), None)
 
 
+def resolve_prune_ratio(choice: str | None, chosen: float | None, kind: str) -> float:
+    """The pruning control: "off", "paper" (80% of an image's visual tokens, 90% of a video's) or "chosen"."""
+    if choice in (None, "", "off"):
+        return 0.0
+    if choice == "paper":
+        return PAPER_RATIOS[kind]
+    if choice != "chosen":
+        raise InputError(f"unknown pruning choice {choice!r}; use off, paper or chosen")
+    ratio = float(chosen or 0.0)
+    if not 0.0 <= ratio < 1.0:
+        raise InputError(f"the pruning ratio must lie in [0, 1), not {ratio:g}")
+    return ratio
+
+
 def order_methods(methods: Sequence[str]) -> list[str]:
     """The chosen methods, once each, in column order."""
     return [m for m in METHOD_ORDER if m in methods]
@@ -118,6 +137,7 @@ def race_steps(
     token_texts: Callable[[Sequence[int]], list[str]] | None = None,
     lock: AbstractContextManager | None = None,
     source: str = "",
+    prune_ratio: float = 0.0,
 ) -> Iterator[RaceData]:
     """Step one run per method alternately; yield the race after every step.
 
@@ -130,11 +150,13 @@ def race_steps(
     with lock:
         # Each processor runs once for the whole race; every run reads the same tensors.
         prepared = prepare_inputs(pair, media, prompt, with_draft=any(m != "ar" for m in chosen))
-        runs = [
-            decode(pair, media, prompt, DecodeConfig(method=m, max_new_tokens=max_new_tokens, sage=sage), prepared)  # type: ignore[arg-type]
-            for m in chosen
-        ]
+        # `prune_ratio` applies to every side that drafts (plain decoding has no draft).
+        configs = [DecodeConfig(m, max_new_tokens, sage, prune_ratio=prune_ratio * (m != "ar")) for m in chosen]  # type: ignore[arg-type]
+        runs = [decode(pair, media, prompt, config, prepared) for config in configs]
+        boxes = pair.draft.visual_token_boxes(prepared.draft) if prune_ratio > 0 and prepared.draft else None
     data = RaceData(lanes=[Lane(run.config.method, run.header) for run in runs], source=source)
+    if boxes is not None:
+        data.draft_view = (media, boxes)
     active = list(zip(data.lanes, runs, strict=True))
     while active:
         for lane, run in list(active):
@@ -144,6 +166,7 @@ def race_steps(
                 active.remove((lane, run))
                 continue
             lane.records.append(record)
+            lane.header = run.header  # after the prefill it names the visual tokens the draft kept
             if record.finished:
                 active.remove((lane, run))
             if token_texts is not None:

@@ -33,7 +33,8 @@ from . import models
 from .api import race_result
 from .inputs import DEFAULT_PROMPT, InputProblem, Limits, check_request, load_examples
 from .panels import all_figures, tree_figure
-from .race import RaceData, load_race, race_steps, replay_steps, save_race
+from .pruning_panel import draft_view_outputs, pruning_controls, show_draft_view
+from .race import RaceData, load_race, race_steps, replay_steps, resolve_prune_ratio, save_race
 from .render import CSS, badge_html, error_html, headline_html, race_html, status_html, table_html
 from .spaces_compat import ZERO_GPU, gpu
 
@@ -236,6 +237,8 @@ def build_demo(
         width_max: float,
         node_budget: float,
         top_k: float,
+        prune_choice: str | None,
+        prune_chosen: float | None,
         tree_lane: str | None,
     ) -> Iterator[tuple]:
         sage = (depth_min, depth_max, width_min, width_max, node_budget, top_k)
@@ -245,11 +248,12 @@ def build_demo(
             )
             if not models.PAIRS.loaded(target, draft):
                 yield status_only(pair_status(target, draft, "Loading the models (a hub download can take minutes):"))
+            prune_ratio = resolve_prune_ratio(prune_choice, prune_chosen, request.media.kind)
             loaded = models.PAIRS.get(target, draft)
             running = pair_status(target, draft, f"Racing on {loaded.pair.device}, step by step:")
             source = race_steps(
                 loaded.pair, request.media, request.prompt, request.methods, request.max_new_tokens,
-                request.sage, loaded.token_texts, loaded.lock,
+                request.sage, loaded.token_texts, loaded.lock, prune_ratio=prune_ratio,
             )  # fmt: skip
             yield from stream(source, running, tree_lane, text_interval, figure_interval)
         except SageError as error:
@@ -274,6 +278,8 @@ def build_demo(
         width_max: float = sage_defaults.width_max,
         node_budget: float = sage_defaults.node_budget,
         top_k: float = sage_defaults.top_k,
+        prune_choice: str = "off",
+        prune_chosen: float = 0.5,
     ) -> dict:
         """Run a race to the end; answer texts, figures, the losslessness verdict, panels and the trace."""
         methods = DEFAULT_METHODS if methods is None else methods
@@ -282,11 +288,12 @@ def build_demo(
             request, target, draft = prepare(
                 image, video, prompt, pair, custom_target, custom_draft, methods, max_new_tokens, sage
             )
+            prune_ratio = resolve_prune_ratio(prune_choice, prune_chosen, request.media.kind)
             loaded = models.PAIRS.get(target, draft)
             data = last(
                 race_steps(
                     loaded.pair, request.media, request.prompt, request.methods, request.max_new_tokens,
-                    request.sage, loaded.token_texts, loaded.lock,
+                    request.sage, loaded.token_texts, loaded.lock, prune_ratio=prune_ratio,
                 )
             )  # fmt: skip
         except SageError as error:
@@ -384,6 +391,7 @@ def build_demo(
                 max_new = gr.Slider(
                     1, limits.max_new_tokens, value=DEFAULT_MAX_NEW_TOKENS, step=1, label="Max new tokens"
                 )
+                prune_choice, prune_chosen = pruning_controls()
                 with gr.Accordion("Advanced: SAGE's tree policy, custom models", open=False):
                     with gr.Row():
                         d_min = gr.Slider(1, 10, value=sage_defaults.depth_min, step=1, label="D_min (shallowest tree)")
@@ -413,6 +421,7 @@ def build_demo(
                 lanes = _html(race_html(None), elem_id="lanes")
                 table = _html("", elem_id="figures-table")
                 download = gr.DownloadButton("⬇ Download trace (JSON lines)", visible=False, size="sm")
+                draft_seen, draft_note = draft_view_outputs()
         with gr.Row(equal_height=False):
             fig_race = gr.Plot(show_label=False, elem_id="panel-race")
             fig_accepted = gr.Plot(show_label=False, elem_id="panel-accepted")
@@ -429,11 +438,12 @@ def build_demo(
         api_result = gr.JSON(visible=False)
 
         race_inputs = [image, video, prompt, pair, custom_target, custom_draft, methods, max_new,
-                       d_min, d_max, w_min, w_max, budget, top_k]  # fmt: skip
+                       d_min, d_max, w_min, w_max, budget, top_k, prune_choice, prune_chosen]  # fmt: skip
         outputs = [status, verdict, lanes, table, fig_race, fig_accepted, fig_confidence, fig_shapes, fig_tree,
                    tree_step, tree_lane, download, state]  # fmt: skip
         live = start.click(race_live, [*race_inputs, tree_lane], outputs, api_name="race_live",
                            api_visibility="undocumented", concurrency_id="race", concurrency_limit=1)  # fmt: skip
+        live.then(show_draft_view, [state], [draft_seen, draft_note], api_visibility="private")
         replaying = replay_button.click(replay_live, [trace_in, speed, tree_lane], outputs, api_name="replay_live",
                                         api_visibility="undocumented", concurrency_id="replay",
                                         concurrency_limit=4)  # fmt: skip
