@@ -40,6 +40,11 @@ def race_result(
         "media": header.media if header else "",
         "methods": data.methods,
         "texts": {lane.method: lane.text for lane in data.lanes},
+        # the target's prompt length, and each side's draft prompt after pruning (None: no draft)
+        "prompt_tokens": header.prompt_tokens if header else 0,
+        "draft_prompt_tokens": {
+            lane.method: lane.header.draft_prompt_tokens if lane.header else None for lane in data.lanes
+        },
         "token_ids": {lane.method: list(lane.token_ids) for lane in data.lanes},
         "figures": {m: asdict(LaneFigures.of(rs)) for m, rs in lanes.items() if rs},
         "speedups": speedups(lanes),

@@ -48,6 +48,7 @@ from .race import (
     race_steps,
     replay_stepper,
     replay_steps,
+    resolve_prune_ratio,
     save_race,
 )
 from .render import badge_html, error_html, headline_html, race_html, status_html, table_html
@@ -288,17 +289,21 @@ class Handlers:
         return models.PAIRS.get(choice.target, choice.draft, report=report, names=choice.names)
 
     def race(
-        self, request: RaceRequest, loaded: models.LoadedPair, sampling: SamplingConfig | None = None
+        self,
+        request: RaceRequest,
+        loaded: models.LoadedPair,
+        sampling: SamplingConfig | None = None,
+        prune_ratio: float = 0.0,
     ) -> Iterator[RaceData]:
         return race_steps(
             loaded.pair, request.media, request.prompt, request.methods, request.max_new_tokens, request.sage,
-            loaded.token_texts, models.RACE_SLOT, sampling=sampling,
+            loaded.token_texts, models.RACE_SLOT, sampling=sampling, prune_ratio=prune_ratio,
         )  # fmt: skip
 
     def race_live(
         self, image: Any, video: Any, prompt: Any, pair: Any, custom_target: Any, custom_draft: Any, methods: Any,
         max_new_tokens: Any, depth_min: Any, depth_max: Any, width_min: Any, width_max: Any, node_budget: Any,
-        top_k: Any, temperature: Any, seed: Any, tree_lane: Any,
+        top_k: Any, prune_choice: Any, prune_chosen: Any, temperature: Any, seed: Any, tree_lane: Any,
         progress: gr.Progress = gr.Progress(),  # noqa: B008 (Gradio's way)
     ) -> Iterator[Update]:  # fmt: skip
         sage = (depth_min, depth_max, width_min, width_max, node_budget, top_k)
@@ -307,12 +312,13 @@ class Handlers:
                 image, video, prompt, pair, custom_target, custom_draft, methods, max_new_tokens, sage
             )
             sampling = sampling_settings(temperature, seed)
+            prune_ratio = resolve_prune_ratio(prune_choice, prune_chosen, request.media.kind)
             if not models.PAIRS.loaded(choice.target, choice.draft):
                 lead = "Loading the pair (download if needed, load, warm-up; a hub download can take minutes):"
                 yield self.status_only(pair_status(choice, lead))
             loaded = self.load(choice, progress)
             running = pair_status(choice, f"Racing on {loaded.pair.device}, step by step:")
-            yield from self.stream(self.race(request, loaded, sampling), running, tree_lane)
+            yield from self.stream(self.race(request, loaded, sampling, prune_ratio), running, tree_lane)
         except Exception as error:
             yield self.status_only(error_html(user_message(error)))
 
@@ -332,6 +338,8 @@ class Handlers:
         width_max: float = SageConfig.width_max,
         node_budget: float = SageConfig.node_budget,
         top_k: float = SageConfig.top_k,
+        prune_choice: str = "off",
+        prune_chosen: float = 0.5,
         temperature: float = 0.0,
         seed: float | None = None,
     ) -> dict:
@@ -344,7 +352,8 @@ class Handlers:
             max_new_tokens, sage,
         )  # fmt: skip
         sampling = sampling_settings(temperature, seed)
-        return race_result(last(self.race(request, self.load(choice), sampling)))
+        prune_ratio = resolve_prune_ratio(prune_choice, prune_chosen, request.media.kind)
+        return race_result(last(self.race(request, self.load(choice), sampling, prune_ratio)))
 
     # -- replays --
 
@@ -413,23 +422,25 @@ class Handlers:
     def step_live(
         self, image: Any, video: Any, prompt: Any, pair: Any, custom_target: Any, custom_draft: Any, methods: Any,
         max_new_tokens: Any, depth_min: Any, depth_max: Any, width_min: Any, width_max: Any, node_budget: Any,
-        top_k: Any, temperature: Any, seed: Any, tree_lane: Any, stepper: RaceStepper | None,
+        top_k: Any, prune_choice: Any, prune_chosen: Any, temperature: Any, seed: Any, tree_lane: Any,
+        stepper: RaceStepper | None,
         progress: gr.Progress = gr.Progress(),  # noqa: B008 (Gradio's way)
     ) -> Update:  # fmt: skip
         """Advance the stepped race by one round (starting one, or a new one when the inputs changed)."""
         sage = (depth_min, depth_max, width_min, width_max, node_budget, top_k)
         key = ("live", image, video, prompt, pair, custom_target, custom_draft, tuple(methods or ()),
-               max_new_tokens, sage, temperature, seed)  # fmt: skip
+               max_new_tokens, sage, prune_choice, prune_chosen, temperature, seed)  # fmt: skip
         try:
             if stepper is None or stepper.key != key or stepper.data.replay or stepper.finished:
                 request, choice = self.prepare(
                     image, video, prompt, pair, custom_target, custom_draft, methods, max_new_tokens, sage
                 )
                 sampling = sampling_settings(temperature, seed)
+                prune_ratio = resolve_prune_ratio(prune_choice, prune_chosen, request.media.kind)
                 loaded = self.load(choice, progress)
                 stepper = live_stepper(
                     loaded.pair, request.media, request.prompt, request.methods, request.max_new_tokens,
-                    request.sage, loaded.token_texts, models.RACE_SLOT, key, sampling,
+                    request.sage, loaded.token_texts, models.RACE_SLOT, key, sampling, prune_ratio,
                 )  # fmt: skip
             return self.stepped(stepper, tree_lane)
         except Exception as error:

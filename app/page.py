@@ -14,6 +14,7 @@ import gradio as gr
 from sage_core import METHOD_LABELS, SageConfig
 
 from .inputs import DEFAULT_PROMPT, Example, Limits
+from .pruning_panel import draft_view_outputs, pruning_controls
 from .render import CSS, badge_html, race_html, status_html
 
 DEFAULT_METHODS = ["sage", "static"]
@@ -142,6 +143,8 @@ class Page:
     max_new: gr.Slider
     temperature: gr.Slider
     seed: gr.Number
+    prune_choice: gr.Radio
+    prune_chosen: gr.Slider
     sage: tuple[gr.Slider, ...]  # D_min, D_max, W_min, W_max, node budget, top-k
     custom_target: gr.Textbox
     custom_draft: gr.Textbox
@@ -154,6 +157,8 @@ class Page:
     lanes: gr.HTML
     table: gr.HTML
     download: gr.DownloadButton
+    draft_seen: gr.Image
+    draft_note: gr.HTML
     fig_race: gr.Plot
     fig_accepted: gr.Plot
     fig_confidence: gr.Plot
@@ -170,7 +175,8 @@ class Page:
     def race_inputs(self) -> list[Any]:
         """The race's inputs, in the order of the API's parameters."""
         return [self.image, self.video, self.prompt, self.pair, self.custom_target, self.custom_draft,
-                self.methods, self.max_new, *self.sage, self.temperature, self.seed]  # fmt: skip
+                self.methods, self.max_new, *self.sage, self.prune_choice, self.prune_chosen, self.temperature,
+                self.seed]  # fmt: skip
 
     @property
     def view(self) -> list[Any]:
@@ -221,6 +227,7 @@ def build_page(
                                                 elem_id="temperature", scale=3))  # fmt: skip
                 seed = lenient(gr.Number(None, label="Seed (empty: fresh)", precision=0, elem_id="seed",
                                          scale=1, min_width=90))  # fmt: skip
+            prune_choice, prune_chosen = pruning_controls()
             label = "Advanced: SAGE's tree policy" + (", custom models" if custom else "")
             with gr.Accordion(label, open=False):
                 with gr.Row():
@@ -251,6 +258,7 @@ def build_page(
             lanes = _html(race_html(None), elem_id="lanes")
             table = _html("", elem_id="figures-table")
             download = gr.DownloadButton("⬇ Download trace (JSON lines)", visible=False, size="sm")
+            draft_seen, draft_note = draft_view_outputs()
     with gr.Row(equal_height=False):
         with gr.Column():
             fig_race = gr.Plot(show_label=False, elem_id="panel-race")
@@ -279,7 +287,8 @@ def build_page(
     return Page(
         state=state, stepper=stepper, media_tabs=media_tabs, image=image, video=video, gallery=gallery, prompt=prompt,
         start=start, step=step, stop=stop, pair=pair, methods=methods, max_new=max_new,
-        temperature=temperature, seed=seed,
+        temperature=temperature, seed=seed, prune_choice=prune_choice, prune_chosen=prune_chosen,
+        draft_seen=draft_seen, draft_note=draft_note,
         sage=tuple(lenient(s) for s in (d_min, d_max, w_min, w_max, budget, top_k)),
         custom_target=custom_target, custom_draft=custom_draft, trace_in=trace_in, speed=speed, replay=replay,
         replay_step=replay_step,

@@ -42,7 +42,10 @@ from sage_core import (
     prepare_inputs,
     summarize,
 )
+from sage_core.adapter import VisualBox
 from sage_core.config import SamplingConfig
+from sage_core.errors import InputError
+from sage_core.pruning import PAPER_RATIOS
 from sage_core.records import MAX_TRACE_BYTES, TraceError, json_line, parse_trace_rows, read_trace_text, trace_lines
 
 RACE_FORMAT = "sage-race/1"
@@ -83,6 +86,8 @@ class RaceData:
     replay: bool = False
     stopped: bool = False
     source: str = ""
+    # With draft-side pruning: the medium and where each visual token looks (the draft-view panel).
+    draft_view: tuple[Media, list[VisualBox | None]] | None = None
 
     @property
     def finished(self) -> bool:
@@ -101,6 +106,20 @@ class RaceData:
     @property
     def header(self) -> RunHeader | None:
         return next((lane.header for lane in self.lanes if lane.header is not None), None)
+
+
+def resolve_prune_ratio(choice: str | None, chosen: float | None, kind: str) -> float:
+    """The pruning control: "off", "paper" (80% of an image's visual tokens, 90% of a video's) or "chosen"."""
+    if choice in (None, "", "off"):
+        return 0.0
+    if choice == "paper":
+        return PAPER_RATIOS[kind]
+    if choice != "chosen":
+        raise InputError(f"unknown pruning choice {choice!r}; use off, paper or chosen")
+    ratio = float(chosen or 0.0)
+    if not 0.0 <= ratio < 1.0:
+        raise InputError(f"the pruning ratio must lie in [0, 1), not {ratio:g}")
+    return ratio
 
 
 def order_methods(methods: Sequence[str]) -> list[str]:
@@ -122,6 +141,7 @@ def race_steps(
     lock: AbstractContextManager | None = None,
     source: str = "",
     sampling: SamplingConfig | None = None,
+    prune_ratio: float = 0.0,
 ) -> Iterator[RaceData]:
     """Step one run per method alternately; yield the race after every step.
 
@@ -137,11 +157,16 @@ def race_steps(
     with lock:
         # Each processor runs once for the whole race; every run reads the same tensors.
         prepared = prepare_inputs(pair, media, prompt, with_draft=any(m != "ar" for m in chosen))
-        runs = [
-            decode(pair, media, prompt, DecodeConfig(m, max_new_tokens, sage, sampling=sampling), prepared)  # type: ignore[arg-type]
+        # `prune_ratio` applies to every side that drafts (plain decoding has no draft).
+        configs = [
+            DecodeConfig(m, max_new_tokens, sage, sampling=sampling, prune_ratio=prune_ratio * (m != "ar"))  # type: ignore[arg-type]
             for m in chosen
         ]
+        runs = [decode(pair, media, prompt, config, prepared) for config in configs]
+        boxes = pair.draft.visual_token_boxes(prepared.draft) if prune_ratio > 0 and prepared.draft else None
     data = RaceData(lanes=[Lane(run.config.method, run.header) for run in runs], source=source)
+    if boxes is not None:
+        data.draft_view = (media, boxes)
     active = list(zip(data.lanes, runs, strict=True))
     while active:
         for lane, run in list(active):
@@ -151,6 +176,7 @@ def race_steps(
                 active.remove((lane, run))
                 continue
             lane.records.append(record)
+            lane.header = run.header  # after the prefill it names the visual tokens the draft kept
             if record.finished:
                 active.remove((lane, run))
             if token_texts is not None:
@@ -215,6 +241,7 @@ def live_stepper(
     lock: AbstractContextManager | None = None,
     key: object = None,
     sampling: SamplingConfig | None = None,
+    prune_ratio: float = 0.0,
 ) -> RaceStepper:
     """A live race to step through (the media prepared once, as in `race_steps`)."""
     sampling = sampling or SamplingConfig()
@@ -222,20 +249,27 @@ def live_stepper(
     chosen = order_methods(methods)
     with guard:
         prepared = prepare_inputs(pair, media, prompt, with_draft=any(m != "ar" for m in chosen))
-        runs = [
-            decode(pair, media, prompt, DecodeConfig(m, max_new_tokens, sage, sampling=sampling), prepared)  # type: ignore[arg-type]
+        configs = [
+            DecodeConfig(m, max_new_tokens, sage, sampling=sampling, prune_ratio=prune_ratio * (m != "ar"))  # type: ignore[arg-type]
             for m in chosen
         ]
+        runs = [decode(pair, media, prompt, config, prepared) for config in configs]
+        boxes = pair.draft.visual_token_boxes(prepared.draft) if prune_ratio > 0 and prepared.draft else None
+    data = RaceData(lanes=[Lane(run.config.method, run.header) for run in runs])
+    if boxes is not None:
+        data.draft_view = (media, boxes)
 
-    def advancer(run: Any) -> Callable[[], StepRecord | None]:
+    def advancer(lane: Lane, run: Any) -> Callable[[], StepRecord | None]:
         def advance() -> StepRecord | None:
             with guard:
-                return next(run, None)
+                record = next(run, None)
+            lane.header = run.header  # after the prefill it names the visual tokens the draft kept
+            return record
 
         return advance
 
-    data = RaceData(lanes=[Lane(run.config.method, run.header) for run in runs])
-    return RaceStepper(data, [advancer(run) for run in runs], key, token_texts)
+    return RaceStepper(data, [advancer(lane, run) for lane, run in zip(data.lanes, runs, strict=True)], key,
+                       token_texts)  # fmt: skip
 
 
 def replay_stepper(recorded: RaceData, key: object = None) -> RaceStepper:

@@ -12,7 +12,8 @@ import html
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from sage_core import METHOD_LABELS, StepRecord, summarize
+from sage_core import StepRecord, summarize
+from sage_core.config import method_label
 
 from .race import Lane, RaceData
 
@@ -140,10 +141,12 @@ def _state_tag(lane: Lane, data: RaceData) -> str:
 def lane_html(lane: Lane, data: RaceData) -> str:
     method = lane.method
     tags = _state_tag(lane, data) + (" <span class='sage-tag replay'>replay</span>" if data.replay else "")
+    pruned = lane.header.prune_ratio if lane.header is not None else 0.0
+    name = method_label(method, pruned) if pruned > 0 else SHORT.get(method, method)
     head = (
-        f"<h3 title='{_esc(METHOD_LABELS.get(method, method))}'>"
+        f"<h3 title='{_esc(method_label(method, pruned))}'>"
         f"<span class='sage-dot' style='background:{DOTS.get(method, '#334155')}'></span>"
-        f"{_esc(SHORT.get(method, method))} {tags}</h3><div class='sage-sub'>{_esc(SUBTITLES.get(method, ''))}</div>"
+        f"{_esc(name)} {tags}</h3><div class='sage-sub'>{_esc(SUBTITLES.get(method, ''))}</div>"
     )
     if lane.records:
         f = LaneFigures.of(lane.records)

@@ -28,6 +28,7 @@ from .boundary import guard
 from .handlers import TRACE_DIR, Handlers, Settings, controls, last, save_trace_file
 from .inputs import Limits, load_examples
 from .page import KEYBOARD_JS, TITLE, Page, build_page, image_input
+from .pruning_panel import show_draft_view
 from .spaces_compat import ZERO_GPU, gpu
 
 RACE_CONCURRENCY = 2
@@ -67,6 +68,9 @@ def wire(page: Page, handlers: Handlers) -> None:
         handlers.replay_live, [page.trace_in, page.speed, page.tree_lane], page.view, api_name="replay_live",
         api_visibility="undocumented", concurrency_id="replay", concurrency_limit=REPLAY_CONCURRENCY,
     )  # fmt: skip
+    # With draft-side pruning, the picture of what the draft read follows a race (hidden otherwise).
+    for event in (live, replaying):
+        event.then(show_draft_view, [page.state], [page.draft_seen, page.draft_note], api_visibility="private")
     page.stop.click(controls(handlers.stop, page), [page.state], [page.status, page.verdict, page.lanes,
                     page.download], cancels=[live, replaying], queue=False, api_visibility="private")  # fmt: skip
     # A streamed race or replay ends any stepped one; Step advances one round on every side.

@@ -15,6 +15,7 @@ cache internals; it calls `prefill`, `extend` and `commit`.
 from __future__ import annotations
 
 import gc
+import math
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -234,6 +235,38 @@ class VLM:
             marks |= input_ids == token
         return marks.nonzero().squeeze(1)
 
+    def visual_token_boxes(self, inputs: Mapping[str, Any]) -> list[VisualBox | None]:
+        """Where each visual token looks, in the order of `visual_positions`: the sampled frames it
+        covers and its box as fractions of the frame, or None for a token with no place of its own
+        (LLaVA-OneVision's row-end tokens and its high-resolution crops; only its base grid is placed).
+        """
+        count = int(self.visual_positions(inputs).numel())
+        vision = self.model.config.vision_config
+        if self.family == "llava_onevision":
+            side = vision.image_size // vision.patch_size
+            if "pixel_values_videos" in inputs:  # per frame a pooled grid, then one newline token
+                pooled = math.ceil(side / 2)
+                frames = (count - 1) // (pooled * pooled)
+                boxes: list[VisualBox | None] = [
+                    _grid_box(frame, frame, index, pooled, pooled)
+                    for frame in range(frames)
+                    for index in range(pooled * pooled)
+                ]
+                return boxes + [None] * (count - len(boxes))
+            base = [_grid_box(0, 0, index, side, side) for index in range(min(count, side * side))]
+            return [*base, *([None] * (count - len(base)))]
+        merge = vision.spatial_merge_size
+        video = "video_grid_thw" in inputs
+        time, height, width = (int(v) for v in inputs["video_grid_thw" if video else "image_grid_thw"][0])
+        rows, cols = height // merge, width // merge
+        step = vision.temporal_patch_size if video else 1
+        placed: list[VisualBox | None] = [
+            _grid_box(group * step, group * step + step - 1, index, rows, cols)
+            for group in range(time)
+            for index in range(rows * cols)
+        ]
+        return placed[:count]
+
     @torch.inference_mode()
     def prefill_scored(
         self, inputs: Mapping[str, Any], reserve: int = 256, cache: DynamicCache | None = None
@@ -398,6 +431,16 @@ class VLM:
         state.committed += len(keep)
         state.scratch = 0
         state.scratch_rows = None
+
+
+# (first frame, last frame, x0, y0, x1, y1): the sampled frames a visual token covers, its box in fractions
+VisualBox = tuple[int, int, float, float, float, float]
+
+
+def _grid_box(first: int, last: int, index: int, rows: int, cols: int) -> VisualBox:
+    """The box of cell `index` (row-major) of a rows x cols grid over the frame."""
+    row, col = divmod(index, cols)
+    return (first, last, col / cols, row / rows, (col + 1) / cols, (row + 1) / rows)
 
 
 def text_to_visual_attention(

@@ -27,6 +27,21 @@ METHOD_LABELS: dict[str, str] = {
 Backend = Literal["fast", "plain"]
 BACKENDS: tuple[Backend, ...] = ("fast", "plain")
 
+# With draft-side visual token pruning on (the paper's SpecVLM column is SD-Tree + pruning).
+PRUNED_METHOD_LABELS: dict[str, str] = {
+    "chain": "SD-Chain + pruning",
+    "static": "SD-Tree + pruning (SpecVLM)",
+    "sage": "SAGE + pruning",
+}
+
+
+def method_label(method: str, prune_ratio: float = 0.0) -> str:
+    """A method's name for people, saying when the draft's visual tokens were pruned."""
+    if prune_ratio > 0 and method in PRUNED_METHOD_LABELS:
+        return PRUNED_METHOD_LABELS[method]
+    return METHOD_LABELS.get(method, method)
+
+
 # A tree template written as rank paths: (a, b, c) = the a-th most likely
 # draft token at depth 1, its b-th most likely child, then that node's c-th.
 RankPath = tuple[int, ...]

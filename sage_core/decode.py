@@ -108,7 +108,9 @@ class DecodeRun:
     `prepared` brings the processors' tensors made once for several runs
     (`prepare_inputs`); the prefill happens on the first `next()`, one round
     per `next()` after that, so two runs can be stepped alternately (the
-    app's race).
+    app's race). With pruning, `header` gains the kept visual tokens and the
+    draft's pruned prompt length at the prefill (they come from the target's
+    prefill).
     """
 
     def __init__(

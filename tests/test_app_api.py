@@ -351,9 +351,10 @@ def test_stop_ends_a_streaming_race_promptly(client, pair, example, monkeypatch)
     monkeypatch.setattr(handlers, "race_steps", endless_race)
     key = models.BUILTIN.key if pair == ("builtin", "builtin") else models.ENV_KEY
     # The UI's streaming event takes its inputs in order: media, prompt, pair, custom pair, methods,
-    # max new tokens, SAGE's six settings, the temperature and seed, the tree panel's method.
+    # max new tokens, SAGE's six settings, the pruning control and its ratio, the temperature and seed,
+    # the tree panel's method.
     job = client.submit(handle_file(example[0]), None, example[1], key, "", "", ["sage", "static"], 64,
-                        3, 8, 2, 10, 64, 10, 0, 0, None, api_name="/race_live")  # fmt: skip
+                        3, 8, 2, 10, 64, 10, "off", 0.5, 0, 0, None, api_name="/race_live")  # fmt: skip
     deadline = time.monotonic() + 60
     while len(job.outputs()) < 2 and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -371,3 +372,23 @@ def test_stop_ends_a_streaming_race_promptly(client, pair, example, monkeypatch)
     monkeypatch.undo()
     after = client.predict(image=handle_file(example[0]), prompt=example[1], max_new_tokens=2, api_name="/race")
     assert after["texts"]["sage"] == after["texts"]["static"]
+
+
+def test_a_pruned_race_keeps_the_texts_and_shrinks_the_drafts_prompt(client, example):
+    image, prompt = example
+    result = client.predict(
+        image=handle_file(image), prompt=prompt, methods=["sage", "static", "ar"], max_new_tokens=TOKENS,
+        prune_choice="paper", api_name="/race",
+    )  # fmt: skip
+    texts = result["texts"]
+    assert texts["sage"] == texts["static"] == texts["ar"] != ""
+    drafts = result["draft_prompt_tokens"]
+    assert drafts["ar"] is None
+    assert drafts["sage"] == drafts["static"] < result["prompt_tokens"]
+    headers = [json.loads(line)["header"] for line in result["trace"].splitlines() if '"header"' in line]
+    assert {h["method"]: h["prune_ratio"] for h in headers} == {"sage": 0.8, "static": 0.8, "ar": 0.0}
+    with pytest.raises(AppError, match=r"greater than maximum value 0.95"):  # the slider's bound
+        client.predict(
+            image=handle_file(image), prompt=prompt, methods=["sage", "ar"], max_new_tokens=TOKENS,
+            prune_choice="chosen", prune_chosen=1.0, api_name="/race",
+        )  # fmt: skip

@@ -123,6 +123,16 @@ def test_a_race_in_the_browser(page, tmp_path):
     assert "(replay)" in page.locator("#panel-race").inner_text()
     page.screenshot(path=str(ARTIFACTS / "app-replay.png"), full_page=True)
 
+    # Race again with the draft-side pruning at the paper's ratio: the labels say so, the texts
+    # agree, and the picture of what the draft read appears.
+    page.get_by_text("Paper: prune 80%").click()
+    page.click("#start-race")
+    page.wait_for_selector("#draft-view img", timeout=120_000)
+    assert page.locator("#verdict .sage-badge.ok").count() == 1, page.locator("#verdict").inner_text()
+    assert "SAGE + pruning" in page.locator("#lanes").inner_text()
+    assert "visual tokens" in page.locator("#draft-view-note").inner_text()
+    page.screenshot(path=str(ARTIFACTS / "app-pruning.png"), full_page=True)
+
 
 def test_stop_ends_a_race_in_the_browser(page, monkeypatch):
     """The Stop button cancels a running race: it is not stepped further, and the page says so."""

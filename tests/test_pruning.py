@@ -178,3 +178,23 @@ def test_old_traces_without_pruning_fields_still_load(tiny_root, image):
         del old["header"][name]
     header, _ = parse_trace([json.dumps(old), *lines[1:]])
     assert header.kept_visual_indices is None and header.prune_ratio == 0.0
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_every_visual_token_has_its_place_on_the_frames(tiny_root, image, video, family):
+    draft = _pair(str(tiny_root), family, "noised").draft
+    for media in (image, video):
+        inputs = draft.prepare(media, PROMPT)
+        boxes = draft.visual_token_boxes(inputs)
+        assert len(boxes) == draft.visual_positions(inputs).numel()
+        placed = [box for box in boxes if box is not None]
+        frames = 1 if media.kind == "image" else len(media.frame_indices)
+        assert all(0 <= b[0] <= b[1] < frames + 1 and 0 <= b[2] < b[4] <= 1 and 0 <= b[3] < b[5] <= 1 for b in placed)
+        if family != "llava_onevision":  # the Qwen grids tile every frame exactly
+            assert len(placed) == len(boxes)
+            area = sum((b[4] - b[2]) * (b[5] - b[3]) * (b[1] - b[0] + 1) for b in placed)
+            assert area == pytest.approx(frames)
+        elif media.kind == "video":  # every frame's pooled grid; the last token ends the video
+            assert boxes[-1] is None and len(placed) == len(boxes) - 1 and {b[0] for b in placed} == set(range(frames))
+        else:  # the base grid tiles the image; the high-resolution crops are not placed
+            assert sum((b[4] - b[2]) * (b[5] - b[3]) for b in placed) == pytest.approx(1.0)
