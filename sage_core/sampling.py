@@ -25,7 +25,7 @@ Where it comes from. The speculative sampling rule (Leviathan et al. 2023,
 Sampling") accepts a candidate x drawn from a proposal q with probability
 min(1, p(x) / q(x)) and, on rejection, samples from the residual
 norm(max(0, p - q)). SpecInfer's multi-step speculative sampling (Miao et
-al. 2023, "SpecInfer", §4.2) applies it to a node's children one after the
+al. 2023, "SpecInfer") applies it to a node's children one after the
 other, the residual of each rejection becoming the target distribution for
 the next child; Recursive Speculative Decoding (Jeon et al. 2024) does the
 same for candidates drawn without replacement. Our trees do not sample

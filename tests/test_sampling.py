@@ -8,15 +8,28 @@ seeds 0..N-1; the counts of the outcomes are compared with the exact
 probabilities by a chi-square goodness-of-fit test (cells with an expected
 count below 5 are pooled). An outcome of probability 0 fails at once.
 
+The decode-loop tests run the real loop (trees, verifier, commits, token
+accounting) for chain, static tree and SAGE on a tiny Qwen2.5-VL target with
+a noised draft, through `sequence_oracle.SequenceOracle`: each distinct token
+sequence is computed once by the real model and looked up afterwards, so a
+run costs milliseconds. The real KV caches under sampling are covered by the
+top-k 1 test below (a point mass: the output must be greedy `generate`'s)
+and, for greedy, by the losslessness suite.
+
 False-alarm odds. Each test fails when its p-value is below ALPHA = 1e-4,
 so a correct implementation fails one test with probability 1e-4 for a
 random choice of seeds, and any of the 4 exactness tests with probability
 below 4e-4. The seeds are fixed, so the outcome is deterministic: a pass
-stays a pass. Power: the negative controls (a bonus token drawn from the
-target's distribution instead of the residual; an acceptance probability
-not renormalised by the residual's mass) are off by a few percentage
-points of probability in some cells, and the same tests with the same runs
-give p-values below 1e-20 for them.
+stays a pass (measured: p = 0.48 for the verifier on the hand-built tree,
+6,000 verifications; p = 0.46, 0.85 and 0.88 for chain, static tree and
+SAGE, 1,000 decode runs each).
+
+Power: the negative controls fail the same tests. On the hand-built tree
+(4,000 verifications) a bonus drawn from the target's distribution instead
+of the residual produces outcomes of probability 0, and an acceptance
+probability not renormalised by the residual's mass gives p < 1e-300. In
+the decode loop the wrong residual gives p = 5e-9 over 400 runs of the
+chain (6e-24 over 1,000 runs, and 1e-23 for the static tree).
 """
 
 from __future__ import annotations
