@@ -402,6 +402,15 @@ def test_a_sampled_race_says_exact_in_distribution_and_a_greedy_one_stays_lossle
     html = render.badge_html(data)
     assert "Sampling: exact in distribution" in html and "temperature 0.8" in html and "seed 4" in html
     assert "Lossless" not in html
+    # The tree panel shows each tried child's acceptance probability.
+    from app import panels
+
+    lane = data.lane("sage")
+    step = next(i for i, r in enumerate(lane.records) if r.tried_nodes)
+    figure = panels.tree_figure(lane.records, step, data.token_texts, "sage", False)
+    hovers = [h for t in figure.data if t.hovertext is not None for h in t.hovertext]
+    first = lane.records[step].accept_probs[0]
+    assert any(f"acceptance probability {first:.3f}" in h for h in hovers)
     greedy = last(
         race_steps(pair, image, PROMPT, ["sage", "static"], 12, SageConfig(), sampling=sampling_settings(0, 4))
     )
