@@ -52,7 +52,7 @@ from sage_core.errors import ConfigError, InputError
 from sage_core.media import Media
 from sage_core.prepared import PreparedInputs, prepare_inputs
 from sage_core.records import load_trace, parse_trace, save_trace, trace_lines
-from sage_core.sampling import SamplingVerifier, Warper, make_verifier
+from sage_core.sampling import SamplingVerifier, Warper, _sample, make_verifier
 from sage_core.trees import ROOT, Tree
 from sage_core.verify import GreedyVerifier
 
@@ -203,6 +203,12 @@ def test_the_same_test_catches_a_wrong_verifier(wrong):
     probs = torch.softmax(Warper(SETTINGS)(LOGITS), dim=-1).double()
     p_value = chi_square_p_value(verifier_counts(wrong(SETTINGS, seed=0), 4_000), tree_outcomes(TREE, probs))
     assert p_value < ALPHA
+
+
+def test_inverse_cdf_never_picks_a_token_without_weight():
+    weights = torch.tensor([0.2, 0.8, 0.0], dtype=torch.float64)
+    assert [_sample(weights, u, weights) for u in (0.0, 0.19, 0.21, 1 - 2**-53)] == [0, 0, 1, 1]
+    assert _sample(torch.zeros(3, dtype=torch.float64), 0.1, fallback=weights) == 0  # an empty residual
 
 
 def test_verdict_reports_each_tried_child_and_its_acceptance_probability():
