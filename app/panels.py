@@ -316,10 +316,18 @@ def tree_figure(
             )
         )  # fmt: skip
     nodes = range(len(tree))
+    tried = dict(zip(record.tried_nodes, record.accept_probs, strict=True))  # sampling only
+
+    def outcome(n: int) -> str:
+        verdict = "accepted by the target" if n in accepted else "rejected"
+        if not tried:
+            return verdict
+        return f"{verdict} (acceptance probability {tried[n]:.3f})" if n in tried else "not tried"
+
     hover = [
         f"node {n} · depth {depths[n]}<br>token {display_token(text_of(tree.tokens[n]))!s} (id {tree.tokens[n]})"
         f"<br>draft p = {tree.draft_probs[n]:.3f} · cumulative {cumulative[n]:.3f}"
-        f"<br>{'accepted by the target' if n in accepted else 'rejected'}"
+        f"<br>{outcome(n)}"
         for n in nodes
     ]
     fig.add_trace(

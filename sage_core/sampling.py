@@ -25,7 +25,7 @@ Where it comes from. The speculative sampling rule (Leviathan et al. 2023,
 Sampling") accepts a candidate x drawn from a proposal q with probability
 min(1, p(x) / q(x)) and, on rejection, samples from the residual
 norm(max(0, p - q)). SpecInfer's multi-step speculative sampling (Miao et
-al. 2023, "SpecInfer", §4.2) applies it to a node's children one after the
+al. 2023, "SpecInfer") applies it to a node's children one after the
 other, the residual of each rejection becoming the target distribution for
 the next child; Recursive Speculative Decoding (Jeon et al. 2024) does the
 same for candidates drawn without replacement. Our trees do not sample
@@ -57,9 +57,10 @@ confidence alpha is the normalised entropy of the top-k of this tempered
 Truncated tokens have probability 0 there; such candidates are rejected
 whenever the target also truncates them.
 
-Randomness: one `torch.Generator` on the CPU per run, seeded; one uniform
-per tried child and one per bonus token (inverse CDF in float64 over the
-float32 probabilities, as `generate`'s multinomial reads float32 ones).
+Randomness: one `torch.Generator` on the CPU per run, seeded; each
+verification draws N + 1 uniforms (N nodes), one for each child the walk
+may try and one for the bonus token (inverse CDF in float64 over the float32
+probabilities, as `generate`'s multinomial reads float32 ones).
 """
 
 from __future__ import annotations
@@ -167,10 +168,13 @@ def _sample(weights: torch.Tensor, uniform: float, fallback: torch.Tensor) -> in
     cdf = weights.cumsum(dim=0)
     total = float(cdf[-1])
     if not total > 0:
-        cdf = fallback.cumsum(dim=0)
+        weights = fallback
+        cdf = weights.cumsum(dim=0)
         total = float(cdf[-1])
     index = int(torch.searchsorted(cdf, torch.tensor([uniform * total], dtype=torch.float64), right=True))
-    return min(index, len(weights) - 1)
+    if index >= len(weights):  # uniform * total rounded up to total: the last token with any weight
+        index = int(weights.nonzero()[-1])
+    return index
 
 
 def resolve_seed(config: SamplingConfig) -> int | None:
