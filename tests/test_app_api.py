@@ -228,7 +228,7 @@ def test_the_streamed_race_shows_the_same_sentences_in_its_status_line(client, e
     for inputs, message in (({"video": "one_frame"}, "at least 2 frames"), ({"image": "wide"}, "at most 200 times")):
         request = _request(files, example, inputs)
         job = client.submit(request.get("image"), request.get("video"), example[1], "builtin", "", "",
-                            ["sage", "static"], 8, 3, 8, 2, 10, 64, 10, 0, None, None,
+                            ["sage", "static"], 8, 3, 8, 2, 10, 64, 10, "off", 0.5, 0, None, None,
                             api_name="/race_live")  # fmt: skip
         assert message in html.unescape(job.result()[0])  # the status line
 
