@@ -32,7 +32,10 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
 PANELS = ("panel-race", "panel-accepted", "panel-confidence", "panel-shapes", "panel-tree")
 TIMEOUT_MS = 150_000
 
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium)")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium)"),
+]
 
 
 @pytest.fixture(scope="module")

@@ -8,6 +8,7 @@ import importlib.util
 import json
 from pathlib import Path
 
+import pytest
 import torch
 
 from sage_core import DecodeConfig, decode, load_media, load_pair
@@ -23,6 +24,7 @@ def load_script():
     return module
 
 
+@pytest.mark.slow
 def test_a_few_training_steps_save_a_loadable_float16_pair(tmp_path, capsys):
     script = load_script()
     steps = str(script.VIDEO_EVERY)  # so that one of the steps is a batch of clips
