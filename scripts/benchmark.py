@@ -36,6 +36,16 @@ visual tokens. `--frames` and `--video-pixels` give a video more visual tokens
 
     python scripts/benchmark.py --kinds narrate --frames 16 --video-pixels 409600 \
         --methods ar,static,sage --prune-ratios 0,0.5,0.8,0.9
+
+`--temperatures 0,0.7,1.0` repeats all of it per temperature: 0 is greedy;
+above 0 every method samples (ours: speculative sampling, exact in
+distribution; `generate` and `assisted`: do_sample=True with the same
+temperature, --top-p and --top-k-sampling), seeded per repeat. Sampled rows are
+labelled with their temperature (`sage T=0.7`, `sage+prune0.8 T=0.7`); their
+tokens differ by design, so "same tokens" reads n/a (sampled), and their
+tokens/s is the median of each run's own rate. τ, the speedups and the
+--long-prompt table are per temperature (methods compared at the same one).
+It combines with --backend, --long-prompt, --prune-ratios and --frames.
 """
 
 from __future__ import annotations
@@ -60,7 +70,7 @@ sys.path.insert(0, str(ROOT))
 
 from sage_core import METHODS, DecodeConfig, ModelPair, PreparedInputs, decode, load_media, load_pair  # noqa: E402
 from sage_core import prepare_inputs as prepare  # noqa: E402
-from sage_core.config import BACKENDS  # noqa: E402
+from sage_core.config import BACKENDS, SamplingConfig  # noqa: E402
 from sage_core.errors import SageError  # noqa: E402
 from sage_core.media import DEFAULT_FRAMES  # noqa: E402
 from sage_core.timing import synchronize  # noqa: E402
@@ -70,10 +80,19 @@ PRUNED = "+prune"  # a method name with a ratio: "sage+prune0.9"
 FILLER = "the picture. "  # --long-prompt pads with this text
 
 
-def method_config(method: str, max_new: int, backend: str = "fast") -> DecodeConfig:
-    """`sage` or `sage+prune0.9` -> its decode settings."""
+GREEDY = SamplingConfig()
+
+
+def method_config(method: str, max_new: int, backend: str = "fast", sampling: SamplingConfig = GREEDY) -> DecodeConfig:
+    """`sage` or `sage+prune0.9` -> its decode settings (greedy, or sampled as `sampling` says)."""
     name, _, ratio = method.partition(PRUNED)
-    return DecodeConfig(name, max_new, prune_ratio=float(ratio) if ratio else 0.0, backend=backend)  # type: ignore[arg-type]
+    prune = float(ratio) if ratio else 0.0
+    return DecodeConfig(name, max_new, prune_ratio=prune, backend=backend, sampling=sampling)  # type: ignore[arg-type]
+
+
+def label(method: str, temperature: float) -> str:
+    """A method's name in the tables: plain when greedy, with its temperature when sampled."""
+    return method if temperature == 0 else f"{method} T={temperature:g}"
 
 
 def set_video_pixels(video_processor: Any, pixels: int) -> None:
@@ -109,6 +128,7 @@ class Run:
     draft_prompt_tokens: int | None = None
     pad_tokens: int = 0  # --long-prompt padding asked for (0: the example's own prompt)
     prompt_tokens: int = 0
+    temperature: float = 0.0  # 0: greedy
 
 
 @dataclass(frozen=True)
@@ -124,6 +144,7 @@ class Rounds:
     outside_forwards_ms: float  # step time not spent inside a model forward
     pad_tokens: int = 0
     prompt_tokens: int = 0
+    temperature: float = 0.0
 
 
 # -- running the methods --------------------------------------------------------
@@ -131,15 +152,17 @@ class Rounds:
 
 def run_ours(
     pair: ModelPair, prepared: PreparedInputs, method: str, max_new: int, example: str, repeat: int,
-    backend: str = "fast",
+    backend: str = "fast", sampling: SamplingConfig = GREEDY,
 ) -> Run:  # fmt: skip
-    run = decode(pair, prepared.media, prepared.prompt, method_config(method, max_new, backend), prepared)
+    config = method_config(method, max_new, backend, sampling)
+    run = decode(pair, prepared.media, prepared.prompt, config, prepared)
     s = run.run_to_end()
     drafts = method != "ar"
     return Run(
         example, method, repeat, s.token_ids, s.seconds, s.decode_seconds,
         s.mean_accepted if drafts else None, s.tokens_per_forward,
         run.records[0].draft_seconds if drafts else None, run.header.draft_prompt_tokens,
+        temperature=sampling.temperature,
     )  # fmt: skip
 
 
@@ -158,23 +181,29 @@ class FirstCall(LogitsProcessor):
 
 
 def run_peer(
-    pair: ModelPair, prepared: PreparedInputs, method: str, max_new: int, example: str, repeat: int, backend: str = ""
-) -> Run:
+    pair: ModelPair, prepared: PreparedInputs, method: str, max_new: int, example: str, repeat: int,
+    backend: str = "", sampling: SamplingConfig = GREEDY,
+) -> Run:  # fmt: skip
     inputs = dict(prepared.target)
     prompt_length = int(inputs["input_ids"].shape[1])
     first = FirstCall(pair.device)
     extra: dict[str, Any] = {"assistant_model": pair.draft.model} if method == "assisted" else {}
+    if sampling.greedy:
+        extra["do_sample"] = False
+    else:
+        torch.manual_seed(sampling.seed or 0)
+        extra.update(do_sample=True, temperature=sampling.temperature, top_k=sampling.top_k, top_p=sampling.top_p)
     synchronize(pair.device)
     start = time.perf_counter()
     with torch.inference_mode():
         output = pair.target.model.generate(
-            **inputs, do_sample=False, max_new_tokens=max_new, logits_processor=LogitsProcessorList([first]), **extra
+            **inputs, max_new_tokens=max_new, logits_processor=LogitsProcessorList([first]), **extra
         )
     synchronize(pair.device)
     end = time.perf_counter()
     tokens = tuple(output[0, prompt_length:].tolist())
     seconds = prepared.target_seconds + end - start
-    return Run(example, method, repeat, tokens, seconds, end - (first.at or start))
+    return Run(example, method, repeat, tokens, seconds, end - (first.at or start), temperature=sampling.temperature)
 
 
 @contextmanager
@@ -210,11 +239,13 @@ def forward_timer(models: Sequence[Any], devices: Sequence[torch.device]) -> Ite
 
 
 def profile_rounds(
-    pair: ModelPair, prepared: PreparedInputs, method: str, max_new: int, example: str, backend: str = "fast"
-) -> Rounds:
+    pair: ModelPair, prepared: PreparedInputs, method: str, max_new: int, example: str, backend: str = "fast",
+    sampling: SamplingConfig = GREEDY,
+) -> Rounds:  # fmt: skip
     """One run with every forward timed: the median round's parts."""
     models = [pair.target.model] if method == "ar" else [pair.target.model, pair.draft.model]
-    run = decode(pair, prepared.media, prepared.prompt, method_config(method, max_new, backend), prepared)
+    config = method_config(method, max_new, backend, sampling)
+    run = decode(pair, prepared.media, prepared.prompt, config, prepared)
     draft, verify, step, outside = [], [], [], []
     with forward_timer(models, pair.devices) as forwards:
         for record in run:
@@ -225,7 +256,10 @@ def profile_rounds(
                 verify.append(record.verify_seconds)
                 step.append(record.step_seconds)
                 outside.append(record.step_seconds - before)
-    return Rounds(example, method, len(step), _ms(draft), _ms(verify), _ms(step), _ms(outside))
+    return Rounds(
+        example, method, len(step), _ms(draft), _ms(verify), _ms(step), _ms(outside),
+        temperature=sampling.temperature,
+    )  # fmt: skip
 
 
 def _ms(seconds: Sequence[float]) -> float:
@@ -239,24 +273,41 @@ def spread(values: Sequence[float]) -> str:
     return f"{statistics.median(values):.2f} [{min(values):.2f}–{max(values):.2f}]"
 
 
-def summarize(runs: Sequence[Run], rounds: Sequence[Rounds], methods: Sequence[str]) -> list[dict[str, Any]]:
+def summarize(
+    runs: Sequence[Run], rounds: Sequence[Rounds], methods: Sequence[str], temperatures: Sequence[float] = (0.0,)
+) -> list[dict[str, Any]]:
+    """One row per method and temperature; speedups compare methods at the same temperature."""
+    rows = []
+    for temperature in temperatures:
+        at = [r for r in runs if r.temperature == temperature]
+        rows += summarize_at(at, [r for r in rounds if r.temperature == temperature], methods, temperature)
+    return rows
+
+
+def rate(runs: Sequence[Run], field: str) -> float:
+    """Tokens/s of one method on one example: its tokens over the median time, or, when the runs made
+    different numbers of tokens (sampling), the median of each run's own rate."""
+    counts = [len(r.tokens) if field == "e2e" else len(r.tokens) - 1 for r in runs]
+    seconds = [r.seconds if field == "e2e" else r.decode_seconds for r in runs]
+    if len(set(counts)) == 1:
+        return counts[0] / statistics.median(seconds)
+    return statistics.median(c / s for c, s in zip(counts, seconds, strict=True))
+
+
+def summarize_at(
+    runs: Sequence[Run], rounds: Sequence[Rounds], methods: Sequence[str], temperature: float
+) -> list[dict[str, Any]]:
+    """The rows of one temperature (`runs` and `rounds` all at it)."""
     examples = list(dict.fromkeys(r.example for r in runs))
 
     def per_example(method: str, field: str) -> dict[str, float]:
-        out = {}
-        for example in examples:
-            mine = [r for r in runs if r.example == example and r.method == method]
-            if field == "e2e":
-                out[example] = len(mine[0].tokens) / statistics.median(r.seconds for r in mine)
-            else:
-                out[example] = (len(mine[0].tokens) - 1) / statistics.median(r.decode_seconds for r in mine)
-        return out
+        return {e: rate([r for r in runs if r.example == e and r.method == method], field) for e in examples}
 
     rows = []
     speeds = {(m, f): per_example(m, f) for m in methods for f in ("e2e", "decode")}
     for method in methods:
         mine = [r for r in runs if r.method == method]
-        row: dict[str, Any] = {"method": method}
+        row: dict[str, Any] = {"method": label(method, temperature), "temperature": temperature}
         for field in ("e2e", "decode"):
             row[f"tokens_per_s_{field}"] = list(speeds[(method, field)].values())
             for base in ("generate", "ar", "assisted"):
@@ -264,7 +315,8 @@ def summarize(runs: Sequence[Run], rounds: Sequence[Rounds], methods: Sequence[s
                     ratios = [speeds[(method, field)][e] / speeds[(base, field)][e] for e in examples]
                     row[f"x_{base}_{field}"] = ratios
         reference = {r.example: r.tokens for r in runs if r.method == "generate"}
-        row["same_as_generate"] = all(r.tokens == reference.get(r.example, r.tokens) for r in mine)
+        same = all(r.tokens == reference.get(r.example, r.tokens) for r in mine)
+        row["same_as_generate"] = same if temperature == 0 else None  # sampled runs differ by design
         taus = [r.mean_accepted for r in mine if r.mean_accepted is not None]
         row["tau"] = statistics.median(taus) if taus else None
         per_forward = [r.tokens_per_forward for r in mine if r.tokens_per_forward is not None]
@@ -289,20 +341,26 @@ def padded(tokenizer: Any, prompt: str, tokens: int) -> str:
     return FILLER * max(1, round(tokens / unit)) + prompt
 
 
-def context_table(runs: Sequence[Run], rounds: Sequence[Rounds], methods: Sequence[str]) -> str:
-    """Per --long-prompt padding: prompt tokens, and each method's median round and decode-only tokens/s."""
+def context_table(
+    runs: Sequence[Run], rounds: Sequence[Rounds], methods: Sequence[str], temperatures: Sequence[float] = (0.0,)
+) -> str:
+    """Per --long-prompt padding: prompt tokens, and each method's (at each temperature) median round and
+    decode-only tokens/s."""
     pads = sorted({r.pad_tokens for r in runs})
-    ours = [m for m in methods if m not in PEERS]
-    head = ["padding", "prompt tokens"] + [f"{m} ms/round" for m in ours] + [f"{m} tok/s decode" for m in methods]
+    ours = [(m, t) for t in temperatures for m in methods if m not in PEERS]
+    every = [(m, t) for t in temperatures for m in methods]
+    head = ["padding", "prompt tokens"] + [f"{label(m, t)} ms/round" for m, t in ours]
+    head += [f"{label(m, t)} tok/s decode" for m, t in every]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for pad in pads:
         mine = [r for r in runs if r.pad_tokens == pad]
         cells = [str(pad), f"{statistics.median(r.prompt_tokens for r in mine):.0f}"]
-        for method in ours:
-            steps = [r.step_ms for r in rounds if r.pad_tokens == pad and r.method == method]
+        for method, t in ours:
+            steps = [r.step_ms for r in rounds if r.pad_tokens == pad and r.method == method and r.temperature == t]
             cells.append(f"{statistics.median(steps):.1f}" if steps else "")
-        for method in methods:
-            speeds = [(len(r.tokens) - 1) / r.decode_seconds for r in mine if r.method == method and r.decode_seconds]
+        for method, t in every:
+            speeds = [(len(r.tokens) - 1) / r.decode_seconds for r in mine
+                      if r.method == method and r.temperature == t and r.decode_seconds]  # fmt: skip
             cells.append(f"{statistics.median(speeds):.1f}" if speeds else "")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -331,7 +389,8 @@ def markdown(rows: Sequence[dict[str, Any]]) -> str:
                       f"{row['outside_forwards_ms']:.2f} ({share:.0%})"]  # fmt: skip
         else:
             cells += ["", "", ""]
-        cells.append("yes" if row["same_as_generate"] else "NO")
+        same = row["same_as_generate"]
+        cells.append("n/a (sampled)" if same is None else "yes" if same else "NO")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -356,6 +415,9 @@ def main() -> int:
     parser.add_argument(
         "--video-pixels", type=int, help="the video processors' pixel cap (longest_edge), for more visual tokens"
     )
+    parser.add_argument("--temperatures", default="0", help="e.g. 0,0.7,1.0 (0 = greedy; above: sampled)")
+    parser.add_argument("--top-p", type=float, default=1.0, help="when sampling (default 1: off)")
+    parser.add_argument("--top-k-sampling", type=int, default=50, help="when sampling (default 50 as generate)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--device", default="auto")
     parser.add_argument("--dtype", default="auto")
@@ -378,6 +440,11 @@ def main() -> int:
     except ValueError as error:
         parser.error(f"--prune-ratios: {error}")
     methods = with_pruning(methods, ratios)
+    try:
+        temperatures = list(dict.fromkeys(float(t) for t in args.temperatures.split(",")))
+        settings = {t: SamplingConfig(t, args.top_p, args.top_k_sampling) for t in temperatures}
+    except ValueError as error:
+        parser.error(f"--temperatures, --top-p, --top-k-sampling: {error}")
     examples = json.loads(Path(args.examples).read_text())
     if args.kinds:
         kinds = set(args.kinds.split(","))
@@ -406,32 +473,35 @@ def main() -> int:
             parser.error(f"{name}: {error}")
         prompt_tokens = int(prepared.target["input_ids"].shape[1])
 
-        def one(method: str, repeat: int) -> Run:
+        def one(method: str, repeat: int, temperature: float) -> Run:
             runner = run_peer if method in PEERS else run_ours
-            run = runner(pair, prepared, method, args.max_new_tokens, name, repeat, args.backend)  # noqa: B023
+            sampling = replace(settings[temperature], seed=None if temperature == 0 else repeat + 1)
+            run = runner(pair, prepared, method, args.max_new_tokens, name, repeat, args.backend, sampling)  # noqa: B023
             return replace(run, pad_tokens=pad, prompt_tokens=prompt_tokens)  # noqa: B023
 
-        for method in methods:
-            one(method, -1)  # warm-up
-        for repeat in range(args.repeats):
-            shift = repeat % len(methods)
-            for method in methods[shift:] + methods[:shift]:
-                runs.append(one(method, repeat))
-        for method in methods:
-            if method not in PEERS:
-                profiled = profile_rounds(pair, prepared, method, args.max_new_tokens, name, args.backend)
-                rounds.append(replace(profiled, pad_tokens=pad, prompt_tokens=prompt_tokens))
+        for temperature in temperatures:
+            for method in methods:
+                one(method, -1, temperature)  # warm-up
+            for repeat in range(args.repeats):
+                shift = repeat % len(methods)
+                for method in methods[shift:] + methods[:shift]:
+                    runs.append(one(method, repeat, temperature))
+            for method in methods:
+                if method not in PEERS:
+                    sampling = replace(settings[temperature], seed=None if temperature == 0 else 0)
+                    profiled = profile_rounds(pair, prepared, method, args.max_new_tokens, name, args.backend, sampling)
+                    rounds.append(replace(profiled, pad_tokens=pad, prompt_tokens=prompt_tokens))
         print(f"  {name}: done", file=sys.stderr)
-    rows = summarize(runs, rounds, methods)
+    rows = summarize(runs, rounds, methods, temperatures)
     table = markdown(rows)
-    sage = next((row for row in rows if row["method"] == "sage" and "x_assisted_e2e" in row), None)
-    if sage is not None:
-        table += (f"\n\nSAGE over transformers' assisted generation: {spread(sage['x_assisted_e2e'])} end to end, "
+    for sage in (row for row in rows if row["method"].split()[0] == "sage" and "x_assisted_e2e" in row):
+        at = "" if sage["temperature"] == 0 else f" at temperature {sage['temperature']:g} (both sampling)"
+        table += (f"\n\nSAGE over transformers' assisted generation{at}: {spread(sage['x_assisted_e2e'])} end to end, "
                   f"{spread(sage['x_assisted_decode'])} decode only.")  # fmt: skip
     print(f"\n{len(examples)} examples, {args.repeats} repeats, median over examples [min–max]\n")
     if len(pads) > 1:
         table += "\n\nStep time against context (--long-prompt), median over examples:\n\n"
-        table += context_table(runs, rounds, methods)
+        table += context_table(runs, rounds, methods, temperatures)
     print(table)
     if args.markdown:
         Path(args.markdown).write_text(table + "\n", encoding="utf-8")
@@ -439,10 +509,11 @@ def main() -> int:
         report = {
             "target": args.target, "draft": args.draft, "device": str(pair.device), "dtype": str(pair.target.dtype),
             "max_new_tokens": args.max_new_tokens, "repeats": args.repeats, "backend": args.backend,
+            "temperatures": temperatures, "top_p": args.top_p, "top_k_sampling": args.top_k_sampling,
             "summary": rows, "runs": [asdict(r) for r in runs], "rounds": [asdict(r) for r in rounds],
         }  # fmt: skip
         Path(args.json).write_text(json.dumps(report, indent=1), encoding="utf-8")
-    return 0 if all(row["same_as_generate"] for row in rows) else 1
+    return 0 if all(row["same_as_generate"] is not False for row in rows) else 1
 
 
 if __name__ == "__main__":

@@ -107,3 +107,73 @@ def test_benchmark_refuses_a_bad_pruning_ratio(tmp_path, monkeypatch, capsys):
         main()
     assert exit_info.value.code == 2
     assert "pruning ratio must lie in [0, 1)" in capsys.readouterr().err
+
+
+def test_benchmark_reports_tau_and_speed_per_temperature(tiny_root, tmp_path, monkeypatch):
+    """--temperatures runs every method (pruned ones included) greedy and sampled: rows per temperature,
+    sampled rows marked n/a for same tokens, tau and speedups at each temperature."""
+    Image.fromarray((np.random.RandomState(3).rand(56, 56, 3) * 255).astype("uint8")).save(tmp_path / "noise.png")
+    (tmp_path / "examples.json").write_text(json.dumps([{"file": "noise.png", "prompt": "Describe the picture."}]))
+    target, draft = tiny_folder(tiny_root, "qwen2_5_vl", "target"), tiny_folder(tiny_root, "qwen2_5_vl", "noised")
+    out_json, out_md = tmp_path / "bench.json", tmp_path / "bench.md"
+    monkeypatch.setattr(sys, "argv", [
+        "benchmark.py", "--target", target, "--draft", draft, "--examples", str(tmp_path / "examples.json"),
+        "--methods", "ar,sage,generate,assisted", "--prune-ratios", "0,0.8", "--temperatures", "0,0.8",
+        "--top-p", "0.95", "--repeats", "1", "--max-new-tokens", "10", "--device", "cpu", "--dtype", "float32",
+        "--json", str(out_json), "--markdown", str(out_md),
+    ])  # fmt: skip
+    main = runpy.run_path(str(SCRIPT), run_name="benchmark")["main"]
+    assert main() == 0
+    report = json.loads(out_json.read_text())
+    rows = {row["method"]: row for row in report["summary"]}
+    greedy = ("ar", "sage", "generate", "assisted", "sage+prune0.8")
+    sampled = tuple(f"{m} T=0.8" for m in greedy)
+    assert set(rows) == {*greedy, *sampled}
+    assert all(rows[m]["same_as_generate"] is True and rows[m]["temperature"] == 0 for m in greedy)
+    assert all(rows[m]["same_as_generate"] is None and rows[m]["temperature"] == 0.8 for m in sampled)
+    for method in ("sage T=0.8", "sage+prune0.8 T=0.8"):
+        assert rows[method]["tau"] is not None and rows[method]["tokens_per_s_e2e"][0] > 0
+        assert rows[method]["x_ar_e2e"][0] > 0 and rows[method]["verify_ms"] > 0
+    assert rows["sage+prune0.8 T=0.8"]["draft_prompt_tokens"] < rows["sage T=0.8"]["draft_prompt_tokens"]
+    assert {r["temperature"] for r in report["runs"]} == {0.0, 0.8}
+    assert {r["temperature"] for r in report["rounds"]} == {0.0, 0.8}
+    assert report["temperatures"] == [0.0, 0.8] and report["top_p"] == 0.95
+    # The peers sampled (seeded per repeat): generate's sampled tokens are not its greedy ones.
+    tokens = {(r["method"], r["temperature"]): r["tokens"] for r in report["runs"]}
+    assert tokens[("generate", 0.8)] != tokens[("generate", 0.0)]
+    table = out_md.read_text()
+    assert "| sage T=0.8 |" in table and "| sage+prune0.8 T=0.8 |" in table and "n/a (sampled)" in table
+    assert "at temperature 0.8 (both sampling)" in table
+
+
+def test_benchmark_refuses_a_negative_temperature(tmp_path, monkeypatch, capsys):
+    (tmp_path / "examples.json").write_text(json.dumps([{"file": "x.png", "prompt": "hi"}]))
+    monkeypatch.setattr(sys, "argv", ["benchmark.py", "--examples", str(tmp_path / "examples.json"),
+                                      "--temperatures", "0,-1"])  # fmt: skip
+    main = runpy.run_path(str(SCRIPT), run_name="benchmark")["main"]
+    with pytest.raises(SystemExit) as exit_info:
+        main()
+    assert exit_info.value.code == 2
+    assert "temperature must be" in capsys.readouterr().err
+
+
+def test_the_context_table_has_a_column_per_method_and_temperature():
+    bench = runpy.run_path(str(SCRIPT), run_name="benchmark")
+    Run, Rounds, context_table = bench["Run"], bench["Rounds"], bench["context_table"]
+    runs = [
+        Run("a", "sage", 0, (1,) * 11, 1.0, 0.5, pad_tokens=0, prompt_tokens=40),  # 20 tok/s decode
+        Run("a", "sage", 0, (1,) * 6, 1.0, 0.5, pad_tokens=0, prompt_tokens=40, temperature=0.7),  # 10
+        Run("a+300tok", "sage", 0, (1,) * 11, 2.0, 1.0, pad_tokens=300, prompt_tokens=340),  # 10
+        Run("a+300tok", "sage", 0, (1,) * 5, 2.0, 1.0, pad_tokens=300, prompt_tokens=340, temperature=0.7),  # 4
+    ]
+    rounds = [
+        Rounds("a", "sage", 3, 1.0, 2.0, 4.0, 1.0, pad_tokens=0, temperature=0.0),
+        Rounds("a", "sage", 3, 1.0, 2.0, 5.0, 1.0, pad_tokens=0, temperature=0.7),
+        Rounds("a+300tok", "sage", 3, 1.0, 2.0, 6.0, 1.0, pad_tokens=300, temperature=0.0),
+        Rounds("a+300tok", "sage", 3, 1.0, 2.0, 7.0, 1.0, pad_tokens=300, temperature=0.7),
+    ]
+    lines = context_table(runs, rounds, ["sage"], [0.0, 0.7]).splitlines()
+    assert lines[0].split(" | ")[2:] == ["sage ms/round", "sage T=0.7 ms/round", "sage tok/s decode",
+                                         "sage T=0.7 tok/s decode |"]  # fmt: skip
+    assert lines[2] == "| 0 | 40 | 4.0 | 5.0 | 20.0 | 10.0 |"
+    assert lines[3] == "| 300 | 340 | 6.0 | 7.0 | 10.0 | 4.0 |"
