@@ -26,7 +26,10 @@ timed): draft time, verify time, and the time outside model forwards.
 of the fast path (sage_core/backends.py). `--long-prompt 500,1500` also runs
 every example with its prompt padded by about that many text tokens, and
 prints how the decode step grows with the context: per padding, the prompt
-length, each method's median round (ms) and decode-only tokens/s.
+length, each method's median round (ms) and decode-only tokens/s. `--threads N`
+sets torch's intra-op CPU threads for every method (on a machine whose cores
+are busy with other work, fewer threads than cores avoid waiting on
+descheduled ones).
 
 Draft-side visual token pruning (SpecVLM): `--prune-ratios 0,0.8,0.9` runs each
 of our draft methods at each ratio too, as `static+prune0.8` and so on, and
@@ -421,6 +424,9 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--device", default="auto")
     parser.add_argument("--dtype", default="auto")
+    parser.add_argument(
+        "--threads", type=int, help="torch's intra-op CPU threads (default: torch's choice); every method uses them"
+    )
     parser.add_argument("--backend", choices=BACKENDS, default="fast", help="how our methods run the models")
     parser.add_argument(
         "--long-prompt", default="", help="also run each example with about N[,N...] text tokens of padding"
@@ -460,7 +466,12 @@ def main() -> int:
     if args.video_pixels:
         for model in (pair.target, pair.draft):
             set_video_pixels(model.processor.video_processor, args.video_pixels)
+    if args.threads is not None:
+        if args.threads < 1:
+            parser.error("--threads must be >= 1")
+        torch.set_num_threads(args.threads)
     print(f"target {args.target}  draft {args.draft}  device {pair.device}  dtype {pair.target.dtype}  "
+          f"threads {torch.get_num_threads()}  "
           f"backend {args.backend}", file=sys.stderr)  # fmt: skip
     runs: list[Run] = []
     rounds: list[Rounds] = []
@@ -510,6 +521,7 @@ def main() -> int:
             "target": args.target, "draft": args.draft, "device": str(pair.device), "dtype": str(pair.target.dtype),
             "max_new_tokens": args.max_new_tokens, "repeats": args.repeats, "backend": args.backend,
             "temperatures": temperatures, "top_p": args.top_p, "top_k_sampling": args.top_k_sampling,
+            "threads": torch.get_num_threads(),
             "summary": rows, "runs": [asdict(r) for r in runs], "rounds": [asdict(r) for r in rounds],
         }  # fmt: skip
         Path(args.json).write_text(json.dumps(report, indent=1), encoding="utf-8")

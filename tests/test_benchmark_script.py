@@ -60,13 +60,13 @@ def test_benchmark_on_the_plain_backend_with_a_long_prompt(tiny_root, tmp_path, 
     monkeypatch.setattr(sys, "argv", [
         "benchmark.py", "--target", target, "--draft", draft, "--examples", str(tmp_path / "examples.json"),
         "--methods", "ar,sage,generate", "--repeats", "1", "--max-new-tokens", "8", "--device", "cpu",
-        "--dtype", "float32", "--backend", "plain", "--long-prompt", "300",
+        "--dtype", "float32", "--backend", "plain", "--long-prompt", "300", "--threads", "1",
         "--json", str(out_json), "--markdown", str(out_md),
     ])  # fmt: skip
     main = runpy.run_path(str(SCRIPT), run_name="benchmark")["main"]
     assert main() == 0
     report = json.loads(out_json.read_text())
-    assert report["backend"] == "plain"
+    assert report["backend"] == "plain" and report["threads"] == 1
     assert all(row["same_as_generate"] for row in report["summary"])
     lengths = {r["pad_tokens"]: r["prompt_tokens"] for r in report["runs"]}
     assert set(lengths) == {0, 300} and 250 < lengths[300] - lengths[0] < 350
