@@ -30,6 +30,7 @@ from .policy import (
     Expansion,
     LevelDecision,
     confidence,
+    expansion_threshold,
     judge_level,
     plan_template,
     planned_depth,
@@ -327,7 +328,13 @@ class DecodeRun:
             decisions.append(decision)
             return list(decision.kept)
 
-        drafted = grow_tree(draft, state, root, grow_online, depth, sage.top_k, vocab, lambda node, level: True, warp)
+        def worth_expanding(node: int, level: int, cumulative: float) -> bool:
+            # A child's cumulative probability is at most its parent's: below the next level's
+            # threshold no child could be kept, so the node needs no draft forward (the tree is
+            # the same; a round whose tree ends before D saves its last draft level).
+            return cumulative > expansion_threshold(level + 1, depth, sage.expansion_threshold)
+
+        drafted = grow_tree(draft, state, root, grow_online, depth, sage.top_k, vocab, worth_expanding, warp)
         return drafted, _Shape(entropy, alpha, depth_max, depth, width, root, tuple(decisions))
 
 

@@ -22,6 +22,8 @@ from .verify import Warp
 
 # (level, frontier, nodes so far) -> the nodes of this level
 Chooser = Callable[[int, Sequence[Expansion], int], list[Candidate]]
+# (node, its level, its cumulative draft probability) -> whether it gets children
+Expand = Callable[[int, int, float], bool]
 
 
 @dataclass(frozen=True)
@@ -70,7 +72,7 @@ def grow_tree(
     max_depth: int,
     top: int,
     vocab: int,
-    expand: Callable[[int, int], bool],
+    expand: Expand,
     warp: Warp | None = None,
 ) -> DraftedTree:
     """Grow a tree level by level under the draft's tree attention.
@@ -79,8 +81,9 @@ def grow_tree(
     it. Each level runs one draft forward over the nodes chosen for
     expansion (one device-to-host copy of its top-k); their KV entries are
     scratch and are dropped at the end (the draft is fed the accepted tokens
-    next round). `expand(node, level)` says whether a node of `level` gets
-    children.
+    next round). `expand(node, level, cumulative)` says whether a node of
+    `level` (with that cumulative draft probability) gets children; a level
+    with no node to expand ends the tree without a draft forward.
     """
     root_position = state.committed - 1
     tokens: list[int] = []
@@ -102,7 +105,9 @@ def grow_tree(
             parents.append(candidate.parent)
             probs.append(candidate.prob)
             depths.append(level)
-        to_expand = [n for n in new_nodes if level < max_depth and expand(n, level)]
+        to_expand = [
+            n for n, c in zip(new_nodes, chosen, strict=True) if level < max_depth and expand(n, level, c.cumulative)
+        ]
         if not to_expand:
             break
         first = state.scratch
@@ -123,7 +128,7 @@ def grow_tree(
     return DraftedTree(Tree(tuple(tokens), tuple(parents), tuple(probs)), distributions)
 
 
-def template_chooser(template: Sequence[RankPath]) -> tuple[Chooser, Callable[[int, int], bool], int]:
+def template_chooser(template: Sequence[RankPath]) -> tuple[Chooser, Expand, int]:
     """Choose nodes by rank paths; returns the chooser, the expand test and the depth."""
     paths = sorted(set(template), key=lambda p: (len(p), p))
     with_children = {p[:-1] for p in paths}
@@ -141,7 +146,7 @@ def template_chooser(template: Sequence[RankPath]) -> tuple[Chooser, Callable[[i
                     chosen.append(Candidate(node.node, node.top_tokens[rank], prob, node.cumulative * prob))
         return chosen
 
-    def expand(node: int, level: int) -> bool:
+    def expand(node: int, level: int, cumulative: float) -> bool:
         return path_of[node] in with_children
 
     return choose, expand, max(len(p) for p in paths)

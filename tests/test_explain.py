@@ -179,3 +179,29 @@ def _header():
     from sage_core.records import RunHeader
 
     return RunHeader("sage", "t", "d", "p", "m", 96, 10, "cpu", "float32", asdict(SAGE))
+
+
+def test_nodes_below_the_next_threshold_get_no_draft_forward_and_the_trees_stay_the_same(monkeypatch):
+    """A node whose cumulative probability is at most θ_{l+1} cannot have a child kept, so SAGE does not
+    expand it (and skips a level's draft forward when no node is left): the trees are the same as when
+    every node is expanded, with no more draft forwards."""
+    import importlib
+
+    decode_module = importlib.import_module("sage_core.decode")
+    example = next(e for e in json.loads((EXAMPLES / "examples.json").read_text()) if "detail" in e["prompt"])
+    media = load_media(EXAMPLES / example["file"])
+    calls = []
+    real_extend = pair().draft.extend
+    monkeypatch.setattr(pair().draft, "extend", lambda *a, **k: calls.append(1) or real_extend(*a, **k))
+
+    def trees() -> tuple[list, int]:
+        calls.clear()
+        run = decode(pair(), media, example["prompt"], DecodeConfig(max_new_tokens=96, sage=SAGE))
+        run.run_to_end()
+        return [(r.tree_tokens, r.tree_parents, r.accepted_nodes) for r in run.records], len(calls)
+
+    skipping, skipping_calls = trees()
+    monkeypatch.setattr(decode_module, "expansion_threshold", lambda level, depth, base: -1.0)
+    expanding, expanding_calls = trees()
+    assert skipping == expanding
+    assert skipping_calls <= expanding_calls
