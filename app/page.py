@@ -81,6 +81,14 @@ document.addEventListener('keydown', (e) => {
 """
 
 
+def _panel(name: str) -> gr.Plot:
+    """A Plotly panel (`#panel-<name>`) in its own column, its tour folded under it."""
+    with gr.Column():
+        plot = gr.Plot(show_label=False, elem_id=f"panel-{name}")
+        _tour(name)
+    return plot
+
+
 def _tour(panel: str) -> None:
     with gr.Accordion("What to look for", open=False, elem_classes=["sage-tour"]):
         gr.Markdown(TOUR[panel])
@@ -260,19 +268,9 @@ def build_page(
             download = gr.DownloadButton("⬇ Download trace (JSON lines)", visible=False, size="sm")
             draft_seen, draft_note = draft_view_outputs()
     with gr.Row(equal_height=False):
-        with gr.Column():
-            fig_race = gr.Plot(show_label=False, elem_id="panel-race")
-            _tour("race")
-        with gr.Column():
-            fig_accepted = gr.Plot(show_label=False, elem_id="panel-accepted")
-            _tour("accepted")
+        fig_race, fig_accepted = _panel("race"), _panel("accepted")
     with gr.Row(equal_height=False):
-        with gr.Column():
-            fig_confidence = gr.Plot(show_label=False, elem_id="panel-confidence")
-            _tour("confidence")
-        with gr.Column():
-            fig_shapes = gr.Plot(show_label=False, elem_id="panel-shapes")
-            _tour("shapes")
+        fig_confidence, fig_shapes = _panel("confidence"), _panel("shapes")
     with gr.Row(equal_height=False):
         tree_lane = gr.Radio([], value=None, label="Draft tree of", scale=1)
         tree_step = gr.Slider(0, 1, value=0, step=1, label="Step (walk through the run; 0 = prefill)", scale=3,

@@ -32,6 +32,7 @@ from typing import Any
 
 from sage_core import (
     DecodeConfig,
+    DecodeRun,
     Media,
     ModelPair,
     RunHeader,
@@ -116,7 +117,10 @@ def resolve_prune_ratio(choice: str | None, chosen: float | None, kind: str) -> 
         return PAPER_RATIOS[kind]
     if choice != "chosen":
         raise InputError(f"unknown pruning choice {choice!r}; use off, paper or chosen")
-    ratio = float(chosen or 0.0)
+    try:
+        ratio = float(chosen or 0.0)
+    except (TypeError, ValueError) as error:
+        raise InputError(f"the pruning ratio must be a number in [0, 1), not {chosen!r}") from error
     if not 0.0 <= ratio < 1.0:
         raise InputError(f"the pruning ratio must lie in [0, 1), not {ratio:g}")
     return ratio
@@ -128,6 +132,39 @@ def order_methods(methods: Sequence[str]) -> list[str]:
 
 
 # -- the live race ---------------------------------------------------------------
+
+
+def start_runs(
+    pair: ModelPair,
+    media: Media,
+    prompt: str,
+    methods: Sequence[str],
+    max_new_tokens: int,
+    sage: SageConfig,
+    lock: AbstractContextManager,
+    sampling: SamplingConfig | None = None,
+    prune_ratio: float = 0.0,
+) -> tuple[RaceData, list[DecodeRun]]:
+    """One run per chosen method (in column order) on inputs prepared once, and the race's empty lanes.
+
+    Each processor runs once for the whole race; every run reads the same tensors. `sampling`
+    (default: greedy) applies to every side, each with its own generator seeded alike;
+    `prune_ratio` to every side that drafts (plain decoding has no draft).
+    """
+    sampling = sampling or SamplingConfig()
+    chosen = order_methods(methods)
+    with lock:
+        prepared = prepare_inputs(pair, media, prompt, with_draft=any(m != "ar" for m in chosen))
+        configs = [
+            DecodeConfig(m, max_new_tokens, sage, sampling=sampling, prune_ratio=prune_ratio * (m != "ar"))  # type: ignore[arg-type]
+            for m in chosen
+        ]
+        runs = [decode(pair, media, prompt, config, prepared) for config in configs]
+        boxes = pair.draft.visual_token_boxes(prepared.draft) if prune_ratio > 0 and prepared.draft else None
+    data = RaceData(lanes=[Lane(run.config.method, run.header) for run in runs])
+    if boxes is not None:
+        data.draft_view = (media, boxes)
+    return data, runs
 
 
 def race_steps(
@@ -148,25 +185,11 @@ def race_steps(
     `token_texts` turns token ids into their texts (for the tree panel's
     node labels; it runs between steps, outside the timed parts). `lock` is
     held around each step, so two races never touch a model at once.
-    `sampling` (default: greedy) applies to every side, each with its own
-    generator seeded alike.
+    `sampling` and `prune_ratio`: see `start_runs`.
     """
-    sampling = sampling or SamplingConfig()
     lock = lock or nullcontext()
-    chosen = order_methods(methods)
-    with lock:
-        # Each processor runs once for the whole race; every run reads the same tensors.
-        prepared = prepare_inputs(pair, media, prompt, with_draft=any(m != "ar" for m in chosen))
-        # `prune_ratio` applies to every side that drafts (plain decoding has no draft).
-        configs = [
-            DecodeConfig(m, max_new_tokens, sage, sampling=sampling, prune_ratio=prune_ratio * (m != "ar"))  # type: ignore[arg-type]
-            for m in chosen
-        ]
-        runs = [decode(pair, media, prompt, config, prepared) for config in configs]
-        boxes = pair.draft.visual_token_boxes(prepared.draft) if prune_ratio > 0 and prepared.draft else None
-    data = RaceData(lanes=[Lane(run.config.method, run.header) for run in runs], source=source)
-    if boxes is not None:
-        data.draft_view = (media, boxes)
+    data, runs = start_runs(pair, media, prompt, methods, max_new_tokens, sage, lock, sampling, prune_ratio)
+    data.source = source
     active = list(zip(data.lanes, runs, strict=True))
     while active:
         for lane, run in list(active):
@@ -243,21 +266,9 @@ def live_stepper(
     sampling: SamplingConfig | None = None,
     prune_ratio: float = 0.0,
 ) -> RaceStepper:
-    """A live race to step through (the media prepared once, as in `race_steps`)."""
-    sampling = sampling or SamplingConfig()
+    """A live race to step through (its runs started as `race_steps` starts them)."""
     guard = lock or nullcontext()
-    chosen = order_methods(methods)
-    with guard:
-        prepared = prepare_inputs(pair, media, prompt, with_draft=any(m != "ar" for m in chosen))
-        configs = [
-            DecodeConfig(m, max_new_tokens, sage, sampling=sampling, prune_ratio=prune_ratio * (m != "ar"))  # type: ignore[arg-type]
-            for m in chosen
-        ]
-        runs = [decode(pair, media, prompt, config, prepared) for config in configs]
-        boxes = pair.draft.visual_token_boxes(prepared.draft) if prune_ratio > 0 and prepared.draft else None
-    data = RaceData(lanes=[Lane(run.config.method, run.header) for run in runs])
-    if boxes is not None:
-        data.draft_view = (media, boxes)
+    data, runs = start_runs(pair, media, prompt, methods, max_new_tokens, sage, guard, sampling, prune_ratio)
 
     def advancer(lane: Lane, run: Any) -> Callable[[], StepRecord | None]:
         def advance() -> StepRecord | None:

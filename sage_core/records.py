@@ -369,6 +369,21 @@ def header_problem(header: RunHeader) -> str | None:
     kept = header.kept_visual_indices
     if kept is not None and not (isinstance(kept, tuple) and all(_is_int(i) for i in kept)):
         return "the kept visual token indices must be a list of whole numbers"
+    if not _is_number(header.prune_ratio, 0.0, 1.0) or not _is_int(header.visual_tokens):
+        return "its pruning ratio must lie in [0, 1) and its visual token count be a whole number"
+    return _sampling_problem(header.sampling)
+
+
+def _sampling_problem(sampling: Any) -> str | None:
+    """What is wrong with a header's sampling settings (None: greedy), or None."""
+    if sampling is None:
+        return None
+    if not isinstance(sampling, dict):
+        return "its sampling settings must be an object"
+    numbers = (sampling.get("temperature", 0.0), sampling.get("top_p", 1.0))
+    seed, top_k = sampling.get("seed"), sampling.get("top_k", 0)
+    if not all(_is_number(v) for v in numbers) or not _is_int(top_k) or not (seed is None or _is_int(seed)):
+        return "its sampling settings must hold a temperature, top-p, top-k and seed that are numbers"
     return None
 
 

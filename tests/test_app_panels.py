@@ -542,3 +542,24 @@ def test_loading_reports_its_stages_and_never_holds_the_race_slot(monkeypatch):
                                                            ["ready"]]  # fmt: skip
     assert [done for _, done in stages] == sorted(done for _, done in stages)
     assert cache.loaded("new", "new")
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"sampling": "hot"}, "sampling settings must be an object"),
+        ({"sampling": {"temperature": "hot", "seed": 1}}, "must hold a temperature"),
+        ({"sampling": {"temperature": 0.7, "seed": -3}}, "must hold a temperature"),
+        ({"prune_ratio": float("nan")}, "pruning ratio must lie in"),
+        ({"visual_tokens": 2.5}, "visual token count"),
+    ],
+)
+def test_a_trace_header_with_bad_sampling_or_pruning_fields_is_refused(fields, message):
+    """The badge and the draft picture read these fields: a replay refuses them before showing anything."""
+    lines = list(race_trace_lines(synthetic_race()))
+    row = json.loads(lines[1])
+    row["header"].update(fields)
+    lines[1] = json.dumps(row)
+    with pytest.raises(TraceError, match=message):
+        parse_race(lines)
+    assert parse_race(list(race_trace_lines(synthetic_race()))).methods  # the untouched trace loads

@@ -26,6 +26,8 @@ def test_the_control_gives_the_papers_ratios_or_the_chosen_one():
         resolve_prune_ratio("chosen", 1.0, "image")
     with pytest.raises(InputError, match="unknown pruning choice"):
         resolve_prune_ratio("most", 0.5, "image")
+    with pytest.raises(InputError, match="must be a number in"):
+        resolve_prune_ratio("chosen", "abc", "image")
 
 
 def test_the_picture_dims_the_pruned_patches():

@@ -177,3 +177,13 @@ def test_the_context_table_has_a_column_per_method_and_temperature():
                                          "sage T=0.7 tok/s decode |"]  # fmt: skip
     assert lines[2] == "| 0 | 40 | 4.0 | 5.0 | 20.0 | 10.0 |"
     assert lines[3] == "| 300 | 340 | 6.0 | 7.0 | 10.0 | 4.0 |"
+
+
+def test_benchmark_refuses_a_thread_count_below_one(tmp_path, monkeypatch, capsys):
+    (tmp_path / "examples.json").write_text(json.dumps([{"file": "x.png", "prompt": "hi"}]))
+    monkeypatch.setattr(sys, "argv", ["benchmark.py", "--examples", str(tmp_path / "examples.json"), "--threads", "0"])
+    main = runpy.run_path(str(SCRIPT), run_name="benchmark")["main"]
+    with pytest.raises(SystemExit) as exit_info:
+        main()
+    assert exit_info.value.code == 2
+    assert "--threads must be >= 1" in capsys.readouterr().err
