@@ -29,6 +29,7 @@ def test_a_few_training_steps_save_a_loadable_float16_pair(tmp_path, capsys):
     script = load_script()
     steps = str(script.VIDEO_EVERY)  # so that one of the steps is a batch of clips
     args = f"--target-steps {steps} --draft-steps {steps} --batch-size 2 --eval-n 8 --threads 1".split()
+    args += ["--target-vision-steps", "2", "--draft-vision-steps", "2"]
     script.main(["--out", str(tmp_path), "--checkpoints", str(tmp_path / "checkpoints"), *args])
     torch.set_num_threads(1)
     for name in ("target", "draft"):
@@ -52,4 +53,54 @@ def test_a_few_training_steps_save_a_loadable_float16_pair(tmp_path, capsys):
     script.main(["--out", str(tmp_path), "--checkpoints", str(tmp_path / "checkpoints"), *more])
     log = capsys.readouterr().out
     assert f"target: resumed from {tmp_path / 'checkpoints' / 'target.pt'} at step {steps}" in log
+    assert f"target: vision tower from {tmp_path / 'checkpoints' / 'target-vision.pt'}" in log
     assert f"target: done, {int(steps) + 2} steps" in log and f"draft: done, {steps} steps" in log
+
+
+@pytest.mark.parametrize("kind", ["describe", "shape", "chart"])
+def test_per_token_labels_name_what_is_drawn_under_each_token(kind):
+    """The vision pretraining's labels: a token whose centre pixel shows an object's colour is labelled
+    with that object (its colour, and its shape or its bar's value); a background token has colour
+    class 0 and, in a shape scene, the 3x3 cell it lies in."""
+    import random
+
+    from sage_core.builtin.scenes import COLOURS, SHAPES, make_example
+
+    script = load_script()
+    colours = list(COLOURS)
+    checked = agreeing = background = plain = 0
+    for seed in range(12):
+        example = make_example(random.Random(seed), kind)
+        width, height = example.image.size
+        grid_h, grid_w = 6 + seed % 3, 8 - seed % 3
+        labels = script.token_labels(example, grid_h, grid_w)
+        assert labels.shape == (grid_h * grid_w, len(script.AUX_CLASSES))
+        by_colour = {(o[0] if kind == "chart" else o.colour): o for o in example.objects}
+        for k in range(grid_h * grid_w):
+            i, j = divmod(k, grid_w)
+            pixel = example.image.getpixel((int((j + 0.5) * width / grid_w), int((i + 0.5) * height / grid_h)))
+            name = next((c for c, rgb in COLOURS.items() if rgb == pixel), None)
+            if name is None or name not in by_colour:
+                background += 1
+                if labels[k, 2] == 0:  # labelled background: no shape, no size; in a scene, its own cell
+                    plain += 1
+                    assert labels[k, 0] == -100 and labels[k, 3] == -100 and labels[k, 4] == -100
+                    if kind != "chart":
+                        row, col = min(int((i + 0.5) * 3 / grid_h), 2), min(int((j + 0.5) * 3 / grid_w), 2)
+                        assert labels[k, 1] == row * 3 + col
+                continue
+            checked += 1
+            thing = by_colour[name]
+            ok = labels[k, 2] == 1 + colours.index(name)
+            if kind == "chart":
+                ok = ok and labels[k, 4] == thing[1] - 1
+            else:
+                ok = ok and labels[k, 0] == SHAPES.index(thing.shape) and labels[k, 1] == thing.cell
+            agreeing += bool(ok)
+    assert checked >= 20
+    assert agreeing >= 0.9 * checked, (agreeing, checked)
+    # (a chart's bars are narrower than a token: a token partly over a bar is labelled with it)
+    assert plain >= (0.5 if kind == "chart" else 0.8) * background, (plain, background)
+    # no label map (text, clips): nothing is labelled
+    text = make_example(random.Random(0), "text")
+    assert (script.token_labels(text, 4, 4) == -100).all()

@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import random
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from PIL import Image, ImageDraw, ImageFont
 
@@ -252,6 +252,10 @@ class Example:
     forbidden: tuple[str, ...] = ()
     objects: tuple = ()
     frames: tuple[Image.Image, ...] = field(default=(), repr=False, compare=False)
+    #: For a shape scene or a chart: a map the size of ``image`` whose pixel is 1 + the index in
+    #: ``objects`` of the object or bar drawn there (0: background). Training uses it for
+    #: per-token labels.
+    labels: Image.Image | None = field(default=None, repr=False, compare=False)
 
     @property
     def long(self) -> bool:
@@ -316,7 +320,9 @@ def aspect_name(image: Image.Image) -> str:
     return wide if w > 1.15 * h else (tall if h > 1.15 * w else square)
 
 
-def _draw_shape(draw: ImageDraw.ImageDraw, shape: str, fill: tuple[int, int, int], cx: float, cy: float, r: float):
+def _draw_shape(
+    draw: ImageDraw.ImageDraw, shape: str, fill: tuple[int, int, int] | int, cx: float, cy: float, r: float
+) -> None:
     if shape == "circle":
         draw.ellipse((cx - r, cy - r, cx + r, cy + r), fill=fill)
     elif shape == "square":
@@ -359,18 +365,30 @@ def _random_things(rng: random.Random, n: int) -> list[Thing]:
     return [Thing(c, rng.choice(SHAPES), rng.choice(SIZES), cell) for c, cell in zip(colours, cells, strict=True)]
 
 
-def shape_scene(rng: random.Random, n: int, style: Style = DEFAULT) -> tuple[Image.Image, tuple[Thing, ...], str]:
-    """A canvas with ``n`` objects; returns the image, the objects (reading order) and the background."""
+def shape_scene(
+    rng: random.Random, n: int, style: Style = DEFAULT
+) -> tuple[Image.Image, tuple[Thing, ...], str, Image.Image]:
+    """A canvas with ``n`` objects; returns the image, the objects (reading order), the background
+    and the label map (pixel = 1 + the object's index, 0 = background)."""
     img, draw, background = _canvas(rng, style)
+    label_map = Image.new("L", img.size, 0)
+    label_draw = ImageDraw.Draw(label_map)
     things = _random_things(rng, n)
-    for t in things:
-        _draw_thing(draw, t, _place_thing(rng, style, img, t))
-    return img, tuple(things), background
+    for i, t in enumerate(things):
+        where = _place_thing(rng, style, img, t)
+        _draw_thing(draw, t, where)
+        cx, cy, r = where
+        _draw_shape(label_draw, t.shape, i + 1, cx, cy, r)
+    return img, tuple(things), background, label_map
 
 
-def bar_chart(rng: random.Random, style: Style = DEFAULT) -> tuple[Image.Image, tuple[tuple[str, int], ...]]:
-    """3-6 bars of distinct colours, values 1-5 on grid lines, a unique highest and lowest bar."""
+def bar_chart(
+    rng: random.Random, style: Style = DEFAULT
+) -> tuple[Image.Image, tuple[tuple[str, int], ...], Image.Image]:
+    """3-6 bars of distinct colours, values 1-5 on grid lines, a unique highest and lowest bar; returns
+    the image, the ``(colour, value)`` bars and the label map (pixel = 1 + the bar's index)."""
     img, draw, _ = _canvas(rng, style)
+    label_map = Image.new("L", img.size, 0)
     w, h = img.size
     n = rng.randint(3, 6)
     colours = rng.sample(list(COLOURS), n)
@@ -389,7 +407,8 @@ def bar_chart(rng: random.Random, style: Style = DEFAULT) -> tuple[Image.Image, 
     for i, (c, v) in enumerate(zip(colours, values, strict=True)):
         x0 = margin + i * slot + (slot - bar) / 2
         draw.rectangle((x0, base - unit * v, x0 + bar, base), fill=COLOURS[c])
-    return img, tuple(zip(colours, values, strict=True))
+        ImageDraw.Draw(label_map).rectangle((x0, base - unit * v, x0 + bar, base), fill=i + 1)
+    return img, tuple(zip(colours, values, strict=True)), label_map
 
 
 def text_image(rng: random.Random, text: str, style: Style = DEFAULT) -> Image.Image:
@@ -610,8 +629,8 @@ def make_example(rng: random.Random, kind: str | None = None, style: Style = DEF
     if kind in VIDEO_KINDS:
         return make_video_example(rng, kind, style)
     if kind in ("bar", "chart"):
-        image, bars = bar_chart(rng, style)
-        return ask_chart(rng, kind, image, bars)
+        image, bars, label_map = bar_chart(rng, style)
+        return replace(ask_chart(rng, kind, image, bars), labels=label_map)
     if kind == "text":
         text = rng.choice(WORDS) if rng.random() < 0.5 else str(rng.randint(10, 999))
         return Example(
@@ -621,8 +640,8 @@ def make_example(rng: random.Random, kind: str | None = None, style: Style = DEF
     if kind not in KINDS:
         raise ValueError(f"unknown kind {kind!r}")
     low = 2 if kind == "describe" else 1
-    image, things, background = shape_scene(rng, rng.randint(low, MAX_OBJECTS), style)
-    return ask_scene(rng, kind, image, things, background)
+    image, things, background, label_map = shape_scene(rng, rng.randint(low, MAX_OBJECTS), style)
+    return replace(ask_scene(rng, kind, image, things, background), labels=label_map)
 
 
 def make_examples(seed: int, n: int, kinds: tuple[str, ...] | None = None, style: Style = DEFAULT) -> list[Example]:
