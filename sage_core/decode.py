@@ -45,7 +45,6 @@ from .trees import EMPTY_TREE, ROOT, Tree
 from .verify import Warp
 
 DETOKENIZE_CONTEXT = 6  # tokens of left context when decoding one token's text
-CUT_SHOWN_PER_LEVEL = 4  # candidates the policy cut that a record keeps, per level (best first)
 
 
 class TextStream:
@@ -353,7 +352,7 @@ class _Shape:
     def teaching_fields(self) -> dict[str, Any]:
         """The record fields the teaching mode explains a round from."""
         levels = self.levels
-        shown = [cut for level in levels for cut in level.cut[:CUT_SHOWN_PER_LEVEL]]
+        shown = [cut for level in levels for cut in level.cut]
         offers = [(parent, width) for level in levels for parent, _, width in level.widths]
         return {
             "root_top_tokens": self.root_top[0] if self.root_top else (),

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from .config import SageConfig
 
@@ -63,9 +63,9 @@ def expansion_threshold(level: int, depth: int, base: float) -> float:
     return base * level / depth
 
 
-@dataclass(frozen=True)
-class Candidate:
-    """A possible child: its parent (a node index, or -1 for the root)."""
+class Candidate(NamedTuple):
+    """A possible child: its parent (a node index, or -1 for the root). A named tuple: a level
+    builds dozens of them per draft forward."""
 
     parent: int
     token: int
@@ -87,12 +87,15 @@ class Expansion:
 CutRule = Literal["width", "threshold", "budget"]
 
 
-@dataclass(frozen=True)
-class Cut:
+class Cut(NamedTuple):
     """A candidate the level rule left out, and the rule that cut it."""
 
     candidate: Candidate
     rule: CutRule
+
+
+#: Cut candidates a `LevelDecision` lists (best first); the counts per rule are never capped.
+CUT_LISTED = 4
 
 
 @dataclass(frozen=True)
@@ -100,7 +103,8 @@ class LevelDecision:
     """One level of SAGE's tree, with the numbers its rules used (the teaching mode shows them).
 
     `widths` holds, per expanded parent (node index, -1 = the root), its P_parent and the
-    W_l it offered; `cut` every candidate left out, best first.
+    W_l it offered; `cut` the best `CUT_LISTED` candidates left out, best first, and
+    `cut_counts` how many each rule cut (width, threshold, budget).
     """
 
     level: int
@@ -108,9 +112,10 @@ class LevelDecision:
     widths: tuple[tuple[int, float, int], ...]
     kept: tuple[Candidate, ...]
     cut: tuple[Cut, ...]
+    cut_counts: tuple[int, int, int] = (0, 0, 0)
 
     def cut_count(self, rule: CutRule) -> int:
-        return sum(1 for c in self.cut if c.rule == rule)
+        return self.cut_counts[("width", "threshold", "budget").index(rule)]
 
 
 def judge_level(
@@ -121,7 +126,7 @@ def judge_level(
     budget: int,
     threshold_base: float,
 ) -> LevelDecision:
-    """Pick the nodes of one tree level (paper §3.2), saying why each other candidate was cut.
+    """Pick the nodes of one tree level (paper §3.2), saying why the other candidates were cut.
 
     Each expanded node offers its top W_l children (the rest of its top-k are cut by
     *width*); a child is kept if its cumulative probability clears the level's threshold
@@ -129,27 +134,38 @@ def judge_level(
     cumulative probability across the whole level (*open*: so siblings are not starved by
     the first parent; the rest are cut by *budget*). At level 1 the best child is always
     kept, so a tree is never empty.
+
+    This runs once per draft level, in Python: only the candidates that can be kept or listed
+    among the best cuts are built (a node's children beyond W_l are in rank order, so at most
+    `CUT_LISTED` of them per node can be listed); the cuts are counted, not built.
     """
     threshold = expansion_threshold(level, depth, threshold_base)
     offered: list[Candidate] = []
     beyond_width: list[Candidate] = []
     widths: list[tuple[int, float, int]] = []
+    width_cuts = 0
     for node in frontier:
         width = level_width(root_width, level, node.prob)
         widths.append((node.node, node.prob, width))
-        for rank, (token, prob) in enumerate(zip(node.top_tokens, node.top_probs, strict=True)):
-            candidate = Candidate(node.node, token, prob, node.cumulative * prob)
-            (offered if rank < width else beyond_width).append(candidate)
+        parent, cumulative, tokens, probs = node.node, node.cumulative, node.top_tokens, node.top_probs
+        offered += [
+            Candidate(parent, tokens[r], probs[r], cumulative * probs[r]) for r in range(min(width, len(tokens)))
+        ]
+        listed = range(width, min(len(tokens), width + CUT_LISTED))
+        beyond_width += [Candidate(parent, tokens[r], probs[r], cumulative * probs[r]) for r in listed]
+        width_cuts += max(len(tokens) - width, 0)
     offered.sort(key=lambda c: -c.cumulative)
-    cleared = [c for c in offered if c.cumulative > threshold]
-    chosen = cleared[: max(budget, 0)]
+    cleared = sum(1 for c in offered if c.cumulative > threshold)  # offered is best first
+    chosen = offered[: min(cleared, max(budget, 0))]
     if not chosen and level == 1 and offered and budget > 0:
         chosen = offered[:1]
-    kept = {id(c) for c in chosen}
-    cut = [Cut(c, "budget" if c.cumulative > threshold else "threshold") for c in offered if id(c) not in kept]
+    rest = offered[len(chosen) :]
+    budget_cuts = max(cleared - len(chosen), 0)
+    cut = [Cut(c, "budget" if c.cumulative > threshold else "threshold") for c in rest[:CUT_LISTED]]
     cut += [Cut(c, "width") for c in beyond_width]
     cut.sort(key=lambda c: -c.candidate.cumulative)
-    return LevelDecision(level, threshold, tuple(widths), tuple(chosen), tuple(cut))
+    counts = (width_cuts, len(rest) - budget_cuts, budget_cuts)
+    return LevelDecision(level, threshold, tuple(widths), tuple(chosen), tuple(cut[:CUT_LISTED]), counts)
 
 
 def choose_level(
