@@ -1,7 +1,7 @@
 """Train the built-in Qwen3-VL model pair (target + draft) from scratch on synthetic scenes.
 
 Recipe (generation 2, second recipe; the defaults; CPU, float32, ``torch.set_num_threads(2)``;
-80 minutes of training on 2 cores, about 88 wall with the progress evaluations):
+80 minutes of training on 2 cores, 81.5 wall with the progress evaluations on an idle machine):
 
 * Data: ``sage_core.builtin.scenes`` with ``random.Random(seed)``, fresh examples every step:
   1-6 shapes anywhere on canvases of varied size and aspect (places named on a 3x3 grid), bar
