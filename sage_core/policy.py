@@ -112,7 +112,7 @@ class LevelDecision:
     widths: tuple[tuple[int, float, int], ...]
     kept: tuple[Candidate, ...]
     cut: tuple[Cut, ...]
-    cut_counts: tuple[int, int, int] = (0, 0, 0)
+    cut_counts: tuple[int, int, int]
 
     def cut_count(self, rule: CutRule) -> int:
         return self.cut_counts[("width", "threshold", "budget").index(rule)]

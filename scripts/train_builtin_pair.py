@@ -338,6 +338,21 @@ def token_labels(example, grid_h: int, grid_w: int) -> torch.Tensor:
     return out
 
 
+def batch_token_labels(examples, grid_thw: torch.Tensor) -> torch.Tensor:
+    """`token_labels` of each picture of a batch, in the order the vision tower emits its tokens."""
+    grids = grid_thw.tolist()
+    return torch.cat([token_labels(e, h // 2, w // 2) for e, (_, h, w) in zip(examples, grids, strict=True)])
+
+
+def attach_aux_head(visual) -> tuple[torch.nn.Linear, list[torch.Tensor], object]:
+    """A throw-away linear head for the per-token labels, and the vision tower's merged tokens,
+    captured by a hook on each forward (remove the returned hook when done)."""
+    head = torch.nn.Linear(visual.merger.linear_fc2.out_features, sum(AUX_CLASSES))
+    captured: list[torch.Tensor] = []
+    hook = visual.merger.register_forward_hook(lambda _m, _i, out: captured.append(out))
+    return head, captured, hook
+
+
 def aux_loss(head: torch.nn.Module, features: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     """Mean cross-entropy of the auxiliary heads over the labelled tokens."""
     logits = head(features)
@@ -368,9 +383,7 @@ def pretrain_vision(name, model, processor, rng, lr, minutes, checkpoint, batch_
         visual.load_state_dict(torch.load(checkpoint, weights_only=False))
         log(f"{name}: vision tower from {checkpoint}")
         return
-    head = torch.nn.Linear(visual.merger.linear_fc2.out_features, sum(AUX_CLASSES))
-    captured: list[torch.Tensor] = []
-    hook = visual.merger.register_forward_hook(lambda _m, _i, out: captured.append(out))
+    head, captured, hook = attach_aux_head(visual)
     opt = torch.optim.AdamW([*visual.parameters(), *head.parameters()], lr=lr, betas=(0.9, 0.98), weight_decay=0.01)
     t0, step, ema = time.time(), 0, None
     budget = f"{steps} steps" if steps else f"{minutes:.1f} min"
@@ -382,11 +395,10 @@ def pretrain_vision(name, model, processor, rng, lr, minutes, checkpoint, batch_
                                [example_media(e) for e in examples])  # fmt: skip
         captured.clear()
         visual(enc["pixel_values"], grid_thw=enc["image_grid_thw"])
-        grids = enc["image_grid_thw"].tolist()
-        labels = torch.cat([token_labels(e, h // 2, w // 2) for e, (_, h, w) in zip(examples, grids, strict=True)])
+        labels = batch_token_labels(examples, enc["image_grid_thw"])
         loss = aux_loss(head, captured[0], labels)
+        frac = step / steps if steps else (time.time() - t0) / (minutes * 60)
         for g in opt.param_groups:
-            frac = step / steps if steps else (time.time() - t0) / (minutes * 60)
             g["lr"] = lr * lr_factor(frac, step, warmup=30, hold=0.7, floor=0.1)
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -414,8 +426,7 @@ def lr_factor(frac: float, step: int, warmup: int = 100, hold: float = 0.65, flo
 
 
 def train(
-    name, model, processor, rng, lr, minutes, steps, batch_size, eval_examples, checkpoint, teacher=None,
-    aux_weight=0.0, visual_lr_mult=1.0,
+    name, model, processor, rng, lr, minutes, steps, batch_size, eval_examples, checkpoint, teacher=None, aux_weight=0.0
 ):  # fmt: skip
     """Train ``model`` for ``minutes`` of training time (or ``steps``), checkpointing to ``checkpoint``
     every CHECKPOINT_EVERY_S and resuming from it when it exists (same data stream: the rng is saved).
@@ -423,17 +434,9 @@ def train(
     ``aux_weight``: weight of the auxiliary per-token loss (a linear head on the vision tower's
     merged tokens predicts the shape, cell, colour and size drawn there; the head is discarded):
     dense labels that teach the vision tower shapes and places far faster than the answer tokens
-    alone. ``visual_lr_mult``: the vision tower's learning rate relative to ``lr``."""
-    visual = model.model.visual
-    head = torch.nn.Linear(visual.merger.linear_fc2.out_features, sum(AUX_CLASSES))
-    captured: list[torch.Tensor] = []
-    hook = visual.merger.register_forward_hook(lambda _m, _i, out: captured.append(out))
-    visual_ids = {id(p) for p in visual.parameters()}
-    groups = [
-        {"params": [p for p in model.parameters() if id(p) not in visual_ids], "mult": 1.0},
-        {"params": list(visual.parameters()) + list(head.parameters()), "mult": visual_lr_mult},
-    ]
-    opt = torch.optim.AdamW(groups, lr=lr, betas=(0.9, 0.98), weight_decay=0.01)
+    alone."""
+    head, captured, hook = attach_aux_head(model.model.visual)
+    opt = torch.optim.AdamW([*model.parameters(), *head.parameters()], lr=lr, betas=(0.9, 0.98), weight_decay=0.01)
     budget = minutes * 60.0
     train_time, step, t_last_eval, t_last_save, ema = 0.0, 0, 0.0, 0.0, None
     if checkpoint.exists():
@@ -454,7 +457,7 @@ def train(
         t0 = time.time()
         model.train()
         for g in opt.param_groups:
-            g["lr"] = lr * g["mult"] * lr_factor(frac, step)
+            g["lr"] = lr * lr_factor(frac, step)
         if VIDEO_EVERY and step % VIDEO_EVERY == VIDEO_EVERY - 1:
             conversations = [[make_example(rng, ("video", "narrate")[i % 2])] for i in range(batch_size)]
         else:
@@ -474,11 +477,9 @@ def train(
                 F.log_softmax(logits[mask], -1), F.log_softmax(t_logits, -1), log_target=True, reduction="batchmean"
             )
             loss = 0.5 * ce + 0.5 * kl
-        if aux_weight and "image_grid_thw" in enc and captured:
-            grids = enc["image_grid_thw"].tolist()
-            pairs = zip(conversations, grids, strict=True)
-            tok = torch.cat([token_labels(c[0], h // 2, w // 2) for c, (_, h, w) in pairs])
-            loss = loss + aux_weight * aux_loss(head, captured[0], tok)
+        if aux_weight and "image_grid_thw" in enc:  # image batches (clips have no labels)
+            labels_per_token = batch_token_labels([c[0] for c in conversations], enc["image_grid_thw"])
+            loss = loss + aux_weight * aux_loss(head, captured[0], labels_per_token)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -536,6 +537,12 @@ def main(argv=None):
     ap.add_argument("--init-target", help="continue from this saved target instead of a fresh one")
     ap.add_argument("--init-draft", help="continue from this saved draft instead of a fresh one")
     args = ap.parse_args(argv)
+    for flag in ("target_vision_minutes", "draft_vision_minutes", "target_vision_steps", "draft_vision_steps",
+                 "aux_weight"):  # fmt: skip
+        if getattr(args, flag) < 0:
+            ap.error(f"--{flag.replace('_', '-')} must be >= 0")
+    if args.vision_lr <= 0:
+        ap.error("--vision-lr must be > 0")
 
     torch.set_num_threads(args.threads)
     random.seed(args.seed)

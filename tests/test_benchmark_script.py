@@ -16,18 +16,36 @@ from PIL import Image
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "benchmark.py"
 
 
-def test_benchmark_runs_every_method_and_writes_its_reports(tiny_root, tmp_path, monkeypatch):
-    Image.fromarray((np.random.RandomState(3).rand(56, 56, 3) * 255).astype("uint8")).save(tmp_path / "noise.png")
+def noise_example(tmp_path: Path, side: int = 56) -> str:
+    """A noise picture and an examples.json naming it; returns the examples file."""
+    Image.fromarray((np.random.RandomState(3).rand(side, side, 3) * 255).astype("uint8")).save(tmp_path / "noise.png")
     (tmp_path / "examples.json").write_text(json.dumps([{"file": "noise.png", "prompt": "Describe the picture."}]))
+    return str(tmp_path / "examples.json")
+
+
+def run_benchmark(monkeypatch, *args: str) -> int:
+    """The script's main() with these command-line arguments."""
+    monkeypatch.setattr(sys, "argv", ["benchmark.py", *args])
+    return runpy.run_path(str(SCRIPT), run_name="benchmark")["main"]()
+
+
+def refusal(monkeypatch, capsys, *args: str) -> str:
+    """The error message of a run the script refuses (exit status 2)."""
+    with pytest.raises(SystemExit) as exit_info:
+        run_benchmark(monkeypatch, *args)
+    assert exit_info.value.code == 2
+    return capsys.readouterr().err
+
+
+def test_benchmark_runs_every_method_and_writes_its_reports(tiny_root, tmp_path, monkeypatch):
+    examples = noise_example(tmp_path)
     target, draft = tiny_folder(tiny_root, "qwen2_5_vl", "target"), tiny_folder(tiny_root, "qwen2_5_vl", "noised")
     out_json, out_md = tmp_path / "bench.json", tmp_path / "bench.md"
-    monkeypatch.setattr(sys, "argv", [
-        "benchmark.py", "--target", target, "--draft", draft, "--examples", str(tmp_path / "examples.json"),
+    assert run_benchmark(monkeypatch,
+        "--target", target, "--draft", draft, "--examples", examples,
         "--repeats", "2", "--max-new-tokens", "12", "--device", "cpu", "--dtype", "float32",
         "--json", str(out_json), "--markdown", str(out_md),
-    ])  # fmt: skip
-    main = runpy.run_path(str(SCRIPT), run_name="benchmark")["main"]
-    assert main() == 0
+    ) == 0  # fmt: skip
     report = json.loads(out_json.read_text())
     rows = {row["method"]: row for row in report["summary"]}
     assert set(rows) == {"ar", "chain", "static", "sage", "generate", "assisted"}
@@ -42,29 +60,22 @@ def test_benchmark_runs_every_method_and_writes_its_reports(tiny_root, tmp_path,
 
 def test_benchmark_refuses_kinds_with_no_example(tmp_path, monkeypatch, capsys):
     (tmp_path / "examples.json").write_text(json.dumps([{"file": "x.png", "prompt": "hi", "kind": "chart"}]))
-    monkeypatch.setattr(sys, "argv", ["benchmark.py", "--examples", str(tmp_path / "examples.json"), "--kinds", "poem"])
-    main = runpy.run_path(str(SCRIPT), run_name="benchmark")["main"]
-    with pytest.raises(SystemExit) as exit_info:
-        main()
-    assert exit_info.value.code == 2
-    assert "no example of the kinds 'poem'" in capsys.readouterr().err
+    error = refusal(monkeypatch, capsys, "--examples", str(tmp_path / "examples.json"), "--kinds", "poem")
+    assert "no example of the kinds 'poem'" in error
 
 
 def test_benchmark_on_the_plain_backend_with_a_long_prompt(tiny_root, tmp_path, monkeypatch):
     """--backend plain runs our methods on transformers' own cache; --long-prompt adds padded prompts
     and a table of step time against context."""
-    Image.fromarray((np.random.RandomState(3).rand(56, 56, 3) * 255).astype("uint8")).save(tmp_path / "noise.png")
-    (tmp_path / "examples.json").write_text(json.dumps([{"file": "noise.png", "prompt": "Describe the picture."}]))
+    examples = noise_example(tmp_path)
     target, draft = tiny_folder(tiny_root, "qwen2_vl", "target"), tiny_folder(tiny_root, "qwen2_vl", "noised")
     out_json, out_md = tmp_path / "bench.json", tmp_path / "bench.md"
-    monkeypatch.setattr(sys, "argv", [
-        "benchmark.py", "--target", target, "--draft", draft, "--examples", str(tmp_path / "examples.json"),
+    assert run_benchmark(monkeypatch,
+        "--target", target, "--draft", draft, "--examples", examples,
         "--methods", "ar,sage,generate", "--repeats", "1", "--max-new-tokens", "8", "--device", "cpu",
         "--dtype", "float32", "--backend", "plain", "--long-prompt", "300", "--threads", "1",
         "--json", str(out_json), "--markdown", str(out_md),
-    ])  # fmt: skip
-    main = runpy.run_path(str(SCRIPT), run_name="benchmark")["main"]
-    assert main() == 0
+    ) == 0  # fmt: skip
     report = json.loads(out_json.read_text())
     assert report["backend"] == "plain" and report["threads"] == 1
     assert all(row["same_as_generate"] for row in report["summary"])
@@ -76,20 +87,17 @@ def test_benchmark_on_the_plain_backend_with_a_long_prompt(tiny_root, tmp_path, 
 
 
 def test_benchmark_runs_the_draft_methods_pruned(tiny_root, tmp_path, monkeypatch):
-    Image.fromarray((np.random.RandomState(3).rand(64, 64, 3) * 255).astype("uint8")).save(tmp_path / "noise.png")
-    (tmp_path / "examples.json").write_text(json.dumps([{"file": "noise.png", "prompt": "Describe the picture."}]))
+    examples = noise_example(tmp_path, 64)
     target, draft = (
         tiny_folder(tiny_root, "llava_onevision", "target"),
         tiny_folder(tiny_root, "llava_onevision", "noised"),
     )
     out_json = tmp_path / "bench.json"
-    monkeypatch.setattr(sys, "argv", [
-        "benchmark.py", "--target", target, "--draft", draft, "--examples", str(tmp_path / "examples.json"),
+    assert run_benchmark(monkeypatch,
+        "--target", target, "--draft", draft, "--examples", examples,
         "--methods", "generate,ar,static,sage", "--prune-ratios", "0,0.8", "--repeats", "1",
         "--max-new-tokens", "10", "--device", "cpu", "--dtype", "float32", "--json", str(out_json),
-    ])  # fmt: skip
-    main = runpy.run_path(str(SCRIPT), run_name="benchmark")["main"]
-    assert main() == 0
+    ) == 0  # fmt: skip
     rows = {row["method"]: row for row in json.loads(out_json.read_text())["summary"]}
     assert set(rows) == {"generate", "ar", "static", "sage", "static+prune0.8", "sage+prune0.8"}
     assert all(row["same_as_generate"] for row in rows.values())
@@ -101,29 +109,21 @@ def test_benchmark_runs_the_draft_methods_pruned(tiny_root, tmp_path, monkeypatc
 
 
 def test_benchmark_refuses_a_bad_pruning_ratio(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(sys, "argv", ["benchmark.py", "--prune-ratios", "0,1"])
-    main = runpy.run_path(str(SCRIPT), run_name="benchmark")["main"]
-    with pytest.raises(SystemExit) as exit_info:
-        main()
-    assert exit_info.value.code == 2
-    assert "pruning ratio must lie in [0, 1)" in capsys.readouterr().err
+    assert "pruning ratio must lie in [0, 1)" in refusal(monkeypatch, capsys, "--prune-ratios", "0,1")
 
 
 def test_benchmark_reports_tau_and_speed_per_temperature(tiny_root, tmp_path, monkeypatch):
     """--temperatures runs every method (pruned ones included) greedy and sampled: rows per temperature,
     sampled rows marked n/a for same tokens, tau and speedups at each temperature."""
-    Image.fromarray((np.random.RandomState(3).rand(56, 56, 3) * 255).astype("uint8")).save(tmp_path / "noise.png")
-    (tmp_path / "examples.json").write_text(json.dumps([{"file": "noise.png", "prompt": "Describe the picture."}]))
+    examples = noise_example(tmp_path)
     target, draft = tiny_folder(tiny_root, "qwen2_5_vl", "target"), tiny_folder(tiny_root, "qwen2_5_vl", "noised")
     out_json, out_md = tmp_path / "bench.json", tmp_path / "bench.md"
-    monkeypatch.setattr(sys, "argv", [
-        "benchmark.py", "--target", target, "--draft", draft, "--examples", str(tmp_path / "examples.json"),
+    assert run_benchmark(monkeypatch,
+        "--target", target, "--draft", draft, "--examples", examples,
         "--methods", "ar,sage,generate,assisted", "--prune-ratios", "0,0.8", "--temperatures", "0,0.8",
         "--top-p", "0.95", "--repeats", "1", "--max-new-tokens", "10", "--device", "cpu", "--dtype", "float32",
         "--json", str(out_json), "--markdown", str(out_md),
-    ])  # fmt: skip
-    main = runpy.run_path(str(SCRIPT), run_name="benchmark")["main"]
-    assert main() == 0
+    ) == 0  # fmt: skip
     report = json.loads(out_json.read_text())
     rows = {row["method"]: row for row in report["summary"]}
     greedy = ("ar", "sage", "generate", "assisted", "sage+prune0.8")
@@ -148,13 +148,8 @@ def test_benchmark_reports_tau_and_speed_per_temperature(tiny_root, tmp_path, mo
 
 def test_benchmark_refuses_a_negative_temperature(tmp_path, monkeypatch, capsys):
     (tmp_path / "examples.json").write_text(json.dumps([{"file": "x.png", "prompt": "hi"}]))
-    monkeypatch.setattr(sys, "argv", ["benchmark.py", "--examples", str(tmp_path / "examples.json"),
-                                      "--temperatures", "0,-1"])  # fmt: skip
-    main = runpy.run_path(str(SCRIPT), run_name="benchmark")["main"]
-    with pytest.raises(SystemExit) as exit_info:
-        main()
-    assert exit_info.value.code == 2
-    assert "temperature must be" in capsys.readouterr().err
+    error = refusal(monkeypatch, capsys, "--examples", str(tmp_path / "examples.json"), "--temperatures", "0,-1")
+    assert "temperature must be" in error
 
 
 def test_the_context_table_has_a_column_per_method_and_temperature():
@@ -181,9 +176,5 @@ def test_the_context_table_has_a_column_per_method_and_temperature():
 
 def test_benchmark_refuses_a_thread_count_below_one(tmp_path, monkeypatch, capsys):
     (tmp_path / "examples.json").write_text(json.dumps([{"file": "x.png", "prompt": "hi"}]))
-    monkeypatch.setattr(sys, "argv", ["benchmark.py", "--examples", str(tmp_path / "examples.json"), "--threads", "0"])
-    main = runpy.run_path(str(SCRIPT), run_name="benchmark")["main"]
-    with pytest.raises(SystemExit) as exit_info:
-        main()
-    assert exit_info.value.code == 2
-    assert "--threads must be >= 1" in capsys.readouterr().err
+    error = refusal(monkeypatch, capsys, "--examples", str(tmp_path / "examples.json"), "--threads", "0")
+    assert "--threads must be >= 1" in error

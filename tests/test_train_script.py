@@ -104,3 +104,20 @@ def test_per_token_labels_name_what_is_drawn_under_each_token(kind):
     # no label map (text, clips): nothing is labelled
     text = make_example(random.Random(0), "text")
     assert (script.token_labels(text, 4, 4) == -100).all()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--aux-weight", "-1"], "--aux-weight must be >= 0"),
+        (["--target-vision-steps", "-2"], "--target-vision-steps must be >= 0"),
+        (["--draft-vision-minutes", "-0.5"], "--draft-vision-minutes must be >= 0"),
+        (["--vision-lr", "0"], "--vision-lr must be > 0"),
+    ],
+)
+def test_bad_vision_stage_settings_are_refused_with_one_message(args, message, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        load_script().main(["--out", str(tmp_path / "out"), *args])
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
