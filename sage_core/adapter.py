@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 from transformers import AutoConfig, AutoProcessor, DynamicCache
 
@@ -377,7 +378,8 @@ class VLM:
         - `parents[i]`: the entry token i continues (before i), or -1 when it
           continues the committed sequence; token i then sees its parent's
           entries and itself. The mask is built on the device from this one
-          small tensor (the decode loop's way);
+          small tensor (the decode loop's way; on a CPU, from the list with
+          numpy: `rows_on_host`);
         - `visible[i]`: the entries token i sees, listed (built on the host).
         """
         count = len(tokens)
@@ -390,6 +392,12 @@ class VLM:
             input_ids = torch.tensor([list(tokens)], dtype=torch.long, device=self.device)
             position_ids = torch.tensor([list(positions)], dtype=torch.long, device=self.device)
             rows = torch.ones((1, 1), dtype=torch.bool, device=self.device)
+        elif parents is not None and self.device.type == "cpu":
+            # On a CPU the host is the device: a few numpy row copies cost far less than the
+            # tensor operations of `rows_from_parents`, each of which has a fixed cost.
+            packed = torch.tensor([list(tokens), list(positions)], dtype=torch.long)
+            input_ids, position_ids = packed[0:1], packed[1:2]
+            rows = rows_on_host(state.scratch_rows, parents)
         elif parents is not None:
             # tokens, positions, parents: one host-to-device copy.  [3, N]
             packed = torch.tensor([list(tokens), list(positions), list(parents)], dtype=torch.long).to(self.device)
@@ -517,6 +525,22 @@ def rows_from_parents(known: torch.Tensor | None, parents: torch.Tensor, depth: 
     return rows[:total]
 
 
+def rows_on_host(known: torch.Tensor | None, parents: Sequence[int]) -> torch.Tensor:
+    """`rows_from_parents` on the host, for a model on the CPU: (S+N, S+N) bool, from the parents
+    as a list (each new entry's parent comes before it)."""
+    scratch = 0 if known is None else known.shape[0]
+    total = scratch + len(parents)
+    rows = np.zeros((total, total), dtype=bool)
+    if known is not None and scratch:
+        rows[:scratch, :scratch] = known.numpy()
+    for i, parent in enumerate(parents):
+        row = scratch + i
+        if parent >= 0:
+            rows[row] = rows[parent]
+        rows[row, row] = True
+    return torch.from_numpy(rows)
+
+
 def rows_from_visible(
     known: torch.Tensor | None, visible: Sequence[Sequence[int]], device: torch.device
 ) -> torch.Tensor:
@@ -538,6 +562,10 @@ def additive_mask(rows: torch.Tensor, committed: int, dtype: torch.dtype) -> tor
     under eager attention: it is added to the scores).
     """
     count, width = rows.shape[0], committed + rows.shape[1]
+    if rows.device.type == "cpu" and dtype == torch.float32:  # numpy: fewer calls, the same mask
+        host = np.zeros((1, 1, count, width), dtype=np.float32)
+        host[0, 0, :, committed:][~rows.numpy()] = np.finfo(np.float32).min
+        return torch.from_numpy(host)
     mask = torch.zeros((1, 1, count, width), dtype=dtype, device=rows.device)
     mask[0, 0, :, committed:].masked_fill_(~rows, torch.finfo(dtype).min)
     return mask

@@ -15,7 +15,7 @@ from conftest import FAMILIES, tiny_folder
 from transformers import DynamicCache
 
 from sage_core import DecodeConfig, InputError, SageConfig, decode, load_pair, prepare_inputs, timing
-from sage_core.adapter import VLM, additive_mask, in_batch_depth, rows_from_parents, rows_from_visible
+from sage_core.adapter import VLM, additive_mask, in_batch_depth, rows_from_parents, rows_from_visible, rows_on_host
 from sage_core.trees import Tree
 
 
@@ -76,13 +76,14 @@ def test_verify_mask_from_parents_equals_the_old_mask(seed):
     rows = rows_from_parents(None, torch.tensor(parents), in_batch_depth(parents, 0))
     for dtype in (torch.float32, torch.bfloat16):
         assert torch.equal(additive_mask(rows, 37, dtype), old_mask(37, 0, visible, dtype))
+    assert torch.equal(rows_on_host(None, parents), rows)  # the CPU's way: the same rows
 
 
 @pytest.mark.parametrize("seed", range(10))
 def test_draft_level_masks_from_parents_equal_the_old_masks(seed):
     """Level by level, as the draft grows a tree: each level's parents are cached scratch entries."""
     generator = random.Random(seed)
-    known_parents, known_visible = None, None
+    known_parents, known_visible, known_host = None, None, None
     parent_visible: list[tuple[int, ...]] = []  # per scratch entry: what it sees
     for _ in range(generator.randrange(1, 8)):
         scratch = len(parent_visible)
@@ -91,6 +92,8 @@ def test_draft_level_masks_from_parents_equal_the_old_masks(seed):
         visible = [(parent_visible[p] if p >= 0 else ()) + (scratch + i,) for i, p in enumerate(parents)]
         known_parents = rows_from_parents(known_parents, torch.tensor(parents), in_batch_depth(parents, scratch))
         known_visible = rows_from_visible(known_visible, visible, torch.device("cpu"))
+        known_host = rows_on_host(known_host, parents)
+        assert torch.equal(known_host, known_parents)
         assert torch.equal(
             additive_mask(known_parents[scratch:], 5, torch.float32), old_mask(5, scratch, visible, torch.float32)
         )
