@@ -87,16 +87,7 @@ sys.path.insert(0, str(ROOT))
 
 from sage_core.adapter import processor_inputs  # noqa: E402
 from sage_core.builtin.quality import agreement, evaluate, example_media  # noqa: E402
-from sage_core.builtin.scenes import (  # noqa: E402
-    COLOURS,
-    SHAPES,
-    SIZES,
-    WORDS,
-    make_example,
-    make_examples,
-    vocabulary,
-)
-from sage_core.media import DEFAULT_FRAMES, sample_indices  # noqa: E402
+from sage_core.builtin.scenes import COLOURS, SHAPES, SIZES, make_example, make_examples, vocabulary  # noqa: E402
 
 #: Vision patches of 8 px (not the hub models' 16): the shapes are drawn anywhere at any scale, and
 #: finer patches let a vision tower this small tell a cross from a square at any offset.
@@ -109,12 +100,12 @@ FRAME_PIXELS = 80 * 80
 #: How often each kind is drawn (the long answers and the hard facts more often).
 KIND_WEIGHTS = {
     "shape": 0.8, "colour": 0.6, "count": 0.5, "position": 0.8, "size": 0.5, "describe": 2.4,
-    "bar": 0.8, "chart": 1.2, "text": 1.0,
+    "bar": 0.8, "chart": 1.2, "text": 0.8,
 }  # fmt: skip
 IMAGE_KINDS = tuple(KIND_WEIGHTS)
 #: Every VIDEO_EVERY-th step is a batch of video clips (half one-sentence answers, half narrated);
 #: videos are longer sequences than images, so they get batches of their own.
-VIDEO_EVERY = 4
+VIDEO_EVERY = 6
 CHECKPOINT_EVERY_S = 300.0
 EVAL_EVERY_S = 600.0
 SPECIALS = [
@@ -307,79 +298,50 @@ def make_batch(processor, conversations):
     return enc, labels
 
 
-#: The characters a rendered text can hold (the auxiliary character head's classes, after 0 = none).
-TEXT_CHARS = "".join(sorted(set("".join(WORDS)) | set("0123456789")))
 #: Classes of the auxiliary per-token labels: shape (object tokens only), 3x3 cell (of the object,
-#: or of a background token itself; shape scenes and clips), colour (background + 6), size (object
-#: tokens only), a bar's value 1-5 (bar tokens only), the character under a token of a rendered
-#: text (0: none) and its place in the text (first ... fourth).
-AUX_CLASSES = (len(SHAPES), 9, len(COLOURS) + 1, len(SIZES), 5, len(TEXT_CHARS) + 1, 4)
+#: or of a background token itself; shape scenes only), colour (background + 6), size (object tokens
+#: only), a bar's value 1-5 (bar tokens only).
+AUX_CLASSES = (len(SHAPES), 9, len(COLOURS) + 1, len(SIZES), 5)
 
 
-def map_labels(label_map, objects, kind: str, grid_h: int, grid_w: int) -> torch.Tensor:
-    """Per token of a ``grid_h`` x ``grid_w`` grid (row-major), what ``label_map`` shows under it:
-    ``kind`` "scene" (``objects`` are Things), "chart" (``(colour, value)`` bars) or "text"
-    (``objects`` is the text; a pixel is 1 + a character's index). -100 where a head does not apply."""
+def token_labels(example, grid_h: int, grid_w: int) -> torch.Tensor:
+    """Per merged visual token (row-major over a ``grid_h`` x ``grid_w`` grid), from the example's
+    label map: the shape, 3x3 cell, colour and size of the object drawn there (background: colour
+    class 0 and the token's own cell), or a bar's colour and value; -100 (no label) where a head
+    does not apply, and everywhere for an example without a label map (text, clips)."""
     import numpy as np
     from PIL import Image
 
     out = torch.full((grid_h * grid_w, len(AUX_CLASSES)), -100, dtype=torch.long)
+    if example.labels is None:
+        return out
     sub = 4  # 4x4 samples per token
-    lab = np.asarray(label_map.resize((grid_w * sub, grid_h * sub), Image.Resampling.NEAREST))
+    lab = np.asarray(example.labels.resize((grid_w * sub, grid_h * sub), Image.Resampling.NEAREST))
     lab = lab.reshape(grid_h, sub, grid_w, sub).transpose(0, 2, 1, 3).reshape(grid_h * grid_w, sub * sub)
+    things = example.objects
+    charts = example.kind in ("bar", "chart")
     colours = list(COLOURS)
     for k in range(grid_h * grid_w):
-        counts = np.bincount(lab[k], minlength=len(objects) + 1)
+        counts = np.bincount(lab[k], minlength=len(things) + 1)
         counts[0] = 0
         obj = int(counts.argmax())
         i, j = divmod(k, grid_w)
-        if kind == "text":
-            out[k, 5] = 0
-            if counts[obj] >= 3:
-                out[k, 5], out[k, 6] = 1 + TEXT_CHARS.index(objects[obj - 1]), min(obj - 1, 3)
-            continue
         out[k, 2] = 0
-        if counts[obj] >= 3 and kind == "chart":
-            colour, value = objects[obj - 1]
+        if counts[obj] >= 3 and charts:
+            colour, value = things[obj - 1]
             out[k, 2], out[k, 4] = 1 + colours.index(colour), value - 1
         elif counts[obj] >= 3:
-            t = objects[obj - 1]
+            t = things[obj - 1]
             out[k, :4] = torch.tensor([SHAPES.index(t.shape), t.cell, 1 + colours.index(t.colour), SIZES.index(t.size)])
-        elif kind == "scene":
+        elif not charts:
             out[k, 1] = min(int((i + 0.5) * 3 / grid_h), 2) * 3 + min(int((j + 0.5) * 3 / grid_w), 2)
     return out
 
 
-def token_labels(example, grid_h: int, grid_w: int, grid_t: int = 1) -> torch.Tensor:
-    """Per merged visual token, in the order the vision tower emits them (``grid_t`` frame groups, each
-    ``grid_h`` x ``grid_w`` row-major), from the example's label maps (``map_labels``): the shape,
-    3x3 cell, colour and size of the object drawn there (background: colour class 0 and the token's
-    own cell), a bar's colour and value, or a character of a text and its place. A clip's group of
-    two frames is labelled from its first frame, as the app samples the frames (``example_media``)."""
-    if example.frames:
-        indices = sample_indices(len(example.frames), min(DEFAULT_FRAMES, len(example.frames)))
-        firsts = [indices[min(2 * g, len(indices) - 1)] for g in range(grid_t)]
-        return torch.cat(
-            [map_labels(example.frame_labels[f], example.frame_things, "scene", grid_h, grid_w) for f in firsts]
-        )
-    if example.labels is None:
-        return torch.full((grid_t * grid_h * grid_w, len(AUX_CLASSES)), -100, dtype=torch.long)
-    kind = {"bar": "chart", "chart": "chart", "text": "text"}.get(example.kind, "scene")
-    objects = example.objects[0] if kind == "text" else example.objects
-    return map_labels(example.labels, objects, kind, grid_h, grid_w)
-
-
 def batch_token_labels(examples, grid_thw: torch.Tensor) -> torch.Tensor:
-    """`token_labels` of each picture or clip of a batch, in the order the vision tower emits its tokens."""
+    """`token_labels` of each picture of a batch, in the order the vision tower emits its tokens."""
     grids = grid_thw.tolist()
-    return torch.cat([token_labels(e, h // 2, w // 2, t) for e, (t, h, w) in zip(examples, grids, strict=True)])
-
-
-def vision_inputs(enc) -> tuple[torch.Tensor, torch.Tensor]:
-    """The pixels and grids of a batch of pictures, or of a batch of clips."""
-    if "image_grid_thw" in enc:
-        return enc["pixel_values"], enc["image_grid_thw"]
-    return enc["pixel_values_videos"], enc["video_grid_thw"]
+    return torch.cat([token_labels(e, h // 2, w // 2) for e, (_, h, w) in zip(examples, grids, strict=True)])
 
 
 def attach_aux_head(visual) -> tuple[torch.nn.Linear, list[torch.Tensor], object]:
@@ -427,17 +389,13 @@ def pretrain_vision(name, model, processor, rng, lr, minutes, checkpoint, batch_
     budget = f"{steps} steps" if steps else f"{minutes:.1f} min"
     log(f"{name}: vision pretraining, {budget}, lr {lr}, batch {batch_size}")
     while (step < steps) if steps else (time.time() - t0 < minutes * 60):
-        if step % VIDEO_EVERY == VIDEO_EVERY - 1:  # clips: each frame group labelled like a scene
-            examples = [make_example(rng, "narrate") for _ in range(batch_size // 2)]
-        else:
-            kinds = rng.choices(("describe", "shape", "chart", "text"), (0.4, 0.2, 0.2, 0.2), k=batch_size)
-            examples = [make_example(rng, k) for k in kinds]
+        kinds = rng.choices(("describe", "shape", "chart"), (0.5, 0.25, 0.25), k=batch_size)
+        examples = [make_example(rng, k) for k in kinds]
         enc = processor_inputs(processor, [conversation_text(processor, [e]) for e in examples],
                                [example_media(e) for e in examples])  # fmt: skip
-        pixels, grid = vision_inputs(enc)
         captured.clear()
-        visual(pixels, grid_thw=grid)
-        labels = batch_token_labels(examples, grid)
+        visual(enc["pixel_values"], grid_thw=enc["image_grid_thw"])
+        labels = batch_token_labels(examples, enc["image_grid_thw"])
         loss = aux_loss(head, captured[0], labels)
         frac = step / steps if steps else (time.time() - t0) / (minutes * 60)
         for g in opt.param_groups:
@@ -519,8 +477,8 @@ def train(
                 F.log_softmax(logits[mask], -1), F.log_softmax(t_logits, -1), log_target=True, reduction="batchmean"
             )
             loss = 0.5 * ce + 0.5 * kl
-        if aux_weight:
-            labels_per_token = batch_token_labels([c[0] for c in conversations], vision_inputs(enc)[1])
+        if aux_weight and "image_grid_thw" in enc:  # image batches (clips have no labels)
+            labels_per_token = batch_token_labels([c[0] for c in conversations], enc["image_grid_thw"])
             loss = loss + aux_weight * aux_loss(head, captured[0], labels_per_token)
         opt.zero_grad(set_to_none=True)
         loss.backward()

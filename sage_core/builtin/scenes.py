@@ -252,14 +252,10 @@ class Example:
     forbidden: tuple[str, ...] = ()
     objects: tuple = ()
     frames: tuple[Image.Image, ...] = field(default=(), repr=False, compare=False)
-    #: For a shape scene, a chart or a text: a map the size of ``image`` whose pixel is 1 + the index
-    #: in ``objects`` of the object or bar drawn there, or in the text of the character there
-    #: (0: background). Training uses it for per-token labels.
+    #: For a shape scene or a chart: a map the size of ``image`` whose pixel is 1 + the index in
+    #: ``objects`` of the object or bar drawn there (0: background). Training uses it for
+    #: per-token labels.
     labels: Image.Image | None = field(default=None, repr=False, compare=False)
-    #: For a clip: one label map per frame (pixel = 1 + the index in ``frame_things``), and what each
-    #: label names as the frame shows it (the colour, shape, size and cell at that moment).
-    frame_labels: tuple[Image.Image, ...] = field(default=(), repr=False, compare=False)
-    frame_things: tuple[Thing, ...] = field(default=(), repr=False, compare=False)
 
     @property
     def long(self) -> bool:
@@ -415,9 +411,7 @@ def bar_chart(
     return img, tuple(zip(colours, values, strict=True)), label_map
 
 
-def text_image(rng: random.Random, text: str, style: Style = DEFAULT) -> tuple[Image.Image, Image.Image]:
-    """``text`` in dark ink at a random size and place; returns the image and its label map (pixel =
-    1 + the index in ``text`` of the character whose box covers it: its advance by the line's height)."""
+def text_image(rng: random.Random, text: str, style: Style = DEFAULT) -> Image.Image:
     img, draw, _ = _canvas(rng, style)
     w, h = img.size
     font = ImageFont.load_default(size=max(10, round(min(w / (0.62 * len(text) + 0.6), h) * rng.uniform(0.45, 0.75))))
@@ -426,12 +420,7 @@ def text_image(rng: random.Random, text: str, style: Style = DEFAULT) -> tuple[I
     x = rng.uniform(0, max(w - tw, 0)) - left
     y = rng.uniform(0, max(h - th, 0)) - top
     draw.text((x, y), text, fill=rng.choice([(0, 0, 0), (40, 40, 90), (90, 30, 30)]), font=font)
-    label_map = Image.new("L", img.size, 0)
-    label_draw = ImageDraw.Draw(label_map)
-    for i in range(len(text)):
-        x0, x1 = x + font.getlength(text[:i]), x + font.getlength(text[: i + 1])
-        label_draw.rectangle((x0, y + top, x1 - 1, y + bottom - 1), fill=i + 1)
-    return img, label_map
+    return img
 
 
 # --------------------------------------------------------------------------- questions
@@ -571,65 +560,41 @@ def _video_event(rng: random.Random) -> Event:
     return Event(verb, mover, tuple(things), tuple(changed if t == mover else t for t in things), new)
 
 
-def _render_clip(
-    rng: random.Random, event: Event, style: Style
-) -> tuple[list[Image.Image], list[Image.Image], tuple[Thing, ...]]:
-    """8-16 frames: the ``before`` scene, the change over the middle frames, the ``after`` scene.
-
-    Also returns a label map per frame (pixel = 1 + the index of a thing in the returned tuple,
-    0 = background) naming each object as that frame shows it: a moving object's cell is the one
-    its centre is in, a growing one is ``large`` past the middle of its growth."""
+def _render_clip(rng: random.Random, event: Event, style: Style) -> list[Image.Image]:
+    """8-16 frames: the ``before`` scene, the change over the middle frames, the ``after`` scene."""
     count = rng.randint(*style.frames)
     side = rng.randint(*style.clip_side)
     img0, _, background = _canvas(rng, style, side)
     where = {t.cell: _place_thing(rng, style, img0, t) for t in (*event.before, *event.after)}
     mover = event.thing
     start, stop = round(count * 0.3), round(count * 0.7)  # the change happens between these frames
-    frames: list[Image.Image] = []
-    label_maps: list[Image.Image] = []
-    things: dict[Thing, int] = {}
-
-    def label(thing: Thing) -> int:
-        return 1 + things.setdefault(thing, len(things))
-
+    frames = []
     for i in range(count):
         f = min(max((i - start) / max(stop - start, 1), 0.0), 1.0)
         img = Image.new("RGB", (side, side), BACKGROUNDS[background])
         draw = ImageDraw.Draw(img)
-        label_map = Image.new("L", (side, side), 0)
-        label_draw = ImageDraw.Draw(label_map)
         for t in event.before if f < 0.5 else event.after:
             if t.colour == mover.colour and event.verb in ("move", "grow", "shrink"):
                 continue
             _draw_thing(draw, t, where[t.cell])
-            _draw_shape(label_draw, t.shape, label(t), *where[t.cell])
-        now: tuple[Thing, tuple[float, float, float]] | None = None
         if event.verb == "move":
             end = next(t for t in event.after if t.colour == mover.colour)
             (x0, y0, r), (x1, y1, _) = where[mover.cell], where[end.cell]
-            cx, cy = x0 + (x1 - x0) * f, y0 + (y1 - y0) * f
-            cell = min(int(cy * 3 / side), 2) * 3 + min(int(cx * 3 / side), 2)
-            now = Thing(mover.colour, mover.shape, mover.size, cell), (cx, cy, r)
+            _draw_thing(draw, mover, (x0 + (x1 - x0) * f, y0 + (y1 - y0) * f, r))
         elif event.verb in ("grow", "shrink"):
             x, y, _ = where[mover.cell]
             small, large = style.small[1] / 2, style.large[0] / 2 + 0.04
+            cell = side / 3
             a, b = (small, large) if event.verb == "grow" else (large, small)
-            share = a + (b - a) * f
-            size = "large" if share >= (small + large) / 2 else "small"
-            now = Thing(mover.colour, mover.shape, size, mover.cell), (x, y, side / 3 * share)
-        if now is not None:
-            _draw_thing(draw, mover, now[1])
-            _draw_shape(label_draw, mover.shape, label(now[0]), *now[1])
+            _draw_thing(draw, mover, (x, y, cell * (a + (b - a) * f)))
         frames.append(img)
-        label_maps.append(label_map)
-    return frames, label_maps, tuple(things)
+    return frames
 
 
 def make_video_example(rng: random.Random, kind: str = "video", style: Style = DEFAULT) -> Example:
     """A clip and a question about it: ``video`` (what happens, one sentence) or ``narrate``."""
     e = _video_event(rng)
-    frames, label_maps, things = _render_clip(rng, e, style)
-    clip, labels = tuple(frames), tuple(label_maps)
+    frames = _render_clip(rng, e, style)
     t = e.thing
     detail = {"colour": t.colour, "shape": t.shape, "direction": e.detail, "new": e.detail, "place": t.place}
     if kind == "video":
@@ -637,7 +602,7 @@ def make_video_example(rng: random.Random, kind: str = "video", style: Style = D
         key = {"move": e.detail, "recolour": f"turns {e.detail}"}.get(e.verb, e.verb + "s")
         forbidden = tuple(v + "s" for v in VIDEO_A if v + "s" != key and v != "move" and v != "recolour")
         question, what = rng.choice(VIDEO_Q), (f"{t.colour} {t.shape}", key)
-        return Example(frames[0], question, answer, kind, what, forbidden, (e,), clip, None, labels, things)
+        return Example(frames[0], question, answer, kind, what, forbidden, (e,), tuple(frames))
 
     def scene(sentence1: str, sentence2: str, things: tuple[Thing, ...]) -> str:
         phrases = [x.phrase() for x in things]
@@ -654,7 +619,7 @@ def make_video_example(rng: random.Random, kind: str = "video", style: Style = D
         *(f for x in e.after if x not in e.before for f in x.facts()),
     )
     answer = f"{first} {then} {end}"
-    return Example(frames[0], rng.choice(NARRATE_Q), answer, kind, facts, (), (e,), clip, None, labels, things)
+    return Example(frames[0], rng.choice(NARRATE_Q), answer, kind, facts, (), (e,), tuple(frames))
 
 
 # --------------------------------------------------------------------------- examples
@@ -668,10 +633,9 @@ def make_example(rng: random.Random, kind: str | None = None, style: Style = DEF
         return replace(ask_chart(rng, kind, image, bars), labels=label_map)
     if kind == "text":
         text = rng.choice(WORDS) if rng.random() < 0.5 else str(rng.randint(10, 999))
-        image, label_map = text_image(rng, text, style)
         return Example(
-            image, rng.choice(TEXT_Q), TEXT_A.format(text=text), kind, (text,), _others(text, WORDS), (text,),
-            labels=label_map,
+            text_image(rng, text, style), rng.choice(TEXT_Q), TEXT_A.format(text=text), kind, (text,),
+            _others(text, WORDS), (text,),
         )  # fmt: skip
     if kind not in KINDS:
         raise ValueError(f"unknown kind {kind!r}")
