@@ -386,6 +386,7 @@ class VLM:
         if (visible is None) == (parents is None):
             raise ValueError("give either visible or parents")
         mask: torch.Tensor | None = None
+        positions = [p + state.position_offset for p in positions]  # the M-RoPE delta
         if count == 1 and state.scratch == 0:
             # One token after the committed sequence (plain decoding, or a draft fed one token):
             # it sees everything cached, so no mask, and the model attends as in `generate`.
@@ -413,7 +414,7 @@ class VLM:
         # positions: (1, N), the M-RoPE delta included; the Qwen models expand it to their 3 axes.
         output = self.model(
             input_ids=input_ids,
-            position_ids=position_ids + state.position_offset,
+            position_ids=position_ids,
             attention_mask=mask,
             cache=state.cache,
             use_cache=True,

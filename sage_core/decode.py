@@ -55,12 +55,18 @@ class TextStream:
         self.tokenizer = tokenizer
         self.ids: list[int] = []
 
-    def push(self, token: int) -> str:
+    def push(self, tokens: Sequence[int]) -> tuple[str, ...]:
+        """The texts of a step's new tokens: one decode per token (and one for the context),
+        each token's text what its decode adds to the one before."""
         start = max(0, len(self.ids) - DETOKENIZE_CONTEXT)
         before = self.tokenizer.decode(self.ids[start:], skip_special_tokens=True)
-        self.ids.append(token)
-        after = self.tokenizer.decode(self.ids[start:], skip_special_tokens=True)
-        return after[len(before) :] if after.startswith(before) else after
+        texts = []
+        for token in tokens:
+            self.ids.append(token)
+            after = self.tokenizer.decode(self.ids[start:], skip_special_tokens=True)
+            texts.append(after[len(before) :] if after.startswith(before) else after)
+            before = after
+        return tuple(texts)
 
 
 class SagePlanner:
@@ -228,7 +234,7 @@ class DecodeRun:
             tree_tokens=(), tree_parents=(), tree_draft_probs=(),
             entropy=None, alpha=None, depth_max=None, planned_depth=None, planned_width=None,
             accepted_nodes=(), accepted_tokens=(), bonus_token=first,
-            new_tokens=new_tokens, new_token_texts=tuple(text.push(t) for t in new_tokens),
+            new_tokens=new_tokens, new_token_texts=text.push(new_tokens),
             draft_seconds=draft_seconds, verify_seconds=verify_seconds, step_seconds=seconds,
             total_tokens=produced, total_seconds=total_seconds, finish_reason=finish,
         )  # fmt: skip
@@ -272,7 +278,7 @@ class DecodeRun:
                 accepted_nodes=verdict.accepted_nodes, accepted_tokens=verdict.accepted_tokens,
                 bonus_token=verdict.bonus_token,
                 tried_nodes=verdict.tried_nodes, accept_probs=verdict.accept_probs,
-                new_tokens=new_tokens, new_token_texts=tuple(text.push(t) for t in new_tokens),
+                new_tokens=new_tokens, new_token_texts=text.push(new_tokens),
                 draft_seconds=draft_seconds, verify_seconds=verify_seconds, step_seconds=step_seconds,
                 total_tokens=produced, total_seconds=total_seconds, finish_reason=finish,
                 target_choices=verdict.target_choices, window_mean=window_mean, next_depth_max=next_depth_max,

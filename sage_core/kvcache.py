@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import torch
 from transformers import DynamicCache
 from transformers.cache_utils import DynamicLayer
@@ -74,15 +75,21 @@ def move_rows(cache: DynamicCache, sources: Sequence[int], start: int) -> None:
     """Copy cache rows `sources` (sequence indices) to `start`, `start + 1`, ... in every layer.
 
     The rows are gathered before they are written, so sources and targets may
-    overlap. Index tensors are made once per device the layers sit on.
+    overlap. Index tensors are made once per device the layers sit on; on a CPU
+    (float32 or float16) numpy moves the rows through views of the same memory.
     """
     if not sources:
         return
     count = len(sources)
     index_on: dict[torch.device, torch.Tensor] = {}
+    on_host = np.asarray(sources)
     for layer in cache.layers:
         keys, values = getattr(layer, "keys", None), getattr(layer, "values", None)
         if keys is None or values is None or keys.numel() == 0:
+            continue
+        if keys.device.type == "cpu" and keys.dtype in (torch.float32, torch.float16):
+            for rows in (keys.numpy(), values.numpy()):  # views: numpy's gather costs less per call
+                rows[..., start : start + count, :] = rows[..., on_host, :]
             continue
         index = index_on.get(keys.device)
         if index is None:

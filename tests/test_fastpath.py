@@ -16,6 +16,7 @@ from transformers import DynamicCache
 
 from sage_core import DecodeConfig, InputError, SageConfig, decode, load_pair, prepare_inputs, timing
 from sage_core.adapter import VLM, additive_mask, in_batch_depth, rows_from_parents, rows_from_visible, rows_on_host
+from sage_core.kvcache import GrowingLayer, move_rows
 from sage_core.trees import Tree
 
 
@@ -254,7 +255,6 @@ def test_the_plain_backend_keeps_transformers_cache_and_commits_the_same_rows(ti
     from transformers.cache_utils import DynamicLayer
 
     from sage_core.backends import PlainBackend, open_backend
-    from sage_core.kvcache import GrowingLayer
 
     vlm = _vlm(str(tiny_root), family, "target")
     inputs = vlm.prepare(image, "Describe the picture.")
@@ -295,3 +295,20 @@ def test_cli_parses_the_backend():
     assert build_parser().parse_args([*base, "--backend", "plain"]).backend == "plain"
     with pytest.raises(SystemExit):
         build_parser().parse_args([*base, "--backend", "turbo"])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_move_rows_gathers_before_it_writes_in_every_dtype(dtype):
+    """Overlapping sources and targets, on numpy's way (float32, float16) and torch's (bfloat16)."""
+    cache = DynamicCache()
+    cache.layers = [GrowingLayer(8), GrowingLayer(8)]
+    rows = torch.arange(2 * 3 * 12 * 4, dtype=torch.float32).view(2, 3, 12, 4).to(dtype)  # [B, H, N, D]
+    for layer in cache.layers:
+        layer.update(rows.clone(), -rows.clone())
+    sources = [6, 4, 9]
+    with torch.inference_mode():
+        move_rows(cache, sources, 5)  # row 5 is written before row 6 is read from
+    expected = rows.clone()
+    expected[..., 5:8, :] = rows[..., sources, :]
+    for layer in cache.layers:
+        assert torch.equal(layer.keys, expected) and torch.equal(layer.values, -expected)
