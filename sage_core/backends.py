@@ -8,8 +8,9 @@ The loop (`decode.py`, `drafting.py`) sees one interface, `ModelBackend`:
 
 Two implementations, chosen by `DecodeConfig.backend`:
 - "fast" (default): the `VLM` itself. The cache grows in place in buffers sized at the prefill
-  (`kvcache.py`), the tree mask is built on the device from one small tensor of parent indices,
-  and a commit moves only the accepted rows that are out of place.
+  (`kvcache.py`), the tree mask is built on the device from one small tensor of parent indices
+  (on a CPU, from the parent list with numpy), and a commit moves only the accepted rows that are
+  out of place.
 - "plain": transformers as it comes. A `DynamicCache` that grows by concatenation, the mask
   written out on the host from ancestor lists and copied to the device, and a commit that
   rebuilds every layer's keys and values with `index_select` when the kept entries are not a
