@@ -29,6 +29,7 @@ from transformers import AutoConfig, AutoProcessor, DynamicCache
 from .config import check_prompt
 from .errors import InputError, MediaError, ModelLoadError, PairMismatchError
 from .kvcache import growing_cache, move_rows
+from .lean import LeanText
 from .media import Media
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
@@ -111,6 +112,8 @@ class VLM:
         self.dtype: torch.dtype = next(model.parameters()).dtype
         self.vocab_size: int = model.get_output_embeddings().weight.shape[0]
         _check_full_attention(model.config, name)
+        # the decode-time text forward without transformers' module machinery, where it is safe (lean.py)
+        self.lean: LeanText | None = LeanText.of(model)
 
     @classmethod
     def load(
@@ -368,6 +371,7 @@ class VLM:
         visible: Sequence[Sequence[int]] | None = None,
         *,
         parents: Sequence[int] | None = None,
+        lean: bool = True,
     ) -> torch.Tensor:
         """Feed new tokens after the cache; returns their logits, (N, vocab).
 
@@ -381,6 +385,8 @@ class VLM:
           small tensor (the decode loop's way; on a CPU, from the list with
           numpy: `rows_on_host`);
         - `visible[i]`: the entries token i sees, listed (built on the host).
+
+        The forward is `lean.py`'s where the model allows it (and `lean`), else transformers'.
         """
         count = len(tokens)
         if (visible is None) == (parents is None):
@@ -412,16 +418,19 @@ class VLM:
         if rows.shape[0] > 1:
             mask = additive_mask(rows[state.scratch :], state.committed, self.dtype)
         # positions: (1, N), the M-RoPE delta included; the Qwen models expand it to their 3 axes.
-        output = self.model(
-            input_ids=input_ids,
-            position_ids=position_ids,
-            attention_mask=mask,
-            cache=state.cache,
-            use_cache=True,
-        )
+        if lean and self.lean is not None:
+            logits = self.lean.forward(input_ids, position_ids, mask, state.cache)
+        else:
+            logits = self.model(
+                input_ids=input_ids,
+                position_ids=position_ids,
+                attention_mask=mask,
+                cache=state.cache,
+                use_cache=True,
+            ).logits
         state.scratch += count
         state.scratch_rows = rows
-        return output.logits[0].float()
+        return logits[0].float()
 
     @torch.inference_mode()
     def commit(self, state: KVState, keep: Sequence[int]) -> None:

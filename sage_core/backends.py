@@ -1,4 +1,4 @@
-"""How the decode loop talks to a model: prefill / extend / commit, two implementations.
+"""How the decode loop talks to a model: prefill / extend / commit, three implementations.
 
 The loop (`decode.py`, `drafting.py`) sees one interface, `ModelBackend`:
 - `prefill(inputs, reserve)`: the prompt forward; the cache state and the last position's logits;
@@ -6,18 +6,22 @@ The loop (`decode.py`, `drafting.py`) sees one interface, `ModelBackend`:
   committed sequence and its parent's scratch entries; their logits;
 - `commit(state, keep)`: keep the listed scratch entries as committed, drop the rest.
 
-Two implementations, chosen by `DecodeConfig.backend`:
+Three implementations, chosen by `DecodeConfig.backend`:
 - "fast" (default): the `VLM` itself. The cache grows in place in buffers sized at the prefill
   (`kvcache.py`), the tree mask is built on the device from one small tensor of parent indices
-  (on a CPU, from the parent list with numpy), and a commit moves only the accepted rows that are
-  out of place.
+  (on a CPU, from the parent list with numpy), a commit moves only the accepted rows that are
+  out of place, and the forwards after the prefill run `lean.py`'s text forward (transformers'
+  operations without its module machinery) where the model allows it.
+- "fast-hf": the same, with transformers' own forward after the prefill too: what the lean
+  forward is measured against (`scripts/benchmark.py --backend fast-hf`).
 - "plain": transformers as it comes. A `DynamicCache` that grows by concatenation, the mask
   written out on the host from ancestor lists and copied to the device, and a commit that
   rebuilds every layer's keys and values with `index_select` when the kept entries are not a
   prefix of the scratch. The simplest correct path: the reference the fast path is checked
   against, and a fallback should a model's cache not fit `kvcache.py`.
 
-Both are lossless; the tests run every method on both.
+All are lossless; the tests run every method on each, and check that "fast" and "fast-hf" give
+the same logits bit for bit.
 """
 
 from __future__ import annotations
@@ -56,9 +60,39 @@ def open_backend(vlm: VLM, backend: Backend) -> ModelBackend:
     """The model behind the chosen backend."""
     if backend == "fast":
         return vlm
+    if backend == "fast-hf":
+        return TransformersForward(vlm)
     if backend == "plain":
         return PlainBackend(vlm)
     raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+
+
+class TransformersForward:
+    """The fast path with transformers' own forward after the prefill (see the module docstring)."""
+
+    def __init__(self, vlm: VLM) -> None:
+        self._vlm = vlm
+
+    def prefill(self, inputs: Mapping[str, Any], reserve: int = 256) -> tuple[KVState, torch.Tensor]:
+        return self._vlm.prefill(inputs, reserve)
+
+    def prefill_scored(
+        self, inputs: Mapping[str, Any], reserve: int = 256
+    ) -> tuple[KVState, torch.Tensor, torch.Tensor]:
+        return self._vlm.prefill_scored(inputs, reserve)
+
+    def prefill_pruned(
+        self, inputs: Mapping[str, Any], kept_visual: Sequence[int], reserve: int = 256
+    ) -> tuple[KVState, torch.Tensor]:
+        return self._vlm.prefill_pruned(inputs, kept_visual, reserve)
+
+    def extend(
+        self, state: KVState, tokens: Sequence[int], positions: Sequence[int], *, parents: Sequence[int]
+    ) -> torch.Tensor:
+        return self._vlm.extend(state, tokens, positions, parents=parents, lean=False)
+
+    def commit(self, state: KVState, keep: Sequence[int]) -> None:
+        self._vlm.commit(state, keep)
 
 
 class PlainBackend:

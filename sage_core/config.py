@@ -22,10 +22,11 @@ METHOD_LABELS: dict[str, str] = {
 }
 
 # How the loop talks to the models (backends.py): "fast" (caches grown in place, masks built
-# on the device, commits that move only the accepted rows) or "plain" (transformers' own
-# DynamicCache and host-built masks). Both are lossless.
-Backend = Literal["fast", "plain"]
-BACKENDS: tuple[Backend, ...] = ("fast", "plain")
+# on the device, commits that move only the accepted rows, and the lean text forward of lean.py
+# where the model allows it), "fast-hf" (the same with transformers' own forward) or "plain"
+# (transformers' own DynamicCache and host-built masks). All are lossless.
+Backend = Literal["fast", "fast-hf", "plain"]
+BACKENDS: tuple[Backend, ...] = ("fast", "fast-hf", "plain")
 
 # With draft-side visual token pruning on (the paper's SpecVLM column is SD-Tree + pruning).
 PRUNED_METHOD_LABELS: dict[str, str] = {

@@ -23,7 +23,8 @@ Per round of our methods (one extra profiled run per example, forwards
 timed): draft time, verify time, and the time outside model forwards.
 
 `--backend plain` runs our methods on transformers' own cache and masks instead
-of the fast path (sage_core/backends.py). `--long-prompt 500,1500` also runs
+of the fast path, `--backend fast-hf` the fast path with transformers' forward
+instead of the lean one (sage_core/backends.py, sage_core/lean.py). `--long-prompt 500,1500` also runs
 every example with its prompt padded by about that many text tokens, and
 prints how the decode step grows with the context: per padding, the prompt
 length, each method's median round (ms) and decode-only tokens/s. `--threads N`
@@ -246,7 +247,8 @@ def profile_rounds(
     sampling: SamplingConfig = GREEDY,
 ) -> Rounds:  # fmt: skip
     """One run with every forward timed: the median round's parts."""
-    models = [pair.target.model] if method == "ar" else [pair.target.model, pair.draft.model]
+    vlms = [pair.target] if method == "ar" else [pair.target, pair.draft]
+    models = [part for vlm in vlms for part in (vlm.model, vlm.lean) if part is not None]  # either may run
     config = method_config(method, max_new, backend, sampling)
     run = decode(pair, prepared.media, prepared.prompt, config, prepared)
     draft, verify, step, outside = [], [], [], []

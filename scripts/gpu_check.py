@@ -10,7 +10,9 @@ with CUDA events (median of --repeats):
   on the device);
 - the draft's cost per tree level (1, 4, 10 nodes) at the same contexts;
 - plain decoding through the adapter (prefill, then one `extend`/`commit`
-  per token) against `model.generate(do_sample=False)`, 128 new tokens at 1k;
+  per token), with the lean text forward (sage_core/lean.py) and with
+  transformers' forward, against `model.generate(do_sample=False)`, 128 new
+  tokens at 1k;
 - the peak GPU memory of each phase;
 - issue 9's memory case (scripts/memory_check.py): a tiny pair with Qwen's
   151,936-token vocabulary, SAGE on a short and a 1,970-token prompt, the
@@ -112,12 +114,12 @@ def level_cost(vlm: VLM, state: KVState, width: int, repeats: int) -> float:
     return timed(once, repeats)
 
 
-def plain_decoding(vlm: VLM, inputs: dict[str, torch.Tensor], new_tokens: int) -> float:
+def plain_decoding(vlm: VLM, inputs: dict[str, torch.Tensor], new_tokens: int, lean: bool = True) -> float:
     def ours() -> None:
         state, logits = vlm.prefill(inputs, reserve=new_tokens + 8)
         token = int(logits.argmax())
         for _ in range(new_tokens - 1):
-            token = int(vlm.extend(state, [token], [state.committed], parents=[-1])[0].argmax())
+            token = int(vlm.extend(state, [token], [state.committed], parents=[-1], lean=lean)[0].argmax())
             vlm.commit(state, [0])
 
     return timed(ours, 3)
@@ -166,6 +168,8 @@ def main() -> int:
     torch.cuda.reset_peak_memory_stats(device)
     ours = plain_decoding(target, inputs, args.new_tokens)
     record(model=target.name, kind="plain_ours", context=1024, nodes=1, ms=round(ours, 1))
+    ours_hf = plain_decoding(target, inputs, args.new_tokens, lean=False)
+    record(model=target.name, kind="plain_ours_transformers_forward", context=1024, nodes=1, ms=round(ours_hf, 1))
     theirs = generate_decoding(target, inputs, args.new_tokens)
     record(model=target.name, kind="plain_generate", context=1024, nodes=1, ms=round(theirs, 1))
     # Issue 9's memory case (scripts/memory_check.py): Qwen's vocabulary, 34 vs 1,970 prompt tokens.

@@ -12,11 +12,13 @@ from pathlib import Path
 import pytest
 import torch
 from conftest import FAMILIES, tiny_folder
+from tiny_models import model_class
 from transformers import DynamicCache
 
 from sage_core import DecodeConfig, InputError, SageConfig, decode, load_pair, prepare_inputs, timing
 from sage_core.adapter import VLM, additive_mask, in_batch_depth, rows_from_parents, rows_from_visible, rows_on_host
 from sage_core.kvcache import GrowingLayer, move_rows
+from sage_core.lean import LeanText
 from sage_core.trees import Tree
 
 
@@ -293,6 +295,7 @@ def test_cli_parses_the_backend():
     base = ["generate", "--image", "x.png", "--prompt", "hi"]
     assert build_parser().parse_args(base).backend == "fast"
     assert build_parser().parse_args([*base, "--backend", "plain"]).backend == "plain"
+    assert build_parser().parse_args([*base, "--backend", "fast-hf"]).backend == "fast-hf"
     with pytest.raises(SystemExit):
         build_parser().parse_args([*base, "--backend", "turbo"])
 
@@ -312,3 +315,63 @@ def test_move_rows_gathers_before_it_writes_in_every_dtype(dtype):
     expected[..., 5:8, :] = rows[..., sources, :]
     for layer in cache.layers:
         assert torch.equal(layer.keys, expected) and torch.equal(layer.values, -expected)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("attention", ["sdpa", "eager"])
+def test_the_lean_forward_equals_transformers_forward_bit_for_bit(tiny_root, image, family, attention, tmp_path):
+    """lean.py runs the same operations as transformers' forward: one token after the cache, a
+    tree of scratch entries after it, and a draft level on top, give the same logits and caches."""
+    folder = tiny_folder(tiny_root, family, "target")
+    if attention == "eager":
+        model = model_class(family).from_pretrained(folder, dtype=torch.float32, attn_implementation="eager")
+        vlm = VLM(folder, model.eval(), _vlm(str(tiny_root), family, "target").processor, torch.device("cpu"))
+    else:
+        vlm = _vlm(str(tiny_root), family, "target")
+    assert vlm.lean is not None
+    inputs = vlm.prepare(image, "Describe the picture.")
+    logits, caches = {}, {}
+    for lean in (True, False):
+        state, _ = vlm.prefill(inputs, reserve=64)
+        start = state.committed
+        steps = [vlm.extend(state, [39], [start], parents=[-1], lean=lean)]
+        vlm.commit(state, [0])
+        tree, parents = [start + 1] + [start + 1 + d for d in TREE.depths], [-1] + [1 + p for p in TREE.parents]
+        steps.append(vlm.extend(state, [40, *TREE.tokens], tree, parents=parents, lean=lean))
+        steps.append(vlm.extend(state, [50, 51], [start + 5, start + 5], parents=[3, 3], lean=lean))
+        logits[lean] = torch.cat(steps)
+        caches[lean] = [(layer.keys.clone(), layer.values.clone()) for layer in state.cache.layers]
+    assert torch.equal(logits[True], logits[False])
+    for (keys, values), (plain_keys, plain_values) in zip(caches[True], caches[False], strict=True):
+        assert torch.equal(keys, plain_keys) and torch.equal(values, plain_values)
+
+
+def test_the_lean_forward_steps_aside_where_it_is_not_known_to_be_safe(tiny_root):
+    """A model placed by accelerate (hooks move its weights), or a decoder the lean forward does not
+    know, keeps transformers' forward."""
+    vlm = _vlm(str(tiny_root), "qwen3_vl", "target")
+    assert LeanText.of(vlm.model) is not None
+    from accelerate.hooks import ModelHook, add_hook_to_module
+
+    model = model_class("qwen3_vl").from_pretrained(tiny_folder(tiny_root, "qwen3_vl", "target"), dtype=torch.float32)
+    add_hook_to_module(model.model.language_model.layers[0].mlp, ModelHook())
+    assert LeanText.of(model) is None
+    model = model_class("qwen3_vl").from_pretrained(tiny_folder(tiny_root, "qwen3_vl", "target"), dtype=torch.float32)
+    model.model.language_model.rotary_emb.rope_type = "dynamic"
+    assert LeanText.of(model) is None
+    assert LeanText.of(torch.nn.Linear(2, 2)) is None
+
+
+def test_the_fast_path_with_transformers_forward_decodes_the_same_tokens(tiny_root, image):
+    pair = load_pair(
+        tiny_folder(tiny_root, "qwen3_vl", "target"), tiny_folder(tiny_root, "qwen3_vl", "noised"), "cpu", "float32"
+    )
+    assert pair.target.lean is not None and pair.draft.lean is not None
+    for method in ("ar", "sage"):
+        runs = [
+            decode(pair, image, "Describe the picture.", DecodeConfig(method=method, max_new_tokens=24, backend=b))
+            .run_to_end()
+            .token_ids
+            for b in ("fast", "fast-hf")
+        ]
+        assert runs[0] == runs[1] and len(runs[0]) > 4

@@ -1,0 +1,154 @@
+"""The decode-time text forward without transformers' module machinery (part of the adapter).
+
+A forward of the text decoder for a few new tokens after the cache (a draft level, a tree
+verification, a plain decoding step) runs the same operations as transformers' own forward,
+in the same order, on the same weights: the embedding, per layer RMSNorm, the q/k/v
+projections (with their biases, and Qwen3's per-head q/k norms), RoPE, the cache update,
+transformers' own attention function (sdpa or eager) with the tree's additive mask, the output
+projection, RMSNorm and the gated MLP; then the final norm and the LM head. What it leaves out
+is what costs time on a small model and nothing in the result: a dozen `nn.Module` calls per
+layer with their hooks and keyword plumbing, the output dataclasses, the causal-mask builder
+(the caller brings the tree mask) and the rotary module (the new tokens are text: all three
+M-RoPE axes hold the same position, so the rotary angles are plain RoPE's, computed with the
+model's own `inv_freq` and scaling, element by element as transformers does).
+
+On the CPU this halves the cost of a forward of the built-in pair (tests/test_fastpath.py
+checks that its logits equal transformers' forward bit for bit, family by family, and the
+losslessness suite runs every method through it). The prefill, with its vision tower and
+DeepStack features, stays transformers' own.
+
+`LeanText.of(model)` returns None, and the adapter keeps transformers' forward, for anything it
+does not know to be safe: another decoder class, a RoPE type other than the default, sliding
+windows, an attention implementation other than sdpa or eager, accelerate hooks (a model placed
+or offloaded by a device map moves its weights in those hooks), or layers on several devices.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+
+# The text decoders whose layers are Qwen2's or Qwen3's (LLaVA-OneVision's language model is Qwen2).
+KNOWN_DECODERS = ("Qwen2Model", "Qwen2VLTextModel", "Qwen2_5_VLTextModel", "Qwen3VLTextModel")
+
+
+def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    """transformers' Qwen RMSNorm, the same operations in the same order."""
+    dtype = x.dtype
+    x = x.to(torch.float32)
+    variance = x.pow(2).mean(-1, keepdim=True)
+    x = x * torch.rsqrt(variance + eps)
+    return weight * x.to(dtype)
+
+
+def rotate_half(x: torch.Tensor) -> torch.Tensor:
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+class _Layer:
+    """One decoder layer's weights and settings, read once."""
+
+    def __init__(self, layer: Any) -> None:
+        attention, mlp = layer.self_attn, layer.mlp
+        self.attention = attention  # transformers' attention functions read settings from it
+        self.input_norm = (layer.input_layernorm.weight, layer.input_layernorm.variance_epsilon)
+        self.post_norm = (layer.post_attention_layernorm.weight, layer.post_attention_layernorm.variance_epsilon)
+        self.q = (attention.q_proj.weight, attention.q_proj.bias)
+        self.k = (attention.k_proj.weight, attention.k_proj.bias)
+        self.v = (attention.v_proj.weight, attention.v_proj.bias)
+        self.o = (attention.o_proj.weight, attention.o_proj.bias)
+        q_norm, k_norm = getattr(attention, "q_norm", None), getattr(attention, "k_norm", None)
+        self.q_norm = None if q_norm is None else (q_norm.weight, q_norm.variance_epsilon)
+        self.k_norm = None if k_norm is None else (k_norm.weight, k_norm.variance_epsilon)
+        self.head_dim: int = attention.head_dim
+        self.scaling: float = attention.scaling
+        self.gate, self.up, self.down = mlp.gate_proj.weight, mlp.up_proj.weight, mlp.down_proj.weight
+        self.act = mlp.act_fn
+
+
+class LeanText:
+    """The text decoder's forward for new tokens after the cache (see the module docstring)."""
+
+    def __init__(self, model: Any) -> None:
+        text = model.model.language_model
+        config = text.config
+        self.embedding = text.embed_tokens.weight
+        self.layers = [_Layer(layer) for layer in text.layers]
+        self.norm = (text.norm.weight, text.norm.variance_epsilon)
+        self.head = model.get_output_embeddings().weight
+        self.inv_freq: torch.Tensor = text.rotary_emb.inv_freq
+        self.attention_scaling: float = text.rotary_emb.attention_scaling
+        family = sys.modules[type(text.layers[0].self_attn).__module__]
+        self.attend = ALL_ATTENTION_FUNCTIONS.get_interface(config._attn_implementation, family.eager_attention_forward)
+
+    @classmethod
+    def of(cls, model: Any) -> LeanText | None:
+        """The lean forward for `model`, or None where transformers' forward must run."""
+        text = getattr(getattr(model, "model", None), "language_model", None)
+        if text is None or type(text).__name__ not in KNOWN_DECODERS:
+            return None
+        config = text.config
+        if getattr(config, "_attn_implementation", None) not in ("sdpa", "eager"):
+            return None
+        rotary = getattr(text, "rotary_emb", None)
+        if rotary is None or getattr(rotary, "rope_type", None) != "default":
+            return None
+        if any(hasattr(module, "_hf_hook") for module in model.modules()):
+            return None
+        if len({p.device for p in text.parameters()} | {model.get_output_embeddings().weight.device}) != 1:
+            return None
+        for layer in text.layers:
+            attention = layer.self_attn
+            if getattr(attention, "sliding_window", None) is not None:
+                return None
+            mlp = layer.mlp
+            linears = (
+                attention.q_proj,
+                attention.k_proj,
+                attention.v_proj,
+                attention.o_proj,
+                *(mlp.gate_proj, mlp.up_proj, mlp.down_proj),
+            )
+            if any(type(linear) is not torch.nn.Linear for linear in linears):
+                return None
+            if layer.mlp.gate_proj.bias is not None or layer.mlp.down_proj.bias is not None:
+                return None
+        if model.get_output_embeddings().bias is not None:
+            return None
+        return cls(model)
+
+    def forward(
+        self, input_ids: torch.Tensor, position_ids: torch.Tensor, attention_mask: torch.Tensor | None, cache: Any
+    ) -> torch.Tensor:
+        """Logits (1, N, vocab) of N new tokens: ids and positions (1, N), the additive mask
+        (1, 1, N, cache + N) or None (a single token seeing everything), `cache` updated in place."""
+        hidden = F.embedding(input_ids, self.embedding)
+        freqs = position_ids[..., None].float() * self.inv_freq.to(device=hidden.device, dtype=torch.float)
+        cos = (freqs.cos() * self.attention_scaling).to(hidden.dtype)
+        sin = (freqs.sin() * self.attention_scaling).to(hidden.dtype)
+        cos, sin = torch.cat((cos, cos), dim=-1)[:, None], torch.cat((sin, sin), dim=-1)[:, None]  # (1, 1, N, D)
+        batch, count = input_ids.shape
+        for index, layer in enumerate(self.layers):
+            residual = hidden
+            x = rms_norm(hidden, *layer.input_norm)
+            shape = (batch, count, -1, layer.head_dim)
+            query = F.linear(x, *layer.q).view(shape)
+            key = F.linear(x, *layer.k).view(shape)
+            if layer.q_norm is not None and layer.k_norm is not None:
+                query, key = rms_norm(query, *layer.q_norm), rms_norm(key, *layer.k_norm)
+            query, key = query.transpose(1, 2), key.transpose(1, 2)
+            value = F.linear(x, *layer.v).view(shape).transpose(1, 2)
+            query = (query * cos) + (rotate_half(query) * sin)
+            key = (key * cos) + (rotate_half(key) * sin)
+            key, value = cache.update(key, value, index)
+            out, _ = self.attend(layer.attention, query, key, value, attention_mask, dropout=0.0, scaling=layer.scaling)
+            hidden = residual + F.linear(out.reshape(batch, count, -1).contiguous(), *layer.o)
+            residual = hidden
+            x = rms_norm(hidden, *layer.post_norm)
+            hidden = residual + F.linear(layer.act(F.linear(x, layer.gate)) * F.linear(x, layer.up), layer.down)
+        return F.linear(rms_norm(hidden, *self.norm), self.head)
