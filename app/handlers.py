@@ -176,8 +176,8 @@ def finished_status(data: RaceData) -> str:
     note = ""
     if header is not None and header.device == "cpu":
         note = (
-            " On a CPU with a tiny pair, a draft forward costs about a fifth of a target forward and a "
-            "tree verification nearly two one-token steps, so wall-time speedups stay well below the "
+            " On a CPU with a tiny pair, a draft forward costs a sizeable share of a target forward and a "
+            "tree verification costs more than a one-token step, so wall-time speedups stay well below the "
             "tokens per target forward (and below 1× on one-sentence answers, where the prefill dominates); "
             "τ and tokens per target forward are what carry over to a large target on a GPU."
         )

@@ -68,7 +68,9 @@ class _Layer:
         self.k_norm = None if k_norm is None else (k_norm.weight, k_norm.variance_epsilon)
         self.head_dim: int = attention.head_dim
         self.scaling: float = attention.scaling
-        self.gate, self.up, self.down = mlp.gate_proj.weight, mlp.up_proj.weight, mlp.down_proj.weight
+        self.gate = (mlp.gate_proj.weight, mlp.gate_proj.bias)
+        self.up = (mlp.up_proj.weight, mlp.up_proj.bias)
+        self.down = (mlp.down_proj.weight, mlp.down_proj.bias)
         self.act = mlp.act_fn
 
 
@@ -81,7 +83,8 @@ class LeanText:
         self.embedding = text.embed_tokens.weight
         self.layers = [_Layer(layer) for layer in text.layers]
         self.norm = (text.norm.weight, text.norm.variance_epsilon)
-        self.head = model.get_output_embeddings().weight
+        head = model.get_output_embeddings()
+        self.head = (head.weight, head.bias)
         self.inv_freq: torch.Tensor = text.rotary_emb.inv_freq
         self.attention_scaling: float = text.rotary_emb.attention_scaling
         family = sys.modules[type(text.layers[0].self_attn).__module__]
@@ -117,9 +120,7 @@ class LeanText:
             )
             if any(type(linear) is not torch.nn.Linear for linear in linears):
                 return None
-            if layer.mlp.gate_proj.bias is not None or layer.mlp.down_proj.bias is not None:
-                return None
-        if model.get_output_embeddings().bias is not None:
+        if type(model.get_output_embeddings()) is not torch.nn.Linear:
             return None
         return cls(model)
 
@@ -151,5 +152,5 @@ class LeanText:
             hidden = residual + F.linear(out.reshape(batch, count, -1).contiguous(), *layer.o)
             residual = hidden
             x = rms_norm(hidden, *layer.post_norm)
-            hidden = residual + F.linear(layer.act(F.linear(x, layer.gate)) * F.linear(x, layer.up), layer.down)
-        return F.linear(rms_norm(hidden, *self.norm), self.head)
+            hidden = residual + F.linear(layer.act(F.linear(x, *layer.gate)) * F.linear(x, *layer.up), *layer.down)
+        return F.linear(rms_norm(hidden, *self.norm), *self.head)
