@@ -14,13 +14,14 @@ cache internals; it calls `prefill`, `extend` and `commit`.
 
 from __future__ import annotations
 
+import functools
 import gc
 import math
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
 import torch
@@ -74,6 +75,24 @@ def resolve_name(name: str, role: str) -> str:
     if name == "builtin":
         return str(BUILTIN_TARGET if role == "target" else BUILTIN_DRAFT)
     return name
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def inference(function: Callable[_P, _R]) -> Callable[_P, _R]:
+    """`torch.inference_mode()` for a per-round call, entered only when it is not on already: the
+    decode loop turns it on once per round, and each entry costs tens of microseconds on a small CPU."""
+
+    @functools.wraps(function)
+    def run(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        if torch.is_inference_mode_enabled():
+            return function(*args, **kwargs)
+        with torch.inference_mode():
+            return function(*args, **kwargs)
+
+    return run
 
 
 @dataclass
@@ -362,7 +381,7 @@ class VLM:
         state.position_offset += length - state.committed
         return state, logits
 
-    @torch.inference_mode()
+    @inference
     def extend(
         self,
         state: KVState,
@@ -372,6 +391,7 @@ class VLM:
         *,
         parents: Sequence[int] | None = None,
         lean: bool = True,
+        fused: bool = False,
     ) -> torch.Tensor:
         """Feed new tokens after the cache; returns their logits, (N, vocab).
 
@@ -387,39 +407,50 @@ class VLM:
         - `visible[i]`: the entries token i sees, listed (built on the host).
 
         The forward is `lean.py`'s where the model allows it (and `lean`), else transformers'.
+        `fused`: the lean forward's fused variant, for a draft only (its rounding is not
+        transformers' own; see `LeanText.fused`).
         """
         count = len(tokens)
         if (visible is None) == (parents is None):
             raise ValueError("give either visible or parents")
         mask: torch.Tensor | None = None
         positions = [p + state.position_offset for p in positions]  # the M-RoPE delta
-        if count == 1 and state.scratch == 0:
+        if self.device.type == "cpu" and (parents is not None or (count == 1 and state.scratch == 0)):
+            # On a CPU the host is the device, and right after a forward every tensor operation
+            # runs on cold caches (a tenth of a millisecond each on a small CPU): numpy builds
+            # the ids, positions, ancestor rows and mask, and torch wraps them without copies.
+            packed = torch.from_numpy(np.array([tokens, positions], dtype=np.int64))
+            input_ids, position_ids = packed[0:1], packed[1:2]
+            if count == 1 and state.scratch == 0:  # one token after the committed sequence
+                rows = torch.ones((1, 1), dtype=torch.bool)
+            else:
+                assert parents is not None
+                rows, mask = tree_mask_on_host(state.scratch_rows, parents, state.committed, self.dtype)
+                if fused and count == 1 and mask is not None and bool(rows.numpy()[-1].all()):
+                    mask = None  # a draft token that sees every entry (its rounding may differ)
+        elif count == 1 and state.scratch == 0:
             # One token after the committed sequence (plain decoding, or a draft fed one token):
             # it sees everything cached, so no mask, and the model attends as in `generate`.
             input_ids = torch.tensor([list(tokens)], dtype=torch.long, device=self.device)
             position_ids = torch.tensor([list(positions)], dtype=torch.long, device=self.device)
             rows = torch.ones((1, 1), dtype=torch.bool, device=self.device)
-        elif parents is not None and self.device.type == "cpu":
-            # On a CPU the host is the device: a few numpy row copies cost far less than the
-            # tensor operations of `rows_from_parents`, each of which has a fixed cost.
-            packed = torch.tensor([list(tokens), list(positions)], dtype=torch.long)
-            input_ids, position_ids = packed[0:1], packed[1:2]
-            rows = rows_on_host(state.scratch_rows, parents)
         elif parents is not None:
             # tokens, positions, parents: one host-to-device copy.  [3, N]
             packed = torch.tensor([list(tokens), list(positions), list(parents)], dtype=torch.long).to(self.device)
             input_ids, position_ids = packed[0:1], packed[1:2]
             rows = rows_from_parents(state.scratch_rows, packed[2], in_batch_depth(parents, state.scratch))
+            mask = additive_mask(rows[state.scratch :], state.committed, self.dtype)
         else:
             assert visible is not None
             input_ids = torch.tensor([list(tokens)], dtype=torch.long, device=self.device)
             position_ids = torch.tensor([list(positions)], dtype=torch.long, device=self.device)
             rows = rows_from_visible(state.scratch_rows, visible, self.device)
-        if rows.shape[0] > 1:
-            mask = additive_mask(rows[state.scratch :], state.committed, self.dtype)
+            if rows.shape[0] > 1:
+                mask = additive_mask(rows[state.scratch :], state.committed, self.dtype)
         # positions: (1, N), the M-RoPE delta included; the Qwen models expand it to their 3 axes.
         if lean and self.lean is not None:
-            logits = self.lean.forward(input_ids, position_ids, mask, state.cache)
+            fused_up_to = max(positions) + 1 if fused else None
+            logits = self.lean.forward(input_ids, position_ids, mask, state.cache, fused_up_to=fused_up_to)
         else:
             logits = self.model(
                 input_ids=input_ids,
@@ -430,9 +461,10 @@ class VLM:
             ).logits
         state.scratch += count
         state.scratch_rows = rows
-        return logits[0].float()
+        logits = logits[0]
+        return logits if logits.dtype == torch.float32 else logits.float()
 
-    @torch.inference_mode()
+    @inference
     def commit(self, state: KVState, keep: Sequence[int]) -> None:
         """Keep the listed scratch entries (in order) as committed; drop the rest.
 
@@ -546,9 +578,27 @@ def rows_on_host(known: torch.Tensor | None, parents: Sequence[int]) -> torch.Te
     for i, parent in enumerate(parents):
         row = scratch + i
         if parent >= 0:
-            rows[row] = rows[parent]
+            rows[row, : parent + 1] = rows[parent, : parent + 1]  # the rest of the parent's row is empty
         rows[row, row] = True
     return torch.from_numpy(rows)
+
+
+def tree_mask_on_host(
+    known: torch.Tensor | None, parents: Sequence[int], committed: int, dtype: torch.dtype
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """`rows_on_host` and `additive_mask` in one, for a model on the CPU: the scratch rows
+    (S+N, S+N) and the mask (1, 1, N, committed + S + N) of N new tokens, built with numpy."""
+    rows = rows_on_host(known, parents)
+    if dtype != torch.float32:
+        return rows, additive_mask(rows[rows.shape[0] - len(parents) :], committed, dtype)
+    host = rows.numpy()
+    count, total = len(parents), host.shape[0]
+    mask = np.zeros((1, 1, count, committed + total), dtype=np.float32)
+    np.copyto(mask[0, 0, :, committed:], _BLOCKED_FLOAT32, where=~host[total - count :])
+    return rows, torch.from_numpy(mask)
+
+
+_BLOCKED_FLOAT32 = np.finfo(np.float32).min
 
 
 def rows_from_visible(

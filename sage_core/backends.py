@@ -11,17 +11,19 @@ Three implementations, chosen by `DecodeConfig.backend`:
   (`kvcache.py`), the tree mask is built on the device from one small tensor of parent indices
   (on a CPU, from the parent list with numpy), a commit moves only the accepted rows that are
   out of place, and the forwards after the prefill run `lean.py`'s text forward (transformers'
-  operations without its module machinery) where the model allows it.
-- "fast-hf": the same, with transformers' own forward after the prefill too: what the lean
-  forward is measured against (`scripts/benchmark.py --backend fast-hf`).
+  operations without its module machinery) where the model allows it: the target's bit for
+  bit as transformers computes it, the draft's fused into fewer operations (a draft only
+  proposes, so its last bits need not be transformers'; the target checks every token).
+- "fast-hf": the same, with transformers' own forward after the prefill too, for both models:
+  what the lean forwards are measured against (`scripts/benchmark.py --backend fast-hf`).
 - "plain": transformers as it comes. A `DynamicCache` that grows by concatenation, the mask
   written out on the host from ancestor lists and copied to the device, and a commit that
   rebuilds every layer's keys and values with `index_select` when the kept entries are not a
   prefix of the scratch. The simplest correct path: the reference the fast path is checked
   against, and a fallback should a model's cache not fit `kvcache.py`.
 
-All are lossless; the tests run every method on each, and check that "fast" and "fast-hf" give
-the same logits bit for bit.
+All are lossless; the tests run every method on each, and check that the target's lean forward
+and transformers' give the same logits bit for bit (the draft's fused one: the same to rounding).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from typing import Any, Protocol
 import torch
 from transformers import DynamicCache
 
-from .adapter import VLM, KVState
+from .adapter import VLM, KVState, inference
 from .config import BACKENDS, Backend
 
 
@@ -56,22 +58,26 @@ class ModelBackend(Protocol):
     def commit(self, state: KVState, keep: Sequence[int]) -> None: ...
 
 
-def open_backend(vlm: VLM, backend: Backend) -> ModelBackend:
-    """The model behind the chosen backend."""
+def open_backend(vlm: VLM, backend: Backend, *, draft: bool = False) -> ModelBackend:
+    """The model behind the chosen backend; `draft`: the model only proposes (the fast path may
+    then run the lean forward's fused variant, whose rounding is not transformers' own)."""
     if backend == "fast":
-        return vlm
+        return Forwarding(vlm, fused=True) if draft and isinstance(vlm, VLM) and vlm.lean is not None else vlm
     if backend == "fast-hf":
-        return TransformersForward(vlm)
+        return Forwarding(vlm, lean=False)
     if backend == "plain":
         return PlainBackend(vlm)
     raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
 
 
-class TransformersForward:
-    """The fast path with transformers' own forward after the prefill (see the module docstring)."""
+class Forwarding:
+    """The fast path with another forward after the prefill: transformers' own (`lean=False`,
+    backend "fast-hf"), or the lean forward's fused variant (`fused=True`, a draft's on "fast")."""
 
-    def __init__(self, vlm: VLM) -> None:
+    def __init__(self, vlm: VLM, *, lean: bool = True, fused: bool = False) -> None:
         self._vlm = vlm
+        self._lean = lean
+        self._fused = fused
 
     def prefill(self, inputs: Mapping[str, Any], reserve: int = 256) -> tuple[KVState, torch.Tensor]:
         return self._vlm.prefill(inputs, reserve)
@@ -89,7 +95,7 @@ class TransformersForward:
     def extend(
         self, state: KVState, tokens: Sequence[int], positions: Sequence[int], *, parents: Sequence[int]
     ) -> torch.Tensor:
-        return self._vlm.extend(state, tokens, positions, parents=parents, lean=False)
+        return self._vlm.extend(state, tokens, positions, parents=parents, lean=self._lean, fused=self._fused)
 
     def commit(self, state: KVState, keep: Sequence[int]) -> None:
         self._vlm.commit(state, keep)
@@ -117,7 +123,7 @@ class PlainBackend:
         """`prefill` on the pruned prompt (pruning.py), into a plain `DynamicCache`."""
         return self._vlm.prefill_pruned(inputs, kept_visual, cache=DynamicCache(config=self._vlm.model.config))
 
-    @torch.inference_mode()
+    @inference
     def extend(
         self, state: KVState, tokens: Sequence[int], positions: Sequence[int], *, parents: Sequence[int]
     ) -> torch.Tensor:
@@ -148,7 +154,7 @@ class PlainBackend:
         state.scratch_rows = rows
         return output.logits[0].float()
 
-    @torch.inference_mode()
+    @inference
     def commit(self, state: KVState, keep: Sequence[int]) -> None:
         keep = list(keep)
         if keep == list(range(len(keep))):  # a prefix of the scratch: cut the rest off

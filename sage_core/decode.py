@@ -183,7 +183,7 @@ class DecodeRun:
 
     def _run(self) -> Iterator[StepRecord]:
         pair, config = self.pair, self.config
-        target, draft = open_backend(pair.target, config.backend), open_backend(pair.draft, config.backend)
+        target, draft = open_backend(pair.target, config.backend), open_backend(pair.draft, config.backend, draft=True)
         eos = set(pair.target.eos_token_ids)
         text = TextStream(pair.target.tokenizer)
         planner = SagePlanner(config.sage)
@@ -242,33 +242,35 @@ class DecodeRun:
         step = 0
         while finish is None:
             step += 1
-            # Timing: the draft and the verification each end with a device-to-host copy,
-            # so the laps need no synchronisation; the step's end has the only one.
-            laps = Laps(pair.devices)
-            # 1. Draft the tree (SAGE: its shape follows the draft's confidence).
-            if draft_state is None:
-                drafted, shape = DraftedTree(EMPTY_TREE, {}), _Shape()
-            else:
-                drafted, shape = self._draft(draft, draft_state, pending, planner, step, verifier.warp)
-            tree = drafted.tree
-            draft_seconds = laps.lap()
-            # 2. Verify: one target forward over the root and every node.
-            target_logits = _verify_forward(target, target_state, pending[-1], tree)
-            # 3. Accept a path and add the bonus token (greedy: the longest path the
-            #    target's argmax agrees with; sampling: rejection sampling).
-            verdict = verifier.verify(tree, target_logits)
-            verify_seconds = laps.lap()
-            # 4. Commit: the root and the accepted path stay in the target's cache.
-            target.commit(target_state, [0, *(1 + n for n in verdict.accepted_nodes)])
-            new_tokens, finish = emit([*verdict.accepted_tokens, verdict.bonus_token])
-            produced += len(new_tokens)
-            pending = [*verdict.accepted_tokens, verdict.bonus_token]
-            # 5. Adapt: the acceptance window moves SAGE's D_max.
-            window_mean, next_depth_max = None, None
-            if config.method == "sage":
-                window_mean = planner.after_round(drafted, verdict.accepted_nodes)
-                next_depth_max = planner.window.depth_max
-            step_seconds = laps.stop()
+            # The round runs in inference mode, entered once here (not per forward and commit).
+            with torch.inference_mode():
+                # Timing: the draft and the verification each end with a device-to-host copy,
+                # so the laps need no synchronisation; the step's end has the only one.
+                laps = Laps(pair.devices)
+                # 1. Draft the tree (SAGE: its shape follows the draft's confidence).
+                if draft_state is None:
+                    drafted, shape = DraftedTree(EMPTY_TREE, {}), _Shape()
+                else:
+                    drafted, shape = self._draft(draft, draft_state, pending, planner, step, verifier.warp)
+                tree = drafted.tree
+                draft_seconds = laps.lap()
+                # 2. Verify: one target forward over the root and every node.
+                target_logits = _verify_forward(target, target_state, pending[-1], tree)
+                # 3. Accept a path and add the bonus token (greedy: the longest path the
+                #    target's argmax agrees with; sampling: rejection sampling).
+                verdict = verifier.verify(tree, target_logits)
+                verify_seconds = laps.lap()
+                # 4. Commit: the root and the accepted path stay in the target's cache.
+                target.commit(target_state, [0, *(1 + n for n in verdict.accepted_nodes)])
+                new_tokens, finish = emit([*verdict.accepted_tokens, verdict.bonus_token])
+                produced += len(new_tokens)
+                pending = [*verdict.accepted_tokens, verdict.bonus_token]
+                # 5. Adapt: the acceptance window moves SAGE's D_max.
+                window_mean, next_depth_max = None, None
+                if config.method == "sage":
+                    window_mean = planner.after_round(drafted, verdict.accepted_nodes)
+                    next_depth_max = planner.window.depth_max
+                step_seconds = laps.stop()
             total_seconds += step_seconds
             yield StepRecord(
                 method=config.method, step=step, phase="decode",

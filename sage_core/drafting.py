@@ -42,13 +42,24 @@ def top_k(logits: torch.Tensor, k: int, vocab: int, warp: Warp | None = None) ->
 
     `warp` (sampling) processes the logits first, so the probabilities are the
     tempered ones the run samples from. One device-to-host copy for all rows:
-    token ids travel as float64, exact for any vocabulary.
+    token ids travel as float64, exact for any vocabulary (on a CPU, two lists).
     """
-    scores = logits.float().reshape(-1, logits.shape[-1])[:, :vocab]
+    scores = logits
+    if logits.dim() != 2 or logits.dtype != torch.float32:
+        scores = logits.float().reshape(-1, logits.shape[-1])
+    if scores.shape[-1] != vocab:
+        scores = scores[:, :vocab]
     probs = torch.softmax(scores if warp is None else warp(scores), dim=-1)
     values, indices = probs.topk(k, dim=-1)
+    if not _copies_to_host(values):  # on a CPU: two lists cost fewer tensor operations than one
+        return [(tuple(i), tuple(p)) for i, p in zip(indices.tolist(), values.tolist(), strict=True)]
     rows = torch.cat((values.double(), indices.double()), dim=-1).tolist()
     return [(tuple(int(i) for i in row[k:]), tuple(row[:k])) for row in rows]
+
+
+def _copies_to_host(tensor: torch.Tensor) -> bool:
+    """Whether reading `tensor` as a list is a device-to-host copy (a CPU tensor is on the host)."""
+    return tensor.device.type != "cpu"
 
 
 def feed_committed(draft: ModelBackend, state: KVState, pending: Sequence[int]) -> torch.Tensor:

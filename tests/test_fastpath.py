@@ -15,7 +15,7 @@ from conftest import FAMILIES, tiny_folder
 from tiny_models import model_class
 from transformers import DynamicCache
 
-from sage_core import DecodeConfig, InputError, SageConfig, decode, load_pair, prepare_inputs, timing
+from sage_core import DecodeConfig, InputError, SageConfig, decode, drafting, load_pair, prepare_inputs, timing
 from sage_core.adapter import VLM, additive_mask, in_batch_depth, rows_from_parents, rows_from_visible, rows_on_host
 from sage_core.kvcache import GrowingLayer, move_rows
 from sage_core.lean import LeanText
@@ -154,7 +154,11 @@ def test_a_full_cache_grows_and_stays_exact(tiny_root, image):
 
 @pytest.mark.parametrize("method", ["ar", "static", "sage"])
 def test_one_synchronisation_and_one_host_copy_per_forward(tiny_root, image, monkeypatch, method):
-    """Per decode step: one synchronisation, and one device-to-host copy per draft forward and per verification."""
+    """Per decode step: one synchronisation, and one device-to-host copy per draft forward and per verification.
+
+    On a CPU, reading a tensor copies nothing, and `top_k` reads two lists there; the test makes it
+    take the device's way (one list per forward), so the count checks what a GPU run does."""
+    monkeypatch.setattr(drafting, "_copies_to_host", lambda tensor: True)
     pair = load_pair(
         tiny_folder(tiny_root, "qwen2_vl", "target"), tiny_folder(tiny_root, "qwen2_vl", "noised"), "cpu", "float32"
     )
@@ -380,3 +384,51 @@ def test_the_lean_forward_carries_every_bias(tiny_root, image):
         state, _ = vlm.prefill(inputs, reserve=8)
         logits.append(vlm.extend(state, [39, 40], [state.committed] * 2, parents=[-1, 0], lean=lean))
     assert torch.equal(logits[0], logits[1])
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("attention", ["sdpa", "eager"])
+def test_the_drafts_fused_forward_computes_the_same_logits_to_rounding(tiny_root, image, family, attention):
+    """The draft's fused forward (torch's RMSNorm, a rotary table, SDPA with grouped heads) is the same
+    mathematics as transformers' forward: one token, a tree and a level on top give logits and caches
+    equal within float32 rounding and the same top tokens; positions beyond the table's first size
+    grow it. The decode loop's draft on the fast backend runs it, its target does not."""
+    folder = tiny_folder(tiny_root, family, "unrelated")  # a smaller model, as drafts are
+    model = model_class(family).from_pretrained(folder, dtype=torch.float32, attn_implementation=attention)
+    vlm = VLM(folder, model.eval(), _vlm(str(tiny_root), family, "unrelated").processor, torch.device("cpu"))
+    assert vlm.lean is not None
+    inputs = vlm.prepare(image, "Describe the picture.")
+    logits, caches = {}, {}
+    for fused in (True, False):
+        state, _ = vlm.prefill(inputs, reserve=64)
+        start = state.committed
+        steps = [vlm.extend(state, [39], [start], parents=[-1], fused=fused, lean=fused)]
+        vlm.commit(state, [0])
+        tree, parents = [start + 1] + [start + 1 + d for d in TREE.depths], [-1] + [1 + p for p in TREE.parents]
+        steps.append(vlm.extend(state, [40, *TREE.tokens], tree, parents=parents, fused=fused, lean=fused))
+        far = start + 3000  # past the rotary table's first 1,024 positions
+        steps.append(vlm.extend(state, [50, 51], [far, far], parents=[3, 3], fused=fused, lean=fused))
+        logits[fused] = torch.cat(steps)
+        caches[fused] = [(layer.keys.clone(), layer.values.clone()) for layer in state.cache.layers]
+    torch.testing.assert_close(logits[True], logits[False], rtol=1e-5, atol=1e-5)
+    assert torch.equal(logits[True].argmax(-1), logits[False].argmax(-1))
+    for (keys, values), (plain_keys, plain_values) in zip(caches[True], caches[False], strict=True):
+        torch.testing.assert_close(keys, plain_keys, rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(values, plain_values, rtol=1e-5, atol=1e-5)
+
+
+def test_the_fast_backend_fuses_the_drafts_forward_only(tiny_root, image, monkeypatch):
+    pair = load_pair(tiny_folder(tiny_root, "qwen3_vl", "target"), tiny_folder(tiny_root, "qwen3_vl", "noised"))
+    calls: list[tuple[str, bool]] = []
+    for name, vlm in (("target", pair.target), ("draft", pair.draft)):
+        assert vlm.lean is not None
+        original = vlm.lean.forward
+
+        def spy(*args, _name=name, _original=original, **kwargs):
+            calls.append((_name, kwargs.get("fused_up_to") is not None))
+            return _original(*args, **kwargs)
+
+        monkeypatch.setattr(vlm.lean, "forward", spy)
+    decode(pair, image, "Describe the picture.", DecodeConfig("sage", max_new_tokens=12)).run_to_end()
+    assert ("target", True) not in calls and ("draft", False) not in calls
+    assert ("target", False) in calls and ("draft", True) in calls
