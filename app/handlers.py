@@ -252,12 +252,17 @@ class Handlers:
             if data.stopped:
                 break
             now = time.monotonic()
+            update = None
             if now - last_figures >= self.settings.figure_interval:
                 last_text = last_figures = now
-                yield self.view(data, running, tree_lane)
+                update = self.view(data, running, tree_lane)
             elif now - last_text >= self.settings.text_interval:
                 last_text = now
-                yield self.view(data, running, tree_lane, figures=False)
+                update = self.view(data, running, tree_lane, figures=False)
+            if data.stopped:  # Stop came while the view was drawn: a "running" view must not follow it
+                break
+            if update is not None:
+                yield update
         if data is not None:
             yield self.view(data, finished_status(data), tree_lane, trace=save_trace_file(data))
 
@@ -393,6 +398,15 @@ class Handlers:
             page.lanes: race_html(data),
             page.download: gr.update(value=save_trace_file(data), visible=True),
         }
+
+    def after_stop(self, data: RaceData | None) -> Update:
+        """Once the streaming event is cancelled, draw the stopped race again: an update the stream
+        had sent before Stop may reach the page after Stop's own."""
+        if data is None or not data.stopped:
+            return {}
+        page = self.page
+        return {page.status: stopped_status(data), page.verdict: headline_html(data) + badge_html(data),
+                page.lanes: race_html(data)}  # fmt: skip
 
     def show_tree(self, data: RaceData | None, method: str | None, step: float | None) -> Update:
         lane = data.lane(method) if data is not None and method else None

@@ -71,8 +71,13 @@ def wire(page: Page, handlers: Handlers) -> None:
     # With draft-side pruning, the picture of what the draft read follows a race (hidden otherwise).
     for event in (live, replaying):
         event.then(show_draft_view, [page.state], [page.draft_seen, page.draft_note], api_visibility="private")
-    page.stop.click(controls(handlers.stop, page), [page.state], [page.status, page.verdict, page.lanes,
-                    page.download], cancels=[live, replaying], queue=False, api_visibility="private")  # fmt: skip
+    # Stop cancels the stream, then draws the stopped race once more (a streamed update sent just
+    # before Stop may reach the page after Stop's own).
+    stopped_view = [page.status, page.verdict, page.lanes]
+    stopping = page.stop.click(controls(handlers.stop, page), [page.state], [*stopped_view, page.download],
+                               cancels=[live, replaying], queue=False, api_visibility="private")  # fmt: skip
+    stopping.then(controls(handlers.after_stop, page), [page.state], stopped_view, queue=False,
+                  api_visibility="private")  # fmt: skip
     # A streamed race or replay ends any stepped one; Step advances one round on every side.
     for button in (page.start, page.replay):
         button.click(lambda: None, None, page.stepper, queue=False, api_visibility="private")

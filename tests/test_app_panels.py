@@ -432,6 +432,36 @@ def test_a_stopped_race_streams_no_further_and_ends_saying_so(tmp_path, monkeypa
     assert "Stopped" in updates[-1]["verdict"]
 
 
+def test_a_view_drawn_while_stop_comes_is_not_sent_after_it(tmp_path, monkeypatch):
+    """Stop pressed while the stream draws a running view: that view is dropped (it would reach the
+    page after Stop's own and show the race running again); the stream ends saying stopped."""
+    monkeypatch.setattr(handlers, "TRACE_DIR", tmp_path)
+    data = unfinished_race()
+    handler = handlers_on_a_stand_in_page()
+    real_view = handler.view
+
+    def view_while_stop_comes(*args, **kwargs):
+        update = real_view(*args, **kwargs)
+        handler.stop(data)  # the visitor presses Stop while this view is drawn
+        return update
+
+    monkeypatch.setattr(handler, "view", view_while_stop_comes)
+    updates = list(handler.stream(iter([data, data]), "Racing on cpu, step by step:", None))
+    assert len(updates) == 1
+    assert "race was stopped" in updates[0]["status"] and "Racing" not in updates[0]["status"]
+
+
+def test_after_stop_draws_the_stopped_race_again(tmp_path, monkeypatch):
+    monkeypatch.setattr(handlers, "TRACE_DIR", tmp_path)
+    handler = handlers_on_a_stand_in_page()
+    data = unfinished_race()
+    assert handler.after_stop(data) == {} and handler.after_stop(None) == {}  # not stopped: nothing to redraw
+    handler.stop(data)
+    update = handler.after_stop(data)
+    assert "race was stopped" in update["status"] and "Stopped" in update["verdict"]
+    assert update["lanes"].count("sage-tag stop") == 2
+
+
 def test_a_finished_race_is_not_marked_stopped(tmp_path, monkeypatch):
     monkeypatch.setattr(handlers, "TRACE_DIR", tmp_path)
     data = synthetic_race()
