@@ -19,6 +19,10 @@ with CUDA events (median of --repeats):
   allocator's peak and the median decode step of each.
 Writes results.json and results.md to --out. Text-only prompts (random token
 ids): the vision tower does not change what is measured here.
+
+`--smoke` runs the same steps on tiny models, short contexts and few tokens, on
+any device (the CPU without CUDA): a check that the script runs end to end
+(tests/test_benchmark_script.py runs it), whose figures mean nothing.
 """
 
 from __future__ import annotations
@@ -50,6 +54,8 @@ SHAPES: dict[str, dict[str, Any]] = {
                       "tie_word_embeddings": True},
 }  # fmt: skip
 CONTEXTS = (1024, 4096, 16384)
+SMOKE_SIZES = {"tiny-target": "small", "tiny-draft": "smaller"}  # --smoke: the tests' tiny configs
+SMOKE_CONTEXTS = (64, 160)
 TREE_SIZES = (1, 8, 16, 32, 64)
 LEVEL_WIDTHS = (1, 4, 10)
 
@@ -57,19 +63,32 @@ LEVEL_WIDTHS = (1, 4, 10)
 def build(shape: str, device: torch.device) -> VLM:
     from transformers import Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration
 
-    text = {**SHAPES[shape], "max_position_embeddings": 32768, "rope_theta": 1000000.0}
-    config = Qwen2_5_VLConfig(text_config=text, vision_config={**VISION, "out_hidden_size": text["hidden_size"]})
+    if shape in SMOKE_SIZES:  # --smoke: the tests' tiny Qwen2.5-VL config
+        sys.path.insert(0, str(ROOT / "tests"))
+        from tiny_models import build_config
+
+        config: Any = build_config("qwen2_5_vl", SMOKE_SIZES[shape])
+        dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
+    else:
+        text = {**SHAPES[shape], "max_position_embeddings": 32768, "rope_theta": 1000000.0}
+        config = Qwen2_5_VLConfig(text_config=text, vision_config={**VISION, "out_hidden_size": text["hidden_size"]})
+        dtype = torch.bfloat16
     with torch.device(device):
-        model = Qwen2_5_VLForConditionalGeneration._from_config(config, dtype=torch.bfloat16)
+        model = Qwen2_5_VLForConditionalGeneration._from_config(config, dtype=dtype)
     model.eval()
     return VLM(shape, model, None, device)
 
 
 def timed(fn: Callable[[], Any], repeats: int) -> float:
-    """Median milliseconds of `fn` over `repeats` runs (CUDA events), after one warm-up."""
+    """Median milliseconds of `fn` over `repeats` runs (CUDA events; the clock on a CPU), after one warm-up."""
     fn()
     times = []
     for _ in range(repeats):
+        if not torch.cuda.is_available():
+            start_s = time.perf_counter()
+            fn()
+            times.append((time.perf_counter() - start_s) * 1000)
+            continue
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         fn()
@@ -80,8 +99,14 @@ def timed(fn: Callable[[], Any], repeats: int) -> float:
 
 
 def prompt(length: int, vocab: int, device: torch.device) -> dict[str, torch.Tensor]:
-    ids = torch.randint(100, vocab - 1000, (1, length), generator=torch.Generator().manual_seed(length)).to(device)
+    low, high = min(100, vocab // 4), vocab - min(1000, vocab // 4)
+    ids = torch.randint(low, high, (1, length), generator=torch.Generator().manual_seed(length)).to(device)
     return {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
+
+
+def token_base(vlm: VLM) -> int:
+    """Where the made-up tree tokens start: inside any vocabulary."""
+    return min(1000, vlm.vocab_size // 2)
 
 
 def tree_parents(size: int) -> list[int]:
@@ -94,7 +119,7 @@ def verify_cost(vlm: VLM, state: KVState, size: int, repeats: int) -> float:
     depth: list[int] = []
     for parent in parents:
         depth.append(0 if parent < 0 else depth[parent] + 1)
-    tokens = [1000 + i for i in range(size + 1)]
+    tokens = [token_base(vlm) + i for i in range(size + 1)]
     positions = [state.committed + d for d in depth]
 
     def once() -> None:
@@ -106,8 +131,11 @@ def verify_cost(vlm: VLM, state: KVState, size: int, repeats: int) -> float:
 
 
 def level_cost(vlm: VLM, state: KVState, width: int, repeats: int) -> float:
+    """A draft level as the decode loop runs it: the lean forward's fused variant (lean.py)."""
+
     def once() -> None:
-        logits = vlm.extend(state, [1000] * width, [state.committed] * width, parents=[-1] * width)
+        tokens, positions = [token_base(vlm)] * width, [state.committed] * width
+        logits = vlm.extend(state, tokens, positions, parents=[-1] * width, fused=True)
         logits.float().softmax(-1).topk(10).values.tolist()
         vlm.commit(state, [])
 
@@ -133,50 +161,66 @@ def generate_decoding(vlm: VLM, inputs: dict[str, torch.Tensor], new_tokens: int
     return timed(theirs, 3)
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="gpu_check")
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--new-tokens", type=int, default=128)
-    args = parser.parse_args()
-    if not torch.cuda.is_available():
-        print("error: needs a CUDA GPU", file=sys.stderr)
+    parser.add_argument("--smoke", action="store_true", help="tiny models, any device: does the script run?")
+    args = parser.parse_args(argv)
+    cuda = torch.cuda.is_available()
+    if not cuda and not args.smoke:
+        print("error: needs a CUDA GPU (--smoke runs the steps on tiny models, on the CPU too)", file=sys.stderr)
         return 2
-    device = torch.device("cuda")
+    device = torch.device("cuda" if cuda else "cpu")
+    shapes = tuple(SMOKE_SIZES) if args.smoke else ("qwen2.5-vl-7b", "qwen2.5-vl-3b")
+    contexts = SMOKE_CONTEXTS if args.smoke else CONTEXTS
+    tree_sizes, widths = (TREE_SIZES[:2], LEVEL_WIDTHS[:2]) if args.smoke else (TREE_SIZES, LEVEL_WIDTHS)
+    new_tokens = min(args.new_tokens, 8) if args.smoke else args.new_tokens
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-    results: dict[str, Any] = {"device": torch.cuda.get_device_name(device), "dtype": "bfloat16", "rows": []}
+    name = torch.cuda.get_device_name(device) if cuda else "cpu"
+    results: dict[str, Any] = {"device": name, "dtype": "bfloat16" if cuda else "float32", "smoke": args.smoke,
+                               "rows": []}  # fmt: skip
 
     def record(**row: Any) -> None:
-        row["peak_gib"] = round(torch.cuda.max_memory_allocated(device) / 2**30, 2)
+        row["peak_gib"] = round(torch.cuda.max_memory_allocated(device) / 2**30, 2) if cuda else None
         results["rows"].append(row)
         print(json.dumps(row), flush=True)
 
-    target, draft = build("qwen2.5-vl-7b", device), build("qwen2.5-vl-3b", device)
-    for context in CONTEXTS:
-        for vlm, sizes, cost in ((target, TREE_SIZES, verify_cost), (draft, LEVEL_WIDTHS, level_cost)):
+    def reset_peak() -> None:
+        if cuda:
             torch.cuda.reset_peak_memory_stats(device)
-            state, _ = vlm.prefill(prompt(context, 150000, device), reserve=256)
+
+    target, draft = build(shapes[0], device), build(shapes[1], device)
+    for context in contexts:
+        for vlm, sizes, cost in ((target, tree_sizes, verify_cost), (draft, widths, level_cost)):
+            reset_peak()
+            state, _ = vlm.prefill(prompt(context, vlm.vocab_size, device), reserve=256)
             for size in sizes:
                 ms = cost(vlm, state, size, args.repeats)
                 kind = "verify" if vlm is target else "draft_level"
                 record(model=vlm.name, kind=kind, context=context, nodes=size, ms=round(ms, 3))
             del state
-            torch.cuda.empty_cache()
-    inputs = prompt(1024, 150000, device)
-    torch.cuda.reset_peak_memory_stats(device)
-    ours = plain_decoding(target, inputs, args.new_tokens)
-    record(model=target.name, kind="plain_ours", context=1024, nodes=1, ms=round(ours, 1))
-    ours_hf = plain_decoding(target, inputs, args.new_tokens, lean=False)
-    record(model=target.name, kind="plain_ours_transformers_forward", context=1024, nodes=1, ms=round(ours_hf, 1))
-    theirs = generate_decoding(target, inputs, args.new_tokens)
-    record(model=target.name, kind="plain_generate", context=1024, nodes=1, ms=round(theirs, 1))
+            if cuda:
+                torch.cuda.empty_cache()
+    inputs = prompt(contexts[0], target.vocab_size, device)
+    reset_peak()
+    ours = plain_decoding(target, inputs, new_tokens)
+    record(model=target.name, kind="plain_ours", context=contexts[0], nodes=1, ms=round(ours, 1))
+    ours_hf = plain_decoding(target, inputs, new_tokens, lean=False)
+    record(
+        model=target.name, kind="plain_ours_transformers_forward", context=contexts[0], nodes=1, ms=round(ours_hf, 1)
+    )
+    theirs = generate_decoding(target, inputs, new_tokens)
+    record(model=target.name, kind="plain_generate", context=contexts[0], nodes=1, ms=round(theirs, 1))
     # Issue 9's memory case (scripts/memory_check.py): Qwen's vocabulary, 34 vs 1,970 prompt tokens.
     memory = runpy.run_path(str(ROOT / "scripts" / "memory_check.py"), run_name="memory_check")
+    pads, max_new = ([0, 40], 4) if args.smoke else ([0, 1940], 32)
     with tempfile.TemporaryDirectory() as folder:
         small_target, small_draft = memory["build_pair"](Path(folder))
-        results["memory_check"] = memory["measure"](small_target, small_draft, "cuda", [0, 1940], 32, "sage")
+        results["memory_check"] = memory["measure"](small_target, small_draft, device.type, pads, max_new, "sage")
     print(memory["report"](results["memory_check"]), flush=True)
     results["seconds"] = round(time.perf_counter() - started, 1)
     (out / "results.json").write_text(json.dumps(results, indent=1), encoding="utf-8")

@@ -178,3 +178,18 @@ def test_benchmark_refuses_a_thread_count_below_one(tmp_path, monkeypatch, capsy
     (tmp_path / "examples.json").write_text(json.dumps([{"file": "x.png", "prompt": "hi"}]))
     error = refusal(monkeypatch, capsys, "--examples", str(tmp_path / "examples.json"), "--threads", "0")
     assert "--threads must be >= 1" in error
+
+
+@pytest.mark.slow
+def test_the_gpu_check_runs_end_to_end_on_tiny_models(tmp_path):
+    """scripts/gpu_check.py has one run on a lent GPU: `--smoke` goes through every step on tiny
+    models on this CPU (the memory case in its own processes too), so the GPU run cannot fail on a
+    step that was never taken."""
+    main = runpy.run_path(str(SCRIPT.parent / "gpu_check.py"), run_name="gpu_check")["main"]
+    assert main(["--smoke", "--repeats", "2", "--out", str(tmp_path)]) == 0
+    results = json.loads((tmp_path / "results.json").read_text())
+    kinds = {row["kind"] for row in results["rows"]}
+    assert kinds == {"verify", "draft_level", "plain_ours", "plain_ours_transformers_forward", "plain_generate"}
+    assert all(row["ms"] > 0 for row in results["rows"])
+    assert [row["pad_tokens"] for row in results["memory_check"]] == [0, 40]
+    assert "| model | kind |" in (tmp_path / "results.md").read_text()
