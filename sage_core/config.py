@@ -23,7 +23,8 @@ METHOD_LABELS: dict[str, str] = {
 
 # How the loop talks to the models (backends.py): "fast" (caches grown in place, masks built
 # on the device, commits that move only the accepted rows, and the lean text forward of lean.py
-# where the model allows it), "fast-hf" (the same with transformers' own forward) or "plain"
+# where the model allows it: the target's bit for bit, the draft's fused), "fast-hf" (the same
+# with transformers' own forward for both) or "plain"
 # (transformers' own DynamicCache and host-built masks). All are lossless.
 Backend = Literal["fast", "fast-hf", "plain"]
 BACKENDS: tuple[Backend, ...] = ("fast", "fast-hf", "plain")

@@ -100,6 +100,7 @@ def grow_tree(
     tokens: list[int] = []
     parents: list[int] = []
     probs: list[float] = []
+    cumulative: list[float] = []  # each node's draft probability times its ancestors' (the candidates carry it)
     depths: list[int] = []
     scratch_of: dict[int, int] = {ROOT: -1}  # node -> its index among the draft's scratch entries
     root_tokens, root_probs = root
@@ -115,6 +116,7 @@ def grow_tree(
             tokens.append(candidate.token)
             parents.append(candidate.parent)
             probs.append(candidate.prob)
+            cumulative.append(candidate.cumulative)
             depths.append(level)
         to_expand = [
             n for n, c in zip(new_nodes, chosen, strict=True) if level < max_depth and expand(n, level, c.cumulative)
@@ -130,7 +132,6 @@ def grow_tree(
             positions=[root_position + level] * len(to_expand),
             parents=[scratch_of[parents[n]] for n in to_expand],
         )
-        cumulative = Tree(tuple(tokens), tuple(parents), tuple(probs)).cumulative_probs()
         frontier = []
         for node, (next_tokens, next_probs) in zip(to_expand, top_k(logits, top, vocab, warp), strict=True):
             distributions[node] = next_probs

@@ -16,7 +16,7 @@ loop calls it the same way whatever the settings (`make_verifier` picks one):
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Protocol
 
 import torch
@@ -62,14 +62,14 @@ class GreedyVerifier:
 
     def verify(self, tree: Tree, target_logits: torch.Tensor) -> Verdict:
         choices = target_logits.argmax(dim=-1).tolist()
-        return replace(verify_greedy(tree, choices), target_choices=tuple(choices))
+        return verify_greedy(tree, choices, keep_choices=True)
 
 
-def verify_greedy(tree: Tree, target_argmax: Sequence[int]) -> Verdict:
+def verify_greedy(tree: Tree, target_argmax: Sequence[int], keep_choices: bool = False) -> Verdict:
     """Walk the tree along the target's argmax.
 
     `target_argmax[0]` is the target's choice after the root, and
-    `target_argmax[1 + i]` its choice after node i.
+    `target_argmax[1 + i]` its choice after node i (kept in the verdict with `keep_choices`).
     """
     if len(target_argmax) != len(tree) + 1:
         raise ValueError("need one target argmax for the root and one per node")
@@ -82,6 +82,7 @@ def verify_greedy(tree: Tree, target_argmax: Sequence[int]) -> Verdict:
         wanted = target_argmax[current + 1]
         match = next((c for c in children.get(current, ()) if tree.tokens[c] == wanted), None)
         if match is None:
-            return Verdict(tuple(accepted), tuple(tree.tokens[i] for i in accepted), wanted)
+            choices = tuple(target_argmax) if keep_choices else ()
+            return Verdict(tuple(accepted), tuple(tree.tokens[i] for i in accepted), wanted, target_choices=choices)
         accepted.append(match)
         current = match
