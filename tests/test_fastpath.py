@@ -321,6 +321,21 @@ def test_move_rows_gathers_before_it_writes_in_every_dtype(dtype):
         assert torch.equal(layer.keys, expected) and torch.equal(layer.values, -expected)
 
 
+def token_tree_and_level(vlm: VLM, inputs, level_at: int, **options):
+    """One token after the prompt, a tree of scratch entries after it, and a draft level on top
+    (at `level_at` positions past the prompt), each through `vlm.extend(..., **options)`: the
+    logits of all three, and every layer's keys and values after them."""
+    state, _ = vlm.prefill(inputs, reserve=64)
+    start = state.committed
+    steps = [vlm.extend(state, [39], [start], parents=[-1], **options)]
+    vlm.commit(state, [0])
+    tree, parents = [start + 1] + [start + 1 + d for d in TREE.depths], [-1] + [1 + p for p in TREE.parents]
+    steps.append(vlm.extend(state, [40, *TREE.tokens], tree, parents=parents, **options))
+    level = start + level_at
+    steps.append(vlm.extend(state, [50, 51], [level, level], parents=[3, 3], **options))
+    return torch.cat(steps), [(layer.keys.clone(), layer.values.clone()) for layer in state.cache.layers]
+
+
 @pytest.mark.parametrize("family", FAMILIES)
 @pytest.mark.parametrize("attention", ["sdpa", "eager"])
 def test_the_lean_forward_equals_transformers_forward_bit_for_bit(tiny_root, image, family, attention):
@@ -336,15 +351,7 @@ def test_the_lean_forward_equals_transformers_forward_bit_for_bit(tiny_root, ima
     inputs = vlm.prepare(image, "Describe the picture.")
     logits, caches = {}, {}
     for lean in (True, False):
-        state, _ = vlm.prefill(inputs, reserve=64)
-        start = state.committed
-        steps = [vlm.extend(state, [39], [start], parents=[-1], lean=lean)]
-        vlm.commit(state, [0])
-        tree, parents = [start + 1] + [start + 1 + d for d in TREE.depths], [-1] + [1 + p for p in TREE.parents]
-        steps.append(vlm.extend(state, [40, *TREE.tokens], tree, parents=parents, lean=lean))
-        steps.append(vlm.extend(state, [50, 51], [start + 5, start + 5], parents=[3, 3], lean=lean))
-        logits[lean] = torch.cat(steps)
-        caches[lean] = [(layer.keys.clone(), layer.values.clone()) for layer in state.cache.layers]
+        logits[lean], caches[lean] = token_tree_and_level(vlm, inputs, level_at=5, lean=lean)
     assert torch.equal(logits[True], logits[False])
     for (keys, values), (plain_keys, plain_values) in zip(caches[True], caches[False], strict=True):
         assert torch.equal(keys, plain_keys) and torch.equal(values, plain_values)
@@ -399,17 +406,8 @@ def test_the_drafts_fused_forward_computes_the_same_logits_to_rounding(tiny_root
     assert vlm.lean is not None
     inputs = vlm.prepare(image, "Describe the picture.")
     logits, caches = {}, {}
-    for fused in (True, False):
-        state, _ = vlm.prefill(inputs, reserve=64)
-        start = state.committed
-        steps = [vlm.extend(state, [39], [start], parents=[-1], fused=fused, lean=fused)]
-        vlm.commit(state, [0])
-        tree, parents = [start + 1] + [start + 1 + d for d in TREE.depths], [-1] + [1 + p for p in TREE.parents]
-        steps.append(vlm.extend(state, [40, *TREE.tokens], tree, parents=parents, fused=fused, lean=fused))
-        far = start + 3000  # past the rotary table's first 1,024 positions
-        steps.append(vlm.extend(state, [50, 51], [far, far], parents=[3, 3], fused=fused, lean=fused))
-        logits[fused] = torch.cat(steps)
-        caches[fused] = [(layer.keys.clone(), layer.values.clone()) for layer in state.cache.layers]
+    for fused in (True, False):  # the level sits past the rotary table's first 1,024 positions
+        logits[fused], caches[fused] = token_tree_and_level(vlm, inputs, level_at=3000, fused=fused, lean=fused)
     torch.testing.assert_close(logits[True], logits[False], rtol=1e-5, atol=1e-5)
     assert torch.equal(logits[True].argmax(-1), logits[False].argmax(-1))
     for (keys, values), (plain_keys, plain_values) in zip(caches[True], caches[False], strict=True):
