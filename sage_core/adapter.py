@@ -583,6 +583,9 @@ def rows_on_host(known: torch.Tensor | None, parents: Sequence[int]) -> torch.Te
     return torch.from_numpy(rows)
 
 
+_BLOCKED_FLOAT32 = np.finfo(np.float32).min  # the additive mask's "blocked"
+
+
 def tree_mask_on_host(
     known: torch.Tensor | None, parents: Sequence[int], committed: int, dtype: torch.dtype
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -596,9 +599,6 @@ def tree_mask_on_host(
     mask = np.zeros((1, 1, count, committed + total), dtype=np.float32)
     np.copyto(mask[0, 0, :, committed:], _BLOCKED_FLOAT32, where=~host[total - count :])
     return rows, torch.from_numpy(mask)
-
-
-_BLOCKED_FLOAT32 = np.finfo(np.float32).min
 
 
 def rows_from_visible(

@@ -12,7 +12,7 @@ layer with their hooks and keyword plumbing, the output dataclasses, the causal-
 M-RoPE axes hold the same position, so the rotary angles are plain RoPE's, computed with the
 model's own `inv_freq` and scaling, element by element as transformers does).
 
-On the CPU it cuts the cost of a forward of the built-in pair: a one-token target step 10-11 ms
+On the CPU it cuts the cost of a forward of the built-in pair: a one-token target step 10-12 ms
 against 12-16 ms with transformers' forward in scripts/benchmark.py (tests/test_fastpath.py
 checks that its logits equal transformers' forward bit for bit, family by family, and the
 losslessness suite runs every method through it). A draft runs `fused`, the same mathematics
@@ -183,7 +183,7 @@ class LeanText:
         heads (no `repeat_kv`, whatever attention the model was loaded with). A draft can afford
         rounding that is not transformers' own: it only proposes, and the target checks every
         token it proposes, so the output stays the target's. A target cannot: its forward is
-        `forward`'s, bit for bit. On the built-in draft a forward costs about a quarter less.
+        `forward`'s, bit for bit.
         `positions_below`: more than the largest position id (the table grows to hold it).
         """
         hidden = F.embedding(input_ids, self.embedding)

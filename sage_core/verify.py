@@ -62,14 +62,14 @@ class GreedyVerifier:
 
     def verify(self, tree: Tree, target_logits: torch.Tensor) -> Verdict:
         choices = target_logits.argmax(dim=-1).tolist()
-        return verify_greedy(tree, choices, keep_choices=True)
+        return verify_greedy(tree, choices)
 
 
-def verify_greedy(tree: Tree, target_argmax: Sequence[int], keep_choices: bool = False) -> Verdict:
+def verify_greedy(tree: Tree, target_argmax: Sequence[int]) -> Verdict:
     """Walk the tree along the target's argmax.
 
     `target_argmax[0]` is the target's choice after the root, and
-    `target_argmax[1 + i]` its choice after node i (kept in the verdict with `keep_choices`).
+    `target_argmax[1 + i]` its choice after node i (both kept in the verdict: what was compared).
     """
     if len(target_argmax) != len(tree) + 1:
         raise ValueError("need one target argmax for the root and one per node")
@@ -82,7 +82,7 @@ def verify_greedy(tree: Tree, target_argmax: Sequence[int], keep_choices: bool =
         wanted = target_argmax[current + 1]
         match = next((c for c in children.get(current, ()) if tree.tokens[c] == wanted), None)
         if match is None:
-            choices = tuple(target_argmax) if keep_choices else ()
-            return Verdict(tuple(accepted), tuple(tree.tokens[i] for i in accepted), wanted, target_choices=choices)
+            accepted_tokens = tuple(tree.tokens[i] for i in accepted)
+            return Verdict(tuple(accepted), accepted_tokens, wanted, target_choices=tuple(target_argmax))
         accepted.append(match)
         current = match
