@@ -5,9 +5,10 @@ and calls `next()` on each in turn, one round at a time, so every column
 streams while the races runs. Each record times its own step with device
 synchronisation, so each side's time is its own (`total_seconds`), whatever
 the other side did in between. The media go through each processor once per
-race; each side is charged the preparation it needs, as measured once (its
-header says the preparation was shared). There is no decoding logic here: the app only
-collects the records the library yields.
+race (the draft's not at all when it is the target's: `ModelPair.inputs_alike`);
+each side is charged the preparation it needs, as measured once (its header
+says the preparation was shared). There is no decoding logic here: the app
+only collects the records the library yields.
 
 A replay reads a recorded race back and hands the records out at their
 recorded pace, each side on its own recorded clock (as if each had the

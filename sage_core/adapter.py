@@ -392,6 +392,7 @@ class VLM:
         parents: Sequence[int] | None = None,
         lean: bool = True,
         fused: bool = False,
+        compiled: bool = False,
     ) -> torch.Tensor:
         """Feed new tokens after the cache; returns their logits, (N, vocab).
 
@@ -408,7 +409,7 @@ class VLM:
 
         The forward is `lean.py`'s where the model allows it (and `lean`), else transformers'.
         `fused`: the lean forward's fused variant, for a draft only (its rounding is not
-        transformers' own; see `LeanText.fused`).
+        transformers' own; see `LeanText.fused`); `compiled`: that variant through torch.compile.
         """
         count = len(tokens)
         if (visible is None) == (parents is None):
@@ -450,7 +451,9 @@ class VLM:
         # positions: (1, N), the M-RoPE delta included; the Qwen models expand it to their 3 axes.
         if lean and self.lean is not None:
             fused_up_to = max(positions) + 1 if fused else None
-            logits = self.lean.forward(input_ids, position_ids, mask, state.cache, fused_up_to=fused_up_to)
+            logits = self.lean.forward(
+                input_ids, position_ids, mask, state.cache, fused_up_to=fused_up_to, compiled=compiled
+            )
         else:
             logits = self.model(
                 input_ids=input_ids,
@@ -717,10 +720,14 @@ def _first_line(error: BaseException) -> str:
 
 @dataclass(frozen=True)
 class ModelPair:
-    """A target and its draft, checked to share a tokenizer."""
+    """A target and its draft, checked to share a tokenizer.
+
+    `inputs_alike`: the two processors are the same (`processors_alike`), so the target's
+    prepared inputs serve the draft as well and the draft's processor need not run."""
 
     target: VLM
     draft: VLM
+    inputs_alike: bool = False
 
     @property
     def shared_vocab_size(self) -> int:
@@ -744,7 +751,47 @@ def check_pair(target: VLM, draft: VLM) -> ModelPair:
             f"the draft {draft.name!r} and the target {target.name!r} use different tokenizers; "
             "speculative decoding needs a draft of the same tokenizer (same family)"
         )
-    return ModelPair(target, draft)
+    return ModelPair(target, draft, inputs_alike=processors_alike(target.processor, draft.processor))
+
+
+#: Tokenizer settings that do not change what it makes of a prompt: where it was loaded from, and
+#: the length it warns beyond (`processor_inputs` never truncates).
+_TOKENIZER_PLACES = frozenset(
+    {"name_or_path", "_commit_hash", "tokenizer_file", "vocab_file", "merges_file", "model_max_length"}
+)
+
+
+def processors_alike(first: Any, second: Any) -> bool:
+    """Whether two processors turn every prompt and medium into the same tensors.
+
+    Compared: the processor's class and its serialised settings (image and video processors
+    included), the chat template, and the tokenizer's class, its full serialisation (vocabulary,
+    merges, normaliser, pre- and post-processing, added tokens) and its settings. A slow
+    tokenizer (no serialisation to compare) or any difference counts as not alike: the only cost
+    of a wrong "no" is one more processor pass.
+    """
+    if first is second:
+        return True
+    if type(first) is not type(second) or getattr(first, "chat_template", None) != getattr(
+        second, "chat_template", None
+    ):
+        return False
+    try:
+        if first.to_dict() != second.to_dict():
+            return False
+    except (AttributeError, TypeError, ValueError):
+        return False
+    one: Any = getattr(first, "tokenizer", None)
+    two: Any = getattr(second, "tokenizer", None)
+    if getattr(one, "backend_tokenizer", None) is None or getattr(two, "backend_tokenizer", None) is None:
+        return False
+    if type(one) is not type(two) or one.backend_tokenizer.to_str() != two.backend_tokenizer.to_str():
+        return False
+
+    def settings(tokenizer: Any) -> dict[str, Any]:
+        return {k: v for k, v in tokenizer.init_kwargs.items() if k not in _TOKENIZER_PLACES}
+
+    return settings(one) == settings(two)
 
 
 def load_pair(

@@ -1,4 +1,4 @@
-"""How the decode loop talks to a model: prefill / extend / commit, three implementations.
+"""How the decode loop talks to a model: prefill / extend / commit, four implementations.
 
 The loop (`decode.py`, `drafting.py`) sees one interface, `ModelBackend`:
 - `prefill(inputs, reserve)`: the prompt forward; the cache state and the last position's logits;
@@ -6,7 +6,7 @@ The loop (`decode.py`, `drafting.py`) sees one interface, `ModelBackend`:
   committed sequence and its parent's scratch entries; their logits;
 - `commit(state, keep)`: keep the listed scratch entries as committed, drop the rest.
 
-Three implementations, chosen by `DecodeConfig.backend`:
+Four implementations, chosen by `DecodeConfig.backend`:
 - "fast" (default): the `VLM` itself. The cache grows in place in buffers sized at the prefill
   (`kvcache.py`), the tree mask is built on the device from one small tensor of parent indices
   (on a CPU, from the parent list with numpy), a commit moves only the accepted rows that are
@@ -14,6 +14,13 @@ Three implementations, chosen by `DecodeConfig.backend`:
   operations without its module machinery) where the model allows it: the target's bit for
   bit as transformers computes it, the draft's fused into fewer operations (a draft only
   proposes, so its last bits need not be transformers'; the target checks every token).
+- "compiled" (off by default; the CLI's and the benchmark's `--backend compiled`): "fast" with
+  the draft's fused forward through `torch.compile` (dynamic shapes, each layer's halves before
+  and after the cache update; `lean.py`). The target keeps its exact forward: compiled kernels
+  round differently from transformers', which a draft can afford and a target cannot (its
+  logits decide the output). The first rounds pay the compilation (tens of seconds on a CPU).
+  Measured on the built-in pair on a CPU it is slower than "fast" (README); on a GPU, where a
+  small draft's forward is bound by kernel launches, `scripts/gpu_check.py` measures it.
 - "fast-hf": the same, with transformers' own forward after the prefill too, for both models:
   what the lean forwards are measured against (`scripts/benchmark.py --backend fast-hf`).
 - "plain": transformers as it comes. A `DynamicCache` that grows by concatenation, the mask
@@ -61,8 +68,10 @@ class ModelBackend(Protocol):
 def open_backend(vlm: VLM, backend: Backend, *, draft: bool = False) -> ModelBackend:
     """The model behind the chosen backend; `draft`: the model only proposes (the fast path may
     then run the lean forward's fused variant, whose rounding is not transformers' own)."""
-    if backend == "fast":
-        return Forwarding(vlm, fused=True) if draft and isinstance(vlm, VLM) and vlm.lean is not None else vlm
+    if backend in ("fast", "compiled"):
+        if not (draft and isinstance(vlm, VLM) and vlm.lean is not None):
+            return vlm
+        return Forwarding(vlm, fused=True, compiled=backend == "compiled" and vlm.lean.compilable)
     if backend == "fast-hf":
         return Forwarding(vlm, lean=False)
     if backend == "plain":
@@ -72,12 +81,14 @@ def open_backend(vlm: VLM, backend: Backend, *, draft: bool = False) -> ModelBac
 
 class Forwarding:
     """The fast path with another forward after the prefill: transformers' own (`lean=False`,
-    backend "fast-hf"), or the lean forward's fused variant (`fused=True`, a draft's on "fast")."""
+    backend "fast-hf"), or the lean forward's fused variant (`fused=True`, a draft's on "fast";
+    `compiled=True` as well on "compiled")."""
 
-    def __init__(self, vlm: VLM, *, lean: bool = True, fused: bool = False) -> None:
+    def __init__(self, vlm: VLM, *, lean: bool = True, fused: bool = False, compiled: bool = False) -> None:
         self._vlm = vlm
         self._lean = lean
         self._fused = fused
+        self._compiled = compiled
 
     def prefill(self, inputs: Mapping[str, Any], reserve: int = 256) -> tuple[KVState, torch.Tensor]:
         return self._vlm.prefill(inputs, reserve)
@@ -95,7 +106,9 @@ class Forwarding:
     def extend(
         self, state: KVState, tokens: Sequence[int], positions: Sequence[int], *, parents: Sequence[int]
     ) -> torch.Tensor:
-        return self._vlm.extend(state, tokens, positions, parents=parents, lean=self._lean, fused=self._fused)
+        return self._vlm.extend(
+            state, tokens, positions, parents=parents, lean=self._lean, fused=self._fused, compiled=self._compiled
+        )
 
     def commit(self, state: KVState, keep: Sequence[int]) -> None:
         self._vlm.commit(state, keep)

@@ -51,8 +51,9 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument(
         "--backend", choices=BACKENDS, default="fast",
         help="fast (caches grown in place, masks built on the device, the lean text forward: exact for the "
-        "target, fused for the draft), fast-hf (the same with transformers' forward) or plain (transformers' own "
-        "cache and masks)",
+        "target, fused for the draft), compiled (fast with the draft's forward through torch.compile; the first "
+        "rounds compile), fast-hf (the fast path with transformers' forward) or plain (transformers' own cache and "
+        "masks)",
     )  # fmt: skip
     place = gen.add_argument_group("placement of a target that does not fit one device (accelerate)")
     place.add_argument("--device-map", help="auto | balanced | sequential: spread the target over the GPUs (and CPU)")

@@ -23,11 +23,12 @@ METHOD_LABELS: dict[str, str] = {
 
 # How the loop talks to the models (backends.py): "fast" (caches grown in place, masks built
 # on the device, commits that move only the accepted rows, and the lean text forward of lean.py
-# where the model allows it: the target's bit for bit, the draft's fused), "fast-hf" (the same
-# with transformers' own forward for both) or "plain"
-# (transformers' own DynamicCache and host-built masks). All are lossless.
-Backend = Literal["fast", "fast-hf", "plain"]
-BACKENDS: tuple[Backend, ...] = ("fast", "fast-hf", "plain")
+# where the model allows it: the target's bit for bit, the draft's fused), "compiled" (the same,
+# with the draft's fused forward through torch.compile), "fast-hf" (the fast path with
+# transformers' own forward for both) or "plain" (transformers' own DynamicCache and host-built
+# masks). All are lossless.
+Backend = Literal["fast", "compiled", "fast-hf", "plain"]
+BACKENDS: tuple[Backend, ...] = ("fast", "compiled", "fast-hf", "plain")
 
 # With draft-side visual token pruning on (the paper's SpecVLM column is SD-Tree + pruning).
 PRUNED_METHOD_LABELS: dict[str, str] = {

@@ -28,6 +28,7 @@ or offloaded by a device map moves its weights in those hooks), or layers on sev
 
 from __future__ import annotations
 
+import functools
 import sys
 from typing import Any
 
@@ -74,6 +75,70 @@ class _Layer:
         self.up = (mlp.up_proj.weight, mlp.up_proj.bias)
         self.down = (mlp.down_proj.weight, mlp.down_proj.bias)
         self.act = mlp.act_fn
+
+
+#: The activation modules that compute `F.silu` (torch's, and transformers' `ACT2FN["silu"]`).
+SILU_MODULES = ("SiLU", "SiLUActivation")
+
+Weights = tuple[torch.Tensor, torch.Tensor | None]
+Norm = tuple[torch.Tensor, float]
+
+
+def _attention_in(
+    hidden: torch.Tensor,
+    cos: torch.Tensor,
+    sin: torch.Tensor,
+    input_norm: Norm,
+    q: Weights,
+    k: Weights,
+    v: Weights,
+    q_norm: Norm | None,
+    k_norm: Norm | None,
+    head_dim: int,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The fused forward's layer up to the cache update: norm, projections, q/k norms, RoPE."""
+    batch, count, width = hidden.shape
+    x = F.rms_norm(hidden, (width,), *input_norm)
+    shape = (batch, count, -1, head_dim)
+    query = F.linear(x, *q).view(shape)
+    key = F.linear(x, *k).view(shape)
+    value = F.linear(x, *v).view(shape).transpose(1, 2)
+    if q_norm is not None and k_norm is not None:
+        query = F.rms_norm(query, (head_dim,), *q_norm)
+        key = F.rms_norm(key, (head_dim,), *k_norm)
+    query, key = query.transpose(1, 2), key.transpose(1, 2)
+    return query * cos + rotate_half(query) * sin, key * cos + rotate_half(key) * sin, value
+
+
+def _attention_out(
+    hidden: torch.Tensor,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    mask: torch.Tensor | None,
+    scaling: float,
+    o: Weights,
+    post_norm: Norm,
+    gate: Weights,
+    up: Weights,
+    down: Weights,
+    act: Any,
+) -> torch.Tensor:
+    """The fused forward's layer after the cache update: attention (SDPA, grouped heads), the output
+    projection, norm and gated MLP."""
+    batch, count, width = hidden.shape
+    out = F.scaled_dot_product_attention(query, key, value, attn_mask=mask, scale=scaling, enable_gqa=True)
+    hidden = hidden + F.linear(out.transpose(1, 2).reshape(batch, count, -1), *o)
+    x = F.rms_norm(hidden, (width,), *post_norm)
+    return hidden + F.linear(act(F.linear(x, *gate)) * F.linear(x, *up), *down)
+
+
+@functools.cache
+def _compiled_halves() -> tuple[Any, Any]:
+    """`_attention_in` and `_attention_out` through `torch.compile` (dynamic shapes), made once per
+    process: compiled code is a cache of kernels, shared by every model and run (its guards
+    recompile for other shapes and dtypes)."""
+    return torch.compile(_attention_in, dynamic=True), torch.compile(_attention_out, dynamic=True)
 
 
 class LeanText:
@@ -136,13 +201,15 @@ class LeanText:
         cache: Any,
         *,
         fused_up_to: int | None = None,
+        compiled: bool = False,
     ) -> torch.Tensor:
         """Logits (1, N, vocab) of N new tokens: ids and positions (1, N), the additive mask
         (1, 1, N, cache + N) or None (a single token seeing everything), `cache` updated in place.
 
-        `fused_up_to`: run the draft's fused forward instead (`fused`), for positions below it."""
+        `fused_up_to`: run the draft's fused forward instead (`fused`, `compiled` or not), for
+        positions below it."""
         if fused_up_to is not None:
-            return self.fused(input_ids, position_ids, attention_mask, cache, fused_up_to)
+            return self.fused(input_ids, position_ids, attention_mask, cache, fused_up_to, compiled=compiled)
         hidden = F.embedding(input_ids, self.embedding)
         freqs = position_ids[..., None].float() * self.inv_freq.to(device=hidden.device, dtype=torch.float)
         cos = (freqs.cos() * self.attention_scaling).to(hidden.dtype)
@@ -176,6 +243,8 @@ class LeanText:
         attention_mask: torch.Tensor | None,
         cache: Any,
         positions_below: int,
+        *,
+        compiled: bool = False,
     ) -> torch.Tensor:
         """The draft's forward: the same mathematics in fewer operations, so its last bits may differ.
 
@@ -185,31 +254,40 @@ class LeanText:
         token it proposes, so the output stays the target's. A target cannot: its forward is
         `forward`'s, bit for bit.
         `positions_below`: more than the largest position id (the table grows to hold it).
+        `compiled`: each layer's two halves (before and after the cache update) run through
+        `torch.compile` (dynamic shapes; the cache update stays eager, so a growing cache does
+        not recompile), where the MLP's activation is SiLU (`LeanText.compilable`).
         """
+        before, after = _compiled_halves() if compiled else (_attention_in, _attention_out)
         hidden = F.embedding(input_ids, self.embedding)
         cos_table, sin_table = self._rotary_table(positions_below, hidden)
         cos, sin = cos_table[position_ids][:, None], sin_table[position_ids][:, None]  # (1, 1, N, D)
-        batch, count, width = hidden.shape
         for index, layer in enumerate(self.layers):
-            x = F.rms_norm(hidden, (width,), *layer.input_norm)
-            shape = (batch, count, -1, layer.head_dim)
-            query = F.linear(x, *layer.q).view(shape)
-            key = F.linear(x, *layer.k).view(shape)
-            value = F.linear(x, *layer.v).view(shape).transpose(1, 2)
-            if layer.q_norm is not None and layer.k_norm is not None:
-                query = F.rms_norm(query, (layer.head_dim,), *layer.q_norm)
-                key = F.rms_norm(key, (layer.head_dim,), *layer.k_norm)
-            query, key = query.transpose(1, 2), key.transpose(1, 2)
-            query = query * cos + rotate_half(query) * sin
-            key = key * cos + rotate_half(key) * sin
-            key, value = cache.update(key, value, index)
-            out = F.scaled_dot_product_attention(
-                query, key, value, attn_mask=attention_mask, scale=layer.scaling, enable_gqa=True
+            query, key, value = before(
+                hidden,
+                cos,
+                sin,
+                layer.input_norm,
+                layer.q,
+                layer.k,
+                layer.v,
+                layer.q_norm,
+                layer.k_norm,
+                layer.head_dim,
             )
-            hidden = hidden + F.linear(out.transpose(1, 2).reshape(batch, count, -1), *layer.o)
-            x = F.rms_norm(hidden, (width,), *layer.post_norm)
-            hidden = hidden + F.linear(layer.act(F.linear(x, *layer.gate)) * F.linear(x, *layer.up), *layer.down)
+            key, value = cache.update(key, value, index)
+            act = F.silu if compiled else layer.act
+            hidden = after(
+                hidden, query, key, value, attention_mask, layer.scaling, layer.o, layer.post_norm,
+                layer.gate, layer.up, layer.down, act,
+            )  # fmt: skip
+        width = hidden.shape[-1]
         return F.linear(F.rms_norm(hidden, (width,), *self.norm), *self.head)
+
+    @property
+    def compilable(self) -> bool:
+        """Whether `fused(compiled=True)` computes the same function: every layer's MLP uses SiLU."""
+        return all(type(layer.act).__name__ in SILU_MODULES for layer in self.layers)
 
     def _rotary_table(self, positions_below: int, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """cos and sin (P, D) of positions 0..P-1, P >= `positions_below`, on `like`'s device and dtype."""

@@ -8,8 +8,9 @@ Methods: ours (`ar`, `chain`, `static`, `sage`) and transformers' peers:
 `generate` (`model.generate(do_sample=False)`, plain greedy) and `assisted`
 (`generate(assistant_model=<the same draft>)`, transformers' assisted
 generation with its default candidate schedule). Every method reads the same
-prepared inputs (each processor runs once per example; each run is charged
-the preparation it needs, as measured once). Per example: one warm-up run per
+prepared inputs (each processor runs once per example, the draft's not at all
+when it is the target's; each run is charged the preparation it needs, as
+measured once). Per example: one warm-up run per
 method, then --repeats rounds in which the methods run in a rotated order
 (interleaved, so slow drift of the machine hits all of them alike).
 
@@ -24,7 +25,9 @@ timed): draft time, verify time, and the time outside model forwards.
 
 `--backend plain` runs our methods on transformers' own cache and masks instead
 of the fast path, `--backend fast-hf` the fast path with transformers' forward
-instead of the lean one (sage_core/backends.py, sage_core/lean.py). `--long-prompt 500,1500` also runs
+instead of the lean one, `--backend compiled` the fast path with the draft's
+forward through torch.compile (its compilation falls in the warm-up runs)
+(sage_core/backends.py, sage_core/lean.py). `--long-prompt 500,1500` also runs
 every example with its prompt padded by about that many text tokens, and
 prints how the decode step grows with the context: per padding, the prompt
 length, each method's median round (ms) and decode-only tokens/s. `--threads N`

@@ -1,6 +1,6 @@
 """GPU check: the fast path's costs at real model sizes, with random weights and no downloads.
 
-    python scripts/gpu_check.py --out gpu_check/          # one H200: about 5 minutes (not yet run)
+    python scripts/gpu_check.py --out gpu_check/          # one H200: about 6 minutes (not yet run)
 
 Builds a Qwen2.5-VL-7B-shaped target and a 3B-shaped draft from the real
 config class (random weights, bfloat16, on one CUDA device) and measures,
@@ -8,7 +8,9 @@ with CUDA events (median of --repeats):
 - the target's verify cost against tree size (1, 8, 16, 32, 64 nodes) at 1k,
   4k and 16k tokens of context (the adapter's `extend` + `commit`, mask built
   on the device);
-- the draft's cost per tree level (1, 4, 10 nodes) at the same contexts;
+- the draft's cost per tree level (1, 4, 10 nodes) at the same contexts, with
+  its fused forward as the "fast" backend runs it and through torch.compile as
+  the "compiled" backend runs it (and the compilation's own time, once);
 - plain decoding through the adapter (prefill, then one `extend`/`commit`
   per token), with the lean text forward (sage_core/lean.py) and with
   transformers' forward, against `model.generate(do_sample=False)`, 128 new
@@ -130,12 +132,13 @@ def verify_cost(vlm: VLM, state: KVState, size: int, repeats: int) -> float:
     return timed(once, repeats)
 
 
-def level_cost(vlm: VLM, state: KVState, width: int, repeats: int) -> float:
-    """A draft level as the decode loop runs it: the lean forward's fused variant (lean.py)."""
+def level_cost(vlm: VLM, state: KVState, width: int, repeats: int, compiled: bool = False) -> float:
+    """A draft level as the decode loop runs it: the lean forward's fused variant (lean.py),
+    through torch.compile when `compiled` (the "compiled" backend)."""
 
     def once() -> None:
         tokens, positions = [token_base(vlm)] * width, [state.committed] * width
-        logits = vlm.extend(state, tokens, positions, parents=[-1] * width, fused=True)
+        logits = vlm.extend(state, tokens, positions, parents=[-1] * width, fused=True, compiled=compiled)
         logits.float().softmax(-1).topk(10).values.tolist()
         vlm.commit(state, [])
 
@@ -194,6 +197,7 @@ def main(argv: list[str] | None = None) -> int:
             torch.cuda.reset_peak_memory_stats(device)
 
     target, draft = build(shapes[0], device), build(shapes[1], device)
+    compiled = draft.lean is not None and draft.lean.compilable
     for context in contexts:
         for vlm, sizes, cost in ((target, tree_sizes, verify_cost), (draft, widths, level_cost)):
             reset_peak()
@@ -202,6 +206,13 @@ def main(argv: list[str] | None = None) -> int:
                 ms = cost(vlm, state, size, args.repeats)
                 kind = "verify" if vlm is target else "draft_level"
                 record(model=vlm.name, kind=kind, context=context, nodes=size, ms=round(ms, 3))
+                if vlm is draft and compiled:
+                    if "draft_compile_s" not in results:  # the first compiled forward compiles
+                        first = time.perf_counter()
+                        level_cost(vlm, state, size, 1, compiled=True)
+                        results["draft_compile_s"] = round(time.perf_counter() - first, 1)
+                    ms = level_cost(vlm, state, size, args.repeats, compiled=True)
+                    record(model=vlm.name, kind="draft_level_compiled", context=context, nodes=size, ms=round(ms, 3))
             del state
             if cuda:
                 torch.cuda.empty_cache()
@@ -227,6 +238,8 @@ def main(argv: list[str] | None = None) -> int:
     lines = ["| model | kind | context | nodes | ms | peak GiB |", "|---|---|---|---|---|---|"]
     lines += [f"| {r['model']} | {r['kind']} | {r['context']} | {r['nodes']} | {r['ms']} | {r['peak_gib']} |"
               for r in results["rows"]]  # fmt: skip
+    if "draft_compile_s" in results:
+        lines += ["", f"The draft's first compiled forward (compilation included): {results['draft_compile_s']} s"]
     lines += [
         "",
         "Peak memory against prompt length (scripts/memory_check.py):",

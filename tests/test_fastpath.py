@@ -5,8 +5,11 @@ commit that moves rows leaves the cache as step-by-step decoding would."""
 
 from __future__ import annotations
 
+import copy
 import functools
+import json
 import random
+import shutil
 from pathlib import Path
 
 import pytest
@@ -16,7 +19,17 @@ from tiny_models import model_class
 from transformers import DynamicCache
 
 from sage_core import DecodeConfig, InputError, SageConfig, decode, drafting, load_pair, prepare_inputs, timing
-from sage_core.adapter import VLM, additive_mask, in_batch_depth, rows_from_parents, rows_from_visible, rows_on_host
+from sage_core import lean as lean_module
+from sage_core.adapter import (
+    VLM,
+    additive_mask,
+    check_pair,
+    in_batch_depth,
+    processors_alike,
+    rows_from_parents,
+    rows_from_visible,
+    rows_on_host,
+)
 from sage_core.kvcache import GrowingLayer, move_rows
 from sage_core.lean import LeanText
 from sage_core.trees import Tree
@@ -186,12 +199,50 @@ def test_one_synchronisation_and_one_host_copy_per_forward(tiny_root, image, mon
     assert len(run.records) > 2
 
 
-def test_a_race_runs_each_processor_once_and_charges_each_side_its_own_share(tiny_root, image, monkeypatch):
+def _draft_with_another_processor(tiny_root, tmp_path) -> str:
+    """The noised Qwen3-VL draft with one image-processor setting changed (the same tokens)."""
+    folder = tmp_path / "other-processor"
+    shutil.copytree(tiny_folder(tiny_root, "qwen3_vl", "noised"), folder)
+    config_file = folder / "processor_config.json"
+    settings = json.loads(config_file.read_text())
+    settings["image_processor"]["image_mean"] = [0.4, 0.4, 0.4]
+    config_file.write_text(json.dumps(settings))
+    return str(folder)
+
+
+def test_processors_are_alike_only_when_they_make_the_same_inputs(tiny_root, tmp_path, image):
+    target = VLM.load(tiny_folder(tiny_root, "qwen3_vl", "target"), "target", "cpu", "float32")
+    same = VLM.load(tiny_folder(tiny_root, "qwen3_vl", "noised"), "draft", "cpu", "float32")
+    other = VLM.load(_draft_with_another_processor(tiny_root, tmp_path), "draft", "cpu", "float32")
+    family = VLM.load(tiny_folder(tiny_root, "qwen2_vl", "noised"), "draft", "cpu", "float32")
+    assert processors_alike(target.processor, same.processor)
+    assert not processors_alike(target.processor, other.processor)
+    assert not processors_alike(target.processor, family.processor)
+    assert check_pair(target, same).inputs_alike and not check_pair(target, other).inputs_alike
+    shared = prepare_inputs(check_pair(target, same), image, "Describe the picture.")
+    assert shared.draft is not None and shared.draft["pixel_values"] is shared.target["pixel_values"]
+    own = prepare_inputs(check_pair(target, other), image, "Describe the picture.")
+    assert own.draft is not None and not torch.equal(own.draft["pixel_values"], own.target["pixel_values"])
+    assert torch.equal(own.draft["input_ids"], own.target["input_ids"])
+    template = copy.copy(same.processor)
+    template.chat_template = same.processor.chat_template + " "
+    assert not processors_alike(target.processor, template)
+    settings = copy.deepcopy(same.processor)
+    settings.tokenizer.init_kwargs["clean_up_tokenization_spaces"] = True
+    assert not processors_alike(target.processor, settings)
+
+
+@pytest.mark.parametrize("alike", [True, False], ids=["alike", "different-processors"])
+def test_a_race_runs_each_processor_once_and_charges_each_side_its_own_share(
+    tiny_root, image, monkeypatch, tmp_path, alike
+):
     from app.race import race_steps
 
-    pair = load_pair(
-        tiny_folder(tiny_root, "qwen3_vl", "target"), tiny_folder(tiny_root, "qwen3_vl", "noised"), "cpu", "float32"
+    draft = (
+        tiny_folder(tiny_root, "qwen3_vl", "noised") if alike else _draft_with_another_processor(tiny_root, tmp_path)
     )
+    pair = load_pair(tiny_folder(tiny_root, "qwen3_vl", "target"), draft, "cpu", "float32")
+    assert pair.inputs_alike == alike
     calls = {"target": 0, "draft": 0}
     for role in calls:
         model = getattr(pair, role)
@@ -203,10 +254,11 @@ def test_a_race_runs_each_processor_once_and_charges_each_side_its_own_share(tin
 
         monkeypatch.setattr(model, "prepare", counting)
     *_, data = race_steps(pair, image, "Describe the picture.", ["sage", "static", "chain", "ar"], 16, SageConfig())
-    assert calls == {"target": 1, "draft": 1}
+    # processors alike: the draft reads the target's tensors, and its processor never runs
+    assert calls == {"target": 1, "draft": 0 if alike else 1}
     headers = {lane.method: lane.header for lane in data.lanes}
     assert all(h.prepare_shared for h in headers.values())
-    assert headers["sage"].prepare_seconds == headers["static"].prepare_seconds > headers["ar"].prepare_seconds > 0
+    assert headers["sage"].prepare_seconds == headers["static"].prepare_seconds >= headers["ar"].prepare_seconds > 0
     for lane in data.lanes:
         assert lane.records[0].step_seconds >= lane.header.prepare_seconds
         assert lane.token_ids == data.lane("ar").token_ids
@@ -300,6 +352,7 @@ def test_cli_parses_the_backend():
     assert build_parser().parse_args(base).backend == "fast"
     assert build_parser().parse_args([*base, "--backend", "plain"]).backend == "plain"
     assert build_parser().parse_args([*base, "--backend", "fast-hf"]).backend == "fast-hf"
+    assert build_parser().parse_args([*base, "--backend", "compiled"]).backend == "compiled"
     with pytest.raises(SystemExit):
         build_parser().parse_args([*base, "--backend", "turbo"])
 
@@ -415,18 +468,56 @@ def test_the_drafts_fused_forward_computes_the_same_logits_to_rounding(tiny_root
         torch.testing.assert_close(values, plain_values, rtol=1e-5, atol=1e-5)
 
 
-def test_the_fast_backend_fuses_the_drafts_forward_only(tiny_root, image, monkeypatch):
+@pytest.mark.parametrize("backend", ["fast", "compiled"])
+def test_the_fast_backends_fuse_the_drafts_forward_only(tiny_root, image, monkeypatch, backend):
+    """The draft runs the fused forward (through the compiled halves on "compiled"); the target
+    runs the exact one, never fused, never compiled."""
     pair = load_pair(tiny_folder(tiny_root, "qwen3_vl", "target"), tiny_folder(tiny_root, "qwen3_vl", "noised"))
-    calls: list[tuple[str, bool]] = []
+    calls: list[tuple[str, bool, bool]] = []
     for name, vlm in (("target", pair.target), ("draft", pair.draft)):
         assert vlm.lean is not None
         original = vlm.lean.forward
 
         def spy(*args, _name=name, _original=original, **kwargs):
-            calls.append((_name, kwargs.get("fused_up_to") is not None))
+            calls.append((_name, kwargs.get("fused_up_to") is not None, kwargs.get("compiled", False)))
             return _original(*args, **kwargs)
 
         monkeypatch.setattr(vlm.lean, "forward", spy)
-    decode(pair, image, "Describe the picture.", DecodeConfig("sage", max_new_tokens=12)).run_to_end()
-    assert ("target", True) not in calls and ("draft", False) not in calls
-    assert ("target", False) in calls and ("draft", True) in calls
+    halves: list[str] = []
+
+    def counted(function):
+        def run(*args, **kwargs):
+            halves.append(function.__name__)
+            return function(*args, **kwargs)
+
+        return run
+
+    # the compiled halves, counted (and run eagerly here: the losslessness suite runs the real compile)
+    monkeypatch.setattr(
+        lean_module,
+        "_compiled_halves",
+        lambda: (counted(lean_module._attention_in), counted(lean_module._attention_out)),
+    )
+    config = DecodeConfig("sage", max_new_tokens=12, backend=backend)  # type: ignore[arg-type]
+    decode(pair, image, "Describe the picture.", config).run_to_end()
+    compiled = backend == "compiled"
+    assert all(not fused and not compiled_call for name, fused, compiled_call in calls if name == "target")
+    assert ("target", False, False) in calls and ("draft", True, compiled) in calls
+    assert ("draft", False, False) not in calls and ("draft", True, not compiled) not in calls
+    layers = len(pair.draft.lean.layers)
+    draft_forwards = sum(name == "draft" for name, *_ in calls)
+    assert len(halves) == (2 * layers * draft_forwards if compiled else 0)
+
+
+def test_the_compiled_draft_forward_computes_the_fused_forwards_logits(tiny_root, image):
+    """torch.compile of the fused forward's halves: the same logits and caches to rounding."""
+    vlm = _vlm(str(tiny_root), "qwen2_5_vl", "unrelated")
+    assert vlm.lean is not None and vlm.lean.compilable
+    inputs = vlm.prepare(image, "Describe the picture.")
+    eager = token_tree_and_level(vlm, inputs, level_at=7, fused=True)
+    compiled = token_tree_and_level(vlm, inputs, level_at=7, fused=True, compiled=True)
+    torch.testing.assert_close(compiled[0], eager[0], rtol=1e-5, atol=1e-5)
+    assert torch.equal(compiled[0].argmax(-1), eager[0].argmax(-1))
+    for (keys, values), (eager_keys, eager_values) in zip(compiled[1], eager[1], strict=True):
+        torch.testing.assert_close(keys, eager_keys, rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(values, eager_values, rtol=1e-5, atol=1e-5)

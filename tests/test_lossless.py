@@ -1,7 +1,8 @@
 """Lossless is the contract: every method's output equals the target's own
 `generate(do_sample=False)`, token for token, in float32, for every family,
 images and video, and drafts that agree always, partly and hardly ever, on
-both backends (the fast path and transformers' plain cache and masks)."""
+every backend (the fast path, with the draft's forward compiled or not, the fast
+path with transformers' forward, and transformers' plain cache and masks)."""
 
 from __future__ import annotations
 
@@ -60,7 +61,7 @@ def greedy_chain_length(record) -> int:
         length += 1
 
 
-# (draft kind, draft-side pruning ratio, backend): every draft kind unpruned on both backends, and
+# (draft kind, draft-side pruning ratio, backend): every draft kind unpruned on every backend, and
 # the pruning ratios 0.5, 0.8 and 0.9 spread over the kinds and backends (each family, images and video).
 DRAFTS = [(kind, 0.0, backend) for backend in BACKENDS for kind in DRAFT_KINDS] + [
     ("noised", 0.5, "fast"),
