@@ -1,6 +1,6 @@
 """GPU check: the fast path's costs at real model sizes, with random weights and no downloads.
 
-    python scripts/gpu_check.py --out gpu_check/          # one H200: about 6 minutes (not yet run)
+    python scripts/gpu_check.py --out gpu_check/          # one H200, meant to take under 8 minutes (not yet run)
 
 Builds a Qwen2.5-VL-7B-shaped target and a 3B-shaped draft from the real
 config class (random weights, bfloat16, on one CUDA device) and measures,

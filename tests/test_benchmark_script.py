@@ -189,7 +189,10 @@ def test_the_gpu_check_runs_end_to_end_on_tiny_models(tmp_path):
     assert main(["--smoke", "--repeats", "2", "--out", str(tmp_path)]) == 0
     results = json.loads((tmp_path / "results.json").read_text())
     kinds = {row["kind"] for row in results["rows"]}
-    assert kinds == {"verify", "draft_level", "plain_ours", "plain_ours_transformers_forward", "plain_generate"}
-    assert all(row["ms"] > 0 for row in results["rows"])
+    assert kinds == {
+        "verify", "draft_level", "draft_level_compiled", "plain_ours", "plain_ours_transformers_forward",
+        "plain_generate",
+    }  # fmt: skip
+    assert all(row["ms"] > 0 for row in results["rows"]) and results["draft_compile_s"] > 0
     assert [row["pad_tokens"] for row in results["memory_check"]] == [0, 40]
     assert "| model | kind |" in (tmp_path / "results.md").read_text()
