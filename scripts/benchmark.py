@@ -27,7 +27,10 @@ timed): draft time, verify time, and the time outside model forwards.
 of the fast path, `--backend fast-hf` the fast path with transformers' forward
 instead of the lean one, `--backend compiled` the fast path with the draft's
 forward through torch.compile (its compilation falls in the warm-up runs)
-(sage_core/backends.py, sage_core/lean.py). `--long-prompt 500,1500` also runs
+(sage_core/backends.py, sage_core/lean.py). Several backends, `--backend
+fast,compiled`, run each of our methods on each, interleaved in the same
+repeats (the second backend's named `sage@compiled`), and print each against
+itself on the first backend (median and spread of the per-example ratio). `--long-prompt 500,1500` also runs
 every example with its prompt padded by about that many text tokens, and
 prints how the decode step grows with the context: per padding, the prompt
 length, each method's median round (ms) and decode-only tokens/s. `--threads N`
@@ -84,6 +87,7 @@ from sage_core.timing import synchronize  # noqa: E402
 
 PEERS = ("generate", "assisted")
 PRUNED = "+prune"  # a method name with a ratio: "sage+prune0.9"
+ON = "@"  # one of our methods on another backend than the first: "sage@compiled"
 FILLER = "the picture. "  # --long-prompt pads with this text
 
 
@@ -91,10 +95,12 @@ GREEDY = SamplingConfig()
 
 
 def method_config(method: str, max_new: int, backend: str = "fast", sampling: SamplingConfig = GREEDY) -> DecodeConfig:
-    """`sage` or `sage+prune0.9` -> its decode settings (greedy, or sampled as `sampling` says)."""
+    """`sage`, `sage+prune0.9` or `sage@compiled` -> its decode settings (greedy, or sampled as
+    `sampling` says); `backend` unless the name gives another."""
+    method, _, on = method.partition(ON)
     name, _, ratio = method.partition(PRUNED)
     prune = float(ratio) if ratio else 0.0
-    return DecodeConfig(name, max_new, prune_ratio=prune, backend=backend, sampling=sampling)  # type: ignore[arg-type]
+    return DecodeConfig(name, max_new, prune_ratio=prune, backend=on or backend, sampling=sampling)  # type: ignore[arg-type]
 
 
 def label(method: str, temperature: float) -> str:
@@ -109,6 +115,11 @@ def set_video_pixels(video_processor: Any, pixels: int) -> None:
         video_processor.size = dataclasses.replace(size, longest_edge=pixels)
     else:
         video_processor.size = {**size, "longest_edge": pixels}
+
+
+def on_backends(methods: Sequence[str], backends: Sequence[str]) -> list[str]:
+    """The methods as given (on the first backend), then each of ours again on every other backend."""
+    return list(methods) + [f"{m}{ON}{backend}" for backend in backends[1:] for m in methods if m not in PEERS]
 
 
 def with_pruning(methods: Sequence[str], ratios: Sequence[float]) -> list[str]:
@@ -164,7 +175,7 @@ def run_ours(
     config = method_config(method, max_new, backend, sampling)
     run = decode(pair, prepared.media, prepared.prompt, config, prepared)
     s = run.run_to_end()
-    drafts = method != "ar"
+    drafts = config.method != "ar"
     return Run(
         example, method, repeat, s.token_ids, s.seconds, s.decode_seconds,
         s.mean_accepted if drafts else None, s.tokens_per_forward,
@@ -250,9 +261,9 @@ def profile_rounds(
     sampling: SamplingConfig = GREEDY,
 ) -> Rounds:  # fmt: skip
     """One run with every forward timed: the median round's parts."""
-    vlms = [pair.target] if method == "ar" else [pair.target, pair.draft]
-    models = [part for vlm in vlms for part in (vlm.model, vlm.lean) if part is not None]  # either may run
     config = method_config(method, max_new, backend, sampling)
+    vlms = [pair.target] if config.method == "ar" else [pair.target, pair.draft]
+    models = [part for vlm in vlms for part in (vlm.model, vlm.lean) if part is not None]  # either may run
     run = decode(pair, prepared.media, prepared.prompt, config, prepared)
     draft, verify, step, outside = [], [], [], []
     with forward_timer(models, pair.devices) as forwards:
@@ -339,6 +350,26 @@ def summarize_at(
                 row[key] = statistics.median(getattr(r, key) for r in mine_rounds)
         rows.append(row)
     return rows
+
+
+def backend_lines(rows: Sequence[dict[str, Any]], backends: Sequence[str]) -> str:
+    """Each of our methods on every other backend against itself on the first: the median over examples
+    (with its spread) of the per-example ratio of tokens per second, end to end and decode only."""
+    by_label = {row["method"]: row for row in rows}
+    lines = ""
+    for row in rows:
+        name, _, temperature = row["method"].partition(" ")  # "sage@compiled T=0.7"
+        method, _, on = name.partition(ON)
+        base = by_label.get(f"{method} {temperature}".strip()) if on else None
+        if base is None:
+            continue
+        ratios = {
+            field: [a / b for a, b in zip(row[f"tokens_per_s_{field}"], base[f"tokens_per_s_{field}"], strict=True)]
+            for field in ("e2e", "decode")
+        }
+        lines += (f"\n\n{row['method']} against {base['method']} on {backends[0]}: {spread(ratios['e2e'])} end to end, "
+                  f"{spread(ratios['decode'])} decode only.")  # fmt: skip
+    return lines
 
 
 def padded(tokenizer: Any, prompt: str, tokens: int) -> str:
@@ -432,7 +463,11 @@ def main() -> int:
     parser.add_argument(
         "--threads", type=int, help="torch's intra-op CPU threads (default: torch's choice); every method uses them"
     )
-    parser.add_argument("--backend", choices=BACKENDS, default="fast", help="how our methods run the models")
+    parser.add_argument(
+        "--backend", default="fast",
+        help=f"how our methods run the models: {', '.join(BACKENDS)}; several (fast,compiled) run each of our "
+        "methods on each, interleaved (the others as sage@compiled)",
+    )  # fmt: skip
     parser.add_argument(
         "--long-prompt", default="", help="also run each example with about N[,N...] text tokens of padding"
     )
@@ -451,6 +486,11 @@ def main() -> int:
     except ValueError as error:
         parser.error(f"--prune-ratios: {error}")
     methods = with_pruning(methods, ratios)
+    backends = list(dict.fromkeys(args.backend.split(",")))
+    if set(backends) - set(BACKENDS):
+        parser.error(f"--backend: choose from {', '.join(BACKENDS)}, not {args.backend!r}")
+    methods = on_backends(methods, backends)
+    base_backend = backends[0]
     try:
         temperatures = list(dict.fromkeys(float(t) for t in args.temperatures.split(",")))
         settings = {t: SamplingConfig(t, args.top_p, args.top_k_sampling) for t in temperatures}
@@ -492,7 +532,7 @@ def main() -> int:
         def one(method: str, repeat: int, temperature: float) -> Run:
             runner = run_peer if method in PEERS else run_ours
             sampling = replace(settings[temperature], seed=None if temperature == 0 else repeat + 1)
-            run = runner(pair, prepared, method, args.max_new_tokens, name, repeat, args.backend, sampling)  # noqa: B023
+            run = runner(pair, prepared, method, args.max_new_tokens, name, repeat, base_backend, sampling)  # noqa: B023
             return replace(run, pad_tokens=pad, prompt_tokens=prompt_tokens)  # noqa: B023
 
         for temperature in temperatures:
@@ -505,7 +545,7 @@ def main() -> int:
             for method in methods:
                 if method not in PEERS:
                     sampling = replace(settings[temperature], seed=None if temperature == 0 else 0)
-                    profiled = profile_rounds(pair, prepared, method, args.max_new_tokens, name, args.backend, sampling)
+                    profiled = profile_rounds(pair, prepared, method, args.max_new_tokens, name, base_backend, sampling)
                     rounds.append(replace(profiled, pad_tokens=pad, prompt_tokens=prompt_tokens))
         print(f"  {name}: done", file=sys.stderr)
     rows = summarize(runs, rounds, methods, temperatures)
@@ -514,6 +554,7 @@ def main() -> int:
         at = "" if sage["temperature"] == 0 else f" at temperature {sage['temperature']:g} (both sampling)"
         table += (f"\n\nSAGE over transformers' assisted generation{at}: {spread(sage['x_assisted_e2e'])} end to end, "
                   f"{spread(sage['x_assisted_decode'])} decode only.")  # fmt: skip
+    table += backend_lines(rows, backends)
     print(f"\n{len(examples)} examples, {args.repeats} repeats, median over examples [min–max]\n")
     if len(pads) > 1:
         table += "\n\nStep time against context (--long-prompt), median over examples:\n\n"

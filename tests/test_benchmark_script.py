@@ -58,6 +58,40 @@ def test_benchmark_runs_every_method_and_writes_its_reports(tiny_root, tmp_path,
     assert "| sage |" in out_md.read_text()
 
 
+def test_benchmark_runs_our_methods_on_several_backends_interleaved(tiny_root, tmp_path, monkeypatch):
+    """--backend fast,plain: each of our methods on both, in one interleaved run, and the ratio printed."""
+    examples = noise_example(tmp_path)
+    target, draft = tiny_folder(tiny_root, "qwen3_vl", "target"), tiny_folder(tiny_root, "qwen3_vl", "noised")
+    out_json, out_md = tmp_path / "bench.json", tmp_path / "bench.md"
+    assert run_benchmark(monkeypatch,
+        "--target", target, "--draft", draft, "--examples", examples, "--methods", "generate,ar,sage",
+        "--backend", "fast,plain", "--repeats", "2", "--max-new-tokens", "10", "--device", "cpu",
+        "--dtype", "float32", "--json", str(out_json), "--markdown", str(out_md),
+    ) == 0  # fmt: skip
+    report = json.loads(out_json.read_text())
+    rows = {row["method"]: row for row in report["summary"]}
+    assert set(rows) == {"generate", "ar", "sage", "ar@plain", "sage@plain"}
+    assert all(row["same_as_generate"] for row in rows.values())
+    assert rows["sage@plain"]["draft_ms"] > 0 and rows["ar@plain"]["draft_prefill_ms"] is None
+    orders = [[r["method"] for r in report["runs"] if r["repeat"] == k] for k in (0, 1)]
+    assert orders[0] != orders[1] and sorted(orders[0]) == sorted(orders[1])
+    text = out_md.read_text()
+    assert "sage@plain against sage on fast:" in text and "ar@plain against ar on fast:" in text
+
+
+def test_benchmark_names_a_method_on_another_backend():
+    script = runpy.run_path(str(SCRIPT), run_name="benchmark")
+    config = script["method_config"]("sage+prune0.8@compiled", 16, "fast")
+    assert (config.method, config.prune_ratio, config.backend) == ("sage", 0.8, "compiled")
+    assert script["method_config"]("static", 16, "plain").backend == "plain"
+    methods = script["on_backends"](["generate", "ar", "sage"], ["fast", "compiled", "plain"])
+    assert methods == ["generate", "ar", "sage", "ar@compiled", "sage@compiled", "ar@plain", "sage@plain"]
+
+
+def test_benchmark_refuses_an_unknown_backend(tmp_path, monkeypatch, capsys):
+    assert "--backend: choose from" in refusal(monkeypatch, capsys, "--backend", "fast,turbo")
+
+
 def test_benchmark_refuses_kinds_with_no_example(tmp_path, monkeypatch, capsys):
     (tmp_path / "examples.json").write_text(json.dumps([{"file": "x.png", "prompt": "hi", "kind": "chart"}]))
     error = refusal(monkeypatch, capsys, "--examples", str(tmp_path / "examples.json"), "--kinds", "poem")
