@@ -14,7 +14,7 @@ output equals the target's own greedy decoding.
 from .adapter import VLM, ModelPair, check_pair, load_pair
 from .config import CHAIN_TREE, METHOD_LABELS, METHODS, STATIC_TREE, DecodeConfig, SageConfig
 from .decode import DecodeRun, decode
-from .errors import InputError, MediaError, ModelLoadError, PairMismatchError, SageError
+from .errors import BackendError, InputError, MediaError, ModelLoadError, PairMismatchError, SageError
 from .media import Media, image_media, load_media
 from .prepared import PreparedInputs, prepare_inputs
 from .records import RunHeader, RunSummary, StepRecord, load_trace, parse_trace, save_trace, summarize
@@ -26,6 +26,7 @@ __all__ = [
     "METHOD_LABELS",
     "STATIC_TREE",
     "VLM",
+    "BackendError",
     "DecodeConfig",
     "DecodeRun",
     "InputError",

@@ -22,6 +22,10 @@ class PairMismatchError(SageError):
     """A target and draft that cannot work together (different tokenizers)."""
 
 
+class BackendError(SageError):
+    """A backend that cannot run on this machine (torch.compile without a working compiler)."""
+
+
 class InputError(SageError):
     """Any other bad request: an empty prompt, a token limit out of range."""
 

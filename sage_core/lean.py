@@ -36,6 +36,8 @@ import torch
 import torch.nn.functional as F
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
+from .errors import BackendError
+
 # The text decoders whose layers are Qwen2's or Qwen3's (LLaVA-OneVision's language model is Qwen2).
 KNOWN_DECODERS = ("Qwen2Model", "Qwen2VLTextModel", "Qwen2_5_VLTextModel", "Qwen3VLTextModel")
 
@@ -262,25 +264,32 @@ class LeanText:
         hidden = F.embedding(input_ids, self.embedding)
         cos_table, sin_table = self._rotary_table(positions_below, hidden)
         cos, sin = cos_table[position_ids][:, None], sin_table[position_ids][:, None]  # (1, 1, N, D)
-        for index, layer in enumerate(self.layers):
-            query, key, value = before(
-                hidden,
-                cos,
-                sin,
-                layer.input_norm,
-                layer.q,
-                layer.k,
-                layer.v,
-                layer.q_norm,
-                layer.k_norm,
-                layer.head_dim,
-            )
-            key, value = cache.update(key, value, index)
-            act = F.silu if compiled else layer.act
-            hidden = after(
-                hidden, query, key, value, attention_mask, layer.scaling, layer.o, layer.post_norm,
-                layer.gate, layer.up, layer.down, act,
-            )  # fmt: skip
+        try:
+            for index, layer in enumerate(self.layers):
+                query, key, value = before(
+                    hidden,
+                    cos,
+                    sin,
+                    layer.input_norm,
+                    layer.q,
+                    layer.k,
+                    layer.v,
+                    layer.q_norm,
+                    layer.k_norm,
+                    layer.head_dim,
+                )
+                key, value = cache.update(key, value, index)
+                act = F.silu if compiled else layer.act
+                hidden = after(
+                    hidden, query, key, value, attention_mask, layer.scaling, layer.o, layer.post_norm,
+                    layer.gate, layer.up, layer.down, act,
+                )  # fmt: skip
+        except torch._dynamo.exc.BackendCompilerFailed as error:  # e.g. no working C++ compiler
+            inner = getattr(error, "inner_exception", None) or error
+            reason = f"{type(inner).__name__}: {(str(inner).strip().splitlines() or [''])[0][:300]}"
+            raise BackendError(
+                f"torch.compile cannot build the draft's forward here ({reason}); use the fast backend"
+            ) from error
         width = hidden.shape[-1]
         return F.linear(F.rms_norm(hidden, (width,), *self.norm), *self.head)
 

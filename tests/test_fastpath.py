@@ -18,7 +18,17 @@ from conftest import FAMILIES, tiny_folder
 from tiny_models import model_class
 from transformers import DynamicCache
 
-from sage_core import DecodeConfig, InputError, SageConfig, decode, drafting, load_pair, prepare_inputs, timing
+from sage_core import (
+    BackendError,
+    DecodeConfig,
+    InputError,
+    SageConfig,
+    decode,
+    drafting,
+    load_pair,
+    prepare_inputs,
+    timing,
+)
 from sage_core import lean as lean_module
 from sage_core.adapter import (
     VLM,
@@ -507,6 +517,20 @@ def test_the_fast_backends_fuse_the_drafts_forward_only(tiny_root, image, monkey
     layers = len(pair.draft.lean.layers)
     draft_forwards = sum(name == "draft" for name, *_ in calls)
     assert len(halves) == (2 * layers * draft_forwards if compiled else 0)
+
+
+def test_a_compiler_that_cannot_build_the_draft_is_one_clear_error(tiny_root, image, monkeypatch):
+    """torch.compile without a working C++ compiler (a bare machine): the run stops with a BackendError
+    that names the fix, not a compiler's traceback."""
+
+    def no_compiler(*args, **kwargs):
+        raise torch._dynamo.exc.BackendCompilerFailed(no_compiler, RuntimeError("no working C++ compiler found"), None)
+
+    monkeypatch.setattr(lean_module, "_compiled_halves", lambda: (no_compiler, no_compiler))
+    pair = load_pair(tiny_folder(tiny_root, "qwen3_vl", "target"), tiny_folder(tiny_root, "qwen3_vl", "noised"))
+    run = decode(pair, image, "Describe the picture.", DecodeConfig("sage", max_new_tokens=8, backend="compiled"))
+    with pytest.raises(BackendError, match=r"cannot build the draft's forward here \(.*C\+\+ compiler.*fast backend"):
+        run.run_to_end()
 
 
 def test_the_compiled_draft_forward_computes_the_fused_forwards_logits(tiny_root, image):
