@@ -756,7 +756,7 @@ def check_pair(target: VLM, draft: VLM) -> ModelPair:
 
 #: Tokenizer settings that do not change what it makes of a prompt: where it was loaded from, and
 #: the length it warns beyond (`processor_inputs` never truncates).
-_TOKENIZER_PLACES = frozenset(
+_TOKENIZER_IGNORED = frozenset(
     {"name_or_path", "_commit_hash", "tokenizer_file", "vocab_file", "merges_file", "model_max_length"}
 )
 
@@ -789,7 +789,7 @@ def processors_alike(first: Any, second: Any) -> bool:
         return False
 
     def settings(tokenizer: Any) -> dict[str, Any]:
-        return {k: v for k, v in tokenizer.init_kwargs.items() if k not in _TOKENIZER_PLACES}
+        return {k: v for k, v in tokenizer.init_kwargs.items() if k not in _TOKENIZER_IGNORED}
 
     return settings(one) == settings(two)
 
