@@ -1,7 +1,10 @@
 """Train the built-in Qwen3-VL model pair (target + draft) from scratch on synthetic scenes.
 
 Recipe (generation 2, second recipe; the defaults; CPU, float32, ``torch.set_num_threads(2)``;
-80 minutes of training on 2 cores, 81.5 wall with the progress evaluations on an idle machine):
+80 minutes of training on 2 cores, 81.5 wall with the progress evaluations on an idle machine).
+The shipped pair is this run and two more that continue it (the target 45 minutes longer, then
+the draft distilled 10 minutes from that target): ``bash scripts/train_builtin_pair_full.sh``
+runs all three, about 138 minutes wall (the options the second and third runs use are below).
 
 * Data: ``sage_core.builtin.scenes`` with ``random.Random(seed)``, fresh examples every step:
   1-6 shapes anywhere on canvases of varied size and aspect (places named on a 3x3 grid), bar

@@ -121,3 +121,53 @@ def test_bad_vision_stage_settings_are_refused_with_one_message(args, message, t
     assert exit_info.value.code == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def full_recipe_runs(out: Path, work: Path) -> list[list[str]]:
+    """The `train` command lines of scripts/train_builtin_pair_full.sh, with OUT and WORK filled in."""
+    import shlex
+
+    text = (ROOT / "scripts" / "train_builtin_pair_full.sh").read_text().replace("\\\n", " ")
+    runs = []
+    for line in text.splitlines():
+        if line.startswith("train "):
+            words = shlex.split(line)[1:]
+            runs.append([w.replace("$OUT", str(out)).replace("$WORK", str(work)) for w in words])
+    return runs
+
+
+@pytest.mark.slow
+def test_the_full_recipe_chains_its_three_runs(tmp_path):
+    """scripts/train_builtin_pair_full.sh, each stage cut to 2 steps: run 2 trains run 1's target
+    on, run 3 distils run 1's draft from run 2's target, and the pair lands in OUT."""
+    from safetensors.torch import load_file
+
+    script = load_script()
+    out, work = tmp_path / "pair", tmp_path / "work"
+    runs = full_recipe_runs(out, work)
+    assert len(runs) == 3
+    tiny = ["--batch-size", "2", "--eval-n", "8", "--threads", "1"]
+    for args in runs:
+        steps = []
+        for stage in ("target-vision", "target", "draft-vision", "draft"):
+            minutes = args[args.index(f"--{stage}-minutes") + 1] if f"--{stage}-minutes" in args else "1"
+            if float(minutes) > 0:  # a stage the run trains: 2 steps instead of its minutes
+                steps += [f"--{stage}-steps", "2"]
+        script.main([*args, *steps, *tiny])
+
+    def weights(folder: Path) -> dict[str, torch.Tensor]:
+        tensors: dict[str, torch.Tensor] = {}
+        for f in sorted(folder.glob("*.safetensors")):
+            tensors.update(load_file(f))
+        return tensors
+
+    def same(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> bool:
+        return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+    first, longer = work / "first", work / "longer"
+    assert not same(weights(first / "target"), weights(longer / "target"))  # run 2 trained the target
+    assert same(weights(first / "draft"), weights(longer / "draft"))  # and left the draft alone
+    assert same(weights(longer / "target"), weights(out / "target"))  # run 3 kept run 2's target
+    assert not same(weights(first / "draft"), weights(out / "draft"))  # and trained run 1's draft on
+    pair = load_pair(str(out / "target"), str(out / "draft"), device="cpu", dtype="float32")
+    assert type(pair.draft.processor).__name__ == "Qwen3VLProcessor"
