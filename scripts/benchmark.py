@@ -329,7 +329,7 @@ def summarize_at(
         row: dict[str, Any] = {"method": label(method, temperature), "temperature": temperature}
         for field in ("e2e", "decode"):
             row[f"tokens_per_s_{field}"] = list(speeds[(method, field)].values())
-            for base in ("generate", "ar", "assisted"):
+            for base in ("generate", "ar", "assisted", "static", "chain"):
                 if base in methods:
                     ratios = [speeds[(method, field)][e] / speeds[(base, field)][e] for e in examples]
                     row[f"x_{base}_{field}"] = ratios
@@ -350,6 +350,24 @@ def summarize_at(
                 row[key] = statistics.median(getattr(r, key) for r in mine_rounds)
         rows.append(row)
     return rows
+
+
+#: What SAGE is compared with under the table (the row's ``x_<base>_*`` ratios), and how it is named.
+SAGE_AGAINST = (("assisted", "transformers' assisted generation"), ("static", "the static tree"),
+                ("chain", "the 5-token chain"))  # fmt: skip
+
+
+def sage_lines(rows: Sequence[dict[str, Any]]) -> str:
+    """SAGE against assisted generation, the static tree and the chain, where they ran: the median over
+    examples (with its spread) of the per-example ratio of tokens per second, end to end and decode only."""
+    lines = ""
+    for sage in (row for row in rows if row["method"].split()[0] == "sage"):
+        at = "" if sage["temperature"] == 0 else f" at temperature {sage['temperature']:g} (both sampling)"
+        for base, name in SAGE_AGAINST:
+            if f"x_{base}_e2e" in sage:
+                lines += (f"\n\nSAGE over {name}{at}: {spread(sage[f'x_{base}_e2e'])} end to end, "
+                          f"{spread(sage[f'x_{base}_decode'])} decode only.")  # fmt: skip
+    return lines
 
 
 def backend_lines(rows: Sequence[dict[str, Any]], backends: Sequence[str]) -> str:
@@ -550,10 +568,7 @@ def main() -> int:
         print(f"  {name}: done", file=sys.stderr)
     rows = summarize(runs, rounds, methods, temperatures)
     table = markdown(rows)
-    for sage in (row for row in rows if row["method"].split()[0] == "sage" and "x_assisted_e2e" in row):
-        at = "" if sage["temperature"] == 0 else f" at temperature {sage['temperature']:g} (both sampling)"
-        table += (f"\n\nSAGE over transformers' assisted generation{at}: {spread(sage['x_assisted_e2e'])} end to end, "
-                  f"{spread(sage['x_assisted_decode'])} decode only.")  # fmt: skip
+    table += sage_lines(rows)
     table += backend_lines(rows, backends)
     print(f"\n{len(examples)} examples, {args.repeats} repeats, median over examples [min–max]\n")
     if len(pads) > 1:

@@ -230,3 +230,28 @@ def test_the_gpu_check_runs_end_to_end_on_tiny_models(tmp_path):
     assert all(row["ms"] > 0 for row in results["rows"]) and results["draft_compile_s"] > 0
     assert [row["pad_tokens"] for row in results["memory_check"]] == [0, 40]
     assert "| model | kind |" in (tmp_path / "results.md").read_text()
+
+
+def test_sage_is_compared_with_the_static_tree_and_the_chain_example_by_example():
+    """The lines under the table: the median over examples of SAGE's per-example speed ratio."""
+    bench = runpy.run_path(str(SCRIPT), run_name="benchmark")
+    Run = bench["Run"]
+    seconds = {  # per example: sage, static, chain, each making 10 tokens
+        "a": (1.0, 2.0, 1.0),  # x static 2.0, x chain 1.0
+        "b": (1.0, 1.0, 4.0),  # x static 1.0, x chain 4.0
+        "c": (2.0, 3.0, 1.0),  # x static 1.5, x chain 0.5
+    }
+    runs = [
+        Run(example, method, 0, (1,) * 10, t, t / 2, pad_tokens=0, prompt_tokens=40)
+        for example, times in seconds.items()
+        for method, t in zip(("sage", "static", "chain"), times, strict=True)
+    ]
+    rows = bench["summarize"](runs, [], ["sage", "static", "chain"], [0.0])
+    lines = bench["sage_lines"](rows).strip().split("\n\n")
+    assert lines == [
+        "SAGE over the static tree: 1.50 [1.00–2.00] end to end, 1.50 [1.00–2.00] decode only.",
+        "SAGE over the 5-token chain: 1.00 [0.50–4.00] end to end, 1.00 [0.50–4.00] decode only.",
+    ]
+    # without the static tree, no line for it
+    only_chain = bench["summarize"]([r for r in runs if r.method != "static"], [], ["sage", "chain"], [0.0])
+    assert "static tree" not in bench["sage_lines"](only_chain)

@@ -146,4 +146,4 @@ def test_the_draft_entropy_rises_and_falls_within_long_answers():
         spreads.append(max(entropies) - min(entropies))
     print(f"\nentropy range within 12 long answers (nats): {sorted(round(s, 2) for s in spreads)}")
     assert sum(s >= 1.5 for s in spreads) >= 2
-    assert sum(s >= 1.0 for s in spreads) >= len(spreads) / 3
+    assert sum(s >= 1.0 for s in spreads) >= 5
