@@ -6,10 +6,12 @@ a tree of tokens; the target VLM checks the whole tree in one forward; the
 output equals the target's own greedy decoding.
 
     pair = load_pair("builtin", "builtin")
-    run = decode(pair, load_media("assets/examples/shapes.png"), "What is shown?", DecodeConfig("sage"))
+    run = decode(pair, load_media("assets/examples/count.png"), "What is shown?", DecodeConfig("sage"))
     for record in run:            # one StepRecord per target forward
         print("".join(record.new_token_texts), end="")
 """
+
+__version__ = "0.1.0"
 
 from .adapter import VLM, ModelPair, check_pair, load_pair
 from .config import CHAIN_TREE, METHOD_LABELS, METHODS, STATIC_TREE, DecodeConfig, SageConfig
@@ -42,6 +44,7 @@ __all__ = [
     "SageError",
     "StepRecord",
     "Tree",
+    "__version__",
     "check_pair",
     "decode",
     "image_media",

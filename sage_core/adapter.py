@@ -33,7 +33,9 @@ from .kvcache import growing_cache, move_rows
 from .lean import LeanText
 from .media import Media
 
-ASSETS = Path(__file__).resolve().parent.parent / "assets"
+# A checkout keeps assets/ beside the package; `pip install .` puts it inside as sage_core/assets.
+_CHECKOUT_ASSETS = Path(__file__).resolve().parent.parent / "assets"
+ASSETS = _CHECKOUT_ASSETS if (_CHECKOUT_ASSETS / "builtin").is_dir() else Path(__file__).resolve().parent / "assets"
 BUILTIN_TARGET = ASSETS / "builtin" / "target"
 BUILTIN_DRAFT = ASSETS / "builtin" / "draft"
 

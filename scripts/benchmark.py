@@ -76,7 +76,6 @@ import torch
 from transformers import LogitsProcessor, LogitsProcessorList
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from sage_core import METHODS, DecodeConfig, ModelPair, PreparedInputs, decode, load_media, load_pair  # noqa: E402
 from sage_core import prepare_inputs as prepare  # noqa: E402

@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import time
 from pathlib import Path
 
@@ -28,7 +27,6 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from sage_core.builtin.quality import agreement, evaluate  # noqa: E402
 from sage_core.builtin.scenes import DEFAULT, SHIFTED, make_examples  # noqa: E402

@@ -43,7 +43,6 @@ from typing import Any
 import torch
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from sage_core.adapter import VLM, KVState  # noqa: E402
 

@@ -20,12 +20,10 @@ import argparse
 import json
 import math
 import statistics
-import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 

@@ -74,7 +74,6 @@ import argparse
 import math
 import os
 import random
-import sys
 import time
 from pathlib import Path
 
@@ -86,7 +85,6 @@ import torch
 import torch.nn.functional as F
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from sage_core.adapter import processor_inputs  # noqa: E402
 from sage_core.builtin.quality import agreement, evaluate, example_media  # noqa: E402
