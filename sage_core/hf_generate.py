@@ -1,0 +1,180 @@
+"""SAGE behind transformers' `generate()`: what `custom_generate/generate.py` runs.
+
+    output = target.generate(**inputs, assistant_model=draft, custom_generate="<this repository>",
+                             trust_remote_code=True, do_sample=False, max_new_tokens=64)
+
+`inputs` are the target processor's tensors for one prompt (batch of one); the draft reads the
+same tensors, as transformers' assisted generation has it, so it needs the target's processor
+(a draft of the same family). The output is what greedy `generate()` returns (the prompt's ids
+followed by the new ones, or a `GenerateDecoderOnlyOutput` with `return_dict_in_generate=True`),
+equal token for token to `target.generate(**inputs, do_sample=False, max_new_tokens=64)`.
+
+SAGE's settings are keyword arguments with the paper's defaults: `method` ("sage", "static",
+"chain" or "ar"), `backend`, `prune_ratio`, `sage_config` (a whole `SageConfig`) or any of its
+fields by name with a `sage_` prefix (`sage_depth_max=8`, `sage_top_k=10`, ...; the prefix keeps
+them apart from `generate()`'s own `top_k`). Settings that would make plain `generate()` pick
+other tokens than the target's argmax (sampling, beams, repetition penalties, logits processors,
+stopping criteria) are refused with one sentence: SAGE here is greedy and lossless.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, fields
+from typing import Any
+
+import torch
+
+from .adapter import FAMILIES, VLM, _input_device, check_pair
+from .config import METHODS, DecodeConfig, SageConfig
+from .decode import DecodeRun
+from .media import Media
+from .prepared import PreparedInputs
+
+SAGE_PREFIX = "sage_"
+# generate()'s arguments and generation-config fields that change which token greedy decoding picks,
+# with the value that leaves it alone.
+_NEUTRAL = {
+    "num_beams": 1,
+    "num_beam_groups": 1,
+    "penalty_alpha": None,
+    "repetition_penalty": 1.0,
+    "encoder_repetition_penalty": 1.0,
+    "no_repeat_ngram_size": 0,
+    "encoder_no_repeat_ngram_size": 0,
+    "bad_words_ids": None,
+    "min_length": 0,
+    "min_new_tokens": None,
+    "suppress_tokens": None,
+    "begin_suppress_tokens": None,
+    "forced_bos_token_id": None,
+    "forced_eos_token_id": None,
+    "sequence_bias": None,
+    "guidance_scale": None,
+    "exponential_decay_length_penalty": None,
+    "dola_layers": None,
+    "watermarking_config": None,
+    "stop_strings": None,
+    "max_time": None,
+    "prompt_lookup_num_tokens": None,
+}
+
+
+class _GivenInputs(Media):
+    """The run's record of its medium: tensors handed to generate(), not a file."""
+
+    def describe(self) -> str:
+        return "inputs given to generate()"
+
+
+@dataclass(frozen=True)
+class _TokenizerOnly:
+    """What the decode loop reads of a processor when the inputs are already made: its tokenizer."""
+
+    tokenizer: Any
+
+
+def generate(
+    model: Any,
+    inputs: torch.Tensor | None = None,
+    generation_config: Any = None,
+    logits_processor: Any = None,
+    stopping_criteria: Any = None,
+    prefix_allowed_tokens_fn: Any = None,
+    synced_gpus: bool | None = None,
+    assistant_model: Any = None,
+    streamer: Any = None,
+    negative_prompt_ids: torch.Tensor | None = None,
+    negative_prompt_attention_mask: torch.Tensor | None = None,
+    method: str = "sage",
+    backend: str = "fast",
+    prune_ratio: float = 0.0,
+    sage_config: SageConfig | None = None,
+    tokenizer: Any = None,
+    assistant_tokenizer: Any = None,
+    **kwargs: Any,
+) -> Any:
+    """Decode one prompt with SAGE (or a baseline) and return what greedy `generate()` returns."""
+    if logits_processor or stopping_criteria or prefix_allowed_tokens_fn is not None or negative_prompt_ids is not None:
+        raise ValueError("SAGE's generate() is greedy and lossless: logits processors, stopping criteria are refused")
+    del synced_gpus, negative_prompt_attention_mask  # one process, no guidance: nothing to do with them
+    sage = _sage_config(sage_config, kwargs)
+    config = copy.deepcopy(generation_config if generation_config is not None else model.generation_config)
+    model_inputs = config.update(**kwargs)  # what is not a generation setting goes to the model
+    _check_greedy(config, model.generation_config)
+    if inputs is not None:
+        model_inputs["input_ids"] = inputs
+    input_ids = model_inputs.get("input_ids")
+    if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2 or input_ids.shape[0] != 1:
+        raise ValueError("SAGE's generate() takes input_ids for one prompt: a (1, length) tensor")
+    mask = model_inputs.get("attention_mask")
+    if isinstance(mask, torch.Tensor) and not bool(mask.all()):
+        raise ValueError("SAGE's generate() takes one unpadded prompt: the attention mask must be all ones")
+    max_new = config.max_new_tokens if config.max_new_tokens is not None else config.max_length - input_ids.shape[1]
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+    if method != "ar" and assistant_model is None:
+        raise ValueError(f"method {method!r} drafts: pass the draft model as assistant_model")
+    decode_config = DecodeConfig(method, max_new, sage, backend=backend, prune_ratio=prune_ratio)  # type: ignore[arg-type]
+    target = _vlm(model, tokenizer, "target")
+    draft = _vlm(assistant_model, assistant_tokenizer or tokenizer, "draft") if assistant_model is not None else target
+    pair = check_pair(target, draft)
+    media = _GivenInputs(kind="video" if "pixel_values_videos" in model_inputs else "image", name="inputs")
+    on_target = {k: v.to(target.device) if isinstance(v, torch.Tensor) else v for k, v in model_inputs.items()}
+    on_draft = {k: v.to(draft.device) if isinstance(v, torch.Tensor) else v for k, v in model_inputs.items()}
+    prepared = PreparedInputs(media, "", on_target, on_draft if method != "ar" else None, 0.0, 0.0)
+    run = DecodeRun(pair, media, "", decode_config, prepared)
+    if streamer is not None:
+        streamer.put(input_ids.cpu())
+    new_tokens: list[int] = []
+    for record in run:
+        new_tokens.extend(record.new_tokens)
+        if streamer is not None and record.new_tokens:
+            streamer.put(torch.tensor(record.new_tokens))
+    if streamer is not None:
+        streamer.end()
+    added = torch.tensor([new_tokens], dtype=input_ids.dtype, device=input_ids.device)
+    sequences = torch.cat([input_ids, added], dim=1)
+    if config.return_dict_in_generate:
+        from transformers.generation.utils import GenerateDecoderOnlyOutput
+
+        return GenerateDecoderOnlyOutput(sequences=sequences)  # type: ignore[arg-type]
+    return sequences
+
+
+def _sage_config(given: SageConfig | None, kwargs: dict[str, Any]) -> SageConfig:
+    """`sage_config`, or the paper's defaults, with the `sage_*` keyword arguments applied (taken out of kwargs)."""
+    names = {f.name for f in fields(SageConfig)}
+    changes = {}
+    for key in [k for k in kwargs if k.startswith(SAGE_PREFIX)]:
+        name = key.removeprefix(SAGE_PREFIX)
+        if name not in names:
+            raise ValueError(f"unknown SAGE setting {key!r}; the settings are {', '.join(sorted(names))} (prefixed)")
+        changes[name] = kwargs.pop(key)
+    base = given if given is not None else SageConfig()
+    return SageConfig(**{**{f.name: getattr(base, f.name) for f in fields(SageConfig)}, **changes})
+
+
+def _check_greedy(config: Any, model_config: Any) -> None:
+    """Refuse what would make plain generate() choose other tokens than the target's argmax."""
+    if config.do_sample:
+        raise ValueError("SAGE's generate() decodes greedily: pass do_sample=False")
+    for name, neutral in _NEUTRAL.items():
+        value = getattr(config, name, neutral)
+        if value is not None and value != neutral and value not in ([], {}):
+            raise ValueError(f"SAGE's generate() is greedy and lossless: {name}={value!r} is not supported")
+    if config.eos_token_id != model_config.eos_token_id:
+        raise ValueError("SAGE's generate() stops at the model's own end-of-sequence tokens: leave eos_token_id unset")
+
+
+def _vlm(model: Any, tokenizer: Any, role: str) -> VLM:
+    """A model handed to generate() as the decode loop's VLM (its tokenizer loaded from its folder if not given)."""
+    family = model.config.model_type
+    if family not in FAMILIES:
+        raise ValueError(f"the {role} is a {family!r} model; supported families: {', '.join(FAMILIES)}")
+    if tokenizer is None:
+        from transformers import AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(model.name_or_path)
+    tokenizer = getattr(tokenizer, "tokenizer", tokenizer)  # a processor: its tokenizer
+    return VLM(str(model.name_or_path), model, _TokenizerOnly(tokenizer), _input_device(model))
