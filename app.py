@@ -1,18 +1,35 @@
 """Launch the SAGE demo: `python app.py` (http://127.0.0.1:7860 by default).
 
 GRADIO_SERVER_NAME / GRADIO_SERVER_PORT choose the address (a Space sets them);
-the SAGE_APP_* settings (limits, custom models) are listed in the README.
+the SAGE_APP_* settings (limits, custom models) are listed in docs/deployment.md.
+`python app.py --mcp` (or SAGE_MCP=1) also serves the app's API as MCP tools
+(`race_api`, `replay_api`) at /gradio_api/mcp/ (needs the `gradio[mcp]` extra of requirements.txt).
 """
 
+import argparse
+import importlib.util
 import os
 
 from app.ui import build_demo, launch_options
 
 demo = build_demo()
 
+
+def mcp_wanted(argv: list[str] | None = None) -> bool:
+    """--mcp on the command line, or SAGE_MCP set to 1 / true / yes."""
+    parser = argparse.ArgumentParser(description="Launch the SAGE demo.")
+    parser.add_argument("--mcp", action="store_true", help="also serve the API as MCP tools (Gradio's MCP server)")
+    flag = parser.parse_args(argv).mcp
+    return bool(flag) or os.environ.get("SAGE_MCP", "").strip().lower() in ("1", "true", "yes")
+
+
 if __name__ == "__main__":
+    mcp = mcp_wanted() or None  # None: Gradio's own GRADIO_MCP_SERVER setting still applies
+    if mcp and importlib.util.find_spec("mcp") is None:
+        raise SystemExit("error: the MCP server needs Gradio's MCP extra: pip install -r requirements.txt")
     demo.queue(default_concurrency_limit=1).launch(
         server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
         server_port=int(os.environ.get("GRADIO_SERVER_PORT", "7860")),
+        mcp_server=mcp,
         **launch_options(),
     )

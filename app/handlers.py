@@ -348,8 +348,36 @@ class Handlers:
         temperature: float = 0.0,
         seed: float | None = None,
     ) -> dict:
-        """Run a race to the end; answer texts, figures, the losslessness verdict (or, when sampling, the
-        exact-in-distribution note), panels and the trace."""
+        """Race SAGE against its baselines on one image or video to the end, and answer with the texts and figures.
+
+        Every method decodes the same prompt with the same target model; greedy (temperature 0) output equals
+        the target's own greedy decoding token for token, which the answer's `lossless` verdict checks.
+
+        Args:
+            image: an image file (an http(s) URL for an MCP client); give it or `video`.
+            video: a video file (mp4, webm, avi, mov); give it or `image`.
+            prompt: the question or instruction about the image or video.
+            pair: the model pair: "builtin", or on a GPU "qwen2.5-vl-7b" or "llava-ov-7b" (empty: the default).
+            custom_target: a custom target model (hub id or folder), when the app allows custom models.
+            custom_draft: a custom draft model of the same tokenizer as the target.
+            methods: two to four of "sage", "static" (SD-Tree), "chain" (SD-Chain) and "ar" (plain decoding).
+            max_new_tokens: the most new tokens each method decodes.
+            depth_min: SAGE's shallowest tree (paper: 3).
+            depth_max: SAGE's deepest tree at the start (paper: 8).
+            width_min: SAGE's narrowest level (paper: 2).
+            width_max: SAGE's widest level (paper: 10).
+            node_budget: the most draft tokens in one tree (paper: 64).
+            top_k: the draft candidates per node whose entropy gives SAGE's confidence (paper: 10).
+            prune_choice: draft-side visual token pruning: "off", "paper" (the paper's ratios) or "chosen".
+            prune_chosen: the share of visual tokens the draft skips when `prune_choice` is "chosen", in [0, 1).
+            temperature: 0 decodes greedily; above 0 samples, exactly in the target's distribution.
+            seed: the sampling seed (empty: a fresh one, recorded in the trace).
+
+        Returns:
+            JSON: per method its text, token ids and figures (tokens per second, mean accepted length tau, target
+            forwards), the speed-ups against the baselines, the losslessness verdict (or, when sampling, the
+            exact-in-distribution note), the Plotly panels, and the trace (JSON lines) the figures come from.
+        """
         methods = DEFAULT_METHODS if methods is None else methods
         sage = (depth_min, depth_max, width_min, width_max, node_budget, top_k)
         request, choice = self.prepare(

@@ -1,0 +1,58 @@
+"""`python app.py --mcp` (or SAGE_MCP=1): the app's API served as MCP tools by Gradio's MCP server.
+
+An MCP client lists the running server's tools over streamable HTTP: `race_api` is there, its
+description and its parameters' come from `Handlers.race_api`'s docstring."""
+
+from __future__ import annotations
+
+import asyncio
+import runpy
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from app_server import free_port
+
+from app.ui import build_demo, launch_options
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+async def list_tools(url: str) -> list[Any]:
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamablehttp_client
+
+    async with streamablehttp_client(url) as (read, write, _), ClientSession(read, write) as session:
+        await session.initialize()
+        return list((await session.list_tools()).tools)
+
+
+def test_the_mcp_server_lists_the_race_tool_with_its_docstring() -> None:
+    demo = build_demo()
+    demo.queue(default_concurrency_limit=1).launch(
+        server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True, mcp_server=True,
+        **launch_options(),
+    )  # fmt: skip
+    try:
+        tools = {tool.name: tool for tool in asyncio.run(list_tools(f"{demo.local_url}gradio_api/mcp/"))}
+    finally:
+        demo.close()
+    assert "race_api" in tools and "replay_api" in tools, sorted(tools)
+    race = tools["race_api"]
+    assert race.description.startswith("Race SAGE against its baselines"), race.description
+    assert "Returns:" in race.description and "losslessness verdict" in race.description
+    properties = race.inputSchema["properties"]
+    for name in ("image", "video", "prompt", "methods", "max_new_tokens", "depth_max", "temperature", "seed"):
+        assert name in properties, sorted(properties)
+    assert "question or instruction" in properties["prompt"]["description"]
+    assert "paper: 8" in properties["depth_max"]["description"]
+
+
+def test_app_py_turns_the_mcp_server_on_by_flag_or_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "argv", ["app.py"])
+    mcp_wanted = runpy.run_path(str(ROOT / "app.py"), run_name="app_not_launched")["mcp_wanted"]
+    for argv, environment, wanted in [([], "", False), (["--mcp"], "", True), ([], "1", True), ([], "true", True),
+                                      ([], "0", False), (["--mcp"], "0", True)]:  # fmt: skip
+        monkeypatch.setenv("SAGE_MCP", environment)
+        assert mcp_wanted(argv) is wanted, (argv, environment)
