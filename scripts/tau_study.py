@@ -30,8 +30,9 @@ import torch  # noqa: E402
 from sage_core import DecodeConfig, decode, load_pair  # noqa: E402
 from sage_core.builtin.quality import example_media  # noqa: E402
 from sage_core.builtin.scenes import LONG_KINDS, make_examples  # noqa: E402
+from sage_core.config import Method  # noqa: E402
 
-METHODS = ("chain", "static", "sage")
+METHODS: tuple[Method, ...] = ("chain", "static", "sage")
 LABELS = {"chain": "SD-Chain", "static": "SD-Tree (25 nodes)", "sage": "SAGE"}
 
 

@@ -76,6 +76,7 @@ import os
 import random
 import time
 from pathlib import Path
+from typing import Any
 
 # Passive OpenMP waiting: on a shared 2-core machine, spinning worker threads make every
 # step several times slower as soon as another process runs (measured 7-10 s vs 2.8 s).
@@ -175,7 +176,7 @@ def build_processor():
     tokenizer.chat_template = CHAT_TEMPLATE
     from transformers import Qwen3VLProcessor, Qwen3VLVideoProcessor
 
-    common = {
+    common: dict[str, Any] = {
         "patch_size": PATCH,
         "temporal_patch_size": 2,
         "merge_size": 2,
@@ -345,7 +346,7 @@ def batch_token_labels(examples, grid_thw: torch.Tensor) -> torch.Tensor:
     return torch.cat([token_labels(e, h // 2, w // 2) for e, (_, h, w) in zip(examples, grids, strict=True)])
 
 
-def attach_aux_head(visual) -> tuple[torch.nn.Linear, list[torch.Tensor], object]:
+def attach_aux_head(visual: Any) -> tuple[torch.nn.Linear, list[torch.Tensor], torch.utils.hooks.RemovableHandle]:
     """A throw-away linear head for the per-token labels, and the vision tower's merged tokens,
     captured by a hook on each forward (remove the returned hook when done)."""
     head = torch.nn.Linear(visual.merger.linear_fc2.out_features, sum(AUX_CLASSES))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -36,7 +37,7 @@ def example_media(example: Example) -> Media:
 
 @torch.no_grad()
 def generate_answers(
-    model, processor, examples: Sequence[Example], max_new_tokens: int = 32, batch_size: int = 32
+    model: Any, processor: Any, examples: Sequence[Example], max_new_tokens: int = 32, batch_size: int = 32
 ) -> tuple[list[str], list[list[int]]]:
     """Greedy answers (decoded text, and generated token ids up to and including eos)."""
     eos = model.generation_config.eos_token_id
@@ -59,7 +60,9 @@ def generate_answers(
     return texts, ids_out
 
 
-def evaluate(model, processor, examples: Sequence[Example], max_new_tokens: int = 128, batch_size: int = 32) -> dict:
+def evaluate(
+    model: Any, processor: Any, examples: Sequence[Example], max_new_tokens: int = 128, batch_size: int = 32
+) -> dict:
     """Greedy-decode every example and grade it fact by fact (:func:`fact_score`).
 
     Returns ``{"accuracy": facts right / facts, "per_kind": {kind: facts right / facts},
@@ -99,7 +102,9 @@ def _tokens_per_pass(matches: list[bool], k: int) -> float:
 
 
 @torch.no_grad()
-def agreement(target, draft, processor, examples: Sequence[Example], target_answer_ids: Sequence[list[int]]) -> dict:
+def agreement(
+    target: Any, draft: Any, processor: Any, examples: Sequence[Example], target_answer_ids: Sequence[list[int]]
+) -> dict:
     """How often the draft's greedy next token equals the target's, teacher-forced on the target's answers.
 
     Reports overall agreement, on the first answer token, on content words (colours,

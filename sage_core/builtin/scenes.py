@@ -43,8 +43,10 @@ scales, offsets and canvas sizes outside the training ranges (the robustness che
 
 from __future__ import annotations
 
+import os
 import random
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
 from PIL import Image, ImageDraw, ImageFont
@@ -433,7 +435,7 @@ def scene_kinds(example: Example) -> tuple[str, ...]:
     return ("shape", "colour", "count", "position", "size", "describe")
 
 
-def _others(word: str, pool) -> tuple[str, ...]:
+def _others(word: str, pool: Iterable[str]) -> tuple[str, ...]:
     return tuple(w for w in pool if w != word)
 
 
@@ -656,13 +658,13 @@ def example_picks(seed: int = 7) -> list[tuple[str, Example]]:
     """The demo examples (file name, example) that :func:`write_example_assets` writes."""
     rng = random.Random(seed)
 
-    def first(kind: str, question: str, pred=lambda e: True) -> Example:
+    def first(kind: str, question: str, pred: Callable[[Example], bool] = lambda e: True) -> Example:
         while True:
             e = make_example(rng, kind)
             if (not question or e.question == question) and pred(e):
                 return e
 
-    def verb(v: str):
+    def verb(v: str) -> Callable[[Example], bool]:
         return lambda e: e.objects[0].verb == v
 
     return [
@@ -681,7 +683,7 @@ def example_picks(seed: int = 7) -> list[tuple[str, Example]]:
     ]
 
 
-def write_example_assets(out_dir, seed: int = 7) -> list[dict]:
+def write_example_assets(out_dir: str | os.PathLike[str], seed: int = 7) -> list[dict]:
     """Write the demo images, the clips (mp4v, at VIDEO_FPS) and ``examples.json`` to ``out_dir``.
 
     Each entry of ``examples.json`` holds the file, the prompt, the kind and the true answer.

@@ -1,0 +1,28 @@
+"""The project's habits stay wired: pre-commit runs the ruff that requirements-dev.txt pins, mypy holds
+the library and the app to annotated functions, and pytest prints the slowest tests."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_pre_commit_runs_the_pinned_ruff_lint_and_format() -> None:
+    pinned = re.search(r"^ruff==(\S+)$", (ROOT / "requirements-dev.txt").read_text(), re.M)
+    assert pinned is not None
+    (repo,) = yaml.safe_load((ROOT / ".pre-commit-config.yaml").read_text())["repos"]
+    assert repo["repo"].endswith("astral-sh/ruff-pre-commit") and repo["rev"] == f"v{pinned.group(1)}"
+    assert {hook["id"] for hook in repo["hooks"]} == {"ruff-check", "ruff-format"}
+
+
+def test_mypy_and_pytest_settings() -> None:
+    tools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]
+    assert {"sage_core", "app", "scripts", "custom_generate"} <= set(tools["mypy"]["files"])
+    strict = [o for o in tools["mypy"]["overrides"] if o.get("disallow_untyped_defs")]
+    assert strict and {"sage_core.*", "app.*"} <= set(strict[0]["module"])
+    assert "--durations=20" in tools["pytest"]["ini_options"]["addopts"]
