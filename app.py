@@ -1,7 +1,7 @@
 """Launch the SAGE demo: `python app.py` (http://127.0.0.1:7860 by default).
 
 GRADIO_SERVER_NAME / GRADIO_SERVER_PORT choose the address (a Space sets them);
-the SAGE_APP_* settings (limits, custom models) are listed in docs/deployment.md.
+the SAGE_APP_* settings (limits, custom models) are listed in docs/app.md.
 `python app.py --mcp` (or SAGE_MCP=1) also serves the app's API as MCP tools
 (`race_api`, `replay_api`) at /gradio_api/mcp/ (needs the `gradio[mcp]` extra of requirements.txt).
 """
