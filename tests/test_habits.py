@@ -26,3 +26,25 @@ def test_mypy_and_pytest_settings() -> None:
     strict = [o for o in tools["mypy"]["overrides"] if o.get("disallow_untyped_defs")]
     assert strict and {"sage_core.*", "app.*"} <= set(strict[0]["module"])
     assert "--durations=20" in tools["pytest"]["ini_options"]["addopts"]
+
+
+def user_docs() -> list[Path]:
+    return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
+def test_the_readme_is_short_and_links_only_to_what_exists() -> None:
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.splitlines()) <= 200
+    for page in user_docs():
+        for link in re.findall(r"\]\(([^)#\s]+)", page.read_text()):
+            if not link.startswith(("http://", "https://")):
+                assert (page.parent / link).exists(), (page.name, link)
+    assert (ROOT / "docs" / "race.png").stat().st_size < 500_000
+
+
+def test_user_docs_name_no_commit_or_issue() -> None:
+    for page in user_docs():
+        text = page.read_text()
+        assert not re.search(r"\bissues? #?\d+", text, re.I), page.name
+        hashes = [h for h in re.findall(r"\b[0-9a-f]{7,40}\b", text) if re.search(r"\d", h) and re.search("[a-f]", h)]
+        assert not hashes, (page.name, hashes)
