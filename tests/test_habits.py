@@ -48,3 +48,16 @@ def test_user_docs_name_no_commit_or_issue() -> None:
         assert not re.search(r"\bissues? #?\d+", text, re.I), page.name
         hashes = [h for h in re.findall(r"\b[0-9a-f]{7,40}\b", text) if re.search(r"\d", h) and re.search("[a-f]", h)]
         assert not hashes, (page.name, hashes)
+
+
+def test_the_wheel_lists_every_subpackage_of_sage_core() -> None:
+    """pyproject names the packages one by one (the built-in pair rides along as `sage_core.assets`):
+    a new subpackage must be added there, or `pip install .` leaves it out."""
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {
+        ".".join(init.parent.relative_to(ROOT).parts)
+        for init in (ROOT / "sage_core").rglob("__init__.py")
+        if "__pycache__" not in init.parts
+    }
+    assert found <= listed, sorted(found - listed)
+    assert "sage_core.assets" in listed
