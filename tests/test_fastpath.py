@@ -37,7 +37,6 @@ from sage_core.adapter import (
     in_batch_depth,
     processors_alike,
     rows_from_parents,
-    rows_from_visible,
     rows_on_host,
 )
 from sage_core.kvcache import GrowingLayer, move_rows
@@ -86,6 +85,18 @@ def old_mask(committed: int, scratch: int, visible: list[tuple[int, ...]], dtype
     return mask[None, None]
 
 
+def rows_from_visible(known: torch.Tensor | None, visible: list[tuple[int, ...]]) -> torch.Tensor:
+    """The scratch rows after N new entries, from explicit lists of what each sees: (S+N, S+N) bool."""
+    scratch = 0 if known is None else known.shape[0]
+    total = scratch + len(visible)
+    rows = torch.zeros((total, total), dtype=torch.bool)
+    if known is not None and scratch:
+        rows[:scratch, :scratch] = known
+    for i, seen in enumerate(visible):
+        rows[scratch + i, list(seen)] = True
+    return rows
+
+
 def random_tree(generator: random.Random, size: int) -> Tree:
     parents = tuple(generator.randrange(-1, i) for i in range(size))
     return Tree(tuple(range(size)), parents, (0.5,) * size)
@@ -117,7 +128,7 @@ def test_draft_level_masks_from_parents_equal_the_old_masks(seed):
         parents = [generator.randrange(-1, scratch) for _ in range(count)]
         visible = [(parent_visible[p] if p >= 0 else ()) + (scratch + i,) for i, p in enumerate(parents)]
         known_parents = rows_from_parents(known_parents, torch.tensor(parents), in_batch_depth(parents, scratch))
-        known_visible = rows_from_visible(known_visible, visible, torch.device("cpu"))
+        known_visible = rows_from_visible(known_visible, visible)
         known_host = rows_on_host(known_host, parents)
         assert torch.equal(known_host, known_parents)
         assert torch.equal(

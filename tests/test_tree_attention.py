@@ -28,13 +28,14 @@ def load(root: Path, family: str, attention: str) -> VLM:
     return vlm
 
 
-def tree_logits(vlm: VLM, state: KVState, tree: Tree, visible=None, depths=None) -> torch.Tensor:
-    """The adapter's tree forward over [root, *nodes] (optionally with a broken mask or positions)."""
+def tree_logits(vlm: VLM, state: KVState, tree: Tree, parents=None, depths=None) -> torch.Tensor:
+    """The tree forward decoding runs (`extend` with parent indices) over [root, *nodes]
+    (optionally with broken parents or positions)."""
     start = state.committed
     depths = tree.depths if depths is None else depths
-    if visible is None:
-        visible = [(0,)] + [(0, *(1 + a for a in row)) for row in tree.ancestor_rows()]
-    return vlm.extend(state, [ROOT_TOKEN, *tree.tokens], [start] + [start + d for d in depths], visible)
+    if parents is None:
+        parents = [-1] + [1 + p for p in tree.parents]
+    return vlm.extend(state, [ROOT_TOKEN, *tree.tokens], [start] + [start + d for d in depths], parents=parents)
 
 
 def path_logits(vlm: VLM, inputs: dict, path_tokens: list[int]) -> torch.Tensor:
@@ -73,8 +74,8 @@ def test_negative_controls_are_caught(tiny_root, image, family):
     inputs = vlm.prepare(image, "Describe the picture.")
     # A causal mask over the flattened tree lets siblings see each other.
     state, _ = vlm.prefill(inputs)
-    causal = [tuple(range(i + 1)) for i in range(len(TREE) + 1)]
-    assert max_error(vlm, inputs, tree_logits(vlm, state, TREE, visible=causal)) > 100 * TOLERANCE
+    causal = list(range(-1, len(TREE)))  # each entry the parent of the next: a causal mask
+    assert max_error(vlm, inputs, tree_logits(vlm, state, TREE, parents=causal)) > 100 * TOLERANCE
     # Sequential positions instead of prefix + depth.
     state, _ = vlm.prefill(inputs)
     flat_depths = tuple(range(1, len(TREE) + 1))
@@ -97,6 +98,6 @@ def test_commit_keeps_only_the_accepted_path(tiny_root, image):
     vlm.commit(state, [0, 1 + 1, 1 + 4])  # root, node 1, node 4 (not a prefix of the scratch)
     assert state.committed == prompt_length + 3 and state.scratch == 0
     assert state.cache.get_seq_length() == state.committed
-    after = vlm.extend(state, [46], [state.committed], [(0,)])[0]
+    after = vlm.extend(state, [46], [state.committed], parents=[-1])[0]
     expected = path_logits(vlm, inputs, [ROOT_TOKEN, 41, 44, 46])
     assert (after - expected).abs().max().item() < TOLERANCE

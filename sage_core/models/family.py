@@ -1,0 +1,65 @@
+"""What differs between model families, behind one interface (`Family`).
+
+A family module (`qwen.py`, `llava.py`, ...) describes one `model_type`: its model class in
+transformers, whether its positions carry M-RoPE deltas, which token ids mark the image and video
+in the prompt, where each visual token looks (for the pruning view), what its processor needs
+for a video, and which configurations the shared tree forward cannot run. Everything else (the
+forwards, the masks, the cache, the pruning hooks) is shared (`vlm.py`, `masks.py`, `visual.py`).
+Adding a family is a module with one `Family` subclass, registered in `registry.py`, plus its tests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import ModelLoadError
+
+# (first frame, last frame, x0, y0, x1, y1): the sampled frames a visual token covers, its box in fractions
+VisualBox = tuple[int, int, float, float, float, float]
+
+
+def grid_box(first: int, last: int, index: int, rows: int, cols: int) -> VisualBox:
+    """The box of cell `index` (row-major) of a rows x cols grid over the frame."""
+    row, col = divmod(index, cols)
+    return (first, last, col / cols, row / rows, (col + 1) / cols, (row + 1) / rows)
+
+
+@dataclass(frozen=True)
+class Family:
+    """One model family. Subclasses override what their family does differently.
+
+    `model_type`: the config's `model_type`; `model_class`: the class in transformers that loads it;
+    `rope_deltas`: positions are M-RoPE with the delta the prefill leaves on `model.model.rope_deltas`;
+    `video`: the processor takes videos.
+    """
+
+    model_type: str
+    model_class: str
+    rope_deltas: bool = False
+    video: bool = True
+
+    def visual_token_ids(self, config: Any) -> set[int]:
+        """The ids of the tokens that stand for image or video features in the prompt."""
+        names = ("image_token_id", "video_token_id", "image_token_index", "video_token_index")
+        return {int(value) for value in (getattr(config, name, None) for name in names) if value is not None}
+
+    def visual_boxes(self, config: Any, inputs: Mapping[str, Any], count: int) -> list[VisualBox | None]:
+        """Where each of the `count` visual tokens looks (None: no place of its own)."""
+        return [None] * count
+
+    def video_processor_kwargs(self, processor: Any) -> dict[str, Any]:
+        """Extra keywords for the processor when it reads a video."""
+        return {}
+
+    def language_model(self, model: Any) -> Any:
+        """The text decoder (its layers carry the attention the pruning scores read)."""
+        return model.model.language_model
+
+    def check_config(self, config: Any, name: str) -> None:
+        """Refuse a configuration the shared forwards cannot run exactly (one sentence)."""
+        text_config = config.get_text_config()
+        layer_types = getattr(text_config, "layer_types", None) or ()
+        if getattr(text_config, "use_sliding_window", False) or any(t != "full_attention" for t in layer_types):
+            raise ModelLoadError(f"{name}: sliding-window or linear-attention layers are not supported")

@@ -1,0 +1,36 @@
+"""The Qwen-VL families: M-RoPE positions (the prefill's `rope_deltas`), merged patch grids, and
+video frames grouped by the temporal patch."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .family import Family, VisualBox, grid_box
+
+
+@dataclass(frozen=True)
+class QwenVL(Family):
+    """Qwen2-VL, Qwen2.5-VL, Qwen3-VL: M-RoPE, `image_grid_thw` / `video_grid_thw`."""
+
+    rope_deltas: bool = True
+
+    def visual_boxes(self, config: Any, inputs: Mapping[str, Any], count: int) -> list[VisualBox | None]:
+        vision = config.vision_config
+        merge = vision.spatial_merge_size
+        video = "video_grid_thw" in inputs
+        time, height, width = (int(v) for v in inputs["video_grid_thw" if video else "image_grid_thw"][0])
+        rows, cols = height // merge, width // merge
+        step = vision.temporal_patch_size if video else 1
+        placed: list[VisualBox | None] = [
+            grid_box(group * step, group * step + step - 1, index, rows, cols)
+            for group in range(time)
+            for index in range(rows * cols)
+        ]
+        return placed[:count]
+
+
+QWEN2_VL = QwenVL("qwen2_vl", "Qwen2VLForConditionalGeneration")
+QWEN2_5_VL = QwenVL("qwen2_5_vl", "Qwen2_5_VLForConditionalGeneration")
+QWEN3_VL = QwenVL("qwen3_vl", "Qwen3VLForConditionalGeneration")

@@ -1,0 +1,10 @@
+"""Every supported family, by the config's `model_type`."""
+
+from __future__ import annotations
+
+from .family import Family
+from .llava import LLAVA_ONEVISION
+from .qwen import QWEN2_5_VL, QWEN2_VL, QWEN3_VL
+
+_ALL = (QWEN2_VL, QWEN2_5_VL, QWEN3_VL, LLAVA_ONEVISION)
+FAMILIES: dict[str, Family] = {family.model_type: family for family in _ALL}
