@@ -1,5 +1,5 @@
 """Tree attention: the target's logits for every node in one tree forward equal
-step-by-step decoding along that node's path (all four families, sdpa and
+step-by-step decoding along that node's path (every family, sdpa and
 eager), and negative controls show the check catches a wrong mask or wrong
 positions."""
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import FAMILIES, tiny_folder
+from conftest import ALL_FAMILIES, tiny_folder
 
 from sage_core.adapter import VLM, KVState
 from sage_core.trees import Tree
@@ -60,7 +60,7 @@ def max_error(vlm: VLM, inputs: dict, logits: torch.Tensor) -> float:
 
 
 @pytest.mark.parametrize("attention", ["sdpa", "eager"])
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", ALL_FAMILIES)
 def test_tree_forward_equals_step_by_step(tiny_root, image, family, attention):
     vlm = load(tiny_root, family, attention)
     inputs = vlm.prepare(image, "Describe the picture.")
@@ -68,7 +68,7 @@ def test_tree_forward_equals_step_by_step(tiny_root, image, family, attention):
     assert max_error(vlm, inputs, tree_logits(vlm, state, TREE)) < TOLERANCE
 
 
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", ALL_FAMILIES)
 def test_negative_controls_are_caught(tiny_root, image, family):
     vlm = load(tiny_root, family, "eager")
     inputs = vlm.prepare(image, "Describe the picture.")

@@ -114,6 +114,9 @@ from pathlib import Path
 import torch
 
 FAMILIES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "llava_onevision")
+# Families added later: a LLaMA (LLaVA 1.5, NeXT, NeXT-Video) or Mistral (Mistral 3) text model, 1-D positions.
+EXTRA_FAMILIES = ("llava", "llava_next", "llava_next_video", "mistral3")
+ALL_FAMILIES = FAMILIES + EXTRA_FAMILIES
 SIZES = ("small", "smaller")
 
 INITIALIZER_RANGE = 0.3
@@ -128,6 +131,8 @@ _QWEN_SPECIALS = (
     "<|video_pad|>",
 )
 _LLAVA_SPECIALS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "<image>", "<video>")
+_LLAVA_IMAGE_SPECIALS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "<image>")
+_PIXTRAL_SPECIALS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "[IMG]", "[IMG_BREAK]", "[IMG_END]")
 
 #: special token -> id, per family (byte tokens take ids 0..255).
 SPECIAL_TOKENS = {
@@ -135,6 +140,10 @@ SPECIAL_TOKENS = {
     "qwen2_5_vl": {t: 256 + i for i, t in enumerate(_QWEN_SPECIALS)},
     "qwen3_vl": {t: 256 + i for i, t in enumerate(_QWEN_SPECIALS)},
     "llava_onevision": {t: 256 + i for i, t in enumerate(_LLAVA_SPECIALS)},
+    "llava": {t: 256 + i for i, t in enumerate(_LLAVA_IMAGE_SPECIALS)},
+    "llava_next": {t: 256 + i for i, t in enumerate(_LLAVA_IMAGE_SPECIALS)},
+    "llava_next_video": {t: 256 + i for i, t in enumerate(_LLAVA_SPECIALS)},
+    "mistral3": {t: 256 + i for i, t in enumerate(_PIXTRAL_SPECIALS)},
 }
 
 # Text sizes: hidden, heads, kv heads, layers, intermediate.  head_dim is 16 in both sizes.
@@ -196,6 +205,7 @@ _QWEN_TEMPLATE = _chat_template(
     "<|vision_start|><|image_pad|><|vision_end|>", "<|vision_start|><|video_pad|><|vision_end|>"
 )
 _LLAVA_TEMPLATE = _chat_template("<image>", "<video>")
+_PIXTRAL_TEMPLATE = _chat_template("[IMG]", "[IMG]")
 
 
 # --------------------------------------------------------------------------------------------
@@ -231,7 +241,9 @@ def build_tokenizer(family: str):
         got = tok.convert_tokens_to_ids(t)
         assert got == i, (t, got, i)
     assert len(tok) == 256 + len(specials), len(tok)
-    tok.chat_template = _LLAVA_TEMPLATE if family == "llava_onevision" else _QWEN_TEMPLATE
+    tok.chat_template = _QWEN_TEMPLATE if family.startswith("qwen") else _LLAVA_TEMPLATE
+    if family == "mistral3":
+        tok.chat_template = _PIXTRAL_TEMPLATE
     return tok
 
 
@@ -256,8 +268,8 @@ def _text_kwargs(family: str, size: str, vocab_size: int) -> dict:
 
 def build_config(family: str, size: str = "small", vocab_padding: int = 0):
     """The tiny config of the family's real config class."""
-    if family not in FAMILIES:
-        raise ValueError(f"unknown family {family!r}; expected one of {FAMILIES}")
+    if family not in ALL_FAMILIES:
+        raise ValueError(f"unknown family {family!r}; expected one of {ALL_FAMILIES}")
     if size not in SIZES:
         raise ValueError(f"unknown size {size!r}; expected one of {SIZES}")
     if vocab_padding < 0:
@@ -292,6 +304,8 @@ def build_config(family: str, size: str = "small", vocab_padding: int = 0):
             vision_end_token_id=sp["<|vision_end|>"],
             tie_word_embeddings=False,
         )
+    elif family in EXTRA_FAMILIES:
+        cfg = _extra_config(family, size, text, sp)
     elif family == "qwen2_5_vl":
         from transformers import Qwen2_5_VLConfig
 
@@ -389,6 +403,8 @@ def build_config(family: str, size: str = "small", vocab_padding: int = 0):
 def build_processor(family: str):
     """The real processor class of the family, with tiny image/video resolutions."""
     tok = build_tokenizer(family)
+    if family in EXTRA_FAMILIES:
+        return _extra_processor(family, tok)
     if family in ("qwen2_vl", "qwen2_5_vl", "qwen3_vl"):
         from transformers import Qwen2VLImageProcessor
 
@@ -468,14 +484,121 @@ def _model_class(family: str):
         "qwen2_5_vl": transformers.Qwen2_5_VLForConditionalGeneration,
         "qwen3_vl": transformers.Qwen3VLForConditionalGeneration,
         "llava_onevision": transformers.LlavaOnevisionForConditionalGeneration,
+        "llava": transformers.LlavaForConditionalGeneration,
+        "llava_next": transformers.LlavaNextForConditionalGeneration,
+        "llava_next_video": transformers.LlavaNextVideoForConditionalGeneration,
+        "mistral3": transformers.Mistral3ForConditionalGeneration,
     }[family]
 
 
 def model_class(family: str):
     """The real ``...ForConditionalGeneration`` class of ``family``."""
-    if family not in FAMILIES:
-        raise ValueError(f"unknown family {family!r}; expected one of {FAMILIES}")
+    if family not in ALL_FAMILIES:
+        raise ValueError(f"unknown family {family!r}; expected one of {ALL_FAMILIES}")
     return _model_class(family)
+
+
+# --------------------------------------------------------------------------------------------
+# the families added later (LLaVA 1.5 / NeXT / NeXT-Video: CLIP tower, LLaMA text; Mistral 3:
+# Pixtral tower, Mistral text with head_dim given apart from hidden / heads)
+# --------------------------------------------------------------------------------------------
+_CLIP_SIDE = 32  # CLIP image_size 32, patch 8 -> 16 patches (+ CLS, dropped by the "default" strategy)
+_PIXTRAL_SIDE = 64  # Pixtral longest edge 64, patch 8, merge 2 -> 4x4 tokens + row breaks + end
+
+
+def _clip_vision(size: str) -> dict:
+    vis = _VISION_SIZES[size]
+    return {
+        "model_type": "clip_vision_model",
+        "hidden_size": vis["hidden_size"],
+        "intermediate_size": vis["intermediate_size"],
+        "num_attention_heads": vis["num_heads"],
+        "num_hidden_layers": vis["depth"],
+        "image_size": _CLIP_SIDE,
+        "patch_size": _LLAVA_PATCH,
+        "projection_dim": vis["hidden_size"],
+    }
+
+
+def _extra_config(family: str, size: str, text: dict, sp: dict):
+    import transformers
+
+    text.update(model_type="llama", rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+    llava = {
+        "text_config": text,
+        "vision_config": _clip_vision(size),
+        "image_token_index": sp.get("<image>"),
+        "vision_feature_select_strategy": "default",
+        "vision_feature_layer": -2,
+        "tie_word_embeddings": False,
+    }
+    if family == "llava":
+        return transformers.LlavaConfig(image_seq_length=(_CLIP_SIDE // _LLAVA_PATCH) ** 2, **llava)
+    if family == "llava_next":
+        return transformers.LlavaNextConfig(image_grid_pinpoints=copy.deepcopy(_LLAVA_PINPOINTS), **llava)
+    if family == "llava_next_video":
+        return transformers.LlavaNextVideoConfig(
+            image_grid_pinpoints=copy.deepcopy(_LLAVA_PINPOINTS),
+            video_token_index=sp["<video>"],
+            spatial_pool_stride=2,
+            **llava,
+        )
+    vis = _VISION_SIZES[size]
+    text.update(model_type="mistral", head_dim=16)
+    vision = {
+        "model_type": "pixtral",
+        "hidden_size": vis["hidden_size"],
+        "intermediate_size": vis["intermediate_size"],
+        "num_attention_heads": vis["num_heads"],
+        "num_hidden_layers": vis["depth"],
+        "image_size": _PIXTRAL_SIDE,
+        "patch_size": _LLAVA_PATCH,
+        "head_dim": vis["hidden_size"] // vis["num_heads"],
+    }
+    return transformers.Mistral3Config(
+        text_config=text,
+        vision_config=vision,
+        image_token_index=sp["[IMG]"],
+        spatial_merge_size=2,
+        vision_feature_layer=-1,
+        tie_word_embeddings=False,
+    )
+
+
+def _extra_processor(family: str, tok):
+    import transformers
+
+    if family == "mistral3":
+        image_processor = transformers.PixtralImageProcessor(
+            size={"longest_edge": _PIXTRAL_SIDE}, patch_size=_LLAVA_PATCH
+        )
+        return transformers.PixtralProcessor(
+            image_processor=image_processor,
+            tokenizer=tok,
+            patch_size=_LLAVA_PATCH,
+            spatial_merge_size=2,
+            chat_template=tok.chat_template,
+        )
+    sq = {"height": _CLIP_SIDE, "width": _CLIP_SIDE}
+    common = {
+        "tokenizer": tok,
+        "patch_size": _LLAVA_PATCH,
+        "vision_feature_select_strategy": "default",
+        "num_additional_image_tokens": 1,
+        "chat_template": tok.chat_template,
+    }
+    if family == "llava":
+        image_processor = transformers.CLIPImageProcessor(size={"shortest_edge": _CLIP_SIDE}, crop_size=dict(sq))
+        return transformers.LlavaProcessor(image_processor=image_processor, **common)
+    image_processor = transformers.LlavaNextImageProcessor(
+        size={"shortest_edge": _CLIP_SIDE}, crop_size=dict(sq), image_grid_pinpoints=copy.deepcopy(_LLAVA_PINPOINTS)
+    )
+    if family == "llava_next":
+        return transformers.LlavaNextProcessor(image_processor=image_processor, **common)
+    video_processor = transformers.LlavaNextVideoVideoProcessor(size={"shortest_edge": _CLIP_SIDE}, crop_size=dict(sq))
+    return transformers.LlavaNextVideoProcessor(
+        video_processor=video_processor, image_processor=image_processor, **common
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -514,6 +637,8 @@ def build_tiny_vlm(
 
 
 __all__ = [
+    "ALL_FAMILIES",
+    "EXTRA_FAMILIES",
     "FAMILIES",
     "INITIALIZER_RANGE",
     "SIZES",

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from .family import Family
-from .llava import LLAVA_ONEVISION
+from .llava import LLAVA, LLAVA_NEXT, LLAVA_NEXT_VIDEO, LLAVA_ONEVISION, MISTRAL3
 from .qwen import QWEN2_5_VL, QWEN2_VL, QWEN3_VL
 
-_ALL = (QWEN2_VL, QWEN2_5_VL, QWEN3_VL, LLAVA_ONEVISION)
+_ALL = (QWEN2_VL, QWEN2_5_VL, QWEN3_VL, LLAVA_ONEVISION, LLAVA, LLAVA_NEXT, LLAVA_NEXT_VIDEO, MISTRAL3)
 FAMILIES: dict[str, Family] = {family.model_type: family for family in _ALL}
