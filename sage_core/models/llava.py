@@ -62,9 +62,10 @@ class LlavaNext(Family):
         vision = config.vision_config
         pooled = math.ceil(vision.image_size // vision.patch_size / config.spatial_pool_stride)
         frames = count // (pooled * pooled)
-        return [
+        boxes: list[VisualBox | None] = [
             grid_box(frame, frame, index, pooled, pooled) for frame in range(frames) for index in range(pooled * pooled)
-        ][:count]
+        ]
+        return boxes[:count] + [None] * (count - len(boxes))
 
 
 @dataclass(frozen=True)
