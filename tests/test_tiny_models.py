@@ -32,16 +32,21 @@ PROCESSOR_CLASSES = {
     "llava_next": "LlavaNextProcessor",
     "llava_next_video": "LlavaNextVideoProcessor",
     "mistral3": "PixtralProcessor",
+    "idefics3": "Idefics3Processor",
+    "smolvlm": "SmolVLMProcessor",
+    "internvl": "InternVLProcessor",
+    "qwen3_vl_moe": "Qwen3VLProcessor",
 }
 # the families added later: the visual tokens an image (and a video) becomes in the tiny processors
 EXTRA_VISUAL_TOKENS = {
     "llava": (16, None),  # 4x4 CLIP patches (CLS dropped)
     "llava_next": (70, None),  # anyres on 52x40: the base grid, then the crops with row ends (as LLaVA-OneVision)
     "llava_next_video": (70, 32),  # and 8 frames pooled to 2x2
-    "mistral3": (
-        12,
-        None,
-    ),  # 52x40 -> 64x48: 4x3 merged Pixtral patches ([IMG_BREAK] and [IMG_END] are not image tokens)
+    "mistral3": (12, None),  # 52x40 -> 64x48: 4x3 merged patches ([IMG_BREAK], [IMG_END] are not image tokens)
+    "idefics3": (20, None),  # 2x2 crops and the whole image, 4 tokens each
+    "smolvlm": (20, 32),  # and a video: one whole image per frame
+    "internvl": (20, 32),  # 4 tiles and the thumbnail; a video: one tile per frame
+    "qwen3_vl_moe": (6, 16),  # as Qwen3-VL
 }
 CONFIG_CLASSES = {
     "qwen2_vl": "Qwen2VLConfig",

@@ -115,7 +115,18 @@ import torch
 
 FAMILIES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "llava_onevision")
 # Families added later: a LLaMA (LLaVA 1.5, NeXT, NeXT-Video) or Mistral (Mistral 3) text model, 1-D positions.
-EXTRA_FAMILIES = ("llava", "llava_next", "llava_next_video", "mistral3")
+# Idefics3 and SmolVLM: a LLaMA text model behind `model.model.text_model`; InternVL: a Qwen2 text model.
+# Qwen3-VL-MoE: Qwen3-VL with sparse experts in every text layer (4 experts, 2 per token).
+EXTRA_FAMILIES = (
+    "llava",
+    "llava_next",
+    "llava_next_video",
+    "mistral3",
+    "idefics3",
+    "smolvlm",
+    "internvl",
+    "qwen3_vl_moe",
+)
 ALL_FAMILIES = FAMILIES + EXTRA_FAMILIES
 SIZES = ("small", "smaller")
 
@@ -133,6 +144,25 @@ _QWEN_SPECIALS = (
 _LLAVA_SPECIALS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "<image>", "<video>")
 _LLAVA_IMAGE_SPECIALS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "<image>")
 _PIXTRAL_SPECIALS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "[IMG]", "[IMG_BREAK]", "[IMG_END]")
+_ROW_COL = tuple(f"<row_{i + 1}_col_{j + 1}>" for i in range(6) for j in range(6))  # Idefics3's crop tags
+_IDEFICS3_SPECIALS = (
+    "<|endoftext|>",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<fake_token_around_image>",
+    "<image>",
+    "<end_of_utterance>",
+    "<global-img>",
+    *_ROW_COL,
+)
+_INTERNVL_SPECIALS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "<img>", "</img>", "<IMG_CONTEXT>", "<video>")
+#: InternVL's processor reads these names from its tokenizer
+_INTERNVL_TOKEN_NAMES = {
+    "start_image_token": "<img>",
+    "end_image_token": "</img>",
+    "context_image_token": "<IMG_CONTEXT>",
+    "video_token": "<video>",
+}
 
 #: special token -> id, per family (byte tokens take ids 0..255).
 SPECIAL_TOKENS = {
@@ -144,6 +174,10 @@ SPECIAL_TOKENS = {
     "llava_next": {t: 256 + i for i, t in enumerate(_LLAVA_IMAGE_SPECIALS)},
     "llava_next_video": {t: 256 + i for i, t in enumerate(_LLAVA_SPECIALS)},
     "mistral3": {t: 256 + i for i, t in enumerate(_PIXTRAL_SPECIALS)},
+    "idefics3": {t: 256 + i for i, t in enumerate(_IDEFICS3_SPECIALS)},
+    "smolvlm": {t: 256 + i for i, t in enumerate((*_IDEFICS3_SPECIALS, "<video>"))},
+    "internvl": {t: 256 + i for i, t in enumerate(_INTERNVL_SPECIALS)},
+    "qwen3_vl_moe": {t: 256 + i for i, t in enumerate(_QWEN_SPECIALS)},
 }
 
 # Text sizes: hidden, heads, kv heads, layers, intermediate.  head_dim is 16 in both sizes.
@@ -206,6 +240,7 @@ _QWEN_TEMPLATE = _chat_template(
 )
 _LLAVA_TEMPLATE = _chat_template("<image>", "<video>")
 _PIXTRAL_TEMPLATE = _chat_template("[IMG]", "[IMG]")
+_INTERNVL_TEMPLATE = _chat_template("<IMG_CONTEXT>", "<video>")
 
 
 # --------------------------------------------------------------------------------------------
@@ -235,6 +270,7 @@ def build_tokenizer(family: str):
         model_max_length=32768,
         clean_up_tokenization_spaces=False,
         split_special_tokens=False,
+        **({"extra_special_tokens": dict(_INTERNVL_TOKEN_NAMES)} if family == "internvl" else {}),
     )
     tok.add_tokens([AddedToken(t, special=True, normalized=False) for t in specials])
     for t, i in specials.items():
@@ -244,6 +280,8 @@ def build_tokenizer(family: str):
     tok.chat_template = _QWEN_TEMPLATE if family.startswith("qwen") else _LLAVA_TEMPLATE
     if family == "mistral3":
         tok.chat_template = _PIXTRAL_TEMPLATE
+    if family == "internvl":
+        tok.chat_template = _INTERNVL_TEMPLATE
     return tok
 
 
@@ -304,6 +342,8 @@ def build_config(family: str, size: str = "small", vocab_padding: int = 0):
             vision_end_token_id=sp["<|vision_end|>"],
             tie_word_embeddings=False,
         )
+    elif family == "qwen3_vl_moe":
+        cfg = _moe_config(build_config("qwen3_vl", size, vocab_padding))
     elif family in EXTRA_FAMILIES:
         cfg = _extra_config(family, size, text, sp)
     elif family == "qwen2_5_vl":
@@ -402,6 +442,8 @@ def build_config(family: str, size: str = "small", vocab_padding: int = 0):
 # --------------------------------------------------------------------------------------------
 def build_processor(family: str):
     """The real processor class of the family, with tiny image/video resolutions."""
+    if family == "qwen3_vl_moe":  # Qwen3-VL's processor
+        family = "qwen3_vl"
     tok = build_tokenizer(family)
     if family in EXTRA_FAMILIES:
         return _extra_processor(family, tok)
@@ -488,6 +530,10 @@ def _model_class(family: str):
         "llava_next": transformers.LlavaNextForConditionalGeneration,
         "llava_next_video": transformers.LlavaNextVideoForConditionalGeneration,
         "mistral3": transformers.Mistral3ForConditionalGeneration,
+        "idefics3": transformers.Idefics3ForConditionalGeneration,
+        "smolvlm": transformers.SmolVLMForConditionalGeneration,
+        "internvl": transformers.InternVLForConditionalGeneration,
+        "qwen3_vl_moe": transformers.Qwen3VLMoeForConditionalGeneration,
     }[family]
 
 
@@ -504,6 +550,8 @@ def model_class(family: str):
 # --------------------------------------------------------------------------------------------
 _CLIP_SIDE = 32  # CLIP image_size 32, patch 8 -> 16 patches (+ CLS, dropped by the "default" strategy)
 _PIXTRAL_SIDE = 64  # Pixtral longest edge 64, patch 8, merge 2 -> 4x4 tokens + row breaks + end
+# Idefics3 / SmolVLM / InternVL: 32x32 crops of 4x4 patches, pixel-shuffled by 2 -> 4 tokens per crop
+_IDEFICS3_SEQ = 4
 
 
 def _clip_vision(size: str) -> dict:
@@ -544,7 +592,42 @@ def _extra_config(family: str, size: str, text: dict, sp: dict):
             **llava,
         )
     vis = _VISION_SIZES[size]
-    text.update(model_type="mistral", head_dim=16)
+    if family in ("idefics3", "smolvlm"):
+        config_class = transformers.Idefics3Config if family == "idefics3" else transformers.SmolVLMConfig
+        vision = {
+            "hidden_size": vis["hidden_size"],
+            "intermediate_size": vis["intermediate_size"],
+            "num_attention_heads": vis["num_heads"],
+            "num_hidden_layers": vis["depth"],
+            "image_size": _CLIP_SIDE,
+            "patch_size": _LLAVA_PATCH,
+        }
+        return config_class(
+            text_config=text,
+            vision_config=vision,
+            image_token_id=sp["<image>"],
+            scale_factor=2,
+            tie_word_embeddings=False,
+        )
+    if family == "internvl":
+        text.update(model_type="qwen2", rope_parameters={"rope_type": "default", "rope_theta": 1000000.0})
+        vision = {
+            "hidden_size": vis["hidden_size"],
+            "intermediate_size": vis["intermediate_size"],
+            "num_attention_heads": vis["num_heads"],
+            "num_hidden_layers": vis["depth"],
+            "image_size": [_CLIP_SIDE, _CLIP_SIDE],
+            "patch_size": [_LLAVA_PATCH, _LLAVA_PATCH],
+        }
+        return transformers.InternVLConfig(
+            text_config=text,
+            vision_config=vision,
+            image_token_id=sp["<IMG_CONTEXT>"],
+            image_seq_length=_IDEFICS3_SEQ,
+            downsample_ratio=0.5,
+            tie_word_embeddings=False,
+        )
+    text.update(model_type="mistral", head_dim=16, sliding_window=None)  # as Mistral-Small-3.1 (no window)
     vision = {
         "model_type": "pixtral",
         "hidden_size": vis["hidden_size"],
@@ -565,8 +648,57 @@ def _extra_config(family: str, size: str, text: dict, sp: dict):
     )
 
 
+def _moe_config(dense):
+    """Qwen3-VL-MoE from a tiny Qwen3-VL config: the same settings, experts in every text layer."""
+    import transformers
+
+    text, vision = dense.text_config.to_dict(), dense.vision_config.to_dict()
+    for part in (text, vision):
+        for key in ("model_type", "architectures", "transformers_version"):
+            part.pop(key, None)
+    text.update(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32, decoder_sparse_step=1)
+    return transformers.Qwen3VLMoeConfig(
+        text_config=text,
+        vision_config=vision,
+        image_token_id=dense.image_token_id,
+        video_token_id=dense.video_token_id,
+        vision_start_token_id=dense.vision_start_token_id,
+        vision_end_token_id=dense.vision_end_token_id,
+        tie_word_embeddings=False,
+    )
+
+
 def _extra_processor(family: str, tok):
     import transformers
+
+    if family in ("idefics3", "smolvlm"):
+        crops = {"size": {"longest_edge": 2 * _CLIP_SIDE}, "max_image_size": {"longest_edge": _CLIP_SIDE}}
+        if family == "idefics3":
+            return transformers.Idefics3Processor(
+                image_processor=transformers.Idefics3ImageProcessor(**crops),
+                tokenizer=tok,
+                image_seq_len=_IDEFICS3_SEQ,
+                chat_template=tok.chat_template,
+            )
+        frame = {"longest_edge": _CLIP_SIDE}
+        return transformers.SmolVLMProcessor(
+            image_processor=transformers.SmolVLMImageProcessor(**crops),
+            tokenizer=tok,
+            video_processor=transformers.SmolVLMVideoProcessor(size=dict(frame), max_image_size=dict(frame)),
+            image_seq_len=_IDEFICS3_SEQ,
+            chat_template=tok.chat_template,
+        )
+    if family == "internvl":
+        side = {"height": _CLIP_SIDE, "width": _CLIP_SIDE}
+        return transformers.InternVLProcessor(
+            image_processor=transformers.GotOcr2ImageProcessor(
+                size=dict(side), crop_to_patches=True, min_patches=1, max_patches=4
+            ),
+            tokenizer=tok,
+            video_processor=transformers.InternVLVideoProcessor(size=dict(side)),
+            image_seq_length=_IDEFICS3_SEQ,
+            chat_template=tok.chat_template,
+        )
 
     if family == "mistral3":
         image_processor = transformers.PixtralImageProcessor(

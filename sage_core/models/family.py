@@ -45,8 +45,10 @@ class Family:
         names = ("image_token_id", "video_token_id", "image_token_index", "video_token_index")
         return {int(value) for value in (getattr(config, name, None) for name in names) if value is not None}
 
-    def visual_boxes(self, config: Any, inputs: Mapping[str, Any], count: int) -> list[VisualBox | None]:
-        """Where each of the `count` visual tokens looks (None: no place of its own)."""
+    def visual_boxes(
+        self, config: Any, inputs: Mapping[str, Any], count: int, processor: Any
+    ) -> list[VisualBox | None]:
+        """Where each of the `count` visual tokens looks (None: no place of its own); `processor`: the model's."""
         return [None] * count
 
     def video_processor_kwargs(self, processor: Any) -> dict[str, Any]:
@@ -60,6 +62,10 @@ class Family:
     def check_config(self, config: Any, name: str) -> None:
         """Refuse a configuration the shared forwards cannot run exactly (one sentence)."""
         text_config = config.get_text_config()
-        layer_types = getattr(text_config, "layer_types", None) or ()
-        if getattr(text_config, "use_sliding_window", False) or any(t != "full_attention" for t in layer_types):
+        layer_types = getattr(text_config, "layer_types", None)
+        if layer_types:
+            windowed = any(t != "full_attention" for t in layer_types)
+        else:  # Mistral's config names its window without layer types
+            windowed = getattr(text_config, "sliding_window", None) is not None
+        if getattr(text_config, "use_sliding_window", False) or windowed:
             raise ModelLoadError(f"{name}: sliding-window or linear-attention layers are not supported")

@@ -14,7 +14,9 @@ from .family import Family, VisualBox, grid_box
 class LlavaOnevision(Family):
     """LLaVA-OneVision: anyres crops for an image (only the base grid is placed), pooled frames for a video."""
 
-    def visual_boxes(self, config: Any, inputs: Mapping[str, Any], count: int) -> list[VisualBox | None]:
+    def visual_boxes(
+        self, config: Any, inputs: Mapping[str, Any], count: int, processor: Any
+    ) -> list[VisualBox | None]:
         vision = config.vision_config
         side = vision.image_size // vision.patch_size
         if "pixel_values_videos" in inputs:  # per frame a pooled grid, then one newline token
@@ -47,7 +49,9 @@ class Llava(Family):
 
     video: bool = False
 
-    def visual_boxes(self, config: Any, inputs: Mapping[str, Any], count: int) -> list[VisualBox | None]:
+    def visual_boxes(
+        self, config: Any, inputs: Mapping[str, Any], count: int, processor: Any
+    ) -> list[VisualBox | None]:
         return _base_grid(config, count)
 
 
@@ -56,7 +60,9 @@ class LlavaNext(Family):
     """LLaVA-NeXT (1.6) and NeXT-Video: anyres (the base grid first, then the crops with row ends);
     NeXT-Video's frames pooled by `spatial_pool_stride`, one grid per frame."""
 
-    def visual_boxes(self, config: Any, inputs: Mapping[str, Any], count: int) -> list[VisualBox | None]:
+    def visual_boxes(
+        self, config: Any, inputs: Mapping[str, Any], count: int, processor: Any
+    ) -> list[VisualBox | None]:
         if "pixel_values_videos" not in inputs:
             return _base_grid(config, count)
         vision = config.vision_config
@@ -75,7 +81,9 @@ class Mistral3(Family):
 
     video: bool = False
 
-    def visual_boxes(self, config: Any, inputs: Mapping[str, Any], count: int) -> list[VisualBox | None]:
+    def visual_boxes(
+        self, config: Any, inputs: Mapping[str, Any], count: int, processor: Any
+    ) -> list[VisualBox | None]:
         height, width = (int(v) for v in inputs["image_sizes"][0])
         step = config.vision_config.patch_size * config.spatial_merge_size
         rows, cols = max(1, height // step), max(1, width // step)

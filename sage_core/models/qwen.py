@@ -16,7 +16,9 @@ class QwenVL(Family):
 
     rope_deltas: bool = True
 
-    def visual_boxes(self, config: Any, inputs: Mapping[str, Any], count: int) -> list[VisualBox | None]:
+    def visual_boxes(
+        self, config: Any, inputs: Mapping[str, Any], count: int, processor: Any
+    ) -> list[VisualBox | None]:
         vision = config.vision_config
         merge = vision.spatial_merge_size
         video = "video_grid_thw" in inputs
@@ -34,3 +36,6 @@ class QwenVL(Family):
 QWEN2_VL = QwenVL("qwen2_vl", "Qwen2VLForConditionalGeneration")
 QWEN2_5_VL = QwenVL("qwen2_5_vl", "Qwen2_5_VLForConditionalGeneration")
 QWEN3_VL = QwenVL("qwen3_vl", "Qwen3VLForConditionalGeneration")
+# Experts in the text layers: each token (each tree node) is routed on its own hidden state, top-k of a
+# softmax with no capacity limit, so a node's experts never depend on the other nodes of its tree.
+QWEN3_VL_MOE = QwenVL("qwen3_vl_moe", "Qwen3VLMoeForConditionalGeneration")

@@ -3,8 +3,23 @@
 from __future__ import annotations
 
 from .family import Family
+from .idefics import IDEFICS3, SMOLVLM
+from .internvl import INTERNVL
 from .llava import LLAVA, LLAVA_NEXT, LLAVA_NEXT_VIDEO, LLAVA_ONEVISION, MISTRAL3
-from .qwen import QWEN2_5_VL, QWEN2_VL, QWEN3_VL
+from .qwen import QWEN2_5_VL, QWEN2_VL, QWEN3_VL, QWEN3_VL_MOE
 
-_ALL = (QWEN2_VL, QWEN2_5_VL, QWEN3_VL, LLAVA_ONEVISION, LLAVA, LLAVA_NEXT, LLAVA_NEXT_VIDEO, MISTRAL3)
+_ALL = (
+    QWEN2_VL,
+    QWEN2_5_VL,
+    QWEN3_VL,
+    LLAVA_ONEVISION,
+    LLAVA,
+    LLAVA_NEXT,
+    LLAVA_NEXT_VIDEO,
+    MISTRAL3,
+    IDEFICS3,
+    SMOLVLM,
+    INTERNVL,
+    QWEN3_VL_MOE,
+)
 FAMILIES: dict[str, Family] = {family.model_type: family for family in _ALL}

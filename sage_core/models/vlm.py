@@ -182,7 +182,7 @@ class VLM:
         covers and its box as fractions of the frame, or None for a token with no place of its own
         (e.g. LLaVA-OneVision's row-end tokens and its high-resolution crops)."""
         count = int(self.visual_positions(inputs).numel())
-        return self.spec.visual_boxes(self.model.config, inputs, count)
+        return self.spec.visual_boxes(self.model.config, inputs, count, self.processor)
 
     @torch.inference_mode()
     def prefill_scored(
