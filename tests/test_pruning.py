@@ -85,15 +85,24 @@ def test_scores_equal_the_mean_eager_attention_from_the_trailing_text(tiny_root,
 
 
 def masked_prefill(model: VLM, inputs, dropped: torch.Tensor):
-    """The full prefill with the dropped rows invisible to every token: what the pruned draft must equal."""
+    """The full prefill with the dropped rows invisible to every token: what the pruned draft must equal.
+
+    The model's own masks (one per layer type where it makes several: Gemma 3's sliding windows and
+    bidirectional image attention) with the dropped columns blocked; a causal mask where it makes none."""
     length = inputs["input_ids"].shape[1]
-    blocked = torch.ones(length, length, dtype=torch.bool).triu(1)
-    blocked[:, dropped] = True
-    blocked[dropped, dropped] = False  # a dropped token still sees itself (its row is discarded anyway)
-    mask = torch.zeros(1, 1, length, length).masked_fill(blocked, torch.finfo(torch.float32).min)
+    causal = torch.ones(length, length, dtype=torch.bool).tril()
+
+    def block(mask):
+        if not isinstance(mask, torch.Tensor) or mask.dim() != 4:
+            mask = causal[None, None]
+        allowed = mask.clone() if mask.dtype == torch.bool else mask == 0
+        allowed[..., dropped] = False
+        allowed[..., dropped, dropped] = True  # a dropped token still sees itself (its row is discarded anyway)
+        return torch.zeros(allowed.shape).masked_fill(~allowed, torch.finfo(torch.float32).min)
 
     def use_mask(module, args, kwargs):
-        kwargs["attention_mask"] = mask
+        given = kwargs.get("attention_mask")
+        kwargs["attention_mask"] = {k: block(m) for k, m in given.items()} if isinstance(given, dict) else block(given)
         return args, kwargs
 
     hook = model.spec.language_model(model.model).register_forward_pre_hook(use_mask, with_kwargs=True)

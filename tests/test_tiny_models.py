@@ -36,6 +36,7 @@ PROCESSOR_CLASSES = {
     "smolvlm": "SmolVLMProcessor",
     "internvl": "InternVLProcessor",
     "qwen3_vl_moe": "Qwen3VLProcessor",
+    "gemma3": "Gemma3Processor",
 }
 # the families added later: the visual tokens an image (and a video) becomes in the tiny processors
 EXTRA_VISUAL_TOKENS = {
@@ -47,6 +48,7 @@ EXTRA_VISUAL_TOKENS = {
     "smolvlm": (20, 32),  # and a video: one whole image per frame
     "internvl": (20, 32),  # 4 tiles and the thumbnail; a video: one tile per frame
     "qwen3_vl_moe": (6, 16),  # as Qwen3-VL
+    "gemma3": (4, None),  # 4x4 Siglip patches pooled to 2x2
 }
 CONFIG_CLASSES = {
     "qwen2_vl": "Qwen2VLConfig",

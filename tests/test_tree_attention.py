@@ -101,3 +101,19 @@ def test_commit_keeps_only_the_accepted_path(tiny_root, image):
     after = vlm.extend(state, [46], [state.committed], parents=[-1])[0]
     expected = path_logits(vlm, inputs, [ROOT_TOKEN, 41, 44, 46])
     assert (after - expected).abs().max().item() < TOLERANCE
+
+
+def test_sliding_windows_are_kept_by_the_tree_mask(tiny_root, image, monkeypatch):
+    """Gemma 3's sliding-window layers: the prompt is several windows long, each node sees only the
+    entries inside its window (the equality above); with the window left out of the mask the check fails."""
+    from tiny_models import GEMMA3_WINDOW
+
+    vlm = load(tiny_root, "gemma3", "eager")
+    inputs = vlm.prepare(image, "Describe the picture.")
+    assert inputs["input_ids"].shape[1] > 4 * GEMMA3_WINDOW
+    assert vlm.spec.windows_by_mask
+    state, _ = vlm.prefill(inputs)
+    assert max_error(vlm, inputs, tree_logits(vlm, state, TREE)) < TOLERANCE
+    monkeypatch.setattr(type(vlm.spec), "layer_masks", lambda self, config, mask, queries, keys: mask)
+    state, _ = vlm.prefill(inputs)
+    assert max_error(vlm, inputs, tree_logits(vlm, state, TREE)) > 100 * TOLERANCE

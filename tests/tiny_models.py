@@ -126,7 +126,10 @@ EXTRA_FAMILIES = (
     "smolvlm",
     "internvl",
     "qwen3_vl_moe",
+    "gemma3",
 )
+#: Gemma 3's sliding window in the tiny models: far shorter than any prompt (an image prompt is ~50 tokens)
+GEMMA3_WINDOW = 8
 ALL_FAMILIES = FAMILIES + EXTRA_FAMILIES
 SIZES = ("small", "smaller")
 
@@ -156,12 +159,25 @@ _IDEFICS3_SPECIALS = (
     *_ROW_COL,
 )
 _INTERNVL_SPECIALS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "<img>", "</img>", "<IMG_CONTEXT>", "<video>")
-#: InternVL's processor reads these names from its tokenizer
+_GEMMA3_SPECIALS = (
+    "<|endoftext|>",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<start_of_image>",
+    "<image_soft_token>",
+    "<end_of_image>",
+)
+#: InternVL's (and Gemma 3's) processor reads these names from its tokenizer
 _INTERNVL_TOKEN_NAMES = {
     "start_image_token": "<img>",
     "end_image_token": "</img>",
     "context_image_token": "<IMG_CONTEXT>",
     "video_token": "<video>",
+}
+_GEMMA3_TOKEN_NAMES = {
+    "boi_token": "<start_of_image>",
+    "image_token": "<image_soft_token>",
+    "eoi_token": "<end_of_image>",
 }
 
 #: special token -> id, per family (byte tokens take ids 0..255).
@@ -178,6 +194,7 @@ SPECIAL_TOKENS = {
     "smolvlm": {t: 256 + i for i, t in enumerate((*_IDEFICS3_SPECIALS, "<video>"))},
     "internvl": {t: 256 + i for i, t in enumerate(_INTERNVL_SPECIALS)},
     "qwen3_vl_moe": {t: 256 + i for i, t in enumerate(_QWEN_SPECIALS)},
+    "gemma3": {t: 256 + i for i, t in enumerate(_GEMMA3_SPECIALS)},
 }
 
 # Text sizes: hidden, heads, kv heads, layers, intermediate.  head_dim is 16 in both sizes.
@@ -241,6 +258,7 @@ _QWEN_TEMPLATE = _chat_template(
 _LLAVA_TEMPLATE = _chat_template("<image>", "<video>")
 _PIXTRAL_TEMPLATE = _chat_template("[IMG]", "[IMG]")
 _INTERNVL_TEMPLATE = _chat_template("<IMG_CONTEXT>", "<video>")
+_GEMMA3_TEMPLATE = _chat_template("<start_of_image>", "<video>")
 
 
 # --------------------------------------------------------------------------------------------
@@ -250,6 +268,9 @@ def _byte_vocab() -> dict[str, int]:
     from transformers.convert_slow_tokenizer import bytes_to_unicode
 
     return {ch: b for b, ch in sorted(bytes_to_unicode().items())}
+
+
+_TOKEN_NAMES = {"internvl": _INTERNVL_TOKEN_NAMES, "gemma3": _GEMMA3_TOKEN_NAMES}
 
 
 def build_tokenizer(family: str):
@@ -270,7 +291,7 @@ def build_tokenizer(family: str):
         model_max_length=32768,
         clean_up_tokenization_spaces=False,
         split_special_tokens=False,
-        **({"extra_special_tokens": dict(_INTERNVL_TOKEN_NAMES)} if family == "internvl" else {}),
+        **({"extra_special_tokens": dict(_TOKEN_NAMES[family])} if family in _TOKEN_NAMES else {}),
     )
     tok.add_tokens([AddedToken(t, special=True, normalized=False) for t in specials])
     for t, i in specials.items():
@@ -282,6 +303,8 @@ def build_tokenizer(family: str):
         tok.chat_template = _PIXTRAL_TEMPLATE
     if family == "internvl":
         tok.chat_template = _INTERNVL_TEMPLATE
+    if family == "gemma3":
+        tok.chat_template = _GEMMA3_TEMPLATE
     return tok
 
 
@@ -534,6 +557,7 @@ def _model_class(family: str):
         "smolvlm": transformers.SmolVLMForConditionalGeneration,
         "internvl": transformers.InternVLForConditionalGeneration,
         "qwen3_vl_moe": transformers.Qwen3VLMoeForConditionalGeneration,
+        "gemma3": transformers.Gemma3ForConditionalGeneration,
     }[family]
 
 
@@ -592,6 +616,34 @@ def _extra_config(family: str, size: str, text: dict, sp: dict):
             **llava,
         )
     vis = _VISION_SIZES[size]
+    if family == "gemma3":
+        text.update(
+            model_type="gemma3_text",
+            head_dim=16,
+            query_pre_attn_scalar=16,
+            sliding_window=GEMMA3_WINDOW,
+            layer_types=["sliding_attention", "full_attention"][: text["num_hidden_layers"]],
+        )
+        vision = {
+            "model_type": "siglip_vision_model",
+            "hidden_size": vis["hidden_size"],
+            "intermediate_size": vis["intermediate_size"],
+            "num_attention_heads": vis["num_heads"],
+            "num_hidden_layers": vis["depth"],
+            "image_size": _CLIP_SIDE,
+            "patch_size": _LLAVA_PATCH,
+            "vision_use_head": False,
+        }
+        return transformers.Gemma3Config(
+            text_config=text,
+            vision_config=vision,
+            mm_tokens_per_image=_IDEFICS3_SEQ,
+            boi_token_index=sp["<start_of_image>"],
+            eoi_token_index=sp["<end_of_image>"],
+            image_token_index=sp["<image_soft_token>"],
+            initializer_range=INITIALIZER_RANGE,
+            tie_word_embeddings=False,
+        )
     if family in ("idefics3", "smolvlm"):
         config_class = transformers.Idefics3Config if family == "idefics3" else transformers.SmolVLMConfig
         vision = {
@@ -671,6 +723,16 @@ def _moe_config(dense):
 def _extra_processor(family: str, tok):
     import transformers
 
+    if family == "gemma3":
+        image_processor = transformers.Gemma3ImageProcessor(
+            size={"height": _CLIP_SIDE, "width": _CLIP_SIDE}, do_pan_and_scan=False
+        )
+        return transformers.Gemma3Processor(
+            image_processor=image_processor,
+            tokenizer=tok,
+            image_seq_length=_IDEFICS3_SEQ,
+            chat_template=tok.chat_template,
+        )
     if family in ("idefics3", "smolvlm"):
         crops = {"size": {"longest_edge": 2 * _CLIP_SIDE}, "max_image_size": {"longest_edge": _CLIP_SIDE}}
         if family == "idefics3":

@@ -10,11 +10,14 @@ Adding a family is a module with one `Family` subclass, registered in `registry.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import torch
+
 from ..errors import ModelLoadError
+from .masks import windowed
 
 # (first frame, last frame, x0, y0, x1, y1): the sampled frames a visual token covers, its box in fractions
 VisualBox = tuple[int, int, float, float, float, float]
@@ -32,13 +35,15 @@ class Family:
 
     `model_type`: the config's `model_type`; `model_class`: the class in transformers that loads it;
     `rope_deltas`: positions are M-RoPE with the delta the prefill leaves on `model.model.rope_deltas`;
-    `video`: the processor takes videos.
+    `video`: the processor takes videos; `windows_by_mask`: the text model has sliding-window layers,
+    which keep every cache row and see only their window through the tree masks (`layer_masks`).
     """
 
     model_type: str
     model_class: str
     rope_deltas: bool = False
     video: bool = True
+    windows_by_mask: bool = False
 
     def visual_token_ids(self, config: Any) -> set[int]:
         """The ids of the tokens that stand for image or video features in the prompt."""
@@ -58,6 +63,17 @@ class Family:
     def language_model(self, model: Any) -> Any:
         """The text decoder (its layers carry the attention the pruning scores read)."""
         return model.model.language_model
+
+    def layer_masks(
+        self, config: Any, mask: torch.Tensor, query_positions: Sequence[int], key_positions: Sequence[int]
+    ) -> torch.Tensor | dict[str, torch.Tensor]:
+        """The tree mask for each kind of layer: one mask for all, or with sliding windows one per layer type
+        (the full layers' mask, and the same with every key `sliding_window` or more positions behind its
+        query blocked, as the model's own decoding sees them)."""
+        if not self.windows_by_mask:
+            return mask
+        window = int(config.get_text_config().sliding_window)
+        return {"full_attention": mask, "sliding_attention": windowed(mask, query_positions, key_positions, window)}
 
     def check_config(self, config: Any, name: str) -> None:
         """Refuse a configuration the shared forwards cannot run exactly (one sentence)."""

@@ -100,3 +100,13 @@ def additive_mask(rows: torch.Tensor, committed: int, dtype: torch.dtype) -> tor
     mask = torch.zeros((1, 1, count, width), dtype=dtype, device=rows.device)
     mask[0, 0, :, committed:].masked_fill_(~rows, torch.finfo(dtype).min)
     return mask
+
+
+def windowed(
+    mask: torch.Tensor, query_positions: Sequence[int], key_positions: Sequence[int], window: int
+) -> torch.Tensor:
+    """A sliding-window layer's mask from the full one (1, 1, N, K): each query also blocked from the keys
+    `window` or more positions behind it, as transformers' sliding-window masks do (attend while q - k < window)."""
+    queries = torch.tensor(list(query_positions), device=mask.device)[:, None]
+    keys = torch.tensor(list(key_positions), device=mask.device)[None, :]
+    return mask.masked_fill((queries - keys >= window)[None, None], torch.finfo(mask.dtype).min)

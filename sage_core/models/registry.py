@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .family import Family
+from .gemma import GEMMA3
 from .idefics import IDEFICS3, SMOLVLM
 from .internvl import INTERNVL
 from .llava import LLAVA, LLAVA_NEXT, LLAVA_NEXT_VIDEO, LLAVA_ONEVISION, MISTRAL3
@@ -21,5 +22,6 @@ _ALL = (
     SMOLVLM,
     INTERNVL,
     QWEN3_VL_MOE,
+    GEMMA3,
 )
 FAMILIES: dict[str, Family] = {family.model_type: family for family in _ALL}

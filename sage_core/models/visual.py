@@ -88,8 +88,10 @@ def pruned_prefill(
             positions = torch.arange(length, device=embeds.device).unsqueeze(0)
         kwargs["position_ids"] = positions[..., rows.to(positions.device)]  # (..., B, P) on every axis
         mask = kwargs.get("attention_mask")
-        if isinstance(mask, torch.Tensor) and mask.dim() == 2:
-            kwargs["attention_mask"] = mask[:, rows.to(mask.device)]
+        if isinstance(mask, dict):  # one mask per layer type, made before the language model (Gemma 3)
+            kwargs["attention_mask"] = {kind: kept_rows(m, rows, length) for kind, m in mask.items()}
+        elif isinstance(mask, torch.Tensor):
+            kwargs["attention_mask"] = kept_rows(mask, rows, length)
         if kwargs.get("visual_pos_masks") is not None:  # Qwen3-VL's deepstack features
             kwargs["visual_pos_masks"] = kwargs["visual_pos_masks"][:, rows.to(kwargs["visual_pos_masks"].device)]
             kwargs["deepstack_visual_embeds"] = [e[kept_index.to(e.device)] for e in kwargs["deepstack_visual_embeds"]]
@@ -101,6 +103,16 @@ def pruned_prefill(
     finally:
         hook.remove()
     return state, logits, int(rows.numel())
+
+
+def kept_rows(mask: torch.Tensor | None, rows: torch.Tensor, length: int) -> torch.Tensor | None:
+    """A prompt's mask cut to the kept rows: (B, L) -> (B, P); (B, H, L, L) -> (B, H, P, P)."""
+    if mask is None or mask.shape[-1] != length:
+        return mask
+    rows = rows.to(mask.device)
+    if mask.dim() == 2:
+        return mask[:, rows]
+    return mask[:, :, rows][..., rows]
 
 
 def text_to_visual_attention(
@@ -128,8 +140,13 @@ def text_to_visual_attention(
     query = query.transpose(0, 1).float()  # [H, T, d]
     heads = query.shape[0]
     keys = keys.float().repeat_interleave(heads // keys.shape[0], dim=0)  # [H, S, d]
-    # causal: the text query at sequence index seq - count + t sees keys up to that index
-    future = torch.arange(seq, device=keys.device) > (seq - count + torch.arange(count, device=keys.device))[:, None]
+    # causal: the text query at sequence index seq - count + t sees keys up to that index (and, in a
+    # sliding-window layer, no key `sliding_window` or more behind it)
+    query_index = (seq - count + torch.arange(count, device=keys.device))[:, None]
+    future = torch.arange(seq, device=keys.device) > query_index
+    window = getattr(module, "sliding_window", None)
+    if window is not None:
+        future |= query_index - torch.arange(seq, device=keys.device) >= int(window)
     received = torch.zeros(visual.numel(), dtype=torch.float32, device=keys.device)
     step = max(1, (1 << 26) // max(1, count * seq))  # heads per chunk: bounded scratch for long prompts
     for start in range(0, heads, step):

@@ -54,7 +54,8 @@ class KVState:
     `position_offset` is the M-RoPE delta of the Qwen families (0 else).
     `scratch_rows` says which scratch entries each scratch entry sees (its
     ancestors and itself): a (scratch, scratch) bool tensor on the device, or
-    None while there is no scratch.
+    None while there is no scratch. The committed entries sit at their cache
+    index (as the target's own decoding sees them).
     """
 
     cache: DynamicCache
@@ -62,6 +63,7 @@ class KVState:
     position_offset: int
     scratch: int = 0
     scratch_rows: torch.Tensor | None = None
+    scratch_positions: tuple[int, ...] = ()  # each scratch entry's sequence position (for sliding windows)
 
 
 class VLM:
@@ -162,7 +164,7 @@ class VLM:
         scratch) before it must grow; `cache` replaces it (the plain backend's).
         """
         if cache is None:
-            cache = growing_cache(self.model.config, reserve)
+            cache = growing_cache(self.model.config, reserve, self.spec.windows_by_mask)
         output = self.model(**inputs, cache=cache, use_cache=True, logits_to_keep=1)
         offset = 0
         deltas = getattr(self.model.model, "rope_deltas", None) if self.uses_rope_deltas else None
@@ -248,6 +250,7 @@ class VLM:
         """
         count = len(tokens)
         mask: torch.Tensor | None = None
+        sequence_positions = tuple(positions)
         positions = [p + state.position_offset for p in positions]  # the M-RoPE delta
         alone = count == 1 and state.scratch == 0  # one token after the committed sequence: it sees everything
         if self.device.type == "cpu":
@@ -273,6 +276,11 @@ class VLM:
             input_ids, position_ids = packed[0:1], packed[1:2]
             rows = rows_from_parents(state.scratch_rows, packed[2], in_batch_depth(parents, state.scratch))
             mask = additive_mask(rows[state.scratch :], state.committed, self.dtype)
+        masks: torch.Tensor | dict[str, torch.Tensor] | None = mask
+        if mask is not None and self.spec.windows_by_mask:  # each layer type's own mask
+            keys = (*range(state.committed), *state.scratch_positions, *sequence_positions)
+            masks = self.spec.layer_masks(self.model.config, mask, sequence_positions, keys)
+        state.scratch_positions += sequence_positions
         # positions: (1, N), the M-RoPE delta included; the Qwen models expand it to their 3 axes.
         if lean and self.lean is not None:
             fused_up_to = max(positions) + 1 if fused else None
@@ -281,7 +289,7 @@ class VLM:
             )
         else:
             logits = self.model(
-                input_ids=input_ids, position_ids=position_ids, attention_mask=mask, cache=state.cache, use_cache=True
+                input_ids=input_ids, position_ids=position_ids, attention_mask=masks, cache=state.cache, use_cache=True
             ).logits
         state.scratch += count
         state.scratch_rows = rows
@@ -305,3 +313,4 @@ class VLM:
         state.committed += len(keep)
         state.scratch = 0
         state.scratch_rows = None
+        state.scratch_positions = ()
