@@ -127,6 +127,7 @@ EXTRA_FAMILIES = (
     "internvl",
     "qwen3_vl_moe",
     "gemma3",
+    "glm4v",
 )
 #: Gemma 3's sliding window in the tiny models: far shorter than any prompt (an image prompt is ~50 tokens)
 GEMMA3_WINDOW = 8
@@ -167,6 +168,17 @@ _GEMMA3_SPECIALS = (
     "<image_soft_token>",
     "<end_of_image>",
 )
+_GLM4V_SPECIALS = (
+    "<|endoftext|>",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<|begin_of_image|>",
+    "<|end_of_image|>",
+    "<|image|>",
+    "<|begin_of_video|>",
+    "<|end_of_video|>",
+    "<|video|>",
+)
 #: InternVL's (and Gemma 3's) processor reads these names from its tokenizer
 _INTERNVL_TOKEN_NAMES = {
     "start_image_token": "<img>",
@@ -195,6 +207,7 @@ SPECIAL_TOKENS = {
     "internvl": {t: 256 + i for i, t in enumerate(_INTERNVL_SPECIALS)},
     "qwen3_vl_moe": {t: 256 + i for i, t in enumerate(_QWEN_SPECIALS)},
     "gemma3": {t: 256 + i for i, t in enumerate(_GEMMA3_SPECIALS)},
+    "glm4v": {t: 256 + i for i, t in enumerate(_GLM4V_SPECIALS)},
 }
 
 # Text sizes: hidden, heads, kv heads, layers, intermediate.  head_dim is 16 in both sizes.
@@ -259,6 +272,9 @@ _LLAVA_TEMPLATE = _chat_template("<image>", "<video>")
 _PIXTRAL_TEMPLATE = _chat_template("[IMG]", "[IMG]")
 _INTERNVL_TEMPLATE = _chat_template("<IMG_CONTEXT>", "<video>")
 _GEMMA3_TEMPLATE = _chat_template("<start_of_image>", "<video>")
+_GLM4V_TEMPLATE = _chat_template(
+    "<|begin_of_image|><|image|><|end_of_image|>", "<|begin_of_video|><|video|><|end_of_video|>"
+)
 
 
 # --------------------------------------------------------------------------------------------
@@ -305,6 +321,8 @@ def build_tokenizer(family: str):
         tok.chat_template = _INTERNVL_TEMPLATE
     if family == "gemma3":
         tok.chat_template = _GEMMA3_TEMPLATE
+    if family == "glm4v":
+        tok.chat_template = _GLM4V_TEMPLATE
     return tok
 
 
@@ -558,6 +576,7 @@ def _model_class(family: str):
         "internvl": transformers.InternVLForConditionalGeneration,
         "qwen3_vl_moe": transformers.Qwen3VLMoeForConditionalGeneration,
         "gemma3": transformers.Gemma3ForConditionalGeneration,
+        "glm4v": transformers.Glm4vForConditionalGeneration,
     }[family]
 
 
@@ -616,6 +635,37 @@ def _extra_config(family: str, size: str, text: dict, sp: dict):
             **llava,
         )
     vis = _VISION_SIZES[size]
+    if family == "glm4v":
+        text.pop("model_type")
+        # M-RoPE on half of each head (partial_rotary_factor 0.5): the sections sum to 16 * 0.5 / 2
+        text["rope_parameters"] = {
+            "rope_type": "default",
+            "rope_theta": 10000.0,
+            "mrope_section": [1, 1, 2],
+            "partial_rotary_factor": 0.5,
+        }
+        vision = {
+            "depth": vis["depth"],
+            "hidden_size": vis["hidden_size"],
+            "num_heads": vis["num_heads"],
+            "intermediate_size": vis["intermediate_size"],
+            "patch_size": 14,
+            "spatial_merge_size": 2,
+            "temporal_patch_size": 2,
+            "out_hidden_size": text["hidden_size"],
+            "image_size": 56,
+        }
+        return transformers.Glm4vConfig(
+            text_config=text,
+            vision_config=vision,
+            image_token_id=sp["<|image|>"],
+            video_token_id=sp["<|video|>"],
+            image_start_token_id=sp["<|begin_of_image|>"],
+            image_end_token_id=sp["<|end_of_image|>"],
+            video_start_token_id=sp["<|begin_of_video|>"],
+            video_end_token_id=sp["<|end_of_video|>"],
+            tie_word_embeddings=False,
+        )
     if family == "gemma3":
         text.update(
             model_type="gemma3_text",
@@ -723,6 +773,19 @@ def _moe_config(dense):
 def _extra_processor(family: str, tok):
     import transformers
 
+    if family == "glm4v":
+        common = {"patch_size": 14, "temporal_patch_size": 2, "merge_size": 2}
+        pixels = 4 * _QWEN2_PIXELS  # 2x2 merged tokens per image, 1 per frame pair
+        return transformers.Glm4vProcessor(
+            image_processor=transformers.Glm4vImageProcessor(
+                size={"shortest_edge": pixels, "longest_edge": pixels}, **common
+            ),
+            tokenizer=tok,
+            video_processor=transformers.Glm4vVideoProcessor(
+                size={"shortest_edge": _QWEN2_PIXELS, "longest_edge": 8 * _QWEN2_PIXELS}, **common
+            ),
+            chat_template=tok.chat_template,
+        )
     if family == "gemma3":
         image_processor = transformers.Gemma3ImageProcessor(
             size={"height": _CLIP_SIDE, "width": _CLIP_SIDE}, do_pan_and_scan=False

@@ -18,6 +18,7 @@ import torch
 
 from ..errors import ModelLoadError
 from .masks import windowed
+from .visual import rotate_half_rope
 
 # (first frame, last frame, x0, y0, x1, y1): the sampled frames a visual token covers, its box in fractions
 VisualBox = tuple[int, int, float, float, float, float]
@@ -59,6 +60,10 @@ class Family:
     def video_processor_kwargs(self, processor: Any) -> dict[str, Any]:
         """Extra keywords for the processor when it reads a video."""
         return {}
+
+    def rotary(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+        """RoPE as the family's attention applies it to a query (for the pruning scores)."""
+        return rotate_half_rope(x, cos, sin)
 
     def language_model(self, model: Any) -> Any:
         """The text decoder (its layers carry the attention the pruning scores read)."""

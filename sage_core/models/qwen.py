@@ -1,4 +1,5 @@
-"""The Qwen-VL families: M-RoPE positions (the prefill's `rope_deltas`), merged patch grids, and
+"""The Qwen-VL families (and GLM-4.1V / 4.5V, built the same way): M-RoPE positions (the prefill's
+`rope_deltas`), merged patch grids, and
 video frames grouped by the temporal patch."""
 
 from __future__ import annotations
@@ -6,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+import torch
 
 from .family import Family, VisualBox, grid_box
 
@@ -39,3 +42,19 @@ QWEN3_VL = QwenVL("qwen3_vl", "Qwen3VLForConditionalGeneration")
 # Experts in the text layers: each token (each tree node) is routed on its own hidden state, top-k of a
 # softmax with no capacity limit, so a node's experts never depend on the other nodes of its tree.
 QWEN3_VL_MOE = QwenVL("qwen3_vl_moe", "Qwen3VLMoeForConditionalGeneration")
+
+
+# GLM-4.1V / GLM-4.5V: Qwen-VL's grids and M-RoPE (on part of each head); a video's frames are images
+# (`<|image|>` tokens, told apart by `mm_token_type_ids`) between `<|begin_of_video|>` and `<|end_of_video|>`.
+@dataclass(frozen=True)
+class Glm4v(QwenVL):
+    """GLM-4.1V: RoPE on the first part of each head (`partial_rotary_factor`), its pairs interleaved."""
+
+    def rotary(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+        width = cos.shape[-1]
+        part, rest = x[..., :width], x[..., width:]
+        turned = torch.stack((-part[..., 1::2], part[..., 0::2]), dim=-1).flatten(-2)
+        return torch.cat((part * cos + turned * sin, rest), dim=-1)
+
+
+GLM4V = Glm4v("glm4v", "Glm4vForConditionalGeneration")

@@ -7,7 +7,7 @@ from .gemma import GEMMA3
 from .idefics import IDEFICS3, SMOLVLM
 from .internvl import INTERNVL
 from .llava import LLAVA, LLAVA_NEXT, LLAVA_NEXT_VIDEO, LLAVA_ONEVISION, MISTRAL3
-from .qwen import QWEN2_5_VL, QWEN2_VL, QWEN3_VL, QWEN3_VL_MOE
+from .qwen import GLM4V, QWEN2_5_VL, QWEN2_VL, QWEN3_VL, QWEN3_VL_MOE
 
 _ALL = (
     QWEN2_VL,
@@ -23,5 +23,6 @@ _ALL = (
     INTERNVL,
     QWEN3_VL_MOE,
     GEMMA3,
+    GLM4V,
 )
 FAMILIES: dict[str, Family] = {family.model_type: family for family in _ALL}

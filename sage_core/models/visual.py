@@ -14,6 +14,13 @@ import torch
 from ..errors import InputError
 
 Prefill = Callable[[], tuple[Any, torch.Tensor]]  # the prefill to run with the hooks on
+Rotary = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]  # (x, cos, sin) -> x with RoPE
+
+
+def rotate_half_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """RoPE as the Qwen, LLaMA and Gemma attention modules apply it: the two halves of each head rotated."""
+    half = x.shape[-1] // 2
+    return x * cos + torch.cat((-x[..., half:], x[..., :half]), dim=-1) * sin
 
 
 def visual_positions(input_ids: torch.Tensor, token_ids: set[int]) -> torch.Tensor:
@@ -25,7 +32,7 @@ def visual_positions(input_ids: torch.Tensor, token_ids: set[int]) -> torch.Tens
 
 
 def scored_prefill(
-    language_model: Any, visual: torch.Tensor, device: torch.device, prefill: Prefill
+    language_model: Any, visual: torch.Tensor, device: torch.device, prefill: Prefill, rotary: Rotary = rotate_half_rope
 ) -> tuple[Any, torch.Tensor, torch.Tensor]:
     """`prefill`, plus each visual token's score: the attention it receives from the text after
     the last visual token, averaged over heads, those queries and every decoder layer; (V,) float32.
@@ -48,7 +55,7 @@ def scored_prefill(
         cache: Any = kwargs["cache"] if "cache" in kwargs else kwargs["past_key_values"]
         keys = cache.layers[module.layer_idx].keys[0]  # [kv heads, S, d], RoPE applied
         received = text_to_visual_attention(
-            module, hidden[0, first_query:], kwargs["position_embeddings"], keys, visual.to(keys.device)
+            module, hidden[0, first_query:], kwargs["position_embeddings"], keys, visual.to(keys.device), rotary
         )
         total.add_(received.to(total.device))
 
@@ -121,12 +128,14 @@ def text_to_visual_attention(
     position_embeddings: tuple[torch.Tensor, torch.Tensor],
     keys: torch.Tensor,
     visual: torch.Tensor,
+    rotary: Rotary = rotate_half_rope,
 ) -> torch.Tensor:
     """The attention the visual keys receive from trailing text queries in one layer, mean over heads and queries.
 
     `hidden`: (T, hidden) the attention module's input for the last T prompt tokens; `keys`: (KV heads, S, d),
     the layer's cached keys of the whole prompt; `visual`: (V,) key indices. The queries are made as the
-    module makes them (projection, the Qwen3 per-head norm, RoPE with the module's own cos/sin), and each
+    module makes them (projection, the Qwen3 per-head norm, RoPE with the module's own cos/sin, applied by
+    the family's `rotary`), and each
     attends causally over all S keys. Returns (V,) float32.
     """
     count, seq = hidden.shape[0], keys.shape[1]
@@ -135,8 +144,7 @@ def text_to_visual_attention(
     if hasattr(module, "q_norm"):
         query = module.q_norm(query)
     cos, sin = (t[0, seq - count :].unsqueeze(1).to(query.dtype) for t in position_embeddings)  # [T, 1, d]
-    half = head_dim // 2
-    query = query * cos + torch.cat((-query[..., half:], query[..., :half]), dim=-1) * sin
+    query = rotary(query, cos, sin)
     query = query.transpose(0, 1).float()  # [H, T, d]
     heads = query.shape[0]
     keys = keys.float().repeat_interleave(heads // keys.shape[0], dim=0)  # [H, S, d]

@@ -193,7 +193,11 @@ class VLM:
         """`prefill`, plus each visual token's score (visual.py: `scored_prefill`); (V,) float32."""
         language_model = self.spec.language_model(self.model)
         return scored_prefill(
-            language_model, self.visual_positions(inputs), self.device, lambda: self.prefill(inputs, reserve, cache)
+            language_model,
+            self.visual_positions(inputs),
+            self.device,
+            lambda: self.prefill(inputs, reserve, cache),
+            self.spec.rotary,
         )
 
     @torch.inference_mode()
