@@ -561,3 +561,28 @@ def test_the_compiled_draft_forward_computes_the_fused_forwards_logits(tiny_root
     for (keys, values), (eager_keys, eager_values) in zip(compiled[1], eager[1], strict=True):
         torch.testing.assert_close(keys, eager_keys, rtol=1e-5, atol=1e-5)
         torch.testing.assert_close(values, eager_values, rtol=1e-5, atol=1e-5)
+
+
+def test_gpu_presets_fill_the_pair_and_its_placement(capsys):
+    """--preset names a GPU pair: the 72B targets spread over two GPUs with their memory caps, the draft on
+    the first; an explicit --target/--draft or placement wins; an unknown name is one sentence, exit 2."""
+    from sage_core.cli import apply_preset, build_parser, main
+    from sage_core.models.presets import GPU_PRESETS
+
+    base = ["generate", "--image", "x.png", "--prompt", "hi"]
+    args = build_parser().parse_args([*base, "--preset", "qwen2.5-vl-72b"])
+    apply_preset(args)
+    assert (args.target, args.draft) == ("Qwen/Qwen2.5-VL-72B-Instruct", "Qwen/Qwen2.5-VL-7B-Instruct")
+    assert args.device_map == "auto" and args.max_memory == {"0": "110GiB", "1": "130GiB"}
+    assert args.draft_device == "cuda:0"
+    args = build_parser().parse_args(
+        [*base, "--preset", "smolvlm2-2.2b", "--max-memory", "0=20GiB", "--device-map", "x"]
+    )
+    apply_preset(args)
+    assert args.draft == "HuggingFaceTB/SmolVLM2-256M-Video-Instruct" and args.max_memory == {"0": "20GiB"}
+    assert all(p.memory and (p.single_gpu or p.device_map) for p in GPU_PRESETS)
+    image = Path(__file__).resolve().parent.parent / "assets" / "examples"
+    picture = next(image.glob("*.png"))
+    assert main(["generate", "--image", str(picture), "--prompt", "hi", "--preset", "nope"]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.startswith("error: unknown preset 'nope'") and "\n" not in error
