@@ -43,6 +43,7 @@ import torch
 from .adapter import VLM, KVState, inference
 from .config import BACKENDS, Backend
 from .kvcache import full_cache
+from .models.vlm import before_round, clear_scratch, recurrent_commit
 
 
 class ModelBackend(Protocol):
@@ -145,6 +146,8 @@ class PlainBackend:
         self, state: KVState, tokens: Sequence[int], positions: Sequence[int], *, parents: Sequence[int]
     ) -> torch.Tensor:
         vlm, count = self._vlm, len(tokens)
+        if vlm.spec.recurrent:
+            before_round(vlm.name, state, tokens, parents)
         scratch = state.scratch
         # Ancestor rows on the host: a new entry sees its parent's entries and itself.
         rows = torch.zeros((scratch + count, scratch + count), dtype=torch.bool)
@@ -177,6 +180,8 @@ class PlainBackend:
     @inference
     def commit(self, state: KVState, keep: Sequence[int]) -> None:
         keep = list(keep)
+        if self._vlm.spec.recurrent and recurrent_commit(state, keep, self.extend):
+            return
         if keep == list(range(len(keep))):  # a prefix of the scratch: cut the rest off
             dropped = state.scratch - len(keep)
             if dropped:
@@ -193,6 +198,4 @@ class PlainBackend:
                 kept.keys = kept.keys.index_select(-2, index)
                 kept.values = kept.values.index_select(-2, index)
         state.committed += len(keep)
-        state.scratch = 0
-        state.scratch_rows = None
-        state.scratch_positions = ()
+        clear_scratch(state)

@@ -116,6 +116,8 @@ def masked_prefill(model: VLM, inputs, dropped: torch.Tensor):
 def test_pruned_prefill_keeps_original_positions(tiny_root, image, video, family):
     pair = _pair(str(tiny_root), family, "noised")
     draft = pair.draft
+    if draft.spec.recurrent:  # no mask reaches linear-attention layers: no masked full prefill to compare with
+        pytest.skip("the pruned hybrid draft is checked by the losslessness tests")
     for media in media_of(draft, image, video):
         inputs = draft.prepare(media, PROMPT)
         visual = draft.visual_positions(inputs)

@@ -38,6 +38,7 @@ PROCESSOR_CLASSES = {
     "qwen3_vl_moe": "Qwen3VLProcessor",
     "gemma3": "Gemma3Processor",
     "glm4v": "Glm4vProcessor",
+    "qwen3_5": "Qwen3VLProcessor",
 }
 # the families added later: the visual tokens an image (and a video) becomes in the tiny processors
 EXTRA_VISUAL_TOKENS = {
@@ -51,6 +52,7 @@ EXTRA_VISUAL_TOKENS = {
     "qwen3_vl_moe": (6, 16),  # as Qwen3-VL
     "gemma3": (4, None),  # 4x4 Siglip patches pooled to 2x2
     "glm4v": (12, 4),  # 52x40 -> 4x3 merged patches; 8 frames of 32x32 -> 4 frame pairs of 1
+    "qwen3_5": (6, 16),  # as Qwen3-VL
 }
 CONFIG_CLASSES = {
     "qwen2_vl": "Qwen2VLConfig",

@@ -128,6 +128,7 @@ EXTRA_FAMILIES = (
     "qwen3_vl_moe",
     "gemma3",
     "glm4v",
+    "qwen3_5",
 )
 #: Gemma 3's sliding window in the tiny models: far shorter than any prompt (an image prompt is ~50 tokens)
 GEMMA3_WINDOW = 8
@@ -208,6 +209,7 @@ SPECIAL_TOKENS = {
     "qwen3_vl_moe": {t: 256 + i for i, t in enumerate(_QWEN_SPECIALS)},
     "gemma3": {t: 256 + i for i, t in enumerate(_GEMMA3_SPECIALS)},
     "glm4v": {t: 256 + i for i, t in enumerate(_GLM4V_SPECIALS)},
+    "qwen3_5": {t: 256 + i for i, t in enumerate(_QWEN_SPECIALS)},
 }
 
 # Text sizes: hidden, heads, kv heads, layers, intermediate.  head_dim is 16 in both sizes.
@@ -385,6 +387,8 @@ def build_config(family: str, size: str = "small", vocab_padding: int = 0):
         )
     elif family == "qwen3_vl_moe":
         cfg = _moe_config(build_config("qwen3_vl", size, vocab_padding))
+    elif family == "qwen3_5":
+        cfg = _hybrid_config(build_config("qwen3_vl", size, vocab_padding))
     elif family in EXTRA_FAMILIES:
         cfg = _extra_config(family, size, text, sp)
     elif family == "qwen2_5_vl":
@@ -483,7 +487,7 @@ def build_config(family: str, size: str = "small", vocab_padding: int = 0):
 # --------------------------------------------------------------------------------------------
 def build_processor(family: str):
     """The real processor class of the family, with tiny image/video resolutions."""
-    if family == "qwen3_vl_moe":  # Qwen3-VL's processor
+    if family in ("qwen3_vl_moe", "qwen3_5"):  # Qwen3-VL's processor
         family = "qwen3_vl"
     tok = build_tokenizer(family)
     if family in EXTRA_FAMILIES:
@@ -577,6 +581,7 @@ def _model_class(family: str):
         "qwen3_vl_moe": transformers.Qwen3VLMoeForConditionalGeneration,
         "gemma3": transformers.Gemma3ForConditionalGeneration,
         "glm4v": transformers.Glm4vForConditionalGeneration,
+        "qwen3_5": transformers.Qwen3_5ForConditionalGeneration,
     }[family]
 
 
@@ -760,6 +765,37 @@ def _moe_config(dense):
             part.pop(key, None)
     text.update(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32, decoder_sparse_step=1)
     return transformers.Qwen3VLMoeConfig(
+        text_config=text,
+        vision_config=vision,
+        image_token_id=dense.image_token_id,
+        video_token_id=dense.video_token_id,
+        vision_start_token_id=dense.vision_start_token_id,
+        vision_end_token_id=dense.vision_end_token_id,
+        tie_word_embeddings=False,
+    )
+
+
+def _hybrid_config(dense):
+    """Qwen3.5 from a tiny Qwen3-VL config: linear-attention (gated delta rule) layers before each
+    full-attention one, RoPE on half of each head (the real models: a quarter)."""
+    import transformers
+
+    text, vision = dense.text_config.to_dict(), dense.vision_config.to_dict()
+    for part in (text, vision):
+        for key in ("model_type", "architectures", "transformers_version"):
+            part.pop(key, None)
+    vision.pop("deepstack_visual_indexes", None)
+    text.update(
+        num_hidden_layers=2,  # the draft too (narrower): one layer of each kind
+        layer_types=["linear_attention", "full_attention"],
+        linear_conv_kernel_dim=4,
+        linear_key_head_dim=8,
+        linear_value_head_dim=8,
+        linear_num_key_heads=2,
+        linear_num_value_heads=4,
+    )
+    text["rope_parameters"] = dict(text["rope_parameters"], partial_rotary_factor=0.5, mrope_section=[1, 1, 2])
+    return transformers.Qwen3_5Config(
         text_config=text,
         vision_config=vision,
         image_token_id=dense.image_token_id,

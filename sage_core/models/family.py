@@ -45,6 +45,7 @@ class Family:
     rope_deltas: bool = False
     video: bool = True
     windows_by_mask: bool = False
+    recurrent: bool = False  # linear-attention layers with a recurrent state (recurrent.py): chains only
 
     def visual_token_ids(self, config: Any) -> set[int]:
         """The ids of the tokens that stand for image or video features in the prompt."""

@@ -8,8 +8,9 @@ from typing import Any
 
 import torch
 
-from ..errors import PairMismatchError
+from ..errors import InputError, PairMismatchError
 from .loading import source
+from .recurrent import CHAIN_METHODS, tree_refusal
 from .vlm import VLM
 
 
@@ -37,6 +38,15 @@ class ModelPair:
     def devices(self) -> tuple[torch.device, ...]:
         """Every device either model's weights sit on."""
         return tuple(dict.fromkeys((*self.target.devices, *self.draft.devices)))
+
+
+def check_method(pair: ModelPair, method: str) -> None:
+    """Refuse, in one sentence, a method one of the models cannot run exactly (a tree on a model with
+    recurrent layers: recurrent.py)."""
+    models = (pair.target,) if method == "ar" else (pair.target, pair.draft)
+    for model in models:
+        if model.spec.recurrent and method not in CHAIN_METHODS:
+            raise InputError(tree_refusal(model.name))
 
 
 def check_pair(target: VLM, draft: VLM) -> ModelPair:

@@ -8,6 +8,7 @@ from .idefics import IDEFICS3, SMOLVLM
 from .internvl import INTERNVL
 from .llava import LLAVA, LLAVA_NEXT, LLAVA_NEXT_VIDEO, LLAVA_ONEVISION, MISTRAL3
 from .qwen import GLM4V, QWEN2_5_VL, QWEN2_VL, QWEN3_VL, QWEN3_VL_MOE
+from .qwen3_5 import QWEN3_5
 
 _ALL = (
     QWEN2_VL,
@@ -24,5 +25,6 @@ _ALL = (
     QWEN3_VL_MOE,
     GEMMA3,
     GLM4V,
+    QWEN3_5,
 )
 FAMILIES: dict[str, Family] = {family.model_type: family for family in _ALL}

@@ -18,9 +18,12 @@ Rotary = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]  # (
 
 
 def rotate_half_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """RoPE as the Qwen, LLaMA and Gemma attention modules apply it: the two halves of each head rotated."""
-    half = x.shape[-1] // 2
-    return x * cos + torch.cat((-x[..., half:], x[..., :half]), dim=-1) * sin
+    """RoPE as the Qwen, LLaMA and Gemma attention modules apply it: the two halves of each head's first
+    `cos.shape[-1]` dimensions rotated (all of them but for a partial rotary factor), the rest as it is."""
+    width = cos.shape[-1]
+    part, rest = x[..., :width], x[..., width:]
+    half = width // 2
+    return torch.cat((part * cos + torch.cat((-part[..., half:], part[..., :half]), dim=-1) * sin, rest), dim=-1)
 
 
 def visual_positions(input_ids: torch.Tensor, token_ids: set[int]) -> torch.Tensor:
@@ -59,13 +62,15 @@ def scored_prefill(
         )
         total.add_(received.to(total.device))
 
-    hooks = [layer.self_attn.register_forward_hook(score, with_kwargs=True) for layer in layers]
+    # every attention layer (a hybrid model's linear-attention layers have none to score)
+    attention = [layer.self_attn for layer in layers if hasattr(layer, "self_attn")]
+    hooks = [module.register_forward_hook(score, with_kwargs=True) for module in attention]
     try:
         state, logits = prefill()
     finally:
         for hook in hooks:
             hook.remove()
-    return state, logits, (total / len(layers)).cpu()
+    return state, logits, (total / len(attention)).cpu()
 
 
 def pruned_prefill(
@@ -141,12 +146,14 @@ def text_to_visual_attention(
     count, seq = hidden.shape[0], keys.shape[1]
     head_dim = keys.shape[-1]
     query = module.q_proj(hidden).view(count, -1, head_dim)  # [T, H, d]
+    heads = int(getattr(module.config, "num_attention_heads", query.shape[1]))
+    if query.shape[1] == 2 * heads:  # a gated query (Qwen3.5): each head's query, then its gate
+        query = query.view(count, heads, 2 * head_dim)[..., :head_dim]
     if hasattr(module, "q_norm"):
         query = module.q_norm(query)
     cos, sin = (t[0, seq - count :].unsqueeze(1).to(query.dtype) for t in position_embeddings)  # [T, 1, d]
     query = rotary(query, cos, sin)
     query = query.transpose(0, 1).float()  # [H, T, d]
-    heads = query.shape[0]
     keys = keys.float().repeat_interleave(heads // keys.shape[0], dim=0)  # [H, S, d]
     # causal: the text query at sequence index seq - count + t sees keys up to that index (and, in a
     # sliding-window layer, no key `sliding_window` or more behind it)
