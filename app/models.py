@@ -30,6 +30,7 @@ from PIL import Image
 
 from sage_core import DecodeConfig, ModelPair, SageError, decode, image_media, load_pair
 from sage_core.errors import ModelLoadError
+from sage_core.models.presets import GPU_PRESETS
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILTIN_DIR = ROOT / "assets" / "builtin"
@@ -50,6 +51,7 @@ HUB_PRESETS = (
            "Qwen/Qwen2.5-VL-3B-Instruct", needs_gpu=True),
     Preset("llava-ov-7b", "LLaVA-OneVision-7B, 0.5B draft", "llava-hf/llava-onevision-qwen2-7b-ov-hf",
            "llava-hf/llava-onevision-qwen2-0.5b-ov-hf", needs_gpu=True),
+    *(Preset(p.key, p.label, p.target, p.draft, needs_gpu=True) for p in GPU_PRESETS if p.single_gpu),
 )  # fmt: skip
 CUSTOM_KEY = "custom"
 ENV_KEY = "env"

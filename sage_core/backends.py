@@ -39,10 +39,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 import torch
-from transformers import DynamicCache
 
 from .adapter import VLM, KVState, inference
 from .config import BACKENDS, Backend
+from .kvcache import full_cache
+from .models.vlm import before_round, clear_scratch, recurrent_commit
 
 
 class ModelBackend(Protocol):
@@ -120,27 +121,33 @@ class PlainBackend:
     def __init__(self, vlm: VLM) -> None:
         self._vlm = vlm
 
+    def _cache(self) -> Any:
+        """transformers' `DynamicCache` (with full layers where the masks keep the sliding windows)."""
+        return full_cache(self._vlm.model.config, self._vlm.spec.windows_by_mask)
+
     def prefill(self, inputs: Mapping[str, Any], reserve: int = 256) -> tuple[KVState, torch.Tensor]:
         """The prompt forward into a plain `DynamicCache` (`reserve` is not needed: it grows by concatenation)."""
-        return self._vlm.prefill(inputs, cache=DynamicCache(config=self._vlm.model.config))
+        return self._vlm.prefill(inputs, cache=self._cache())
 
     def prefill_scored(
         self, inputs: Mapping[str, Any], reserve: int = 256
     ) -> tuple[KVState, torch.Tensor, torch.Tensor]:
         """`prefill` plus the visual tokens' scores (pruning.py), into a plain `DynamicCache`."""
-        return self._vlm.prefill_scored(inputs, cache=DynamicCache(config=self._vlm.model.config))
+        return self._vlm.prefill_scored(inputs, cache=self._cache())
 
     def prefill_pruned(
         self, inputs: Mapping[str, Any], kept_visual: Sequence[int], reserve: int = 256
     ) -> tuple[KVState, torch.Tensor]:
         """`prefill` on the pruned prompt (pruning.py), into a plain `DynamicCache`."""
-        return self._vlm.prefill_pruned(inputs, kept_visual, cache=DynamicCache(config=self._vlm.model.config))
+        return self._vlm.prefill_pruned(inputs, kept_visual, cache=self._cache())
 
     @inference
     def extend(
         self, state: KVState, tokens: Sequence[int], positions: Sequence[int], *, parents: Sequence[int]
     ) -> torch.Tensor:
         vlm, count = self._vlm, len(tokens)
+        if vlm.spec.recurrent:
+            before_round(vlm.name, state, tokens, parents)
         scratch = state.scratch
         # Ancestor rows on the host: a new entry sees its parent's entries and itself.
         rows = torch.zeros((scratch + count, scratch + count), dtype=torch.bool)
@@ -153,13 +160,16 @@ class PlainBackend:
         blocked = torch.finfo(vlm.dtype).min
         mask = torch.zeros((count, state.committed + scratch + count), dtype=vlm.dtype)
         mask[:, state.committed :].masked_fill_(~rows[scratch:], blocked)
+        keys = (*range(state.committed), *state.scratch_positions, *positions)
+        masks = vlm.spec.layer_masks(vlm.model.config, mask[None, None].to(vlm.device), tuple(positions), keys)
+        state.scratch_positions += tuple(positions)
         input_ids = torch.tensor([list(tokens)], dtype=torch.long, device=vlm.device)
         # positions: (1, N), the M-RoPE delta included; the Qwen models expand it to their 3 axes.
         position_ids = torch.tensor([list(positions)], dtype=torch.long, device=vlm.device) + state.position_offset
         output = vlm.model(
             input_ids=input_ids,
             position_ids=position_ids,
-            attention_mask=mask[None, None].to(vlm.device),
+            attention_mask=masks,
             cache=state.cache,
             use_cache=True,
         )
@@ -170,6 +180,8 @@ class PlainBackend:
     @inference
     def commit(self, state: KVState, keep: Sequence[int]) -> None:
         keep = list(keep)
+        if self._vlm.spec.recurrent and recurrent_commit(state, keep, self.extend):
+            return
         if keep == list(range(len(keep))):  # a prefix of the scratch: cut the rest off
             dropped = state.scratch - len(keep)
             if dropped:
@@ -186,5 +198,4 @@ class PlainBackend:
                 kept.keys = kept.keys.index_select(-2, index)
                 kept.values = kept.values.index_select(-2, index)
         state.committed += len(keep)
-        state.scratch = 0
-        state.scratch_rows = None
+        clear_scratch(state)

@@ -39,6 +39,11 @@ def build_parser() -> argparse.ArgumentParser:
     gen = commands.add_parser("generate", help="decode one prompt about an image or a video")
     gen.add_argument("--target", default="builtin", help="hub id or local folder (default: the built-in pair)")
     gen.add_argument("--draft", default="builtin", help="hub id or local folder (default: the built-in pair)")
+    gen.add_argument(
+        "--preset",
+        help="a GPU pair by name (target, draft and placement): qwen3-vl-8b, smolvlm2-2.2b, "
+        "qwen2.5-vl-72b, llava-ov-72b (two GPUs)",
+    )
     media = gen.add_mutually_exclusive_group(required=True)
     media.add_argument("--image", help="an image file")
     media.add_argument("--video", help="a video file (mp4, webm, avi, mov)")
@@ -104,6 +109,18 @@ def parse_max_memory(text: str) -> dict[str, str]:
     return memory
 
 
+def apply_preset(args: argparse.Namespace) -> None:
+    """--preset fills the target, draft and placement the command line leaves at their defaults."""
+    from .models.presets import gpu_preset
+
+    preset = gpu_preset(args.preset)
+    if args.target == "builtin" and args.draft == "builtin":
+        args.target, args.draft = preset.target, preset.draft
+    args.device_map = args.device_map or preset.device_map
+    args.max_memory = args.max_memory or (dict(preset.max_memory) or None)
+    args.draft_device = args.draft_device or preset.draft_device
+
+
 def generate(args: argparse.Namespace) -> int:
     from .adapter import load_pair
     from .decode import decode
@@ -122,6 +139,8 @@ def generate(args: argparse.Namespace) -> int:
     if args.trace and not Path(args.trace).resolve().parent.is_dir():
         raise InputError(f"--trace {args.trace}: the folder {Path(args.trace).parent} does not exist")
     media = load_media(args.image or args.video, frames=args.frames)
+    if args.preset is not None:
+        apply_preset(args)
     if args.max_memory is not None and args.device_map is None:
         raise InputError("--max-memory needs --device-map")
     pair = load_pair(

@@ -24,6 +24,7 @@ from .config import CHAIN_TREE, STATIC_TREE, DecodeConfig, SageConfig
 from .drafting import DraftedTree, TopK, feed_committed, grow_tree, template_chooser, top_k
 from .errors import InputError
 from .media import Media
+from .models.pair import check_method
 from .policy import (
     Candidate,
     DepthWindow,
@@ -122,6 +123,7 @@ class DecodeRun:
     def __init__(
         self, pair: ModelPair, media: Media, prompt: str, config: DecodeConfig, prepared: PreparedInputs | None = None
     ) -> None:
+        check_method(pair, config.method)  # the model seam refuses what a family cannot run exactly
         if config.method != "ar" and config.sage.top_k > pair.shared_vocab_size:
             raise InputError(
                 f"top-k is {config.sage.top_k}, more than the {pair.shared_vocab_size} tokens of the vocabulary"

@@ -61,13 +61,27 @@ class GrowingLayer(DynamicLayer):
         self.key_buffer, self.value_buffer = keys, values
 
 
-def growing_cache(config: Any, reserve: int) -> DynamicCache:
+def growing_cache(config: Any, reserve: int, windows_by_mask: bool = False) -> DynamicCache:
     """A `DynamicCache` for `config` whose layers are `GrowingLayer`s with `reserve` rows to spare.
 
-    Layers that are not plain full-attention layers are kept as transformers made them.
+    Layers that are not plain full-attention layers are kept as transformers made them, except
+    sliding-window layers when `windows_by_mask`: they keep every row too (a window's layer drops
+    old rows, which a tree's scratch and its commit cannot live with), and the masks keep each
+    token inside its window (`masks.windowed`).
     """
     cache = DynamicCache(config=config)
-    cache.layers = [GrowingLayer(reserve) if type(layer) is DynamicLayer else layer for layer in cache.layers]
+    cache.layers = [
+        GrowingLayer(reserve) if type(layer) is DynamicLayer or windows_by_mask else layer for layer in cache.layers
+    ]
+    return cache
+
+
+def full_cache(config: Any, windows_by_mask: bool = False) -> DynamicCache:
+    """transformers' own `DynamicCache` for `config`; with `windows_by_mask`, every layer a full
+    `DynamicLayer` (see `growing_cache`)."""
+    cache = DynamicCache(config=config)
+    if windows_by_mask:
+        cache.layers = [DynamicLayer() for _ in cache.layers]
     return cache
 
 

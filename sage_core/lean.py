@@ -38,8 +38,17 @@ from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
 from .errors import BackendError
 
-# The text decoders whose layers are Qwen2's or Qwen3's (LLaVA-OneVision's language model is Qwen2).
-KNOWN_DECODERS = ("Qwen2Model", "Qwen2VLTextModel", "Qwen2_5_VLTextModel", "Qwen3VLTextModel")
+# The text decoders whose layers are Qwen2's or Qwen3's (LLaVA-OneVision's and InternVL's language model
+# is Qwen2), or LLaMA's and Mistral's, the same operations (LLaVA 1.5 / NeXT / NeXT-Video, Mistral 3);
+# tests/test_fastpath.py checks each family bit for bit.
+KNOWN_DECODERS = (
+    "Qwen2Model",
+    "Qwen2VLTextModel",
+    "Qwen2_5_VLTextModel",
+    "Qwen3VLTextModel",
+    "LlamaModel",
+    "MistralModel",
+)
 
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:

@@ -1,4 +1,4 @@
-"""Shared fixtures: tiny random models of the four families, saved to folders.
+"""Shared fixtures: tiny random models of every family, saved to folders (each built once a session).
 
 The project's real loading path (`VLM.load` -> `from_pretrained` and
 `AutoProcessor.from_pretrained`) runs on them, offline.
@@ -6,6 +6,7 @@ The project's real loading path (`VLM.load` -> `from_pretrained` and
 
 from __future__ import annotations
 
+import functools
 import sys
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from tiny_models import FAMILIES, build_tiny_vlm, model_class
+from tiny_models import ALL_FAMILIES, EXTRA_FAMILIES, FAMILIES, build_tiny_vlm, model_class
 
 from sage_core.media import Media, image_media
 
@@ -62,17 +63,32 @@ def tiny_folder(root: Path, family: str, kind: str) -> str:
 NOISE = 0.1
 
 
+@functools.cache
+def image_and_video() -> dict[str, Media]:
+    """The test image and video, made once (the fixtures below hand out the same objects)."""
+    pixels = (np.random.RandomState(0).rand(56, 56, 3) * 255).astype("uint8")
+    frames = (np.random.RandomState(1).rand(8, 56, 56, 3) * 255).astype("uint8")
+    return {
+        "image": image_media(Image.fromarray(pixels), "noise.png"),
+        "video": Media(
+            kind="video",
+            name="noise.mp4",
+            frames=frames,
+            fps=4.0,
+            total_frames=16,
+            frame_indices=tuple(range(0, 16, 2)),
+        ),
+    }
+
+
 @pytest.fixture(scope="session")
 def image() -> Media:
-    pixels = (np.random.RandomState(0).rand(56, 56, 3) * 255).astype("uint8")
-    return image_media(Image.fromarray(pixels), "noise.png")
+    return image_and_video()["image"]
 
 
 @pytest.fixture(scope="session")
 def video() -> Media:
-    frames = (np.random.RandomState(1).rand(8, 56, 56, 3) * 255).astype("uint8")
-    return Media(kind="video", name="noise.mp4", frames=frames, fps=4.0, total_frames=16,
-                 frame_indices=tuple(range(0, 16, 2)))  # fmt: skip
+    return image_and_video()["video"]
 
 
-__all__ = ["DRAFT_KINDS", "FAMILIES", "tiny_folder"]
+__all__ = ["ALL_FAMILIES", "DRAFT_KINDS", "EXTRA_FAMILIES", "FAMILIES", "tiny_folder"]

@@ -37,12 +37,14 @@ from sage_core.adapter import (
     in_batch_depth,
     processors_alike,
     rows_from_parents,
-    rows_from_visible,
     rows_on_host,
 )
 from sage_core.kvcache import GrowingLayer, move_rows
 from sage_core.lean import LeanText
 from sage_core.trees import Tree
+
+# The families whose decoder the lean forward knows (Qwen2, Qwen3, LLaMA, Mistral text models)
+LEAN_FAMILIES = (*FAMILIES, "internvl", "llava", "llava_next", "llava_next_video", "mistral3")
 
 
 @functools.cache
@@ -86,6 +88,18 @@ def old_mask(committed: int, scratch: int, visible: list[tuple[int, ...]], dtype
     return mask[None, None]
 
 
+def rows_from_visible(known: torch.Tensor | None, visible: list[tuple[int, ...]]) -> torch.Tensor:
+    """The scratch rows after N new entries, from explicit lists of what each sees: (S+N, S+N) bool."""
+    scratch = 0 if known is None else known.shape[0]
+    total = scratch + len(visible)
+    rows = torch.zeros((total, total), dtype=torch.bool)
+    if known is not None and scratch:
+        rows[:scratch, :scratch] = known
+    for i, seen in enumerate(visible):
+        rows[scratch + i, list(seen)] = True
+    return rows
+
+
 def random_tree(generator: random.Random, size: int) -> Tree:
     parents = tuple(generator.randrange(-1, i) for i in range(size))
     return Tree(tuple(range(size)), parents, (0.5,) * size)
@@ -117,7 +131,7 @@ def test_draft_level_masks_from_parents_equal_the_old_masks(seed):
         parents = [generator.randrange(-1, scratch) for _ in range(count)]
         visible = [(parent_visible[p] if p >= 0 else ()) + (scratch + i,) for i, p in enumerate(parents)]
         known_parents = rows_from_parents(known_parents, torch.tensor(parents), in_batch_depth(parents, scratch))
-        known_visible = rows_from_visible(known_visible, visible, torch.device("cpu"))
+        known_visible = rows_from_visible(known_visible, visible)
         known_host = rows_on_host(known_host, parents)
         assert torch.equal(known_host, known_parents)
         assert torch.equal(
@@ -401,7 +415,7 @@ def token_tree_and_level(vlm: VLM, inputs, level_at: int, **options):
     return torch.cat(steps), [(layer.keys.clone(), layer.values.clone()) for layer in state.cache.layers]
 
 
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", LEAN_FAMILIES)
 @pytest.mark.parametrize("attention", ["sdpa", "eager"])
 def test_the_lean_forward_equals_transformers_forward_bit_for_bit(tiny_root, image, family, attention):
     """lean.py runs the same operations as transformers' forward: one token after the cache, a
@@ -458,7 +472,7 @@ def test_the_lean_forward_carries_every_bias(tiny_root, image):
     assert torch.equal(logits[0], logits[1])
 
 
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", LEAN_FAMILIES)
 @pytest.mark.parametrize("attention", ["sdpa", "eager"])
 def test_the_drafts_fused_forward_computes_the_same_logits_to_rounding(tiny_root, image, family, attention):
     """The draft's fused forward (torch's RMSNorm, a rotary table, SDPA with grouped heads) is the same
@@ -547,3 +561,28 @@ def test_the_compiled_draft_forward_computes_the_fused_forwards_logits(tiny_root
     for (keys, values), (eager_keys, eager_values) in zip(compiled[1], eager[1], strict=True):
         torch.testing.assert_close(keys, eager_keys, rtol=1e-5, atol=1e-5)
         torch.testing.assert_close(values, eager_values, rtol=1e-5, atol=1e-5)
+
+
+def test_gpu_presets_fill_the_pair_and_its_placement(capsys):
+    """--preset names a GPU pair: the 72B targets spread over two GPUs with their memory caps, the draft on
+    the first; an explicit --target/--draft or placement wins; an unknown name is one sentence, exit 2."""
+    from sage_core.cli import apply_preset, build_parser, main
+    from sage_core.models.presets import GPU_PRESETS
+
+    base = ["generate", "--image", "x.png", "--prompt", "hi"]
+    args = build_parser().parse_args([*base, "--preset", "qwen2.5-vl-72b"])
+    apply_preset(args)
+    assert (args.target, args.draft) == ("Qwen/Qwen2.5-VL-72B-Instruct", "Qwen/Qwen2.5-VL-7B-Instruct")
+    assert args.device_map == "auto" and args.max_memory == {"0": "110GiB", "1": "130GiB"}
+    assert args.draft_device == "cuda:0"
+    args = build_parser().parse_args(
+        [*base, "--preset", "smolvlm2-2.2b", "--max-memory", "0=20GiB", "--device-map", "x"]
+    )
+    apply_preset(args)
+    assert args.draft == "HuggingFaceTB/SmolVLM2-256M-Video-Instruct" and args.max_memory == {"0": "20GiB"}
+    assert all(p.memory and (p.single_gpu or p.device_map) for p in GPU_PRESETS)
+    image = Path(__file__).resolve().parent.parent / "assets" / "examples"
+    picture = next(image.glob("*.png"))
+    assert main(["generate", "--image", str(picture), "--prompt", "hi", "--preset", "nope"]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.startswith("error: unknown preset 'nope'") and "\n" not in error

@@ -10,11 +10,12 @@ import functools
 
 import pytest
 import torch
-from conftest import DRAFT_KINDS, FAMILIES, tiny_folder
+from conftest import DRAFT_KINDS, EXTRA_FAMILIES, FAMILIES, tiny_folder
 
 from sage_core import METHODS, DecodeConfig, decode, load_pair
 from sage_core.adapter import ModelPair
 from sage_core.config import BACKENDS
+from sage_core.errors import InputError, MediaError
 from sage_core.media import Media
 
 DRAFT_METHODS = tuple(m for m in METHODS if m != "ar")
@@ -165,3 +166,48 @@ def test_sage_variants_are_lossless(tiny_root, image, video, shape, alpha_source
     for media in (image, video):
         summary = decode(pair, media, PROMPTS[1], DecodeConfig("sage", 40, sage, backend=backend)).run_to_end()
         assert list(summary.token_ids) == reference(pair, media, PROMPTS[1], 40)
+
+
+@functools.cache
+def _greedy(root: str, family: str, kind: str, prompt: str, max_new_tokens: int) -> tuple[int, ...]:
+    """The target's greedy answer about the image or the video (`kind`), made once a session."""
+    from conftest import image_and_video
+
+    pair = _pair(root, family, "copy")
+    return tuple(reference(pair, image_and_video()[kind], prompt, max_new_tokens))
+
+
+# The families added to the first four: on "fast" and "plain" every draft kind, on the other two backends
+# (the same forward as "fast" for a family the lean forward does not cover) the noised draft; pruning on "fast".
+ADDED_DRAFTS = {"fast": DRAFT_KINDS, "compiled": ("noised",), "fast-hf": ("noised",), "plain": DRAFT_KINDS}
+ADDED_NEW = 16
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("family", EXTRA_FAMILIES)
+def test_added_family_every_method_equals_greedy_generate(tiny_root, image, video, family, backend):
+    for draft_kind in ADDED_DRAFTS[backend]:
+        pair = _pair(str(tiny_root), family, draft_kind)
+        for media in (image, video) if pair.target.spec.video else (image,):
+            expected = list(_greedy(str(tiny_root), family, media.kind, PROMPTS[0], ADDED_NEW))
+            ratios = (0.0, 0.5) if backend == "fast" and draft_kind == "noised" else (0.0,)
+            # a hybrid model (recurrent layers) verifies chains, never trees: those are refused below
+            methods = ("ar", "chain") if pair.target.spec.recurrent else METHODS
+            for method, prune_ratio in [(m, r) for r in ratios for m in methods if r == 0 or m != "ar"]:
+                config = DecodeConfig(method=method, max_new_tokens=ADDED_NEW, prune_ratio=prune_ratio, backend=backend)
+                run = decode(pair, media, PROMPTS[0], config)
+                summary = run.run_to_end()
+                assert list(summary.token_ids) == expected, f"{family} {draft_kind} {method} {media.kind} {prune_ratio}"
+                if prune_ratio > 0:
+                    check_pruned_prompt(run.header, prune_ratio)
+                elif draft_kind == "copy":  # every draft token accepted
+                    for record in run.records:
+                        if record.phase == "decode" and record.finish_reason is None:
+                            assert record.accepted_length == greedy_chain_length(record)
+        if pair.target.spec.recurrent:  # trees refused in one sentence, before any forward
+            for method in (m for m in METHODS if m not in ("ar", "chain")):
+                with pytest.raises(InputError, match="cannot verify a tree of tokens exactly; use the chain method"):
+                    decode(pair, image, PROMPTS[0], DecodeConfig(method, ADDED_NEW, backend=backend))
+        if not pair.target.spec.video:  # an image-only family refuses a video in one sentence
+            with pytest.raises(MediaError, match="reads images only"):
+                decode(pair, video, PROMPTS[0], DecodeConfig("sage", ADDED_NEW, backend=backend)).run_to_end()

@@ -12,7 +12,7 @@ from PIL import Image
 from safetensors.torch import load_file
 
 # tests/ is on sys.path (pytest's rootdir-relative import of this folder, and conftest.py)
-from tiny_models import FAMILIES, SPECIAL_TOKENS, build_tiny_vlm, model_class
+from tiny_models import EXTRA_FAMILIES, FAMILIES, SPECIAL_TOKENS, build_tiny_vlm, model_class
 from transformers import (
     AutoConfig,
     AutoModelForImageTextToText,
@@ -28,6 +28,31 @@ PROCESSOR_CLASSES = {
     "qwen2_5_vl": "Qwen2_5_VLProcessor",
     "qwen3_vl": "Qwen3VLProcessor",
     "llava_onevision": "LlavaOnevisionProcessor",
+    "llava": "LlavaProcessor",
+    "llava_next": "LlavaNextProcessor",
+    "llava_next_video": "LlavaNextVideoProcessor",
+    "mistral3": "PixtralProcessor",
+    "idefics3": "Idefics3Processor",
+    "smolvlm": "SmolVLMProcessor",
+    "internvl": "InternVLProcessor",
+    "qwen3_vl_moe": "Qwen3VLProcessor",
+    "gemma3": "Gemma3Processor",
+    "glm4v": "Glm4vProcessor",
+    "qwen3_5": "Qwen3VLProcessor",
+}
+# the families added later: the visual tokens an image (and a video) becomes in the tiny processors
+EXTRA_VISUAL_TOKENS = {
+    "llava": (16, None),  # 4x4 CLIP patches (CLS dropped)
+    "llava_next": (70, None),  # anyres on 52x40: the base grid, then the crops with row ends (as LLaVA-OneVision)
+    "llava_next_video": (70, 32),  # and 8 frames pooled to 2x2
+    "mistral3": (12, None),  # 52x40 -> 64x48: 4x3 merged patches ([IMG_BREAK], [IMG_END] are not image tokens)
+    "idefics3": (20, None),  # 2x2 crops and the whole image, 4 tokens each
+    "smolvlm": (20, 32),  # and a video: one whole image per frame
+    "internvl": (20, 32),  # 4 tiles and the thumbnail; a video: one tile per frame
+    "qwen3_vl_moe": (6, 16),  # as Qwen3-VL
+    "gemma3": (4, None),  # 4x4 Siglip patches pooled to 2x2
+    "glm4v": (12, 4),  # 52x40 -> 4x3 merged patches; 8 frames of 32x32 -> 4 frame pairs of 1
+    "qwen3_5": (6, 16),  # as Qwen3-VL
 }
 CONFIG_CLASSES = {
     "qwen2_vl": "Qwen2VLConfig",
@@ -321,3 +346,27 @@ def test_rejects_unknown_family_and_size(tmp_path):
         build_tiny_vlm("llama", tmp_path / "x")
     with pytest.raises(ValueError):
         build_tiny_vlm("qwen2_vl", tmp_path / "y", size="huge")
+
+
+@pytest.mark.parametrize("family", EXTRA_FAMILIES)
+def test_added_families_load_generate_and_share_a_tokenizer(tmp_path, family):
+    """The real config, model and processor classes, image (and video) inputs of the expected size, a
+    draft of the other size with the same tokenizer and prompts."""
+    target = build_tiny_vlm(family, tmp_path / "target")
+    draft = build_tiny_vlm(family, tmp_path / "draft", size="smaller", seed=1)
+    assert json.loads((target / "config.json").read_text())["model_type"] == family
+    processor, processor_draft = AutoProcessor.from_pretrained(target), AutoProcessor.from_pretrained(draft)
+    assert type(processor).__name__ == PROCESSOR_CLASSES[family]
+    assert processor.tokenizer.get_vocab() == processor_draft.tokenizer.get_vocab()
+    config = AutoConfig.from_pretrained(target)
+    visual = {config.image_token_id, getattr(config, "video_token_id", None)}
+    image_tokens, video_tokens = EXTRA_VISUAL_TOKENS[family]
+    cases = [(_image_inputs(processor, seed=3), _image_inputs(processor_draft, seed=3), image_tokens)]
+    if video_tokens is not None:
+        cases.append((_video_inputs(processor), _video_inputs(processor_draft), video_tokens))
+    for inputs, inputs_draft, tokens in cases:
+        assert torch.equal(inputs["input_ids"], inputs_draft["input_ids"])
+        assert sum(int((inputs["input_ids"] == t).sum()) for t in visual if t is not None) == tokens
+        for folder in (target, draft):
+            model = model_class(family).from_pretrained(folder).eval()
+            assert _generate(model, inputs, n=3).shape[1] == inputs["input_ids"].shape[1] + 3

@@ -114,6 +114,25 @@ from pathlib import Path
 import torch
 
 FAMILIES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "llava_onevision")
+# Families added later: a LLaMA (LLaVA 1.5, NeXT, NeXT-Video) or Mistral (Mistral 3) text model, 1-D positions.
+# Idefics3 and SmolVLM: a LLaMA text model behind `model.model.text_model`; InternVL: a Qwen2 text model.
+# Qwen3-VL-MoE: Qwen3-VL with sparse experts in every text layer (4 experts, 2 per token).
+EXTRA_FAMILIES = (
+    "llava",
+    "llava_next",
+    "llava_next_video",
+    "mistral3",
+    "idefics3",
+    "smolvlm",
+    "internvl",
+    "qwen3_vl_moe",
+    "gemma3",
+    "glm4v",
+    "qwen3_5",
+)
+#: Gemma 3's sliding window in the tiny models: far shorter than any prompt (an image prompt is ~50 tokens)
+GEMMA3_WINDOW = 8
+ALL_FAMILIES = FAMILIES + EXTRA_FAMILIES
 SIZES = ("small", "smaller")
 
 INITIALIZER_RANGE = 0.3
@@ -128,6 +147,51 @@ _QWEN_SPECIALS = (
     "<|video_pad|>",
 )
 _LLAVA_SPECIALS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "<image>", "<video>")
+_LLAVA_IMAGE_SPECIALS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "<image>")
+_PIXTRAL_SPECIALS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "[IMG]", "[IMG_BREAK]", "[IMG_END]")
+_ROW_COL = tuple(f"<row_{i + 1}_col_{j + 1}>" for i in range(6) for j in range(6))  # Idefics3's crop tags
+_IDEFICS3_SPECIALS = (
+    "<|endoftext|>",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<fake_token_around_image>",
+    "<image>",
+    "<end_of_utterance>",
+    "<global-img>",
+    *_ROW_COL,
+)
+_INTERNVL_SPECIALS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "<img>", "</img>", "<IMG_CONTEXT>", "<video>")
+_GEMMA3_SPECIALS = (
+    "<|endoftext|>",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<start_of_image>",
+    "<image_soft_token>",
+    "<end_of_image>",
+)
+_GLM4V_SPECIALS = (
+    "<|endoftext|>",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<|begin_of_image|>",
+    "<|end_of_image|>",
+    "<|image|>",
+    "<|begin_of_video|>",
+    "<|end_of_video|>",
+    "<|video|>",
+)
+#: InternVL's (and Gemma 3's) processor reads these names from its tokenizer
+_INTERNVL_TOKEN_NAMES = {
+    "start_image_token": "<img>",
+    "end_image_token": "</img>",
+    "context_image_token": "<IMG_CONTEXT>",
+    "video_token": "<video>",
+}
+_GEMMA3_TOKEN_NAMES = {
+    "boi_token": "<start_of_image>",
+    "image_token": "<image_soft_token>",
+    "eoi_token": "<end_of_image>",
+}
 
 #: special token -> id, per family (byte tokens take ids 0..255).
 SPECIAL_TOKENS = {
@@ -135,6 +199,17 @@ SPECIAL_TOKENS = {
     "qwen2_5_vl": {t: 256 + i for i, t in enumerate(_QWEN_SPECIALS)},
     "qwen3_vl": {t: 256 + i for i, t in enumerate(_QWEN_SPECIALS)},
     "llava_onevision": {t: 256 + i for i, t in enumerate(_LLAVA_SPECIALS)},
+    "llava": {t: 256 + i for i, t in enumerate(_LLAVA_IMAGE_SPECIALS)},
+    "llava_next": {t: 256 + i for i, t in enumerate(_LLAVA_IMAGE_SPECIALS)},
+    "llava_next_video": {t: 256 + i for i, t in enumerate(_LLAVA_SPECIALS)},
+    "mistral3": {t: 256 + i for i, t in enumerate(_PIXTRAL_SPECIALS)},
+    "idefics3": {t: 256 + i for i, t in enumerate(_IDEFICS3_SPECIALS)},
+    "smolvlm": {t: 256 + i for i, t in enumerate((*_IDEFICS3_SPECIALS, "<video>"))},
+    "internvl": {t: 256 + i for i, t in enumerate(_INTERNVL_SPECIALS)},
+    "qwen3_vl_moe": {t: 256 + i for i, t in enumerate(_QWEN_SPECIALS)},
+    "gemma3": {t: 256 + i for i, t in enumerate(_GEMMA3_SPECIALS)},
+    "glm4v": {t: 256 + i for i, t in enumerate(_GLM4V_SPECIALS)},
+    "qwen3_5": {t: 256 + i for i, t in enumerate(_QWEN_SPECIALS)},
 }
 
 # Text sizes: hidden, heads, kv heads, layers, intermediate.  head_dim is 16 in both sizes.
@@ -196,6 +271,12 @@ _QWEN_TEMPLATE = _chat_template(
     "<|vision_start|><|image_pad|><|vision_end|>", "<|vision_start|><|video_pad|><|vision_end|>"
 )
 _LLAVA_TEMPLATE = _chat_template("<image>", "<video>")
+_PIXTRAL_TEMPLATE = _chat_template("[IMG]", "[IMG]")
+_INTERNVL_TEMPLATE = _chat_template("<IMG_CONTEXT>", "<video>")
+_GEMMA3_TEMPLATE = _chat_template("<start_of_image>", "<video>")
+_GLM4V_TEMPLATE = _chat_template(
+    "<|begin_of_image|><|image|><|end_of_image|>", "<|begin_of_video|><|video|><|end_of_video|>"
+)
 
 
 # --------------------------------------------------------------------------------------------
@@ -205,6 +286,9 @@ def _byte_vocab() -> dict[str, int]:
     from transformers.convert_slow_tokenizer import bytes_to_unicode
 
     return {ch: b for b, ch in sorted(bytes_to_unicode().items())}
+
+
+_TOKEN_NAMES = {"internvl": _INTERNVL_TOKEN_NAMES, "gemma3": _GEMMA3_TOKEN_NAMES}
 
 
 def build_tokenizer(family: str):
@@ -225,13 +309,22 @@ def build_tokenizer(family: str):
         model_max_length=32768,
         clean_up_tokenization_spaces=False,
         split_special_tokens=False,
+        **({"extra_special_tokens": dict(_TOKEN_NAMES[family])} if family in _TOKEN_NAMES else {}),
     )
     tok.add_tokens([AddedToken(t, special=True, normalized=False) for t in specials])
     for t, i in specials.items():
         got = tok.convert_tokens_to_ids(t)
         assert got == i, (t, got, i)
     assert len(tok) == 256 + len(specials), len(tok)
-    tok.chat_template = _LLAVA_TEMPLATE if family == "llava_onevision" else _QWEN_TEMPLATE
+    tok.chat_template = _QWEN_TEMPLATE if family.startswith("qwen") else _LLAVA_TEMPLATE
+    if family == "mistral3":
+        tok.chat_template = _PIXTRAL_TEMPLATE
+    if family == "internvl":
+        tok.chat_template = _INTERNVL_TEMPLATE
+    if family == "gemma3":
+        tok.chat_template = _GEMMA3_TEMPLATE
+    if family == "glm4v":
+        tok.chat_template = _GLM4V_TEMPLATE
     return tok
 
 
@@ -256,8 +349,8 @@ def _text_kwargs(family: str, size: str, vocab_size: int) -> dict:
 
 def build_config(family: str, size: str = "small", vocab_padding: int = 0):
     """The tiny config of the family's real config class."""
-    if family not in FAMILIES:
-        raise ValueError(f"unknown family {family!r}; expected one of {FAMILIES}")
+    if family not in ALL_FAMILIES:
+        raise ValueError(f"unknown family {family!r}; expected one of {ALL_FAMILIES}")
     if size not in SIZES:
         raise ValueError(f"unknown size {size!r}; expected one of {SIZES}")
     if vocab_padding < 0:
@@ -292,6 +385,12 @@ def build_config(family: str, size: str = "small", vocab_padding: int = 0):
             vision_end_token_id=sp["<|vision_end|>"],
             tie_word_embeddings=False,
         )
+    elif family == "qwen3_vl_moe":
+        cfg = _moe_config(build_config("qwen3_vl", size, vocab_padding))
+    elif family == "qwen3_5":
+        cfg = _hybrid_config(build_config("qwen3_vl", size, vocab_padding))
+    elif family in EXTRA_FAMILIES:
+        cfg = _extra_config(family, size, text, sp)
     elif family == "qwen2_5_vl":
         from transformers import Qwen2_5_VLConfig
 
@@ -388,7 +487,11 @@ def build_config(family: str, size: str = "small", vocab_padding: int = 0):
 # --------------------------------------------------------------------------------------------
 def build_processor(family: str):
     """The real processor class of the family, with tiny image/video resolutions."""
+    if family in ("qwen3_vl_moe", "qwen3_5"):  # Qwen3-VL's processor
+        family = "qwen3_vl"
     tok = build_tokenizer(family)
+    if family in EXTRA_FAMILIES:
+        return _extra_processor(family, tok)
     if family in ("qwen2_vl", "qwen2_5_vl", "qwen3_vl"):
         from transformers import Qwen2VLImageProcessor
 
@@ -468,14 +571,327 @@ def _model_class(family: str):
         "qwen2_5_vl": transformers.Qwen2_5_VLForConditionalGeneration,
         "qwen3_vl": transformers.Qwen3VLForConditionalGeneration,
         "llava_onevision": transformers.LlavaOnevisionForConditionalGeneration,
+        "llava": transformers.LlavaForConditionalGeneration,
+        "llava_next": transformers.LlavaNextForConditionalGeneration,
+        "llava_next_video": transformers.LlavaNextVideoForConditionalGeneration,
+        "mistral3": transformers.Mistral3ForConditionalGeneration,
+        "idefics3": transformers.Idefics3ForConditionalGeneration,
+        "smolvlm": transformers.SmolVLMForConditionalGeneration,
+        "internvl": transformers.InternVLForConditionalGeneration,
+        "qwen3_vl_moe": transformers.Qwen3VLMoeForConditionalGeneration,
+        "gemma3": transformers.Gemma3ForConditionalGeneration,
+        "glm4v": transformers.Glm4vForConditionalGeneration,
+        "qwen3_5": transformers.Qwen3_5ForConditionalGeneration,
     }[family]
 
 
 def model_class(family: str):
     """The real ``...ForConditionalGeneration`` class of ``family``."""
-    if family not in FAMILIES:
-        raise ValueError(f"unknown family {family!r}; expected one of {FAMILIES}")
+    if family not in ALL_FAMILIES:
+        raise ValueError(f"unknown family {family!r}; expected one of {ALL_FAMILIES}")
     return _model_class(family)
+
+
+# --------------------------------------------------------------------------------------------
+# the families added later (LLaVA 1.5 / NeXT / NeXT-Video: CLIP tower, LLaMA text; Mistral 3:
+# Pixtral tower, Mistral text with head_dim given apart from hidden / heads)
+# --------------------------------------------------------------------------------------------
+_CLIP_SIDE = 32  # CLIP image_size 32, patch 8 -> 16 patches (+ CLS, dropped by the "default" strategy)
+_PIXTRAL_SIDE = 64  # Pixtral longest edge 64, patch 8, merge 2 -> 4x4 tokens + row breaks + end
+# Idefics3 / SmolVLM / InternVL: 32x32 crops of 4x4 patches, pixel-shuffled by 2 -> 4 tokens per crop
+_IDEFICS3_SEQ = 4
+
+
+def _clip_vision(size: str) -> dict:
+    vis = _VISION_SIZES[size]
+    return {
+        "model_type": "clip_vision_model",
+        "hidden_size": vis["hidden_size"],
+        "intermediate_size": vis["intermediate_size"],
+        "num_attention_heads": vis["num_heads"],
+        "num_hidden_layers": vis["depth"],
+        "image_size": _CLIP_SIDE,
+        "patch_size": _LLAVA_PATCH,
+        "projection_dim": vis["hidden_size"],
+    }
+
+
+def _extra_config(family: str, size: str, text: dict, sp: dict):
+    import transformers
+
+    text.update(model_type="llama", rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+    llava = {
+        "text_config": text,
+        "vision_config": _clip_vision(size),
+        "image_token_index": sp.get("<image>"),
+        "vision_feature_select_strategy": "default",
+        "vision_feature_layer": -2,
+        "tie_word_embeddings": False,
+    }
+    if family == "llava":
+        return transformers.LlavaConfig(image_seq_length=(_CLIP_SIDE // _LLAVA_PATCH) ** 2, **llava)
+    if family == "llava_next":
+        return transformers.LlavaNextConfig(image_grid_pinpoints=copy.deepcopy(_LLAVA_PINPOINTS), **llava)
+    if family == "llava_next_video":
+        return transformers.LlavaNextVideoConfig(
+            image_grid_pinpoints=copy.deepcopy(_LLAVA_PINPOINTS),
+            video_token_index=sp["<video>"],
+            spatial_pool_stride=2,
+            **llava,
+        )
+    vis = _VISION_SIZES[size]
+    if family == "glm4v":
+        text.pop("model_type")
+        # M-RoPE on half of each head (partial_rotary_factor 0.5): the sections sum to 16 * 0.5 / 2
+        text["rope_parameters"] = {
+            "rope_type": "default",
+            "rope_theta": 10000.0,
+            "mrope_section": [1, 1, 2],
+            "partial_rotary_factor": 0.5,
+        }
+        vision = {
+            "depth": vis["depth"],
+            "hidden_size": vis["hidden_size"],
+            "num_heads": vis["num_heads"],
+            "intermediate_size": vis["intermediate_size"],
+            "patch_size": 14,
+            "spatial_merge_size": 2,
+            "temporal_patch_size": 2,
+            "out_hidden_size": text["hidden_size"],
+            "image_size": 56,
+        }
+        return transformers.Glm4vConfig(
+            text_config=text,
+            vision_config=vision,
+            image_token_id=sp["<|image|>"],
+            video_token_id=sp["<|video|>"],
+            image_start_token_id=sp["<|begin_of_image|>"],
+            image_end_token_id=sp["<|end_of_image|>"],
+            video_start_token_id=sp["<|begin_of_video|>"],
+            video_end_token_id=sp["<|end_of_video|>"],
+            tie_word_embeddings=False,
+        )
+    if family == "gemma3":
+        text.update(
+            model_type="gemma3_text",
+            head_dim=16,
+            query_pre_attn_scalar=16,
+            sliding_window=GEMMA3_WINDOW,
+            layer_types=["sliding_attention", "full_attention"][: text["num_hidden_layers"]],
+        )
+        vision = {
+            "model_type": "siglip_vision_model",
+            "hidden_size": vis["hidden_size"],
+            "intermediate_size": vis["intermediate_size"],
+            "num_attention_heads": vis["num_heads"],
+            "num_hidden_layers": vis["depth"],
+            "image_size": _CLIP_SIDE,
+            "patch_size": _LLAVA_PATCH,
+            "vision_use_head": False,
+        }
+        return transformers.Gemma3Config(
+            text_config=text,
+            vision_config=vision,
+            mm_tokens_per_image=_IDEFICS3_SEQ,
+            boi_token_index=sp["<start_of_image>"],
+            eoi_token_index=sp["<end_of_image>"],
+            image_token_index=sp["<image_soft_token>"],
+            initializer_range=INITIALIZER_RANGE,
+            tie_word_embeddings=False,
+        )
+    if family in ("idefics3", "smolvlm"):
+        config_class = transformers.Idefics3Config if family == "idefics3" else transformers.SmolVLMConfig
+        vision = {
+            "hidden_size": vis["hidden_size"],
+            "intermediate_size": vis["intermediate_size"],
+            "num_attention_heads": vis["num_heads"],
+            "num_hidden_layers": vis["depth"],
+            "image_size": _CLIP_SIDE,
+            "patch_size": _LLAVA_PATCH,
+        }
+        return config_class(
+            text_config=text,
+            vision_config=vision,
+            image_token_id=sp["<image>"],
+            scale_factor=2,
+            tie_word_embeddings=False,
+        )
+    if family == "internvl":
+        text.update(model_type="qwen2", rope_parameters={"rope_type": "default", "rope_theta": 1000000.0})
+        vision = {
+            "hidden_size": vis["hidden_size"],
+            "intermediate_size": vis["intermediate_size"],
+            "num_attention_heads": vis["num_heads"],
+            "num_hidden_layers": vis["depth"],
+            "image_size": [_CLIP_SIDE, _CLIP_SIDE],
+            "patch_size": [_LLAVA_PATCH, _LLAVA_PATCH],
+        }
+        return transformers.InternVLConfig(
+            text_config=text,
+            vision_config=vision,
+            image_token_id=sp["<IMG_CONTEXT>"],
+            image_seq_length=_IDEFICS3_SEQ,
+            downsample_ratio=0.5,
+            tie_word_embeddings=False,
+        )
+    text.update(model_type="mistral", head_dim=16, sliding_window=None)  # as Mistral-Small-3.1 (no window)
+    vision = {
+        "model_type": "pixtral",
+        "hidden_size": vis["hidden_size"],
+        "intermediate_size": vis["intermediate_size"],
+        "num_attention_heads": vis["num_heads"],
+        "num_hidden_layers": vis["depth"],
+        "image_size": _PIXTRAL_SIDE,
+        "patch_size": _LLAVA_PATCH,
+        "head_dim": vis["hidden_size"] // vis["num_heads"],
+    }
+    return transformers.Mistral3Config(
+        text_config=text,
+        vision_config=vision,
+        image_token_index=sp["[IMG]"],
+        spatial_merge_size=2,
+        vision_feature_layer=-1,
+        tie_word_embeddings=False,
+    )
+
+
+def _moe_config(dense):
+    """Qwen3-VL-MoE from a tiny Qwen3-VL config: the same settings, experts in every text layer."""
+    import transformers
+
+    text, vision = dense.text_config.to_dict(), dense.vision_config.to_dict()
+    for part in (text, vision):
+        for key in ("model_type", "architectures", "transformers_version"):
+            part.pop(key, None)
+    text.update(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32, decoder_sparse_step=1)
+    return transformers.Qwen3VLMoeConfig(
+        text_config=text,
+        vision_config=vision,
+        image_token_id=dense.image_token_id,
+        video_token_id=dense.video_token_id,
+        vision_start_token_id=dense.vision_start_token_id,
+        vision_end_token_id=dense.vision_end_token_id,
+        tie_word_embeddings=False,
+    )
+
+
+def _hybrid_config(dense):
+    """Qwen3.5 from a tiny Qwen3-VL config: linear-attention (gated delta rule) layers before each
+    full-attention one, RoPE on half of each head (the real models: a quarter)."""
+    import transformers
+
+    text, vision = dense.text_config.to_dict(), dense.vision_config.to_dict()
+    for part in (text, vision):
+        for key in ("model_type", "architectures", "transformers_version"):
+            part.pop(key, None)
+    vision.pop("deepstack_visual_indexes", None)
+    text.update(
+        num_hidden_layers=2,  # the draft too (narrower): one layer of each kind
+        layer_types=["linear_attention", "full_attention"],
+        linear_conv_kernel_dim=4,
+        linear_key_head_dim=8,
+        linear_value_head_dim=8,
+        linear_num_key_heads=2,
+        linear_num_value_heads=4,
+    )
+    text["rope_parameters"] = dict(text["rope_parameters"], partial_rotary_factor=0.5, mrope_section=[1, 1, 2])
+    return transformers.Qwen3_5Config(
+        text_config=text,
+        vision_config=vision,
+        image_token_id=dense.image_token_id,
+        video_token_id=dense.video_token_id,
+        vision_start_token_id=dense.vision_start_token_id,
+        vision_end_token_id=dense.vision_end_token_id,
+        tie_word_embeddings=False,
+    )
+
+
+def _extra_processor(family: str, tok):
+    import transformers
+
+    if family == "glm4v":
+        common = {"patch_size": 14, "temporal_patch_size": 2, "merge_size": 2}
+        pixels = 4 * _QWEN2_PIXELS  # 2x2 merged tokens per image, 1 per frame pair
+        return transformers.Glm4vProcessor(
+            image_processor=transformers.Glm4vImageProcessor(
+                size={"shortest_edge": pixels, "longest_edge": pixels}, **common
+            ),
+            tokenizer=tok,
+            video_processor=transformers.Glm4vVideoProcessor(
+                size={"shortest_edge": _QWEN2_PIXELS, "longest_edge": 8 * _QWEN2_PIXELS}, **common
+            ),
+            chat_template=tok.chat_template,
+        )
+    if family == "gemma3":
+        image_processor = transformers.Gemma3ImageProcessor(
+            size={"height": _CLIP_SIDE, "width": _CLIP_SIDE}, do_pan_and_scan=False
+        )
+        return transformers.Gemma3Processor(
+            image_processor=image_processor,
+            tokenizer=tok,
+            image_seq_length=_IDEFICS3_SEQ,
+            chat_template=tok.chat_template,
+        )
+    if family in ("idefics3", "smolvlm"):
+        crops = {"size": {"longest_edge": 2 * _CLIP_SIDE}, "max_image_size": {"longest_edge": _CLIP_SIDE}}
+        if family == "idefics3":
+            return transformers.Idefics3Processor(
+                image_processor=transformers.Idefics3ImageProcessor(**crops),
+                tokenizer=tok,
+                image_seq_len=_IDEFICS3_SEQ,
+                chat_template=tok.chat_template,
+            )
+        frame = {"longest_edge": _CLIP_SIDE}
+        return transformers.SmolVLMProcessor(
+            image_processor=transformers.SmolVLMImageProcessor(**crops),
+            tokenizer=tok,
+            video_processor=transformers.SmolVLMVideoProcessor(size=dict(frame), max_image_size=dict(frame)),
+            image_seq_len=_IDEFICS3_SEQ,
+            chat_template=tok.chat_template,
+        )
+    if family == "internvl":
+        side = {"height": _CLIP_SIDE, "width": _CLIP_SIDE}
+        return transformers.InternVLProcessor(
+            image_processor=transformers.GotOcr2ImageProcessor(
+                size=dict(side), crop_to_patches=True, min_patches=1, max_patches=4
+            ),
+            tokenizer=tok,
+            video_processor=transformers.InternVLVideoProcessor(size=dict(side)),
+            image_seq_length=_IDEFICS3_SEQ,
+            chat_template=tok.chat_template,
+        )
+
+    if family == "mistral3":
+        image_processor = transformers.PixtralImageProcessor(
+            size={"longest_edge": _PIXTRAL_SIDE}, patch_size=_LLAVA_PATCH
+        )
+        return transformers.PixtralProcessor(
+            image_processor=image_processor,
+            tokenizer=tok,
+            patch_size=_LLAVA_PATCH,
+            spatial_merge_size=2,
+            chat_template=tok.chat_template,
+        )
+    sq = {"height": _CLIP_SIDE, "width": _CLIP_SIDE}
+    common = {
+        "tokenizer": tok,
+        "patch_size": _LLAVA_PATCH,
+        "vision_feature_select_strategy": "default",
+        "num_additional_image_tokens": 1,
+        "chat_template": tok.chat_template,
+    }
+    if family == "llava":
+        image_processor = transformers.CLIPImageProcessor(size={"shortest_edge": _CLIP_SIDE}, crop_size=dict(sq))
+        return transformers.LlavaProcessor(image_processor=image_processor, **common)
+    image_processor = transformers.LlavaNextImageProcessor(
+        size={"shortest_edge": _CLIP_SIDE}, crop_size=dict(sq), image_grid_pinpoints=copy.deepcopy(_LLAVA_PINPOINTS)
+    )
+    if family == "llava_next":
+        return transformers.LlavaNextProcessor(image_processor=image_processor, **common)
+    video_processor = transformers.LlavaNextVideoVideoProcessor(size={"shortest_edge": _CLIP_SIDE}, crop_size=dict(sq))
+    return transformers.LlavaNextVideoProcessor(
+        video_processor=video_processor, image_processor=image_processor, **common
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -514,6 +930,8 @@ def build_tiny_vlm(
 
 
 __all__ = [
+    "ALL_FAMILIES",
+    "EXTRA_FAMILIES",
     "FAMILIES",
     "INITIALIZER_RANGE",
     "SIZES",

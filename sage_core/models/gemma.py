@@ -1,0 +1,41 @@
+"""Gemma 3: sliding-window layers between full ones, images only (a pan-and-scan crop set or one
+image, each `mm_tokens_per_image` soft tokens between `<start_of_image>` and `<end_of_image>`).
+
+The sliding-window layers keep every cache row (a window's own layer drops old rows, which a
+tree's scratch and its commit cannot live with); the tree masks give each node only the entries
+inside its window by position, as the model's own decoding does (`Family.layer_masks`). The
+prefill is transformers' own, so the bidirectional attention inside an image stays what it is."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import ModelLoadError
+from .family import Family, VisualBox, grid_box
+
+
+@dataclass(frozen=True)
+class Gemma3(Family):
+    video: bool = False
+    windows_by_mask: bool = True
+
+    def check_config(self, config: Any, name: str) -> None:
+        layer_types = getattr(config.get_text_config(), "layer_types", None) or ()
+        other = sorted(set(layer_types) - {"full_attention", "sliding_attention"})
+        if other:
+            raise ModelLoadError(f"{name}: {', '.join(other)} layers are not supported")
+
+    def visual_boxes(
+        self, config: Any, inputs: Mapping[str, Any], count: int, processor: Any
+    ) -> list[VisualBox | None]:
+        """Each image's pooled grid (the first is the whole image; pan-and-scan crops are not placed)."""
+        size = int(config.mm_tokens_per_image)
+        side = math.isqrt(size)
+        boxes: list[VisualBox | None] = [grid_box(0, 0, cell, side, side) for cell in range(min(size, count))]
+        return boxes + [None] * (count - len(boxes))
+
+
+GEMMA3 = Gemma3("gemma3", "Gemma3ForConditionalGeneration")

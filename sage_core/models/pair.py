@@ -1,0 +1,124 @@
+"""A target and its draft: loaded, checked to share a tokenizer, and whether their processors are alike."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from ..errors import InputError, PairMismatchError
+from .loading import source
+from .recurrent import CHAIN_METHODS, tree_refusal
+from .vlm import VLM
+
+
+@dataclass(frozen=True)
+class ModelPair:
+    """A target and its draft, checked to share a tokenizer.
+
+    `inputs_alike`: the two processors are the same (`processors_alike`), so the target's
+    prepared inputs serve the draft as well and the draft's processor need not run."""
+
+    target: VLM
+    draft: VLM
+    inputs_alike: bool = False
+
+    @property
+    def shared_vocab_size(self) -> int:
+        """Rows of the draft's logits that name real tokens of both models."""
+        return min(self.target.vocab_size, self.draft.vocab_size, len(self.target.tokenizer))
+
+    @property
+    def device(self) -> torch.device:
+        return self.target.device
+
+    @property
+    def devices(self) -> tuple[torch.device, ...]:
+        """Every device either model's weights sit on."""
+        return tuple(dict.fromkeys((*self.target.devices, *self.draft.devices)))
+
+
+def check_method(pair: ModelPair, method: str) -> None:
+    """Refuse, in one sentence, a method one of the models cannot run exactly (a tree on a model with
+    recurrent layers: recurrent.py)."""
+    models = (pair.target,) if method == "ar" else (pair.target, pair.draft)
+    for model in models:
+        if model.spec.recurrent and method not in CHAIN_METHODS:
+            raise InputError(tree_refusal(model.name))
+
+
+def check_pair(target: VLM, draft: VLM) -> ModelPair:
+    """Refuse a draft whose tokenizer differs from the target's."""
+    if target.tokenizer.get_vocab() != draft.tokenizer.get_vocab():
+        raise PairMismatchError(
+            f"the draft {draft.name!r} and the target {target.name!r} use different tokenizers; "
+            "speculative decoding needs a draft of the same tokenizer (same family)"
+        )
+    return ModelPair(target, draft, inputs_alike=processors_alike(target.processor, draft.processor))
+
+
+#: Tokenizer settings that do not change what it makes of a prompt: where it was loaded from, and
+#: the length it warns beyond (`processor_inputs` never truncates).
+_TOKENIZER_IGNORED = frozenset(
+    {"name_or_path", "_commit_hash", "tokenizer_file", "vocab_file", "merges_file", "model_max_length"}
+)
+
+
+def processors_alike(first: Any, second: Any) -> bool:
+    """Whether two processors turn every prompt and medium into the same tensors.
+
+    Compared: the processor's class and its serialised settings (image and video processors
+    included), the chat template, and the tokenizer's class, its full serialisation (vocabulary,
+    merges, normaliser, pre- and post-processing, added tokens) and its settings. A slow
+    tokenizer (no serialisation to compare) or any difference counts as not alike: the only cost
+    of a wrong "no" is one more processor pass.
+    """
+    if first is second:
+        return True
+    if type(first) is not type(second) or getattr(first, "chat_template", None) != getattr(
+        second, "chat_template", None
+    ):
+        return False
+    try:
+        if first.to_dict() != second.to_dict():
+            return False
+    except (AttributeError, TypeError, ValueError):
+        return False
+    one: Any = getattr(first, "tokenizer", None)
+    two: Any = getattr(second, "tokenizer", None)
+    if getattr(one, "backend_tokenizer", None) is None or getattr(two, "backend_tokenizer", None) is None:
+        return False
+    if type(one) is not type(two) or one.backend_tokenizer.to_str() != two.backend_tokenizer.to_str():
+        return False
+
+    def settings(tokenizer: Any) -> dict[str, Any]:
+        return {k: v for k, v in tokenizer.init_kwargs.items() if k not in _TOKENIZER_IGNORED}
+
+    return settings(one) == settings(two)
+
+
+def load_pair(
+    target: str = "builtin",
+    draft: str = "builtin",
+    device: str = "auto",
+    dtype: str = "auto",
+    device_map: str | None = None,
+    max_memory: Mapping[str, str] | None = None,
+    offload_folder: str | None = None,
+    draft_device: str | None = None,
+    report: Callable[[str], None] | None = None,
+) -> ModelPair:
+    """Load and check a target and its draft (each by hub id or local folder).
+
+    The target may be placed by accelerate (`device_map`, `max_memory`,
+    `offload_folder`: see `VLM.load`); the draft sits on `draft_device`
+    (default: `device`). The two models exchange only token ids, so they may
+    sit on different devices. `report` is told each stage as it starts.
+    """
+    say = report or (lambda stage: None)
+    say(f"loading the target {target} ({source(target, 'target')})")
+    loaded_target = VLM.load(target, "target", device, dtype, device_map, max_memory, offload_folder)
+    say(f"loading the draft {draft} ({source(draft, 'draft')})")
+    return check_pair(loaded_target, VLM.load(draft, "draft", draft_device or device, dtype))

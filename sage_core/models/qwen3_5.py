@@ -1,0 +1,25 @@
+"""Qwen3.5: Qwen3-VL's vision side and M-RoPE, a text model of linear-attention (gated delta rule) layers
+between gated full-attention ones. The linear layers carry a recurrent state: chains and plain decoding
+verify exactly, trees are refused (recurrent.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import ModelLoadError
+from .qwen import QwenVL
+
+
+@dataclass(frozen=True)
+class Qwen3_5(QwenVL):
+    recurrent: bool = True
+
+    def check_config(self, config: Any, name: str) -> None:
+        layer_types = getattr(config.get_text_config(), "layer_types", None) or ()
+        other = sorted(set(layer_types) - {"full_attention", "linear_attention"})
+        if other:
+            raise ModelLoadError(f"{name}: {', '.join(other)} layers are not supported")
+
+
+QWEN3_5 = Qwen3_5("qwen3_5", "Qwen3_5ForConditionalGeneration")

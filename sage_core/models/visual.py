@@ -1,0 +1,171 @@
+"""Draft-side visual token pruning's model side (`sage_core/pruning.py` decides what to keep):
+where the visual tokens sit, the attention each receives in the target's prefill (one forward
+hook per layer), and the draft's prefill on the prompt without the pruned ones (one pre-hook at
+the entry of its language model)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+
+from ..errors import InputError
+
+Prefill = Callable[[], tuple[Any, torch.Tensor]]  # the prefill to run with the hooks on
+Rotary = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]  # (x, cos, sin) -> x with RoPE
+
+
+def rotate_half_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """RoPE as the Qwen, LLaMA and Gemma attention modules apply it: the two halves of each head's first
+    `cos.shape[-1]` dimensions rotated (all of them but for a partial rotary factor), the rest as it is."""
+    width = cos.shape[-1]
+    part, rest = x[..., :width], x[..., width:]
+    half = width // 2
+    return torch.cat((part * cos + torch.cat((-part[..., half:], part[..., :half]), dim=-1) * sin, rest), dim=-1)
+
+
+def visual_positions(input_ids: torch.Tensor, token_ids: set[int]) -> torch.Tensor:
+    """Where the image or video tokens sit in the prompt: (V,) sequence indices, ascending."""
+    marks = torch.zeros_like(input_ids, dtype=torch.bool)
+    for token in token_ids:
+        marks |= input_ids == token
+    return marks.nonzero().squeeze(1)
+
+
+def scored_prefill(
+    language_model: Any, visual: torch.Tensor, device: torch.device, prefill: Prefill, rotary: Rotary = rotate_half_rope
+) -> tuple[Any, torch.Tensor, torch.Tensor]:
+    """`prefill`, plus each visual token's score: the attention it receives from the text after
+    the last visual token, averaged over heads, those queries and every decoder layer; (V,) float32.
+
+    Each layer's attention module gets a forward hook that recomputes the text tokens' queries
+    (a few rows) from the module's own input and reads the keys it just cached, so the
+    prefill itself runs with its usual (sdpa or flash) attention, never eager.
+    """
+    if visual.numel() == 0:
+        raise InputError("visual token pruning needs an image or video in the prompt")
+    first_query = int(visual[-1]) + 1
+    layers = language_model.layers
+    total = torch.zeros(visual.numel(), dtype=torch.float32, device=device)
+    owner = threading.get_ident()
+
+    def score(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any], output: Any) -> None:
+        if threading.get_ident() != owner:  # another thread's forward of a shared model
+            return
+        hidden = kwargs["hidden_states"] if "hidden_states" in kwargs else args[0]
+        cache: Any = kwargs["cache"] if "cache" in kwargs else kwargs["past_key_values"]
+        keys = cache.layers[module.layer_idx].keys[0]  # [kv heads, S, d], RoPE applied
+        received = text_to_visual_attention(
+            module, hidden[0, first_query:], kwargs["position_embeddings"], keys, visual.to(keys.device), rotary
+        )
+        total.add_(received.to(total.device))
+
+    # every attention layer (a hybrid model's linear-attention layers have none to score)
+    attention = [layer.self_attn for layer in layers if hasattr(layer, "self_attn")]
+    hooks = [module.register_forward_hook(score, with_kwargs=True) for module in attention]
+    try:
+        state, logits = prefill()
+    finally:
+        for hook in hooks:
+            hook.remove()
+    return state, logits, (total / len(attention)).cpu()
+
+
+def pruned_prefill(
+    language_model: Any, visual: torch.Tensor, length: int, kept_visual: Sequence[int], prefill: Prefill
+) -> tuple[Any, torch.Tensor, int]:
+    """`prefill` on the prompt without the visual tokens not in `kept_visual` (indices among them);
+    returns the state, the logits and the number of entries the cache now holds.
+
+    The model embeds its own image or video as usual; a hook at the entry of its language model
+    keeps only the text and the kept visual rows, each with its original position (all three
+    M-RoPE axes for the Qwen families, the 1-D index else).
+    """
+    keep = torch.ones(length, dtype=torch.bool, device=visual.device)
+    keep[visual] = False
+    kept_index = torch.tensor(list(kept_visual), dtype=torch.long, device=visual.device)
+    keep[visual[kept_index]] = True
+    rows = keep.nonzero().squeeze(1)  # (P,): the sequence indices the draft reads
+    owner = threading.get_ident()
+
+    def prune(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        if threading.get_ident() != owner:
+            return args, kwargs
+        embeds = kwargs["inputs_embeds"]
+        kwargs["inputs_embeds"] = embeds[:, rows.to(embeds.device)]
+        positions = kwargs.get("position_ids")
+        if positions is None:  # 1-D positions: the sequence index
+            positions = torch.arange(length, device=embeds.device).unsqueeze(0)
+        kwargs["position_ids"] = positions[..., rows.to(positions.device)]  # (..., B, P) on every axis
+        mask = kwargs.get("attention_mask")
+        if isinstance(mask, dict):  # one mask per layer type, made before the language model (Gemma 3)
+            kwargs["attention_mask"] = {kind: kept_rows(m, rows, length) for kind, m in mask.items()}
+        elif isinstance(mask, torch.Tensor):
+            kwargs["attention_mask"] = kept_rows(mask, rows, length)
+        if kwargs.get("visual_pos_masks") is not None:  # Qwen3-VL's deepstack features
+            kwargs["visual_pos_masks"] = kwargs["visual_pos_masks"][:, rows.to(kwargs["visual_pos_masks"].device)]
+            kwargs["deepstack_visual_embeds"] = [e[kept_index.to(e.device)] for e in kwargs["deepstack_visual_embeds"]]
+        return args, kwargs
+
+    hook = language_model.register_forward_pre_hook(prune, with_kwargs=True)
+    try:
+        state, logits = prefill()
+    finally:
+        hook.remove()
+    return state, logits, int(rows.numel())
+
+
+def kept_rows(mask: torch.Tensor | None, rows: torch.Tensor, length: int) -> torch.Tensor | None:
+    """A prompt's mask cut to the kept rows: (B, L) -> (B, P); (B, H, L, L) -> (B, H, P, P)."""
+    if mask is None or mask.shape[-1] != length:
+        return mask
+    rows = rows.to(mask.device)
+    if mask.dim() == 2:
+        return mask[:, rows]
+    return mask[:, :, rows][..., rows]
+
+
+def text_to_visual_attention(
+    module: Any,
+    hidden: torch.Tensor,
+    position_embeddings: tuple[torch.Tensor, torch.Tensor],
+    keys: torch.Tensor,
+    visual: torch.Tensor,
+    rotary: Rotary = rotate_half_rope,
+) -> torch.Tensor:
+    """The attention the visual keys receive from trailing text queries in one layer, mean over heads and queries.
+
+    `hidden`: (T, hidden) the attention module's input for the last T prompt tokens; `keys`: (KV heads, S, d),
+    the layer's cached keys of the whole prompt; `visual`: (V,) key indices. The queries are made as the
+    module makes them (projection, the Qwen3 per-head norm, RoPE with the module's own cos/sin, applied by
+    the family's `rotary`), and each
+    attends causally over all S keys. Returns (V,) float32.
+    """
+    count, seq = hidden.shape[0], keys.shape[1]
+    head_dim = keys.shape[-1]
+    query = module.q_proj(hidden).view(count, -1, head_dim)  # [T, H, d]
+    heads = int(getattr(module.config, "num_attention_heads", query.shape[1]))
+    if query.shape[1] == 2 * heads:  # a gated query (Qwen3.5): each head's query, then its gate
+        query = query.view(count, heads, 2 * head_dim)[..., :head_dim]
+    if hasattr(module, "q_norm"):
+        query = module.q_norm(query)
+    cos, sin = (t[0, seq - count :].unsqueeze(1).to(query.dtype) for t in position_embeddings)  # [T, 1, d]
+    query = rotary(query, cos, sin)
+    query = query.transpose(0, 1).float()  # [H, T, d]
+    keys = keys.float().repeat_interleave(heads // keys.shape[0], dim=0)  # [H, S, d]
+    # causal: the text query at sequence index seq - count + t sees keys up to that index (and, in a
+    # sliding-window layer, no key `sliding_window` or more behind it)
+    query_index = (seq - count + torch.arange(count, device=keys.device))[:, None]
+    future = torch.arange(seq, device=keys.device) > query_index
+    window = getattr(module, "sliding_window", None)
+    if window is not None:
+        future |= query_index - torch.arange(seq, device=keys.device) >= int(window)
+    received = torch.zeros(visual.numel(), dtype=torch.float32, device=keys.device)
+    step = max(1, (1 << 26) // max(1, count * seq))  # heads per chunk: bounded scratch for long prompts
+    for start in range(0, heads, step):
+        scores = query[start : start + step] @ keys[start : start + step].transpose(1, 2) * module.scaling
+        probs = torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1)  # [h, T, S]
+        received += probs[..., visual].sum(dim=(0, 1))
+    return received / (heads * count)

@@ -1,0 +1,362 @@
+"""The forwards of a loaded model: the prefill as `generate` runs it, tree forwards after the
+cache (an additive float mask from parent indices, positions = sequence index + depth plus the
+family's M-RoPE delta), and the commit that compacts the KV cache (`kvcache.py`: grown in place)
+to the accepted path by moving only the rows out of place. The decoding algorithm never touches
+cache internals; it calls `prefill`, `extend` and `commit`."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ParamSpec, TypeVar
+
+import numpy as np
+import torch
+from transformers import DynamicCache
+
+from ..config import check_prompt
+from ..errors import InputError, MediaError
+from ..kvcache import growing_cache, move_rows
+from ..lean import LeanText
+from ..media import Media
+from .family import VisualBox
+from .loading import first_line, load_model
+from .masks import additive_mask, in_batch_depth, rows_from_parents, tree_mask_on_host
+from .prompts import chat_prompt, check_media, processor_inputs
+from .recurrent import check_chain, crop_attention, restore, snapshot
+from .registry import FAMILIES
+from .visual import pruned_prefill, scored_prefill, visual_positions
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def inference(function: Callable[_P, _R]) -> Callable[_P, _R]:
+    """`torch.inference_mode()` for a per-round call, entered only when it is not on already: the
+    decode loop turns it on once per round, and each entry costs tens of microseconds on a small CPU."""
+
+    @functools.wraps(function)
+    def run(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        if torch.is_inference_mode_enabled():
+            return function(*args, **kwargs)
+        with torch.inference_mode():
+            return function(*args, **kwargs)
+
+    return run
+
+
+@dataclass
+class KVState:
+    """One model's cache in one run.
+
+    The cache holds `committed` positions of the output sequence, then
+    `scratch` entries for tree nodes that are not (yet) committed.
+    `position_offset` is the M-RoPE delta of the Qwen families (0 else).
+    `scratch_rows` says which scratch entries each scratch entry sees (its
+    ancestors and itself): a (scratch, scratch) bool tensor on the device, or
+    None while there is no scratch. The committed entries sit at their cache
+    index (as the target's own decoding sees them).
+    """
+
+    cache: DynamicCache
+    committed: int
+    position_offset: int
+    scratch: int = 0
+    scratch_rows: torch.Tensor | None = None
+    scratch_positions: tuple[int, ...] = ()  # each scratch entry's sequence position (for sliding windows)
+    scratch_tokens: tuple[int, ...] = ()  # and its token (to run again into recurrent states)
+    recurrent_saved: Any = None  # the recurrent states before the first scratch entry (recurrent.py)
+
+
+class VLM:
+    """A loaded vision-language model with its processor."""
+
+    def __init__(self, name: str, model: Any, processor: Any, device: torch.device) -> None:
+        self.name = name
+        self.model = model
+        self.processor = processor
+        self.device = device  # where its inputs go (the first layers' device)
+        # every device its weights sit on (several under a device map)
+        self.devices: tuple[torch.device, ...] = tuple(
+            sorted({p.device for p in model.parameters() if p.device.type != "meta"} | {device}, key=str)
+        )
+        self.family = model.config.model_type
+        self.spec = FAMILIES[self.family]  # what this family does differently (family.py)
+        self.uses_rope_deltas = self.spec.rope_deltas
+        self.dtype: torch.dtype = next(model.parameters()).dtype
+        self.vocab_size: int = model.get_output_embeddings().weight.shape[0]
+        self.spec.check_config(model.config, name)
+        # the decode-time text forward without transformers' module machinery, where it is safe (lean.py)
+        self.lean: LeanText | None = LeanText.of(model)
+
+    @classmethod
+    def load(
+        cls,
+        name: str,
+        role: str = "target",
+        device: str = "auto",
+        dtype: str = "auto",
+        device_map: str | None = None,
+        max_memory: Mapping[str, str] | None = None,
+        offload_folder: str | None = None,
+    ) -> VLM:
+        """Load by hub id or local folder; the same path for targets and drafts.
+
+        `device_map` ("auto", "balanced", ...) hands the placement to accelerate,
+        for a model that does not fit one device: spread over several GPUs, or
+        partly offloaded to the CPU (`max_memory`, e.g. {"0": "70GiB", "cpu":
+        "200GiB"}) or to disk (`offload_folder`). Without it the whole model
+        sits on `device`.
+        """
+        model, processor, input_device = load_model(name, role, device, dtype, device_map, max_memory, offload_folder)
+        return cls(name, model, processor, input_device)
+
+    @property
+    def control_tokens(self) -> tuple[str, ...]:
+        """The tokenizer's special token strings (chat turns, media placeholders, end of text)."""
+        tokenizer = self.tokenizer
+        special = {str(t) for t in getattr(tokenizer, "all_special_tokens", ())}
+        added = getattr(tokenizer, "added_tokens_decoder", {}) or {}
+        special |= {str(t.content) for t in added.values() if getattr(t, "special", False)}
+        return tuple(sorted(t for t in special if t.strip()))
+
+    @property
+    def tokenizer(self) -> Any:
+        return self.processor.tokenizer
+
+    @property
+    def eos_token_ids(self) -> tuple[int, ...]:
+        """The end-of-sequence ids `generate` stops at."""
+        eos = self.model.generation_config.eos_token_id
+        if eos is None:
+            eos = self.model.config.get_text_config().eos_token_id
+        if eos is None:
+            return ()
+        return tuple(eos) if isinstance(eos, list | tuple) else (int(eos),)
+
+    # -- prompts -------------------------------------------------------------
+
+    def prepare(self, media: Media, prompt: str) -> dict[str, Any]:
+        """One user turn, the media first, then the text, with the generation prompt."""
+        check_prompt(prompt)
+        control = next((t for t in self.control_tokens if t in prompt), None)
+        if control is not None:  # it would be read as a control token: a visitor could write the model's turns
+            raise InputError(f"the prompt contains the control token {control!r}; remove it")
+        if media.kind == "video" and not self.spec.video:
+            raise MediaError(f"{self.name} reads images only ({self.family}); give a still image instead of a video")
+        check_media(self.processor, media)
+        extra = self.spec.video_processor_kwargs(self.processor) if media.kind == "video" else None
+        try:
+            inputs = processor_inputs(self.processor, [chat_prompt(self.processor, media.kind, prompt)], [media], extra)
+        except (ValueError, TypeError, IndexError) as error:  # a limit of the processor not checked above
+            raise MediaError(f"the model's processor cannot take {media.describe()}: {first_line(error)}") from error
+        return {k: v.to(self.device) if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
+
+    # -- forwards ------------------------------------------------------------
+
+    @torch.inference_mode()
+    def prefill(
+        self, inputs: Mapping[str, Any], reserve: int = 256, cache: DynamicCache | None = None
+    ) -> tuple[KVState, torch.Tensor]:
+        """The prompt forward, as `generate` runs it; returns the last position's logits.
+
+        Only the last position's logits are computed (`logits_to_keep=1`): the full
+        (prompt, vocab) matrix would cost gigabytes on a long video prompt.
+        The cache has room for `reserve` more entries (the run's new tokens and
+        scratch) before it must grow; `cache` replaces it (the plain backend's).
+        """
+        if cache is None:
+            cache = growing_cache(self.model.config, reserve, self.spec.windows_by_mask)
+        output = self.model(**inputs, cache=cache, use_cache=True, logits_to_keep=1)
+        offset = 0
+        deltas = getattr(self.model.model, "rope_deltas", None) if self.uses_rope_deltas else None
+        if deltas is not None:  # None after a text-only prompt: positions are sequential
+            offset = int(deltas.reshape(-1)[0])
+        state = KVState(cache=cache, committed=inputs["input_ids"].shape[1], position_offset=offset)
+        return state, output.logits[0, -1].float()
+
+    # -- draft-side visual token pruning (visual.py, pruning.py) --------------
+
+    def visual_positions(self, inputs: Mapping[str, Any]) -> torch.Tensor:
+        """Where the image or video tokens sit in the prompt: (V,) sequence indices, ascending."""
+        return visual_positions(inputs["input_ids"][0], self.spec.visual_token_ids(self.model.config))
+
+    def visual_token_boxes(self, inputs: Mapping[str, Any]) -> list[VisualBox | None]:
+        """Where each visual token looks, in the order of `visual_positions`: the sampled frames it
+        covers and its box as fractions of the frame, or None for a token with no place of its own
+        (e.g. LLaVA-OneVision's row-end tokens and its high-resolution crops)."""
+        count = int(self.visual_positions(inputs).numel())
+        return self.spec.visual_boxes(self.model.config, inputs, count, self.processor)
+
+    @torch.inference_mode()
+    def prefill_scored(
+        self, inputs: Mapping[str, Any], reserve: int = 256, cache: DynamicCache | None = None
+    ) -> tuple[KVState, torch.Tensor, torch.Tensor]:
+        """`prefill`, plus each visual token's score (visual.py: `scored_prefill`); (V,) float32."""
+        language_model = self.spec.language_model(self.model)
+        return scored_prefill(
+            language_model,
+            self.visual_positions(inputs),
+            self.device,
+            lambda: self.prefill(inputs, reserve, cache),
+            self.spec.rotary,
+        )
+
+    @torch.inference_mode()
+    def prefill_pruned(
+        self,
+        inputs: Mapping[str, Any],
+        kept_visual: Sequence[int],
+        reserve: int = 256,
+        cache: DynamicCache | None = None,
+    ) -> tuple[KVState, torch.Tensor]:
+        """`prefill` on the prompt without the visual tokens not in `kept_visual` (indices among them).
+
+        The cache then holds fewer entries than the prompt has tokens, so the state's position
+        offset grows by the pruned count: the next token's position is the one the target gives it.
+        """
+        length = int(inputs["input_ids"].shape[1])
+        state, logits, kept = pruned_prefill(
+            self.spec.language_model(self.model),
+            self.visual_positions(inputs),
+            length,
+            kept_visual,
+            lambda: self.prefill(inputs, reserve, cache),
+        )
+        state.committed = kept
+        state.position_offset += length - kept
+        return state, logits
+
+    @inference
+    def extend(
+        self,
+        state: KVState,
+        tokens: Sequence[int],
+        positions: Sequence[int],
+        *,
+        parents: Sequence[int],
+        lean: bool = True,
+        fused: bool = False,
+        compiled: bool = False,
+    ) -> torch.Tensor:
+        """Feed new tokens after the cache; returns their logits, (N, vocab).
+
+        `positions[i]` is token i's index in the output sequence (the M-RoPE
+        delta is added here). Every token sees all committed positions, and
+        the scratch entries (numbered over the scratch already cached followed
+        by the new tokens) of its parent: `parents[i]` is the entry token i
+        continues (before i), or -1 when it continues the committed sequence;
+        token i then sees its parent's entries and itself. The mask is built on
+        the device from this one small tensor (on a CPU, from the list with
+        numpy: `tree_mask_on_host`).
+
+        The forward is `lean.py`'s where the model allows it (and `lean`), else transformers'.
+        `fused`: the lean forward's fused variant, for a draft only (its rounding is not
+        transformers' own; see `LeanText.fused`); `compiled`: that variant through torch.compile.
+        """
+        count = len(tokens)
+        mask: torch.Tensor | None = None
+        sequence_positions = tuple(positions)
+        if self.spec.recurrent:
+            before_round(self.name, state, tokens, parents)
+        positions = [p + state.position_offset for p in positions]  # the M-RoPE delta
+        alone = count == 1 and state.scratch == 0  # one token after the committed sequence: it sees everything
+        if self.device.type == "cpu":
+            # On a CPU the host is the device, and right after a forward every tensor operation
+            # runs on cold caches (a tenth of a millisecond each on a small CPU): numpy builds
+            # the ids, positions, ancestor rows and mask, and torch wraps them without copies.
+            packed = torch.from_numpy(np.array([tokens, positions], dtype=np.int64))
+            input_ids, position_ids = packed[0:1], packed[1:2]
+            if alone:
+                rows = torch.ones((1, 1), dtype=torch.bool)
+            else:
+                rows, mask = tree_mask_on_host(state.scratch_rows, parents, state.committed, self.dtype)
+                if fused and count == 1 and bool(rows.numpy()[-1].all()):
+                    mask = None  # a draft token that sees every entry (its rounding may differ)
+        elif alone:
+            # Plain decoding, or a draft fed one token: no mask, and the model attends as in `generate`.
+            input_ids = torch.tensor([list(tokens)], dtype=torch.long, device=self.device)
+            position_ids = torch.tensor([list(positions)], dtype=torch.long, device=self.device)
+            rows = torch.ones((1, 1), dtype=torch.bool, device=self.device)
+        else:
+            # tokens, positions, parents: one host-to-device copy.  [3, N]
+            packed = torch.tensor([list(tokens), list(positions), list(parents)], dtype=torch.long).to(self.device)
+            input_ids, position_ids = packed[0:1], packed[1:2]
+            rows = rows_from_parents(state.scratch_rows, packed[2], in_batch_depth(parents, state.scratch))
+            mask = additive_mask(rows[state.scratch :], state.committed, self.dtype)
+        masks: torch.Tensor | dict[str, torch.Tensor] | None = mask
+        if mask is not None and self.spec.windows_by_mask:  # each layer type's own mask
+            keys = (*range(state.committed), *state.scratch_positions, *sequence_positions)
+            masks = self.spec.layer_masks(self.model.config, mask, sequence_positions, keys)
+        state.scratch_positions += sequence_positions
+        # positions: (1, N), the M-RoPE delta included; the Qwen models expand it to their 3 axes.
+        if lean and self.lean is not None:
+            fused_up_to = max(positions) + 1 if fused else None
+            logits = self.lean.forward(
+                input_ids, position_ids, mask, state.cache, fused_up_to=fused_up_to, compiled=compiled
+            )
+        else:
+            logits = self.model(
+                input_ids=input_ids, position_ids=position_ids, attention_mask=masks, cache=state.cache, use_cache=True
+            ).logits
+        state.scratch += count
+        state.scratch_rows = rows
+        logits = logits[0]
+        return logits if logits.dtype == torch.float32 else logits.float()
+
+    @inference
+    def commit(self, state: KVState, keep: Sequence[int]) -> None:
+        """Keep the listed scratch entries (in order) as committed; drop the rest.
+
+        Only the kept rows that are not already in place move; the rest of the
+        scratch is cut off. Nothing before the scratch is copied.
+        """
+        keep = list(keep)
+        if self.spec.recurrent and recurrent_commit(state, keep, self.extend):
+            return
+        first_moved = next((i for i, entry in enumerate(keep) if entry != i), len(keep))
+        start = state.committed
+        move_rows(state.cache, [start + entry for entry in keep[first_moved:]], start + first_moved)
+        dropped = state.scratch - len(keep)
+        if dropped:
+            state.cache.crop(-dropped)
+        state.committed += len(keep)
+        clear_scratch(state)
+
+
+def clear_scratch(state: KVState) -> None:
+    """No scratch any more (after a commit)."""
+    state.scratch = 0
+    state.scratch_rows = None
+    state.scratch_positions = ()
+    state.scratch_tokens = ()
+    state.recurrent_saved = None
+
+
+def before_round(name: str, state: KVState, tokens: Sequence[int], parents: Sequence[int]) -> None:
+    """A model with recurrent layers: refuse a tree, copy the states before the round's first entry,
+    and remember the tokens (recurrent.py)."""
+    check_chain(parents, state.scratch, name)
+    if state.scratch == 0:
+        state.recurrent_saved = snapshot(state.cache)
+    state.scratch_tokens += tuple(tokens)
+
+
+def recurrent_commit(state: KVState, keep: list[int], extend: Callable[..., torch.Tensor]) -> bool:
+    """A commit that keeps fewer entries than the scratch has, on a model with recurrent layers: the
+    states before the round put back, the attention layers cut to the committed entries, and the kept
+    tokens (a prefix of the chain) run again through `extend` and committed. False when every entry is
+    kept (nothing to undo: the plain commit does)."""
+    if keep == list(range(state.scratch)):
+        return False
+    assert keep == list(range(len(keep))), "a chain keeps a prefix"
+    tokens, positions = state.scratch_tokens[: len(keep)], state.scratch_positions[: len(keep)]
+    restore(state.cache, state.recurrent_saved)
+    crop_attention(state.cache, state.scratch)
+    clear_scratch(state)
+    if keep:
+        extend(state, tokens, positions, parents=list(range(-1, len(keep) - 1)))
+        state.committed += len(keep)
+        clear_scratch(state)
+    return True
