@@ -184,7 +184,7 @@ class DecodeRun:
     def _run(self) -> Iterator[StepRecord]:
         pair, config = self.pair, self.config
         target, draft = open_backend(pair.target, config.backend), open_backend(pair.draft, config.backend, draft=True)
-        eos = set(pair.target.eos_token_ids)
+        eos = frozenset(pair.target.eos_token_ids)
         text = TextStream(pair.target.tokenizer)
         planner = SagePlanner(config.sage)
         verifier = make_verifier(config.sampling, self.seed)  # greedy or sampling: the loop does not ask
@@ -251,7 +251,7 @@ class DecodeRun:
                 if draft_state is None:
                     drafted, shape = DraftedTree(EMPTY_TREE, {}), _Shape()
                 else:
-                    drafted, shape = self._draft(draft, draft_state, pending, planner, step, verifier.warp)
+                    drafted, shape = self._draft(draft, draft_state, pending, planner, step, verifier.warp, eos)
                 tree = drafted.tree
                 draft_seconds = laps.lap()
                 # 2. Verify: one target forward over the root and every node.
@@ -295,6 +295,7 @@ class DecodeRun:
         planner: SagePlanner,
         step: int,
         warp: Warp | None,
+        eos: frozenset[int],
     ) -> tuple[DraftedTree, _Shape]:
         config = self.config
         vocab = self.pair.shared_vocab_size
@@ -304,21 +305,21 @@ class DecodeRun:
             template = CHAIN_TREE if config.method == "chain" else STATIC_TREE
             choose, expand, depth = template_chooser(template)
             root = top_k(root_logits, config.template_top_k, vocab, warp)[0]
-            drafted = grow_tree(draft, state, root, choose, depth, config.template_top_k, vocab, expand, warp)
+            drafted = grow_tree(draft, state, root, choose, depth, config.template_top_k, vocab, expand, warp, eos)
             return drafted, _Shape(root_top=root)
         root = top_k(root_logits, sage.top_k, vocab, warp)[0]
         depth_max = planner.window.depth_max
         no_history = sage.shape == "template" and planner.previous is None
         if (step == 1 and sage.static_first_round) or no_history:
             choose, expand, depth = template_chooser(STATIC_TREE)
-            drafted = grow_tree(draft, state, root, choose, depth, sage.top_k, vocab, expand, warp)
+            drafted = grow_tree(draft, state, root, choose, depth, sage.top_k, vocab, expand, warp, eos)
             entropy, alpha = confidence(drafted.distributions[ROOT])
             return drafted, _Shape(entropy, alpha, depth_max, root_top=root)
         if sage.shape == "template":
             alpha = planner.template_alpha()
             template = plan_template(alpha, depth_max, planner.level_probs(), sage)
             choose, expand, depth = template_chooser(template)
-            drafted = grow_tree(draft, state, root, choose, depth, sage.top_k, vocab, expand, warp)
+            drafted = grow_tree(draft, state, root, choose, depth, sage.top_k, vocab, expand, warp, eos)
             entropy = confidence(drafted.distributions[ROOT])[0]
             return drafted, _Shape(
                 entropy, alpha, depth_max, depth, planned_width(alpha, sage.width_min, sage.width_max), root_top=root
@@ -341,7 +342,7 @@ class DecodeRun:
             # the same; a round whose tree ends before D saves its last draft level).
             return cumulative > expansion_threshold(level + 1, depth, sage.expansion_threshold)
 
-        drafted = grow_tree(draft, state, root, grow_online, depth, sage.top_k, vocab, worth_expanding, warp)
+        drafted = grow_tree(draft, state, root, grow_online, depth, sage.top_k, vocab, worth_expanding, warp, eos)
         return drafted, _Shape(entropy, alpha, depth_max, depth, width, root, tuple(decisions))
 
 

@@ -8,7 +8,7 @@ Two ways to decide which nodes a level holds, behind one seam:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -85,6 +85,7 @@ def grow_tree(
     vocab: int,
     expand: Expand,
     warp: Warp | None = None,
+    stop: Collection[int] = (),
 ) -> DraftedTree:
     """Grow a tree level by level under the draft's tree attention.
 
@@ -94,7 +95,9 @@ def grow_tree(
     scratch and are dropped at the end (the draft is fed the accepted tokens
     next round). `expand(node, level, cumulative)` says whether a node of
     `level` (with that cumulative draft probability) gets children; a level
-    with no node to expand ends the tree without a draft forward.
+    with no node to expand ends the tree without a draft forward. A node whose
+    token is in `stop` (the target's end-of-sequence ids) is never expanded:
+    nothing after it could be accepted.
     """
     root_position = state.committed - 1
     tokens: list[int] = []
@@ -119,7 +122,9 @@ def grow_tree(
             cumulative.append(candidate.cumulative)
             depths.append(level)
         to_expand = [
-            n for n, c in zip(new_nodes, chosen, strict=True) if level < max_depth and expand(n, level, c.cumulative)
+            n
+            for n, c in zip(new_nodes, chosen, strict=True)
+            if level < max_depth and c.token not in stop and expand(n, level, c.cumulative)
         ]
         if not to_expand:
             break

@@ -165,3 +165,28 @@ def test_sage_variants_are_lossless(tiny_root, image, video, shape, alpha_source
     for media in (image, video):
         summary = decode(pair, media, PROMPTS[1], DecodeConfig("sage", 40, sage, backend=backend)).run_to_end()
         assert list(summary.token_ids) == reference(pair, media, PROMPTS[1], 40)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_nothing_is_drafted_below_an_end_of_sequence_token(tiny_root, image, family):
+    """A drafted end-of-sequence token ends the sequence if accepted: no method drafts below it."""
+    pair = _pair(str(tiny_root), family, "copy")
+    long = reference(pair, image, PROMPTS[0], 24)
+    config = pair.target.model.generation_config
+    saved = config.eos_token_id
+    proposed = 0
+    try:
+        for stop_token in [t for k, t in enumerate(long) if k >= 2 and t not in long[:k]][:4]:
+            config.eos_token_id = stop_token
+            expected = reference(pair, image, PROMPTS[0], 24)
+            for method in DRAFT_METHODS:
+                run = decode(pair, image, PROMPTS[0], DecodeConfig(method, 24))
+                assert list(run.run_to_end().token_ids) == expected, method
+                trees = [r.tree for r in run.records if r.phase == "decode"]
+                drafted_stop = [(t, n) for t in trees for n, token in enumerate(t.tokens) if token == stop_token]
+                proposed += len(drafted_stop)
+                for tree, node in drafted_stop:
+                    assert not tree.children(node), f"{method} drafted below an end-of-sequence token"
+    finally:
+        config.eos_token_id = saved
+    assert proposed, "the copy draft never proposed the end-of-sequence token"
