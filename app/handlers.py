@@ -32,6 +32,7 @@ import gradio as gr
 from sage_core import METHOD_LABELS, SageConfig
 from sage_core.config import SamplingConfig
 from sage_core.explain import sage_config_from
+from sage_core.methods import drafts
 
 from . import models
 from .api import race_result
@@ -200,7 +201,7 @@ class Handlers:
 
     def tree_controls(self, data: RaceData | None, wanted: str | None) -> tuple[Any, Any, str | None]:
         """Updates of the tree panel's method radio and step slider, following the latest step."""
-        drafting = [m for m in (data.methods if data else []) if m != "ar"]
+        drafting = [m for m in (data.methods if data else []) if drafts(m)]
         method = wanted if wanted in drafting else (drafting[0] if drafting else None)
         lane = data.lane(method) if data and method else None
         steps = [r.step for r in lane.records if r.phase == "decode"] if lane else []

@@ -47,12 +47,13 @@ from sage_core import (
 from sage_core.adapter import VisualBox
 from sage_core.config import SamplingConfig
 from sage_core.errors import InputError
+from sage_core.methods import METHODS, drafts, in_order
 from sage_core.pruning import PAPER_RATIOS
 from sage_core.records import MAX_TRACE_BYTES, TraceError, json_line, parse_trace_rows, read_trace_text, trace_lines
 
 RACE_FORMAT = "sage-race/1"
-# Canonical column order: SAGE first, then its baselines.
-METHOD_ORDER = ("sage", "static", "chain", "ar")
+# Canonical column order (the method registry's): SAGE first, then its rivals, plain decoding last.
+METHOD_ORDER = tuple(in_order(METHODS))
 
 
 @dataclass
@@ -129,7 +130,7 @@ def resolve_prune_ratio(choice: str | None, chosen: float | None, kind: str) -> 
 
 def order_methods(methods: Sequence[str]) -> list[str]:
     """The chosen methods, once each, in column order."""
-    return [m for m in METHOD_ORDER if m in methods]
+    return in_order(methods)
 
 
 # -- the live race ---------------------------------------------------------------
@@ -155,9 +156,9 @@ def start_runs(
     sampling = sampling or SamplingConfig()
     chosen = order_methods(methods)
     with lock:
-        prepared = prepare_inputs(pair, media, prompt, with_draft=any(m != "ar" for m in chosen))
+        prepared = prepare_inputs(pair, media, prompt, with_draft=any(drafts(m) for m in chosen))
         configs = [
-            DecodeConfig(m, max_new_tokens, sage, sampling=sampling, prune_ratio=prune_ratio * (m != "ar"))  # type: ignore[arg-type]
+            DecodeConfig(m, max_new_tokens, sage, sampling=sampling, prune_ratio=prune_ratio * drafts(m))  # type: ignore[arg-type]
             for m in chosen
         ]
         runs = [decode(pair, media, prompt, config, prepared) for config in configs]

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from sage_core import StepRecord, summarize
-from sage_core.config import method_label
+from sage_core.methods import REGISTRY, drafts, method_label
 
 from .race import Lane, RaceData
 
@@ -57,14 +57,10 @@ CSS = """
 .sage-headline { font-size: 20px; font-weight: 700; color: #4c1d95; margin: 8px 0 2px 0; }
 """
 
-SUBTITLES = {
-    "sage": "adaptive tree, shaped by the draft's confidence",
-    "static": "static 25-node tree (SpecVLM / EAGLE-1)",
-    "chain": "a chain of 5 draft tokens",
-    "ar": "the target alone, one token per forward",
-}
-SHORT = {"sage": "SAGE", "static": "SD-Tree", "chain": "SD-Chain", "ar": "Plain AR"}
-DOTS = {"sage": "#7c3aed", "static": "#0e7490", "chain": "#db2777", "ar": "#6b7280"}  # one colour per method
+# Read off the method registry (sage_core.methods): one label, subtitle and colour per method.
+SUBTITLES: dict[str, str] = {spec.name: spec.subtitle for spec in REGISTRY}
+SHORT: dict[str, str] = {spec.name: spec.short for spec in REGISTRY}
+DOTS: dict[str, str] = {spec.name: spec.colour for spec in REGISTRY}  # one colour per method
 VISIBLE_WHITESPACE = str.maketrans({" ": "␣", "\n": "↵", "\t": "⇥"})
 
 
@@ -150,7 +146,7 @@ def lane_html(lane: Lane, data: RaceData) -> str:
     )
     if lane.records:
         f = LaneFigures.of(lane.records)
-        tau = f"<span>τ <b>{f.tau:.2f}</b></span>" if method != "ar" else "<span>τ <b>–</b></span>"
+        tau = f"<span>τ <b>{f.tau:.2f}</b></span>" if drafts(method) else "<span>τ <b>–</b></span>"
         stats = (
             f"<div class='sage-stats'><span>steps <b>{f.steps}</b></span>{tau}"
             f"<span>tokens/forward <b>{f.tokens_per_forward:.2f}</b></span>"
@@ -200,7 +196,8 @@ def verdict(data: RaceData) -> Verdict | None:
     lanes = [lane for lane in data.lanes if lane.records]
     if len(lanes) < 2:
         return None
-    reference = data.lane("ar") if data.lane("ar") is not None and data.lane("ar").records else lanes[0]  # type: ignore[union-attr]
+    plain = next((lane for lane in lanes if not drafts(lane.method)), None)
+    reference = plain if plain is not None else lanes[0]
     assert reference is not None
     ref_ids = reference.token_ids
     compared = len(ref_ids)
@@ -246,9 +243,9 @@ def badge_html(data: RaceData | None) -> str:
         if data is not None and len(data.lanes) == 1:
             return wrap("<div class='sage-badge wait'>Losslessness: one method only, nothing to compare</div>")
         return wrap("<div class='sage-badge wait'>Losslessness: waiting for a race</div>")
-    speculative = [SHORT.get(lane.method, lane.method) for lane in data.lanes if lane.method != "ar"]  # type: ignore[union-attr]
+    speculative = [SHORT.get(lane.method, lane.method) for lane in data.lanes if drafts(lane.method)]  # type: ignore[union-attr]
     names = ", ".join(speculative[:-1]) + " and " + speculative[-1] if len(speculative) > 1 else speculative[0]
-    with_ar = data.lane("ar") is not None  # type: ignore[union-attr]
+    with_ar = any(not drafts(lane.method) for lane in data.lanes)  # type: ignore[union-attr]
     if result.identical:
         scope = "identical token for token" + (" (and identical to plain decoding)" if with_ar else "")
         if data.finished:  # type: ignore[union-attr]
@@ -318,7 +315,7 @@ def table_html(data: RaceData | None) -> str:
         else:
             speed = f"{overall[method]:.2f}×" if method in overall else "–"
             decode_speed = f"{decode_only[method]:.2f}×" if method in decode_only else "–"
-        tau = f"{f.tau:.2f}" if method != "ar" else "–"
+        tau = f"{f.tau:.2f}" if drafts(method) else "–"
         rows.append(
             f"<tr><td><span class='sage-dot' style='background:{DOTS.get(method, '#334155')}'></span> "
             f"{_esc(SHORT.get(method, method))}</td><td>{f.steps}</td><td>{tau}</td><td>{f.tokens_per_forward:.2f}</td>"

@@ -15,9 +15,8 @@ import torch
 
 from .adapter import KVState
 from .backends import ModelBackend
-from .config import RankPath
 from .policy import Candidate, Expansion
-from .trees import ROOT, Tree
+from .trees import ROOT, RankPath, Tree
 from .verify import Warp
 
 # (level, frontier, nodes so far) -> the nodes of this level

@@ -4,7 +4,8 @@
     python scripts/benchmark.py --json bench.json --markdown bench.md
     python scripts/benchmark.py --target Qwen/Qwen2.5-VL-7B-Instruct --draft Qwen/Qwen2.5-VL-3B-Instruct
 
-Methods: ours (`ar`, `chain`, `static`, `sage`) and transformers' peers:
+Methods: ours (every method of the registry, sage_core/methods.py: `ar`, `chain`, `static`, `sage`,
+`dynamic`) and transformers' peers:
 `generate` (`model.generate(do_sample=False)`, plain greedy) and `assisted`
 (`generate(assistant_model=<the same draft>)`, transformers' assisted
 generation with its default candidate schedule). Every method reads the same
@@ -83,6 +84,7 @@ from sage_core import prepare_inputs as prepare  # noqa: E402
 from sage_core.config import BACKENDS, SamplingConfig  # noqa: E402
 from sage_core.errors import SageError  # noqa: E402
 from sage_core.media import DEFAULT_FRAMES  # noqa: E402
+from sage_core.methods import drafts  # noqa: E402
 from sage_core.timing import synchronize  # noqa: E402
 
 PEERS = ("generate", "assisted")
@@ -124,9 +126,9 @@ def on_backends(methods: Sequence[str], backends: Sequence[str]) -> list[str]:
 
 def with_pruning(methods: Sequence[str], ratios: Sequence[float]) -> list[str]:
     """Each of our draft methods at each nonzero ratio, after the methods as given (ratio 0 = as given)."""
-    out = list(methods) if 0 in ratios else [m for m in methods if m in PEERS or m == "ar"]
+    out = list(methods) if 0 in ratios else [m for m in methods if m in PEERS or not drafts(m)]
     for ratio in (r for r in ratios if r > 0):
-        out += [f"{m}{PRUNED}{ratio:g}" for m in methods if m in METHODS and m != "ar"]
+        out += [f"{m}{PRUNED}{ratio:g}" for m in methods if drafts(m)]
     return out
 
 
@@ -175,11 +177,11 @@ def run_ours(
     config = method_config(method, max_new, backend, sampling)
     run = decode(pair, prepared.media, prepared.prompt, config, prepared)
     s = run.run_to_end()
-    drafts = config.method != "ar"
+    drafting = drafts(config.method)
     return Run(
         example, method, repeat, s.token_ids, s.seconds, s.decode_seconds,
-        s.mean_accepted if drafts else None, s.tokens_per_forward,
-        run.records[0].draft_seconds if drafts else None, run.header.draft_prompt_tokens,
+        s.mean_accepted if drafting else None, s.tokens_per_forward,
+        run.records[0].draft_seconds if drafting else None, run.header.draft_prompt_tokens,
         temperature=sampling.temperature,
     )  # fmt: skip
 
@@ -262,7 +264,7 @@ def profile_rounds(
 ) -> Rounds:  # fmt: skip
     """One run with every forward timed: the median round's parts."""
     config = method_config(method, max_new, backend, sampling)
-    vlms = [pair.target] if config.method == "ar" else [pair.target, pair.draft]
+    vlms = [pair.target, pair.draft] if drafts(config.method) else [pair.target]
     models = [part for vlm in vlms for part in (vlm.model, vlm.lean) if part is not None]  # either may run
     run = decode(pair, prepared.media, prepared.prompt, config, prepared)
     draft, verify, step, outside = [], [], [], []
@@ -329,7 +331,7 @@ def summarize_at(
         row: dict[str, Any] = {"method": label(method, temperature), "temperature": temperature}
         for field in ("e2e", "decode"):
             row[f"tokens_per_s_{field}"] = list(speeds[(method, field)].values())
-            for base in ("generate", "ar", "assisted", "static", "chain"):
+            for base in ("generate", "ar", "assisted", "static", "chain", "dynamic"):
                 if base in methods:
                     ratios = [speeds[(method, field)][e] / speeds[(base, field)][e] for e in examples]
                     row[f"x_{base}_{field}"] = ratios
@@ -354,7 +356,7 @@ def summarize_at(
 
 #: What SAGE is compared with under the table (the row's ``x_<base>_*`` ratios), and how it is named.
 SAGE_AGAINST = (("assisted", "transformers' assisted generation"), ("static", "the static tree"),
-                ("chain", "the 5-token chain"))  # fmt: skip
+                ("chain", "the 5-token chain"), ("dynamic", "the dynamic tree (EAGLE-2)"))  # fmt: skip
 
 
 def sage_lines(rows: Sequence[dict[str, Any]]) -> str:

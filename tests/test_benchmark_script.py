@@ -48,7 +48,7 @@ def test_benchmark_runs_every_method_and_writes_its_reports(tiny_root, tmp_path,
     ) == 0  # fmt: skip
     report = json.loads(out_json.read_text())
     rows = {row["method"]: row for row in report["summary"]}
-    assert set(rows) == {"ar", "chain", "static", "sage", "generate", "assisted"}
+    assert set(rows) == {"ar", "chain", "static", "sage", "dynamic", "generate", "assisted"}
     assert all(row["same_as_generate"] for row in rows.values())
     # Interleaved: the two repeats run the methods in different orders.
     orders = [[r["method"] for r in report["runs"] if r["repeat"] == k] for k in (0, 1)]
@@ -56,6 +56,7 @@ def test_benchmark_runs_every_method_and_writes_its_reports(tiny_root, tmp_path,
     sage = rows["sage"]
     assert 0 <= sage["outside_forwards_ms"] < sage["step_ms"] and sage["verify_ms"] > 0 and sage["draft_ms"] > 0
     assert "| sage |" in out_md.read_text()
+    assert "SAGE over the dynamic tree (EAGLE-2)" in out_md.read_text()
 
 
 def test_benchmark_runs_our_methods_on_several_backends_interleaved(tiny_root, tmp_path, monkeypatch):

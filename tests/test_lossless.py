@@ -112,7 +112,7 @@ def test_every_method_equals_greedy_generate(tiny_root, image, video, family, dr
 
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("family", FAMILIES)
-@pytest.mark.parametrize("method", ["chain", "static", "sage"])
+@pytest.mark.parametrize("method", ["chain", "static", "sage", "dynamic"])
 def test_limit_and_eos_inside_an_accepted_path(tiny_root, image, family, method, backend):
     pair = _pair(str(tiny_root), family, "copy")
     long = reference(pair, image, PROMPTS[0], 20)
@@ -143,7 +143,7 @@ def test_padded_draft_vocabulary_uses_the_shared_vocabulary(tiny_root, image, fa
     pair = _pair(str(tiny_root), family, "padded")
     assert pair.draft.vocab_size == pair.target.vocab_size + 5
     assert pair.shared_vocab_size == pair.target.vocab_size
-    for method in ("static", "sage"):
+    for method in ("static", "sage", "dynamic"):
         run = decode(pair, image, PROMPTS[0], DecodeConfig(method=method, max_new_tokens=MAX_NEW, backend=backend))
         summary = run.run_to_end()
         assert list(summary.token_ids) == reference(pair, image, PROMPTS[0], MAX_NEW)
