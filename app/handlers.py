@@ -303,7 +303,7 @@ class Handlers:
     ) -> Iterator[RaceData]:
         return race_steps(
             loaded.pair, request.media, request.prompt, request.methods, request.max_new_tokens, request.sage,
-            loaded.token_texts, models.RACE_SLOT, sampling=sampling, prune_ratio=prune_ratio,
+            loaded.token_texts, models.RACE_SLOT, sampling=sampling, prune_ratio=prune_ratio, costs=loaded.costs,
         )  # fmt: skip
 
     def race_live(
@@ -455,7 +455,7 @@ class Handlers:
                 loaded = self.load(choice, progress)
                 stepper = live_stepper(
                     loaded.pair, request.media, request.prompt, request.methods, request.max_new_tokens,
-                    request.sage, loaded.token_texts, models.RACE_SLOT, key, sampling, prune_ratio,
+                    request.sage, loaded.token_texts, models.RACE_SLOT, key, sampling, prune_ratio, loaded.costs,
                 )  # fmt: skip
             return self.stepped(stepper, tree_lane)
         except Exception as error:

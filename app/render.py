@@ -13,7 +13,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from sage_core import StepRecord, summarize
+from sage_core.costs import CostCurve, predicted_speedups
 from sage_core.methods import REGISTRY, drafts, method_label
+from sage_core.premise import premise_of
 
 from .race import Lane, RaceData
 
@@ -308,6 +310,7 @@ def table_html(data: RaceData | None) -> str:
     figures = lane_figures(data)
     lead = lead_method(figures)
     overall, decode_only = speedups_of(figures), speedups_of(figures, decode_only=True)
+    predicted = predicted_speedups(data.costs, data.records_by_method(), lead) if data.costs else {}
     rows = []
     for method, f in figures.items():
         if method == lead:
@@ -315,6 +318,12 @@ def table_html(data: RaceData | None) -> str:
         else:
             speed = f"{overall[method]:.2f}×" if method in overall else "–"
             decode_speed = f"{decode_only[method]:.2f}×" if method in decode_only else "–"
+        if data.costs is not None:
+            decode_speed += (
+                f" <span title='predicted by the measured costs'>({predicted[method]:.2f}×)</span>"
+                if (method in predicted)
+                else ""
+            )
         tau = f"{f.tau:.2f}" if drafts(method) else "–"
         rows.append(
             f"<tr><td><span class='sage-dot' style='background:{DOTS.get(method, '#334155')}'></span> "
@@ -332,8 +341,43 @@ def table_html(data: RaceData | None) -> str:
         f"Figures {source}. τ = accepted draft tokens per step (paper's metric, bonus excluded); "
         "tokens / target forward counts the bonus (= τ + 1 per step, prefill included). Time is each side's "
         "own device-synchronised time, prefill included; decode-only leaves the prefill out."
+        + (" In brackets: the decode-only speedup the measured cost curve predicts from each side's rounds "
+           "(tree sizes and tokens per round)." if data.costs is not None else "")
+    )  # fmt: skip
+    table = f"<table class='sage-table'><caption>{caption}</caption>{head}{''.join(rows)}</table>"
+    return wrap(table + costs_html(data.costs, data.replay) + premise_html(data))
+
+
+def costs_html(curve: CostCurve | None, replay: bool = False) -> str:
+    """The measured verification cost curve: a tree of N nodes against the one-token step, and a draft level."""
+    if curve is None:
+        return ""
+    source = "recorded with the race" if replay else "measured at the warm-up"
+    cells = "".join(f"<th>{n}</th>" for n in curve.sizes)
+    verify = "".join(f"<td>{v:.2f} ({v / curve.one_token_ms:.2f}×)</td>" for v in curve.verify_ms)
+    draft = "".join(f"<td>{v:.2f}</td>" for v in curve.draft_level_ms)
+    return (
+        f"<table class='sage-table'><caption>Verification cost ({source}, {_esc(curve.device)}, "
+        f"{_esc(curve.dtype)}, medians of synchronised runs): a target forward over a tree of N nodes in ms "
+        f"(× the one-token step of {curve.one_token_ms:.2f} ms), and a draft level of N nodes.</caption>"
+        f"<tr><th>nodes</th>{cells}</tr><tr><td>verify</td>{verify}</tr><tr><td>draft level</td>{draft}</tr>"
+        "</table>"
     )
-    return wrap(f"<table class='sage-table'><caption>{caption}</caption>{head}{''.join(rows)}</table>")
+
+
+def premise_html(data: RaceData) -> str:
+    """The paper's premise on this race's SAGE rounds (sage_core.premise), with what it means here."""
+    lane = data.lane("sage")
+    if lane is None or not lane.records:
+        return ""
+    premise = premise_of(lane.records)
+    alpha = "–" if premise.alpha_accept is None else f"{premise.alpha_accept:+.2f}"
+    lag = "–" if premise.entropy_lag1 is None else f"{premise.entropy_lag1:+.2f}"
+    return (
+        "<div class='sage-legend'><b>The paper's premise on this input</b>: corr(α, accepted length) "
+        f"<b>{alpha}</b>, lag-1 autocorrelation of the draft's entropy <b>{lag}</b>, over {premise.rounds} "
+        f"SAGE rounds. {_esc(premise.meaning())}</div>"
+    )
 
 
 def headline_html(data: RaceData | None) -> str:

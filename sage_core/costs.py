@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -149,28 +149,56 @@ def measure_costs(
         raise ValueError("the cost curve needs node counts >= 1, at least one repeat and warmup >= 0")
     prepared = with_draft_inputs(pair, prepare_inputs(pair, media, prompt))
     target, draft = open_backend(pair.target, backend), open_backend(pair.draft, backend, draft=True)
-    devices, vocab = pair.devices, pair.shared_vocab_size
+    assert prepared.draft is not None
     with torch.inference_mode():
         target_state, logits = target.prefill(prepared.target, sizes[-1] + 2)
-        assert prepared.draft is not None
         draft_state = draft.prefill(prepared.draft, sizes[-1] + 2)[0]
-        root = int(logits.argmax())
-
-        def verify(nodes: int) -> float:
-            tree = measured_tree(nodes, root)
-            return _median_ms(lambda: _verify_once(target, target_state, root, tree), devices, repeats, warmup)
-
-        def level(nodes: int) -> float:
-            return _median_ms(
-                lambda: _draft_level_once(draft, draft_state, root, nodes, vocab), devices, repeats, warmup
-            )
-
-        one, verify_ms, level_ms = verify(0), [verify(n) for n in sizes], [level(n) for n in sizes]
     dtype = str(pair.target.dtype).removeprefix("torch.")
-    return CostCurve(str(pair.device), dtype, backend, sizes, one, tuple(verify_ms), tuple(level_ms))
+    timing = _Timing(pair.devices, sizes, repeats, warmup)
+    one, verify_ms, level_ms = timing.curve(target, target_state, draft, draft_state, int(logits.argmax()),
+                                            pair.shared_vocab_size)  # fmt: skip
+    return CostCurve(str(pair.device), dtype, backend, sizes, one, verify_ms, level_ms)
 
 
-def predicted_speedups(curve: CostCurve, runs: dict[str, Sequence[StepRecord]], lead: str) -> dict[str, float]:
+@dataclass(frozen=True)
+class _Timing:
+    devices: Sequence[torch.device]
+    sizes: tuple[int, ...]
+    repeats: int
+    warmup: int
+
+    def curve(
+        self, target: ModelBackend, target_state: KVState, draft: ModelBackend, draft_state: KVState, root: int,
+        vocab: int,
+    ) -> tuple[float, tuple[float, ...], tuple[float, ...]]:  # fmt: skip
+        """The one-token step, the verify times and the draft-level times (ms) on prefilled caches."""
+        with torch.inference_mode():
+            one = self.verify(target, target_state, root, 0)
+            verify = tuple(self.verify(target, target_state, root, n) for n in self.sizes)
+            levels = tuple(self.level(draft, draft_state, root, n, vocab) for n in self.sizes)
+        return one, verify, levels
+
+    def verify(self, target: ModelBackend, state: KVState, root: int, nodes: int) -> float:
+        tree = measured_tree(nodes, root)
+        return _median_ms(lambda: _verify_once(target, state, root, tree), self.devices, self.repeats, self.warmup)
+
+    def level(self, draft: ModelBackend, state: KVState, token: int, nodes: int, vocab: int) -> float:
+        once = lambda: _draft_level_once(draft, state, token, nodes, vocab)  # noqa: E731
+        return _median_ms(once, self.devices, self.repeats, self.warmup)
+
+
+def curve_on_prefilled(
+    target: ModelBackend, target_state: KVState, draft: ModelBackend, draft_state: KVState, *, root: int, vocab: int,
+    device: torch.device, dtype: str, backend: str, sizes: Sequence[int] = COST_SIZES, repeats: int = 5,
+    warmup: int = 2,
+) -> CostCurve:  # fmt: skip
+    """The curve on caches a caller prefilled itself (scripts/gpu_check.py: text-only prompts, no processors)."""
+    timing = _Timing((device,), tuple(sorted(set(sizes))), repeats, warmup)
+    one, verify_ms, level_ms = timing.curve(target, target_state, draft, draft_state, root, vocab)
+    return CostCurve(str(device), dtype, backend, timing.sizes, one, verify_ms, level_ms)
+
+
+def predicted_speedups(curve: CostCurve, runs: Mapping[str, Sequence[StepRecord]], lead: str) -> dict[str, float]:
     """The lead method's predicted decode-only tokens/s over each other method's, by the curve."""
     rates = {m: curve.predicted_rate(records) for m, records in runs.items()}
     mine = rates.get(lead)

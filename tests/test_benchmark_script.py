@@ -57,6 +57,10 @@ def test_benchmark_runs_every_method_and_writes_its_reports(tiny_root, tmp_path,
     assert 0 <= sage["outside_forwards_ms"] < sage["step_ms"] and sage["verify_ms"] > 0 and sage["draft_ms"] > 0
     assert "| sage |" in out_md.read_text()
     assert "SAGE over the dynamic tree (EAGLE-2)" in out_md.read_text()
+    curve = report["cost_curve"]  # measured on the first example, printed before the table
+    assert curve["sizes"] == [1, 2, 4, 8, 16, 32, 64] and all(ms > 0 for ms in curve["verify_ms"])
+    assert "64 nodes: verify" in out_md.read_text()
+    assert "SAGE over static, decode only:" in out_md.read_text() and "predicted by these costs" in out_md.read_text()
 
 
 def test_benchmark_runs_our_methods_on_several_backends_interleaved(tiny_root, tmp_path, monkeypatch):
@@ -231,6 +235,10 @@ def test_the_gpu_check_runs_end_to_end_on_tiny_models(tmp_path):
     assert all(row["ms"] > 0 for row in results["rows"]) and results["draft_compile_s"] > 0
     assert [row["pad_tokens"] for row in results["memory_check"]] == [0, 40]
     assert "| model | kind |" in (tmp_path / "results.md").read_text()
+    curve = results["cost_curve"]  # the app's and the benchmark's curve (sage_core/costs.py)
+    assert curve["sizes"] == [1, 2, 4, 8, 16, 32, 64] and len(curve["verify_ms"]) == len(curve["draft_level_ms"]) == 7
+    assert all(ms > 0 for ms in (curve["one_token_ms"], *curve["verify_ms"], *curve["draft_level_ms"]))
+    assert "64 nodes: verify" in (tmp_path / "results.md").read_text()
 
 
 def test_sage_is_compared_with_the_static_tree_and_the_chain_example_by_example():
