@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from sage_core import StepRecord
 from sage_core.config import SageConfig
 from sage_core.explain import RoundExplained, explain_round
+from sage_core.methods import method_spec
 
 from .panels import ACCEPTED, BONUS, CUT, pick_step, short_label
 from .render import display_token
@@ -83,7 +84,8 @@ def _policy(e: RoundExplained, text: TokenText) -> list[str]:
     if e.kind == "dynamic":
         return out + _dynamic(e, text)
     if e.kind in ("chain", "static"):
-        name = "SD-Chain: 5 draft tokens in a row" if e.kind == "chain" else "SD-Tree: the static 25-node tree"
+        spec = method_spec(e.kind)
+        name = f"{spec.short}: {spec.subtitle}"
         out.append(f"<p>Fixed tree ({name}, {e.fixed_tree_nodes} nodes): the same shape every round, "
                    "whatever the draft's confidence.</p>")  # fmt: skip
         return out

@@ -12,7 +12,7 @@ output equals the target's own greedy decoding.
 """
 
 from .adapter import VLM, ModelPair, check_pair, load_pair
-from .config import CHAIN_TREE, METHOD_LABELS, METHODS, STATIC_TREE, DecodeConfig, SageConfig
+from .config import CHAIN_TREE, METHOD_LABELS, METHODS, STATIC_TREE, DecodeConfig, DynamicConfig, SageConfig
 from .decode import DecodeRun, decode
 from .errors import BackendError, InputError, MediaError, ModelLoadError, PairMismatchError, SageError
 from .media import Media, image_media, load_media
@@ -29,6 +29,7 @@ __all__ = [
     "BackendError",
     "DecodeConfig",
     "DecodeRun",
+    "DynamicConfig",
     "InputError",
     "Media",
     "MediaError",
