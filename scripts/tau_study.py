@@ -37,7 +37,7 @@ from sage_core import DecodeConfig, decode, load_pair  # noqa: E402
 from sage_core.builtin.quality import example_media  # noqa: E402
 from sage_core.builtin.scenes import LONG_KINDS, make_examples  # noqa: E402
 from sage_core.methods import DRAFTING_METHODS, method_spec, short_name  # noqa: E402
-from sage_core.premise import premise_of  # noqa: E402
+from sage_core.premise import pearson, premise_of  # noqa: E402
 
 METHODS = DRAFTING_METHODS
 
@@ -64,6 +64,19 @@ def premise_lines(premises: list) -> dict:
     return out
 
 
+def pooled_premise(answers: list[list]) -> dict:
+    """The premise over every SAGE round of every answer together (lag pairs stay within an answer)."""
+    alphas = [r.alpha for rounds in answers for r in rounds]
+    accepted = [float(r.accepted_length) for rounds in answers for r in rounds]
+    before = [r.entropy for rounds in answers for r in rounds[:-1]]
+    after = [r.entropy for rounds in answers for r in rounds[1:]]
+    alpha_accept, lag = pearson(alphas, accepted), pearson(before, after)
+    shown = ["–" if v is None else f"{v:+.2f}" for v in (alpha_accept, lag)]
+    print(f"premise over all {len(alphas)} SAGE rounds pooled: corr(alpha, accepted length) {shown[0]}, "
+          f"lag-1 autocorr(entropy) {shown[1]} ({len(before)} pairs)")  # fmt: skip
+    return {"rounds": len(alphas), "alpha_accept": alpha_accept, "entropy_lag1": lag, "pairs": len(before)}
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--target", default="builtin")
@@ -86,6 +99,7 @@ def main(argv: list[str] | None = None) -> dict:
     per_prompt: dict[str, dict[str, list[float]]] = {m: {"tau": [], "tpf": [], "nodes": []} for m in methods}
     spreads: list[float] = []
     premises = []
+    pooled: list[list] = []  # each SAGE answer's rounds with alpha and entropy
     mismatches: list[str] = []
     started = time.perf_counter()
     for index, scene in enumerate(scenes):
@@ -105,6 +119,7 @@ def main(argv: list[str] | None = None) -> dict:
                 if len(entropies) >= 2:
                     spreads.append(max(entropies) - min(entropies))
                 premises.append(premise_of(run.records))
+                pooled.append([r for r in rounds if r.alpha is not None and r.entropy is not None])
     elapsed = time.perf_counter() - started
 
     print(f"{args.n} fresh long-answer prompts (seed {args.seed}: {', '.join(LONG_KINDS)}), greedy, {elapsed:.0f} s")
@@ -124,6 +139,7 @@ def main(argv: list[str] | None = None) -> dict:
         )
         figures.update(entropy_spread_median=statistics.median(spreads), spans_1_5=wide, answers=len(spreads))
     figures["premise"] = premise_lines(premises)
+    figures["premise"]["pooled"] = pooled_premise(pooled)
     print(f"lossless (every method's tokens == plain decoding's): {mismatches or 'yes'}")
     figures["lossless"] = not mismatches
     if args.json:

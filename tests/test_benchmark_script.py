@@ -264,3 +264,21 @@ def test_sage_is_compared_with_the_static_tree_and_the_chain_example_by_example(
     # without the static tree, no line for it
     only_chain = bench["summarize"]([r for r in runs if r.method != "static"], [], ["sage", "chain"], [0.0])
     assert "static tree" not in bench["sage_lines"](only_chain)
+
+
+def test_the_tau_study_compares_every_drafting_method_and_checks_the_premise(capsys):
+    from sage_core.adapter import BUILTIN_TARGET
+
+    if not (BUILTIN_TARGET / "config.json").exists():
+        pytest.skip("built-in pair not trained")
+    study = runpy.run_path(str(SCRIPT.parent / "tau_study.py"), run_name="tau_study")["main"]
+    figures = study(["--n", "2", "--max-new-tokens", "48", "--threads", "1"])
+    assert set(figures["methods"]) == {"chain", "static", "sage", "dynamic"} and figures["lossless"]
+    assert figures["methods"]["dynamic"]["nodes_per_round"] <= 59
+    pooled = figures["premise"]["pooled"]
+    assert pooled["rounds"] >= 4 and pooled["pairs"] == pooled["rounds"] - 2  # lag pairs stay within an answer
+    printed = capsys.readouterr().out
+    assert "Dynamic" in printed and "premise over all" in printed
+    with pytest.raises(SystemExit):
+        study(["--n", "1", "--methods", "sage,eagle"])
+    assert "unknown method 'eagle'" in capsys.readouterr().err
