@@ -11,13 +11,15 @@ import json
 from dataclasses import asdict
 from typing import Any
 
+from sage_core.methods import drafts
+
 from .panels import all_figures, speedups
 from .race import RaceData, race_trace_lines
 from .render import LaneFigures, verdict
 
 
 def default_tree_method(data: RaceData) -> str:
-    drafting = [m for m in data.methods if m != "ar"]
+    drafting = [m for m in data.methods if drafts(m)]
     return drafting[0] if drafting else data.methods[0]
 
 

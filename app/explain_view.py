@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from sage_core import StepRecord
 from sage_core.config import SageConfig
 from sage_core.explain import RoundExplained, explain_round
+from sage_core.methods import method_spec
 
 from .panels import ACCEPTED, BONUS, CUT, pick_step, short_label
 from .render import display_token
@@ -80,8 +81,11 @@ def _policy(e: RoundExplained, text: TokenText) -> list[str]:
                 f"<td class='f'>{prob:.3f}</td></tr>"
             )
         out.append("</table>")
+    if e.kind == "dynamic":
+        return out + _dynamic(e, text)
     if e.kind in ("chain", "static"):
-        name = "SD-Chain: 5 draft tokens in a row" if e.kind == "chain" else "SD-Tree: the static 25-node tree"
+        spec = method_spec(e.kind)
+        name = f"{spec.short}: {spec.subtitle}"
         out.append(f"<p>Fixed tree ({name}, {e.fixed_tree_nodes} nodes): the same shape every round, "
                    "whatever the draft's confidence.</p>")  # fmt: skip
         return out
@@ -130,6 +134,40 @@ def _policy(e: RoundExplained, text: TokenText) -> list[str]:
             for c in e.cut[:8]
         )
         out.append(f"<div class='muted'>Best candidates cut: {shown}</div>")
+    return out
+
+
+#: Kept nodes the dynamic tree's explainer lists, best first.
+RERANK_LISTED = 12
+
+
+def _dynamic(e: RoundExplained, text: TokenText) -> list[str]:
+    """EAGLE-2's dynamic tree: which nodes the rerank kept, with their cumulative probabilities."""
+    cutoff = f"{e.rerank_cutoff:.4f}" if e.rerank_cutoff is not None else "–"
+    out = [
+        "<h4>Dynamic tree (EAGLE-2)</h4><p>Each level expands the frontier nodes with the highest cumulative "
+        "probability (the product of the draft's probabilities along the path), each with its top children. "
+        f"Then all <b>{e.drafted_nodes}</b> drafted nodes are reranked by cumulative probability and the best "
+        f"<b>{len(e.nodes)}</b> are verified (the last kept has <span class='f'>{cutoff}</span>); a node's "
+        "ancestors always rank above it, so the kept nodes form a tree.</p>",
+        "<table><tr><th>l</th><th>kept</th><th>left out by the rerank</th></tr>",
+    ]
+    for level in e.levels:
+        out.append(f"<tr><td>{level.level}</td><td>{level.kept}</td><td>{level.cut_by_budget}</td></tr>")
+    out.append("</table><h4>Kept by the rerank, best first</h4><table>"
+               "<tr><th>node</th><th>depth</th><th>token</th><th>cumulative p</th></tr>")  # fmt: skip
+    for node, cumulative in e.kept_cumulative[:RERANK_LISTED]:
+        check = e.nodes[node]
+        out.append(f"<tr><td>#{node}</td><td>{check.depth}</td><td class='f'>{text(check.token)}</td>"
+                   f"<td class='f'>{cumulative:.4f}</td></tr>")  # fmt: skip
+    out.append("</table>")
+    if len(e.kept_cumulative) > RERANK_LISTED:
+        out.append(f"<div class='muted'>… and {len(e.kept_cumulative) - RERANK_LISTED} more kept nodes.</div>")
+    if e.cut:
+        shown = ", ".join(
+            f"<span style='color:{CUT}'>{text(c.token)}</span> (l{c.level}, p {c.prob:.2f})" for c in e.cut[:8]
+        )
+        out.append(f"<div class='muted'>Best nodes left out by the rerank: {shown}</div>")
     return out
 
 

@@ -32,6 +32,7 @@ import gradio as gr
 from sage_core import METHOD_LABELS, SageConfig
 from sage_core.config import SamplingConfig
 from sage_core.explain import sage_config_from
+from sage_core.methods import drafts
 
 from . import models
 from .api import race_result
@@ -200,7 +201,7 @@ class Handlers:
 
     def tree_controls(self, data: RaceData | None, wanted: str | None) -> tuple[Any, Any, str | None]:
         """Updates of the tree panel's method radio and step slider, following the latest step."""
-        drafting = [m for m in (data.methods if data else []) if m != "ar"]
+        drafting = [m for m in (data.methods if data else []) if drafts(m)]
         method = wanted if wanted in drafting else (drafting[0] if drafting else None)
         lane = data.lane(method) if data and method else None
         steps = [r.step for r in lane.records if r.phase == "decode"] if lane else []
@@ -302,7 +303,7 @@ class Handlers:
     ) -> Iterator[RaceData]:
         return race_steps(
             loaded.pair, request.media, request.prompt, request.methods, request.max_new_tokens, request.sage,
-            loaded.token_texts, models.RACE_SLOT, sampling=sampling, prune_ratio=prune_ratio,
+            loaded.token_texts, models.RACE_SLOT, sampling=sampling, prune_ratio=prune_ratio, costs=loaded.costs,
         )  # fmt: skip
 
     def race_live(
@@ -482,7 +483,7 @@ class Handlers:
                 loaded = self.load(choice, progress)
                 stepper = live_stepper(
                     loaded.pair, request.media, request.prompt, request.methods, request.max_new_tokens,
-                    request.sage, loaded.token_texts, models.RACE_SLOT, key, sampling, prune_ratio,
+                    request.sage, loaded.token_texts, models.RACE_SLOT, key, sampling, prune_ratio, loaded.costs,
                 )  # fmt: skip
             return self.stepped(stepper, tree_lane)
         except Exception as error:

@@ -29,6 +29,7 @@ import torch
 from PIL import Image
 
 from sage_core import DecodeConfig, ModelPair, SageError, decode, image_media, load_pair
+from sage_core.costs import CostCurve, measure_costs
 from sage_core.errors import ModelLoadError
 from sage_core.models.presets import GPU_PRESETS
 
@@ -173,6 +174,8 @@ def resolve_pair(
 @dataclass
 class LoadedPair:
     pair: ModelPair
+    # The verification cost curve measured at the warm-up, on the pair's device and dtype (None: not measured).
+    costs: CostCurve | None = None
 
     def token_texts(self, tokens: Sequence[int]) -> list[str]:
         tokenizer = self.pair.target.tokenizer
@@ -252,9 +255,9 @@ class PairCache:
             )  # fmt: skip
             if names:
                 pair.target.name, pair.draft.name = names
-            report("warming up (one short untimed decode)", 0.85)
+            report("warming up (one short untimed decode, then the verification cost of 1 to 64 nodes)", 0.85)
             loaded = LoadedPair(pair)
-            warm_up(loaded.pair)
+            loaded.costs = warm_up(loaded.pair)
         except SageError as error:
             log.warning("loading %s with %s failed: %s", target, draft, error)
             raise type(error)(scrub_paths(str(error), shown)) from error
@@ -284,11 +287,23 @@ def release_memory() -> None:
         torch.cuda.empty_cache()
 
 
-def warm_up(pair: ModelPair) -> None:
-    """One short untimed decode per kind of forward (prefill, tree verify, plain step)."""
+def warm_up(pair: ModelPair) -> CostCurve | None:
+    """One short untimed decode per kind of forward (prefill, tree verify, plain step); then the
+    verification cost curve on the pair's device and dtype (sage_core.costs), which it returns."""
     media = image_media(Image.new("RGB", (112, 112), (255, 255, 255)), "warm-up")
     for method, tokens in (("sage", 4), ("ar", 2)):
         decode(pair, media, "warm up", DecodeConfig(method=method, max_new_tokens=tokens)).run_to_end()  # type: ignore[arg-type]
+    return measure_warm_costs(pair)
+
+
+def measure_warm_costs(pair: ModelPair) -> CostCurve | None:
+    """The cost curve after the warm-up (sage_core.costs); None, logged, when it cannot be measured."""
+    media = image_media(Image.new("RGB", (112, 112), (255, 255, 255)), "warm-up")
+    try:
+        return measure_costs(pair, media, "warm up")
+    except (RuntimeError, ValueError) as error:
+        log.warning("the cost curve could not be measured: %s", error)
+        return None
 
 
 # One GPU holds one pair at a time; a CPU can keep a few small ones.

@@ -12,12 +12,13 @@ from typing import Any
 import gradio as gr
 
 from sage_core import METHOD_LABELS, SageConfig
+from sage_core.methods import METHODS, RACE_DEFAULT, in_order
 
 from .inputs import DEFAULT_PROMPT, Example, Limits
 from .pruning_panel import draft_view_outputs, pruning_controls
 from .render import CSS, badge_html, race_html, status_html
 
-DEFAULT_METHODS = ["sage", "static"]
+DEFAULT_METHODS: list[str] = list(RACE_DEFAULT)  # the design's race: SAGE against the static tree
 DEFAULT_MAX_NEW_TOKENS = 128
 TITLE = "SAGE: entropy-guided adaptive speculative decoding, raced live"
 EXAMPLES_NOTE = (
@@ -223,7 +224,7 @@ def build_page(
             pair = gr.Dropdown(pair_choices, value=default_pair, label="Model pair (target + draft)",
                                allow_custom_value=True)  # fmt: skip
             methods = gr.CheckboxGroup(
-                [(METHOD_LABELS[m], m) for m in ("sage", "static", "chain", "ar")],
+                [(METHOD_LABELS[m], m) for m in in_order(METHODS)],
                 value=DEFAULT_METHODS,
                 label="Methods in the race",
             )

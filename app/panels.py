@@ -28,6 +28,7 @@ from plotly.subplots import make_subplots
 from sage_core import Media, RunHeader, StepRecord, summarize
 from sage_core.adapter import VisualBox
 from sage_core.config import SageConfig
+from sage_core.methods import drafts
 
 from .render import DOTS as COLOURS
 from .render import SHORT as SHORT_LABELS
@@ -112,7 +113,7 @@ def _decode_steps(records: Sequence[StepRecord]) -> list[StepRecord]:
 
 def _drafting(lanes: Lanes) -> dict[str, list[StepRecord]]:
     """The lanes that draft trees (plain decoding has none), with their decode steps."""
-    return {m: _decode_steps(rs) for m, rs in lanes.items() if m != "ar"}
+    return {m: _decode_steps(rs) for m, rs in lanes.items() if drafts(m)}
 
 
 # -- 1. entropy and confidence -------------------------------------------------------

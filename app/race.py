@@ -27,7 +27,7 @@ import json
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -46,13 +46,15 @@ from sage_core import (
 )
 from sage_core.adapter import VisualBox
 from sage_core.config import SamplingConfig
+from sage_core.costs import CostCurve
 from sage_core.errors import InputError
+from sage_core.methods import METHODS, drafts, in_order
 from sage_core.pruning import PAPER_RATIOS
 from sage_core.records import MAX_TRACE_BYTES, TraceError, json_line, parse_trace_rows, read_trace_text, trace_lines
 
 RACE_FORMAT = "sage-race/1"
-# Canonical column order: SAGE first, then its baselines.
-METHOD_ORDER = ("sage", "static", "chain", "ar")
+# Canonical column order (the method registry's): SAGE first, then its rivals, plain decoding last.
+METHOD_ORDER = tuple(in_order(METHODS))
 
 
 @dataclass
@@ -90,6 +92,8 @@ class RaceData:
     source: str = ""
     # With draft-side pruning: the medium and where each visual token looks (the draft-view panel).
     draft_view: tuple[Media, list[VisualBox | None]] | None = None
+    # The verification cost curve measured when the pair was warmed up (recorded with the race).
+    costs: CostCurve | None = None
 
     @property
     def finished(self) -> bool:
@@ -129,7 +133,7 @@ def resolve_prune_ratio(choice: str | None, chosen: float | None, kind: str) -> 
 
 def order_methods(methods: Sequence[str]) -> list[str]:
     """The chosen methods, once each, in column order."""
-    return [m for m in METHOD_ORDER if m in methods]
+    return in_order(methods)
 
 
 # -- the live race ---------------------------------------------------------------
@@ -145,6 +149,7 @@ def start_runs(
     lock: AbstractContextManager,
     sampling: SamplingConfig | None = None,
     prune_ratio: float = 0.0,
+    costs: CostCurve | None = None,
 ) -> tuple[RaceData, list[DecodeRun]]:
     """One run per chosen method (in column order) on inputs prepared once, and the race's empty lanes.
 
@@ -155,14 +160,14 @@ def start_runs(
     sampling = sampling or SamplingConfig()
     chosen = order_methods(methods)
     with lock:
-        prepared = prepare_inputs(pair, media, prompt, with_draft=any(m != "ar" for m in chosen))
+        prepared = prepare_inputs(pair, media, prompt, with_draft=any(drafts(m) for m in chosen))
         configs = [
-            DecodeConfig(m, max_new_tokens, sage, sampling=sampling, prune_ratio=prune_ratio * (m != "ar"))  # type: ignore[arg-type]
+            DecodeConfig(m, max_new_tokens, sage, sampling=sampling, prune_ratio=prune_ratio * drafts(m))  # type: ignore[arg-type]
             for m in chosen
         ]
         runs = [decode(pair, media, prompt, config, prepared) for config in configs]
         boxes = pair.draft.visual_token_boxes(prepared.draft) if prune_ratio > 0 and prepared.draft else None
-    data = RaceData(lanes=[Lane(run.config.method, run.header) for run in runs])
+    data = RaceData(lanes=[Lane(run.config.method, run.header) for run in runs], costs=costs)
     if boxes is not None:
         data.draft_view = (media, boxes)
     return data, runs
@@ -180,16 +185,17 @@ def race_steps(
     source: str = "",
     sampling: SamplingConfig | None = None,
     prune_ratio: float = 0.0,
+    costs: CostCurve | None = None,
 ) -> Iterator[RaceData]:
     """Step one run per method alternately; yield the race after every step.
 
     `token_texts` turns token ids into their texts (for the tree panel's
     node labels; it runs between steps, outside the timed parts). `lock` is
     held around each step, so two races never touch a model at once.
-    `sampling` and `prune_ratio`: see `start_runs`.
+    `sampling`, `prune_ratio` and `costs` (the pair's measured cost curve): see `start_runs`.
     """
     lock = lock or nullcontext()
-    data, runs = start_runs(pair, media, prompt, methods, max_new_tokens, sage, lock, sampling, prune_ratio)
+    data, runs = start_runs(pair, media, prompt, methods, max_new_tokens, sage, lock, sampling, prune_ratio, costs)
     data.source = source
     active = list(zip(data.lanes, runs, strict=True))
     while active:
@@ -266,10 +272,11 @@ def live_stepper(
     key: object = None,
     sampling: SamplingConfig | None = None,
     prune_ratio: float = 0.0,
+    costs: CostCurve | None = None,
 ) -> RaceStepper:
     """A live race to step through (its runs started as `race_steps` starts them)."""
     guard = lock or nullcontext()
-    data, runs = start_runs(pair, media, prompt, methods, max_new_tokens, sage, guard, sampling, prune_ratio)
+    data, runs = start_runs(pair, media, prompt, methods, max_new_tokens, sage, guard, sampling, prune_ratio, costs)
 
     def advancer(lane: Lane, run: Any) -> Callable[[], StepRecord | None]:
         def advance() -> StepRecord | None:
@@ -291,6 +298,7 @@ def replay_stepper(recorded: RaceData, key: object = None) -> RaceStepper:
         token_texts=dict(recorded.token_texts),
         replay=True,
         source=recorded.source,
+        costs=recorded.costs,
     )
     return RaceStepper(data, [functools.partial(next, iter(lane.records), None) for lane in recorded.lanes], key)
 
@@ -332,6 +340,7 @@ def replay_steps(
         token_texts=dict(recorded.token_texts),
         replay=True,
         source=recorded.source,
+        costs=recorded.costs,
     )
     start = clock()
     for at, index, record in events:
@@ -352,7 +361,10 @@ def replay_steps(
 def race_trace_lines(data: RaceData) -> Iterator[str]:
     """The JSON lines of a race: the race line, then each run's trace."""
     texts = {str(k): v for k, v in sorted(data.token_texts.items())}
-    yield json.dumps({"race": {"format": RACE_FORMAT, "methods": data.methods, "token_texts": texts}})
+    meta: dict[str, Any] = {"format": RACE_FORMAT, "methods": data.methods, "token_texts": texts}
+    if data.costs is not None:
+        meta["costs"] = asdict(data.costs)
+    yield json.dumps({"race": meta})
     for lane in data.lanes:
         if lane.header is not None and lane.records:
             yield from trace_lines(lane.header, lane.records)
@@ -375,8 +387,10 @@ def parse_race(lines: Sequence[str], source: str = "") -> RaceData:
     if not rows:
         raise TraceError("the trace file is empty")
     texts: dict[int, str] = {}
+    costs = None
     if "race" in rows[0]:
         texts = _race_meta(rows[0]["race"])
+        costs = _race_costs(rows[0]["race"])
         rows = rows[1:]
     starts = [i for i, row in enumerate(rows) if "header" in row]
     if not starts or starts[0] != 0:
@@ -399,7 +413,7 @@ def parse_race(lines: Sequence[str], source: str = "") -> RaceData:
         for record in lane.records:
             for token, text in zip(record.new_tokens, record.new_token_texts, strict=True):
                 texts.setdefault(token, text)
-    return RaceData(lanes=lanes, token_texts=texts, replay=True, source=source)
+    return RaceData(lanes=lanes, token_texts=texts, replay=True, source=source, costs=costs)
 
 
 def _race_meta(meta: object) -> dict[int, str]:
@@ -416,3 +430,23 @@ def _race_meta(meta: object) -> dict[int, str]:
             raise TraceError(f"the race line's token_texts must map token ids to texts, not {key[:20]!r}")
         checked[int(key)] = text
     return checked
+
+
+def _race_costs(meta: dict) -> CostCurve | None:
+    """The race line's recorded cost curve (absent in races recorded before it), checked."""
+    costs = meta.get("costs")
+    if costs is None:
+        return None
+    try:
+        curve = CostCurve(**{**costs, **{k: tuple(costs[k]) for k in ("sizes", "verify_ms", "draft_level_ms")}})
+    except (TypeError, KeyError) as error:
+        raise TraceError(f"the race line's cost curve is not valid: {error}") from error
+    numbers = (curve.one_token_ms, *curve.verify_ms, *curve.draft_level_ms)
+    if not (
+        curve.sizes
+        and len(curve.sizes) == len(curve.verify_ms) == len(curve.draft_level_ms)
+        and all(type(n) is int and n >= 1 for n in curve.sizes)
+        and all(isinstance(v, int | float) and 0 <= v < 1e6 for v in numbers)
+    ):
+        raise TraceError("the race line's cost curve needs node counts >= 1 and finite times per count")
+    return curve

@@ -13,7 +13,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from sage_core import StepRecord, summarize
-from sage_core.config import method_label
+from sage_core.costs import CostCurve, predicted_speedups
+from sage_core.methods import REGISTRY, drafts, method_label
+from sage_core.premise import premise_of
 
 from .race import Lane, RaceData
 
@@ -57,14 +59,10 @@ CSS = """
 .sage-headline { font-size: 20px; font-weight: 700; color: #4c1d95; margin: 8px 0 2px 0; }
 """
 
-SUBTITLES = {
-    "sage": "adaptive tree, shaped by the draft's confidence",
-    "static": "static 25-node tree (SpecVLM / EAGLE-1)",
-    "chain": "a chain of 5 draft tokens",
-    "ar": "the target alone, one token per forward",
-}
-SHORT = {"sage": "SAGE", "static": "SD-Tree", "chain": "SD-Chain", "ar": "Plain AR"}
-DOTS = {"sage": "#7c3aed", "static": "#0e7490", "chain": "#db2777", "ar": "#6b7280"}  # one colour per method
+# Read off the method registry (sage_core.methods): one label, subtitle and colour per method.
+SUBTITLES: dict[str, str] = {spec.name: spec.subtitle for spec in REGISTRY}
+SHORT: dict[str, str] = {spec.name: spec.short for spec in REGISTRY}
+DOTS: dict[str, str] = {spec.name: spec.colour for spec in REGISTRY}  # one colour per method
 VISIBLE_WHITESPACE = str.maketrans({" ": "␣", "\n": "↵", "\t": "⇥"})
 
 
@@ -150,7 +148,7 @@ def lane_html(lane: Lane, data: RaceData) -> str:
     )
     if lane.records:
         f = LaneFigures.of(lane.records)
-        tau = f"<span>τ <b>{f.tau:.2f}</b></span>" if method != "ar" else "<span>τ <b>–</b></span>"
+        tau = f"<span>τ <b>{f.tau:.2f}</b></span>" if drafts(method) else "<span>τ <b>–</b></span>"
         stats = (
             f"<div class='sage-stats'><span>steps <b>{f.steps}</b></span>{tau}"
             f"<span>tokens/forward <b>{f.tokens_per_forward:.2f}</b></span>"
@@ -200,7 +198,8 @@ def verdict(data: RaceData) -> Verdict | None:
     lanes = [lane for lane in data.lanes if lane.records]
     if len(lanes) < 2:
         return None
-    reference = data.lane("ar") if data.lane("ar") is not None and data.lane("ar").records else lanes[0]  # type: ignore[union-attr]
+    plain = next((lane for lane in lanes if not drafts(lane.method)), None)
+    reference = plain if plain is not None else lanes[0]
     assert reference is not None
     ref_ids = reference.token_ids
     compared = len(ref_ids)
@@ -246,9 +245,9 @@ def badge_html(data: RaceData | None) -> str:
         if data is not None and len(data.lanes) == 1:
             return wrap("<div class='sage-badge wait'>Losslessness: one method only, nothing to compare</div>")
         return wrap("<div class='sage-badge wait'>Losslessness: waiting for a race</div>")
-    speculative = [SHORT.get(lane.method, lane.method) for lane in data.lanes if lane.method != "ar"]  # type: ignore[union-attr]
+    speculative = [SHORT.get(lane.method, lane.method) for lane in data.lanes if drafts(lane.method)]  # type: ignore[union-attr]
     names = ", ".join(speculative[:-1]) + " and " + speculative[-1] if len(speculative) > 1 else speculative[0]
-    with_ar = data.lane("ar") is not None  # type: ignore[union-attr]
+    with_ar = any(not drafts(lane.method) for lane in data.lanes)  # type: ignore[union-attr]
     if result.identical:
         scope = "identical token for token" + (" (and identical to plain decoding)" if with_ar else "")
         if data.finished:  # type: ignore[union-attr]
@@ -311,6 +310,7 @@ def table_html(data: RaceData | None) -> str:
     figures = lane_figures(data)
     lead = lead_method(figures)
     overall, decode_only = speedups_of(figures), speedups_of(figures, decode_only=True)
+    predicted = predicted_speedups(data.costs, data.records_by_method(), lead) if data.costs else {}
     rows = []
     for method, f in figures.items():
         if method == lead:
@@ -318,7 +318,13 @@ def table_html(data: RaceData | None) -> str:
         else:
             speed = f"{overall[method]:.2f}×" if method in overall else "–"
             decode_speed = f"{decode_only[method]:.2f}×" if method in decode_only else "–"
-        tau = f"{f.tau:.2f}" if method != "ar" else "–"
+        if data.costs is not None:
+            decode_speed += (
+                f" <span title='predicted by the measured costs'>({predicted[method]:.2f}×)</span>"
+                if (method in predicted)
+                else ""
+            )
+        tau = f"{f.tau:.2f}" if drafts(method) else "–"
         rows.append(
             f"<tr><td><span class='sage-dot' style='background:{DOTS.get(method, '#334155')}'></span> "
             f"{_esc(SHORT.get(method, method))}</td><td>{f.steps}</td><td>{tau}</td><td>{f.tokens_per_forward:.2f}</td>"
@@ -335,8 +341,43 @@ def table_html(data: RaceData | None) -> str:
         f"Figures {source}. τ = accepted draft tokens per step (paper's metric, bonus excluded); "
         "tokens / target forward counts the bonus (= τ + 1 per step, prefill included). Time is each side's "
         "own device-synchronised time, prefill included; decode-only leaves the prefill out."
+        + (" In brackets: the decode-only speedup the measured cost curve predicts from each side's rounds "
+           "(tree sizes and tokens per round)." if data.costs is not None else "")
+    )  # fmt: skip
+    table = f"<table class='sage-table'><caption>{caption}</caption>{head}{''.join(rows)}</table>"
+    return wrap(table + costs_html(data.costs, data.replay) + premise_html(data))
+
+
+def costs_html(curve: CostCurve | None, replay: bool = False) -> str:
+    """The measured verification cost curve: a tree of N nodes against the one-token step, and a draft level."""
+    if curve is None:
+        return ""
+    source = "recorded with the race" if replay else "measured at the warm-up"
+    cells = "".join(f"<th>{n}</th>" for n in curve.sizes)
+    verify = "".join(f"<td>{v:.2f} ({v / curve.one_token_ms:.2f}×)</td>" for v in curve.verify_ms)
+    draft = "".join(f"<td>{v:.2f}</td>" for v in curve.draft_level_ms)
+    return (
+        f"<table class='sage-table'><caption>Verification cost ({source}, {_esc(curve.device)}, "
+        f"{_esc(curve.dtype)}, medians of synchronised runs): a target forward over a tree of N nodes in ms "
+        f"(× the one-token step of {curve.one_token_ms:.2f} ms), and a draft level of N nodes.</caption>"
+        f"<tr><th>nodes</th>{cells}</tr><tr><td>verify</td>{verify}</tr><tr><td>draft level</td>{draft}</tr>"
+        "</table>"
     )
-    return wrap(f"<table class='sage-table'><caption>{caption}</caption>{head}{''.join(rows)}</table>")
+
+
+def premise_html(data: RaceData) -> str:
+    """The paper's premise on this race's SAGE rounds (sage_core.premise), with what it means here."""
+    lane = data.lane("sage")
+    if lane is None or not lane.records:
+        return ""
+    premise = premise_of(lane.records)
+    alpha = "–" if premise.alpha_accept is None else f"{premise.alpha_accept:+.2f}"
+    lag = "–" if premise.entropy_lag1 is None else f"{premise.entropy_lag1:+.2f}"
+    return (
+        "<div class='sage-legend'><b>The paper's premise on this input</b>: corr(α, accepted length) "
+        f"<b>{alpha}</b>, lag-1 autocorrelation of the draft's entropy <b>{lag}</b>, over {premise.rounds} "
+        f"SAGE rounds. {_esc(premise.meaning())}</div>"
+    )
 
 
 def headline_html(data: RaceData | None) -> str:

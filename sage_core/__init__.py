@@ -14,7 +14,7 @@ output equals the target's own greedy decoding.
 __version__ = "0.1.0"
 
 from .adapter import VLM, ModelPair, check_pair, load_pair
-from .config import CHAIN_TREE, METHOD_LABELS, METHODS, STATIC_TREE, DecodeConfig, SageConfig
+from .config import CHAIN_TREE, METHOD_LABELS, METHODS, STATIC_TREE, DecodeConfig, DynamicConfig, SageConfig
 from .decode import DecodeRun, decode
 from .errors import BackendError, InputError, MediaError, ModelLoadError, PairMismatchError, SageError
 from .media import Media, image_media, load_media
@@ -31,6 +31,7 @@ __all__ = [
     "BackendError",
     "DecodeConfig",
     "DecodeRun",
+    "DynamicConfig",
     "InputError",
     "Media",
     "MediaError",

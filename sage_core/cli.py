@@ -20,7 +20,16 @@ from typing import NoReturn
 
 import torch
 
-from .config import BACKENDS, METHODS, DecodeConfig, SageConfig, SamplingConfig, check_max_new_tokens, check_prompt
+from .config import (
+    BACKENDS,
+    METHODS,
+    DecodeConfig,
+    DynamicConfig,
+    SageConfig,
+    SamplingConfig,
+    check_max_new_tokens,
+    check_prompt,
+)
 from .errors import InputError, SageError
 from .media import DEFAULT_FRAMES, load_media
 from .records import record_to_dict, save_trace, summarize
@@ -95,6 +104,11 @@ def build_parser() -> argparse.ArgumentParser:
         sage.add_argument("--" + name.replace("_", "-"), type=int, default=getattr(defaults, name))
     sage.add_argument("--shape", choices=("online", "template"), default=defaults.shape)
     sage.add_argument("--alpha-source", choices=("root", "path_mean"), default=defaults.alpha_source)
+    dynamic = gen.add_argument_group("dynamic tree, --method dynamic (EAGLE-2's defaults)")
+    tree = DynamicConfig()
+    dynamic.add_argument("--dynamic-depth", type=int, default=tree.depth, help="levels expanded below the first")
+    dynamic.add_argument("--dynamic-top-k", type=int, default=tree.top_k, help="frontier nodes and children each")
+    dynamic.add_argument("--dynamic-total-tokens", type=int, default=tree.total_tokens, help="nodes verified")
     return parser
 
 
@@ -135,6 +149,7 @@ def generate(args: argparse.Namespace) -> int:
     config = DecodeConfig(
         method=args.method, max_new_tokens=check_max_new_tokens(args.max_new_tokens), sage=sage, backend=args.backend,
         prune_ratio=args.prune_ratio, sampling=sampling,
+        dynamic=DynamicConfig(args.dynamic_depth, args.dynamic_top_k, args.dynamic_total_tokens),
     )  # fmt: skip
     if args.trace and not Path(args.trace).resolve().parent.is_dir():
         raise InputError(f"--trace {args.trace}: the folder {Path(args.trace).parent} does not exist")

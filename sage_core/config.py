@@ -12,14 +12,16 @@ from typing import Literal
 
 from .errors import ConfigError, InputError
 
-Method = Literal["ar", "chain", "static", "sage"]
-METHODS: tuple[Method, ...] = ("ar", "chain", "static", "sage")
-METHOD_LABELS: dict[str, str] = {
-    "ar": "Plain decoding (AR)",
-    "chain": "SD-Chain (5 tokens)",
-    "static": "SD-Tree (static 25-node tree)",
-    "sage": "SAGE (adaptive tree)",
-}
+# The methods, their labels and trees live in one registry (methods.py); these names stay here too.
+from .methods import METHOD_LABELS as METHOD_LABELS
+from .methods import METHODS as METHODS
+from .methods import PRUNED_METHOD_LABELS as PRUNED_METHOD_LABELS
+from .methods import Method as Method
+from .methods import drafts, method_spec
+from .methods import method_label as method_label
+from .trees import CHAIN_TREE as CHAIN_TREE
+from .trees import STATIC_TREE as STATIC_TREE
+from .trees import RankPath as RankPath
 
 # How the loop talks to the models (backends.py): "fast" (caches grown in place, masks built
 # on the device, commits that move only the accepted rows, and the lean text forward of lean.py
@@ -29,38 +31,6 @@ METHOD_LABELS: dict[str, str] = {
 # masks). All are lossless.
 Backend = Literal["fast", "compiled", "fast-hf", "plain"]
 BACKENDS: tuple[Backend, ...] = ("fast", "compiled", "fast-hf", "plain")
-
-# With draft-side visual token pruning on (the paper's SpecVLM column is SD-Tree + pruning).
-PRUNED_METHOD_LABELS: dict[str, str] = {
-    "chain": "SD-Chain + pruning",
-    "static": "SD-Tree + pruning (SpecVLM)",
-    "sage": "SAGE + pruning",
-}
-
-
-def method_label(method: str, prune_ratio: float = 0.0) -> str:
-    """A method's name for people, saying when the draft's visual tokens were pruned."""
-    if prune_ratio > 0 and method in PRUNED_METHOD_LABELS:
-        return PRUNED_METHOD_LABELS[method]
-    return METHOD_LABELS.get(method, method)
-
-
-# A tree template written as rank paths: (a, b, c) = the a-th most likely
-# draft token at depth 1, its b-th most likely child, then that node's c-th.
-RankPath = tuple[int, ...]
-
-# The 25-node, depth-5 tree of SpecVLM and EAGLE-1: the static baseline and
-# SAGE's first tree.
-STATIC_TREE: tuple[RankPath, ...] = (
-    (0,), (1,), (2,), (3,),
-    (0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (2, 0), (2, 1), (3, 0),
-    (0, 0, 0), (0, 0, 1), (0, 0, 2), (0, 1, 0), (0, 1, 1), (0, 2, 0), (0, 2, 1), (1, 0, 0),
-    (0, 0, 0, 0), (0, 0, 0, 1), (0, 0, 0, 2),
-    (0, 0, 0, 0, 0), (0, 0, 0, 0, 1),
-)  # fmt: skip
-
-# SD-Chain: five draft tokens in a row.
-CHAIN_TREE: tuple[RankPath, ...] = ((0,), (0, 0), (0, 0, 0), (0, 0, 0, 0), (0, 0, 0, 0, 0))
 
 
 @dataclass(frozen=True)
@@ -131,6 +101,35 @@ class SageConfig:
 
 
 @dataclass(frozen=True)
+class DynamicConfig:
+    """EAGLE-2's dynamic draft tree (Li et al. 2024, "EAGLE-2: Faster Inference of Language Models
+    with Dynamic Draft Trees", §4): grow the tree where the draft's cumulative probability is highest,
+    then rerank every drafted node and verify the best `total_tokens`.
+
+    Each of `depth` levels expands the `top_k` frontier nodes of highest cumulative probability
+    (the product of the draft's probabilities along the path), each with its `top_k` most likely
+    children; the root's own top-k are the first level, so the tree is at most depth + 1 deep.
+    The defaults are those of EAGLE-2's released code (SafeAILab/EAGLE, EAGLE-2 release of
+    2024-06-27: `EaModel.from_pretrained(total_token=59, depth=5, top_k=10)` in
+    eagle/model/ea_model.py; the growth and rerank in `Model.topK_genrate`, eagle/model/cnets.py):
+    59 verified nodes beside the root, a budget comparable with SAGE's 64.
+    """
+
+    depth: int = 5
+    top_k: int = 10
+    total_tokens: int = 59
+
+    def __post_init__(self) -> None:
+        problems = []
+        for name, low, high in (("depth", 1, 10), ("top_k", 1, 50), ("total_tokens", 1, 256)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+                problems.append(f"{name} must be a whole number in [{low}, {high}], not {value!r}")
+        if problems:
+            raise ConfigError("invalid dynamic tree settings: " + "; ".join(problems))
+
+
+@dataclass(frozen=True)
 class SamplingConfig:
     """How the target's next token is chosen: greedy (temperature 0) or sampled.
 
@@ -187,16 +186,19 @@ class DecodeConfig:
     # this share of the attention mass; the rest of the budget is spread evenly.
     prune_attention_share: float = 0.4
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
+    # The dynamic tree's settings (method "dynamic"; EAGLE-2's defaults).
+    dynamic: DynamicConfig = field(default_factory=DynamicConfig)
 
     def __post_init__(self) -> None:
-        if self.method not in METHODS:
-            raise ConfigError(f"unknown method {self.method!r}; choose one of {', '.join(METHODS)}")
+        method_spec(self.method)  # one clear error for an unknown method
         if self.backend not in BACKENDS:
             raise ConfigError(f"unknown backend {self.backend!r}; choose one of {', '.join(BACKENDS)}")
         if not 0.0 <= self.prune_ratio < 1.0:
             raise ConfigError(f"the pruning ratio must lie in [0, 1), not {self.prune_ratio}")
-        if self.prune_ratio > 0 and self.method == "ar":
-            raise ConfigError("pruning removes visual tokens from the draft's prompt; method 'ar' has no draft")
+        if self.prune_ratio > 0 and not drafts(self.method):
+            raise ConfigError(
+                f"pruning removes visual tokens from the draft's prompt; method {self.method!r} has no draft"
+            )
         if not 0.0 <= self.prune_attention_share <= 1.0:
             raise ConfigError(f"prune_attention_share must lie in [0, 1], not {self.prune_attention_share}")
         check_max_new_tokens(self.max_new_tokens)

@@ -8,16 +8,15 @@ Two ways to decide which nodes a level holds, behind one seam:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 import torch
 
 from .adapter import KVState
 from .backends import ModelBackend
-from .config import RankPath
 from .policy import Candidate, Expansion
-from .trees import ROOT, Tree
+from .trees import ROOT, RankPath, Tree
 from .verify import Warp
 
 # (level, frontier, nodes so far) -> the nodes of this level
@@ -85,6 +84,7 @@ def grow_tree(
     vocab: int,
     expand: Expand,
     warp: Warp | None = None,
+    stop: Collection[int] = (),
 ) -> DraftedTree:
     """Grow a tree level by level under the draft's tree attention.
 
@@ -94,50 +94,43 @@ def grow_tree(
     scratch and are dropped at the end (the draft is fed the accepted tokens
     next round). `expand(node, level, cumulative)` says whether a node of
     `level` (with that cumulative draft probability) gets children; a level
-    with no node to expand ends the tree without a draft forward.
+    with no node to expand ends the tree without a draft forward. A node whose
+    token is in `stop` (the target's end-of-sequence ids) is never expanded:
+    nothing after it could be accepted.
     """
     root_position = state.committed - 1
-    tokens: list[int] = []
-    parents: list[int] = []
-    probs: list[float] = []
-    cumulative: list[float] = []  # each node's draft probability times its ancestors' (the candidates carry it)
-    depths: list[int] = []
+    nodes: list[Candidate] = []  # each with its parent, token, draft probability and cumulative probability
     scratch_of: dict[int, int] = {ROOT: -1}  # node -> its index among the draft's scratch entries
-    root_tokens, root_probs = root
-    distributions = {ROOT: root_probs}
-    frontier = [Expansion(ROOT, 1.0, 1.0, root_tokens, root_probs)]
+    distributions = {ROOT: root[1]}
+    frontier = [Expansion(ROOT, 1.0, 1.0, *root)]
     for level in range(1, max_depth + 1):
-        chosen = choose(level, frontier, len(tokens))
+        chosen = choose(level, frontier, len(nodes))
         if not chosen:
             break
-        new_nodes = []
-        for candidate in chosen:
-            new_nodes.append(len(tokens))
-            tokens.append(candidate.token)
-            parents.append(candidate.parent)
-            probs.append(candidate.prob)
-            cumulative.append(candidate.cumulative)
-            depths.append(level)
+        first_new = len(nodes)
+        nodes += chosen
         to_expand = [
-            n for n, c in zip(new_nodes, chosen, strict=True) if level < max_depth and expand(n, level, c.cumulative)
+            first_new + i
+            for i, c in enumerate(chosen)
+            if level < max_depth and c.token not in stop and expand(first_new + i, level, c.cumulative)
         ]
         if not to_expand:
             break
         first = state.scratch
-        for offset, node in enumerate(to_expand):
-            scratch_of[node] = first + offset
+        scratch_of.update((node, first + offset) for offset, node in enumerate(to_expand))
         logits = draft.extend(
             state,
-            [tokens[n] for n in to_expand],
+            [nodes[n].token for n in to_expand],
             positions=[root_position + level] * len(to_expand),
-            parents=[scratch_of[parents[n]] for n in to_expand],
+            parents=[scratch_of[nodes[n].parent] for n in to_expand],
         )
         frontier = []
         for node, (next_tokens, next_probs) in zip(to_expand, top_k(logits, top, vocab, warp), strict=True):
             distributions[node] = next_probs
-            frontier.append(Expansion(node, probs[node], cumulative[node], next_tokens, next_probs))
+            frontier.append(Expansion(node, nodes[node].prob, nodes[node].cumulative, next_tokens, next_probs))
     draft.commit(state, [])
-    return DraftedTree(Tree(tuple(tokens), tuple(parents), tuple(probs)), distributions)
+    tree = Tree(tuple(c.token for c in nodes), tuple(c.parent for c in nodes), tuple(c.prob for c in nodes))
+    return DraftedTree(tree, distributions)
 
 
 def template_chooser(template: Sequence[RankPath]) -> tuple[Chooser, Expand, int]:

@@ -13,11 +13,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .config import CHAIN_TREE, STATIC_TREE, SageConfig
+from .config import STATIC_TREE, SageConfig
+from .methods import method_spec
 from .records import StepRecord
 from .trees import ROOT
 
-RoundKind = Literal["prefill", "plain", "chain", "static", "sage-first", "sage-template", "sage-online"]
+RoundKind = Literal["prefill", "plain", "chain", "static", "dynamic", "sage-first", "sage-template", "sage-online"]
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,11 @@ class RoundExplained:
     fixed_tree_nodes: int  # nodes of the static or chain template (0 otherwise)
     # Sampling: the children the verifier tried, in order, with each one's acceptance probability.
     tried: tuple[tuple[int, float], ...] = ()
+    # The dynamic tree's rerank: the nodes drafted, the kept ones best first with their cumulative
+    # probabilities, and the cumulative probability of the last one kept (None for other methods).
+    drafted_nodes: int = 0
+    kept_cumulative: tuple[tuple[int, float], ...] = ()
+    rerank_cutoff: float | None = None
 
     @property
     def log_k(self) -> float:
@@ -115,8 +121,11 @@ def sage_config_from(header_sage: Mapping[str, Any] | None) -> SageConfig:
 def round_kind(record: StepRecord, config: SageConfig) -> RoundKind:
     if record.phase == "prefill":
         return "prefill"
-    if record.method in ("ar", "chain", "static"):
-        return "plain" if record.method == "ar" else record.method  # type: ignore[return-value]
+    spec = method_spec(record.method)
+    if not spec.drafts:
+        return "plain"
+    if spec.template is not None or spec.name == "dynamic":
+        return spec.name  # type: ignore[return-value]
     if record.planned_depth is None:
         return "sage-first"
     return "sage-online" if record.level_thresholds or config.shape == "online" else "sage-template"
@@ -187,7 +196,10 @@ def explain_round(record: StepRecord, config: SageConfig) -> RoundExplained:
                 accepted=node in accepted,
             )
         )
-    fixed = {"static": len(STATIC_TREE), "chain": len(CHAIN_TREE), "sage-first": len(STATIC_TREE)}
+    template = method_spec(record.method).template if kind in ("chain", "static") else None
+    fixed = len(template) if template else len(STATIC_TREE) if kind == "sage-first" else 0
+    cumulative = tree.cumulative_probs()
+    ranked = sorted(range(len(tree)), key=lambda n: (-cumulative[n], depths[n], n))
     return RoundExplained(
         method=record.method,
         step=record.step,
@@ -217,8 +229,11 @@ def explain_round(record: StepRecord, config: SageConfig) -> RoundExplained:
         next_depth_max=record.next_depth_max,
         lower_below=config.lower_below,
         raise_above=config.raise_above,
-        fixed_tree_nodes=fixed.get(kind, 0),
+        fixed_tree_nodes=fixed,
         tried=tuple(zip(record.tried_nodes, record.accept_probs, strict=True)),
+        drafted_nodes=len(tree) + sum(record.cut_by_budget) if kind == "dynamic" else 0,
+        kept_cumulative=tuple((n, cumulative[n]) for n in ranked) if kind == "dynamic" else (),
+        rerank_cutoff=record.level_thresholds[0] if kind == "dynamic" and record.level_thresholds else None,
     )
 
 

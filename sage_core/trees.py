@@ -13,6 +13,23 @@ from functools import cached_property
 
 ROOT = -1
 
+# A tree template written as rank paths: (a, b, c) = the a-th most likely
+# draft token at depth 1, its b-th most likely child, then that node's c-th.
+RankPath = tuple[int, ...]
+
+# The 25-node, depth-5 tree of SpecVLM and EAGLE-1: the static baseline and
+# SAGE's first tree.
+STATIC_TREE: tuple[RankPath, ...] = (
+    (0,), (1,), (2,), (3,),
+    (0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (2, 0), (2, 1), (3, 0),
+    (0, 0, 0), (0, 0, 1), (0, 0, 2), (0, 1, 0), (0, 1, 1), (0, 2, 0), (0, 2, 1), (1, 0, 0),
+    (0, 0, 0, 0), (0, 0, 0, 1), (0, 0, 0, 2),
+    (0, 0, 0, 0, 0), (0, 0, 0, 0, 1),
+)  # fmt: skip
+
+# SD-Chain: five draft tokens in a row.
+CHAIN_TREE: tuple[RankPath, ...] = ((0,), (0, 0), (0, 0, 0), (0, 0, 0, 0), (0, 0, 0, 0, 0))
+
 
 @dataclass(frozen=True)
 class Tree:

@@ -4,7 +4,8 @@
     python scripts/benchmark.py --json bench.json --markdown bench.md
     python scripts/benchmark.py --target Qwen/Qwen2.5-VL-7B-Instruct --draft Qwen/Qwen2.5-VL-3B-Instruct
 
-Methods: ours (`ar`, `chain`, `static`, `sage`) and transformers' peers:
+Methods: ours (every method of the registry, sage_core/methods.py: `ar`, `chain`, `static`, `sage`,
+`dynamic`) and transformers' peers:
 `generate` (`model.generate(do_sample=False)`, plain greedy) and `assisted`
 (`generate(assistant_model=<the same draft>)`, transformers' assisted
 generation with its default candidate schedule). Every method reads the same
@@ -21,7 +22,12 @@ out; for `assisted` the first target forward covers the prompt and the first
 candidates, so its decode-only time starts after that forward), the speedup
 over `generate` and over our `ar`, and whether the tokens equal `generate`'s.
 Per round of our methods (one extra profiled run per example, forwards
-timed): draft time, verify time, and the time outside model forwards.
+timed): draft time, verify time, and the time outside model forwards. Before the
+table, the verification cost curve of the pair on this device (sage_core/costs.py:
+the target's verify time for trees of 1 to 64 nodes against its one-token step, and
+the draft's time per level; on the first example, medians after warm-up), and with
+it the decode-only speedup of SAGE over each method that these costs predict from
+the rounds of the profiled runs, beside the measured one.
 
 `--backend plain` runs our methods on transformers' own cache and masks instead
 of the fast path, `--backend fast-hf` the fast path with transformers' forward
@@ -80,8 +86,11 @@ ROOT = Path(__file__).resolve().parent.parent
 from sage_core import METHODS, DecodeConfig, ModelPair, PreparedInputs, decode, load_media, load_pair  # noqa: E402
 from sage_core import prepare_inputs as prepare  # noqa: E402
 from sage_core.config import BACKENDS, SamplingConfig  # noqa: E402
+from sage_core.costs import CostCurve, measure_costs, predicted_speedups  # noqa: E402
 from sage_core.errors import SageError  # noqa: E402
 from sage_core.media import DEFAULT_FRAMES  # noqa: E402
+from sage_core.methods import drafts  # noqa: E402
+from sage_core.records import StepRecord  # noqa: E402
 from sage_core.timing import synchronize  # noqa: E402
 
 PEERS = ("generate", "assisted")
@@ -123,9 +132,9 @@ def on_backends(methods: Sequence[str], backends: Sequence[str]) -> list[str]:
 
 def with_pruning(methods: Sequence[str], ratios: Sequence[float]) -> list[str]:
     """Each of our draft methods at each nonzero ratio, after the methods as given (ratio 0 = as given)."""
-    out = list(methods) if 0 in ratios else [m for m in methods if m in PEERS or m == "ar"]
+    out = list(methods) if 0 in ratios else [m for m in methods if m in PEERS or not drafts(m)]
     for ratio in (r for r in ratios if r > 0):
-        out += [f"{m}{PRUNED}{ratio:g}" for m in methods if m in METHODS and m != "ar"]
+        out += [f"{m}{PRUNED}{ratio:g}" for m in methods if drafts(m)]
     return out
 
 
@@ -174,11 +183,11 @@ def run_ours(
     config = method_config(method, max_new, backend, sampling)
     run = decode(pair, prepared.media, prepared.prompt, config, prepared)
     s = run.run_to_end()
-    drafts = config.method != "ar"
+    drafting = drafts(config.method)
     return Run(
         example, method, repeat, s.token_ids, s.seconds, s.decode_seconds,
-        s.mean_accepted if drafts else None, s.tokens_per_forward,
-        run.records[0].draft_seconds if drafts else None, run.header.draft_prompt_tokens,
+        s.mean_accepted if drafting else None, s.tokens_per_forward,
+        run.records[0].draft_seconds if drafting else None, run.header.draft_prompt_tokens,
         temperature=sampling.temperature,
     )  # fmt: skip
 
@@ -257,11 +266,11 @@ def forward_timer(models: Sequence[Any], devices: Sequence[torch.device]) -> Ite
 
 def profile_rounds(
     pair: ModelPair, prepared: PreparedInputs, method: str, max_new: int, example: str, backend: str = "fast",
-    sampling: SamplingConfig = GREEDY,
+    sampling: SamplingConfig = GREEDY, keep: list[StepRecord] | None = None,
 ) -> Rounds:  # fmt: skip
-    """One run with every forward timed: the median round's parts."""
+    """One run with every forward timed: the median round's parts (its records appended to `keep`)."""
     config = method_config(method, max_new, backend, sampling)
-    vlms = [pair.target] if config.method == "ar" else [pair.target, pair.draft]
+    vlms = [pair.target, pair.draft] if drafts(config.method) else [pair.target]
     models = [part for vlm in vlms for part in (vlm.model, vlm.lean) if part is not None]  # either may run
     run = decode(pair, prepared.media, prepared.prompt, config, prepared)
     draft, verify, step, outside = [], [], [], []
@@ -274,6 +283,8 @@ def profile_rounds(
                 verify.append(record.verify_seconds)
                 step.append(record.step_seconds)
                 outside.append(record.step_seconds - before)
+    if keep is not None:
+        keep.extend(run.records)
     return Rounds(
         example, method, len(step), _ms(draft), _ms(verify), _ms(step), _ms(outside),
         temperature=sampling.temperature,
@@ -328,7 +339,7 @@ def summarize_at(
         row: dict[str, Any] = {"method": label(method, temperature), "temperature": temperature}
         for field in ("e2e", "decode"):
             row[f"tokens_per_s_{field}"] = list(speeds[(method, field)].values())
-            for base in ("generate", "ar", "assisted", "static", "chain"):
+            for base in ("generate", "ar", "assisted", "static", "chain", "dynamic"):
                 if base in methods:
                     ratios = [speeds[(method, field)][e] / speeds[(base, field)][e] for e in examples]
                     row[f"x_{base}_{field}"] = ratios
@@ -353,7 +364,7 @@ def summarize_at(
 
 #: What SAGE is compared with under the table (the row's ``x_<base>_*`` ratios), and how it is named.
 SAGE_AGAINST = (("assisted", "transformers' assisted generation"), ("static", "the static tree"),
-                ("chain", "the 5-token chain"))  # fmt: skip
+                ("chain", "the 5-token chain"), ("dynamic", "the dynamic tree (EAGLE-2)"))  # fmt: skip
 
 
 def sage_lines(rows: Sequence[dict[str, Any]]) -> str:
@@ -367,6 +378,21 @@ def sage_lines(rows: Sequence[dict[str, Any]]) -> str:
                 lines += (f"\n\nSAGE over {name}{at}: {spread(sage[f'x_{base}_e2e'])} end to end, "
                           f"{spread(sage[f'x_{base}_decode'])} decode only.")  # fmt: skip
     return lines
+
+
+def cost_lines(curve: CostCurve | None, records: dict[str, list[StepRecord]], rows: Sequence[dict[str, Any]]) -> str:
+    """The measured cost curve, and SAGE's decode-only speedups it predicts (from the profiled runs' rounds of
+    every example) beside the measured ones (median of the per-example ratios)."""
+    if curve is None:
+        return ""
+    lines = curve.lines()
+    predicted = predicted_speedups(curve, records, "sage") if "sage" in records else {}
+    sage = next((row for row in rows if row["method"] == "sage"), {})
+    for method, value in predicted.items():
+        measured = sage.get(f"x_{method}_decode")
+        shown = f", measured {statistics.median(measured):.2f}×" if measured else ""
+        lines.append(f"SAGE over {method}, decode only: {value:.2f}× predicted by these costs{shown}")
+    return "\n".join(lines) + "\n\n"
 
 
 def backend_lines(rows: Sequence[dict[str, Any]], backends: Sequence[str]) -> str:
@@ -537,6 +563,8 @@ def main() -> int:
           f"backend {args.backend}", file=sys.stderr)  # fmt: skip
     runs: list[Run] = []
     rounds: list[Rounds] = []
+    profiled_records: dict[str, list] = {}
+    curve = None
     for example, pad in ((e, p) for e in examples for p in pads):
         name = example["file"] + (f"+{pad}tok" if pad else "")
         media = load_media(base / example["file"], frames=args.frames)
@@ -545,6 +573,8 @@ def main() -> int:
         except SageError as error:
             parser.error(f"{name}: {error}")
         prompt_tokens = int(prepared.target["input_ids"].shape[1])
+        if curve is None and any(drafts(m) for m in methods):
+            curve = measure_costs(pair, media, prepared.prompt, base_backend)  # type: ignore[arg-type]
 
         def one(method: str, repeat: int, temperature: float) -> Run:
             runner = run_peer if method in PEERS else run_ours
@@ -562,11 +592,13 @@ def main() -> int:
             for method in methods:
                 if method not in PEERS:
                     sampling = replace(settings[temperature], seed=None if temperature == 0 else 0)
-                    profiled = profile_rounds(pair, prepared, method, args.max_new_tokens, name, base_backend, sampling)
+                    keep = profiled_records.setdefault(method, []) if temperature == 0 and pad == 0 else None
+                    profiled = profile_rounds(pair, prepared, method, args.max_new_tokens, name, base_backend, sampling,
+                                              keep)  # fmt: skip
                     rounds.append(replace(profiled, pad_tokens=pad, prompt_tokens=prompt_tokens))
         print(f"  {name}: done", file=sys.stderr)
     rows = summarize(runs, rounds, methods, temperatures)
-    table = markdown(rows)
+    table = cost_lines(curve, profiled_records, rows) + markdown(rows)
     table += sage_lines(rows)
     table += backend_lines(rows, backends)
     print(f"\n{len(examples)} examples, {args.repeats} repeats, median over examples [min–max]\n")
@@ -578,6 +610,7 @@ def main() -> int:
         Path(args.markdown).write_text(table + "\n", encoding="utf-8")
     if args.json:
         report = {
+            "cost_curve": asdict(curve) if curve is not None else None,
             "target": args.target, "draft": args.draft, "device": str(pair.device), "dtype": str(pair.target.dtype),
             "max_new_tokens": args.max_new_tokens, "repeats": args.repeats, "backend": args.backend,
             "temperatures": temperatures, "top_p": args.top_p, "top_k_sampling": args.top_k_sampling,

@@ -15,6 +15,9 @@ with CUDA events (median of --repeats):
   per token), with the lean text forward (sage_core/lean.py) and with
   transformers' forward, against `model.generate(do_sample=False)`, 128 new
   tokens at 1k;
+- the cost curve the app and the benchmark show (sage_core/costs.py): the target's verify time
+  for trees of 1, 2, 4, ... 64 nodes and the draft's time per level of as many nodes, on the
+  fast backend, synchronised, after warm-up, medians ("cost_curve" in results.json);
 - the peak GPU memory of each phase;
 - issue 9's memory case (scripts/memory_check.py): a tiny pair with Qwen's
   151,936-token vocabulary, SAGE on a short and a 1,970-token prompt, the
@@ -30,6 +33,7 @@ any device (the CPU without CUDA): a check that the script runs end to end
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import runpy
 import statistics
@@ -45,6 +49,8 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 
 from sage_core.adapter import VLM, KVState  # noqa: E402
+from sage_core.backends import open_backend  # noqa: E402
+from sage_core.costs import CostCurve, curve_on_prefilled  # noqa: E402
 
 VISION = {"depth": 32, "hidden_size": 1280, "intermediate_size": 3420, "num_heads": 16}
 SHAPES: dict[str, dict[str, Any]] = {
@@ -163,6 +169,18 @@ def generate_decoding(vlm: VLM, inputs: dict[str, torch.Tensor], new_tokens: int
     return timed(theirs, 3)
 
 
+def cost_curve(target: VLM, draft: VLM, context: int, device: torch.device, repeats: int) -> dict[str, Any]:
+    """sage_core.costs' curve on the fast backend after a text prompt of `context` tokens."""
+    target_state, logits = target.prefill(prompt(context, target.vocab_size, device), reserve=256)
+    fast_draft = open_backend(draft, "fast", draft=True)
+    draft_state, _ = fast_draft.prefill(prompt(context, draft.vocab_size, device), reserve=256)
+    dtype = str(target.dtype).removeprefix("torch.")
+    curve = curve_on_prefilled(target, target_state, fast_draft, draft_state, root=int(logits.argmax()),
+                               vocab=min(target.vocab_size, draft.vocab_size), device=device, dtype=dtype,
+                               backend="fast", repeats=repeats)  # fmt: skip
+    return dataclasses.asdict(curve)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="gpu_check")
@@ -215,6 +233,8 @@ def main(argv: list[str] | None = None) -> int:
             del state
             if cuda:
                 torch.cuda.empty_cache()
+    results["cost_curve"] = cost_curve(target, draft, contexts[0], device, args.repeats)
+    print("\n".join(CostCurve(**results["cost_curve"]).lines()), flush=True)
     inputs = prompt(contexts[0], target.vocab_size, device)
     reset_peak()
     ours = plain_decoding(target, inputs, new_tokens)
@@ -245,6 +265,7 @@ def main(argv: list[str] | None = None) -> int:
         "",
         memory["report"](results["memory_check"]),
     ]
+    lines += ["", "Cost curve (sage_core/costs.py, fast backend):", "", *CostCurve(**results["cost_curve"]).lines()]
     (out / "results.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     print(f"done in {results['seconds']} s; wrote {out}/results.json and results.md")
     return 0

@@ -1,15 +1,19 @@
-"""The paper's comparison on a model pair: τ for SD-Chain, SD-Tree and SAGE on fresh long answers.
+"""The paper's comparison on a model pair: τ for every drafting method on fresh long answers.
 
     python scripts/tau_study.py                  # the built-in pair, 120 fresh long-answer prompts
     python scripts/tau_study.py --n 300 --json tau.json
 
 For each prompt (fresh scenes from a seed never used in training: detailed image descriptions,
 chart descriptions and narrated videos, in turn) every method decodes greedily to the end.
-Per method it prints, with 95% intervals over prompts (mean ± 1.96·sd/√n of the per-prompt
+Every drafting method of the registry runs (SD-Chain, SD-Tree, SAGE and EAGLE-2's dynamic tree;
+--methods picks some). Per method it prints, with 95% intervals over prompts (mean ± 1.96·sd/√n of the per-prompt
 means): τ (the paper's accepted draft tokens per round, bonus excluded), tokens per target
 forward (τ + 1 on full rounds) and the tree nodes each round verifies. It also prints the
 spread of the draft's entropy within each SAGE answer (max − min over its rounds, nats) and
-checks that every method's tokens equal plain decoding's (lossless).
+checks that every method's tokens equal plain decoding's (lossless). And the paper's premise
+over the prompts (sage_core/premise.py): per SAGE answer, the correlation of α with the accepted
+length and the lag-1 autocorrelation of the entropy, their mean with 95% intervals, and the
+rounds they rest on.
 
 These are counts, not times: see scripts/benchmark.py for speed.
 """
@@ -30,10 +34,10 @@ import torch  # noqa: E402
 from sage_core import DecodeConfig, decode, load_pair  # noqa: E402
 from sage_core.builtin.quality import example_media  # noqa: E402
 from sage_core.builtin.scenes import LONG_KINDS, make_examples  # noqa: E402
-from sage_core.config import Method  # noqa: E402
+from sage_core.methods import DRAFTING_METHODS, method_spec, short_name  # noqa: E402
+from sage_core.premise import pearson, premise_of  # noqa: E402
 
-METHODS: tuple[Method, ...] = ("chain", "static", "sage")
-LABELS = {"chain": "SD-Chain", "static": "SD-Tree (25 nodes)", "sage": "SAGE"}
+METHODS = DRAFTING_METHODS
 
 
 def interval(values: list[float]) -> tuple[float, float]:
@@ -41,6 +45,34 @@ def interval(values: list[float]) -> tuple[float, float]:
     mean = statistics.fmean(values)
     half = 1.96 * statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else float("nan")
     return mean, half
+
+
+def premise_lines(premises: list) -> dict:
+    """Print the premise over the SAGE answers (mean of the per-answer correlations, 95% interval)."""
+    out: dict = {}
+    for name, key in (("corr(alpha, accepted length)", "alpha_accept"), ("lag-1 autocorr(entropy)", "entropy_lag1")):
+        values = [getattr(p, key) for p in premises if getattr(p, key) is not None]
+        rounds = sum(p.rounds for p in premises if getattr(p, key) is not None)
+        if not values:
+            print(f"premise {name}: no SAGE answer had enough rounds")
+            continue
+        mean, half = interval(values)
+        print(f"premise {name}: {mean:+.2f} ± {half:.2f} over {len(values)} answers ({rounds} rounds)")
+        out[key] = {"mean": mean, "half_width": half, "answers": len(values), "rounds": rounds}
+    return out
+
+
+def pooled_premise(answers: list[list]) -> dict:
+    """The premise over every SAGE round of every answer together (lag pairs stay within an answer)."""
+    alphas = [r.alpha for rounds in answers for r in rounds]
+    accepted = [float(r.accepted_length) for rounds in answers for r in rounds]
+    before = [r.entropy for rounds in answers for r in rounds[:-1]]
+    after = [r.entropy for rounds in answers for r in rounds[1:]]
+    alpha_accept, lag = pearson(alphas, accepted), pearson(before, after)
+    shown = ["–" if v is None else f"{v:+.2f}" for v in (alpha_accept, lag)]
+    print(f"premise over all {len(alphas)} SAGE rounds pooled: corr(alpha, accepted length) {shown[0]}, "
+          f"lag-1 autocorr(entropy) {shown[1]} ({len(before)} pairs)")  # fmt: skip
+    return {"rounds": len(alphas), "alpha_accept": alpha_accept, "entropy_lag1": lag, "pairs": len(before)}
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -51,20 +83,27 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--seed", type=int, default=31337)
     parser.add_argument("--max-new-tokens", type=int, default=128)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--methods", default=",".join(DRAFTING_METHODS), help="drafting methods to compare")
     parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args(argv)
+    try:
+        methods = [method_spec(m).name for m in args.methods.split(",")]
+    except ValueError as error:
+        parser.error(str(error))
     torch.set_num_threads(args.threads)
 
     pair = load_pair(args.target, args.draft, "cpu", "float32")
     scenes = make_examples(args.seed, args.n, kinds=LONG_KINDS)
-    per_prompt: dict[str, dict[str, list[float]]] = {m: {"tau": [], "tpf": [], "nodes": []} for m in METHODS}
+    per_prompt: dict[str, dict[str, list[float]]] = {m: {"tau": [], "tpf": [], "nodes": []} for m in methods}
     spreads: list[float] = []
+    premises = []
+    pooled: list[list] = []  # each SAGE answer's rounds with alpha and entropy
     mismatches: list[str] = []
     started = time.perf_counter()
     for index, scene in enumerate(scenes):
         media = example_media(scene)
         reference = decode(pair, media, scene.question, DecodeConfig("ar", args.max_new_tokens)).run_to_end()
-        for method in METHODS:
+        for method in methods:
             run = decode(pair, media, scene.question, DecodeConfig(method, args.max_new_tokens))
             summary = run.run_to_end()
             rounds = [r for r in run.records if r.phase == "decode"]
@@ -77,22 +116,29 @@ def main(argv: list[str] | None = None) -> dict:
                 entropies = [r.entropy for r in rounds if r.entropy is not None]
                 if len(entropies) >= 2:
                     spreads.append(max(entropies) - min(entropies))
+                premises.append(premise_of(run.records))
+                pooled.append([r for r in rounds if r.alpha is not None and r.entropy is not None])
     elapsed = time.perf_counter() - started
 
     print(f"{args.n} fresh long-answer prompts (seed {args.seed}: {', '.join(LONG_KINDS)}), greedy, {elapsed:.0f} s")
     print(f"{'method':<20}{'tau (95% CI)':>18}{'tokens/forward':>20}{'nodes/round':>14}")
     figures: dict = {"n": args.n, "seed": args.seed, "methods": {}}
-    for method in METHODS:
+    for method in methods:
         tau, tpf, nodes = (interval(per_prompt[method][k]) for k in ("tau", "tpf", "nodes"))
         figures["methods"][method] = {"tau": tau, "tokens_per_forward": tpf, "nodes_per_round": nodes[0]}
-        print(f"{LABELS[method]:<20}{tau[0]:>10.2f} ± {tau[1]:<5.2f}{tpf[0]:>12.2f} ± {tpf[1]:<5.2f}{nodes[0]:>12.1f}")
-    wide = sum(s >= 1.5 for s in spreads)
-    print(
-        f"draft entropy spread within SAGE answers: median {statistics.median(spreads):.2f} nats; "
-        f"{wide} of {len(spreads)} answers span >= 1.5 nats"
-    )
+        print(
+            f"{short_name(method):<20}{tau[0]:>10.2f} ± {tau[1]:<5.2f}{tpf[0]:>12.2f} ± {tpf[1]:<5.2f}{nodes[0]:>12.1f}"
+        )
+    if spreads:
+        wide = sum(s >= 1.5 for s in spreads)
+        print(
+            f"draft entropy spread within SAGE answers: median {statistics.median(spreads):.2f} nats; "
+            f"{wide} of {len(spreads)} answers span >= 1.5 nats"
+        )
+        figures.update(entropy_spread_median=statistics.median(spreads), spans_1_5=wide, answers=len(spreads))
+    figures["premise"] = premise_lines(premises)
+    figures["premise"]["pooled"] = pooled_premise(pooled)
     print(f"lossless (every method's tokens == plain decoding's): {mismatches or 'yes'}")
-    figures.update(entropy_spread_median=statistics.median(spreads), spans_1_5=wide, answers=len(spreads))
     figures["lossless"] = not mismatches
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=2) + "\n")

@@ -64,17 +64,17 @@ def example() -> tuple[str, str]:
 def raced(client, example) -> dict:
     image, prompt = example
     return client.predict(
-        image=handle_file(image), prompt=prompt, methods=["sage", "static", "ar"], max_new_tokens=TOKENS,
+        image=handle_file(image), prompt=prompt, methods=["ar", "sage", "static", "dynamic"], max_new_tokens=TOKENS,
         api_name="/race",
     )  # fmt: skip
 
 
 def test_race_returns_identical_texts(raced, pair):
-    assert raced["methods"] == ["sage", "static", "ar"]
+    assert raced["methods"] == ["sage", "dynamic", "static", "ar"]  # the registry's column order
     texts = raced["texts"]
-    assert texts["sage"] == texts["static"] == texts["ar"] != ""
+    assert texts["sage"] == texts["static"] == texts["dynamic"] == texts["ar"] != ""
     ids = raced["token_ids"]
-    assert ids["sage"] == ids["static"] == ids["ar"]
+    assert ids["sage"] == ids["static"] == ids["dynamic"] == ids["ar"]
     assert 1 <= len(ids["ar"]) <= TOKENS
     assert raced["lossless"] == {
         "identical": True,
@@ -88,6 +88,8 @@ def test_race_returns_identical_texts(raced, pair):
 def test_race_figures_agree_with_its_trace(raced):
     race = parse_race(raced["trace"].splitlines())
     assert race.methods == raced["methods"]
+    # The pair's verification cost curve, measured at its warm-up, travels with the race.
+    assert race.costs is not None and race.costs.sizes == (1, 2, 4, 8, 16, 32, 64) and race.costs.device == "cpu"
     rates = {}
     for lane in race.lanes:  # each figure recomputed from the records by hand, not by sage_core.summarize
         records = lane.records
@@ -110,7 +112,7 @@ def test_race_figures_agree_with_its_trace(raced):
     panels = raced["panels"]
     race_lines = {t["name"].split(":")[0]: t for t in panels["race"]["data"]}
     for lane in race.lanes:
-        label = {"sage": "SAGE", "static": "SD-Tree", "ar": "Plain AR"}[lane.method]
+        label = {"sage": "SAGE", "static": "SD-Tree", "dynamic": "Dynamic", "ar": "Plain AR"}[lane.method]
         assert race_lines[label]["y"] == [0, *(r.total_tokens for r in lane.records)]
         assert race_lines[label]["x"] == pytest.approx([0.0, *(r.total_seconds for r in lane.records)])
     accepted = {t["name"].split(" (")[0]: t["y"] for t in panels["accepted"]["data"]}

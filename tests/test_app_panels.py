@@ -593,3 +593,35 @@ def test_a_trace_header_with_bad_sampling_or_pruning_fields_is_refused(fields, m
     with pytest.raises(TraceError, match=message):
         parse_race(lines)
     assert parse_race(list(race_trace_lines(synthetic_race()))).methods  # the untouched trace loads
+
+
+def test_the_table_shows_the_measured_cost_curve_and_the_speedup_it_predicts():
+    from sage_core.costs import CostCurve, predicted_speedups
+
+    data = synthetic_race()
+    assert "Verification cost" not in render.table_html(data)  # nothing measured: nothing shown
+    data.costs = CostCurve("cpu", "float32", "fast", (1, 2, 4), 1.0, (1.2, 1.4, 2.2), (0.5, 0.6, 1.0))
+    html = render.table_html(data)
+    assert "Verification cost (measured at the warm-up, cpu, float32" in html
+    assert "<td>2.20 (2.20×)</td>" in html and "<td>0.60</td>" in html
+    predicted = predicted_speedups(data.costs, data.records_by_method(), "sage")
+    assert f"({predicted['static']:.2f}×)" in html
+    # The curve travels with the race trace and comes back with a replay; a race without one still loads.
+    replayed = parse_race(list(race_trace_lines(data)))
+    assert replayed.costs == data.costs
+    assert "recorded with the race" in render.table_html(replayed)
+    data.costs = None
+    assert parse_race(list(race_trace_lines(data))).costs is None
+    broken = [
+        json.dumps({"race": {"format": "sage-race/1", "costs": {"sizes": [0]}}}),
+        *list(race_trace_lines(data))[1:],
+    ]
+    with pytest.raises(TraceError, match="cost curve"):
+        parse_race(broken)
+
+
+def test_the_table_states_the_premise_on_sages_rounds():
+    data = synthetic_race()
+    html = render.table_html(data)
+    assert "The paper's premise on this input" in html
+    assert "too few (or too uniform)" in html  # two hand-built rounds are too few to test it

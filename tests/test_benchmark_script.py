@@ -48,7 +48,7 @@ def test_benchmark_runs_every_method_and_writes_its_reports(tiny_root, tmp_path,
     ) == 0  # fmt: skip
     report = json.loads(out_json.read_text())
     rows = {row["method"]: row for row in report["summary"]}
-    assert set(rows) == {"ar", "chain", "static", "sage", "generate", "assisted"}
+    assert set(rows) == {"ar", "chain", "static", "sage", "dynamic", "generate", "assisted"}
     assert all(row["same_as_generate"] for row in rows.values())
     # Interleaved: the two repeats run the methods in different orders.
     orders = [[r["method"] for r in report["runs"] if r["repeat"] == k] for k in (0, 1)]
@@ -56,6 +56,11 @@ def test_benchmark_runs_every_method_and_writes_its_reports(tiny_root, tmp_path,
     sage = rows["sage"]
     assert 0 <= sage["outside_forwards_ms"] < sage["step_ms"] and sage["verify_ms"] > 0 and sage["draft_ms"] > 0
     assert "| sage |" in out_md.read_text()
+    assert "SAGE over the dynamic tree (EAGLE-2)" in out_md.read_text()
+    curve = report["cost_curve"]  # measured on the first example, printed before the table
+    assert curve["sizes"] == [1, 2, 4, 8, 16, 32, 64] and all(ms > 0 for ms in curve["verify_ms"])
+    assert "64 nodes: verify" in out_md.read_text()
+    assert "SAGE over static, decode only:" in out_md.read_text() and "predicted by these costs" in out_md.read_text()
 
 
 def test_benchmark_runs_our_methods_on_several_backends_interleaved(tiny_root, tmp_path, monkeypatch):
@@ -230,6 +235,10 @@ def test_the_gpu_check_runs_end_to_end_on_tiny_models(tmp_path):
     assert all(row["ms"] > 0 for row in results["rows"]) and results["draft_compile_s"] > 0
     assert [row["pad_tokens"] for row in results["memory_check"]] == [0, 40]
     assert "| model | kind |" in (tmp_path / "results.md").read_text()
+    curve = results["cost_curve"]  # the app's and the benchmark's curve (sage_core/costs.py)
+    assert curve["sizes"] == [1, 2, 4, 8, 16, 32, 64] and len(curve["verify_ms"]) == len(curve["draft_level_ms"]) == 7
+    assert all(ms > 0 for ms in (curve["one_token_ms"], *curve["verify_ms"], *curve["draft_level_ms"]))
+    assert "64 nodes: verify" in (tmp_path / "results.md").read_text()
 
 
 def test_sage_is_compared_with_the_static_tree_and_the_chain_example_by_example():
@@ -255,3 +264,21 @@ def test_sage_is_compared_with_the_static_tree_and_the_chain_example_by_example(
     # without the static tree, no line for it
     only_chain = bench["summarize"]([r for r in runs if r.method != "static"], [], ["sage", "chain"], [0.0])
     assert "static tree" not in bench["sage_lines"](only_chain)
+
+
+def test_the_tau_study_compares_every_drafting_method_and_checks_the_premise(capsys):
+    from sage_core.adapter import BUILTIN_TARGET
+
+    if not (BUILTIN_TARGET / "config.json").exists():
+        pytest.skip("built-in pair not trained")
+    study = runpy.run_path(str(SCRIPT.parent / "tau_study.py"), run_name="tau_study")["main"]
+    figures = study(["--n", "2", "--max-new-tokens", "48", "--threads", "1"])
+    assert set(figures["methods"]) == {"chain", "static", "sage", "dynamic"} and figures["lossless"]
+    assert figures["methods"]["dynamic"]["nodes_per_round"] <= 59
+    pooled = figures["premise"]["pooled"]
+    assert pooled["rounds"] >= 4 and pooled["pairs"] == pooled["rounds"] - 2  # lag pairs stay within an answer
+    printed = capsys.readouterr().out
+    assert "Dynamic" in printed and "premise over all" in printed
+    with pytest.raises(SystemExit):
+        study(["--n", "1", "--methods", "sage,eagle"])
+    assert "unknown method 'eagle'" in capsys.readouterr().err

@@ -187,7 +187,7 @@ def test_nodes_below_the_next_threshold_get_no_draft_forward_and_the_trees_stay_
     every node is expanded, with no more draft forwards."""
     import importlib
 
-    decode_module = importlib.import_module("sage_core.decode")
+    decode_module = importlib.import_module("sage_core.proposers")
     example = next(e for e in json.loads((EXAMPLES / "examples.json").read_text()) if "detail" in e["prompt"])
     media = load_media(EXAMPLES / example["file"])
     calls = []
@@ -205,3 +205,29 @@ def test_nodes_below_the_next_threshold_get_no_draft_forward_and_the_trees_stay_
     expanding, expanding_calls = trees()
     assert skipping == expanding
     assert skipping_calls <= expanding_calls
+
+
+def test_dynamic_rounds_explain_which_nodes_the_rerank_kept():
+    from app.explain_view import explain_html
+
+    rounds = decode_rounds("dynamic")
+    assert rounds
+    for record in rounds:
+        explained = explain_round(record, SAGE)
+        assert explained.kind == "dynamic"
+        tree = record.tree
+        cumulative = tree.cumulative_probs()
+        # every kept node, best first, with its cumulative probability (the product along its path)
+        assert sorted(n for n, _ in explained.kept_cumulative) == list(range(len(tree)))
+        values = [c for _, c in explained.kept_cumulative]
+        assert values == sorted(values, reverse=True)
+        for node, value in explained.kept_cumulative:
+            assert value == pytest.approx(math.prod(tree.draft_probs[n] for n in tree.path_to(node)))
+        assert explained.rerank_cutoff == pytest.approx(min(cumulative))
+        assert explained.drafted_nodes == len(tree) + sum(record.cut_by_budget) > len(tree)
+        # the nodes the rerank left out never beat the last one kept
+        assert all(c.prob * (1.0 if c.parent == -1 else cumulative[c.parent]) <= explained.rerank_cutoff + 1e-12
+                   for c in explained.cut)  # fmt: skip
+    html = explain_html(list(recorded("dynamic")), rounds[0].step, {}, "dynamic")
+    assert "Dynamic tree (EAGLE-2)" in html and "Kept by the rerank, best first" in html
+    assert f"{explained.kept_cumulative[0][1]:.4f}" in explain_html(list(recorded("dynamic")), None, {}, "dynamic")

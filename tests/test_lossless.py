@@ -113,7 +113,7 @@ def test_every_method_equals_greedy_generate(tiny_root, image, video, family, dr
 
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("family", FAMILIES)
-@pytest.mark.parametrize("method", ["chain", "static", "sage"])
+@pytest.mark.parametrize("method", ["chain", "static", "sage", "dynamic"])
 def test_limit_and_eos_inside_an_accepted_path(tiny_root, image, family, method, backend):
     pair = _pair(str(tiny_root), family, "copy")
     long = reference(pair, image, PROMPTS[0], 20)
@@ -144,7 +144,7 @@ def test_padded_draft_vocabulary_uses_the_shared_vocabulary(tiny_root, image, fa
     pair = _pair(str(tiny_root), family, "padded")
     assert pair.draft.vocab_size == pair.target.vocab_size + 5
     assert pair.shared_vocab_size == pair.target.vocab_size
-    for method in ("static", "sage"):
+    for method in ("static", "sage", "dynamic"):
         run = decode(pair, image, PROMPTS[0], DecodeConfig(method=method, max_new_tokens=MAX_NEW, backend=backend))
         summary = run.run_to_end()
         assert list(summary.token_ids) == reference(pair, image, PROMPTS[0], MAX_NEW)
@@ -211,3 +211,28 @@ def test_added_family_every_method_equals_greedy_generate(tiny_root, image, vide
         if not pair.target.spec.video:  # an image-only family refuses a video in one sentence
             with pytest.raises(MediaError, match="reads images only"):
                 decode(pair, video, PROMPTS[0], DecodeConfig("sage", ADDED_NEW, backend=backend)).run_to_end()
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_nothing_is_drafted_below_an_end_of_sequence_token(tiny_root, image, family):
+    """A drafted end-of-sequence token ends the sequence if accepted: no method drafts below it."""
+    pair = _pair(str(tiny_root), family, "copy")
+    long = reference(pair, image, PROMPTS[0], 24)
+    config = pair.target.model.generation_config
+    saved = config.eos_token_id
+    proposed = 0
+    try:
+        for stop_token in [t for k, t in enumerate(long) if k >= 2 and t not in long[:k]][:4]:
+            config.eos_token_id = stop_token
+            expected = reference(pair, image, PROMPTS[0], 24)
+            for method in DRAFT_METHODS:
+                run = decode(pair, image, PROMPTS[0], DecodeConfig(method, 24))
+                assert list(run.run_to_end().token_ids) == expected, method
+                trees = [r.tree for r in run.records if r.phase == "decode"]
+                drafted_stop = [(t, n) for t in trees for n, token in enumerate(t.tokens) if token == stop_token]
+                proposed += len(drafted_stop)
+                for tree, node in drafted_stop:
+                    assert not tree.children(node), f"{method} drafted below an end-of-sequence token"
+    finally:
+        config.eos_token_id = saved
+    assert proposed, "the copy draft never proposed the end-of-sequence token"

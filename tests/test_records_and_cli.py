@@ -134,6 +134,18 @@ def test_cli_json_matches_generate(tiny_root, image_file, video_file, tmp_path, 
         (["--image", "{wide}", "--prompt", "hi"], "1000x4; the long side may be at most 200 times the short one"),
         (["--image", "{image}", "--prompt", "<|image_pad|>"], "control token '<|image_pad|>'"),
         (["--image", "{image}", "--prompt", "hi", "--top-k", "100000"], "top-k is 100000, more than the"),
+        (
+            ["--image", "{image}", "--prompt", "hi", "--method", "dynamic", "--dynamic-depth", "0"],
+            "invalid dynamic tree settings: depth must be a whole number in [1, 10], not 0",
+        ),
+        (
+            ["--image", "{image}", "--prompt", "hi", "--method", "dynamic", "--dynamic-top-k", "0"],
+            "top_k must be a whole number in [1, 50], not 0",
+        ),
+        (
+            ["--image", "{image}", "--prompt", "hi", "--method", "dynamic", "--dynamic-total-tokens", "999"],
+            "total_tokens must be a whole number in [1, 256], not 999",
+        ),
         (["--image", "{image}", "--prompt", "hi", "--trace", "{missing}/run.jsonl"], "does not exist"),
         (["--image", "{image}", "--prompt", "hi", "--trace", "{existing_dir}"], "cannot write the trace"),
     ],

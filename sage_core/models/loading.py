@@ -17,7 +17,9 @@ from .registry import FAMILIES
 
 # A checkout keeps assets/ beside the package; `pip install .` puts it inside as sage_core/assets.
 _CHECKOUT_ASSETS = Path(__file__).resolve().parent.parent.parent / "assets"
-ASSETS = _CHECKOUT_ASSETS if (_CHECKOUT_ASSETS / "builtin").is_dir() else Path(__file__).resolve().parent.parent / "assets"
+ASSETS = (
+    _CHECKOUT_ASSETS if (_CHECKOUT_ASSETS / "builtin").is_dir() else Path(__file__).resolve().parent.parent / "assets"
+)
 BUILTIN_TARGET = ASSETS / "builtin" / "target"
 BUILTIN_DRAFT = ASSETS / "builtin" / "draft"
 

@@ -1,0 +1,207 @@
+"""Verification cost, measured: what a tree of N nodes and a draft level cost on this device.
+
+Speculative decoding pays off when a target forward over a tree costs little
+more than a forward over one token, and a draft level costs little. Both
+ratios depend on the device, the dtype and the models; nothing here assumes
+them. `measure_costs` times, after a prompt's prefill:
+
+- the target's verification of trees of 1, 2, 4, ... 64 nodes (one forward over
+  the root and the nodes under tree attention, then the host copy of its argmax,
+  as a round does), and its one-token step (plain decoding's forward);
+- the draft's forward over a level of 1, 2, 4, ... 64 nodes and its top-k.
+
+Each point is the median of `repeats` device-synchronised runs after
+`warmup` untimed ones; the scratch entries are dropped after each, so every
+run reads the same cache. `CostCurve.predicted_rate` turns a run's rounds
+into the tokens per second these costs predict, so the speedup they predict
+can stand beside the measured one.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import torch
+
+from .adapter import KVState, ModelPair
+from .backends import ModelBackend, open_backend
+from .config import Backend
+from .drafting import top_k
+from .media import Media
+from .prepared import prepare_inputs, with_draft_inputs
+from .records import StepRecord
+from .timing import synchronize
+from .trees import Tree
+
+COST_SIZES: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
+TREE_WIDTH = 4  # the measured trees: the root's first 4 children, then 4 children per node in order
+
+
+@dataclass(frozen=True)
+class CostCurve:
+    """Measured milliseconds: a one-token target step, a verification of N nodes, a draft level of N nodes."""
+
+    device: str
+    dtype: str
+    backend: str
+    sizes: tuple[int, ...]
+    one_token_ms: float
+    verify_ms: tuple[float, ...]
+    draft_level_ms: tuple[float, ...]
+
+    def verify_at(self, nodes: int) -> float:
+        """A round's verification of `nodes` nodes (0: plain decoding's one-token step)."""
+        return self.one_token_ms if nodes == 0 else _interpolate(self.sizes, self.verify_ms, nodes)
+
+    def draft_at(self, nodes: int) -> float:
+        return _interpolate(self.sizes, self.draft_level_ms, max(nodes, 1))
+
+    def round_ms(self, record: StepRecord) -> float:
+        """What a decode round costs by this curve: the draft's feed of the committed tokens, one draft
+        level per tree level below the deepest (over that level's nodes), and the verification."""
+        tree = record.tree
+        if not tree.tokens:
+            return self.verify_at(0)
+        per_level = [sum(1 for d in tree.depths if d == level) for level in range(1, tree.depth)]
+        drafting = self.draft_at(1) + sum(self.draft_at(n) for n in per_level)
+        return drafting + self.verify_at(len(tree))
+
+    def predicted_rate(self, records: Sequence[StepRecord]) -> float | None:
+        """Decode-only tokens per second these costs predict for a run's rounds (None without rounds)."""
+        rounds = [r for r in records if r.phase == "decode"]
+        milliseconds = sum(self.round_ms(r) for r in rounds)
+        if not rounds or milliseconds <= 0:
+            return None
+        return 1000 * sum(len(r.new_tokens) for r in rounds) / milliseconds
+
+    def lines(self) -> list[str]:
+        """The curve as text lines (the benchmark prints them)."""
+        out = [f"verification cost on {self.device} ({self.dtype}, backend {self.backend}): "
+               f"one-token step {self.one_token_ms:.2f} ms"]  # fmt: skip
+        for size, verify, draft in zip(self.sizes, self.verify_ms, self.draft_level_ms, strict=True):
+            ratio = verify / self.one_token_ms if self.one_token_ms > 0 else float("nan")
+            out.append(f"  {size:>3} nodes: verify {verify:7.2f} ms ({ratio:4.2f} one-token steps), "
+                       f"draft level {draft:6.2f} ms")  # fmt: skip
+        return out
+
+
+def _interpolate(sizes: Sequence[int], values: Sequence[float], at: int) -> float:
+    """Piecewise linear in the node count; flat below the first size, extended from the last two above."""
+    if at <= sizes[0]:
+        return values[0]
+    for i in range(1, len(sizes)):
+        if at <= sizes[i]:
+            x0, x1, y0, y1 = sizes[i - 1], sizes[i], values[i - 1], values[i]
+            return y0 + (y1 - y0) * (at - x0) / (x1 - x0)
+    x0, x1, y0, y1 = sizes[-2], sizes[-1], values[-2], values[-1]
+    return y1 + (y1 - y0) * (at - x1) / (x1 - x0)
+
+
+def measured_tree(nodes: int, token: int) -> Tree:
+    """A tree of `nodes` nodes, `TREE_WIDTH` children per node in breadth-first order."""
+    parents = tuple(-1 if i < TREE_WIDTH else (i - TREE_WIDTH) // TREE_WIDTH for i in range(nodes))
+    return Tree((token,) * nodes, parents, (0.5,) * nodes)
+
+
+def _median_ms(run: Callable[[], object], devices: Sequence[torch.device], repeats: int, warmup: int) -> float:
+    for _ in range(warmup):
+        run()
+    times = []
+    for _ in range(repeats):
+        for device in devices:
+            synchronize(device)
+        start = time.perf_counter()
+        run()
+        for device in devices:
+            synchronize(device)
+        times.append(time.perf_counter() - start)
+    return 1000 * statistics.median(times)
+
+
+def _verify_once(target: ModelBackend, state: KVState, root: int, tree: Tree) -> None:
+    from .decode import _verify_forward  # the round's own verify forward
+
+    _verify_forward(target, state, root, tree).argmax(dim=-1).tolist()
+    target.commit(state, [])
+
+
+def _draft_level_once(draft: ModelBackend, state: KVState, token: int, nodes: int, vocab: int) -> None:
+    logits = draft.extend(state, [token] * nodes, positions=[state.committed] * nodes, parents=[-1] * nodes)
+    top_k(logits, min(10, vocab), vocab)
+    draft.commit(state, [])
+
+
+def measure_costs(
+    pair: ModelPair,
+    media: Media,
+    prompt: str,
+    backend: Backend = "fast",
+    sizes: Sequence[int] = COST_SIZES,
+    repeats: int = 5,
+    warmup: int = 2,
+) -> CostCurve:
+    """Time the target's verification and the draft's levels after this prompt's prefill (module docstring)."""
+    sizes = tuple(sorted(set(sizes)))
+    if not sizes or sizes[0] < 1 or repeats < 1 or warmup < 0:
+        raise ValueError("the cost curve needs node counts >= 1, at least one repeat and warmup >= 0")
+    prepared = with_draft_inputs(pair, prepare_inputs(pair, media, prompt))
+    target, draft = open_backend(pair.target, backend), open_backend(pair.draft, backend, draft=True)
+    assert prepared.draft is not None
+    with torch.inference_mode():
+        target_state, logits = target.prefill(prepared.target, sizes[-1] + 2)
+        draft_state = draft.prefill(prepared.draft, sizes[-1] + 2)[0]
+    dtype = str(pair.target.dtype).removeprefix("torch.")
+    timing = _Timing(pair.devices, sizes, repeats, warmup)
+    one, verify_ms, level_ms = timing.curve(target, target_state, draft, draft_state, int(logits.argmax()),
+                                            pair.shared_vocab_size)  # fmt: skip
+    return CostCurve(str(pair.device), dtype, backend, sizes, one, verify_ms, level_ms)
+
+
+@dataclass(frozen=True)
+class _Timing:
+    devices: Sequence[torch.device]
+    sizes: tuple[int, ...]
+    repeats: int
+    warmup: int
+
+    def curve(
+        self, target: ModelBackend, target_state: KVState, draft: ModelBackend, draft_state: KVState, root: int,
+        vocab: int,
+    ) -> tuple[float, tuple[float, ...], tuple[float, ...]]:  # fmt: skip
+        """The one-token step, the verify times and the draft-level times (ms) on prefilled caches."""
+        with torch.inference_mode():
+            one = self.verify(target, target_state, root, 0)
+            verify = tuple(self.verify(target, target_state, root, n) for n in self.sizes)
+            levels = tuple(self.level(draft, draft_state, root, n, vocab) for n in self.sizes)
+        return one, verify, levels
+
+    def verify(self, target: ModelBackend, state: KVState, root: int, nodes: int) -> float:
+        tree = measured_tree(nodes, root)
+        return _median_ms(lambda: _verify_once(target, state, root, tree), self.devices, self.repeats, self.warmup)
+
+    def level(self, draft: ModelBackend, state: KVState, token: int, nodes: int, vocab: int) -> float:
+        once = lambda: _draft_level_once(draft, state, token, nodes, vocab)  # noqa: E731
+        return _median_ms(once, self.devices, self.repeats, self.warmup)
+
+
+def curve_on_prefilled(
+    target: ModelBackend, target_state: KVState, draft: ModelBackend, draft_state: KVState, *, root: int, vocab: int,
+    device: torch.device, dtype: str, backend: str, sizes: Sequence[int] = COST_SIZES, repeats: int = 5,
+    warmup: int = 2,
+) -> CostCurve:  # fmt: skip
+    """The curve on caches a caller prefilled itself (scripts/gpu_check.py: text-only prompts, no processors)."""
+    timing = _Timing((device,), tuple(sorted(set(sizes))), repeats, warmup)
+    one, verify_ms, level_ms = timing.curve(target, target_state, draft, draft_state, root, vocab)
+    return CostCurve(str(device), dtype, backend, timing.sizes, one, verify_ms, level_ms)
+
+
+def predicted_speedups(curve: CostCurve, runs: Mapping[str, Sequence[StepRecord]], lead: str) -> dict[str, float]:
+    """The lead method's predicted decode-only tokens/s over each other method's, by the curve."""
+    rates = {m: curve.predicted_rate(records) for m, records in runs.items()}
+    mine = rates.get(lead)
+    if mine is None:
+        return {}
+    return {m: mine / r for m, r in rates.items() if m != lead and r}
