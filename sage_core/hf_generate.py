@@ -25,10 +25,11 @@ from typing import Any
 
 import torch
 
-from .adapter import FAMILIES, VLM, _input_device, check_pair
+from .adapter import FAMILIES, VLM, check_pair
 from .config import METHODS, DecodeConfig, SageConfig
 from .decode import DecodeRun
 from .media import Media
+from .models.loading import input_device
 from .prepared import PreparedInputs
 
 SAGE_PREFIX = "sage_"
@@ -177,4 +178,4 @@ def _vlm(model: Any, tokenizer: Any, role: str) -> VLM:
 
         tokenizer = AutoTokenizer.from_pretrained(model.name_or_path)
     tokenizer = getattr(tokenizer, "tokenizer", tokenizer)  # a processor: its tokenizer
-    return VLM(str(model.name_or_path), model, _TokenizerOnly(tokenizer), _input_device(model))
+    return VLM(str(model.name_or_path), model, _TokenizerOnly(tokenizer), input_device(model))

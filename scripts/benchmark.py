@@ -574,7 +574,7 @@ def main() -> int:
             parser.error(f"{name}: {error}")
         prompt_tokens = int(prepared.target["input_ids"].shape[1])
         if curve is None and any(drafts(m) for m in methods):
-            curve = measure_costs(pair, media, prepared.prompt, base_backend)  # type: ignore[arg-type]
+            curve = measure_costs(pair, media, prepared.prompt, base_backend)
 
         def one(method: str, repeat: int, temperature: float) -> Run:
             runner = run_peer if method in PEERS else run_ours
