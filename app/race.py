@@ -47,10 +47,13 @@ from sage_core import (
 from sage_core.adapter import VisualBox
 from sage_core.config import SamplingConfig
 from sage_core.errors import InputError
+from sage_core.media import thumbnail
 from sage_core.pruning import PAPER_RATIOS
 from sage_core.records import MAX_TRACE_BYTES, TraceError, json_line, parse_trace_rows, read_trace_text, trace_lines
 
 RACE_FORMAT = "sage-race/1"
+#: The draft-view picture's height: the race keeps its medium shrunk to this, no larger.
+DRAFT_VIEW_HEIGHT = 150
 # Canonical column order: SAGE first, then its baselines.
 METHOD_ORDER = ("sage", "static", "chain", "ar")
 
@@ -163,8 +166,8 @@ def start_runs(
         runs = [decode(pair, media, prompt, config, prepared) for config in configs]
         boxes = pair.draft.visual_token_boxes(prepared.draft) if prune_ratio > 0 and prepared.draft else None
     data = RaceData(lanes=[Lane(run.config.method, run.header) for run in runs])
-    if boxes is not None:
-        data.draft_view = (media, boxes)
+    if boxes is not None:  # a small copy: the per-user state holds no full-size media
+        data.draft_view = (thumbnail(media, DRAFT_VIEW_HEIGHT), boxes)
     return data, runs
 
 
