@@ -23,21 +23,21 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import gradio as gr
 
 from sage_core import METHOD_LABELS, SageConfig
-from sage_core.config import SamplingConfig
 from sage_core.explain import sage_config_from
+from sage_core.prepared import check_vocabulary
 
 from . import models
 from .api import race_result
 from .boundary import guard, user_message
 from .explain_view import explain_html
-from .inputs import Example, InputProblem, Limits, RaceRequest, check_request, sampling_settings
+from .inputs import Choice, Example, InputProblem, Limits, RaceForm, RaceRequest, check_request
 from .page import DEFAULT_MAX_NEW_TOKENS, DEFAULT_METHODS, Page
 from .panels import all_figures, tree_figure
 from .race import (
@@ -48,7 +48,6 @@ from .race import (
     race_steps,
     replay_stepper,
     replay_steps,
-    resolve_prune_ratio,
     save_race,
 )
 from .render import badge_html, error_html, headline_html, race_html, status_html, table_html
@@ -71,19 +70,6 @@ class Settings:
     examples: list[Example]
     text_interval: float = 0.15
     figure_interval: float = 0.8
-
-
-@dataclass(frozen=True)
-class Choice:
-    """The pair a request names: what to load, and how to show it (a custom pair by the visitor's names)."""
-
-    target: str
-    draft: str
-    names: tuple[str, str] | None = None
-
-    @property
-    def shown(self) -> tuple[str, str]:
-        return self.names or (self.target, self.draft)
 
 
 def last(source: Iterable[RaceData]) -> RaceData:
@@ -268,21 +254,31 @@ class Handlers:
 
     # -- races --
 
-    def prepare(self, image: Any, video: Any, prompt: Any, pair: Any, custom_target: Any, custom_draft: Any,
-                methods: Any, max_new_tokens: Any, sage: tuple[Any, ...]) -> tuple[RaceRequest, Choice]:  # fmt: skip
-        """Check everything that needs no model; the request and the pair it names."""
-        request = check_request(image, video, prompt, methods, max_new_tokens, sage, self.settings.limits)
+    def request(self, form: RaceForm) -> RaceRequest:
+        """The one way a race request is made (page, API, stepped race): the pair it names, then every
+        check that needs no model (`inputs.check_request`)."""
+        return check_request(form, self.choice(form), self.settings.limits)
+
+    def choice(self, form: RaceForm) -> Choice:
+        pair = form.pair or self.settings.default_pair
         if not isinstance(pair, str):
             raise InputProblem("the model pair must be one of the listed choices")
+        custom_target, custom_draft = str(form.custom_target or ""), str(form.custom_draft or "")
         target, draft = models.resolve_pair(
-            pair, self.settings.offered, str(custom_target or ""), str(custom_draft or ""), self.settings.custom
+            pair, self.settings.offered, custom_target, custom_draft, self.settings.custom
         )
         names = None
         if pair == models.CUSTOM_KEY:
-            names = (str(custom_target).strip(), str(custom_draft).strip())
+            names = (custom_target.strip(), custom_draft.strip())
         elif pair == models.ENV_KEY:  # the operator's folders, shown (and recorded) by their names only
             names = (Path(target).name, Path(draft).name)
-        return request, Choice(target, draft, names)
+        return Choice(target, draft, names)
+
+    def load_for(self, request: RaceRequest, progress: Any = None) -> models.LoadedPair:
+        """The request's pair, loaded (`load`), and the prompt checked against its vocabulary."""
+        loaded = self.load(request.pair, progress)
+        check_vocabulary(loaded.pair.target, request.prompt, f"the model {request.pair.shown[0]}")
+        return loaded
 
     def load(self, choice: Choice, progress: Any = None) -> models.LoadedPair:
         """The pair, loaded first when needed (outside the race slot), its stages shown by `progress`."""
@@ -293,37 +289,23 @@ class Handlers:
 
         return models.PAIRS.get(choice.target, choice.draft, report=report, names=choice.names)
 
-    def race(
-        self,
-        request: RaceRequest,
-        loaded: models.LoadedPair,
-        sampling: SamplingConfig | None = None,
-        prune_ratio: float = 0.0,
-    ) -> Iterator[RaceData]:
+    def race(self, request: RaceRequest, loaded: models.LoadedPair) -> Iterator[RaceData]:
         return race_steps(
             loaded.pair, request.media, request.prompt, request.methods, request.max_new_tokens, request.sage,
-            loaded.token_texts, models.RACE_SLOT, sampling=sampling, prune_ratio=prune_ratio,
+            loaded.token_texts, models.RACE_SLOT, sampling=request.sampling, prune_ratio=request.prune_ratio,
         )  # fmt: skip
 
-    def race_live(
-        self, image: Any, video: Any, prompt: Any, pair: Any, custom_target: Any, custom_draft: Any, methods: Any,
-        max_new_tokens: Any, depth_min: Any, depth_max: Any, width_min: Any, width_max: Any, node_budget: Any,
-        top_k: Any, prune_choice: Any, prune_chosen: Any, temperature: Any, seed: Any, tree_lane: Any,
-        progress: gr.Progress = gr.Progress(),  # noqa: B008 (Gradio's way)
-    ) -> Iterator[Update]:  # fmt: skip
-        sage = (depth_min, depth_max, width_min, width_max, node_budget, top_k)
+    def race_live(self, form: RaceForm, tree_lane: Any, progress: Any = None) -> Iterator[Update]:
+        """Stream a race of the form's request (`ui.py` turns the page's values into the form)."""
         try:
-            request, choice = self.prepare(
-                image, video, prompt, pair, custom_target, custom_draft, methods, max_new_tokens, sage
-            )
-            sampling = sampling_settings(temperature, seed)
-            prune_ratio = resolve_prune_ratio(prune_choice, prune_chosen, request.media.kind)
+            request = self.request(form)
+            choice = request.pair
             if not models.PAIRS.loaded(choice.target, choice.draft):
                 lead = "Loading the pair (download if needed, load, warm-up; a hub download can take minutes):"
                 yield self.status_only(pair_status(choice, lead))
-            loaded = self.load(choice, progress)
+            loaded = self.load_for(request, progress)
             running = pair_status(choice, f"Racing on {loaded.pair.device}, step by step:")
-            yield from self.stream(self.race(request, loaded, sampling, prune_ratio), running, tree_lane)
+            yield from self.stream(self.race(request, loaded), running, tree_lane)
         except Exception as error:
             yield self.status_only(error_html(user_message(error)))
 
@@ -349,16 +331,16 @@ class Handlers:
         seed: float | None = None,
     ) -> dict:
         """Run a race to the end; answer texts, figures, the losslessness verdict (or, when sampling, the
-        exact-in-distribution note), panels and the trace."""
-        methods = DEFAULT_METHODS if methods is None else methods
-        sage = (depth_min, depth_max, width_min, width_max, node_budget, top_k)
-        request, choice = self.prepare(
-            image, video, prompt, pair or self.settings.default_pair, custom_target, custom_draft, methods,
-            max_new_tokens, sage,
-        )  # fmt: skip
-        sampling = sampling_settings(temperature, seed)
-        prune_ratio = resolve_prune_ratio(prune_choice, prune_chosen, request.media.kind)
-        return race_result(last(self.race(request, self.load(choice), sampling, prune_ratio)))
+        exact-in-distribution note), panels and the trace. (The parameters are the API's documentation:
+        they become a `RaceForm` at once.)"""
+        form = RaceForm(**{name: value for name, value in locals().items() if name != "self"})
+        if form.methods is None:  # left out: the page's default
+            form = replace(form, methods=DEFAULT_METHODS)
+        return self.race_to_end(form)
+
+    def race_to_end(self, form: RaceForm) -> dict:
+        request = self.request(form)
+        return race_result(last(self.race(request, self.load_for(request))))
 
     # -- replays --
 
@@ -433,28 +415,16 @@ class Handlers:
 
     # -- the teaching mode's Step: one round at a time on every side --
 
-    def step_live(
-        self, image: Any, video: Any, prompt: Any, pair: Any, custom_target: Any, custom_draft: Any, methods: Any,
-        max_new_tokens: Any, depth_min: Any, depth_max: Any, width_min: Any, width_max: Any, node_budget: Any,
-        top_k: Any, prune_choice: Any, prune_chosen: Any, temperature: Any, seed: Any, tree_lane: Any,
-        stepper: RaceStepper | None,
-        progress: gr.Progress = gr.Progress(),  # noqa: B008 (Gradio's way)
-    ) -> Update:  # fmt: skip
+    def step_live(self, form: RaceForm, tree_lane: Any, stepper: RaceStepper | None, progress: Any = None) -> Update:
         """Advance the stepped race by one round (starting one, or a new one when the inputs changed)."""
-        sage = (depth_min, depth_max, width_min, width_max, node_budget, top_k)
-        key = ("live", image, video, prompt, pair, custom_target, custom_draft, tuple(methods or ()),
-               max_new_tokens, sage, prune_choice, prune_chosen, temperature, seed)  # fmt: skip
+        key = ("live", form)
         try:
             if stepper is None or stepper.key != key or stepper.data.replay or stepper.finished:
-                request, choice = self.prepare(
-                    image, video, prompt, pair, custom_target, custom_draft, methods, max_new_tokens, sage
-                )
-                sampling = sampling_settings(temperature, seed)
-                prune_ratio = resolve_prune_ratio(prune_choice, prune_chosen, request.media.kind)
-                loaded = self.load(choice, progress)
+                request = self.request(form)
+                loaded = self.load_for(request, progress)
                 stepper = live_stepper(
                     loaded.pair, request.media, request.prompt, request.methods, request.max_new_tokens,
-                    request.sage, loaded.token_texts, models.RACE_SLOT, key, sampling, prune_ratio,
+                    request.sage, loaded.token_texts, models.RACE_SLOT, key, request.sampling, request.prune_ratio,
                 )  # fmt: skip
             return self.stepped(stepper, tree_lane)
         except Exception as error:

@@ -12,6 +12,7 @@ from typing import Any
 import gradio as gr
 
 from sage_core import METHOD_LABELS, SageConfig
+from sage_core.config import MAX_TEMPERATURE, SAGE_RANGES
 
 from .inputs import DEFAULT_PROMPT, Example, Limits
 from .pruning_panel import draft_view_outputs, pruning_controls
@@ -128,6 +129,12 @@ def lenient(component: Any) -> Any:
     return component
 
 
+def sage_slider(name: str, label: str) -> gr.Slider:
+    """A SAGE setting's slider over the library's own range (`config.SAGE_RANGES`), at the paper's default."""
+    low, high = SAGE_RANGES[name]
+    return gr.Slider(low, high, value=getattr(SageConfig(), name), step=1, label=label)
+
+
 def _html(value: str = "", **kwargs: Any) -> gr.HTML:
     return gr.HTML(value, css_template=CSS, **kwargs)
 
@@ -198,7 +205,6 @@ def build_page(
     examples: list[Example], pair_choices: list[tuple[str, str]], default_pair: str, limits: Limits, custom: str = ""
 ) -> Page:
     """Lay the page out (inside a `gr.Blocks`); `custom` says which custom models the server allows (none: "")."""
-    defaults = SageConfig()
     state = gr.State(None)
     stepper = gr.State(None, time_to_live=STEPPER_TTL)
     _html(INTRO)
@@ -231,22 +237,23 @@ def build_page(
                 gr.Slider(1, limits.max_new_tokens, value=DEFAULT_MAX_NEW_TOKENS, step=1, label="Max new tokens")
             )
             with gr.Row():
-                temperature = lenient(gr.Slider(0, 1.5, value=0, step=0.05, label="Temperature (0 = greedy)",
-                                                elem_id="temperature", scale=3))  # fmt: skip
+                temperature = lenient(gr.Slider(0, MAX_TEMPERATURE, value=0, step=0.05,
+                                                label="Temperature (0 = greedy)", elem_id="temperature",
+                                                scale=3))  # fmt: skip
                 seed = lenient(gr.Number(None, label="Seed (empty: fresh)", precision=0, elem_id="seed",
                                          scale=1, min_width=90))  # fmt: skip
             prune_choice, prune_chosen = pruning_controls()
             label = "Advanced: SAGE's tree policy" + (", custom models" if custom else "")
             with gr.Accordion(label, open=False):
                 with gr.Row():
-                    d_min = gr.Slider(1, 10, value=defaults.depth_min, step=1, label="D_min (shallowest tree)")
-                    d_max = gr.Slider(1, 10, value=defaults.depth_max, step=1, label="D_max (deepest tree)")
+                    d_min = sage_slider("depth_min", "D_min (shallowest tree)")
+                    d_max = sage_slider("depth_max", "D_max (deepest tree)")
                 with gr.Row():
-                    w_min = gr.Slider(1, 10, value=defaults.width_min, step=1, label="W_min (narrowest root)")
-                    w_max = gr.Slider(1, 10, value=defaults.width_max, step=1, label="W_max (widest root)")
+                    w_min = sage_slider("width_min", "W_min (narrowest root)")
+                    w_max = sage_slider("width_max", "W_max (widest root)")
                 with gr.Row():
-                    budget = gr.Slider(1, 256, value=defaults.node_budget, step=1, label="Node budget N_max")
-                    top_k = gr.Slider(2, 20, value=defaults.top_k, step=1, label="top-k (entropy, candidates)")
+                    budget = sage_slider("node_budget", "Node budget N_max")
+                    top_k = sage_slider("top_k", "top-k (entropy, candidates)")
                 custom_target = gr.Textbox("", label=f"Custom target ({custom}; pick 'Custom' above)",
                                            visible=bool(custom))  # fmt: skip
                 custom_draft = gr.Textbox("", label="Custom draft (same family and tokenizer as the target)",

@@ -45,7 +45,7 @@ from sage_core import (
     summarize,
 )
 from sage_core.adapter import VisualBox
-from sage_core.config import SamplingConfig
+from sage_core.config import SamplingConfig, check_prune_ratio, shown
 from sage_core.errors import InputError
 from sage_core.media import thumbnail
 from sage_core.pruning import PAPER_RATIOS
@@ -113,21 +113,15 @@ class RaceData:
         return next((lane.header for lane in self.lanes if lane.header is not None), None)
 
 
-def resolve_prune_ratio(choice: str | None, chosen: float | None, kind: str) -> float:
+def resolve_prune_ratio(choice: object, chosen: object, kind: str) -> float:
     """The pruning control: "off", "paper" (80% of an image's visual tokens, 90% of a video's) or "chosen"."""
     if choice in (None, "", "off"):
         return 0.0
     if choice == "paper":
         return PAPER_RATIOS[kind]
     if choice != "chosen":
-        raise InputError(f"unknown pruning choice {choice!r}; use off, paper or chosen")
-    try:
-        ratio = float(chosen or 0.0)
-    except (TypeError, ValueError) as error:
-        raise InputError(f"the pruning ratio must be a number in [0, 1), not {chosen!r}") from error
-    if not 0.0 <= ratio < 1.0:
-        raise InputError(f"the pruning ratio must lie in [0, 1), not {ratio:g}")
-    return ratio
+        raise InputError(f"unknown pruning choice {shown(choice)}; use off, paper or chosen")
+    return check_prune_ratio(0.0 if chosen is None else chosen)
 
 
 def order_methods(methods: Sequence[str]) -> list[str]:

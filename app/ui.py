@@ -19,14 +19,15 @@ stall another's race.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import gradio as gr
 
 from . import models
 from .boundary import guard
-from .handlers import TRACE_DIR, Handlers, Settings, controls, last, save_trace_file
-from .inputs import Limits, load_examples
+from .handlers import TRACE_DIR, Handlers, Settings, Update, controls, last, save_trace_file
+from .inputs import Limits, RaceForm, load_examples
 from .page import KEYBOARD_JS, TITLE, Page, build_page, image_input
 from .pruning_panel import show_draft_view
 from .spaces_compat import ZERO_GPU, gpu
@@ -58,10 +59,30 @@ def settings_from(
     )
 
 
+def live_race(handlers: Handlers) -> Callable[..., Iterator[Update]]:
+    """The Start event: the page's race inputs (then the tree lane) become one `RaceForm`."""
+
+    def race_live(progress: gr.Progress = gr.Progress(), *values: Any) -> Iterator[Update]:  # noqa: B008
+        *fields, tree_lane = values
+        yield from handlers.race_live(RaceForm.of(fields), tree_lane, progress)
+
+    return race_live
+
+
+def stepped_race(handlers: Handlers) -> Callable[..., Update]:
+    """The Step event: the page's race inputs (then the tree lane and the stepped race) as one `RaceForm`."""
+
+    def step_live(progress: gr.Progress = gr.Progress(), *values: Any) -> Update:  # noqa: B008
+        *fields, tree_lane, stepper = values
+        return handlers.step_live(RaceForm.of(fields), tree_lane, stepper, progress)
+
+    return step_live
+
+
 def wire(page: Page, handlers: Handlers) -> None:
     """Connect the page's events to the handlers."""
     live = page.start.click(
-        gpu(duration=180)(handlers.race_live), [*page.race_inputs, page.tree_lane], page.view, api_name="race_live",
+        gpu(duration=180)(live_race(handlers)), [*page.race_inputs, page.tree_lane], page.view, api_name="race_live",
         api_visibility="undocumented", concurrency_id="race", concurrency_limit=RACE_CONCURRENCY,
     )  # fmt: skip
     replaying = page.replay.click(
@@ -82,7 +103,7 @@ def wire(page: Page, handlers: Handlers) -> None:
     for button in (page.start, page.replay):
         button.click(lambda: None, None, page.stepper, queue=False, api_visibility="private")
     page.step.click(
-        gpu(duration=60)(handlers.step_live), [*page.race_inputs, page.tree_lane, page.stepper],
+        gpu(duration=60)(stepped_race(handlers)), [*page.race_inputs, page.tree_lane, page.stepper],
         [*page.view, page.stepper], concurrency_id="race", concurrency_limit=RACE_CONCURRENCY,
         api_visibility="private",
     )  # fmt: skip

@@ -107,6 +107,7 @@ def parse_max_memory(text: str) -> dict[str, str]:
 def generate(args: argparse.Namespace) -> int:
     from .adapter import load_pair
     from .decode import decode
+    from .prepared import check_vocabulary
 
     check_prompt(args.prompt)
     sage = SageConfig(
@@ -129,6 +130,7 @@ def generate(args: argparse.Namespace) -> int:
         max_memory=args.max_memory, offload_folder=args.offload_folder, draft_device=args.draft_device,
         report=lambda stage: print(f"[{stage}]", file=sys.stderr, flush=True),
     )  # fmt: skip
+    check_vocabulary(pair.target, args.prompt, f"the model {args.target}")
     run = decode(pair, media, args.prompt, config)
     for record in run:
         if not args.json:

@@ -175,7 +175,7 @@ BAD_INPUTS = [
     ("max new tokens too many", {"image": "example", "max_new_tokens": 100000}, "whole number in \\[1, 512\\]"),
     ("bad SAGE setting", {"image": "example", "depth_min": 6, "depth_max": 4}, "invalid SAGE configuration"),
     ("SAGE setting 'x'", {"image": "example", "depth_min": "x"}, "depth_min must be a whole number"),
-    ("top-k 100000", {"image": "example", "top_k": 100000}, "top-k is 100000, more than the .* tokens"),
+    ("top-k 100000", {"image": "example", "top_k": 100000}, "top_k must be a whole number in \\[2, 20\\], not 100000"),
     ("unknown pair", {"image": "example", "pair": "nope"}, "unknown model pair 'nope'"),
     # Custom models: only folders inside the allowed one, and one message whatever exists on the server.
     ("a server folder", custom("/etc", "/etc"), "the custom target '/etc' " + NOT_OFFERED),
