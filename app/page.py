@@ -102,7 +102,7 @@ def image_input(**kwargs: Any) -> gr.Image:
     would fail inside Gradio with no useful message; the app checks the file
     itself (`inputs.open_media`) and says what is wrong.
     """
-    component = gr.Image(type="filepath", **kwargs)
+    component = lenient(gr.Image(type="filepath", **kwargs))
     stock = component.preprocess
 
     def preprocess(payload: Any) -> Any:
@@ -110,13 +110,14 @@ def image_input(**kwargs: Any) -> gr.Image:
             return str(payload.path)
         return stock(payload)
 
-    component.preprocess = preprocess  # type: ignore[method-assign]
+    component.preprocess = preprocess
     return component
 
 
 def lenient(component: Any) -> Any:
-    """A number input whose odd values ("abc", out of range) reach the handler, which says what is wrong
-    (Gradio's own check would answer an API caller with a bare "Error")."""
+    """An input whose odd values ("abc", out of range, null, a choice not listed, a file that is not one)
+    reach the handler, which says what is wrong (Gradio's own check would answer an API caller with a
+    bare "Error")."""
     stock = component.preprocess
 
     def preprocess(payload: Any) -> Any:
@@ -214,7 +215,7 @@ def build_page(
                 with gr.Tab("Image", id="image"):
                     image = image_input(label="Image", height=220, sources=["upload", "clipboard"])
                 with gr.Tab("Video", id="video"):
-                    video = gr.Video(label="Video", height=220, sources=["upload"])
+                    video = lenient(gr.Video(label="Video", height=220, sources=["upload"]))
             _html(EXAMPLES_NOTE)
             gallery = gr.Gallery(
                 [(e.thumbnail(), ("video: " if e.is_video else "") + e.prompt) for e in examples],
@@ -228,11 +229,11 @@ def build_page(
                 stop = gr.Button("■ Stop", variant="stop", elem_id="stop-race")
             pair = gr.Dropdown(pair_choices, value=default_pair, label="Model pair (target + draft)",
                                allow_custom_value=True)  # fmt: skip
-            methods = gr.CheckboxGroup(
+            methods = lenient(gr.CheckboxGroup(
                 [(METHOD_LABELS[m], m) for m in ("sage", "static", "chain", "ar")],
                 value=DEFAULT_METHODS,
                 label="Methods in the race",
-            )
+            ))  # fmt: skip
             max_new = lenient(
                 gr.Slider(1, limits.max_new_tokens, value=DEFAULT_MAX_NEW_TOKENS, step=1, label="Max new tokens")
             )
@@ -242,7 +243,7 @@ def build_page(
                                                 scale=3))  # fmt: skip
                 seed = lenient(gr.Number(None, label="Seed (empty: fresh)", precision=0, elem_id="seed",
                                          scale=1, min_width=90))  # fmt: skip
-            prune_choice, prune_chosen = pruning_controls()
+            prune_choice, prune_chosen = (lenient(control) for control in pruning_controls())
             label = "Advanced: SAGE's tree policy" + (", custom models" if custom else "")
             with gr.Accordion(label, open=False):
                 with gr.Row():

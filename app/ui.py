@@ -25,7 +25,7 @@ from typing import Any
 import gradio as gr
 
 from . import models
-from .boundary import guard
+from .boundary import guard, refusals_as_sentences
 from .handlers import TRACE_DIR, Handlers, Settings, Update, controls, last, save_trace_file
 from .inputs import Limits, RaceForm, load_examples
 from .page import KEYBOARD_JS, TITLE, Page, build_page, image_input
@@ -148,6 +148,7 @@ def build_demo(
             settings.examples, choices, settings.default_pair, settings.limits, settings.custom.describe()
         )
         wire(page, Handlers(page, settings))
+    refusals_as_sentences(demo)
     return demo
 
 

@@ -64,6 +64,8 @@ FLOAT_FIELDS = ("expansion_threshold", "initial_alpha", "lower_below", "raise_ab
 MIN_TEMPERATURE = 0.01
 MAX_TEMPERATURE = 2.0
 MAX_SAMPLING_TOP_K = 1_000_000
+# Draft-side pruning keeps at least 5% of the visual tokens (the page's slider stops there too).
+MAX_PRUNE_RATIO = 0.95
 
 
 # A tree template written as rank paths: (a, b, c) = the a-th most likely
@@ -259,15 +261,18 @@ def check_max_new_tokens(value: object, limit: int = MAX_NEW_TOKENS_LIMIT) -> in
 
 
 def check_prune_ratio(value: object) -> float:
-    """The pruning ratio as a number in [0, 1) (a form's "0.5" included); ConfigError else."""
+    """The pruning ratio as a number in [0, MAX_PRUNE_RATIO] (a form's "0.5" included); ConfigError else."""
     try:
         ratio = float(value.strip()) if isinstance(value, str) else float(value)  # type: ignore[arg-type]
     except (TypeError, ValueError, OverflowError):
         ratio = None
     if isinstance(value, bool) or ratio is None:
         raise ConfigError(f"the pruning ratio must be a number in [0, 1), not {shown(value)}")
-    if not 0.0 <= ratio < 1.0:
-        raise ConfigError(f"the pruning ratio must lie in [0, 1), not {shown(value)}")
+    if not 0.0 <= ratio <= MAX_PRUNE_RATIO:
+        raise ConfigError(
+            f"the pruning ratio must lie in [0, 1) and be at most {MAX_PRUNE_RATIO:g} (the draft reads at least "
+            f"{1 - MAX_PRUNE_RATIO:.0%} of the visual tokens), not {shown(value)}"
+        )
     return ratio
 
 
