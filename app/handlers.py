@@ -51,6 +51,7 @@ from .race import (
     save_race,
 )
 from .render import badge_html, error_html, headline_html, race_html, status_html, table_html
+from .stepping import DROPPED, SteppedRaces
 
 TRACE_DIR = Path(tempfile.gettempdir()) / "sage-app-traces"
 #: Trace files the app wrote are removed after this many seconds (Gradio serves its own copy meanwhile).
@@ -181,6 +182,7 @@ class Handlers:
     def __init__(self, page: Page, settings: Settings) -> None:
         self.page = page
         self.settings = settings
+        self.stepped_races = SteppedRaces()  # weak references only: each stepper is its visitor's state
 
     # -- the streamed view --
 
@@ -418,6 +420,9 @@ class Handlers:
     def step_live(self, form: RaceForm, tree_lane: Any, stepper: RaceStepper | None, progress: Any = None) -> Update:
         """Advance the stepped race by one round (starting one, or a new one when the inputs changed)."""
         key = ("live", form)
+        if stepper is not None and stepper.dropped:
+            return {self.page.status: status_html(DROPPED.format(limit=self.stepped_races.limit), "error"),
+                    self.page.stepper: None}  # fmt: skip
         try:
             if stepper is None or stepper.key != key or stepper.data.replay or stepper.finished:
                 request = self.request(form)
@@ -442,6 +447,11 @@ class Handlers:
 
     def stepped(self, stepper: RaceStepper, tree_lane: Any) -> Update:
         data = stepper.step()
+        if stepper.finished:  # nothing more to step: its runs' caches go now, not when the state expires
+            stepper.release()
+            self.stepped_races.forget(stepper)
+        else:
+            self.stepped_races.stepped(stepper)
         trace = save_trace_file(data) if stepper.finished and not data.replay else None
         return self.view(data, stepping_status(stepper), tree_lane, trace=trace) | {self.page.stepper: stepper}
 

@@ -45,6 +45,8 @@ EXPLAIN_EMPTY = (
 )
 #: A stepped race is dropped this many seconds after the visitor's last step (its caches with it).
 STEPPER_TTL = 900
+#: A race's records (what the panels redraw from) are dropped this many seconds after its last update.
+STATE_TTL = 3600
 #: What to look for in each panel: folded away under it.
 TOUR = {
     "race": "Each line is one side's tokens against its own device-synchronised clock, prefill included: the steeper, "
@@ -206,7 +208,7 @@ def build_page(
     examples: list[Example], pair_choices: list[tuple[str, str]], default_pair: str, limits: Limits, custom: str = ""
 ) -> Page:
     """Lay the page out (inside a `gr.Blocks`); `custom` says which custom models the server allows (none: "")."""
-    state = gr.State(None)
+    state = gr.State(None, time_to_live=STATE_TTL)
     stepper = gr.State(None, time_to_live=STEPPER_TTL)
     _html(INTRO)
     with gr.Row(equal_height=False):

@@ -225,11 +225,23 @@ class RaceStepper:
         self.key = key
         self._token_texts = token_texts
         self._exhausted: set[int] = set()  # sides with no more steps (a stopped recording ends unfinished)
+        self.runs: list[DecodeRun] = []  # a live stepper's runs (their caches), released by `drop`
+        self.dropped = False
+
+    def release(self) -> None:
+        """Release the runs and their caches (the records so far are kept); the stepper steps no more."""
+        self.runs = []
+        self._advance = [lambda: None for _ in self._advance]
+
+    def drop(self) -> None:
+        """Release the runs to make room for another visitor's (`app.stepping`), saying so (`dropped`)."""
+        self.dropped = True
+        self.release()
 
     @property
     def finished(self) -> bool:
         done = all(lane.finished or i in self._exhausted for i, lane in enumerate(self.data.lanes))
-        return done or self.data.stopped
+        return done or self.data.stopped or self.dropped
 
     @property
     def round(self) -> int:
@@ -277,8 +289,10 @@ def live_stepper(
 
         return advance
 
-    return RaceStepper(data, [advancer(lane, run) for lane, run in zip(data.lanes, runs, strict=True)], key,
-                       token_texts)  # fmt: skip
+    stepper = RaceStepper(data, [advancer(lane, run) for lane, run in zip(data.lanes, runs, strict=True)], key,
+                          token_texts)  # fmt: skip
+    stepper.runs = runs
+    return stepper
 
 
 def replay_stepper(recorded: RaceData, key: object = None) -> RaceStepper:
