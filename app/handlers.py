@@ -22,7 +22,7 @@ import tempfile
 import time
 import uuid
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -105,6 +105,47 @@ def replay_speed(value: object) -> float:
     return speed
 
 
+class Budget:
+    """A race's time budget: `spend` hands out the race's steps until it has run `seconds`, then stops
+    the race (the steps so far are kept; `spent` says so) and closes it, so its decoding ends there.
+    Closing the handed-out steps early (a visitor gone, Stop) closes the race as well."""
+
+    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.seconds = seconds
+        self.clock = clock
+        self.spent = False
+
+    def spend(self, source: Iterator[RaceData]) -> Generator[RaceData, None, None]:
+        start = self.clock()
+        try:
+            for data in source:
+                if not data.finished and self.clock() - start > self.seconds:
+                    data.stopped = self.spent = True
+                yield data
+                if self.spent:
+                    return
+        finally:
+            close = getattr(source, "close", None)
+            if close is not None:
+                close()
+
+
+class ReplayClock:
+    """A replay's waits, `seconds` in all at most: once spent, the rest of the trace is shown at once."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds_allowed = seconds
+        self.left = seconds
+        self.spent = False
+
+    def sleep(self, wait: float) -> None:
+        wait = min(wait, max(0.0, self.left))
+        self.left -= wait
+        self.spent = self.left <= 0
+        if wait > 0:
+            time.sleep(wait)
+
+
 # -- status lines ----------------------------------------------------------------------
 
 
@@ -113,16 +154,27 @@ def pair_status(choice: Choice, lead: str) -> str:
     return status_html(f"{lead} target <code>{target}</code>, draft <code>{draft}</code>")
 
 
-def replay_status(data: RaceData, done: bool = False, speed: float = 1.0) -> str:
+def replay_status(data: RaceData, done: bool = False, speed: float = 1.0, note: str = "") -> str:
     header = data.header
     recorded = f"{header.device}, {header.dtype}; target {header.target}" if header else "unknown device"
     state = "finished" if done else f"playing at {speed:g}× the recorded pace"
     return status_html(
         f"▶ <b>REPLAY</b> of a recorded trace ({html.escape(data.source or 'trace')}), {state}. No model is "
         f"loaded: every number is the recorded one ({html.escape(recorded)}). Each side advances on its own "
-        "recorded clock.",
+        f"recorded clock.{html.escape(note)}",
         "replay",
     )
+
+
+def budget_status(seconds: float) -> str:
+    return status_html(
+        f"■ The race reached this server's time budget ({seconds:g} s a race) and was stopped. The steps so far "
+        "are kept; download the trace to replay them, or race again with fewer new tokens."
+    )
+
+
+def replay_budget_note(seconds: float) -> str:
+    return f" The replay waited {seconds:g} s, this server's budget for one replay: the rest was shown at once."
 
 
 def stopped_status(data: RaceData | None) -> str:
@@ -152,11 +204,11 @@ def sage_of(data: RaceData | None, method: str | None = None) -> SageConfig:
     return sage_config_from(header.sage) if header is not None else SageConfig()
 
 
-def finished_status(data: RaceData) -> str:
+def finished_status(data: RaceData, note: str = "") -> str:
     if data.stopped:
         return stopped_status(data)
     if data.replay:
-        return replay_status(data, done=True)
+        return replay_status(data, done=True, note=note)
     header = data.header
     where = f"{header.device}, {header.dtype}" if header else "?"
     steps = ", ".join(f"{METHOD_LABELS[lane.method]} {len(lane.records) - 1} steps" for lane in data.lanes)
@@ -231,9 +283,23 @@ class Handlers:
     def status_only(self, status: str) -> Update:
         return {self.page.status: status}
 
-    def stream(self, source: Iterator[RaceData], running: str, tree_lane: str | None) -> Iterator[Update]:
+    def stream(
+        self, source: Iterator[RaceData], running: str, tree_lane: str | None, budget: Budget | None = None,
+        finished: Callable[[RaceData], str] | None = None,
+    ) -> Iterator[Update]:  # fmt: skip
         """Redraw the text often and the panels less often while `source` yields; end with everything.
-        A race the visitor stopped ends at once, saying so."""
+        A race the visitor stopped, or one past its time `budget`, ends at once, saying so."""
+        budget = budget or Budget(math.inf)
+        steps = budget.spend(source)
+        try:
+            yield from self.redraw(steps, running, tree_lane, budget, finished or finished_status)
+        finally:
+            steps.close()  # a visitor gone (Gradio closes this generator) stops the decoding too
+
+    def redraw(
+        self, source: Iterator[RaceData], running: str, tree_lane: str | None, budget: Budget,
+        finished: Callable[[RaceData], str],
+    ) -> Iterator[Update]:  # fmt: skip
         data: RaceData | None = None
         last_text = last_figures = 0.0
         for data in source:
@@ -252,7 +318,8 @@ class Handlers:
             if update is not None:
                 yield update
         if data is not None:
-            yield self.view(data, finished_status(data), tree_lane, trace=save_trace_file(data))
+            status = budget_status(budget.seconds) if budget.spent else finished(data)
+            yield self.view(data, status, tree_lane, trace=save_trace_file(data))
 
     # -- races --
 
@@ -307,7 +374,8 @@ class Handlers:
                 yield self.status_only(pair_status(choice, lead))
             loaded = self.load_for(request, progress)
             running = pair_status(choice, f"Racing on {loaded.pair.device}, step by step:")
-            yield from self.stream(self.race(request, loaded), running, tree_lane)
+            budget = Budget(self.settings.limits.max_race_seconds)
+            yield from self.stream(self.race(request, loaded), running, tree_lane, budget)
         except Exception as error:
             yield self.status_only(error_html(user_message(error)))
 
@@ -342,7 +410,8 @@ class Handlers:
 
     def race_to_end(self, form: RaceForm) -> dict:
         request = self.request(form)
-        return race_result(last(self.race(request, self.load_for(request))))
+        budget = Budget(self.settings.limits.max_race_seconds)
+        return race_result(last(budget.spend(self.race(request, self.load_for(request)))))
 
     # -- replays --
 
@@ -356,7 +425,14 @@ class Handlers:
             pace = replay_speed(speed)
             recorded = self.open_trace(trace_file)
             playing = replay_status(recorded, speed=pace)
-            yield from self.stream(replay_steps(recorded, pace), playing, tree_lane)
+            clock = ReplayClock(self.settings.limits.max_replay_seconds)
+
+            def finished(data: RaceData) -> str:
+                note = replay_budget_note(clock.seconds_allowed) if clock.spent else ""
+                return finished_status(data, note)
+
+            yield from self.stream(replay_steps(recorded, pace, sleep=clock.sleep), playing, tree_lane,
+                                   finished=finished)  # fmt: skip
         except Exception as error:
             yield self.status_only(error_html(user_message(error)))
 
@@ -364,7 +440,9 @@ class Handlers:
         """Replay a recorded race trace (no model); the same answer as /race, marked replay, without the
         trace itself (the caller sent it)."""
         pace = replay_speed(speed)
-        return race_result(last(replay_steps(self.open_trace(trace_file), pace)), with_trace=False)
+        clock = ReplayClock(self.settings.limits.max_replay_seconds)
+        recorded = self.open_trace(trace_file)
+        return race_result(last(replay_steps(recorded, pace, sleep=clock.sleep)), with_trace=False)
 
     # -- the page's controls --
 

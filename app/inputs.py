@@ -40,8 +40,9 @@ def _env_float(name: str, default: float) -> float:
 
 @dataclass(frozen=True)
 class Limits:
-    """What the app accepts (override with SAGE_APP_MAX_UPLOAD_MB, SAGE_APP_MAX_VIDEO_SECONDS and
-    SAGE_APP_MAX_TRACE_MB). Gradio refuses any upload above the larger of the two file limits before
+    """What the app accepts and how much work one request may make (override with SAGE_APP_MAX_UPLOAD_MB,
+    SAGE_APP_MAX_VIDEO_SECONDS, SAGE_APP_MAX_TRACE_MB, SAGE_APP_MAX_RACE_SECONDS, SAGE_APP_MAX_REPLAY_SECONDS
+    and SAGE_APP_MAX_QUEUE). Gradio refuses any upload above the larger of the two file limits before
     storing it (`max_file_size`); the app then checks each kind against its own."""
 
     max_upload_mb: float = 50.0
@@ -49,6 +50,12 @@ class Limits:
     video_frames: int = 8
     max_new_tokens: int = 512
     max_trace_mb: float = 20.0
+    # A race's budget: each side stops at max_new_tokens, and the race when it has run this long.
+    max_race_seconds: float = 120.0
+    # A replay waits at most this long in all (then shows the rest at once).
+    max_replay_seconds: float = 300.0
+    # Requests waiting in the queue beyond the running ones; one more is told the app is busy.
+    max_queue: int = 16
 
     @classmethod
     def from_env(cls) -> Limits:
@@ -56,6 +63,9 @@ class Limits:
             max_upload_mb=_env_float("SAGE_APP_MAX_UPLOAD_MB", cls.max_upload_mb),
             max_video_seconds=_env_float("SAGE_APP_MAX_VIDEO_SECONDS", cls.max_video_seconds),
             max_trace_mb=_env_float("SAGE_APP_MAX_TRACE_MB", cls.max_trace_mb),
+            max_race_seconds=_env_float("SAGE_APP_MAX_RACE_SECONDS", cls.max_race_seconds),
+            max_replay_seconds=_env_float("SAGE_APP_MAX_REPLAY_SECONDS", cls.max_replay_seconds),
+            max_queue=int(_env_float("SAGE_APP_MAX_QUEUE", cls.max_queue)),
         )
 
     @property

@@ -99,9 +99,12 @@ def wire(page: Page, handlers: Handlers) -> None:
                                cancels=[live, replaying], queue=False, api_visibility="private")  # fmt: skip
     stopping.then(controls(handlers.after_stop, page), [page.state], stopped_view, queue=False,
                   api_visibility="private")  # fmt: skip
-    # A streamed race or replay ends any stepped one; Step advances one round on every side.
-    for button in (page.start, page.replay):
-        button.click(lambda: None, None, page.stepper, queue=False, api_visibility="private")
+    # One stream writes a tab's components at a time: Start cancels a streaming replay, Replay a streaming
+    # race, and either ends any stepped one; Step (of a race or a replay) cancels both streams.
+    for button, other in ((page.start, replaying), (page.replay, live)):
+        button.click(lambda: None, None, page.stepper, cancels=[other], queue=False, api_visibility="private")
+    for button in (page.step, page.replay_step):
+        button.click(None, None, None, cancels=[live, replaying], queue=False, api_visibility="private")
     page.step.click(
         gpu(duration=60)(stepped_race(handlers)), [*page.race_inputs, page.tree_lane, page.stepper],
         [*page.view, page.stepper], concurrency_id="race", concurrency_limit=RACE_CONCURRENCY,
@@ -152,10 +155,32 @@ def build_demo(
     return demo
 
 
+BUSY = "The app is busy: {waiting} requests are already waiting (at most {limit} may wait). Try again in a minute."
+
+
+def queued(demo: gr.Blocks, limits: Limits | None = None) -> gr.Blocks:
+    """The app's queue: one worker per event unless the event says more, and at most `limits.max_queue`
+    requests waiting; one more is answered that the app is busy (HTTP 503 with `BUSY`; the page and
+    gradio_client show their own "busy, try again" line for it)."""
+    limits = limits or Limits.from_env()
+    demo.queue(default_concurrency_limit=1, max_size=limits.max_queue)
+    queue = demo._queue
+    stock = queue.push
+
+    async def push(*args: Any, **kwargs: Any) -> Any:
+        accepted, answer, state = await stock(*args, **kwargs)
+        if state == "queue_full":
+            answer = BUSY.format(waiting=len(queue), limit=queue.max_size)
+        return accepted, answer, state
+
+    queue.push = push  # type: ignore[method-assign]
+    return demo
+
+
 def launch_options(limits: Limits | None = None) -> dict[str, Any]:
     """What `launch` needs besides the address: Gradio refuses larger uploads before storing them."""
     limits = limits or Limits.from_env()
     return {"max_file_size": limits.max_file_bytes, "head": KEYBOARD_JS}
 
 
-__all__ = ["TRACE_DIR", "build_demo", "image_input", "last", "launch_options", "save_trace_file"]
+__all__ = ["BUSY", "TRACE_DIR", "build_demo", "image_input", "last", "launch_options", "queued", "save_trace_file"]

@@ -73,9 +73,9 @@ def test_a_dropped_race_tells_its_visitor(pair, media):
     handlers = Handlers.__new__(Handlers)
     handlers.stepped_races = SteppedRaces(limit=1)
 
-    class FakePage:
-        status = "status"
-        stepper = "stepper"
+    class FakePage:  # every component named by its attribute
+        def __getattr__(self, name: str) -> str:
+            return name
 
     handlers.page = FakePage()  # type: ignore[assignment]
     stepper = start(pair, media, "x")
