@@ -57,6 +57,11 @@ TRACE_DIR = Path(tempfile.gettempdir()) / "sage-app-traces"
 #: Trace files the app wrote are removed after this many seconds (Gradio serves its own copy meanwhile).
 TRACE_MAX_AGE = 3600.0
 MAX_REPLAY_SPEED = 1000.0
+#: While a race or replay streams, each side's text shows its latest steps only (all of it at the end),
+#: so an update sends what changed lately, not the whole text again.
+STREAMED_STEPS = 200
+#: Beyond this many steps in all, the panels are redrawn proportionally less often while streaming.
+FIGURE_STEPS = 400
 Update = dict[Any, Any]  # component -> its new value or update
 
 
@@ -250,15 +255,16 @@ class Handlers:
         return radio, slider, method
 
     def view(
-        self, data: RaceData | None, status: str, tree_lane: str | None, figures: bool = True, trace: str | None = None
-    ) -> Update:
-        """The page after a step: status, verdict, columns, table, state; the panels and tree controls when
-        `figures`; the download when a trace was written."""
+        self, data: RaceData | None, status: str, tree_lane: str | None, figures: bool = True, trace: str | None = None,
+        tail: int | None = None,
+    ) -> Update:  # fmt: skip
+        """The page after a step: status, verdict, columns (each side's latest `tail` steps while streaming),
+        table, state; the panels and tree controls when `figures`; the download when a trace was written."""
         page = self.page
         update: Update = {
             page.status: status,
             page.verdict: headline_html(data) + badge_html(data),
-            page.lanes: race_html(data),
+            page.lanes: race_html(data, tail),
             page.table: table_html(data),
             page.state: data,
         }
@@ -307,12 +313,15 @@ class Handlers:
                 break
             now = time.monotonic()
             update = None
-            if now - last_figures >= self.settings.figure_interval:
+            steps = sum(len(lane.records) for lane in data.lanes)
+            # the panels hold every step: a long race (or replay) redraws them less often, in proportion
+            figure_interval = self.settings.figure_interval * max(1.0, steps / FIGURE_STEPS)
+            if now - last_figures >= figure_interval:
                 last_text = last_figures = now
-                update = self.view(data, running, tree_lane)
+                update = self.view(data, running, tree_lane, tail=STREAMED_STEPS)
             elif now - last_text >= self.settings.text_interval:
                 last_text = now
-                update = self.view(data, running, tree_lane, figures=False)
+                update = self.view(data, running, tree_lane, figures=False, tail=STREAMED_STEPS)
             if data.stopped:  # Stop came while the view was drawn: a "running" view must not follow it
                 break
             if update is not None:

@@ -158,3 +158,43 @@ def test_a_replays_waits_are_bounded_in_all_and_said():
     assert clock.spent
     assert steps[-1].finished
     assert "the rest was shown at once" in replay_budget_note(1.5)
+
+
+def long_race(steps: int) -> RaceData:
+    """A recorded race of two sides with `steps` one-token steps each."""
+    from app_records import header, record
+
+    from app.race import Lane
+
+    lanes = []
+    for method in ("sage", "static"):
+        base = record(method, 1, 1, 0, 0.01, 0.0)
+        records = [
+            replace(base, step=i, phase="decode" if i else "prefill", new_tokens=(11,), new_token_texts=(" w",),
+                    bonus_token=11, total_tokens=i + 1, total_seconds=0.01 * (i + 1),
+                    finish_reason="length" if i == steps - 1 else None)
+            for i in range(steps)
+        ]  # fmt: skip
+        lanes.append(Lane(method, replace(header(method), max_new_tokens=steps), records))
+    return RaceData(lanes=lanes, replay=True)
+
+
+def test_a_page_replay_sends_what_changed_not_the_whole_text(monkeypatch):
+    from app.handlers import STREAMED_STEPS, Handlers, Settings
+
+    class FakePage:
+        def __getattr__(self, name: str) -> str:
+            return name
+
+    handlers = Handlers.__new__(Handlers)
+    handlers.page = FakePage()  # type: ignore[assignment]
+    handlers.settings = Settings(Limits(), [], "builtin", None, [], text_interval=0.0, figure_interval=3600.0)  # type: ignore[arg-type]
+    monkeypatch.setattr(handlers_module, "save_trace_file", lambda data: "trace.jsonl")
+    updates = list(handlers.stream(replay_steps(long_race(1000), 0.0), "replaying", None))
+    streamed, final = updates[:-1], updates[-1]
+    assert len(streamed) > 100
+    whole = len(final["lanes"])
+    assert final["lanes"].count("<span class='sage-step' title=") == 2 * 1000  # the end shows every step of both sides
+    biggest = max(len(u["lanes"]) for u in streamed)
+    assert biggest < whole / 3  # each streamed update carries the latest steps only
+    assert max(u["lanes"].count("<span class='sage-step' title=") for u in streamed) <= 2 * STREAMED_STEPS
