@@ -49,7 +49,15 @@ from sage_core.config import SamplingConfig, check_prune_ratio, shown
 from sage_core.errors import InputError
 from sage_core.media import thumbnail
 from sage_core.pruning import PAPER_RATIOS
-from sage_core.records import MAX_TRACE_BYTES, TraceError, json_line, parse_trace_rows, read_trace_text, trace_lines
+from sage_core.records import (
+    MAX_TRACE_BYTES,
+    TraceError,
+    is_text,
+    json_line,
+    parse_trace_rows,
+    read_trace_text,
+    trace_lines,
+)
 
 RACE_FORMAT = "sage-race/1"
 #: The draft-view picture's height: the race keeps its medium shrunk to this, no larger.
@@ -423,7 +431,7 @@ def _race_meta(meta: object) -> dict[int, str]:
         raise TraceError("the race line's token_texts must map token ids to texts")
     checked: dict[int, str] = {}
     for key, text in texts.items():
-        if not (isinstance(key, str) and key.isascii() and key.isdigit()) or not isinstance(text, str):
+        if not (isinstance(key, str) and key.isascii() and key.isdigit()) or not is_text(text):
             raise TraceError(f"the race line's token_texts must map token ids to texts, not {key[:20]!r}")
         checked[int(key)] = text
     return checked

@@ -350,6 +350,17 @@ def _sequence_problem(
 MAX_TRACE_INT = 2**63
 
 
+def is_text(value: Any) -> bool:
+    """Text that can be written back out: a string with no lone surrogates."""
+    if not isinstance(value, str):
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _is_int(value: Any, low: int = 0) -> bool:
     return type(value) is int and low <= value < MAX_TRACE_INT
 
@@ -367,8 +378,8 @@ def header_problem(header: RunHeader) -> str | None:
     if header.format != TRACE_FORMAT:
         return f"unsupported trace format {header.format!r} (expected {TRACE_FORMAT})"
     texts = (header.method, header.target, header.draft, header.prompt, header.media, header.device, header.dtype)
-    if not all(isinstance(t, str) for t in texts):
-        return "its names, prompt and devices must be text"
+    if not all(is_text(t) for t in texts):
+        return "its names, prompt and devices must be text (valid Unicode)"
     if header.method not in METHODS:
         return f"unknown method {header.method!r}; known: {', '.join(METHODS)}"
     if not _is_int(header.max_new_tokens, 1) or not _is_int(header.prompt_tokens):
@@ -470,9 +481,7 @@ def record_problem(record: StepRecord) -> str | None:
         _is_number(p, 0.0, 1.0) for p in record.accept_probs
     ):
         return "each tried node needs an acceptance probability in [0, 1]"
-    if not all(isinstance(t, str) for t in record.new_token_texts) or len(record.new_token_texts) != len(
-        record.new_tokens
-    ):
+    if not all(is_text(t) for t in record.new_token_texts) or len(record.new_token_texts) != len(record.new_tokens):
         return "each new token needs its text"
     return _path_problem(record) or _teaching_problem(record)
 

@@ -145,3 +145,33 @@ def test_thumbnail_is_small_and_keeps_the_aspect() -> None:
     shrunk = thumbnail(video, 150)
     assert shrunk.frames is not None and shrunk.frames.shape == (4, 150, 200, 3)
     assert shrunk.frame_indices == video.frame_indices
+
+
+def test_a_transparent_and_a_rotated_picture_get_the_plain_pictures_answer(tmp_path: Path) -> None:
+    """End to end with the built-in pair: the example on a transparent background (stored black), and
+    stored rotated with an EXIF orientation, are answered token for token as the plain example."""
+    from app.inputs import load_examples
+    from sage_core import DecodeConfig, decode, load_pair
+
+    example = next(e for e in load_examples() if not e.is_video)
+    shown = Image.open(example.file).convert("RGB")
+    pixels = np.asarray(shown)
+    background = (pixels > 245).all(axis=-1)  # the example's white background
+    rgba = np.zeros((*pixels.shape[:2], 4), dtype=np.uint8)
+    rgba[~background, :3] = pixels[~background]
+    rgba[~background, 3] = 255
+    Image.fromarray(rgba, "RGBA").save(tmp_path / "clear.png")
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    shown.transpose(Image.Transpose.ROTATE_90).save(tmp_path / "rotated.png", exif=exif)
+    pair = load_pair("builtin", "builtin", "cpu")
+
+    def answer(path: str) -> tuple[int, ...]:
+        return decode(pair, load_media(path), example.prompt, DecodeConfig("static", 16)).run_to_end().token_ids
+
+    plain_answer = answer(example.file)
+    assert answer(str(tmp_path / "rotated.png")) == plain_answer
+    clear = load_media(tmp_path / "clear.png")
+    assert clear.image is not None
+    assert np.abs(np.asarray(clear.image).astype(int) - pixels).max() <= 10  # white again, up to the anti-aliasing
+    assert answer(str(tmp_path / "clear.png")) == plain_answer

@@ -78,6 +78,10 @@ FORGERIES: list[tuple[str, Callable[[list[str]], list[str]], str]] = [
      "line 2 holds a number too long to be a trace value"),
     ("a 4000-digit integer", lambda ls: [ls[0], ls[1].replace('"step": 0', '"step": ' + "9" * 4000), *ls[2:]],
      "must be non-negative integers"),
+    ("a lone surrogate in the prompt", lambda ls: [ls[0].replace('"where is it?"', '"where \\ud800 is it?"'),
+     *ls[1:]], "must be text \\(valid Unicode\\)"),
+    ("a lone surrogate in a token's text", lambda ls: [ls[0], ls[1].replace('"the"', '"\\udc00"'), *ls[2:]],
+     "each new token needs its text"),
     ("a 4000-digit time", lambda ls: [ls[0], ls[1].replace('"step_seconds": 0.5', '"step_seconds": ' + "9" * 4000),
      *ls[2:]], "finite, non-negative"),
 ]  # fmt: skip
