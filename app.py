@@ -10,7 +10,7 @@ import argparse
 import importlib.util
 import os
 
-from app.ui import build_demo, launch_options
+from app.ui import build_demo, launch_options, queued
 
 demo = build_demo()
 
@@ -27,7 +27,7 @@ if __name__ == "__main__":
     mcp = mcp_wanted() or None  # None: Gradio's own GRADIO_MCP_SERVER setting still applies
     if mcp and importlib.util.find_spec("mcp") is None:
         raise SystemExit("error: the MCP server needs Gradio's MCP extra: pip install -r requirements.txt")
-    demo.queue(default_concurrency_limit=1).launch(
+    queued(demo).launch(
         server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
         server_port=int(os.environ.get("GRADIO_SERVER_PORT", "7860")),
         mcp_server=mcp,

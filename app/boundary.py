@@ -8,7 +8,9 @@
   nothing of the internals.
 
 Every handler (race, replay, the API and the page's controls) goes through
-`user_message` or `guard`.
+`user_message` or `guard`. What Gradio refuses before any handler runs (a
+server path or a file outside its uploads, a malformed file payload) reaches
+the caller as a sentence too (`refusals_as_sentences`).
 """
 
 from __future__ import annotations
@@ -49,6 +51,47 @@ def user_message(error: BaseException) -> str:
 def api_error(error: BaseException) -> gr.Error:
     """The error an API call answers with: the visitor's sentence, no traceback printed by Gradio."""
     return gr.Error(user_message(error), print_exception=False)
+
+
+UNPROCESSABLE = "an input is not in the form this app takes ({what}): send the values the API page shows"
+NOT_UPLOADED = (
+    "the file was not uploaded to this app: upload it first (a path on the server, or a file outside the "
+    "app's uploads, is refused)"
+)
+
+
+def refusal_sentence(error: BaseException) -> str | None:
+    """The sentence for an input Gradio refused before the handler (None: not such a refusal)."""
+    from gradio.exceptions import ComponentProcessingError, InvalidPathError
+    from pydantic import ValidationError
+
+    if isinstance(error, InvalidPathError):
+        return NOT_UPLOADED
+    if isinstance(error, ValidationError):
+        return UNPROCESSABLE.format(what=f"a malformed {error.title}")
+    if isinstance(error, ComponentProcessingError):
+        return UNPROCESSABLE.format(what="a value of the wrong type")
+    return None
+
+
+def refusals_as_sentences(demo: gr.Blocks) -> None:
+    """Make the inputs Gradio refuses before any handler runs answer with one sentence (as `gr.Error`),
+    not Gradio's bare "Error"."""
+    stock = demo.preprocess_data
+
+    @functools.wraps(stock)
+    async def preprocess_data(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return await stock(*args, **kwargs)
+        except gr.Error:
+            raise
+        except Exception as error:
+            sentence = refusal_sentence(error)
+            if sentence is None:
+                raise
+            raise gr.Error(sentence, print_exception=False) from error
+
+    demo.preprocess_data = preprocess_data  # type: ignore[method-assign]
 
 
 def guard(fn: F) -> F:

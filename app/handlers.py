@@ -22,23 +22,23 @@ import tempfile
 import time
 import uuid
 from collections import deque
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Generator, Iterable, Iterator
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import gradio as gr
 
 from sage_core import METHOD_LABELS, SageConfig
-from sage_core.config import SamplingConfig
 from sage_core.explain import sage_config_from
 from sage_core.methods import drafts
+from sage_core.prepared import check_vocabulary
 
 from . import models
 from .api import race_result
 from .boundary import guard, user_message
 from .explain_view import explain_html
-from .inputs import Example, InputProblem, Limits, RaceRequest, check_request, sampling_settings
+from .inputs import Choice, Example, InputProblem, Limits, RaceForm, RaceRequest, check_request
 from .page import DEFAULT_MAX_NEW_TOKENS, DEFAULT_METHODS, Page
 from .panels import all_figures, tree_figure
 from .race import (
@@ -49,15 +49,20 @@ from .race import (
     race_steps,
     replay_stepper,
     replay_steps,
-    resolve_prune_ratio,
     save_race,
 )
 from .render import badge_html, error_html, headline_html, race_html, status_html, table_html
+from .stepping import DROPPED, SteppedRaces
 
 TRACE_DIR = Path(tempfile.gettempdir()) / "sage-app-traces"
 #: Trace files the app wrote are removed after this many seconds (Gradio serves its own copy meanwhile).
 TRACE_MAX_AGE = 3600.0
 MAX_REPLAY_SPEED = 1000.0
+#: While a race or replay streams, each side's text shows its latest steps only (all of it at the end),
+#: so an update sends what changed lately, not the whole text again.
+STREAMED_STEPS = 200
+#: Beyond this many steps in all, the panels are redrawn proportionally less often while streaming.
+FIGURE_STEPS = 400
 Update = dict[Any, Any]  # component -> its new value or update
 
 
@@ -72,19 +77,6 @@ class Settings:
     examples: list[Example]
     text_interval: float = 0.15
     figure_interval: float = 0.8
-
-
-@dataclass(frozen=True)
-class Choice:
-    """The pair a request names: what to load, and how to show it (a custom pair by the visitor's names)."""
-
-    target: str
-    draft: str
-    names: tuple[str, str] | None = None
-
-    @property
-    def shown(self) -> tuple[str, str]:
-        return self.names or (self.target, self.draft)
 
 
 def last(source: Iterable[RaceData]) -> RaceData:
@@ -119,6 +111,47 @@ def replay_speed(value: object) -> float:
     return speed
 
 
+class Budget:
+    """A race's time budget: `spend` hands out the race's steps until it has run `seconds`, then stops
+    the race (the steps so far are kept; `spent` says so) and closes it, so its decoding ends there.
+    Closing the handed-out steps early (a visitor gone, Stop) closes the race as well."""
+
+    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.seconds = seconds
+        self.clock = clock
+        self.spent = False
+
+    def spend(self, source: Iterator[RaceData]) -> Generator[RaceData, None, None]:
+        start = self.clock()
+        try:
+            for data in source:
+                if not data.finished and self.clock() - start > self.seconds:
+                    data.stopped = self.spent = True
+                yield data
+                if self.spent:
+                    return
+        finally:
+            close = getattr(source, "close", None)
+            if close is not None:
+                close()
+
+
+class ReplayClock:
+    """A replay's waits, `seconds` in all at most: once spent, the rest of the trace is shown at once."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds_allowed = seconds
+        self.left = seconds
+        self.spent = False
+
+    def sleep(self, wait: float) -> None:
+        wait = min(wait, max(0.0, self.left))
+        self.left -= wait
+        self.spent = self.left <= 0
+        if wait > 0:
+            time.sleep(wait)
+
+
 # -- status lines ----------------------------------------------------------------------
 
 
@@ -127,16 +160,27 @@ def pair_status(choice: Choice, lead: str) -> str:
     return status_html(f"{lead} target <code>{target}</code>, draft <code>{draft}</code>")
 
 
-def replay_status(data: RaceData, done: bool = False, speed: float = 1.0) -> str:
+def replay_status(data: RaceData, done: bool = False, speed: float = 1.0, note: str = "") -> str:
     header = data.header
     recorded = f"{header.device}, {header.dtype}; target {header.target}" if header else "unknown device"
     state = "finished" if done else f"playing at {speed:g}× the recorded pace"
     return status_html(
         f"▶ <b>REPLAY</b> of a recorded trace ({html.escape(data.source or 'trace')}), {state}. No model is "
         f"loaded: every number is the recorded one ({html.escape(recorded)}). Each side advances on its own "
-        "recorded clock.",
+        f"recorded clock.{html.escape(note)}",
         "replay",
     )
+
+
+def budget_status(seconds: float) -> str:
+    return status_html(
+        f"■ The race reached this server's time budget ({seconds:g} s a race) and was stopped. The steps so far "
+        "are kept; download the trace to replay them, or race again with fewer new tokens."
+    )
+
+
+def replay_budget_note(seconds: float) -> str:
+    return f" The replay waited {seconds:g} s, this server's budget for one replay: the rest was shown at once."
 
 
 def stopped_status(data: RaceData | None) -> str:
@@ -166,11 +210,11 @@ def sage_of(data: RaceData | None, method: str | None = None) -> SageConfig:
     return sage_config_from(header.sage) if header is not None else SageConfig()
 
 
-def finished_status(data: RaceData) -> str:
+def finished_status(data: RaceData, note: str = "") -> str:
     if data.stopped:
         return stopped_status(data)
     if data.replay:
-        return replay_status(data, done=True)
+        return replay_status(data, done=True, note=note)
     header = data.header
     where = f"{header.device}, {header.dtype}" if header else "?"
     steps = ", ".join(f"{METHOD_LABELS[lane.method]} {len(lane.records) - 1} steps" for lane in data.lanes)
@@ -196,6 +240,7 @@ class Handlers:
     def __init__(self, page: Page, settings: Settings) -> None:
         self.page = page
         self.settings = settings
+        self.stepped_races = SteppedRaces()  # weak references only: each stepper is its visitor's state
 
     # -- the streamed view --
 
@@ -211,15 +256,16 @@ class Handlers:
         return radio, slider, method
 
     def view(
-        self, data: RaceData | None, status: str, tree_lane: str | None, figures: bool = True, trace: str | None = None
-    ) -> Update:
-        """The page after a step: status, verdict, columns, table, state; the panels and tree controls when
-        `figures`; the download when a trace was written."""
+        self, data: RaceData | None, status: str, tree_lane: str | None, figures: bool = True, trace: str | None = None,
+        tail: int | None = None,
+    ) -> Update:  # fmt: skip
+        """The page after a step: status, verdict, columns (each side's latest `tail` steps while streaming),
+        table, state; the panels and tree controls when `figures`; the download when a trace was written."""
         page = self.page
         update: Update = {
             page.status: status,
             page.verdict: headline_html(data) + badge_html(data),
-            page.lanes: race_html(data),
+            page.lanes: race_html(data, tail),
             page.table: table_html(data),
             page.state: data,
         }
@@ -244,9 +290,23 @@ class Handlers:
     def status_only(self, status: str) -> Update:
         return {self.page.status: status}
 
-    def stream(self, source: Iterator[RaceData], running: str, tree_lane: str | None) -> Iterator[Update]:
+    def stream(
+        self, source: Iterator[RaceData], running: str, tree_lane: str | None, budget: Budget | None = None,
+        finished: Callable[[RaceData], str] | None = None,
+    ) -> Iterator[Update]:  # fmt: skip
         """Redraw the text often and the panels less often while `source` yields; end with everything.
-        A race the visitor stopped ends at once, saying so."""
+        A race the visitor stopped, or one past its time `budget`, ends at once, saying so."""
+        budget = budget or Budget(math.inf)
+        steps = budget.spend(source)
+        try:
+            yield from self.redraw(steps, running, tree_lane, budget, finished or finished_status)
+        finally:
+            steps.close()  # a visitor gone (Gradio closes this generator) stops the decoding too
+
+    def redraw(
+        self, source: Iterator[RaceData], running: str, tree_lane: str | None, budget: Budget,
+        finished: Callable[[RaceData], str],
+    ) -> Iterator[Update]:  # fmt: skip
         data: RaceData | None = None
         last_text = last_figures = 0.0
         for data in source:
@@ -254,36 +314,50 @@ class Handlers:
                 break
             now = time.monotonic()
             update = None
-            if now - last_figures >= self.settings.figure_interval:
+            steps = sum(len(lane.records) for lane in data.lanes)
+            # the panels hold every step: a long race (or replay) redraws them less often, in proportion
+            figure_interval = self.settings.figure_interval * max(1.0, steps / FIGURE_STEPS)
+            if now - last_figures >= figure_interval:
                 last_text = last_figures = now
-                update = self.view(data, running, tree_lane)
+                update = self.view(data, running, tree_lane, tail=STREAMED_STEPS)
             elif now - last_text >= self.settings.text_interval:
                 last_text = now
-                update = self.view(data, running, tree_lane, figures=False)
+                update = self.view(data, running, tree_lane, figures=False, tail=STREAMED_STEPS)
             if data.stopped:  # Stop came while the view was drawn: a "running" view must not follow it
                 break
             if update is not None:
                 yield update
         if data is not None:
-            yield self.view(data, finished_status(data), tree_lane, trace=save_trace_file(data))
+            status = budget_status(budget.seconds) if budget.spent else finished(data)
+            yield self.view(data, status, tree_lane, trace=save_trace_file(data))
 
     # -- races --
 
-    def prepare(self, image: Any, video: Any, prompt: Any, pair: Any, custom_target: Any, custom_draft: Any,
-                methods: Any, max_new_tokens: Any, sage: tuple[Any, ...]) -> tuple[RaceRequest, Choice]:  # fmt: skip
-        """Check everything that needs no model; the request and the pair it names."""
-        request = check_request(image, video, prompt, methods, max_new_tokens, sage, self.settings.limits)
+    def request(self, form: RaceForm) -> RaceRequest:
+        """The one way a race request is made (page, API, stepped race): the pair it names, then every
+        check that needs no model (`inputs.check_request`)."""
+        return check_request(form, self.choice(form), self.settings.limits)
+
+    def choice(self, form: RaceForm) -> Choice:
+        pair = form.pair or self.settings.default_pair
         if not isinstance(pair, str):
             raise InputProblem("the model pair must be one of the listed choices")
+        custom_target, custom_draft = str(form.custom_target or ""), str(form.custom_draft or "")
         target, draft = models.resolve_pair(
-            pair, self.settings.offered, str(custom_target or ""), str(custom_draft or ""), self.settings.custom
+            pair, self.settings.offered, custom_target, custom_draft, self.settings.custom
         )
         names = None
         if pair == models.CUSTOM_KEY:
-            names = (str(custom_target).strip(), str(custom_draft).strip())
+            names = (custom_target.strip(), custom_draft.strip())
         elif pair == models.ENV_KEY:  # the operator's folders, shown (and recorded) by their names only
             names = (Path(target).name, Path(draft).name)
-        return request, Choice(target, draft, names)
+        return Choice(target, draft, names)
+
+    def load_for(self, request: RaceRequest, progress: Any = None) -> models.LoadedPair:
+        """The request's pair, loaded (`load`), and the prompt checked against its vocabulary."""
+        loaded = self.load(request.pair, progress)
+        check_vocabulary(loaded.pair.target, request.prompt, f"the model {request.pair.shown[0]}")
+        return loaded
 
     def load(self, choice: Choice, progress: Any = None) -> models.LoadedPair:
         """The pair, loaded first when needed (outside the race slot), its stages shown by `progress`."""
@@ -294,37 +368,25 @@ class Handlers:
 
         return models.PAIRS.get(choice.target, choice.draft, report=report, names=choice.names)
 
-    def race(
-        self,
-        request: RaceRequest,
-        loaded: models.LoadedPair,
-        sampling: SamplingConfig | None = None,
-        prune_ratio: float = 0.0,
-    ) -> Iterator[RaceData]:
+    def race(self, request: RaceRequest, loaded: models.LoadedPair) -> Iterator[RaceData]:
         return race_steps(
             loaded.pair, request.media, request.prompt, request.methods, request.max_new_tokens, request.sage,
-            loaded.token_texts, models.RACE_SLOT, sampling=sampling, prune_ratio=prune_ratio, costs=loaded.costs,
+            loaded.token_texts, models.RACE_SLOT, sampling=request.sampling, prune_ratio=request.prune_ratio,
+            costs=loaded.costs,
         )  # fmt: skip
 
-    def race_live(
-        self, image: Any, video: Any, prompt: Any, pair: Any, custom_target: Any, custom_draft: Any, methods: Any,
-        max_new_tokens: Any, depth_min: Any, depth_max: Any, width_min: Any, width_max: Any, node_budget: Any,
-        top_k: Any, prune_choice: Any, prune_chosen: Any, temperature: Any, seed: Any, tree_lane: Any,
-        progress: gr.Progress = gr.Progress(),  # noqa: B008 (Gradio's way)
-    ) -> Iterator[Update]:  # fmt: skip
-        sage = (depth_min, depth_max, width_min, width_max, node_budget, top_k)
+    def race_live(self, form: RaceForm, tree_lane: Any, progress: Any = None) -> Iterator[Update]:
+        """Stream a race of the form's request (`ui.py` turns the page's values into the form)."""
         try:
-            request, choice = self.prepare(
-                image, video, prompt, pair, custom_target, custom_draft, methods, max_new_tokens, sage
-            )
-            sampling = sampling_settings(temperature, seed)
-            prune_ratio = resolve_prune_ratio(prune_choice, prune_chosen, request.media.kind)
+            request = self.request(form)
+            choice = request.pair
             if not models.PAIRS.loaded(choice.target, choice.draft):
                 lead = "Loading the pair (download if needed, load, warm-up; a hub download can take minutes):"
                 yield self.status_only(pair_status(choice, lead))
-            loaded = self.load(choice, progress)
+            loaded = self.load_for(request, progress)
             running = pair_status(choice, f"Racing on {loaded.pair.device}, step by step:")
-            yield from self.stream(self.race(request, loaded, sampling, prune_ratio), running, tree_lane)
+            budget = Budget(self.settings.limits.max_race_seconds)
+            yield from self.stream(self.race(request, loaded), running, tree_lane, budget)
         except Exception as error:
             yield self.status_only(error_html(user_message(error)))
 
@@ -361,7 +423,8 @@ class Handlers:
             pair: the model pair: "builtin", or on a GPU "qwen2.5-vl-7b" or "llava-ov-7b" (empty: the default).
             custom_target: a custom target model (hub id or folder), when the app allows custom models.
             custom_draft: a custom draft model of the same tokenizer as the target.
-            methods: two to four of "sage", "static" (SD-Tree), "chain" (SD-Chain) and "ar" (plain decoding).
+            methods: two or more of "sage", "static" (SD-Tree), "chain" (SD-Chain), "dynamic" (EAGLE-2's
+                dynamic tree) and "ar" (plain decoding).
             max_new_tokens: the most new tokens each method decodes.
             depth_min: SAGE's shallowest tree (paper: 3).
             depth_max: SAGE's deepest tree at the start (paper: 8).
@@ -379,15 +442,15 @@ class Handlers:
             forwards), the speed-ups against the baselines, the losslessness verdict (or, when sampling, the
             exact-in-distribution note), the Plotly panels, and the trace (JSON lines) the figures come from.
         """
-        methods = DEFAULT_METHODS if methods is None else methods
-        sage = (depth_min, depth_max, width_min, width_max, node_budget, top_k)
-        request, choice = self.prepare(
-            image, video, prompt, pair or self.settings.default_pair, custom_target, custom_draft, methods,
-            max_new_tokens, sage,
-        )  # fmt: skip
-        sampling = sampling_settings(temperature, seed)
-        prune_ratio = resolve_prune_ratio(prune_choice, prune_chosen, request.media.kind)
-        return race_result(last(self.race(request, self.load(choice), sampling, prune_ratio)))
+        form = RaceForm(**{name: value for name, value in locals().items() if name != "self"})
+        if form.methods is None:  # left out: the page's default
+            form = replace(form, methods=DEFAULT_METHODS)
+        return self.race_to_end(form)
+
+    def race_to_end(self, form: RaceForm) -> dict:
+        request = self.request(form)
+        budget = Budget(self.settings.limits.max_race_seconds)
+        return race_result(last(budget.spend(self.race(request, self.load_for(request)))))
 
     # -- replays --
 
@@ -401,7 +464,14 @@ class Handlers:
             pace = replay_speed(speed)
             recorded = self.open_trace(trace_file)
             playing = replay_status(recorded, speed=pace)
-            yield from self.stream(replay_steps(recorded, pace), playing, tree_lane)
+            clock = ReplayClock(self.settings.limits.max_replay_seconds)
+
+            def finished(data: RaceData) -> str:
+                note = replay_budget_note(clock.seconds_allowed) if clock.spent else ""
+                return finished_status(data, note)
+
+            yield from self.stream(replay_steps(recorded, pace, sleep=clock.sleep), playing, tree_lane,
+                                   finished=finished)  # fmt: skip
         except Exception as error:
             yield self.status_only(error_html(user_message(error)))
 
@@ -409,7 +479,9 @@ class Handlers:
         """Replay a recorded race trace (no model); the same answer as /race, marked replay, without the
         trace itself (the caller sent it)."""
         pace = replay_speed(speed)
-        return race_result(last(replay_steps(self.open_trace(trace_file), pace)), with_trace=False)
+        clock = ReplayClock(self.settings.limits.max_replay_seconds)
+        recorded = self.open_trace(trace_file)
+        return race_result(last(replay_steps(recorded, pace, sleep=clock.sleep)), with_trace=False)
 
     # -- the page's controls --
 
@@ -462,28 +534,20 @@ class Handlers:
 
     # -- the teaching mode's Step: one round at a time on every side --
 
-    def step_live(
-        self, image: Any, video: Any, prompt: Any, pair: Any, custom_target: Any, custom_draft: Any, methods: Any,
-        max_new_tokens: Any, depth_min: Any, depth_max: Any, width_min: Any, width_max: Any, node_budget: Any,
-        top_k: Any, prune_choice: Any, prune_chosen: Any, temperature: Any, seed: Any, tree_lane: Any,
-        stepper: RaceStepper | None,
-        progress: gr.Progress = gr.Progress(),  # noqa: B008 (Gradio's way)
-    ) -> Update:  # fmt: skip
+    def step_live(self, form: RaceForm, tree_lane: Any, stepper: RaceStepper | None, progress: Any = None) -> Update:
         """Advance the stepped race by one round (starting one, or a new one when the inputs changed)."""
-        sage = (depth_min, depth_max, width_min, width_max, node_budget, top_k)
-        key = ("live", image, video, prompt, pair, custom_target, custom_draft, tuple(methods or ()),
-               max_new_tokens, sage, prune_choice, prune_chosen, temperature, seed)  # fmt: skip
+        key = ("live", form)
+        if stepper is not None and stepper.dropped:
+            return {self.page.status: status_html(DROPPED.format(limit=self.stepped_races.limit), "error"),
+                    self.page.stepper: None}  # fmt: skip
         try:
             if stepper is None or stepper.key != key or stepper.data.replay or stepper.finished:
-                request, choice = self.prepare(
-                    image, video, prompt, pair, custom_target, custom_draft, methods, max_new_tokens, sage
-                )
-                sampling = sampling_settings(temperature, seed)
-                prune_ratio = resolve_prune_ratio(prune_choice, prune_chosen, request.media.kind)
-                loaded = self.load(choice, progress)
+                request = self.request(form)
+                loaded = self.load_for(request, progress)
                 stepper = live_stepper(
                     loaded.pair, request.media, request.prompt, request.methods, request.max_new_tokens,
-                    request.sage, loaded.token_texts, models.RACE_SLOT, key, sampling, prune_ratio, loaded.costs,
+                    request.sage, loaded.token_texts, models.RACE_SLOT, key, request.sampling, request.prune_ratio,
+                    loaded.costs,
                 )  # fmt: skip
             return self.stepped(stepper, tree_lane)
         except Exception as error:
@@ -501,6 +565,11 @@ class Handlers:
 
     def stepped(self, stepper: RaceStepper, tree_lane: Any) -> Update:
         data = stepper.step()
+        if stepper.finished:  # nothing more to step: its runs' caches go now, not when the state expires
+            stepper.release()
+            self.stepped_races.forget(stepper)
+        else:
+            self.stepped_races.stepped(stepper)
         trace = save_trace_file(data) if stepper.finished and not data.replay else None
         return self.view(data, stepping_status(stepper), tree_lane, trace=trace) | {self.page.stepper: stepper}
 

@@ -13,16 +13,17 @@ import json
 import math
 import os
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from sage_core import Media, SageConfig, SageError, load_media
-from sage_core.config import SamplingConfig, check_max_new_tokens, check_prompt
+from sage_core.config import METHODS, SamplingConfig, as_whole, check_max_new_tokens, check_prompt, shown
 from sage_core.errors import ConfigError
 from sage_core.media import VIDEO_SUFFIXES
 
-from .race import order_methods
+from .race import order_methods, resolve_prune_ratio
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES_DIR = ROOT / "assets" / "examples"
@@ -39,8 +40,9 @@ def _env_float(name: str, default: float) -> float:
 
 @dataclass(frozen=True)
 class Limits:
-    """What the app accepts (override with SAGE_APP_MAX_UPLOAD_MB, SAGE_APP_MAX_VIDEO_SECONDS and
-    SAGE_APP_MAX_TRACE_MB). Gradio refuses any upload above the larger of the two file limits before
+    """What the app accepts and how much work one request may make (override with SAGE_APP_MAX_UPLOAD_MB,
+    SAGE_APP_MAX_VIDEO_SECONDS, SAGE_APP_MAX_TRACE_MB, SAGE_APP_MAX_RACE_SECONDS, SAGE_APP_MAX_REPLAY_SECONDS
+    and SAGE_APP_MAX_QUEUE). Gradio refuses any upload above the larger of the two file limits before
     storing it (`max_file_size`); the app then checks each kind against its own."""
 
     max_upload_mb: float = 50.0
@@ -48,6 +50,12 @@ class Limits:
     video_frames: int = 8
     max_new_tokens: int = 512
     max_trace_mb: float = 20.0
+    # A race's budget: each side stops at max_new_tokens, and the race when it has run this long.
+    max_race_seconds: float = 120.0
+    # A replay waits at most this long in all (then shows the rest at once).
+    max_replay_seconds: float = 300.0
+    # Requests waiting in the queue beyond the running ones; one more is told the app is busy.
+    max_queue: int = 16
 
     @classmethod
     def from_env(cls) -> Limits:
@@ -55,6 +63,9 @@ class Limits:
             max_upload_mb=_env_float("SAGE_APP_MAX_UPLOAD_MB", cls.max_upload_mb),
             max_video_seconds=_env_float("SAGE_APP_MAX_VIDEO_SECONDS", cls.max_video_seconds),
             max_trace_mb=_env_float("SAGE_APP_MAX_TRACE_MB", cls.max_trace_mb),
+            max_race_seconds=_env_float("SAGE_APP_MAX_RACE_SECONDS", cls.max_race_seconds),
+            max_replay_seconds=_env_float("SAGE_APP_MAX_REPLAY_SECONDS", cls.max_replay_seconds),
+            max_queue=int(_env_float("SAGE_APP_MAX_QUEUE", cls.max_queue)),
         )
 
     @property
@@ -71,22 +82,83 @@ class InputProblem(SageError):
     """A request the app refuses, with the message to show."""
 
 
+SAGE_FIELDS = ("depth_min", "depth_max", "width_min", "width_max", "node_budget", "top_k")
+#: The race's inputs in the order the page sends them (`Page.race_inputs`) and the API names them.
+RACE_FIELDS = ("image", "video", "prompt", "pair", "custom_target", "custom_draft", "methods", "max_new_tokens",
+               *SAGE_FIELDS, "prune_choice", "prune_chosen", "temperature", "seed")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class RaceForm:
+    """A race's inputs as the page or the API sends them, by name and unchecked (`check_request` checks them)."""
+
+    image: Any = None
+    video: Any = None
+    prompt: Any = ""
+    pair: Any = ""
+    custom_target: Any = ""
+    custom_draft: Any = ""
+    methods: Any = None
+    max_new_tokens: Any = 128
+    depth_min: Any = SageConfig.depth_min
+    depth_max: Any = SageConfig.depth_max
+    width_min: Any = SageConfig.width_min
+    width_max: Any = SageConfig.width_max
+    node_budget: Any = SageConfig.node_budget
+    top_k: Any = SageConfig.top_k
+    prune_choice: Any = "off"
+    prune_chosen: Any = 0.5
+    temperature: Any = 0.0
+    seed: Any = None
+
+    @classmethod
+    def of(cls, values: Sequence[Any]) -> RaceForm:
+        """The form from the page's values, in `RACE_FIELDS` order."""
+        if len(values) != len(RACE_FIELDS):
+            raise InputProblem(f"a race takes {len(RACE_FIELDS)} inputs, not {len(values)}")
+        return cls(**dict(zip(RACE_FIELDS, values, strict=True)))
+
+    def sage_values(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in SAGE_FIELDS}
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The pair a request names: what to load, and how to show it (a custom pair by the visitor's names)."""
+
+    target: str
+    draft: str
+    names: tuple[str, str] | None = None
+
+    @property
+    def shown(self) -> tuple[str, str]:
+        return self.names or (self.target, self.draft)
+
+
 @dataclass(frozen=True)
 class RaceRequest:
+    """A checked race: the medium, the prompt, the methods and every setting, sampling and pruning included."""
+
     media: Media
     prompt: str
-    methods: list[str]
+    methods: tuple[str, ...]
     max_new_tokens: int
     sage: SageConfig
+    sampling: SamplingConfig
+    prune_ratio: float
+    pair: Choice
 
 
-def check_media_choice(image: str | None, video: str | None) -> str:
+def check_media_choice(image: object, video: object) -> str:
     """Exactly one of the two; its path."""
     if image and video:
         raise InputProblem("give either an image or a video, not both (clear one of them)")
     if not image and not video:
         raise InputProblem("no image or video: upload one, or pick an example")
-    return str(image or video)
+    path = image or video
+    if not isinstance(path, str):
+        raise InputProblem("the image or video must be an uploaded file")
+    return path
 
 
 def open_media(path: str, limits: Limits) -> Media:
@@ -100,56 +172,44 @@ def open_media(path: str, limits: Limits) -> Media:
     return load_media(file, frames=limits.video_frames, max_bytes=limit, max_video_seconds=limits.max_video_seconds)
 
 
-SAGE_FIELDS = ("depth_min", "depth_max", "width_min", "width_max", "node_budget", "top_k")
-
-
-def sage_config(d_min: float, d_max: float, w_min: float, w_max: float, budget: float, top_k: float) -> SageConfig:
-    """SAGE's settings from the form: whole numbers, checked by `SageConfig` (a ConfigError names the rule)."""
-    values: dict[str, Any] = {}
-    for name, value in zip(SAGE_FIELDS, (d_min, d_max, w_min, w_max, budget, top_k), strict=True):
-        try:
-            number = float(value)
-        except (TypeError, ValueError):
-            number = math.nan
-        if isinstance(value, bool) or not number.is_integer():
-            raise InputProblem(f"the SAGE setting {name} must be a whole number, not {value!r}")
-        values[name] = int(number)
-    return SageConfig(**values)
-
-
 def sampling_settings(temperature: object, seed: object) -> SamplingConfig:
     """A race's sampling settings from the temperature slider and the seed box (0 = greedy; ConfigError when
     out of range). An empty seed picks a fresh one, recorded in the trace."""
     try:
-        value = float(temperature)  # type: ignore[arg-type]
-        number = None if seed is None or seed == "" else int(seed)  # type: ignore[call-overload]
+        value = float(temperature.strip()) if isinstance(temperature, str) else float(temperature)  # type: ignore[arg-type]
     except (TypeError, ValueError, OverflowError) as error:
-        raise ConfigError(f"the temperature and the seed must be numbers, not {temperature!r}, {seed!r}") from error
-    return SamplingConfig(temperature=value, seed=number)
+        raise ConfigError(f"the temperature must be a number, not {shown(temperature)}") from error
+    number = None if seed is None or seed == "" else as_whole(seed)
+    return SamplingConfig(temperature=value, seed=number)  # type: ignore[arg-type]
 
 
-def check_request(
-    image: str | None,
-    video: str | None,
-    prompt: object,
-    methods: object,
-    max_new_tokens: object,
-    sage: tuple[float, float, float, float, float, float],
-    limits: Limits,
-) -> RaceRequest:
-    """Validate everything that needs no model; raises InputProblem."""
-    path = check_media_choice(image, video)
-    prompt = check_prompt(prompt).strip()
-    methods = methods or []
+def check_methods(methods: object) -> tuple[str, ...]:
+    """At least two known methods, once each, in column order."""
+    if methods is None:
+        raise InputProblem("methods must be a list of method names (none was given)")
     if not isinstance(methods, list | tuple) or not all(isinstance(m, str) for m in methods):
         raise InputProblem("methods must be a list of method names")
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown:
+        raise InputProblem(f"unknown method {shown(unknown[0])}; choose from {', '.join(METHODS)}")
     chosen = order_methods(methods)
     if len(chosen) < 2:
         raise InputProblem("pick at least two methods to race (SAGE and the static tree by default)")
-    tokens = check_max_new_tokens(max_new_tokens, limits.max_new_tokens)
-    config = sage_config(*sage)
+    return tuple(chosen)
+
+
+def check_request(form: RaceForm, pair: Choice, limits: Limits) -> RaceRequest:
+    """Every check that needs no model, once, for the page, the API and the stepped race alike; raises
+    InputProblem or ConfigError with the sentence to show."""
+    path = check_media_choice(form.image, form.video)
+    prompt = check_prompt(form.prompt).strip()
+    methods = check_methods(form.methods)
+    tokens = check_max_new_tokens(form.max_new_tokens, limits.max_new_tokens)
+    sage = SageConfig.from_form(form.sage_values())
+    sampling = sampling_settings(form.temperature, form.seed)
     media = open_media(path, limits)
-    return RaceRequest(media, prompt, chosen, tokens, config)
+    prune_ratio = resolve_prune_ratio(form.prune_choice, form.prune_chosen, media.kind)
+    return RaceRequest(media, prompt, methods, tokens, sage, sampling, prune_ratio, pair)
 
 
 # -- examples ------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from typing import Any
 import gradio as gr
 
 from sage_core import METHOD_LABELS, SageConfig
+from sage_core.config import MAX_TEMPERATURE, SAGE_RANGES
 from sage_core.methods import METHODS, RACE_DEFAULT, in_order
 
 from .inputs import DEFAULT_PROMPT, Example, Limits
@@ -45,6 +46,8 @@ EXPLAIN_EMPTY = (
 )
 #: A stepped race is dropped this many seconds after the visitor's last step (its caches with it).
 STEPPER_TTL = 900
+#: A race's records (what the panels redraw from) are dropped this many seconds after its last update.
+STATE_TTL = 3600
 #: What to look for in each panel: folded away under it.
 TOUR = {
     "race": "Each line is one side's tokens against its own device-synchronised clock, prefill included: the steeper, "
@@ -102,7 +105,7 @@ def image_input(**kwargs: Any) -> gr.Image:
     would fail inside Gradio with no useful message; the app checks the file
     itself (`inputs.open_media`) and says what is wrong.
     """
-    component = gr.Image(type="filepath", **kwargs)
+    component = lenient(gr.Image(type="filepath", **kwargs))
     stock = component.preprocess
 
     def preprocess(payload: Any) -> Any:
@@ -110,13 +113,14 @@ def image_input(**kwargs: Any) -> gr.Image:
             return str(payload.path)
         return stock(payload)
 
-    component.preprocess = preprocess  # type: ignore[method-assign]
+    component.preprocess = preprocess
     return component
 
 
 def lenient(component: Any) -> Any:
-    """A number input whose odd values ("abc", out of range) reach the handler, which says what is wrong
-    (Gradio's own check would answer an API caller with a bare "Error")."""
+    """An input whose odd values ("abc", out of range, null, a choice not listed, a file that is not one)
+    reach the handler, which says what is wrong (Gradio's own check would answer an API caller with a
+    bare "Error")."""
     stock = component.preprocess
 
     def preprocess(payload: Any) -> Any:
@@ -127,6 +131,12 @@ def lenient(component: Any) -> Any:
 
     component.preprocess = preprocess
     return component
+
+
+def sage_slider(name: str, label: str) -> gr.Slider:
+    """A SAGE setting's slider over the library's own range (`config.SAGE_RANGES`), at the paper's default."""
+    low, high = SAGE_RANGES[name]
+    return gr.Slider(low, high, value=getattr(SageConfig(), name), step=1, label=label)
 
 
 def _html(value: str = "", **kwargs: Any) -> gr.HTML:
@@ -199,8 +209,7 @@ def build_page(
     examples: list[Example], pair_choices: list[tuple[str, str]], default_pair: str, limits: Limits, custom: str = ""
 ) -> Page:
     """Lay the page out (inside a `gr.Blocks`); `custom` says which custom models the server allows (none: "")."""
-    defaults = SageConfig()
-    state = gr.State(None)
+    state = gr.State(None, time_to_live=STATE_TTL)
     stepper = gr.State(None, time_to_live=STEPPER_TTL)
     _html(INTRO)
     with gr.Row(equal_height=False):
@@ -209,7 +218,7 @@ def build_page(
                 with gr.Tab("Image", id="image"):
                     image = image_input(label="Image", height=220, sources=["upload", "clipboard"])
                 with gr.Tab("Video", id="video"):
-                    video = gr.Video(label="Video", height=220, sources=["upload"])
+                    video = lenient(gr.Video(label="Video", height=220, sources=["upload"]))
             _html(EXAMPLES_NOTE)
             gallery = gr.Gallery(
                 [(e.thumbnail(), ("video: " if e.is_video else "") + e.prompt) for e in examples],
@@ -223,31 +232,32 @@ def build_page(
                 stop = gr.Button("■ Stop", variant="stop", elem_id="stop-race")
             pair = gr.Dropdown(pair_choices, value=default_pair, label="Model pair (target + draft)",
                                allow_custom_value=True)  # fmt: skip
-            methods = gr.CheckboxGroup(
+            methods = lenient(gr.CheckboxGroup(
                 [(METHOD_LABELS[m], m) for m in in_order(METHODS)],
                 value=DEFAULT_METHODS,
                 label="Methods in the race",
-            )
+            ))  # fmt: skip
             max_new = lenient(
                 gr.Slider(1, limits.max_new_tokens, value=DEFAULT_MAX_NEW_TOKENS, step=1, label="Max new tokens")
             )
             with gr.Row():
-                temperature = lenient(gr.Slider(0, 1.5, value=0, step=0.05, label="Temperature (0 = greedy)",
-                                                elem_id="temperature", scale=3))  # fmt: skip
+                temperature = lenient(gr.Slider(0, MAX_TEMPERATURE, value=0, step=0.05,
+                                                label="Temperature (0 = greedy)", elem_id="temperature",
+                                                scale=3))  # fmt: skip
                 seed = lenient(gr.Number(None, label="Seed (empty: fresh)", precision=0, elem_id="seed",
                                          scale=1, min_width=90))  # fmt: skip
-            prune_choice, prune_chosen = pruning_controls()
+            prune_choice, prune_chosen = (lenient(control) for control in pruning_controls())
             label = "Advanced: SAGE's tree policy" + (", custom models" if custom else "")
             with gr.Accordion(label, open=False):
                 with gr.Row():
-                    d_min = gr.Slider(1, 10, value=defaults.depth_min, step=1, label="D_min (shallowest tree)")
-                    d_max = gr.Slider(1, 10, value=defaults.depth_max, step=1, label="D_max (deepest tree)")
+                    d_min = sage_slider("depth_min", "D_min (shallowest tree)")
+                    d_max = sage_slider("depth_max", "D_max (deepest tree)")
                 with gr.Row():
-                    w_min = gr.Slider(1, 10, value=defaults.width_min, step=1, label="W_min (narrowest root)")
-                    w_max = gr.Slider(1, 10, value=defaults.width_max, step=1, label="W_max (widest root)")
+                    w_min = sage_slider("width_min", "W_min (narrowest root)")
+                    w_max = sage_slider("width_max", "W_max (widest root)")
                 with gr.Row():
-                    budget = gr.Slider(1, 256, value=defaults.node_budget, step=1, label="Node budget N_max")
-                    top_k = gr.Slider(2, 20, value=defaults.top_k, step=1, label="top-k (entropy, candidates)")
+                    budget = sage_slider("node_budget", "Node budget N_max")
+                    top_k = sage_slider("top_k", "top-k (entropy, candidates)")
                 custom_target = gr.Textbox("", label=f"Custom target ({custom}; pick 'Custom' above)",
                                            visible=bool(custom))  # fmt: skip
                 custom_draft = gr.Textbox("", label="Custom draft (same family and tokenizer as the target)",

@@ -28,6 +28,7 @@ from plotly.subplots import make_subplots
 from sage_core import Media, RunHeader, StepRecord, summarize
 from sage_core.adapter import VisualBox
 from sage_core.config import SageConfig
+from sage_core.media import thumbnail
 from sage_core.methods import drafts
 
 from .render import DOTS as COLOURS
@@ -474,6 +475,7 @@ FRAME_HEIGHT = 150
 def draft_view_image(media: Media, boxes: Sequence[VisualBox | None], kept: Sequence[int]) -> Image.Image:
     """The image, or each sampled frame side by side, with the visual tokens the draft did not read
     dimmed: each token's box (`VLM.visual_token_boxes`) is lit when the token is in `kept`."""
+    media = thumbnail(media, FRAME_HEIGHT)  # shrunk first: an 8K frame is never turned to floats
     if media.kind == "image":
         assert media.image is not None
         frames = [np.asarray(media.image.convert("RGB"), dtype=np.float32)]

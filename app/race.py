@@ -45,14 +45,25 @@ from sage_core import (
     summarize,
 )
 from sage_core.adapter import VisualBox
-from sage_core.config import SamplingConfig
+from sage_core.config import SamplingConfig, check_prune_ratio, shown
 from sage_core.costs import CostCurve
 from sage_core.errors import InputError
+from sage_core.media import thumbnail
 from sage_core.methods import METHODS, drafts, in_order
 from sage_core.pruning import PAPER_RATIOS
-from sage_core.records import MAX_TRACE_BYTES, TraceError, json_line, parse_trace_rows, read_trace_text, trace_lines
+from sage_core.records import (
+    MAX_TRACE_BYTES,
+    TraceError,
+    is_text,
+    json_line,
+    parse_trace_rows,
+    read_trace_text,
+    trace_lines,
+)
 
 RACE_FORMAT = "sage-race/1"
+#: The draft-view picture's height: the race keeps its medium shrunk to this, no larger.
+DRAFT_VIEW_HEIGHT = 150
 # Canonical column order (the method registry's): SAGE first, then its rivals, plain decoding last.
 METHOD_ORDER = tuple(in_order(METHODS))
 
@@ -114,21 +125,15 @@ class RaceData:
         return next((lane.header for lane in self.lanes if lane.header is not None), None)
 
 
-def resolve_prune_ratio(choice: str | None, chosen: float | None, kind: str) -> float:
+def resolve_prune_ratio(choice: object, chosen: object, kind: str) -> float:
     """The pruning control: "off", "paper" (80% of an image's visual tokens, 90% of a video's) or "chosen"."""
     if choice in (None, "", "off"):
         return 0.0
     if choice == "paper":
         return PAPER_RATIOS[kind]
     if choice != "chosen":
-        raise InputError(f"unknown pruning choice {choice!r}; use off, paper or chosen")
-    try:
-        ratio = float(chosen or 0.0)
-    except (TypeError, ValueError) as error:
-        raise InputError(f"the pruning ratio must be a number in [0, 1), not {chosen!r}") from error
-    if not 0.0 <= ratio < 1.0:
-        raise InputError(f"the pruning ratio must lie in [0, 1), not {ratio:g}")
-    return ratio
+        raise InputError(f"unknown pruning choice {shown(choice)}; use off, paper or chosen")
+    return check_prune_ratio(0.0 if chosen is None else chosen)
 
 
 def order_methods(methods: Sequence[str]) -> list[str]:
@@ -168,8 +173,8 @@ def start_runs(
         runs = [decode(pair, media, prompt, config, prepared) for config in configs]
         boxes = pair.draft.visual_token_boxes(prepared.draft) if prune_ratio > 0 and prepared.draft else None
     data = RaceData(lanes=[Lane(run.config.method, run.header) for run in runs], costs=costs)
-    if boxes is not None:
-        data.draft_view = (media, boxes)
+    if boxes is not None:  # a small copy: the per-user state holds no full-size media
+        data.draft_view = (thumbnail(media, DRAFT_VIEW_HEIGHT), boxes)
     return data, runs
 
 
@@ -234,11 +239,23 @@ class RaceStepper:
         self.key = key
         self._token_texts = token_texts
         self._exhausted: set[int] = set()  # sides with no more steps (a stopped recording ends unfinished)
+        self.runs: list[DecodeRun] = []  # a live stepper's runs (their caches), released by `drop`
+        self.dropped = False
+
+    def release(self) -> None:
+        """Release the runs and their caches (the records so far are kept); the stepper steps no more."""
+        self.runs = []
+        self._advance = [lambda: None for _ in self._advance]
+
+    def drop(self) -> None:
+        """Release the runs to make room for another visitor's (`app.stepping`), saying so (`dropped`)."""
+        self.dropped = True
+        self.release()
 
     @property
     def finished(self) -> bool:
         done = all(lane.finished or i in self._exhausted for i, lane in enumerate(self.data.lanes))
-        return done or self.data.stopped
+        return done or self.data.stopped or self.dropped
 
     @property
     def round(self) -> int:
@@ -287,8 +304,10 @@ def live_stepper(
 
         return advance
 
-    return RaceStepper(data, [advancer(lane, run) for lane, run in zip(data.lanes, runs, strict=True)], key,
-                       token_texts)  # fmt: skip
+    stepper = RaceStepper(data, [advancer(lane, run) for lane, run in zip(data.lanes, runs, strict=True)], key,
+                          token_texts)  # fmt: skip
+    stepper.runs = runs
+    return stepper
 
 
 def replay_stepper(recorded: RaceData, key: object = None) -> RaceStepper:
@@ -426,7 +445,7 @@ def _race_meta(meta: object) -> dict[int, str]:
         raise TraceError("the race line's token_texts must map token ids to texts")
     checked: dict[int, str] = {}
     for key, text in texts.items():
-        if not (isinstance(key, str) and key.isascii() and key.isdigit()) or not isinstance(text, str):
+        if not (isinstance(key, str) and key.isascii() and key.isdigit()) or not is_text(text):
             raise TraceError(f"the race line's token_texts must map token ids to texts, not {key[:20]!r}")
         checked[int(key)] = text
     return checked

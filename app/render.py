@@ -136,7 +136,7 @@ def _state_tag(lane: Lane, data: RaceData) -> str:
     return "<span class='sage-tag run'>running…</span>"
 
 
-def lane_html(lane: Lane, data: RaceData) -> str:
+def lane_html(lane: Lane, data: RaceData, tail: int | None = None) -> str:
     method = lane.method
     tags = _state_tag(lane, data) + (" <span class='sage-tag replay'>replay</span>" if data.replay else "")
     pruned = lane.header.prune_ratio if lane.header is not None else 0.0
@@ -157,7 +157,10 @@ def lane_html(lane: Lane, data: RaceData) -> str:
         )
     else:
         stats = "<div class='sage-stats'><span>—</span></div>"
-    return f"<div class='sage-col'>{head}{stats}<div class='sage-text'>{marked_text(lane.records)}</div></div>"
+    shown = lane.records if tail is None or len(lane.records) <= tail else lane.records[-tail:]
+    earlier = len(lane.records) - len(shown)
+    lead = f"<span class='sage-sub'>… {earlier} earlier steps (shown when it ends) … </span>" if earlier else ""
+    return f"<div class='sage-col'>{head}{stats}<div class='sage-text'>{lead}{marked_text(shown)}</div></div>"
 
 
 LEGEND = (
@@ -167,14 +170,16 @@ LEGEND = (
 )
 
 
-def race_html(data: RaceData | None) -> str:
+def race_html(data: RaceData | None, tail: int | None = None) -> str:
+    """The columns; while streaming, `tail` keeps each side's text to its latest steps (the whole text is
+    sent once, at the end)."""
     if data is None or not data.lanes:
         return wrap(
             LEGEND + "<div class='sage-col' style='color:#64748b'>Pick an example (or upload an image or a "
             "video), then press <b>Start race</b>.</div>"
         )
     columns = len(data.lanes)
-    body = "".join(lane_html(lane, data) for lane in data.lanes)
+    body = "".join(lane_html(lane, data, tail) for lane in data.lanes)
     return wrap(
         f"{LEGEND}<div class='sage-cols' style='grid-template-columns: repeat({columns}, minmax(0, 1fr))'>{body}</div>"
     )

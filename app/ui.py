@@ -19,14 +19,15 @@ stall another's race.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import gradio as gr
 
 from . import models
-from .boundary import guard
-from .handlers import TRACE_DIR, Handlers, Settings, controls, last, save_trace_file
-from .inputs import Limits, load_examples
+from .boundary import guard, refusals_as_sentences
+from .handlers import TRACE_DIR, Handlers, Settings, Update, controls, last, save_trace_file
+from .inputs import Limits, RaceForm, load_examples
 from .page import KEYBOARD_JS, TITLE, Page, build_page, image_input
 from .pruning_panel import show_draft_view
 from .spaces_compat import ZERO_GPU, gpu
@@ -58,10 +59,30 @@ def settings_from(
     )
 
 
+def live_race(handlers: Handlers) -> Callable[..., Iterator[Update]]:
+    """The Start event: the page's race inputs (then the tree lane) become one `RaceForm`."""
+
+    def race_live(progress: gr.Progress = gr.Progress(), *values: Any) -> Iterator[Update]:  # noqa: B008
+        *fields, tree_lane = values
+        yield from handlers.race_live(RaceForm.of(fields), tree_lane, progress)
+
+    return race_live
+
+
+def stepped_race(handlers: Handlers) -> Callable[..., Update]:
+    """The Step event: the page's race inputs (then the tree lane and the stepped race) as one `RaceForm`."""
+
+    def step_live(progress: gr.Progress = gr.Progress(), *values: Any) -> Update:  # noqa: B008
+        *fields, tree_lane, stepper = values
+        return handlers.step_live(RaceForm.of(fields), tree_lane, stepper, progress)
+
+    return step_live
+
+
 def wire(page: Page, handlers: Handlers) -> None:
     """Connect the page's events to the handlers."""
     live = page.start.click(
-        gpu(duration=180)(handlers.race_live), [*page.race_inputs, page.tree_lane], page.view, api_name="race_live",
+        gpu(duration=180)(live_race(handlers)), [*page.race_inputs, page.tree_lane], page.view, api_name="race_live",
         api_visibility="undocumented", concurrency_id="race", concurrency_limit=RACE_CONCURRENCY,
     )  # fmt: skip
     replaying = page.replay.click(
@@ -78,11 +99,14 @@ def wire(page: Page, handlers: Handlers) -> None:
                                cancels=[live, replaying], queue=False, api_visibility="private")  # fmt: skip
     stopping.then(controls(handlers.after_stop, page), [page.state], stopped_view, queue=False,
                   api_visibility="private")  # fmt: skip
-    # A streamed race or replay ends any stepped one; Step advances one round on every side.
-    for button in (page.start, page.replay):
-        button.click(lambda: None, None, page.stepper, queue=False, api_visibility="private")
+    # One stream writes a tab's components at a time: Start cancels a streaming replay, Replay a streaming
+    # race, and either ends any stepped one; Step (of a race or a replay) cancels both streams.
+    for button, other in ((page.start, replaying), (page.replay, live)):
+        button.click(lambda: None, None, page.stepper, cancels=[other], queue=False, api_visibility="private")
+    for button in (page.step, page.replay_step):
+        button.click(None, None, None, cancels=[live, replaying], queue=False, api_visibility="private")
     page.step.click(
-        gpu(duration=60)(handlers.step_live), [*page.race_inputs, page.tree_lane, page.stepper],
+        gpu(duration=60)(stepped_race(handlers)), [*page.race_inputs, page.tree_lane, page.stepper],
         [*page.view, page.stepper], concurrency_id="race", concurrency_limit=RACE_CONCURRENCY,
         api_visibility="private",
     )  # fmt: skip
@@ -127,6 +151,29 @@ def build_demo(
             settings.examples, choices, settings.default_pair, settings.limits, settings.custom.describe()
         )
         wire(page, Handlers(page, settings))
+    refusals_as_sentences(demo)
+    return demo
+
+
+BUSY = "The app is busy: {waiting} requests are already waiting (at most {limit} may wait). Try again in a minute."
+
+
+def queued(demo: gr.Blocks, limits: Limits | None = None) -> gr.Blocks:
+    """The app's queue: one worker per event unless the event says more, and at most `limits.max_queue`
+    requests waiting; one more is answered that the app is busy (HTTP 503 with `BUSY`; the page and
+    gradio_client show their own "busy, try again" line for it)."""
+    limits = limits or Limits.from_env()
+    demo.queue(default_concurrency_limit=1, max_size=limits.max_queue)
+    queue = demo._queue
+    stock = queue.push
+
+    async def push(*args: Any, **kwargs: Any) -> Any:
+        accepted, answer, state = await stock(*args, **kwargs)
+        if state == "queue_full":
+            answer = BUSY.format(waiting=len(queue), limit=queue.max_size)
+        return accepted, answer, state
+
+    queue.push = push  # type: ignore[method-assign]
     return demo
 
 
@@ -136,4 +183,4 @@ def launch_options(limits: Limits | None = None) -> dict[str, Any]:
     return {"max_file_size": limits.max_file_bytes, "head": KEYBOARD_JS}
 
 
-__all__ = ["TRACE_DIR", "build_demo", "image_input", "last", "launch_options", "save_trace_file"]
+__all__ = ["BUSY", "TRACE_DIR", "build_demo", "image_input", "last", "launch_options", "queued", "save_trace_file"]

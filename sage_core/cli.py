@@ -138,6 +138,7 @@ def apply_preset(args: argparse.Namespace) -> None:
 def generate(args: argparse.Namespace) -> int:
     from .adapter import load_pair
     from .decode import decode
+    from .prepared import check_vocabulary
 
     check_prompt(args.prompt)
     sage = SageConfig(
@@ -163,6 +164,7 @@ def generate(args: argparse.Namespace) -> int:
         max_memory=args.max_memory, offload_folder=args.offload_folder, draft_device=args.draft_device,
         report=lambda stage: print(f"[{stage}]", file=sys.stderr, flush=True),
     )  # fmt: skip
+    check_vocabulary(pair.target, args.prompt, f"the model {args.target}")
     run = decode(pair, media, args.prompt, config)
     for record in run:
         if not args.json:

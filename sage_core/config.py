@@ -7,6 +7,7 @@ marked *open* and documented where the field is defined.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -31,6 +32,27 @@ from .trees import RankPath as RankPath
 # masks). All are lossless.
 Backend = Literal["fast", "compiled", "fast-hf", "plain"]
 BACKENDS: tuple[Backend, ...] = ("fast", "compiled", "fast-hf", "plain")
+
+# The range of every whole-number SAGE setting: the page's sliders (app/page.py) read these too.
+SAGE_RANGES: dict[str, tuple[int, int]] = {
+    "depth_min": (1, 10),
+    "depth_max": (1, 10),
+    "width_min": (1, 10),
+    "width_max": (1, 10),
+    # Every KV buffer of a round is sized by it: 256 nodes is four times the paper's 64.
+    "node_budget": (1, 256),
+    "top_k": (2, 20),
+    "window": (1, 100),
+    "depth_max_step": (1, 10),
+    "depth_max_limit": (1, 10),
+}
+FLOAT_FIELDS = ("expansion_threshold", "initial_alpha", "lower_below", "raise_above")
+# Sampling: near 0 the scaled logits overflow (transformers' generate fails at 1e-40); 0 itself is greedy.
+MIN_TEMPERATURE = 0.01
+MAX_TEMPERATURE = 2.0
+MAX_SAMPLING_TOP_K = 1_000_000
+# Draft-side pruning keeps at least 5% of the visual tokens (the page's slider stops there too).
+MAX_PRUNE_RATIO = 0.95
 
 
 @dataclass(frozen=True)
@@ -77,27 +99,39 @@ class SageConfig:
     static_first_round: bool = True
 
     def __post_init__(self) -> None:
-        problems = []
+        problems = [
+            f"{name} must be a whole number in [{low}, {high}], not {shown(getattr(self, name))}"
+            for name, (low, high) in SAGE_RANGES.items()
+            if not is_whole_in(getattr(self, name), low, high)
+        ]
+        for name in FLOAT_FIELDS:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+                problems.append(f"{name} must be a finite number, not {shown(value)}")
+        numbers = all(isinstance(getattr(self, name), int) for name in SAGE_RANGES) and all(
+            isinstance(getattr(self, name), int | float) for name in FLOAT_FIELDS
+        )
+        if problems and not numbers:  # the relations below need numbers
+            raise ConfigError("invalid SAGE configuration: " + "; ".join(problems))
         if not 1 <= self.depth_min <= self.depth_max <= self.depth_max_limit:
             problems.append("need 1 <= depth_min <= depth_max <= depth_max_limit")
         if not 1 <= self.width_min <= self.width_max:
             problems.append("need 1 <= width_min <= width_max")
         if not 1 <= self.width_max <= self.top_k:
             problems.append("need width_max <= top_k")
-        if self.node_budget < 1:
-            problems.append("node_budget must be >= 1")
-        if self.top_k < 2:
-            problems.append("top_k must be >= 2")
         if not 0.0 <= self.initial_alpha <= 1.0:
             problems.append("initial_alpha must lie in [0, 1]")
-        if self.window < 1:
-            problems.append("window must be >= 1")
         if self.shape not in ("online", "template"):
             problems.append("shape must be 'online' or 'template'")
         if self.alpha_source not in ("root", "path_mean"):
             problems.append("alpha_source must be 'root' or 'path_mean'")
         if problems:
             raise ConfigError("invalid SAGE configuration: " + "; ".join(problems))
+
+    @classmethod
+    def from_form(cls, values: Mapping[str, object]) -> SageConfig:
+        """SAGE's settings from a form or a JSON call ("8", 8.0 and 8 alike); checked as every SageConfig is."""
+        return cls(**{name: as_whole(value) for name, value in values.items()})  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -151,14 +185,22 @@ class SamplingConfig:
 
     def __post_init__(self) -> None:
         problems = []
-        if not (isinstance(self.temperature, int | float) and math.isfinite(self.temperature)) or self.temperature < 0:
-            problems.append(f"temperature must be a finite number >= 0 (0 = greedy), not {self.temperature!r}")
+        temperature = self.temperature
+        number = isinstance(temperature, int | float) and not isinstance(temperature, bool)
+        if not (number and (temperature == 0 or MIN_TEMPERATURE <= temperature <= MAX_TEMPERATURE)):
+            problems.append(
+                f"temperature must be 0 (greedy) or a number in [{MIN_TEMPERATURE:g}, {MAX_TEMPERATURE:g}] "
+                "(near 0 the scaled logits overflow: transformers' generate fails at 1e-40; 0 is greedy), "
+                f"not {shown(temperature)}"
+            )
         if not (isinstance(self.top_p, int | float) and 0.0 < self.top_p <= 1.0):
-            problems.append(f"top-p must lie in (0, 1], not {self.top_p!r}")
-        if not isinstance(self.top_k, int) or self.top_k < 0:
-            problems.append(f"top-k must be an integer >= 0 (0 = off), not {self.top_k!r}")
-        if self.seed is not None and (not isinstance(self.seed, int) or not 0 <= self.seed < 2**63):
-            problems.append(f"seed must be an integer in [0, 2**63), not {self.seed!r}")
+            problems.append(f"top-p must lie in (0, 1], not {shown(self.top_p)}")
+        if not is_whole_in(self.top_k, 0, MAX_SAMPLING_TOP_K):
+            problems.append(
+                f"top-k must be an integer >= 0 (0 = off) and at most {MAX_SAMPLING_TOP_K}, not {shown(self.top_k)}"
+            )
+        if self.seed is not None and not is_whole_in(self.seed, 0, 2**63 - 1):
+            problems.append(f"seed must be an integer in [0, 2**63), not {shown(self.seed)}")
         if problems:
             raise ConfigError("invalid sampling settings: " + "; ".join(problems))
 
@@ -193,15 +235,18 @@ class DecodeConfig:
         method_spec(self.method)  # one clear error for an unknown method
         if self.backend not in BACKENDS:
             raise ConfigError(f"unknown backend {self.backend!r}; choose one of {', '.join(BACKENDS)}")
-        if not 0.0 <= self.prune_ratio < 1.0:
-            raise ConfigError(f"the pruning ratio must lie in [0, 1), not {self.prune_ratio}")
+        check_prune_ratio(self.prune_ratio)
         if self.prune_ratio > 0 and not drafts(self.method):
             raise ConfigError(
                 f"pruning removes visual tokens from the draft's prompt; method {self.method!r} has no draft"
             )
         if not 0.0 <= self.prune_attention_share <= 1.0:
             raise ConfigError(f"prune_attention_share must lie in [0, 1], not {self.prune_attention_share}")
+        if not isinstance(self.max_new_tokens, int) or isinstance(self.max_new_tokens, bool):
+            raise ConfigError(f"max new tokens must be a whole number, not {shown(self.max_new_tokens)}")
         check_max_new_tokens(self.max_new_tokens)
+        if not is_whole_in(self.template_top_k, 4, 20):
+            raise ConfigError(f"template_top_k must be a whole number in [4, 20], not {shown(self.template_top_k)}")
 
 
 MAX_NEW_TOKENS_LIMIT = 4096
@@ -210,19 +255,76 @@ MAX_PROMPT_CHARS = 4000
 
 def check_max_new_tokens(value: object, limit: int = MAX_NEW_TOKENS_LIMIT) -> int:
     """The token limit as a whole number in [1, limit] (a form's "12" or 12.0 included); ConfigError else."""
+    number = as_whole(value)
+    if not is_whole_in(number, 1, limit):
+        raise ConfigError(f"max new tokens must be a whole number in [1, {limit}], not {shown(value)}")
+    return int(number)  # type: ignore[call-overload]
+
+
+def check_prune_ratio(value: object) -> float:
+    """The pruning ratio as a number in [0, MAX_PRUNE_RATIO] (a form's "0.5" included); ConfigError else."""
     try:
-        number = float(str(value).strip()) if isinstance(value, str) else float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        number = float("nan")
-    if isinstance(value, bool) or not number.is_integer() or not 1 <= number <= limit:
-        raise ConfigError(f"max new tokens must be a whole number in [1, {limit}], not {value!r}")
-    return int(number)
+        ratio = float(value.strip()) if isinstance(value, str) else float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError):
+        ratio = None
+    if isinstance(value, bool) or ratio is None:
+        raise ConfigError(f"the pruning ratio must be a number in [0, 1), not {shown(value)}")
+    if not 0.0 <= ratio <= MAX_PRUNE_RATIO:
+        raise ConfigError(
+            f"the pruning ratio must lie in [0, 1) and be at most {MAX_PRUNE_RATIO:g} (the draft reads at least "
+            f"{1 - MAX_PRUNE_RATIO:.0%} of the visual tokens), not {shown(value)}"
+        )
+    return ratio
 
 
 def check_prompt(prompt: object) -> str:
-    """A prompt that is text, not blank, and at most MAX_PROMPT_CHARS long; InputError else."""
+    """A prompt that is text, not blank, valid Unicode, at most MAX_PROMPT_CHARS long; InputError else."""
     if not isinstance(prompt, str) or not prompt.strip():
         raise InputError("the prompt is empty: ask something about the image or video")
     if len(prompt) > MAX_PROMPT_CHARS:
         raise InputError(f"the prompt has {len(prompt)} characters; the limit is {MAX_PROMPT_CHARS}")
+    try:
+        prompt.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise InputError(
+            f"the prompt is not valid text: character {error.start + 1} is a lone surrogate ({prompt[error.start]!a}); "
+            "remove it"
+        ) from error
     return prompt
+
+
+def check_positions(prompt_tokens: int, positions: int | None, model: str = "the model") -> None:
+    """A prompt that leaves room in the model's positions for at least one new token; InputError else."""
+    if positions is not None and prompt_tokens >= positions:
+        raise InputError(
+            f"the prompt is {prompt_tokens} tokens with the image or video; {model} reads at most {positions} "
+            "positions: shorten the prompt, or use a smaller image or fewer frames"
+        )
+
+
+# -- whole numbers, as forms, JSON and the command line give them ------------------------
+
+
+def as_whole(value: object) -> object:
+    """A whole number as an int ("8", 8.0, 8); anything else as it came (the check then names it)."""
+    if isinstance(value, int):  # bool included: the check names it
+        return value
+    try:
+        number = float(value.strip()) if isinstance(value, str) else float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError):
+        return value
+    if isinstance(value, str) and value.strip().lstrip("+-").isdigit():
+        return int(value.strip())  # exact, however long
+    return int(number) if number.is_integer() else value
+
+
+def is_whole_in(value: object, low: int, high: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+
+
+def shown(value: object, limit: int = 40) -> str:
+    """A value as a sentence names it: a huge number by its digits' count, a long text cut."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**20:
+        return f"a {len(str(abs(value)))}-digit number"
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"

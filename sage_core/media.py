@@ -4,6 +4,13 @@ Video frames are sampled by us at the evenly spaced indices
 round(linspace(0, count - 1, N)) and handed to the processor with their
 metadata (native fps, frame count, indices), so each family gets its
 temporal positions right (see adapter.py).
+
+Pictures are read as a viewer shows them (`as_shown`): the EXIF orientation
+applied (phone photos), transparency composited on white, 16-bit and float
+grey scaled to 8 bits, palette, LA, CMYK and 1-bit pictures converted to RGB.
+Images above MAX_IMAGE_PIXELS are refused; video frames above
+MAX_FRAME_PIXELS (1920 x 1080) are shrunk to it as they are read, and frames
+above MAX_IMAGE_PIXELS * 4 are refused before any is decoded.
 """
 
 from __future__ import annotations
@@ -13,7 +20,7 @@ from pathlib import Path
 from typing import Literal
 
 import numpy as np
-from PIL import Image, UnidentifiedImageError
+from PIL import Image, ImageOps, UnidentifiedImageError
 
 from .errors import MediaError
 
@@ -21,6 +28,10 @@ IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".gif", ".tif", ".ti
 VIDEO_SUFFIXES = (".mp4", ".webm", ".avi", ".mov", ".mkv")
 MAX_FILE_BYTES = 200 * 1024 * 1024
 MAX_IMAGE_PIXELS = 50_000_000
+#: Video frames are shrunk to at most this many pixels as they are read (1920 x 1080).
+MAX_FRAME_PIXELS = 1920 * 1080
+#: A video whose frames are larger than this is refused before any frame is decoded.
+MAX_VIDEO_FRAME_PIXELS = 4 * MAX_IMAGE_PIXELS
 MAX_VIDEO_SECONDS = 600.0
 DEFAULT_FRAMES = 8
 
@@ -85,7 +96,7 @@ def load_image(path: Path) -> Media:
         with Image.open(path) as opened:
             if opened.width * opened.height > MAX_IMAGE_PIXELS:
                 raise MediaError(f"{path.name} is {opened.width}x{opened.height}: too many pixels")
-            image = opened.convert("RGB")
+            image = as_shown(opened)
     except MediaError:
         raise
     except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError) as error:
@@ -108,6 +119,12 @@ def load_video(path: Path, frames: int, max_seconds: float) -> Media:
             raise MediaError(f"{path.name} is not a readable video (no frames or no frame rate)")
         if count / fps > max_seconds:
             raise MediaError(f"{path.name} lasts {count / fps:.0f} s; the limit is {max_seconds:.0f} s")
+        width, height = int(capture.get(cv2.CAP_PROP_FRAME_WIDTH)), int(capture.get(cv2.CAP_PROP_FRAME_HEIGHT))
+        if width * height > MAX_VIDEO_FRAME_PIXELS:
+            raise MediaError(
+                f"{path.name} has {width}x{height} frames: too many pixels (the limit is "
+                f"{MAX_VIDEO_FRAME_PIXELS / 1e6:.0f} million a frame)"
+            )
         indices = sample_indices(count, min(frames, count))
         images = []
         for index in indices:
@@ -115,7 +132,7 @@ def load_video(path: Path, frames: int, max_seconds: float) -> Media:
             ok, frame = capture.read()
             if not ok:
                 raise MediaError(f"{path.name}: frame {index} of {count} cannot be decoded")
-            images.append(cv2.cvtColor(frame, cv2.COLOR_BGR2RGB))
+            images.append(cv2.cvtColor(capped_frame(frame, MAX_FRAME_PIXELS), cv2.COLOR_BGR2RGB))
     finally:
         capture.release()
     return Media(
@@ -129,5 +146,71 @@ def load_video(path: Path, frames: int, max_seconds: float) -> Media:
 
 
 def image_media(image: Image.Image, name: str = "image") -> Media:
-    """Wrap an in-memory image (as the app receives it)."""
-    return Media(kind="image", name=name, image=image.convert("RGB"))
+    """Wrap an in-memory image, read as it is shown (`as_shown`)."""
+    return Media(kind="image", name=name, image=as_shown(image))
+
+
+def capped_frame(frame: np.ndarray, max_pixels: int = MAX_FRAME_PIXELS) -> np.ndarray:
+    """A decoded frame (H, W, 3), shrunk (area-averaged, aspect kept) to at most `max_pixels`."""
+    import cv2
+
+    height, width = frame.shape[:2]
+    if height * width <= max_pixels:
+        return frame
+    scale = (max_pixels / (height * width)) ** 0.5
+    size = (max(1, int(width * scale)), max(1, int(height * scale)))
+    return cv2.resize(frame, size, interpolation=cv2.INTER_AREA)
+
+
+def as_shown(image: Image.Image) -> Image.Image:
+    """The picture as a viewer shows it, in RGB: EXIF orientation applied, transparency on white,
+    16-bit or float grey scaled to 8 bits, palette, LA, CMYK and 1-bit converted."""
+    image = ImageOps.exif_transpose(image) or image
+    if image.mode in ("I;16", "I;16L", "I;16B", "I;16N", "I", "F"):
+        image = eight_bit_grey(image)
+    if image.mode == "P" and "transparency" in image.info:
+        image = image.convert("RGBA")
+    if image.mode == "RGB" and "transparency" in image.info:  # tRNS on an RGB picture: one colour is clear
+        image = image.convert("RGBA")
+    if image.mode in ("L", "1") and "transparency" in image.info:
+        image = image.convert("LA")
+    if image.mode in ("RGBA", "LA", "PA", "La", "RGBa"):
+        rgba = image.convert("RGBA")
+        white = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
+        return Image.alpha_composite(white, rgba).convert("RGB")
+    return image.convert("RGB")
+
+
+def eight_bit_grey(image: Image.Image) -> Image.Image:
+    """A 16-bit (or 32-bit integer, or float) grey picture as the 8-bit grey a viewer shows: 16-bit
+    values scaled by 255/65535; integers of at most 255 kept; floats in [0, 1] scaled by 255."""
+    values = np.asarray(image).astype(np.float64)
+    if image.mode.startswith("I;16") or (image.mode == "I" and values.size and values.max() > 255):
+        values = values * (255.0 / 65535.0)
+    elif image.mode == "F" and values.size and values.max() <= 1.0:
+        values = values * 255.0
+    return Image.fromarray(np.round(values).clip(0, 255).astype(np.uint8), mode="L")
+
+
+def thumbnail(media: Media, height: int) -> Media:
+    """The medium shrunk to `height` pixels high (aspect kept; never enlarged): a small copy to keep."""
+    if media.kind == "image":
+        assert media.image is not None
+        image = media.image
+        if image.height > height:
+            width = max(1, round(image.width * height / image.height))
+            image = image.resize((width, height), Image.Resampling.BILINEAR)
+        return Media(kind="image", name=media.name, image=image)
+    assert media.frames is not None
+    frames = [Image.fromarray(frame) for frame in media.frames]
+    if frames and frames[0].height > height:
+        width = max(1, round(frames[0].width * height / frames[0].height))
+        frames = [frame.resize((width, height), Image.Resampling.BILINEAR) for frame in frames]
+    return Media(
+        kind="video",
+        name=media.name,
+        frames=np.stack([np.asarray(frame) for frame in frames]),
+        fps=media.fps,
+        total_frames=media.total_frames,
+        frame_indices=media.frame_indices,
+    )

@@ -13,6 +13,12 @@ a draft of one family usually ship identical processors), the draft reads the
 target's tensors (copied to its device if it sits elsewhere) and its processor
 does not run: a speculative run is then charged the target's preparation and
 that copy, which is what it needs.
+
+Two checks need the model's own tokens: a prompt must leave room in the
+model's positions (`config.check_positions`, here), and every word of it
+should have a token (`check_vocabulary`: a word-level vocabulary, such as the
+built-in pair's, reads an unknown word as its unknown token; the CLI and the
+app refuse such a prompt with the words named).
 """
 
 from __future__ import annotations
@@ -25,6 +31,8 @@ from typing import Any
 import torch
 
 from .adapter import VLM, ModelPair
+from .config import check_positions
+from .errors import InputError
 from .media import Media
 from .timing import Stopwatch
 
@@ -71,6 +79,7 @@ def _for_draft(
     if not pair.inputs_alike:
         return _prepare(pair.draft, media, prompt)
     device = pair.draft.device
+    check_positions(int(target["input_ids"].shape[1]), max_positions(pair.draft), f"the draft {pair.draft.name}")
     with Stopwatch(device) as watch:
         moved = {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in target.items()}
     return MappingProxyType(moved), watch.seconds
@@ -79,4 +88,40 @@ def _for_draft(
 def _prepare(model: VLM, media: Media, prompt: str) -> tuple[Mapping[str, Any], float]:
     with Stopwatch(model.device) as watch:
         inputs = model.prepare(media, prompt)
+    check_positions(int(inputs["input_ids"].shape[1]), max_positions(model), f"the model {model.name}")
     return MappingProxyType(inputs), watch.seconds
+
+
+def max_positions(model: VLM) -> int | None:
+    """How many positions the model's text part reads (None: not said)."""
+    positions = getattr(model.model.config.get_text_config(), "max_position_embeddings", None)
+    return int(positions) if isinstance(positions, int) and positions > 0 else None
+
+
+def unknown_words(tokenizer: Any, prompt: str) -> list[str]:
+    """The words of `prompt` the tokenizer reads as its unknown token (none for a byte-level one)."""
+    unknown = getattr(tokenizer, "unk_token_id", None)
+    if unknown is None or not getattr(tokenizer, "is_fast", False):
+        return []
+    encoded = tokenizer(prompt, add_special_tokens=False, return_offsets_mapping=True)
+    words = []
+    for token, (start, end) in zip(encoded["input_ids"], encoded["offset_mapping"], strict=True):
+        word = prompt[start:end]
+        if token == unknown and word != tokenizer.unk_token and word not in words:
+            words.append(word)
+    return words
+
+
+def check_vocabulary(model: VLM, prompt: str, name: str = "the model") -> None:
+    """Refuse a prompt with words the model has no token for, naming them (InputError). A prompt with a
+    control token is left to `VLM.prepare`, which refuses it for that."""
+    if any(token in prompt for token in model.control_tokens):
+        return
+    tokenizer = model.tokenizer
+    words = unknown_words(tokenizer, prompt)
+    if words:
+        named = ", ".join(repr(w) for w in words[:8]) + (f" and {len(words) - 8} more" if len(words) > 8 else "")
+        raise InputError(
+            f"{name} has no token for {named} (its vocabulary has {len(tokenizer)} tokens; it would read "
+            f"{'it' if len(words) == 1 else 'them'} as {tokenizer.unk_token!r}): rephrase with other words"
+        )

@@ -15,8 +15,8 @@ from dataclasses import MISSING, asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, Literal
 
-from .config import METHODS
-from .errors import TraceError
+from .config import METHODS, SageConfig, SamplingConfig, check_max_new_tokens, check_prune_ratio
+from .errors import ConfigError, TraceError
 from .trees import Tree
 
 TRACE_FORMAT = "sage-trace/1"
@@ -265,6 +265,8 @@ def json_line(line: str, number: int) -> dict[str, Any]:
         raise TraceError(f"line {number} is not JSON: {error.msg}") from error
     except RecursionError as error:
         raise TraceError(f"line {number} is nested too deeply to be a trace line") from error
+    except ValueError as error:  # an integer of thousands of digits
+        raise TraceError(f"line {number} holds a number too long to be a trace value") from error
     if not isinstance(row, dict):
         raise TraceError(f"line {number} is not a JSON object")
     return row
@@ -329,24 +331,46 @@ def _sequence_problem(
         return "a run is one prefill step, then decode steps"
     if record.total_seconds < previous_total:
         return "its total time goes backwards"
+    if not math.isclose(record.total_seconds, previous_total + record.step_seconds, rel_tol=1e-6, abs_tol=1e-6):
+        return "its total time is not the steps' times added up"
+    if record.step_seconds + 1e-6 < record.draft_seconds + record.verify_seconds:
+        return "its drafting and verification take longer than the whole step"
     if record.total_tokens != produced:
         return f"its running total is {record.total_tokens} tokens, but the steps so far made {produced}"
     if record.finish_reason is not None and index != count - 1:
         return "only the last step may finish the run"
+    if produced > header.max_new_tokens:
+        return f"the run made {produced} tokens, more than its limit of {header.max_new_tokens}"
+    if record.finish_reason == "length" and produced != header.max_new_tokens:
+        return f"it ends the run at its token limit, but the run made {produced} of {header.max_new_tokens}"
     return None
 
 
+#: No count, id or seed in a trace is this large (a 64-bit integer's bound).
+MAX_TRACE_INT = 2**63
+
+
+def is_text(value: Any) -> bool:
+    """Text that can be written back out: a string with no lone surrogates."""
+    if not isinstance(value, str):
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _is_int(value: Any, low: int = 0) -> bool:
-    return type(value) is int and value >= low
+    return type(value) is int and low <= value < MAX_TRACE_INT
 
 
 def _is_number(value: Any, low: float = 0.0, high: float = math.inf) -> bool:
-    return (
-        isinstance(value, (int, float))
-        and not isinstance(value, bool)
-        and math.isfinite(value)
-        and low <= value <= high
-    )
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    if isinstance(value, int) and abs(value) >= MAX_TRACE_INT:
+        return False
+    return math.isfinite(value) and low <= value <= high
 
 
 def header_problem(header: RunHeader) -> str | None:
@@ -354,8 +378,8 @@ def header_problem(header: RunHeader) -> str | None:
     if header.format != TRACE_FORMAT:
         return f"unsupported trace format {header.format!r} (expected {TRACE_FORMAT})"
     texts = (header.method, header.target, header.draft, header.prompt, header.media, header.device, header.dtype)
-    if not all(isinstance(t, str) for t in texts):
-        return "its names, prompt and devices must be text"
+    if not all(is_text(t) for t in texts):
+        return "its names, prompt and devices must be text (valid Unicode)"
     if header.method not in METHODS:
         return f"unknown method {header.method!r}; known: {', '.join(METHODS)}"
     if not _is_int(header.max_new_tokens, 1) or not _is_int(header.prompt_tokens):
@@ -371,7 +395,24 @@ def header_problem(header: RunHeader) -> str | None:
         return "the kept visual token indices must be a list of whole numbers"
     if not _is_number(header.prune_ratio, 0.0, 1.0) or not _is_int(header.visual_tokens):
         return "its pruning ratio must lie in [0, 1) and its visual token count be a whole number"
-    return _sampling_problem(header.sampling)
+    return _sampling_problem(header.sampling) or _settings_problem(header)
+
+
+def _settings_problem(header: RunHeader) -> str | None:
+    """Whether the header's settings are ones a run could have had: checked by the config types
+    themselves (the SAGE settings it names, the token limit, the pruning ratio, the sampling)."""
+    known = {f.name for f in fields(SageConfig)}
+    try:
+        SageConfig(**{k: v for k, v in header.sage.items() if k in known})
+        check_max_new_tokens(header.max_new_tokens)
+        if header.prune_ratio:
+            check_prune_ratio(header.prune_ratio)
+        if header.sampling is not None:
+            sampling = {k: v for k, v in header.sampling.items() if k in ("temperature", "top_p", "top_k", "seed")}
+            SamplingConfig(**sampling)
+    except (ConfigError, TypeError) as error:
+        return str(error)
+    return None
 
 
 def _sampling_problem(sampling: Any) -> str | None:
@@ -440,11 +481,31 @@ def record_problem(record: StepRecord) -> str | None:
         _is_number(p, 0.0, 1.0) for p in record.accept_probs
     ):
         return "each tried node needs an acceptance probability in [0, 1]"
-    if not all(isinstance(t, str) for t in record.new_token_texts) or len(record.new_token_texts) != len(
-        record.new_tokens
-    ):
+    if not all(is_text(t) for t in record.new_token_texts) or len(record.new_token_texts) != len(record.new_tokens):
         return "each new token needs its text"
-    return _teaching_problem(record)
+    return _path_problem(record) or _teaching_problem(record)
+
+
+def _path_problem(record: StepRecord) -> str | None:
+    """Whether the accepted nodes form a path of the tree down from the root, with the tree's tokens, and
+    the step's new tokens are that path's tokens and then the bonus (cut only where the run finished)."""
+    parent = -1
+    for node, token in zip(record.accepted_nodes, record.accepted_tokens, strict=True):
+        if record.tree_parents[node] != parent:
+            return "the accepted nodes are not a path of the tree down from the root"
+        if record.tree_tokens[node] != token:
+            return "an accepted token is not the token of its node in the tree"
+        parent = node
+    produced = (*record.accepted_tokens, record.bonus_token)
+    if record.phase == "prefill" and (record.tree_tokens or record.accepted_nodes):
+        return "the prefill drafts no tree"
+    if not record.new_tokens:
+        return "a step adds at least one token"
+    if record.finish_reason is None and record.new_tokens != produced:
+        return "its new tokens are not the accepted tokens and then the bonus token"
+    if record.new_tokens != produced[: len(record.new_tokens)]:
+        return "its new tokens are not the accepted tokens and then the bonus token (cut where the run ended)"
+    return None
 
 
 def _teaching_problem(record: StepRecord) -> str | None:

@@ -11,7 +11,7 @@ from conftest import tiny_folder
 
 from app.inputs import Limits
 from app.models import CustomModels
-from app.ui import build_demo, launch_options
+from app.ui import build_demo, launch_options, queued
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILTIN = ROOT / "assets" / "builtin"
@@ -36,7 +36,7 @@ def running_app(
 ) -> Iterator[str]:
     """The app on a free loopback port, queued and launched as app.py does; yields its URL."""
     demo = build_demo(default_target=target, default_draft=draft, limits=limits, custom=custom, **options)
-    demo.queue(default_concurrency_limit=1).launch(
+    queued(demo, limits).launch(
         server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
         **launch_options(limits),
     )  # fmt: skip

@@ -4,7 +4,10 @@ within 600 MB of the same SAGE run on a short prompt (the full prefill logits al
 
 from __future__ import annotations
 
+import json
 import runpy
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -21,3 +24,22 @@ def test_a_long_prompt_with_qwen_vocabulary_peaks_near_the_short_one(tmp_path):
     assert long["prompt_tokens"] >= 1970 > short["prompt_tokens"]
     assert long["rounds"] > 0 and short["rounds"] > 0
     assert long["peak_over_start_mb"] - short["peak_over_start_mb"] < script["PEAK_GOAL_MB"]
+
+
+VISITOR_SCRIPT = SCRIPT.parent / "visitor_memory.py"
+
+
+@pytest.mark.slow
+def test_a_huge_video_race_holds_little_and_peaks_below_the_goal(tmp_path):
+    """Page races with pruning on an 8000 x 8000, 8-frame video (cut to 2000 x 2000 and 2 races here, to fit
+    the test's time; the script's defaults are the full case): each holds under 150 MB afterwards and
+    peaks under +3 GB; a dropped stepped race gives its memory back."""
+    out = tmp_path / "figures.json"
+    command = [sys.executable, str(VISITOR_SCRIPT), "--side", "2000", "--races", "2", "--max-new-tokens", "8",
+               "--json", str(out)]  # fmt: skip
+    subprocess.run(command, check=True, capture_output=True, text=True, timeout=600)
+    figures = json.loads(out.read_text())
+    assert len(figures["page_races"]) == 2
+    assert all(race["held_mb"] < 150 for race in figures["page_races"])
+    assert all(0 < race["peak_over_start_mb"] < 3 * 1024 for race in figures["page_races"])
+    assert figures["stepped"]["after_drop_mb"] < 150

@@ -133,7 +133,7 @@ def test_cli_json_matches_generate(tiny_root, image_file, video_file, tmp_path, 
         (["--video", "{one_frame}", "--prompt", "hi"], "has 1 frame(s); this model reads videos of at least 2 frames"),
         (["--image", "{wide}", "--prompt", "hi"], "1000x4; the long side may be at most 200 times the short one"),
         (["--image", "{image}", "--prompt", "<|image_pad|>"], "control token '<|image_pad|>'"),
-        (["--image", "{image}", "--prompt", "hi", "--top-k", "100000"], "top-k is 100000, more than the"),
+        (["--image", "{image}", "--prompt", "hi", "--top-k", "100000"], "top_k must be a whole number in [2, 20]"),
         (
             ["--image", "{image}", "--prompt", "hi", "--method", "dynamic", "--dynamic-depth", "0"],
             "invalid dynamic tree settings: depth must be a whole number in [1, 10], not 0",

@@ -1,0 +1,101 @@
+"""Traces are checked for consistency, not only for types: a forged trace cannot show a speedup its own
+steps do not add up to, an accepted path that is no path of its tree, or settings no run could have had."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+import pytest
+from app_records import header, sage_records, static_records, synthetic_race
+
+from app.race import parse_race, race_trace_lines
+from sage_core.errors import TraceError
+from sage_core.records import parse_trace, trace_lines
+
+
+def lines_of(method: str = "sage") -> list[str]:
+    records = sage_records() if method == "sage" else static_records()
+    return list(trace_lines(header(method), records))
+
+
+def edited(lines: list[str], line: int, **changes: object) -> list[str]:
+    row = json.loads(lines[line])
+    key = "header" if "header" in row else next(iter(row))
+    if key == "header":
+        row["header"].update(changes)
+    else:
+        row.update(changes) if "step" in row else row[key].update(changes)
+    return [*lines[:line], json.dumps(row), *lines[line + 1 :]]
+
+
+def step_line(lines: list[str], step: int) -> int:
+    return next(i for i, line in enumerate(lines) if json.loads(line).get("step") == step)
+
+
+def test_the_unedited_trace_reads_back():
+    _, records = parse_trace(lines_of())
+    assert [r.step for r in records] == [0, 1, 2]
+    assert parse_race(list(race_trace_lines(synthetic_race()))).finished
+
+
+def forge_extra_token(lines: list[str]) -> list[str]:
+    """A faster-looking run: one more new token in step 1 (and the totals made to agree)."""
+    row = json.loads(lines[step_line(lines, 1)])
+    row["new_tokens"] = [*row["new_tokens"], 99]
+    row["new_token_texts"] = [*row["new_token_texts"], " extra"]
+    out = [*lines]
+    out[step_line(lines, 1)] = json.dumps(row)
+    for step in (1, 2):
+        later = json.loads(out[step_line(out, step)])
+        later["total_tokens"] += 1
+        out[step_line(out, step)] = json.dumps(later)
+    return out
+
+
+FORGERIES: list[tuple[str, Callable[[list[str]], list[str]], str]] = [
+    ("new tokens beyond accepted + bonus", forge_extra_token, "not the accepted tokens and then the bonus"),
+    ("an accepted path of siblings", lambda ls: edited(ls, step_line(ls, 1), accepted_nodes=[0, 3],
+     accepted_tokens=[11, 40]), "not a path of the tree"),
+    ("an accepted token that is not its node's", lambda ls: edited(ls, step_line(ls, 1), accepted_tokens=[11, 12, 77],
+     new_tokens=[11, 12, 77, 14]), "not the token of its node"),
+    ("a prefill with a tree", lambda ls: edited(ls, step_line(ls, 0), tree_tokens=[5], tree_parents=[-1],
+     tree_draft_probs=[0.5]), "the prefill drafts no tree"),
+    ("a step that adds nothing", lambda ls: edited(ls, step_line(ls, 2), new_tokens=[], new_token_texts=[],
+     total_tokens=5), "at least one token"),
+    ("totals that do not add up", lambda ls: edited(ls, step_line(ls, 2), total_seconds=0.75),
+     "not the steps' times added up"),
+    ("parts longer than the step", lambda ls: edited(ls, step_line(ls, 1), draft_seconds=5.0),
+     "take longer than the whole step"),
+    ("more tokens than the limit", lambda ls: edited(ls, 0, max_new_tokens=4), "more than its limit of 4"),
+    ("a node budget no run could have", lambda ls: edited(ls, 0, sage={"node_budget": 10**6}),
+     r"node_budget must be a whole number in \[1, 256\]"),
+    ("a temperature generate fails at", lambda ls: edited(ls, 0, sampling={"temperature": 1e-40, "top_p": 1.0,
+     "top_k": 50, "seed": 1}), "temperature must be 0 \\(greedy\\) or a number in"),
+    ("a token limit past the library's", lambda ls: edited(ls, 0, max_new_tokens=10**6),
+     r"max new tokens must be a whole number in \[1, 4096\]"),
+    ("a 5000-digit integer", lambda ls: [ls[0], ls[1].replace('"step": 0', '"step": ' + "9" * 5000), *ls[2:]],
+     "line 2 holds a number too long to be a trace value"),
+    ("a 4000-digit integer", lambda ls: [ls[0], ls[1].replace('"step": 0', '"step": ' + "9" * 4000), *ls[2:]],
+     "must be non-negative integers"),
+    ("a lone surrogate in the prompt", lambda ls: [ls[0].replace('"where is it?"', '"where \\ud800 is it?"'),
+     *ls[1:]], "must be text \\(valid Unicode\\)"),
+    ("a lone surrogate in a token's text", lambda ls: [ls[0], ls[1].replace('"the"', '"\\udc00"'), *ls[2:]],
+     "each new token needs its text"),
+    ("a 4000-digit time", lambda ls: [ls[0], ls[1].replace('"step_seconds": 0.5', '"step_seconds": ' + "9" * 4000),
+     *ls[2:]], "finite, non-negative"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("case", "forge", "message"), FORGERIES, ids=[c[0] for c in FORGERIES])
+def test_a_forged_trace_is_refused_with_its_sentence(case, forge, message):
+    with pytest.raises(TraceError, match=message):
+        parse_trace(forge(lines_of()))
+
+
+def test_a_forged_race_trace_is_refused_too():
+    lines = list(race_trace_lines(synthetic_race()))
+    sage_step = next(i for i, line in enumerate(lines) if json.loads(line).get("step") == 1)
+    forged = edited(lines, sage_step, accepted_nodes=[0, 3], accepted_tokens=[11, 40])
+    with pytest.raises(TraceError, match="not a path of the tree"):
+        parse_race(forged)
