@@ -69,3 +69,23 @@ def test_a_lone_shape_is_asked_about_as_this_or_it_and_visitors_type_in_capitals
     assert any(" this" in q.lower() or " it" in q.lower() for q in questions)
     assert any(q[:1].isupper() for q in questions)
     assert any(not q.endswith(("?", ".")) for q in questions)
+
+
+def test_the_held_out_check_asks_every_reworded_kind_and_lone_shapes_in_held_out_words():
+    from sage_core.builtin.wording import REWORDED_KINDS, held_out_examples
+
+    examples = held_out_examples(seed=9, n=48)
+    assert {e.kind for e in examples} == set(REWORDED_KINDS)
+    held_out = {w for pool in (*HELD_OUT.values(), *LONE_HELD_OUT.values()) for w in pool}
+    assert all(any(e.question == w.format(colour=c, shape=s, place=p) for w in held_out
+                   for c, s, p in _fill_ins(e)) for e in examples)  # fmt: skip
+    assert sum(len(e.objects) == 1 and e.kind in LONE_HELD_OUT for e in examples) >= 4
+
+
+def _fill_ins(example):
+    """Every (colour, shape, place) of the example's objects (bars: their colours)."""
+    if example.kind in ("bar", "chart"):
+        return [(c, "", "") for c, _ in example.objects]
+    return [(t.colour, t.shape, t.place) for t in example.objects] + [
+        (t.colour, "shape", t.place) for t in example.objects
+    ]

@@ -703,6 +703,10 @@ def make_examples(seed: int, n: int, kinds: tuple[str, ...] | None = None, style
 
 
 # --------------------------------------------------------------------------- demo assets
+#: Kinds the built-in pair answers too rarely right to show in the gallery (reading: 7.4 %).
+UNREADABLE_KINDS = ("text",)
+
+
 def example_picks(seed: int = 7) -> list[tuple[str, Example]]:
     """The demo examples (file name, example) that :func:`write_example_assets` writes."""
     rng = random.Random(seed)
@@ -716,7 +720,7 @@ def example_picks(seed: int = 7) -> list[tuple[str, Example]]:
     def verb(v: str):
         return lambda e: e.objects[0].verb == v
 
-    return [
+    picks = [
         ("describe_five.png", first("describe", "describe the image in detail.", lambda e: len(e.objects) == 5)),
         ("describe_three.png", first("describe", "describe the image in detail.", lambda e: len(e.objects) == 3)),
         ("describe_wide.png", first("describe", "describe the image.", lambda e: aspect_name(e.image) == "wide")),
@@ -730,6 +734,9 @@ def example_picks(seed: int = 7) -> list[tuple[str, Example]]:
         ("number.png", first("text", "what does it say?", lambda e: e.objects[0].isdigit())),
         ("count.png", first("count", "how many shapes are there?", lambda e: len(e.objects) == 4)),
     ]
+    # The pair does not read (7.4 % of rendered words and numbers): the reading example is drawn, so
+    # that the others stay what they were, but not shown.
+    return [(name, e) for name, e in picks if e.kind not in UNREADABLE_KINDS]
 
 
 def write_example_assets(out_dir, seed: int = 7) -> list[dict]:

@@ -16,7 +16,7 @@ import random
 import re
 from dataclasses import replace
 
-from .scenes import DEFAULT, Example, Style, ask_scene, shape_scene
+from .scenes import DEFAULT, Example, Style, ask_scene, make_example, shape_scene
 
 #: Per kind, wordings with the slots ``{colour}``, ``{shape}`` and ``{place}`` of the object the
 #: question is about. ``lone``: wordings for a scene of one object ("this", "it").
@@ -150,3 +150,16 @@ def lone_example(rng: random.Random, kind: str, style: Style = DEFAULT) -> Examp
     """A question of ``kind`` (shape, colour, size, position) about a scene of one object."""
     image, things, background, label_map = shape_scene(rng, 1, style)
     return replace(ask_scene(rng, kind, image, things, background), labels=label_map)
+
+
+def held_out_examples(seed: int, n: int, style: Style = DEFAULT) -> list[Example]:
+    """``n`` examples of the reworded kinds, each asked in a wording no training template has; every
+    third question about one object is about a scene of that object alone ("this", "it")."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        kind = REWORDED_KINDS[i % len(REWORDED_KINDS)]
+        lone = kind in LONE_HELD_OUT and i // len(REWORDED_KINDS) % 3 == 0
+        example = lone_example(rng, kind, style) if lone else make_example(rng, kind, style)
+        out.append(reword(rng, example, held_out=True))
+    return out
