@@ -29,7 +29,7 @@ from .handlers import TRACE_DIR, Handlers, Settings, controls, last, save_trace_
 from .inputs import Limits, load_examples
 from .page import KEYBOARD_JS, TITLE, Page, build_page, image_input
 from .pruning_panel import show_draft_view
-from .spaces_compat import ZERO_GPU, gpu
+from .spaces_compat import ZERO_GPU, gpu, gpu_for_race
 
 RACE_CONCURRENCY = 2
 REPLAY_CONCURRENCY = 4
@@ -61,7 +61,7 @@ def settings_from(
 def wire(page: Page, handlers: Handlers) -> None:
     """Connect the page's events to the handlers."""
     live = page.start.click(
-        gpu(duration=180)(handlers.race_live), [*page.race_inputs, page.tree_lane], page.view, api_name="race_live",
+        gpu_for_race(handlers.race_live), [*page.race_inputs, page.tree_lane], page.view, api_name="race_live",
         api_visibility="undocumented", concurrency_id="race", concurrency_limit=RACE_CONCURRENCY,
     )  # fmt: skip
     replaying = page.replay.click(
@@ -99,7 +99,7 @@ def wire(page: Page, handlers: Handlers) -> None:
     page.tree_lane.input(controls(handlers.show_lane, page), [page.state, page.tree_lane],
                          [page.fig_tree, page.explain, page.tree_step, page.status], queue=False,
                          api_visibility="private")  # fmt: skip
-    page.api_race.click(gpu(duration=180)(guard(handlers.race_api)), page.race_inputs, page.api_result,
+    page.api_race.click(gpu_for_race(guard(handlers.race_api)), page.race_inputs, page.api_result,
                         api_name="race", concurrency_id="race", concurrency_limit=RACE_CONCURRENCY)  # fmt: skip
     page.api_replay.click(guard(handlers.replay_api), [page.trace_in, page.speed], page.api_result,
                           api_name="replay", concurrency_id="replay",
