@@ -38,6 +38,7 @@ from .api import race_result
 from .boundary import guard, user_message
 from .explain_view import explain_html
 from .inputs import Example, InputProblem, Limits, RaceRequest, check_request, sampling_settings
+from .notes import notes_html, race_notes
 from .page import DEFAULT_MAX_NEW_TOKENS, DEFAULT_METHODS, Page
 from .panels import all_figures, tree_figure
 from .race import (
@@ -243,9 +244,12 @@ class Handlers:
     def status_only(self, status: str) -> Update:
         return {self.page.status: status}
 
-    def stream(self, source: Iterator[RaceData], running: str, tree_lane: str | None) -> Iterator[Update]:
+    def stream(
+        self, source: Iterator[RaceData], running: str, tree_lane: str | None, lead: str = ""
+    ) -> Iterator[Update]:
         """Redraw the text often and the panels less often while `source` yields; end with everything.
-        A race the visitor stopped ends at once, saying so."""
+        A race the visitor stopped ends at once, saying so. `lead` (the race's notes) stays above the status."""
+        running = lead + running
         data: RaceData | None = None
         last_text = last_figures = 0.0
         for data in source:
@@ -264,7 +268,7 @@ class Handlers:
             if update is not None:
                 yield update
         if data is not None:
-            yield self.view(data, finished_status(data), tree_lane, trace=save_trace_file(data))
+            yield self.view(data, lead + finished_status(data), tree_lane, trace=save_trace_file(data))
 
     # -- races --
 
@@ -318,12 +322,15 @@ class Handlers:
             )
             sampling = sampling_settings(temperature, seed)
             prune_ratio = resolve_prune_ratio(prune_choice, prune_chosen, request.media.kind)
+            notes = notes_html(race_notes(choice.target, request.media))
+            if notes:  # said before the race, before any load
+                yield self.status_only(notes + pair_status(choice, "Starting the race with"))
             if not models.PAIRS.loaded(choice.target, choice.draft):
                 lead = "Loading the pair (download if needed, load, warm-up; a hub download can take minutes):"
-                yield self.status_only(pair_status(choice, lead))
+                yield self.status_only(notes + pair_status(choice, lead))
             loaded = self.load(choice, progress)
             running = pair_status(choice, f"Racing on {loaded.pair.device}, step by step:")
-            yield from self.stream(self.race(request, loaded, sampling, prune_ratio), running, tree_lane)
+            yield from self.stream(self.race(request, loaded, sampling, prune_ratio), running, tree_lane, notes)
         except Exception as error:
             yield self.status_only(error_html(user_message(error)))
 
@@ -358,7 +365,8 @@ class Handlers:
         )  # fmt: skip
         sampling = sampling_settings(temperature, seed)
         prune_ratio = resolve_prune_ratio(prune_choice, prune_chosen, request.media.kind)
-        return race_result(last(self.race(request, self.load(choice), sampling, prune_ratio)))
+        notes = race_notes(choice.target, request.media)
+        return race_result(last(self.race(request, self.load(choice), sampling, prune_ratio)), notes=notes)
 
     # -- replays --
 
