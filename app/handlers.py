@@ -284,6 +284,8 @@ class Handlers:
         names = None
         if pair == models.CUSTOM_KEY:
             names = (str(custom_target).strip(), str(custom_draft).strip())
+        elif pair == models.BUILTIN_HESITANT.key:  # the draft by its name, not its server path
+            names = (target, "builtin-hesitant")
         elif pair == models.ENV_KEY:  # the operator's folders, shown (and recorded) by their names only
             names = (Path(target).name, Path(draft).name)
         return request, Choice(target, draft, names)

@@ -27,8 +27,10 @@ from . import models
 from .boundary import guard
 from .handlers import TRACE_DIR, Handlers, Settings, controls, last, save_trace_file
 from .inputs import Limits, load_examples
+from .landing import wire_landing
 from .page import KEYBOARD_JS, TITLE, Page, build_page, image_input
 from .pruning_panel import show_draft_view
+from .sketch import wire_sketch
 from .spaces_compat import ZERO_GPU, gpu, gpu_for_race
 
 RACE_CONCURRENCY = 2
@@ -126,7 +128,10 @@ def build_demo(
         page = build_page(
             settings.examples, choices, settings.default_pair, settings.limits, settings.custom.describe()
         )
-        wire(page, Handlers(page, settings))
+        handlers = Handlers(page, settings)
+        wire(page, handlers)
+        wire_sketch(page, page.sketch)
+        wire_landing(demo, page, handlers)
     return demo
 
 
