@@ -8,6 +8,7 @@ answer leaves the trace out (`trace` is null): the caller sent it.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
@@ -24,7 +25,11 @@ def default_tree_method(data: RaceData) -> str:
 
 
 def race_result(
-    data: RaceData, tree_method: str | None = None, tree_step: int | None = None, with_trace: bool = True
+    data: RaceData,
+    tree_method: str | None = None,
+    tree_step: int | None = None,
+    with_trace: bool = True,
+    notes: Sequence[str] = (),
 ) -> dict[str, Any]:
     lanes = data.records_by_method()
     header = data.header
@@ -53,4 +58,6 @@ def race_result(
         "lossless": asdict(result) if result is not None else None,
         "panels": {name: json.loads(fig.to_json()) for name, fig in figures.items()},
         "trace": "\n".join(race_trace_lines(data)) + "\n" if with_trace else None,
+        # plain sentences said before the race (a picture outside the built-in pair's world); empty when none
+        "notes": list(notes),
     }

@@ -39,6 +39,7 @@ from .api import race_result
 from .boundary import guard, user_message
 from .explain_view import explain_html
 from .inputs import Choice, Example, InputProblem, Limits, RaceForm, RaceRequest, check_request
+from .notes import notes_html, race_notes
 from .page import DEFAULT_MAX_NEW_TOKENS, DEFAULT_METHODS, Page
 from .panels import all_figures, tree_figure
 from .race import (
@@ -292,20 +293,21 @@ class Handlers:
 
     def stream(
         self, source: Iterator[RaceData], running: str, tree_lane: str | None, budget: Budget | None = None,
-        finished: Callable[[RaceData], str] | None = None,
+        finished: Callable[[RaceData], str] | None = None, lead: str = "",
     ) -> Iterator[Update]:  # fmt: skip
         """Redraw the text often and the panels less often while `source` yields; end with everything.
-        A race the visitor stopped, or one past its time `budget`, ends at once, saying so."""
+        A race the visitor stopped, or one past its time `budget`, ends at once, saying so. `lead` (the
+        race's notes) stays above the status."""
         budget = budget or Budget(math.inf)
         steps = budget.spend(source)
         try:
-            yield from self.redraw(steps, running, tree_lane, budget, finished or finished_status)
+            yield from self.redraw(steps, lead + running, tree_lane, budget, finished or finished_status, lead)
         finally:
             steps.close()  # a visitor gone (Gradio closes this generator) stops the decoding too
 
     def redraw(
         self, source: Iterator[RaceData], running: str, tree_lane: str | None, budget: Budget,
-        finished: Callable[[RaceData], str],
+        finished: Callable[[RaceData], str], lead: str = "",
     ) -> Iterator[Update]:  # fmt: skip
         data: RaceData | None = None
         last_text = last_figures = 0.0
@@ -328,7 +330,7 @@ class Handlers:
             if update is not None:
                 yield update
         if data is not None:
-            status = budget_status(budget.seconds) if budget.spent else finished(data)
+            status = lead + (budget_status(budget.seconds) if budget.spent else finished(data))
             yield self.view(data, status, tree_lane, trace=save_trace_file(data))
 
     # -- races --
@@ -349,6 +351,8 @@ class Handlers:
         names = None
         if pair == models.CUSTOM_KEY:
             names = (custom_target.strip(), custom_draft.strip())
+        elif pair == models.BUILTIN_HESITANT.key:  # the draft by its name, not its server path
+            names = (target, "builtin-hesitant")
         elif pair == models.ENV_KEY:  # the operator's folders, shown (and recorded) by their names only
             names = (Path(target).name, Path(draft).name)
         return Choice(target, draft, names)
@@ -380,13 +384,16 @@ class Handlers:
         try:
             request = self.request(form)
             choice = request.pair
+            notes = notes_html(race_notes(choice.target, request.media))
+            if notes:  # said before the race, before any load
+                yield self.status_only(notes + pair_status(choice, "Starting the race with"))
             if not models.PAIRS.loaded(choice.target, choice.draft):
                 lead = "Loading the pair (download if needed, load, warm-up; a hub download can take minutes):"
-                yield self.status_only(pair_status(choice, lead))
+                yield self.status_only(notes + pair_status(choice, lead))
             loaded = self.load_for(request, progress)
             running = pair_status(choice, f"Racing on {loaded.pair.device}, step by step:")
             budget = Budget(self.settings.limits.max_race_seconds)
-            yield from self.stream(self.race(request, loaded), running, tree_lane, budget)
+            yield from self.stream(self.race(request, loaded), running, tree_lane, budget, lead=notes)
         except Exception as error:
             yield self.status_only(error_html(user_message(error)))
 
@@ -450,7 +457,8 @@ class Handlers:
     def race_to_end(self, form: RaceForm) -> dict:
         request = self.request(form)
         budget = Budget(self.settings.limits.max_race_seconds)
-        return race_result(last(budget.spend(self.race(request, self.load_for(request)))))
+        notes = race_notes(request.pair.target, request.media)
+        return race_result(last(budget.spend(self.race(request, self.load_for(request)))), notes=notes)
 
     # -- replays --
 

@@ -47,6 +47,11 @@ class Preset:
 
 
 BUILTIN = Preset("builtin", "Built-in tiny pair (trained for this demo; runs on a CPU)", "builtin", "builtin")
+HESITANT_DRAFT_DIR = BUILTIN_DIR / "hesitant-draft"
+#: The built-in target with a draft that is less sure of itself (smaller, distilled less): SAGE builds
+#: shallow, wide trees where it hesitates. Shown (and recorded) as "builtin-hesitant".
+BUILTIN_HESITANT = Preset("builtin-hesitant", "Built-in tiny pair, hesitant draft (SAGE goes wide; runs on a CPU)",
+                          "builtin", str(HESITANT_DRAFT_DIR))  # fmt: skip
 HUB_PRESETS = (
     Preset("qwen2.5-vl-7b", "Qwen2.5-VL-7B-Instruct, 3B draft", "Qwen/Qwen2.5-VL-7B-Instruct",
            "Qwen/Qwen2.5-VL-3B-Instruct", needs_gpu=True),
@@ -79,6 +84,8 @@ def presets(default_pair: tuple[str, str] | None = None) -> list[Preset]:
     if pair is not None and pair != ("builtin", "builtin"):
         offered.append(Preset(ENV_KEY, f"Configured pair: {Path(pair[0]).name} + {Path(pair[1]).name}", *pair))
     offered.append(BUILTIN)
+    if (HESITANT_DRAFT_DIR / "config.json").is_file():
+        offered.append(BUILTIN_HESITANT)
     if gpu_available():
         offered.extend(HUB_PRESETS)
     return offered

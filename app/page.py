@@ -18,6 +18,7 @@ from sage_core.methods import METHODS, RACE_DEFAULT, in_order
 from .inputs import DEFAULT_PROMPT, Example, Limits
 from .pruning_panel import draft_view_outputs, pruning_controls
 from .render import CSS, badge_html, race_html, status_html
+from .sketch import sketch_pad
 
 DEFAULT_METHODS: list[str] = list(RACE_DEFAULT)  # the design's race: SAGE against the static tree
 DEFAULT_MAX_NEW_TOKENS = 128
@@ -189,6 +190,7 @@ class Page:
     api_race: gr.Button
     api_replay: gr.Button
     api_result: gr.JSON
+    sketch: Any = None  # the Draw tab's pad (app/sketch.py)
 
     @property
     def race_inputs(self) -> list[Any]:
@@ -216,9 +218,12 @@ def build_page(
         with gr.Column(scale=4, min_width=340):
             with gr.Tabs() as media_tabs:
                 with gr.Tab("Image", id="image"):
-                    image = image_input(label="Image", height=220, sources=["upload", "clipboard"])
+                    image = image_input(label="Image", height=220, sources=["upload", "clipboard"],
+                                        elem_id="image-input")  # fmt: skip
                 with gr.Tab("Video", id="video"):
                     video = lenient(gr.Video(label="Video", height=220, sources=["upload"]))
+                with gr.Tab("Draw", id="draw", elem_id="draw-tab"):
+                    sketch = sketch_pad()
             _html(EXAMPLES_NOTE)
             gallery = gr.Gallery(
                 [(e.thumbnail(), ("video: " if e.is_video else "") + e.prompt) for e in examples],
@@ -304,5 +309,5 @@ def build_page(
         status=status, verdict=verdict, lanes=lanes, table=table, download=download, fig_race=fig_race,
         fig_accepted=fig_accepted, fig_confidence=fig_confidence, fig_shapes=fig_shapes, tree_lane=tree_lane,
         tree_step=tree_step, fig_tree=fig_tree, explain=explain, api_race=gr.Button(visible=False),
-        api_replay=gr.Button(visible=False), api_result=gr.JSON(visible=False),
+        api_replay=gr.Button(visible=False), api_result=gr.JSON(visible=False), sketch=sketch,
     )  # fmt: skip

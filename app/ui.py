@@ -28,9 +28,11 @@ from . import models
 from .boundary import guard, refusals_as_sentences
 from .handlers import TRACE_DIR, Handlers, Settings, Update, controls, last, save_trace_file
 from .inputs import Limits, RaceForm, load_examples
+from .landing import wire_landing
 from .page import KEYBOARD_JS, TITLE, Page, build_page, image_input
 from .pruning_panel import show_draft_view
-from .spaces_compat import ZERO_GPU, gpu
+from .sketch import wire_sketch
+from .spaces_compat import ZERO_GPU, gpu, gpu_for_race, race_seconds
 
 RACE_CONCURRENCY = 2
 REPLAY_CONCURRENCY = 4
@@ -69,6 +71,17 @@ def live_race(handlers: Handlers) -> Callable[..., Iterator[Update]]:
     return race_live
 
 
+def race_gpu_seconds(*values: Any, **_: Any) -> int:
+    """ZeroGPU's duration for a Start call: what the race of its form needs (`race_seconds`). The call's
+    values are those of `live_race` (the progress tracker, the page's race inputs, the tree lane)."""
+    fields = [v for v in values if not isinstance(v, gr.Progress)][:-1]
+    try:
+        form = RaceForm.of(fields)
+    except Exception:  # a malformed call: ask for the most; the handler refuses it in a sentence
+        return race_seconds(None, None, None)
+    return race_seconds(form.max_new_tokens, form.methods, form.pair)
+
+
 def stepped_race(handlers: Handlers) -> Callable[..., Update]:
     """The Step event: the page's race inputs (then the tree lane and the stepped race) as one `RaceForm`."""
 
@@ -82,7 +95,8 @@ def stepped_race(handlers: Handlers) -> Callable[..., Update]:
 def wire(page: Page, handlers: Handlers) -> None:
     """Connect the page's events to the handlers."""
     live = page.start.click(
-        gpu(duration=180)(live_race(handlers)), [*page.race_inputs, page.tree_lane], page.view, api_name="race_live",
+        gpu(duration=race_gpu_seconds)(live_race(handlers)), [*page.race_inputs, page.tree_lane], page.view,
+        api_name="race_live",
         api_visibility="undocumented", concurrency_id="race", concurrency_limit=RACE_CONCURRENCY,
     )  # fmt: skip
     replaying = page.replay.click(
@@ -123,7 +137,7 @@ def wire(page: Page, handlers: Handlers) -> None:
     page.tree_lane.input(controls(handlers.show_lane, page), [page.state, page.tree_lane],
                          [page.fig_tree, page.explain, page.tree_step, page.status], queue=False,
                          api_visibility="private")  # fmt: skip
-    page.api_race.click(gpu(duration=180)(guard(handlers.race_api)), page.race_inputs, page.api_result,
+    page.api_race.click(gpu_for_race(guard(handlers.race_api)), page.race_inputs, page.api_result,
                         api_name="race", concurrency_id="race", concurrency_limit=RACE_CONCURRENCY)  # fmt: skip
     page.api_replay.click(guard(handlers.replay_api), [page.trace_in, page.speed], page.api_result,
                           api_name="replay", concurrency_id="replay",
@@ -150,7 +164,10 @@ def build_demo(
         page = build_page(
             settings.examples, choices, settings.default_pair, settings.limits, settings.custom.describe()
         )
-        wire(page, Handlers(page, settings))
+        handlers = Handlers(page, settings)
+        wire(page, handlers)
+        wire_sketch(page, page.sketch)
+        wire_landing(demo, page, handlers)
     refusals_as_sentences(demo)
     return demo
 

@@ -7,6 +7,9 @@ on the target's answers) with simulated tokens per target pass for greedy specul
 
     python scripts/check_builtin_pair.py [--n 300] [--seed 20250] [--dir assets/builtin]
     python scripts/check_builtin_pair.py --style shifted   # other scales, offsets and canvas sizes
+    python scripts/check_builtin_pair.py --style hand      # shape scenes drawn as by hand
+    python scripts/check_builtin_pair.py --style paraphrased  # questions worded as no training template
+    python scripts/check_builtin_pair.py --draft-dir assets/builtin/hesitant-draft  # another draft
 
 Accuracy is per fact: a long answer (a detailed description, a chart, a narrated video) states
 several facts (each object with its size, colour, shape and place; the count; each bar's value;
@@ -29,7 +32,21 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 
 from sage_core.builtin.quality import agreement, evaluate  # noqa: E402
-from sage_core.builtin.scenes import DEFAULT, SHIFTED, make_examples  # noqa: E402
+from sage_core.builtin.scenes import DEFAULT, HAND_DRAWN, SHIFTED, make_examples  # noqa: E402
+from sage_core.builtin.wording import held_out_examples  # noqa: E402
+
+#: The kinds of a shape scene (what a hand-drawn picture is asked).
+SCENE_KINDS = ("shape", "colour", "count", "position", "size", "describe")
+
+
+def check_examples(style: str, seed: int, n: int) -> list:
+    """The examples a style grades: fresh scenes, shifted ones, hand-drawn shape scenes, or questions
+    in held-out wordings."""
+    if style == "hand":
+        return make_examples(seed, n, kinds=SCENE_KINDS, style=HAND_DRAWN)
+    if style == "paraphrased":
+        return held_out_examples(seed, n)
+    return make_examples(seed, n, style=SHIFTED if style == "shifted" else DEFAULT)
 
 
 def main(argv=None) -> dict:
@@ -39,7 +56,9 @@ def main(argv=None) -> dict:
     ap.add_argument("--dir", default=str(ROOT / "assets" / "builtin"))
     ap.add_argument("--n", type=int, default=300)
     ap.add_argument("--seed", type=int, default=20250)
-    ap.add_argument("--style", choices=("default", "shifted"), default="default", help="drawing ranges")
+    ap.add_argument("--style", choices=("default", "shifted", "hand", "paraphrased"), default="default",
+                    help="drawing ranges, hand-drawn shapes, or held-out question wordings")  # fmt: skip
+    ap.add_argument("--draft-dir", help="the draft's folder (default DIR/draft)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--json", help="also write the figures to this file")
     ap.add_argument("--show", type=int, default=0, help="print this many example answers")
@@ -48,15 +67,16 @@ def main(argv=None) -> dict:
 
     d = Path(args.dir)
     processor = AutoProcessor.from_pretrained(d / "target")
-    draft_processor = AutoProcessor.from_pretrained(d / "draft")
+    draft_dir = Path(args.draft_dir) if args.draft_dir else d / "draft"
+    draft_processor = AutoProcessor.from_pretrained(draft_dir)
     assert processor.tokenizer.get_vocab() == draft_processor.tokenizer.get_vocab(), "tokenizers differ"
     target = AutoModelForImageTextToText.from_pretrained(d / "target").eval()
-    draft = AutoModelForImageTextToText.from_pretrained(d / "draft").eval()
+    draft = AutoModelForImageTextToText.from_pretrained(draft_dir).eval()
     n_t = sum(p.numel() for p in target.parameters())
     n_d = sum(p.numel() for p in draft.parameters())
     print(f"target {n_t:,} params, draft {n_d:,} params ({n_t / n_d:.1f}x)")
 
-    examples = make_examples(args.seed, args.n, style=SHIFTED if args.style == "shifted" else DEFAULT)
+    examples = check_examples(args.style, args.seed, args.n)
     t0 = time.time()
     res_t = evaluate(target, processor, examples)
     res_d = evaluate(draft, processor, examples)

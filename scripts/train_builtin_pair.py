@@ -75,6 +75,7 @@ import math
 import os
 import random
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -89,7 +90,18 @@ ROOT = Path(__file__).resolve().parents[1]
 
 from sage_core.adapter import processor_inputs  # noqa: E402
 from sage_core.builtin.quality import agreement, evaluate, example_media  # noqa: E402
-from sage_core.builtin.scenes import COLOURS, SHAPES, SIZES, make_example, make_examples, vocabulary  # noqa: E402
+from sage_core.builtin.scenes import (  # noqa: E402  # noqa: E402
+    COLOURS,
+    DEFAULT,
+    HAND_DRAWN,
+    SHAPES,
+    SHIFTED,
+    SIZES,
+    make_example,
+    make_examples,
+    vocabulary,
+)
+from sage_core.builtin.wording import LONE, lone_example, reword  # noqa: E402
 
 #: Vision patches of 8 px (not the hub models' 16): the shapes are drawn anywhere at any scale, and
 #: finer patches let a vision tower this small tell a cross from a square at any offset.
@@ -367,9 +379,34 @@ def aux_loss(head: torch.nn.Module, features: torch.Tensor, labels: torch.Tensor
     return torch.stack(losses).mean() if losses else features.sum() * 0.0
 
 
-def draw_example(rng: random.Random):
-    """A weighted-random image example."""
-    return make_example(rng, rng.choices(IMAGE_KINDS, list(KIND_WEIGHTS.values()))[0])
+@dataclass(frozen=True)
+class DataMix:
+    """Shares of the image examples drawn otherwise (run 4; all 0 in runs 1-3, whose data stream
+    they leave untouched): ``lone`` a scene of one object (for "this" / "it" questions),
+    ``hand`` shapes drawn as by hand, ``shifted`` the SHIFTED drawing ranges, ``reworded`` the
+    question in other words (``sage_core.builtin.wording``)."""
+
+    lone: float = 0.0
+    hand: float = 0.0
+    shifted: float = 0.0
+    reworded: float = 0.0
+
+
+def draw_example(rng: random.Random, mix: DataMix = DataMix()):
+    """A weighted-random image example, drawn and worded as ``mix`` says."""
+    kind = rng.choices(IMAGE_KINDS, list(KIND_WEIGHTS.values()))[0]
+    style = DEFAULT
+    if mix.hand and rng.random() < mix.hand:
+        style = HAND_DRAWN
+    elif mix.shifted and rng.random() < mix.shifted:
+        style = SHIFTED
+    if mix.lone and kind in LONE and rng.random() < mix.lone:
+        example = lone_example(rng, kind, style)
+    else:
+        example = make_example(rng, kind, style)
+    if mix.reworded and rng.random() < mix.reworded:
+        example = reword(rng, example)
+    return example
 
 
 def pretrain_vision(name, model, processor, rng, lr, minutes, checkpoint, batch_size=32, steps=0):
@@ -428,7 +465,8 @@ def lr_factor(frac: float, step: int, warmup: int = 100, hold: float = 0.65, flo
 
 
 def train(
-    name, model, processor, rng, lr, minutes, steps, batch_size, eval_examples, checkpoint, teacher=None, aux_weight=0.0
+    name, model, processor, rng, lr, minutes, steps, batch_size, eval_examples, checkpoint, teacher=None,
+    aux_weight=0.0, mix=DataMix(),
 ):  # fmt: skip
     """Train ``model`` for ``minutes`` of training time (or ``steps``), checkpointing to ``checkpoint``
     every CHECKPOINT_EVERY_S and resuming from it when it exists (same data stream: the rng is saved).
@@ -463,7 +501,7 @@ def train(
         if VIDEO_EVERY and step % VIDEO_EVERY == VIDEO_EVERY - 1:
             conversations = [[make_example(rng, ("video", "narrate")[i % 2])] for i in range(batch_size)]
         else:
-            conversations = [[draw_example(rng)] for _ in range(batch_size)]
+            conversations = [[draw_example(rng, mix)] for _ in range(batch_size)]
         enc, labels = make_batch(processor, conversations)
         captured.clear()
         if teacher is None:
@@ -538,6 +576,11 @@ def main(argv=None):
     ap.add_argument("--save-dtype", choices=("float16", "float32"), default="float16")
     ap.add_argument("--init-target", help="continue from this saved target instead of a fresh one")
     ap.add_argument("--init-draft", help="continue from this saved draft instead of a fresh one")
+    ap.add_argument("--draft-layers", type=int, default=0, help="keep only the first N text layers of --init-draft")
+    shares = (("lone", "scenes of one object"), ("hand-drawn", "shapes drawn as by hand"),
+              ("shifted", "the shifted drawing ranges"), ("reworded", "questions in other words"))  # fmt: skip
+    for share, what in shares:
+        ap.add_argument(f"--{share}", type=float, default=0.0, help=f"share of image examples with {what}")
     args = ap.parse_args(argv)
     for flag in ("target_vision_minutes", "draft_vision_minutes", "target_vision_steps", "draft_vision_steps",
                  "aux_weight"):  # fmt: skip
@@ -545,6 +588,10 @@ def main(argv=None):
             ap.error(f"--{flag.replace('_', '-')} must be >= 0")
     if args.vision_lr <= 0:
         ap.error("--vision-lr must be > 0")
+    for flag in ("lone", "hand_drawn", "shifted", "reworded"):
+        if not 0.0 <= getattr(args, flag) <= 1.0:
+            ap.error(f"--{flag.replace('_', '-')} must be between 0 and 1")
+    mix = DataMix(args.lone, args.hand_drawn, args.shifted, args.reworded)
 
     torch.set_num_threads(args.threads)
     random.seed(args.seed)
@@ -559,6 +606,8 @@ def main(argv=None):
 
     target = load_model(args.init_target) if args.init_target else build_model(TARGET_CFG, tok, args.seed)
     draft = load_model(args.init_draft) if args.init_draft else build_model(DRAFT_CFG, tok, args.seed + 1)
+    if args.draft_layers:
+        keep_layers(draft, args.draft_layers)
     n_t = sum(p.numel() for p in target.parameters())
     n_d = sum(p.numel() for p in draft.parameters())
     log(f"target {n_t / 1e6:.3f} M params, draft {n_d / 1e6:.3f} M params ({n_t / n_d:.1f}x smaller)")
@@ -582,6 +631,7 @@ def main(argv=None):
             eval_examples,
             checkpoints / "target.pt",
             aux_weight=args.aux_weight,
+            mix=mix,
         )
     for p in target.parameters():
         p.requires_grad_(False)
@@ -609,6 +659,7 @@ def main(argv=None):
             checkpoints / "draft.pt",
             teacher=target,
             aux_weight=args.aux_weight,
+            mix=mix,
         )
     save(draft, processor, out / "draft", args.save_dtype)
     res_d = evaluate(draft, processor, eval_examples)
@@ -619,6 +670,19 @@ def main(argv=None):
         f"summary: target {t_steps} steps / {t_time / 60:.1f} min, draft {d_steps} steps / {d_time / 60:.1f} min, "
         f"total wall {(time.time() - t_start) / 60:.1f} min"
     )
+
+
+def keep_layers(model, n: int) -> None:
+    """Keep the first ``n`` text layers of ``model`` (a smaller draft that starts from a trained one)."""
+    text = model.model.language_model
+    if not 0 < n <= len(text.layers):
+        raise SystemExit(f"--draft-layers must be between 1 and {len(text.layers)}")
+    text.layers = text.layers[:n]
+    config = model.config.text_config
+    config.num_hidden_layers = n
+    if getattr(config, "layer_types", None):
+        config.layer_types = config.layer_types[:n]
+    log(f"draft: first {n} text layers kept")
 
 
 def load_model(path):

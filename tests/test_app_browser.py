@@ -52,8 +52,16 @@ def page(app_url):
         page.set_default_timeout(TIMEOUT_MS)
         page.goto(app_url, wait_until="load")
         page.wait_for_selector("#start-race")
+        _landing_replay_finished(page)  # the page opens with a replay; the tests start from it
         yield page
         browser.close()
+
+
+def _landing_replay_finished(page) -> None:
+    page.wait_for_function(
+        "() => document.querySelector('#status').innerText.includes('REPLAY') && "
+        "document.querySelector('#status').innerText.includes('finished')"
+    )
 
 
 def _panels_rendered(page) -> dict[str, int]:
@@ -206,3 +214,101 @@ def test_step_through_a_race_and_read_the_explainer(page):
     ARTIFACTS.mkdir(exist_ok=True)
     page.locator("#explain").screenshot(path=str(ARTIFACTS / "explain.png"))
     page.screenshot(path=str(ARTIFACTS / "app-step.png"), full_page=True)
+
+
+@pytest.fixture()
+def fresh_page(app_url):
+    """A page of its own, just opened."""
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1440, "height": 900})
+        page.set_default_timeout(TIMEOUT_MS)
+        page.goto(app_url, wait_until="load")
+        page.wait_for_selector("#start-race")
+        yield page
+        browser.close()
+
+
+def _race_finished(page) -> None:
+    page.wait_for_function(
+        "() => { const s = document.querySelector('#status').innerText; "
+        "return s.includes('Race finished') || !!document.querySelector('#status .sage-status.error'); }"
+    )
+    assert page.locator("#status .sage-status.error").count() == 0, page.locator("#status").inner_text()
+
+
+def test_the_page_opens_with_a_replay_and_start_race_replaces_it(fresh_page):
+    """Before anything is touched, every panel and the explainer are drawn from the shipped trace,
+    labelled as a replay; a live race then draws over it."""
+    from app.landing import LANDING_TRACE
+
+    assert LANDING_TRACE.is_file()
+    page = fresh_page
+    _landing_replay_finished(page)
+    assert "recorded race" in page.locator("#status").inner_text()
+    page.wait_for_function("ids => ids.every(id => document.querySelector('#' + id + ' .main-svg'))", arg=list(PANELS))
+    assert page.locator("#lanes .sage-tag.replay").count() == 2
+    assert "(replay)" in page.locator("#panel-race").inner_text()
+    assert "pick a step of a race" not in page.locator("#explain").inner_text()  # the explainer is filled in
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "landing.png"))
+    page.locator("#examples button.thumbnail-item").first.click()
+    page.click("#start-race")
+    _race_finished(page)
+    assert page.locator("#lanes .sage-tag.replay").count() == 0
+    assert "REPLAY" not in page.locator("#status").inner_text()
+
+
+def _draw_circle(page, cx: float, cy: float, r: float) -> None:
+    page.mouse.move(cx + r, cy)
+    page.mouse.down()
+    for k in range(1, 41):
+        angle = 2 * math.pi * k / 40
+        page.mouse.move(cx + r * math.cos(angle), cy + r * math.sin(angle), steps=2)
+    page.mouse.up()
+
+
+def test_a_drawing_is_raced_and_its_shape_named(fresh_page):
+    page = fresh_page
+    _landing_replay_finished(page)
+    page.get_by_role("tab", name="Draw").click()
+    page.locator("#sketch button[aria-label=Brush]").click()  # red is the brush's colour
+    box = page.locator("#sketch canvas").first.bounding_box()
+    assert box is not None
+    _draw_circle(page, box["x"] + box["width"] * 0.4, box["y"] + box["height"] * 0.45, 50)
+    prompt = page.get_by_label("Prompt")
+    playwright.expect(prompt).to_have_value("describe the image in detail.")  # asked for when empty
+    page.click("#start-race")
+    _race_finished(page)
+    texts = [t.inner_text() for t in page.locator("#lanes .sage-col .sage-text").all()]
+    print(f"\nthe drawing described: {texts[0]!r}")
+    assert len(texts) == 2 and texts[0] == texts[1]
+    assert "red circle" in texts[0]
+    assert page.locator("#race-note").count() == 0  # a drawing is inside the built-in world
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "sketch.png"))
+
+
+def test_a_photo_gets_the_note_and_an_example_does_not(fresh_page):
+    import gradio
+
+    page = fresh_page
+    _landing_replay_finished(page)
+    photo = Path(gradio.__file__).parent / "media_assets" / "images" / "cheetah1.jpg"
+    page.locator("#image-input input[type=file]").set_input_files(str(photo))
+    page.wait_for_selector("#image-input img")
+    page.get_by_label("Prompt").fill("describe the image in detail.")
+    max_tokens = page.locator("input[type=number]").first
+    max_tokens.fill("16")
+    max_tokens.press("Enter")
+    page.click("#start-race")
+    page.wait_for_selector("#race-note")
+    note = page.locator("#race-note").inner_text()
+    assert "lossless" in note and "nonsense" in note and "GPU pairs" in note
+    _race_finished(page)
+    assert page.locator("#race-note").count() == 1  # still there when the race is done
+    page.locator("#examples button.thumbnail-item").first.click()
+    page.click("#start-race")
+    page.wait_for_function("() => !document.querySelector('#status').innerText.includes('Race finished')")
+    _race_finished(page)
+    assert page.locator("#race-note").count() == 0

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ def load_script():
     spec = importlib.util.spec_from_file_location("train_builtin_pair", ROOT / "scripts" / "train_builtin_pair.py")
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
     spec.loader.exec_module(module)
     return module
 
@@ -113,6 +115,8 @@ def test_per_token_labels_name_what_is_drawn_under_each_token(kind):
         (["--target-vision-steps", "-2"], "--target-vision-steps must be >= 0"),
         (["--draft-vision-minutes", "-0.5"], "--draft-vision-minutes must be >= 0"),
         (["--vision-lr", "0"], "--vision-lr must be > 0"),
+        (["--reworded", "1.5"], "--reworded must be between 0 and 1"),
+        (["--hand-drawn", "-0.1"], "--hand-drawn must be between 0 and 1"),
     ],
 )
 def test_bad_vision_stage_settings_are_refused_with_one_message(args, message, tmp_path, capsys):
@@ -171,3 +175,57 @@ def test_the_full_recipe_chains_its_three_runs(tmp_path):
     assert not same(weights(first / "draft"), weights(out / "draft"))  # and trained run 1's draft on
     pair = load_pair(str(out / "target"), str(out / "draft"), device="cpu", dtype="float32")
     assert type(pair.draft.processor).__name__ == "Qwen3VLProcessor"
+
+
+def test_the_shipped_examples_still_come_from_the_default_data_stream():
+    """Run 4's data options draw nothing when off: the default stream, and with it the shipped
+    examples (written from it), is what it was."""
+    from sage_core.builtin.scenes import example_picks
+
+    shipped = json.loads((ROOT / "assets" / "examples" / "examples.json").read_text())
+    answers = {e["file"]: e["answer"] for e in shipped}
+    assert all(answers[name] == e.answer for name, e in example_picks() if name in answers)
+    assert len(answers) >= 10
+
+
+def test_the_data_mix_draws_as_before_when_off_and_lone_scenes_when_asked():
+    import random
+
+    from sage_core.builtin.scenes import make_example
+
+    script = load_script()
+    kinds, weights = script.IMAGE_KINDS, list(script.KIND_WEIGHTS.values())
+    a, b = random.Random(5), random.Random(5)
+    for _ in range(20):
+        assert script.draw_example(a).answer == make_example(b, b.choices(kinds, weights)[0]).answer
+    rng = random.Random(6)
+    drawn = [script.draw_example(rng, script.DataMix(lone=1.0)) for _ in range(60)]
+    lone_kinds = [e for e in drawn if e.kind in ("shape", "colour", "size", "position")]
+    assert lone_kinds and all(len(e.objects) == 1 for e in lone_kinds)
+    reworded = [script.draw_example(rng, script.DataMix(reworded=1.0)) for _ in range(40)]
+    from sage_core.builtin import scenes
+
+    templates = {t for name in dir(scenes) if name.endswith("_Q") for t in getattr(scenes, name)}
+    assert sum(not any(e.question == t.format(**_slots(e)) for t in templates) for e in reworded) >= 25
+
+
+def _slots(example) -> dict[str, str]:
+    """Fill-ins for any training template, taken from the example's answer (enough to compare)."""
+    return {"colour": "", "place": "", "shape": "", "n": ""} | {
+        k: v for k, v in zip(("colour", "shape", "place"), example.answer.split()[1:4], strict=False)
+    }
+
+
+def test_a_smaller_draft_keeps_the_first_layers_and_still_runs():
+    script = load_script()
+    processor = script.build_processor()
+    draft = script.build_model(script.DRAFT_CFG, processor.tokenizer, seed=3)
+    first_layer = draft.model.language_model.layers[0]
+    script.keep_layers(draft, 1)
+    assert len(draft.model.language_model.layers) == 1
+    assert draft.model.language_model.layers[0] is first_layer
+    assert draft.config.text_config.num_hidden_layers == 1
+    ids = torch.tensor([[1, 7, 9, 10, 2]])
+    assert draft(input_ids=ids).logits.shape == (1, 5, len(processor.tokenizer))
+    with pytest.raises(SystemExit):
+        script.keep_layers(draft, 2)

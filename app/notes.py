@@ -1,0 +1,41 @@
+"""Notes shown before a race: plain sentences about what the visitor is about to see.
+
+With the built-in pair a picture from outside its synthetic world gets a note
+(`sage_core.builtin.world.outside_world`): what the pair knows, that the race
+stays lossless but the answer will be nonsense, and that the GPU pairs read
+photos. The `/race` answer carries the same sentences as `notes`.
+"""
+
+from __future__ import annotations
+
+import html
+
+from sage_core.builtin.world import outside_world
+from sage_core.media import Media
+
+from .render import wrap
+
+#: The target name of the built-in pairs (app/models.py's presets).
+BUILTIN_TARGET = "builtin"
+OUTSIDE_WORLD_NOTE = (
+    "This picture does not look like the built-in pair's world: the pair was trained only on flat shapes and bars "
+    "in six colours on a plain canvas, and short clips of such shapes.",
+    "The race stays lossless (every method still gives the target's own answer), but that answer will be nonsense.",
+    "The GPU pairs (Qwen2.5-VL, LLaVA-OneVision) read photos; pick one where a GPU is available, or draw shapes in "
+    "the Draw tab.",
+)
+
+
+def race_notes(target: str, media: Media) -> list[str]:
+    """The sentences to show before a race of `media` on the pair whose target is `target`."""
+    if target == BUILTIN_TARGET and outside_world(media):
+        return list(OUTSIDE_WORLD_NOTE)
+    return []
+
+
+def notes_html(notes: list[str]) -> str:
+    """The notes as a status block above the race's own status line (empty when there are none)."""
+    if not notes:
+        return ""
+    style = "background:#fff7ed;color:#7c2d12;border:1px solid #fdba74;margin-bottom:6px"
+    return wrap(f"<div class='sage-status note' id='race-note' style='{style}'>ⓘ {html.escape(' '.join(notes))}</div>")

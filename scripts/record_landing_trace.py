@@ -1,0 +1,60 @@
+"""Record the race the app replays on landing (assets/landing/race.jsonl).
+
+A live race of the built-in pair on a shipped long example, recorded with the app's own race
+code and trace writer (`app.race.race_steps`, `app.race.save_race`), after a warm-up, on this
+machine. The page plays it back, labelled as a replay, until the visitor starts a race.
+
+    python scripts/record_landing_trace.py [--example describe_five.png] [--draft builtin]
+        [--methods sage,static] [--out assets/landing/race.jsonl]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from app.handlers import last  # noqa: E402
+from app.models import LoadedPair, warm_up  # noqa: E402
+from app.race import race_steps, save_race  # noqa: E402
+from sage_core import SageConfig, load_media, load_pair  # noqa: E402
+
+
+def main(argv: list[str] | None = None) -> Path:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--example", default="describe_five.png", help="a file of assets/examples")
+    ap.add_argument("--draft", default="builtin", help="'builtin' or a draft folder (shown as its folder name)")
+    ap.add_argument("--methods", default="sage,static")
+    ap.add_argument("--max-new-tokens", type=int, default=128)
+    ap.add_argument("--out", default=str(ROOT / "assets" / "landing" / "race.jsonl"))
+    args = ap.parse_args(argv)
+    import torch
+
+    torch.set_num_threads(2)
+    examples = json.loads((ROOT / "assets" / "examples" / "examples.json").read_text())
+    example = next(e for e in examples if e["file"] == args.example)
+    pair = load_pair("builtin", args.draft, device="cpu", dtype="float32")
+    if args.draft != "builtin":
+        pair.draft.name = f"builtin-{Path(args.draft).name.removesuffix('-draft')}"
+    warm_up(pair)
+    media = load_media(ROOT / "assets" / "examples" / args.example)
+    steps = race_steps(pair, media, example["prompt"], args.methods.split(","), args.max_new_tokens, SageConfig(),
+                       LoadedPair(pair).token_texts, source="a recorded race")  # fmt: skip
+    data = last(steps)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    save_race(data, out)
+    sizes = ", ".join(f"{lane.method} {len(lane.records) - 1} rounds" for lane in data.lanes)
+    print(f"wrote {out} ({out.stat().st_size / 1e3:.0f} kB): {sizes}; {data.lanes[0].text!r}")
+    return out
+
+
+if __name__ == "__main__":
+    main()

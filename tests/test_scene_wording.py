@@ -1,0 +1,91 @@
+"""Run 4's data: hand-drawn scenes (a visitor's sketch) and questions in other words."""
+
+from __future__ import annotations
+
+import random
+
+from sage_core.builtin import scenes
+from sage_core.builtin.scenes import COLOURS, HAND_DRAWN, make_example
+from sage_core.builtin.wording import HELD_OUT, LONE, LONE_HELD_OUT, TRAINING, lone_example, reword
+
+
+def test_hand_drawn_scenes_draw_each_object_in_its_colour_in_its_cell():
+    found = total = 0
+    for seed in range(10):
+        example = make_example(random.Random(seed), "describe", HAND_DRAWN)
+        width, height = example.image.size
+        pixels = example.image.load()
+        for thing in example.objects:
+            row, col = divmod(thing.cell, 3)
+            box = range(col * width // 3, (col + 1) * width // 3), range(row * height // 3, (row + 1) * height // 3)
+            colour = COLOURS[thing.colour]
+            found += any(pixels[x, y] == colour for x in box[0] for y in box[1])
+            total += 1
+    assert found == total
+
+
+def test_hand_drawn_outlines_leave_some_shapes_hollow():
+    """Half the outlines are not filled: the middle of such a circle shows the background."""
+    hollow = 0
+    for seed in range(30):
+        image, things, background, label_map = scenes.shape_scene(random.Random(seed), 1, HAND_DRAWN)
+        box = label_map.getbbox()
+        assert box is not None
+        centre = ((box[0] + box[2]) // 2, (box[1] + box[3]) // 2)
+        if things[0].shape in ("circle", "square") and image.getpixel(centre) == scenes.BACKGROUNDS[background]:
+            hollow += 1
+    assert hollow >= 3
+
+
+def test_reworded_questions_keep_the_answer_and_the_facts():
+    rng = random.Random(11)
+    changed = 0
+    for i in range(120):
+        kind = ("shape", "colour", "count", "position", "size", "describe", "bar", "chart")[i % 8]
+        example = make_example(rng, kind)
+        for held_out in (False, True):
+            other = reword(rng, example, held_out)
+            assert (other.answer, other.facts, other.forbidden, other.kind) == (
+                example.answer, example.facts, example.forbidden, example.kind,
+            )  # fmt: skip
+            changed += other.question != example.question
+            assert "{" not in other.question
+    assert changed >= 200
+    text = make_example(rng, "text")
+    assert reword(rng, text) == text  # texts and clips keep their questions
+
+
+def test_held_out_wordings_are_in_no_training_template():
+    training = {w for pool in (*TRAINING.values(), *LONE.values()) for w in pool}
+    training |= {t for name in dir(scenes) if name.endswith("_Q") for t in getattr(scenes, name)}
+    held_out = {w for pool in (*HELD_OUT.values(), *LONE_HELD_OUT.values()) for w in pool}
+    assert held_out and not held_out & training
+
+
+def test_a_lone_shape_is_asked_about_as_this_or_it_and_visitors_type_in_capitals_without_marks():
+    rng = random.Random(3)
+    questions = [reword(rng, lone_example(rng, "shape")).question for _ in range(60)]
+    assert all(len(lone_example(random.Random(s), "colour").objects) == 1 for s in range(5))
+    assert any(" this" in q.lower() or " it" in q.lower() for q in questions)
+    assert any(q[:1].isupper() for q in questions)
+    assert any(not q.endswith(("?", ".")) for q in questions)
+
+
+def test_the_held_out_check_asks_every_reworded_kind_and_lone_shapes_in_held_out_words():
+    from sage_core.builtin.wording import REWORDED_KINDS, held_out_examples
+
+    examples = held_out_examples(seed=9, n=48)
+    assert {e.kind for e in examples} == set(REWORDED_KINDS)
+    held_out = {w for pool in (*HELD_OUT.values(), *LONE_HELD_OUT.values()) for w in pool}
+    assert all(any(e.question == w.format(colour=c, shape=s, place=p) for w in held_out
+                   for c, s, p in _fill_ins(e)) for e in examples)  # fmt: skip
+    assert sum(len(e.objects) == 1 and e.kind in LONE_HELD_OUT for e in examples) >= 4
+
+
+def _fill_ins(example):
+    """Every (colour, shape, place) of the example's objects (bars: their colours)."""
+    if example.kind in ("bar", "chart"):
+        return [(c, "", "") for c, _ in example.objects]
+    return [(t.colour, t.shape, t.place) for t in example.objects] + [
+        (t.colour, "shape", t.place) for t in example.objects
+    ]

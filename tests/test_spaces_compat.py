@@ -1,0 +1,74 @@
+"""ZeroGPU: a race asks for the GPU time its size needs, with headroom, never a fixed two minutes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app import spaces_compat
+from app.spaces_compat import MAX_SECONDS, MIN_SECONDS, race_duration, race_seconds
+
+
+def test_a_race_asks_for_more_time_the_longer_and_wider_it_is():
+    short = race_seconds(16, ["sage"], "builtin")
+    long = race_seconds(512, ["sage", "static", "chain", "ar"], "builtin")
+    assert MIN_SECONDS <= short < long <= MAX_SECONDS
+    assert race_seconds(128, ["sage", "static"], "builtin") < race_seconds(256, ["sage", "static"], "builtin")
+    assert race_seconds(256, ["sage"], "qwen2.5-vl-7b") < race_seconds(256, ["sage", "static"], "qwen2.5-vl-7b")
+    # a 7B pair needs more than the tiny built-in one for the same race
+    assert race_seconds(128, ["sage", "static"], "builtin") < race_seconds(128, ["sage", "static"], "qwen2.5-vl-7b")
+    # the old fixed 120 s was far more than a short built-in race needs, and less than a long 7B one
+    assert race_seconds(128, ["sage", "static"], "builtin") <= 60
+    assert race_seconds(512, ["sage", "static", "chain", "ar"], "llava-ov-7b") > 120
+
+
+def test_the_estimate_has_headroom_over_the_work_it_counts():
+    tokens, sides = 300, 3
+    work = (
+        spaces_compat.STARTUP_SECONDS
+        + spaces_compat.LOAD_SECONDS
+        + tokens * sides * spaces_compat.HUB_SECONDS_PER_TOKEN
+    )
+    assert race_seconds(tokens, ["sage", "static", "ar"], "custom") >= 1.4 * work
+
+
+def test_odd_arguments_ask_for_the_most_a_valid_race_could_need():
+    worst = race_seconds(spaces_compat.FALLBACK_TOKENS, ["sage", "static"], "builtin")
+    for tokens in ("abc", None, float("nan"), -3):
+        assert race_seconds(tokens, ["sage", "static"], "builtin") == worst
+    assert race_seconds(128, None, "builtin") == race_seconds(128, ["sage", "static"], "builtin")
+    assert race_seconds(10**9, ["sage"], None) == MAX_SECONDS
+
+
+def race_live(image: Any, video: Any, prompt: Any, pair: Any, custom_target: Any, custom_draft: Any, methods: Any,
+              max_new_tokens: Any, *rest: Any) -> None:  # fmt: skip
+    """The live race handler's leading parameters (app/handlers.py)."""
+
+
+def race_api(image: str | None = None, prompt: str = "", pair: str = "", methods: list[str] | None = None,
+             max_new_tokens: float = 128) -> None:  # fmt: skip
+    """The API handler's, called by keyword."""
+
+
+def test_the_duration_reads_the_call_arguments_by_name():
+    live = race_duration(race_live)
+    assert live(None, None, "q", "builtin", "", "", ["sage"], 32, 1, 2) == race_seconds(32, ["sage"], "builtin")
+    api = race_duration(race_api)
+    assert api(prompt="q", pair="llava-ov-7b", max_new_tokens=400) == race_seconds(400, None, "llava-ov-7b")
+    assert api() == race_seconds(None, None, None)
+
+
+def test_on_zero_gpu_the_decorator_hands_spaces_the_function_of_the_arguments(monkeypatch):
+    asked: list[Any] = []
+
+    class FakeSpaces:
+        @staticmethod
+        def GPU(duration: Any):
+            asked.append(duration)
+            return lambda fn: fn
+
+    monkeypatch.setattr(spaces_compat, "_spaces", FakeSpaces)
+    decorated = spaces_compat.gpu_for_race(race_live)
+    assert decorated is race_live
+    assert callable(asked[0]) and asked[0](None, None, "q", "builtin", "", "", ["sage"], 64) == race_seconds(
+        64, ["sage"], "builtin"
+    )
