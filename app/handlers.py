@@ -8,6 +8,13 @@
   mode's Step; the stepped race is per-user state in `page.stepper`).
 - `show_tree`, `show_lane`, `pick_example` are the page's small controls.
 
+Every race (streamed, stepped or through the API) is made the same way: its
+inputs become one `inputs.RaceForm` (`ui.py` turns the page's values into
+one; `race_api`'s named parameters are the API's documentation), and
+`Handlers.request` checks it into one `inputs.RaceRequest` (media, prompt,
+methods, SAGE settings, sampling, pruning, pair). A race runs within its
+time budget (`Budget`); a replay waits a bounded time in all (`ReplayClock`).
+
 Handlers answer with updates keyed by the page's components (`Page`), never
 by position. Every failure goes through the error boundary (`boundary.py`):
 the visitor reads one sentence, a bug is logged with its traceback.

@@ -47,6 +47,8 @@ class Media:
     fps: float = 0.0
     total_frames: int = 0
     frame_indices: tuple[int, ...] = ()
+    # A video's frame size as stored, when its frames were shrunk to MAX_FRAME_PIXELS on reading.
+    stored_size: tuple[int, int] | None = None
 
     @property
     def duration_seconds(self) -> float:
@@ -56,9 +58,16 @@ class Media:
         if self.kind == "image":
             assert self.image is not None
             return f"image {self.name} ({self.image.width}x{self.image.height})"
+        shrunk = ""
+        if self.stored_size is not None and self.frames is not None:
+            width, height = self.stored_size
+            shrunk = (
+                f", frames shrunk from {width}x{height} to {self.frames.shape[2]}x{self.frames.shape[1]} "
+                f"(the cap is {MAX_FRAME_PIXELS:,} pixels a frame)"
+            )
         return (
             f"video {self.name} ({len(self.frame_indices)} of {self.total_frames} frames, "
-            f"{self.fps:.1f} fps, {self.duration_seconds:.1f} s)"
+            f"{self.fps:.1f} fps, {self.duration_seconds:.1f} s{shrunk})"
         )
 
 
@@ -142,6 +151,7 @@ def load_video(path: Path, frames: int, max_seconds: float) -> Media:
         fps=fps,
         total_frames=count,
         frame_indices=indices,
+        stored_size=(width, height) if width * height > MAX_FRAME_PIXELS else None,
     )
 
 

@@ -123,6 +123,7 @@ def test_video_frames_are_capped_in_pixels(tmp_path: Path) -> None:
     count, height, width, _ = video.frames.shape
     assert count == 3 and height * width <= MAX_FRAME_PIXELS
     assert abs(width / height - 1.5) < 0.01  # aspect kept
+    assert f"frames shrunk from 2400x1600 to {width}x{height} (the cap is 2,073,600 pixels a frame)" in video.describe()
     small = tmp_path / "small.avi"
     write_video(small, 64, 48)
     assert load_media(small, frames=2).frames.shape[1:3] == (48, 64)  # type: ignore[union-attr]

@@ -198,3 +198,15 @@ def test_a_page_replay_sends_what_changed_not_the_whole_text(monkeypatch):
     biggest = max(len(u["lanes"]) for u in streamed)
     assert biggest < whole / 3  # each streamed update carries the latest steps only
     assert max(u["lanes"].count("<span class='sage-step' title=") for u in streamed) <= 2 * STREAMED_STEPS
+
+
+def test_the_step_endpoint_is_not_offered_to_api_clients(url):
+    """Step holds a race's caches between clicks: only the page reaches it (api_visibility="private"),
+    never gradio_client, and its number per process is bounded (tests/test_stepping.py)."""
+    api = Client(url, verbose=False).view_api(return_format="dict", print_info=False)
+    named = set(api["named_endpoints"])
+    assert {"/race", "/replay"} <= named
+    assert not any("step" in name for name in named)
+    assert not any("step" in str(endpoint) for endpoint in api.get("unnamed_endpoints", {}))
+    with pytest.raises(Exception):  # noqa: B017 (any refusal: the client has no such endpoint)
+        Client(url, verbose=False).predict(api_name="/step_live")
