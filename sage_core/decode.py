@@ -123,7 +123,7 @@ class DecodeRun:
     def __init__(
         self, pair: ModelPair, media: Media, prompt: str, config: DecodeConfig, prepared: PreparedInputs | None = None
     ) -> None:
-        check_method(pair, config.method)  # the model seam refuses what a family cannot run exactly
+        check_method(pair, config.method, config.prune_ratio)  # what a family cannot run, refused
         if config.method != "ar" and config.sage.top_k > pair.shared_vocab_size:
             raise InputError(
                 f"top-k is {config.sage.top_k}, more than the {pair.shared_vocab_size} tokens of the vocabulary"

@@ -190,7 +190,8 @@ def test_added_family_every_method_equals_greedy_generate(tiny_root, image, vide
         pair = _pair(str(tiny_root), family, draft_kind)
         for media in (image, video) if pair.target.spec.video else (image,):
             expected = list(_greedy(str(tiny_root), family, media.kind, PROMPTS[0], ADDED_NEW))
-            ratios = (0.0, 0.5) if backend == "fast" and draft_kind == "noised" else (0.0,)
+            prunable = pair.target.spec.prunable
+            ratios = (0.0, 0.5) if backend == "fast" and draft_kind == "noised" and prunable else (0.0,)
             # a hybrid model (recurrent layers) verifies chains, never trees: those are refused below
             methods = ("ar", "chain") if pair.target.spec.recurrent else METHODS
             for method, prune_ratio in [(m, r) for r in ratios for m in methods if r == 0 or m != "ar"]:
@@ -208,6 +209,9 @@ def test_added_family_every_method_equals_greedy_generate(tiny_root, image, vide
             for method in (m for m in METHODS if m not in ("ar", "chain")):
                 with pytest.raises(InputError, match="cannot verify a tree of tokens exactly; use the chain method"):
                     decode(pair, image, PROMPTS[0], DecodeConfig(method, ADDED_NEW, backend=backend))
+        if not pair.target.spec.prunable:
+            with pytest.raises(InputError, match="visual token pruning is not available for"):
+                decode(pair, image, PROMPTS[0], DecodeConfig("chain", ADDED_NEW, prune_ratio=0.5, backend=backend))
         if not pair.target.spec.video:  # an image-only family refuses a video in one sentence
             with pytest.raises(MediaError, match="reads images only"):
                 decode(pair, video, PROMPTS[0], DecodeConfig("sage", ADDED_NEW, backend=backend)).run_to_end()

@@ -129,6 +129,7 @@ EXTRA_FAMILIES = (
     "gemma3",
     "glm4v",
     "qwen3_5",
+    "gemma4",
 )
 #: Gemma 3's sliding window in the tiny models: far shorter than any prompt (an image prompt is ~50 tokens)
 GEMMA3_WINDOW = 8
@@ -180,6 +181,13 @@ _GLM4V_SPECIALS = (
     "<|end_of_video|>",
     "<|video|>",
 )
+_GEMMA4_SPECIALS = (
+    *_GEMMA3_SPECIALS,
+    "<|video|>",
+    "<audio_soft_token>",
+    "<start_of_audio>",
+    "<end_of_audio>",
+)
 #: InternVL's (and Gemma 3's) processor reads these names from its tokenizer
 _INTERNVL_TOKEN_NAMES = {
     "start_image_token": "<img>",
@@ -210,6 +218,7 @@ SPECIAL_TOKENS = {
     "gemma3": {t: 256 + i for i, t in enumerate(_GEMMA3_SPECIALS)},
     "glm4v": {t: 256 + i for i, t in enumerate(_GLM4V_SPECIALS)},
     "qwen3_5": {t: 256 + i for i, t in enumerate(_QWEN_SPECIALS)},
+    "gemma4": {t: 256 + i for i, t in enumerate(_GEMMA4_SPECIALS)},
 }
 
 # Text sizes: hidden, heads, kv heads, layers, intermediate.  head_dim is 16 in both sizes.
@@ -288,7 +297,13 @@ def _byte_vocab() -> dict[str, int]:
     return {ch: b for b, ch in sorted(bytes_to_unicode().items())}
 
 
-_TOKEN_NAMES = {"internvl": _INTERNVL_TOKEN_NAMES, "gemma3": _GEMMA3_TOKEN_NAMES}
+_GEMMA4_TOKEN_NAMES = {
+    **_GEMMA3_TOKEN_NAMES,
+    "audio_token": "<audio_soft_token>",
+    "boa_token": "<start_of_audio>",
+    "eoa_token": "<end_of_audio>",
+}
+_TOKEN_NAMES = {"internvl": _INTERNVL_TOKEN_NAMES, "gemma3": _GEMMA3_TOKEN_NAMES, "gemma4": _GEMMA4_TOKEN_NAMES}
 
 
 def build_tokenizer(family: str):
@@ -325,6 +340,8 @@ def build_tokenizer(family: str):
         tok.chat_template = _GEMMA3_TEMPLATE
     if family == "glm4v":
         tok.chat_template = _GLM4V_TEMPLATE
+    if family == "gemma4":
+        tok.chat_template = _chat_template("<image_soft_token>", "<|video|>")
     return tok
 
 
@@ -582,6 +599,7 @@ def _model_class(family: str):
         "gemma3": transformers.Gemma3ForConditionalGeneration,
         "glm4v": transformers.Glm4vForConditionalGeneration,
         "qwen3_5": transformers.Qwen3_5ForConditionalGeneration,
+        "gemma4": transformers.Gemma4ForConditionalGeneration,
     }[family]
 
 
@@ -640,6 +658,40 @@ def _extra_config(family: str, size: str, text: dict, sp: dict):
             **llava,
         )
     vis = _VISION_SIZES[size]
+    if family == "gemma4":
+        text.pop("rope_parameters")  # Gemma 4's own: one per layer type
+        text.update(
+            model_type="gemma4_text",
+            num_hidden_layers=4,  # the last two share the KV of the first two (num_kv_shared_layers)
+            head_dim=16,
+            global_head_dim=16,
+            sliding_window=GEMMA3_WINDOW,
+            layer_types=["sliding_attention", "full_attention"] * 2,
+            num_kv_shared_layers=2,
+            vocab_size_per_layer_input=text["vocab_size"],
+            hidden_size_per_layer_input=8,
+        )
+        vision = {
+            "hidden_size": vis["hidden_size"],
+            "intermediate_size": vis["intermediate_size"],
+            "num_hidden_layers": vis["depth"],
+            "num_attention_heads": vis["num_heads"],
+            "num_key_value_heads": vis["num_heads"],
+            "head_dim": vis["hidden_size"] // vis["num_heads"],
+            "patch_size": _LLAVA_PATCH,
+            "pooling_kernel_size": 2,
+            "position_embedding_size": 64,
+        }
+        return transformers.Gemma4Config(
+            text_config=text,
+            vision_config=vision,
+            audio_config=None,
+            boi_token_id=sp["<start_of_image>"],
+            eoi_token_id=sp["<end_of_image>"],
+            image_token_id=sp["<image_soft_token>"],
+            video_token_id=sp["<|video|>"],
+            tie_word_embeddings=False,
+        )
     if family == "glm4v":
         text.pop("model_type")
         # M-RoPE on half of each head (partial_rotary_factor 0.5): the sections sum to 16 * 0.5 / 2
@@ -809,6 +861,16 @@ def _hybrid_config(dense):
 def _extra_processor(family: str, tok):
     import transformers
 
+    if family == "gemma4":
+        budget = {"patch_size": _LLAVA_PATCH, "max_soft_tokens": 70, "pooling_kernel_size": 2}  # the smallest budget
+        return transformers.Gemma4Processor(
+            feature_extractor=transformers.Gemma4AudioFeatureExtractor(),
+            image_processor=transformers.Gemma4ImageProcessor(**budget),
+            tokenizer=tok,
+            video_processor=transformers.Gemma4VideoProcessor(**budget),
+            image_seq_length=70,
+            chat_template=tok.chat_template,
+        )
     if family == "glm4v":
         common = {"patch_size": 14, "temporal_patch_size": 2, "merge_size": 2}
         pixels = 4 * _QWEN2_PIXELS  # 2x2 merged tokens per image, 1 per frame pair

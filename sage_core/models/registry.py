@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .family import Family
-from .gemma import GEMMA3
+from .gemma import GEMMA3, GEMMA4
 from .idefics import IDEFICS3, SMOLVLM
 from .internvl import INTERNVL
 from .llava import LLAVA, LLAVA_NEXT, LLAVA_NEXT_VIDEO, LLAVA_ONEVISION, MISTRAL3
@@ -26,5 +26,6 @@ _ALL = (
     GEMMA3,
     GLM4V,
     QWEN3_5,
+    GEMMA4,
 )
 FAMILIES: dict[str, Family] = {family.model_type: family for family in _ALL}
