@@ -130,6 +130,7 @@ EXTRA_FAMILIES = (
     "glm4v",
     "qwen3_5",
     "gemma4",
+    "glm46v",
 )
 #: Gemma 3's sliding window in the tiny models: far shorter than any prompt (an image prompt is ~50 tokens)
 GEMMA3_WINDOW = 8
@@ -219,6 +220,7 @@ SPECIAL_TOKENS = {
     "glm4v": {t: 256 + i for i, t in enumerate(_GLM4V_SPECIALS)},
     "qwen3_5": {t: 256 + i for i, t in enumerate(_QWEN_SPECIALS)},
     "gemma4": {t: 256 + i for i, t in enumerate(_GEMMA4_SPECIALS)},
+    "glm46v": {t: 256 + i for i, t in enumerate(_GLM4V_SPECIALS)},
 }
 
 # Text sizes: hidden, heads, kv heads, layers, intermediate.  head_dim is 16 in both sizes.
@@ -338,7 +340,7 @@ def build_tokenizer(family: str):
         tok.chat_template = _INTERNVL_TEMPLATE
     if family == "gemma3":
         tok.chat_template = _GEMMA3_TEMPLATE
-    if family == "glm4v":
+    if family in ("glm4v", "glm46v"):
         tok.chat_template = _GLM4V_TEMPLATE
     if family == "gemma4":
         tok.chat_template = _chat_template("<image_soft_token>", "<|video|>")
@@ -600,6 +602,7 @@ def _model_class(family: str):
         "glm4v": transformers.Glm4vForConditionalGeneration,
         "qwen3_5": transformers.Qwen3_5ForConditionalGeneration,
         "gemma4": transformers.Gemma4ForConditionalGeneration,
+        "glm46v": transformers.Glm46VForConditionalGeneration,
     }[family]
 
 
@@ -692,7 +695,7 @@ def _extra_config(family: str, size: str, text: dict, sp: dict):
             video_token_id=sp["<|video|>"],
             tie_word_embeddings=False,
         )
-    if family == "glm4v":
+    if family in ("glm4v", "glm46v"):
         text.pop("model_type")
         # M-RoPE on half of each head (partial_rotary_factor 0.5): the sections sum to 16 * 0.5 / 2
         text["rope_parameters"] = {
@@ -712,7 +715,8 @@ def _extra_config(family: str, size: str, text: dict, sp: dict):
             "out_hidden_size": text["hidden_size"],
             "image_size": 56,
         }
-        return transformers.Glm4vConfig(
+        config_class = transformers.Glm4vConfig if family == "glm4v" else transformers.Glm46VConfig
+        return config_class(
             text_config=text,
             vision_config=vision,
             image_token_id=sp["<|image|>"],
@@ -871,15 +875,16 @@ def _extra_processor(family: str, tok):
             image_seq_length=70,
             chat_template=tok.chat_template,
         )
-    if family == "glm4v":
+    if family in ("glm4v", "glm46v"):
         common = {"patch_size": 14, "temporal_patch_size": 2, "merge_size": 2}
         pixels = 4 * _QWEN2_PIXELS  # 2x2 merged tokens per image, 1 per frame pair
-        return transformers.Glm4vProcessor(
-            image_processor=transformers.Glm4vImageProcessor(
+        glm46 = family == "glm46v"
+        return (transformers.Glm46VProcessor if glm46 else transformers.Glm4vProcessor)(
+            image_processor=(transformers.Glm46VImageProcessor if glm46 else transformers.Glm4vImageProcessor)(
                 size={"shortest_edge": pixels, "longest_edge": pixels}, **common
             ),
             tokenizer=tok,
-            video_processor=transformers.Glm4vVideoProcessor(
+            video_processor=(transformers.Glm46VVideoProcessor if glm46 else transformers.Glm4vVideoProcessor)(
                 size={"shortest_edge": _QWEN2_PIXELS, "longest_edge": 8 * _QWEN2_PIXELS}, **common
             ),
             chat_template=tok.chat_template,
