@@ -189,6 +189,8 @@ class PlainBackend:
         else:  # rebuild every layer: the committed rows, then the kept ones
             for layer in state.cache.layers:
                 kept: Any = layer  # full-attention layers only (checked at load)
+                if getattr(kept, "keys", None) is None:  # a layer reading another's cache (Gemma 4's shared KV)
+                    continue
                 index = torch.cat(
                     [
                         torch.arange(state.committed, device=kept.keys.device),

@@ -76,7 +76,7 @@ class DecodeRun:
     def __init__(
         self, pair: ModelPair, media: Media, prompt: str, config: DecodeConfig, prepared: PreparedInputs | None = None
     ) -> None:
-        check_method(pair, config.method)  # the model seam refuses what a family cannot run exactly
+        check_method(pair, config.method, config.prune_ratio)  # what a family cannot run, refused
         uses_draft = drafts(config.method)
         top = max(config.sage.top_k, make_proposer(config).top_k) if uses_draft else 0
         if top > pair.shared_vocab_size:

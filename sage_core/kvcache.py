@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import torch
 from transformers import DynamicCache
-from transformers.cache_utils import DynamicLayer
+from transformers.cache_utils import DynamicLayer, DynamicSlidingWindowLayer
 
 
 class GrowingLayer(DynamicLayer):
@@ -70,9 +70,8 @@ def growing_cache(config: Any, reserve: int, windows_by_mask: bool = False) -> D
     token inside its window (`masks.windowed`).
     """
     cache = DynamicCache(config=config)
-    cache.layers = [
-        GrowingLayer(reserve) if type(layer) is DynamicLayer or windows_by_mask else layer for layer in cache.layers
-    ]
+    kinds = (DynamicLayer, DynamicSlidingWindowLayer) if windows_by_mask else (DynamicLayer,)
+    cache.layers = [GrowingLayer(reserve) if type(layer) in kinds else layer for layer in cache.layers]
     return cache
 
 
@@ -80,8 +79,8 @@ def full_cache(config: Any, windows_by_mask: bool = False) -> DynamicCache:
     """transformers' own `DynamicCache` for `config`; with `windows_by_mask`, every layer a full
     `DynamicLayer` (see `growing_cache`)."""
     cache = DynamicCache(config=config)
-    if windows_by_mask:
-        cache.layers = [DynamicLayer() for _ in cache.layers]
+    if windows_by_mask:  # layers of other kinds (Gemma 4's shared-KV placeholders) stay as they are
+        cache.layers = [DynamicLayer() if type(layer) is DynamicSlidingWindowLayer else layer for layer in cache.layers]
     return cache
 
 

@@ -586,3 +586,23 @@ def test_gpu_presets_fill_the_pair_and_its_placement(capsys):
     assert main(["generate", "--image", str(picture), "--prompt", "hi", "--preset", "nope"]) == 2
     error = capsys.readouterr().err.strip()
     assert error.startswith("error: unknown preset 'nope'") and "\n" not in error
+
+
+@pytest.mark.parametrize(
+    ("family", "media", "method", "message"),
+    [
+        ("qwen3_5", "bar_value.png", "sage", "cannot verify a tree of tokens exactly; use the chain method"),
+        ("llava", "appearing_shape.mp4", "chain", "reads images only (llava); give a still image"),
+    ],
+)
+def test_what_a_family_cannot_run_is_one_sentence_and_exit_2(tiny_root, capsys, family, media, method, message):
+    """A tree on a hybrid model, a video on an image-only family: the CLI says why in one line, exit 2."""
+    from sage_core.cli import main
+
+    folder = tiny_folder(tiny_root, family, "target")
+    path = Path(__file__).resolve().parent.parent / "assets" / "examples" / media
+    flag = "--video" if media.endswith(".mp4") else "--image"
+    argv = ["generate", "--target", folder, "--draft", folder, flag, str(path), "--prompt", "hi"]
+    assert main([*argv, "--method", method, "--device", "cpu", "--max-new-tokens", "4"]) == 2
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert error.startswith("error: ") and message in error

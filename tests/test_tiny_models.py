@@ -39,6 +39,8 @@ PROCESSOR_CLASSES = {
     "gemma3": "Gemma3Processor",
     "glm4v": "Glm4vProcessor",
     "qwen3_5": "Qwen3VLProcessor",
+    "gemma4": "Gemma4Processor",
+    "glm46v": "Glm46VProcessor",
 }
 # the families added later: the visual tokens an image (and a video) becomes in the tiny processors
 EXTRA_VISUAL_TOKENS = {
@@ -53,6 +55,8 @@ EXTRA_VISUAL_TOKENS = {
     "gemma3": (4, None),  # 4x4 Siglip patches pooled to 2x2
     "glm4v": (12, 4),  # 52x40 -> 4x3 merged patches; 8 frames of 32x32 -> 4 frame pairs of 1
     "qwen3_5": (6, 16),  # as Qwen3-VL
+    "glm46v": (12, 4),  # as GLM-4.1V
+    "gemma4": (63, 512),  # the smallest budget (70 soft tokens): 52x40 -> 9x7 pooled patches; 8 frames x 64
 }
 CONFIG_CLASSES = {
     "qwen2_vl": "Qwen2VLConfig",

@@ -117,12 +117,14 @@ def test_commit_keeps_only_the_accepted_path(tiny_root, image):
     assert (after - expected).abs().max().item() < TOLERANCE
 
 
-def test_sliding_windows_are_kept_by_the_tree_mask(tiny_root, image, monkeypatch):
-    """Gemma 3's sliding-window layers: the prompt is several windows long, each node sees only the
-    entries inside its window (the equality above); with the window left out of the mask the check fails."""
+@pytest.mark.parametrize("family", ["gemma3", "gemma4"])
+def test_sliding_windows_are_kept_by_the_tree_mask(tiny_root, image, monkeypatch, family):
+    """Gemma 3's and 4's sliding-window layers (Gemma 4's last layers reading the first layers' cache):
+    the prompt is several windows long, each node sees only the entries inside its window (the equality
+    above); with the window left out of the mask the check fails."""
     from tiny_models import GEMMA3_WINDOW
 
-    vlm = load(tiny_root, "gemma3", "eager")
+    vlm = load(tiny_root, family, "eager")
     inputs = vlm.prepare(image, "Describe the picture.")
     assert inputs["input_ids"].shape[1] > 4 * GEMMA3_WINDOW
     assert vlm.spec.windows_by_mask

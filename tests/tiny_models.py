@@ -129,6 +129,8 @@ EXTRA_FAMILIES = (
     "gemma3",
     "glm4v",
     "qwen3_5",
+    "gemma4",
+    "glm46v",
 )
 #: Gemma 3's sliding window in the tiny models: far shorter than any prompt (an image prompt is ~50 tokens)
 GEMMA3_WINDOW = 8
@@ -180,6 +182,13 @@ _GLM4V_SPECIALS = (
     "<|end_of_video|>",
     "<|video|>",
 )
+_GEMMA4_SPECIALS = (
+    *_GEMMA3_SPECIALS,
+    "<|video|>",
+    "<audio_soft_token>",
+    "<start_of_audio>",
+    "<end_of_audio>",
+)
 #: InternVL's (and Gemma 3's) processor reads these names from its tokenizer
 _INTERNVL_TOKEN_NAMES = {
     "start_image_token": "<img>",
@@ -210,6 +219,8 @@ SPECIAL_TOKENS = {
     "gemma3": {t: 256 + i for i, t in enumerate(_GEMMA3_SPECIALS)},
     "glm4v": {t: 256 + i for i, t in enumerate(_GLM4V_SPECIALS)},
     "qwen3_5": {t: 256 + i for i, t in enumerate(_QWEN_SPECIALS)},
+    "gemma4": {t: 256 + i for i, t in enumerate(_GEMMA4_SPECIALS)},
+    "glm46v": {t: 256 + i for i, t in enumerate(_GLM4V_SPECIALS)},
 }
 
 # Text sizes: hidden, heads, kv heads, layers, intermediate.  head_dim is 16 in both sizes.
@@ -288,7 +299,13 @@ def _byte_vocab() -> dict[str, int]:
     return {ch: b for b, ch in sorted(bytes_to_unicode().items())}
 
 
-_TOKEN_NAMES = {"internvl": _INTERNVL_TOKEN_NAMES, "gemma3": _GEMMA3_TOKEN_NAMES}
+_GEMMA4_TOKEN_NAMES = {
+    **_GEMMA3_TOKEN_NAMES,
+    "audio_token": "<audio_soft_token>",
+    "boa_token": "<start_of_audio>",
+    "eoa_token": "<end_of_audio>",
+}
+_TOKEN_NAMES = {"internvl": _INTERNVL_TOKEN_NAMES, "gemma3": _GEMMA3_TOKEN_NAMES, "gemma4": _GEMMA4_TOKEN_NAMES}
 
 
 def build_tokenizer(family: str):
@@ -323,8 +340,10 @@ def build_tokenizer(family: str):
         tok.chat_template = _INTERNVL_TEMPLATE
     if family == "gemma3":
         tok.chat_template = _GEMMA3_TEMPLATE
-    if family == "glm4v":
+    if family in ("glm4v", "glm46v"):
         tok.chat_template = _GLM4V_TEMPLATE
+    if family == "gemma4":
+        tok.chat_template = _chat_template("<image_soft_token>", "<|video|>")
     return tok
 
 
@@ -582,6 +601,8 @@ def _model_class(family: str):
         "gemma3": transformers.Gemma3ForConditionalGeneration,
         "glm4v": transformers.Glm4vForConditionalGeneration,
         "qwen3_5": transformers.Qwen3_5ForConditionalGeneration,
+        "gemma4": transformers.Gemma4ForConditionalGeneration,
+        "glm46v": transformers.Glm46VForConditionalGeneration,
     }[family]
 
 
@@ -640,7 +661,41 @@ def _extra_config(family: str, size: str, text: dict, sp: dict):
             **llava,
         )
     vis = _VISION_SIZES[size]
-    if family == "glm4v":
+    if family == "gemma4":
+        text.pop("rope_parameters")  # Gemma 4's own: one per layer type
+        text.update(
+            model_type="gemma4_text",
+            num_hidden_layers=4,  # the last two share the KV of the first two (num_kv_shared_layers)
+            head_dim=16,
+            global_head_dim=16,
+            sliding_window=GEMMA3_WINDOW,
+            layer_types=["sliding_attention", "full_attention"] * 2,
+            num_kv_shared_layers=2,
+            vocab_size_per_layer_input=text["vocab_size"],
+            hidden_size_per_layer_input=8,
+        )
+        vision = {
+            "hidden_size": vis["hidden_size"],
+            "intermediate_size": vis["intermediate_size"],
+            "num_hidden_layers": vis["depth"],
+            "num_attention_heads": vis["num_heads"],
+            "num_key_value_heads": vis["num_heads"],
+            "head_dim": vis["hidden_size"] // vis["num_heads"],
+            "patch_size": _LLAVA_PATCH,
+            "pooling_kernel_size": 2,
+            "position_embedding_size": 64,
+        }
+        return transformers.Gemma4Config(
+            text_config=text,
+            vision_config=vision,
+            audio_config=None,
+            boi_token_id=sp["<start_of_image>"],
+            eoi_token_id=sp["<end_of_image>"],
+            image_token_id=sp["<image_soft_token>"],
+            video_token_id=sp["<|video|>"],
+            tie_word_embeddings=False,
+        )
+    if family in ("glm4v", "glm46v"):
         text.pop("model_type")
         # M-RoPE on half of each head (partial_rotary_factor 0.5): the sections sum to 16 * 0.5 / 2
         text["rope_parameters"] = {
@@ -660,7 +715,8 @@ def _extra_config(family: str, size: str, text: dict, sp: dict):
             "out_hidden_size": text["hidden_size"],
             "image_size": 56,
         }
-        return transformers.Glm4vConfig(
+        config_class = transformers.Glm4vConfig if family == "glm4v" else transformers.Glm46VConfig
+        return config_class(
             text_config=text,
             vision_config=vision,
             image_token_id=sp["<|image|>"],
@@ -809,15 +865,26 @@ def _hybrid_config(dense):
 def _extra_processor(family: str, tok):
     import transformers
 
-    if family == "glm4v":
+    if family == "gemma4":
+        budget = {"patch_size": _LLAVA_PATCH, "max_soft_tokens": 70, "pooling_kernel_size": 2}  # the smallest budget
+        return transformers.Gemma4Processor(
+            feature_extractor=transformers.Gemma4AudioFeatureExtractor(),
+            image_processor=transformers.Gemma4ImageProcessor(**budget),
+            tokenizer=tok,
+            video_processor=transformers.Gemma4VideoProcessor(**budget),
+            image_seq_length=70,
+            chat_template=tok.chat_template,
+        )
+    if family in ("glm4v", "glm46v"):
         common = {"patch_size": 14, "temporal_patch_size": 2, "merge_size": 2}
         pixels = 4 * _QWEN2_PIXELS  # 2x2 merged tokens per image, 1 per frame pair
-        return transformers.Glm4vProcessor(
-            image_processor=transformers.Glm4vImageProcessor(
+        glm46 = family == "glm46v"
+        return (transformers.Glm46VProcessor if glm46 else transformers.Glm4vProcessor)(
+            image_processor=(transformers.Glm46VImageProcessor if glm46 else transformers.Glm4vImageProcessor)(
                 size={"shortest_edge": pixels, "longest_edge": pixels}, **common
             ),
             tokenizer=tok,
-            video_processor=transformers.Glm4vVideoProcessor(
+            video_processor=(transformers.Glm46VVideoProcessor if glm46 else transformers.Glm4vVideoProcessor)(
                 size={"shortest_edge": _QWEN2_PIXELS, "longest_edge": 8 * _QWEN2_PIXELS}, **common
             ),
             chat_template=tok.chat_template,

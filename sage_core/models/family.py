@@ -46,6 +46,7 @@ class Family:
     video: bool = True
     windows_by_mask: bool = False
     recurrent: bool = False  # linear-attention layers with a recurrent state (recurrent.py): chains only
+    prunable: bool = True  # the pruning hooks (visual.py) know its attention layers
 
     def visual_token_ids(self, config: Any) -> set[int]:
         """The ids of the tokens that stand for image or video features in the prompt."""

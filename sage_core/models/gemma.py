@@ -39,3 +39,32 @@ class Gemma3(Family):
 
 
 GEMMA3 = Gemma3("gemma3", "Gemma3ForConditionalGeneration")
+
+
+@dataclass(frozen=True)
+class Gemma4(Gemma3):
+    """Gemma 4: Gemma 3's sliding windows, plus shared-KV layers (the last layers read the cache of an
+    earlier layer of their kind: their cache layers are placeholders, left as transformers makes them),
+    and videos."""
+
+    video: bool = True
+    prunable: bool = False  # its scoring hook is not written yet: pruning refused in one sentence
+
+    def visual_boxes(
+        self, config: Any, inputs: Mapping[str, Any], count: int, processor: Any
+    ) -> list[VisualBox | None]:
+        """The pooled patch grid of the image (or of each frame), read off the patches' positions."""
+        key = "video_position_ids" if "video_position_ids" in inputs else "image_position_ids"
+        if key not in inputs:
+            return [None] * count
+        positions = inputs[key].reshape(-1, inputs[key].shape[-2], 2)  # (images or frames, patches, 2)
+        pool = int(config.vision_config.pooling_kernel_size)
+        boxes: list[VisualBox | None] = []
+        for frame, patches in enumerate(positions):
+            valid = patches[(patches >= 0).all(-1)]
+            cols, rows = (int(valid[:, axis].max()) // pool + 1 for axis in (0, 1))
+            boxes += [grid_box(frame, frame, cell, rows, cols) for cell in range(rows * cols)]
+        return boxes[:count] if len(boxes) >= count else [None] * count
+
+
+GEMMA4 = Gemma4("gemma4", "Gemma4ForConditionalGeneration")

@@ -40,13 +40,15 @@ class ModelPair:
         return tuple(dict.fromkeys((*self.target.devices, *self.draft.devices)))
 
 
-def check_method(pair: ModelPair, method: str) -> None:
-    """Refuse, in one sentence, a method one of the models cannot run exactly (a tree on a model with
-    recurrent layers: recurrent.py)."""
+def check_method(pair: ModelPair, method: str, prune_ratio: float = 0.0) -> None:
+    """Refuse, in one sentence, what one of the models cannot run: a tree on a model with recurrent
+    layers (recurrent.py), draft-side pruning on a family whose pruning hooks are not written."""
     models = (pair.target,) if method == "ar" else (pair.target, pair.draft)
     for model in models:
         if model.spec.recurrent and method not in CHAIN_METHODS:
             raise InputError(tree_refusal(model.name))
+        if prune_ratio > 0 and not model.spec.prunable:
+            raise InputError(f"visual token pruning is not available for {model.family} models yet; turn pruning off")
 
 
 def check_pair(target: VLM, draft: VLM) -> ModelPair:

@@ -58,3 +58,4 @@ class Glm4v(QwenVL):
 
 
 GLM4V = Glm4v("glm4v", "Glm4vForConditionalGeneration")
+GLM46V = Glm4v("glm46v", "Glm46VForConditionalGeneration")  # GLM-4.6V: GLM-4.1V's text and vision models

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from .family import Family
-from .gemma import GEMMA3
+from .gemma import GEMMA3, GEMMA4
 from .idefics import IDEFICS3, SMOLVLM
 from .internvl import INTERNVL
 from .llava import LLAVA, LLAVA_NEXT, LLAVA_NEXT_VIDEO, LLAVA_ONEVISION, MISTRAL3
-from .qwen import GLM4V, QWEN2_5_VL, QWEN2_VL, QWEN3_VL, QWEN3_VL_MOE
+from .qwen import GLM4V, GLM46V, QWEN2_5_VL, QWEN2_VL, QWEN3_VL, QWEN3_VL_MOE
 from .qwen3_5 import QWEN3_5
 
 _ALL = (
@@ -26,5 +26,7 @@ _ALL = (
     GEMMA3,
     GLM4V,
     QWEN3_5,
+    GEMMA4,
+    GLM46V,
 )
 FAMILIES: dict[str, Family] = {family.model_type: family for family in _ALL}

@@ -56,7 +56,7 @@ def scored_prefill(
             return
         hidden = kwargs["hidden_states"] if "hidden_states" in kwargs else args[0]
         cache: Any = kwargs["cache"] if "cache" in kwargs else kwargs["past_key_values"]
-        keys = cache.layers[module.layer_idx].keys[0]  # [kv heads, S, d], RoPE applied
+        keys = cached_keys(cache, module)  # [kv heads, S, d], RoPE applied
         received = text_to_visual_attention(
             module, hidden[0, first_query:], kwargs["position_embeddings"], keys, visual.to(keys.device), rotary
         )
@@ -71,6 +71,20 @@ def scored_prefill(
         for hook in hooks:
             hook.remove()
     return state, logits, (total / len(attention)).cpu()
+
+
+def cached_keys(cache: Any, module: Any) -> torch.Tensor:
+    """The keys an attention layer attends to: its own cache layer's, or for a layer that shares another's
+    (Gemma 4's last layers) those of the last earlier layer of its kind that keeps its own."""
+    index = module.layer_idx
+    layer_types = getattr(module.config, "layer_types", None)
+    if getattr(cache.layers[index], "keys", None) is None and layer_types is not None:
+        index = max(
+            i
+            for i in range(index)
+            if layer_types[i] == layer_types[module.layer_idx] and cache.layers[i].keys is not None
+        )
+    return cache.layers[index].keys[0]
 
 
 def pruned_prefill(

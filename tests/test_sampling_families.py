@@ -1,0 +1,107 @@
+"""Speculative sampling stays exact in distribution on the families with new kinds of layers: sliding
+windows (Gemma 3), experts (Qwen3-VL-MoE) and hybrid linear attention (Qwen3.5, chains only).
+
+The method of test_sampling.py: the target's exact sampling distribution of the first tokens,
+enumerated from full forwards of the whole sequence (no cache), against the counts of many decode runs
+with seeds 0..N-1, by a chi-square test at ALPHA. The runs go through `SequenceOracle` (each distinct
+sequence computed once by the real model's tree forward; for the hybrid model by its chain forward)."""
+
+from __future__ import annotations
+
+import copy
+import functools
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import torch
+from conftest import tiny_folder
+from sequence_oracle import SequenceOracle
+from test_sampling import ALPHA, DECODE_SETTINGS, PROMPT, chi_square_p_value
+
+from sage_core import DecodeConfig, SageConfig, decode, load_pair
+from sage_core.adapter import ModelPair
+from sage_core.config import SamplingConfig
+from sage_core.media import Media
+from sage_core.prepared import prepare_inputs
+from sage_core.sampling import Warper
+
+Tokens = tuple[int, ...]
+STEPS = 3
+
+
+class ChainOracle(SequenceOracle):
+    """`SequenceOracle` for a model that verifies chains only: each missing sequence computed by one chain
+    forward after a copy of the prefill (the chain forward equals step-by-step decoding: test_tree_attention)."""
+
+    def _compute(self, missing: list[Tokens]) -> None:
+        assert self.prefilled is not None
+        for sequence in missing:
+            if sequence in self.table:
+                continue
+            self.misses += 1
+            state = copy.deepcopy(self.prefilled[0])
+            start = state.committed
+            rows = self.inner.extend(
+                state,
+                list(sequence),
+                [start + i for i in range(len(sequence))],
+                parents=list(range(-1, len(sequence) - 1)),
+            )
+            for length in range(1, len(sequence) + 1):
+                self.table.setdefault(sequence[:length], rows[length - 1])
+
+
+@functools.cache
+def _pair(root: str, family: str) -> ModelPair:
+    return load_pair(
+        tiny_folder(Path(root), family, "target"), tiny_folder(Path(root), family, "noised"), "cpu", "float32"
+    )
+
+
+def full_forward_logits(pair: ModelPair, media: Media, tokens: Tokens) -> torch.Tensor:
+    """The target's logits after prompt + tokens, by one forward of the whole sequence (no cache)."""
+    inputs = dict(pair.target.prepare(media, PROMPT))
+    extra = torch.tensor([tokens], dtype=torch.long)
+    for key in ("input_ids", "attention_mask", "mm_token_type_ids", "token_type_ids"):
+        if key in inputs:
+            tail = extra if key == "input_ids" else (torch.ones_like(extra) if key == "attention_mask" else 0 * extra)
+            inputs[key] = torch.cat((inputs[key], tail), dim=1)
+    with torch.no_grad():
+        return pair.target.model(**inputs).logits[0, -1].float()
+
+
+def exact_distribution(pair: ModelPair, media: Media) -> dict[Tokens, float]:
+    warp = Warper(SamplingConfig(**DECODE_SETTINGS))
+    eos = set(pair.target.eos_token_ids)
+    done: dict[Tokens, float] = {}
+    frontier: dict[Tokens, float] = {(): 1.0}
+    for _ in range(STEPS):
+        grown: dict[Tokens, float] = {}
+        for prefix, mass in frontier.items():
+            probs = torch.softmax(warp(full_forward_logits(pair, media, prefix)), dim=-1)[0].double()
+            for token in probs.nonzero().flatten().tolist():
+                (done if token in eos else grown)[(*prefix, token)] = mass * float(probs[token])
+        frontier = grown
+    exact = {**done, **frontier}
+    assert sum(exact.values()) == pytest.approx(1.0)
+    return exact
+
+
+# (family, method, runs): a tree method where trees verify, the chain on Qwen3.5 (through `ChainOracle`)
+CASES = [("gemma3", "sage", 1_000), ("qwen3_vl_moe", "static", 1_000), ("qwen3_5", "chain", 1_000)]
+
+
+@pytest.mark.parametrize(("family", "method", "runs"), CASES)
+def test_new_layer_kinds_sample_exactly_as_the_target(tiny_root, image, family, method, runs):
+    pair = _pair(str(tiny_root), family)
+    oracle = ChainOracle if pair.target.spec.recurrent else SequenceOracle
+    pair = ModelPair(oracle(pair.target), oracle(pair.draft))  # type: ignore[arg-type]
+    prepared = prepare_inputs(pair, image, PROMPT)
+    counts: Counter[Tokens] = Counter()
+    for seed in range(runs):
+        config = DecodeConfig(
+            method, STEPS, SageConfig(static_first_round=False), sampling=SamplingConfig(**DECODE_SETTINGS, seed=seed)
+        )
+        counts[decode(pair, prepared.media, PROMPT, config, prepared).run_to_end().token_ids] += 1
+    assert chi_square_p_value(counts, exact_distribution(_pair(str(tiny_root), family), image)) > ALPHA
