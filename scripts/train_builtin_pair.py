@@ -578,6 +578,7 @@ def main(argv=None):
     ap.add_argument("--init-target", help="continue from this saved target instead of a fresh one")
     ap.add_argument("--init-draft", help="continue from this saved draft instead of a fresh one")
     ap.add_argument("--draft-layers", type=int, default=0, help="keep only the first N text layers of --init-draft")
+    ap.add_argument("--draft-name", default="draft", help="the draft's folder under OUT (e.g. hesitant-draft)")
     shares = (("lone", "scenes of one object"), ("hand-drawn", "shapes drawn as by hand"),
               ("shifted", "the shifted drawing ranges"), ("reworded", "questions in other words"))  # fmt: skip
     for share, what in shares:
@@ -662,7 +663,7 @@ def main(argv=None):
             aux_weight=args.aux_weight,
             mix=mix,
         )
-    save(draft, processor, out / "draft", args.save_dtype)
+    save(draft, processor, out / args.draft_name, args.save_dtype)
     res_d = evaluate(draft, processor, eval_examples)
     log(f"draft final: acc {res_d['accuracy']:.3f} " + " ".join(f"{k} {v:.2f}" for k, v in res_d["per_kind"].items()))
     agr = agreement(target, draft, processor, eval_examples, res_t["answer_ids"])
