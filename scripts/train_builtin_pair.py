@@ -63,6 +63,12 @@ Usage::
     python scripts/train_builtin_pair.py                       # 10 + 54 + 3 + 13 minutes of training
     python scripts/train_builtin_pair.py --target-vision-steps 5 --draft-vision-steps 5 \
         --target-steps 6 --draft-steps 6 --out /tmp/smoke
+    # run 4's data (assets/builtin/README.md): shares of lone, hand-drawn, shifted and reworded examples
+    python scripts/train_builtin_pair.py --init-target assets/builtin/target --target-minutes 42 \
+        --lone 0.15 --hand-drawn 0.25 --shifted 0.2 --reworded 0.5 ...
+    # a smaller draft from a trained one's first text layer, saved as OUT/hesitant-draft:
+    python scripts/train_builtin_pair.py --init-draft assets/builtin/draft --draft-layers 1 \
+        --draft-name hesitant-draft --target-minutes 0 --init-target assets/builtin/target ...
     # continue training saved models (a minutes/steps value of 0 skips that model's training):
     python scripts/train_builtin_pair.py --init-target assets/builtin/target --target-lr 1e-4 \\
         --target-minutes 30 --init-draft assets/builtin/draft --draft-minutes 0 --checkpoints /tmp/more
