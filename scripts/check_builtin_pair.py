@@ -59,6 +59,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--style", choices=("default", "shifted", "hand", "paraphrased"), default="default",
                     help="drawing ranges, hand-drawn shapes, or held-out question wordings")  # fmt: skip
     ap.add_argument("--draft-dir", help="the draft's folder (default DIR/draft)")
+    ap.add_argument("--target-only", action="store_true", help="grade the target alone (no draft, no agreement)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--json", help="also write the figures to this file")
     ap.add_argument("--show", type=int, default=0, help="print this many example answers")
@@ -79,6 +80,18 @@ def main(argv=None) -> dict:
     examples = check_examples(args.style, args.seed, args.n)
     t0 = time.time()
     res_t = evaluate(target, processor, examples)
+    if args.target_only:
+        print(f"{'kind':<10} {'target':>7}")
+        for k, v in res_t["per_kind"].items():
+            print(f"{k:<10} {v:>7.3f}")
+        print(f"{'facts':<10} {res_t['accuracy']:>7.3f}   (n={args.n}, seed={args.seed}, {args.style})")
+        print(f"{'answers':<10} {res_t['answer_accuracy']:>7.3f}   (every fact right)")
+        print(f"check took {time.time() - t0:.0f} s")
+        figures = {"n": args.n, "seed": args.seed, "style": args.style,
+                   "target": {k: res_t[k] for k in ("accuracy", "answer_accuracy", "per_kind")}}  # fmt: skip
+        if args.json:
+            Path(args.json).write_text(json.dumps(figures, indent=2))
+        return figures
     res_d = evaluate(draft, processor, examples)
     agr = agreement(target, draft, processor, examples, res_t["answer_ids"])
     kinds = list(res_t["per_kind"])

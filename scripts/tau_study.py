@@ -2,6 +2,8 @@
 
     python scripts/tau_study.py                  # the built-in pair, 120 fresh long-answer prompts
     python scripts/tau_study.py --n 300 --json tau.json
+    python scripts/tau_study.py --draft assets/builtin/hesitant-draft   # another draft
+    python scripts/tau_study.py --shipped     # the shipped long examples (assets/examples) instead
 
 For each prompt (fresh scenes from a seed never used in training: detailed image descriptions,
 chart descriptions and narrated videos, in turn) every method decodes greedily to the end.
@@ -13,7 +15,8 @@ spread of the draft's entropy within each SAGE answer (max − min over its roun
 checks that every method's tokens equal plain decoding's (lossless). And the paper's premise
 over the prompts (sage_core/premise.py): per SAGE answer, the correlation of α with the accepted
 length and the lag-1 autocorrelation of the entropy, their mean with 95% intervals, and the
-rounds they rest on.
+rounds they rest on, and SAGE's planned
+root width W(α) over all its rounds (median).
 
 These are counts, not times: see scripts/benchmark.py for speed.
 """
@@ -31,7 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 import torch  # noqa: E402
 
-from sage_core import DecodeConfig, decode, load_pair  # noqa: E402
+from sage_core import DecodeConfig, decode, load_media, load_pair  # noqa: E402
 from sage_core.builtin.quality import example_media  # noqa: E402
 from sage_core.builtin.scenes import LONG_KINDS, make_examples  # noqa: E402
 from sage_core.methods import DRAFTING_METHODS, method_spec, short_name  # noqa: E402
@@ -85,6 +88,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--methods", default=",".join(DRAFTING_METHODS), help="drafting methods to compare")
     parser.add_argument("--json", help="also write the figures to this file")
+    parser.add_argument("--shipped", action="store_true", help="the shipped long examples, not fresh scenes")
     args = parser.parse_args(argv)
     try:
         methods = [method_spec(m).name for m in args.methods.split(",")]
@@ -93,18 +97,21 @@ def main(argv: list[str] | None = None) -> dict:
     torch.set_num_threads(args.threads)
 
     pair = load_pair(args.target, args.draft, "cpu", "float32")
-    scenes = make_examples(args.seed, args.n, kinds=LONG_KINDS)
+    prompts = shipped_long_examples() if args.shipped else [
+        (example_media(scene), scene.question) for scene in make_examples(args.seed, args.n, kinds=LONG_KINDS)
+    ]  # fmt: skip
+    args.n = len(prompts)
     per_prompt: dict[str, dict[str, list[float]]] = {m: {"tau": [], "tpf": [], "nodes": []} for m in methods}
     spreads: list[float] = []
+    widths: list[int] = []
     premises = []
     pooled: list[list] = []  # each SAGE answer's rounds with alpha and entropy
     mismatches: list[str] = []
     started = time.perf_counter()
-    for index, scene in enumerate(scenes):
-        media = example_media(scene)
-        reference = decode(pair, media, scene.question, DecodeConfig("ar", args.max_new_tokens)).run_to_end()
+    for index, (media, question) in enumerate(prompts):
+        reference = decode(pair, media, question, DecodeConfig("ar", args.max_new_tokens)).run_to_end()
         for method in methods:
-            run = decode(pair, media, scene.question, DecodeConfig(method, args.max_new_tokens))
+            run = decode(pair, media, question, DecodeConfig(method, args.max_new_tokens))
             summary = run.run_to_end()
             rounds = [r for r in run.records if r.phase == "decode"]
             per_prompt[method]["tau"].append(summary.mean_accepted)
@@ -113,6 +120,7 @@ def main(argv: list[str] | None = None) -> dict:
             if summary.token_ids != reference.token_ids:
                 mismatches.append(f"{index}:{method}")
             if method == "sage":
+                widths += [r.planned_width for r in rounds if r.planned_width is not None]
                 entropies = [r.entropy for r in rounds if r.entropy is not None]
                 if len(entropies) >= 2:
                     spreads.append(max(entropies) - min(entropies))
@@ -120,7 +128,12 @@ def main(argv: list[str] | None = None) -> dict:
                 pooled.append([r for r in rounds if r.alpha is not None and r.entropy is not None])
     elapsed = time.perf_counter() - started
 
-    print(f"{args.n} fresh long-answer prompts (seed {args.seed}: {', '.join(LONG_KINDS)}), greedy, {elapsed:.0f} s")
+    what = (
+        "shipped long examples"
+        if args.shipped
+        else f"fresh long-answer prompts (seed {args.seed}: {', '.join(LONG_KINDS)})"
+    )
+    print(f"{args.n} {what}, greedy, {elapsed:.0f} s")
     print(f"{'method':<20}{'tau (95% CI)':>18}{'tokens/forward':>20}{'nodes/round':>14}")
     figures: dict = {"n": args.n, "seed": args.seed, "methods": {}}
     for method in methods:
@@ -136,6 +149,10 @@ def main(argv: list[str] | None = None) -> dict:
             f"{wide} of {len(spreads)} answers span >= 1.5 nats"
         )
         figures.update(entropy_spread_median=statistics.median(spreads), spans_1_5=wide, answers=len(spreads))
+        figures["spreads"] = spreads
+    if widths:
+        print(f"SAGE's planned root width W(alpha): median {statistics.median(widths):g} over {len(widths)} rounds")
+        figures["planned_width_median"] = statistics.median(widths)
     figures["premise"] = premise_lines(premises)
     figures["premise"]["pooled"] = pooled_premise(pooled)
     print(f"lossless (every method's tokens == plain decoding's): {mismatches or 'yes'}")
@@ -143,6 +160,13 @@ def main(argv: list[str] | None = None) -> dict:
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=2) + "\n")
     return figures
+
+
+def shipped_long_examples() -> list:
+    """(media, prompt) of the shipped examples with long answers, loaded from their files as the app does."""
+    examples = json.loads((ROOT / "assets" / "examples" / "examples.json").read_text())
+    return [(load_media(ROOT / "assets" / "examples" / e["file"]), e["prompt"]) for e in examples
+            if e["kind"] in LONG_KINDS]  # fmt: skip
 
 
 if __name__ == "__main__":

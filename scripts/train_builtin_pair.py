@@ -63,6 +63,12 @@ Usage::
     python scripts/train_builtin_pair.py                       # 10 + 54 + 3 + 13 minutes of training
     python scripts/train_builtin_pair.py --target-vision-steps 5 --draft-vision-steps 5 \
         --target-steps 6 --draft-steps 6 --out /tmp/smoke
+    # run 4's data (assets/builtin/README.md): shares of lone, hand-drawn, shifted and reworded examples
+    python scripts/train_builtin_pair.py --init-target assets/builtin/target --target-minutes 42 \
+        --lone 0.15 --hand-drawn 0.25 --shifted 0.2 --reworded 0.5 ...
+    # a smaller draft from a trained one's first text layer, saved as OUT/hesitant-draft:
+    python scripts/train_builtin_pair.py --init-draft assets/builtin/draft --draft-layers 1 \
+        --draft-name hesitant-draft --target-minutes 0 --init-target assets/builtin/target ...
     # continue training saved models (a minutes/steps value of 0 skips that model's training):
     python scripts/train_builtin_pair.py --init-target assets/builtin/target --target-lr 1e-4 \\
         --target-minutes 30 --init-draft assets/builtin/draft --draft-minutes 0 --checkpoints /tmp/more
@@ -577,6 +583,7 @@ def main(argv=None):
     ap.add_argument("--init-target", help="continue from this saved target instead of a fresh one")
     ap.add_argument("--init-draft", help="continue from this saved draft instead of a fresh one")
     ap.add_argument("--draft-layers", type=int, default=0, help="keep only the first N text layers of --init-draft")
+    ap.add_argument("--draft-name", default="draft", help="the draft's folder under OUT (e.g. hesitant-draft)")
     shares = (("lone", "scenes of one object"), ("hand-drawn", "shapes drawn as by hand"),
               ("shifted", "the shifted drawing ranges"), ("reworded", "questions in other words"))  # fmt: skip
     for share, what in shares:
@@ -661,7 +668,7 @@ def main(argv=None):
             aux_weight=args.aux_weight,
             mix=mix,
         )
-    save(draft, processor, out / "draft", args.save_dtype)
+    save(draft, processor, out / args.draft_name, args.save_dtype)
     res_d = evaluate(draft, processor, eval_examples)
     log(f"draft final: acc {res_d['accuracy']:.3f} " + " ".join(f"{k} {v:.2f}" for k, v in res_d["per_kind"].items()))
     agr = agreement(target, draft, processor, eval_examples, res_t["answer_ids"])

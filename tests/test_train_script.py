@@ -129,9 +129,12 @@ def test_bad_vision_stage_settings_are_refused_with_one_message(args, message, t
 
 def full_recipe_runs(out: Path, work: Path) -> list[list[str]]:
     """The `train` command lines of scripts/train_builtin_pair_full.sh, with OUT and WORK filled in."""
+    import re
     import shlex
 
     text = (ROOT / "scripts" / "train_builtin_pair_full.sh").read_text().replace("\\\n", " ")
+    mix = re.search(r'^MIX="(.*)"$', text, re.MULTILINE)
+    text = text.replace("$MIX", mix[1] if mix else "")
     runs = []
     for line in text.splitlines():
         if line.startswith("train "):
@@ -141,15 +144,16 @@ def full_recipe_runs(out: Path, work: Path) -> list[list[str]]:
 
 
 @pytest.mark.slow
-def test_the_full_recipe_chains_its_three_runs(tmp_path):
+def test_the_full_recipe_chains_its_runs(tmp_path):
     """scripts/train_builtin_pair_full.sh, each stage cut to 2 steps: run 2 trains run 1's target
-    on, run 3 distils run 1's draft from run 2's target, and the pair lands in OUT."""
+    on, run 3 distils run 1's draft from run 2's target, run 4 trains that pair on and lands it in
+    OUT, and its last command makes the hesitant draft (one layer) beside it."""
     from safetensors.torch import load_file
 
     script = load_script()
     out, work = tmp_path / "pair", tmp_path / "work"
     runs = full_recipe_runs(out, work)
-    assert len(runs) == 3
+    assert len(runs) == 5
     tiny = ["--batch-size", "2", "--eval-n", "8", "--threads", "1"]
     for args in runs:
         steps = []
@@ -168,13 +172,18 @@ def test_the_full_recipe_chains_its_three_runs(tmp_path):
     def same(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> bool:
         return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
-    first, longer = work / "first", work / "longer"
+    first, longer, distilled = work / "first", work / "longer", work / "distilled"
     assert not same(weights(first / "target"), weights(longer / "target"))  # run 2 trained the target
     assert same(weights(first / "draft"), weights(longer / "draft"))  # and left the draft alone
-    assert same(weights(longer / "target"), weights(out / "target"))  # run 3 kept run 2's target
-    assert not same(weights(first / "draft"), weights(out / "draft"))  # and trained run 1's draft on
+    assert same(weights(longer / "target"), weights(distilled / "target"))  # run 3 kept run 2's target
+    assert not same(weights(first / "draft"), weights(distilled / "draft"))  # and trained run 1's draft on
+    assert not same(weights(distilled / "target"), weights(out / "target"))  # run 4 trained both on
+    assert not same(weights(distilled / "draft"), weights(out / "draft"))
     pair = load_pair(str(out / "target"), str(out / "draft"), device="cpu", dtype="float32")
     assert type(pair.draft.processor).__name__ == "Qwen3VLProcessor"
+    hesitant = load_pair(str(out / "target"), str(out / "hesitant-draft"), device="cpu", dtype="float32")
+    assert hesitant.draft.model.config.text_config.num_hidden_layers == 1
+    assert pair.draft.model.config.text_config.num_hidden_layers == 2
 
 
 def test_the_shipped_examples_still_come_from_the_default_data_stream():
