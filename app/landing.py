@@ -1,6 +1,6 @@
 """A page alive on arrival: a shipped trace of a long race plays back as the page opens.
 
-The trace (`assets/landing/race.jsonl`, written by `scripts/record_landing_trace.py` with the
+The trace (`assets/landing/race.jsonl`, written by `python -m scripts.record_landing_trace` with the
 app's own race code) replays through the same view as any replay, labelled as one, so every
 panel and the explainer are drawn before the visitor touches anything. Start race, Step or a
 replay of the visitor's own cancel it; the live race then draws over it.

@@ -71,8 +71,7 @@ def build(shape: str, device: torch.device) -> VLM:
     from transformers import Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration
 
     if shape in SMOKE_SIZES:  # --smoke: the tests' tiny Qwen2.5-VL config
-        sys.path.insert(0, str(ROOT / "tests"))
-        from tiny_models import build_config
+        from sage_core.tiny_models import build_config
 
         config: Any = build_config("qwen2_5_vl", SMOKE_SIZES[shape])
         dtype = torch.bfloat16 if device.type == "cuda" else torch.float32

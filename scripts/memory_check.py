@@ -5,7 +5,7 @@
 
 Issue 9's case: with a model of Qwen's vocabulary (151,936 rows) and a 1,970-token prompt,
 one SAGE run once peaked 2.2 GB above the same run on a 34-token prompt (the prefill computed
-every position's logits). Here a tiny Qwen2.5-VL pair (tests/tiny_models.py) padded to that
+every position's logits). Here a tiny Qwen2.5-VL pair (sage_core/tiny_models.py) padded to that
 vocabulary decodes a short and a long prompt (text padding up to --long-tokens) with SAGE;
 each case runs in its own process after a warm-up, the peak is measured around the run only
 (on the CPU: VmHWM reset through /proc/self/clear_refs, read from /proc/self/status; on CUDA:
@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
 
 QWEN_VOCAB = 151_936
 PEAK_GOAL_MB = 600.0
@@ -36,7 +35,7 @@ FILLER = "the quick brown fox jumps over the lazy dog. "
 
 def build_pair(folder: Path) -> tuple[str, str]:
     """A tiny Qwen2.5-VL target and draft whose embeddings and lm_heads have Qwen's 151,936 rows."""
-    from tiny_models import build_config, build_tiny_vlm
+    from sage_core.tiny_models import build_config, build_tiny_vlm
 
     padding = QWEN_VOCAB - build_config("qwen2_5_vl").get_text_config().vocab_size
     target = build_tiny_vlm("qwen2_5_vl", folder / "target", seed=0, size="small", vocab_padding=padding)

@@ -4,7 +4,7 @@ A live race of the built-in pair on a shipped long example, recorded with the ap
 code and trace writer (`app.race.race_steps`, `app.race.save_race`), after a warm-up, on this
 machine. The page plays it back, labelled as a replay, until the visitor starts a race.
 
-    python scripts/record_landing_trace.py [--example describe_five.png] [--draft builtin]
+    python -m scripts.record_landing_trace [--example describe_five.png] [--draft builtin]
         [--methods sage,static] [--out assets/landing/race.jsonl]
 """
 
@@ -13,13 +13,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 from pathlib import Path
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from app.handlers import last  # noqa: E402
 from app.models import LoadedPair, warm_up  # noqa: E402

@@ -1,7 +1,7 @@
 """What one visitor's race holds, and peaks at, on a huge video: page races and a stepped race.
 
-    python scripts/visitor_memory.py            # the built-in pair on the CPU; prints a table
-    python scripts/visitor_memory.py --json out.json
+    python -m scripts.visitor_memory            # the built-in pair on the CPU; prints a table
+    python -m scripts.visitor_memory --json out.json
 
 An 8000 x 8000, 8-frame MJPG video (a few MB) is raced three times through the running page's
 own streamed race (`/race_live`, pruning at the paper's ratio), each time by a new visitor (a
@@ -27,8 +27,6 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
 
 HELD_GOAL_MB = 150.0
 PEAK_GOAL_MB = 3 * 1024.0

@@ -7,7 +7,6 @@ The project's real loading path (`VLM.load` -> `from_pretrained` and
 from __future__ import annotations
 
 import functools
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,11 +14,8 @@ import pytest
 import torch
 from PIL import Image
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from tiny_models import ALL_FAMILIES, EXTRA_FAMILIES, FAMILIES, build_tiny_vlm, model_class
-
 from sage_core.media import Media, image_media
+from sage_core.tiny_models import ALL_FAMILIES, EXTRA_FAMILIES, FAMILIES, build_tiny_vlm, model_class
 
 torch.set_num_threads(1)  # tiny models: threads only add overhead
 

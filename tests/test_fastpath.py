@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 import torch
 from conftest import FAMILIES, tiny_folder
-from tiny_models import model_class
 from transformers import DynamicCache
 
 from sage_core import (
@@ -41,6 +40,7 @@ from sage_core.adapter import (
 )
 from sage_core.kvcache import GrowingLayer, move_rows
 from sage_core.lean import LeanText
+from sage_core.tiny_models import model_class
 from sage_core.trees import Tree
 
 # The families whose decoder the lean forward knows (Qwen2, Qwen3, LLaMA, Mistral text models)

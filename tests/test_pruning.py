@@ -13,13 +13,13 @@ import pytest
 import torch
 from conftest import ALL_FAMILIES, tiny_folder
 from test_lossless import _pair, reference
-from tiny_models import model_class
 
 from sage_core import DecodeConfig, decode, load_trace
 from sage_core.adapter import VLM
 from sage_core.cli import main
 from sage_core.pruning import keep_budget, select_visual_tokens
 from sage_core.records import parse_trace
+from sage_core.tiny_models import model_class
 
 PROMPT = "Describe the picture."
 

@@ -1,4 +1,4 @@
-"""Tests of the tiny random-weight VLM builder in tests/tiny_models.py (offline, CPU, fast)."""
+"""Tests of the tiny random-weight VLM builder in sage_core/tiny_models.py (offline, CPU, fast)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,6 @@ import pytest
 import torch
 from PIL import Image
 from safetensors.torch import load_file
-
-# tests/ is on sys.path (pytest's rootdir-relative import of this folder, and conftest.py)
-from tiny_models import EXTRA_FAMILIES, FAMILIES, SPECIAL_TOKENS, build_tiny_vlm, model_class
 from transformers import (
     AutoConfig,
     AutoModelForImageTextToText,
@@ -20,6 +17,9 @@ from transformers import (
     AutoTokenizer,
 )
 from transformers.utils import logging as hf_logging
+
+# tests/ is on sys.path (pytest's rootdir-relative import of this folder, and conftest.py)
+from sage_core.tiny_models import EXTRA_FAMILIES, FAMILIES, SPECIAL_TOKENS, build_tiny_vlm, model_class
 
 hf_logging.disable_progress_bar()
 

@@ -122,7 +122,7 @@ def test_sliding_windows_are_kept_by_the_tree_mask(tiny_root, image, monkeypatch
     """Gemma 3's and 4's sliding-window layers (Gemma 4's last layers reading the first layers' cache):
     the prompt is several windows long, each node sees only the entries inside its window (the equality
     above); with the window left out of the mask the check fails."""
-    from tiny_models import GEMMA3_WINDOW
+    from sage_core.tiny_models import GEMMA3_WINDOW
 
     vlm = load(tiny_root, family, "eager")
     inputs = vlm.prepare(image, "Describe the picture.")
