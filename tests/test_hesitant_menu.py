@@ -1,0 +1,32 @@
+"""The model menu offers the built-in target with its hesitant draft as a pair of its own, shown by
+name (never by its server path)."""
+
+from __future__ import annotations
+
+import pytest
+
+from app import models
+from app.handlers import Handlers, Settings
+from app.inputs import Limits, load_examples
+
+pytestmark = pytest.mark.skipif(
+    not (models.HESITANT_DRAFT_DIR / "config.json").is_file(), reason="the hesitant draft is not trained"
+)
+
+
+def test_the_menu_offers_the_hesitant_pair_after_the_built_in_one():
+    keys = [p.key for p in models.presets()]
+    assert keys.index(models.BUILTIN_HESITANT.key) == keys.index(models.BUILTIN.key) + 1
+    target, draft = models.resolve_pair(models.BUILTIN_HESITANT.key, models.presets(), "", "")
+    assert target == "builtin" and draft == str(models.HESITANT_DRAFT_DIR)
+
+
+def test_a_race_with_it_names_its_draft_without_the_path():
+    example = next(e for e in load_examples() if not e.is_video)
+    settings = Settings(Limits(), models.presets(), "builtin", models.CustomModels(), load_examples())
+    handlers = Handlers(None, settings)  # type: ignore[arg-type] (prepare draws no page)
+    sage = (3, 8, 2, 10, 64, 10)
+    request, choice = handlers.prepare(example.file, None, example.prompt, models.BUILTIN_HESITANT.key, "", "",
+                                       ["sage", "static"], 8, sage)  # fmt: skip
+    assert choice.shown == ("builtin", "builtin-hesitant")
+    assert request.max_new_tokens == 8
