@@ -123,9 +123,8 @@ def main() -> int:
     parser.add_argument("--max-new-tokens", type=int, default=24)
     parser.add_argument("--json", help="write the figures here")
     args = parser.parse_args()
-    from app_server import running_app
-
     from app.inputs import Limits
+    from app.serving import running_app
 
     with tempfile.TemporaryDirectory() as folder:
         video = huge_video(Path(folder) / "huge.avi", args.side, args.frames)

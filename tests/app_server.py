@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-import socket
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from conftest import tiny_folder
 
-from app.inputs import Limits
-from app.models import CustomModels
-from app.ui import build_demo, launch_options, queued
+from app.serving import free_port, running_app
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILTIN = ROOT / "assets" / "builtin"
@@ -24,23 +19,4 @@ def model_pair(tiny_root: Path) -> tuple[str, str]:
     return tiny_folder(tiny_root, "qwen2_vl", "target"), tiny_folder(tiny_root, "qwen2_vl", "noised")
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@contextmanager
-def running_app(
-    target: str, draft: str, limits: Limits | None = None, custom: CustomModels | None = None, **options: float
-) -> Iterator[str]:
-    """The app on a free loopback port, queued and launched as app.py does; yields its URL."""
-    demo = build_demo(default_target=target, default_draft=draft, limits=limits, custom=custom, **options)
-    queued(demo, limits).launch(
-        server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
-        **launch_options(limits),
-    )  # fmt: skip
-    try:
-        yield demo.local_url
-    finally:
-        demo.close()
+__all__ = ["free_port", "model_pair", "running_app"]

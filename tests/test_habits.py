@@ -29,7 +29,7 @@ def test_mypy_and_pytest_settings() -> None:
 
 
 def user_docs() -> list[Path]:
-    return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    return [ROOT / "README.md", ROOT / "assets" / "builtin" / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 
 def test_the_readme_is_short_and_links_only_to_what_exists() -> None:

@@ -7,7 +7,7 @@ import pytest
 
 from app import models
 from app.handlers import Handlers, Settings
-from app.inputs import Limits, load_examples
+from app.inputs import Limits, RaceForm, load_examples
 
 pytestmark = pytest.mark.skipif(
     not (models.HESITANT_DRAFT_DIR / "config.json").is_file(), reason="the hesitant draft is not trained"
@@ -24,9 +24,10 @@ def test_the_menu_offers_the_hesitant_pair_after_the_built_in_one():
 def test_a_race_with_it_names_its_draft_without_the_path():
     example = next(e for e in load_examples() if not e.is_video)
     settings = Settings(Limits(), models.presets(), "builtin", models.CustomModels(), load_examples())
-    handlers = Handlers(None, settings)  # type: ignore[arg-type] (prepare draws no page)
-    sage = (3, 8, 2, 10, 64, 10)
-    request, choice = handlers.prepare(example.file, None, example.prompt, models.BUILTIN_HESITANT.key, "", "",
-                                       ["sage", "static"], 8, sage)  # fmt: skip
+    handlers = Handlers(None, settings)  # type: ignore[arg-type] (a request draws no page)
+    form = RaceForm(image=example.file, prompt=example.prompt, pair=models.BUILTIN_HESITANT.key,
+                    methods=["sage", "static"], max_new_tokens=8)  # fmt: skip
+    request = handlers.request(form)
+    choice = request.pair
     assert choice.shown == ("builtin", "builtin-hesitant")
     assert request.max_new_tokens == 8
