@@ -27,7 +27,7 @@ from .race import order_methods, resolve_prune_ratio
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES_DIR = ROOT / "assets" / "examples"
-DEFAULT_PROMPT = "What is shown in the image?"
+DEFAULT_PROMPT = "describe the image in detail."  # a prompt the built-in pair knows every word of
 
 
 def _env_float(name: str, default: float) -> float:

@@ -6,7 +6,7 @@ a tree of tokens; the target VLM checks the whole tree in one forward; the
 output equals the target's own greedy decoding.
 
     pair = load_pair("builtin", "builtin")
-    run = decode(pair, load_media("assets/examples/count.png"), "What is shown?", DecodeConfig("sage"))
+    run = decode(pair, load_media("assets/examples/count.png"), "how many shapes are there?", DecodeConfig("sage"))
     for record in run:            # one StepRecord per target forward
         print("".join(record.new_token_texts), end="")
 """
