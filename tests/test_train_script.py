@@ -147,21 +147,14 @@ def full_recipe_runs(out: Path, work: Path) -> list[list[str]]:
 def test_the_full_recipe_chains_its_runs(tmp_path):
     """scripts/train_builtin_pair_full.sh, each stage cut to 2 steps: run 2 trains run 1's target
     on, run 3 distils run 1's draft from run 2's target, run 4 trains that pair on and lands it in
-    OUT, and its last command makes the hesitant draft (one layer) beside it."""
+    OUT, the next makes the hesitant draft (one layer) beside it, and run 6 distils the sure draft on."""
     from safetensors.torch import load_file
 
     script = load_script()
     out, work = tmp_path / "pair", tmp_path / "work"
     runs = full_recipe_runs(out, work)
-    assert len(runs) == 5
+    assert len(runs) == 6
     tiny = ["--batch-size", "2", "--eval-n", "8", "--threads", "1"]
-    for args in runs:
-        steps = []
-        for stage in ("target-vision", "target", "draft-vision", "draft"):
-            minutes = args[args.index(f"--{stage}-minutes") + 1] if f"--{stage}-minutes" in args else "1"
-            if float(minutes) > 0:  # a stage the run trains: 2 steps instead of its minutes
-                steps += [f"--{stage}-steps", "2"]
-        script.main([*args, *steps, *tiny])
 
     def weights(folder: Path) -> dict[str, torch.Tensor]:
         tensors: dict[str, torch.Tensor] = {}
@@ -172,6 +165,17 @@ def test_the_full_recipe_chains_its_runs(tmp_path):
     def same(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> bool:
         return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
+    before_run_6: dict[str, dict[str, torch.Tensor]] = {}
+    for index, args in enumerate(runs):
+        if index == 5:
+            before_run_6 = {role: weights(out / role) for role in ("target", "draft")}
+        steps = []
+        for stage in ("target-vision", "target", "draft-vision", "draft"):
+            minutes = args[args.index(f"--{stage}-minutes") + 1] if f"--{stage}-minutes" in args else "1"
+            if float(minutes) > 0:  # a stage the run trains: 2 steps instead of its minutes
+                steps += [f"--{stage}-steps", "2"]
+        script.main([*args, *steps, *tiny])
+
     first, longer, distilled = work / "first", work / "longer", work / "distilled"
     assert not same(weights(first / "target"), weights(longer / "target"))  # run 2 trained the target
     assert same(weights(first / "draft"), weights(longer / "draft"))  # and left the draft alone
@@ -179,6 +183,8 @@ def test_the_full_recipe_chains_its_runs(tmp_path):
     assert not same(weights(first / "draft"), weights(distilled / "draft"))  # and trained run 1's draft on
     assert not same(weights(distilled / "target"), weights(out / "target"))  # run 4 trained both on
     assert not same(weights(distilled / "draft"), weights(out / "draft"))
+    assert same(before_run_6["target"], weights(out / "target"))  # run 6 kept run 4's target
+    assert not same(before_run_6["draft"], weights(out / "draft"))  # and distilled the sure draft on
     pair = load_pair(str(out / "target"), str(out / "draft"), device="cpu", dtype="float32")
     assert type(pair.draft.processor).__name__ == "Qwen3VLProcessor"
     hesitant = load_pair(str(out / "target"), str(out / "hesitant-draft"), device="cpu", dtype="float32")
