@@ -45,7 +45,7 @@ from . import models
 from .api import race_result
 from .boundary import guard, user_message
 from .explain_view import explain_html
-from .inputs import Choice, Example, InputProblem, Limits, RaceForm, RaceRequest, check_request
+from .inputs import Choice, Example, InputProblem, Limits, RaceForm, RaceRequest, check_request, remove_older
 from .notes import notes_html, race_notes
 from .page import DEFAULT_MAX_NEW_TOKENS, DEFAULT_METHODS, Page
 from .panels import all_figures, tree_figure
@@ -98,13 +98,7 @@ def last(source: Iterable[RaceData]) -> RaceData:
 def save_trace_file(data: RaceData, folder: Path = TRACE_DIR, max_age: float = TRACE_MAX_AGE) -> str:
     """Write the race for download; trace files older than `max_age` seconds are removed first."""
     folder.mkdir(parents=True, exist_ok=True)
-    cutoff = time.time() - max_age
-    for old in folder.glob("sage-race-*.jsonl"):
-        try:
-            if old.stat().st_mtime < cutoff:
-                old.unlink()
-        except OSError:
-            pass  # removed by another request meanwhile
+    remove_older(folder, "sage-race-*.jsonl", max_age)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     return str(save_race(data, folder / f"sage-race-{stamp}-{uuid.uuid4().hex[:6]}.jsonl"))
 

@@ -13,6 +13,7 @@ import json
 import math
 import os
 import tempfile
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -276,3 +277,15 @@ def generated_examples(count: int = 4) -> list[Example]:
         scene.image.save(path)  # always: a file left by an older version may show another scene
         examples.append(Example(str(path), scene.question, scene.kind))
     return examples
+
+
+def remove_older(folder: Path, pattern: str, max_age: float) -> None:
+    """Delete the files of `folder` matching `pattern` last written more than `max_age` seconds ago
+    (the app's own downloads and drawings: they are kept for a while, not forever)."""
+    cutoff = time.time() - max_age
+    for old in folder.glob(pattern):
+        try:
+            if old.stat().st_mtime < cutoff:
+                old.unlink()
+        except OSError:
+            pass  # removed by another request meanwhile

@@ -8,7 +8,6 @@ so a race on a drawing is a race on a picture like any other.
 from __future__ import annotations
 
 import tempfile
-import time
 import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,6 +18,8 @@ from PIL import Image
 
 from sage_core.builtin.scenes import COLOURS
 from sage_core.builtin.world import on_white
+
+from .inputs import remove_older
 
 if TYPE_CHECKING:
     from .page import Page
@@ -69,13 +70,7 @@ def sketch_file(value: Any, folder: Path = SKETCH_DIR) -> str | None:
     if picture is None:
         return None
     folder.mkdir(parents=True, exist_ok=True)
-    cutoff = time.time() - MAX_AGE
-    for old in folder.glob("sketch-*.png"):
-        try:
-            if old.stat().st_mtime < cutoff:
-                old.unlink()
-        except OSError:
-            pass  # removed by another request meanwhile
+    remove_older(folder, "sketch-*.png", MAX_AGE)
     path = folder / f"sketch-{uuid.uuid4().hex[:10]}.png"
     picture.save(path)
     return str(path)

@@ -243,9 +243,10 @@ def full_forward_logits(pair: ModelPair, media: Media, tokens: Tokens) -> torch.
     """The target's logits after prompt + tokens, by one plain forward of the whole sequence (no cache)."""
     inputs = dict(pair.target.prepare(media, PROMPT))
     extra = torch.tensor([tokens], dtype=torch.long)
-    inputs["input_ids"] = torch.cat((inputs["input_ids"], extra), dim=1)
-    inputs["attention_mask"] = torch.cat((inputs["attention_mask"], torch.ones_like(extra)), dim=1)
-    inputs["mm_token_type_ids"] = torch.cat((inputs["mm_token_type_ids"], torch.zeros_like(extra)), dim=1)
+    for key in ("input_ids", "attention_mask", "mm_token_type_ids", "token_type_ids"):  # those the family has
+        if key in inputs:
+            tail = extra if key == "input_ids" else (torch.ones_like(extra) if key == "attention_mask" else 0 * extra)
+            inputs[key] = torch.cat((inputs[key], tail), dim=1)
     with torch.no_grad():
         return pair.target.model(**inputs).logits[0, -1].float()
 

@@ -14,17 +14,15 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-import torch
 from conftest import tiny_folder
 from sequence_oracle import SequenceOracle
-from test_sampling import ALPHA, DECODE_SETTINGS, PROMPT, chi_square_p_value
+from test_sampling import ALPHA, DECODE_SETTINGS, PROMPT, chi_square_p_value, target_sampling_distribution
 
 from sage_core import DecodeConfig, SageConfig, decode, load_pair
 from sage_core.adapter import ModelPair
 from sage_core.config import SamplingConfig
 from sage_core.media import Media
 from sage_core.prepared import prepare_inputs
-from sage_core.sampling import Warper
 
 Tokens = tuple[int, ...]
 STEPS = 3
@@ -59,31 +57,8 @@ def _pair(root: str, family: str) -> ModelPair:
     )
 
 
-def full_forward_logits(pair: ModelPair, media: Media, tokens: Tokens) -> torch.Tensor:
-    """The target's logits after prompt + tokens, by one forward of the whole sequence (no cache)."""
-    inputs = dict(pair.target.prepare(media, PROMPT))
-    extra = torch.tensor([tokens], dtype=torch.long)
-    for key in ("input_ids", "attention_mask", "mm_token_type_ids", "token_type_ids"):
-        if key in inputs:
-            tail = extra if key == "input_ids" else (torch.ones_like(extra) if key == "attention_mask" else 0 * extra)
-            inputs[key] = torch.cat((inputs[key], tail), dim=1)
-    with torch.no_grad():
-        return pair.target.model(**inputs).logits[0, -1].float()
-
-
 def exact_distribution(pair: ModelPair, media: Media) -> dict[Tokens, float]:
-    warp = Warper(SamplingConfig(**DECODE_SETTINGS))
-    eos = set(pair.target.eos_token_ids)
-    done: dict[Tokens, float] = {}
-    frontier: dict[Tokens, float] = {(): 1.0}
-    for _ in range(STEPS):
-        grown: dict[Tokens, float] = {}
-        for prefix, mass in frontier.items():
-            probs = torch.softmax(warp(full_forward_logits(pair, media, prefix)), dim=-1)[0].double()
-            for token in probs.nonzero().flatten().tolist():
-                (done if token in eos else grown)[(*prefix, token)] = mass * float(probs[token])
-        frontier = grown
-    exact = {**done, **frontier}
+    exact = target_sampling_distribution(pair, media, STEPS)
     assert sum(exact.values()) == pytest.approx(1.0)
     return exact
 

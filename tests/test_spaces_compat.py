@@ -72,3 +72,23 @@ def test_on_zero_gpu_the_decorator_hands_spaces_the_function_of_the_arguments(mo
     assert callable(asked[0]) and asked[0](None, None, "q", "builtin", "", "", ["sage"], 64) == race_seconds(
         64, ["sage"], "builtin"
     )
+
+
+def test_the_start_event_asks_for_its_forms_race():
+    """The page's Start call passes the progress tracker, the race inputs (in `RACE_FIELDS` order)
+    and the tree lane: its duration is the race of that form; a malformed call asks for the most."""
+    import gradio as gr
+
+    from app.inputs import RACE_FIELDS
+    from app.ui import race_gpu_seconds
+
+    def call(**fields: Any) -> tuple[Any, ...]:
+        form = {"pair": "builtin", "methods": ["sage", "static"], "max_new_tokens": 64} | fields
+        return (gr.Progress(), *[form.get(name) for name in RACE_FIELDS], "sage")
+
+    assert race_gpu_seconds(*call()) == race_seconds(64, ["sage", "static"], "builtin")
+    assert race_gpu_seconds(*call(max_new_tokens=512, pair="qwen2.5-vl-7b")) == race_seconds(
+        512, ["sage", "static"], "qwen2.5-vl-7b"
+    )
+    assert race_gpu_seconds(*call(max_new_tokens=512)) > race_gpu_seconds(*call(max_new_tokens=8))
+    assert race_gpu_seconds(gr.Progress(), "too", "few") == race_seconds(None, None, None)
