@@ -428,7 +428,8 @@ class Handlers:
             image: an image file (an http(s) URL for an MCP client); give it or `video`.
             video: a video file (mp4, webm, avi, mov); give it or `image`.
             prompt: the question or instruction about the image or video.
-            pair: the model pair: "builtin", or on a GPU "qwen2.5-vl-7b" or "llava-ov-7b" (empty: the default).
+            pair: the model pair: "builtin" or "builtin-hesitant", or on a GPU a preset such as "qwen2.5-vl-7b",
+                "llava-ov-7b", "qwen3-vl-8b" or "smolvlm2-2.2b" (empty: the default).
             custom_target: a custom target model (hub id or folder), when the app allows custom models.
             custom_draft: a custom draft model of the same tokenizer as the target.
             methods: two or more of "sage", "static" (SD-Tree), "chain" (SD-Chain), "dynamic" (EAGLE-2's

@@ -32,6 +32,7 @@ from .config import (
 )
 from .errors import InputError, SageError
 from .media import DEFAULT_FRAMES, load_media
+from .models.presets import GPU_PRESETS
 from .records import record_to_dict, save_trace, summarize
 
 
@@ -43,15 +44,16 @@ class Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = Parser(prog="python -m sage_core", description=__doc__.splitlines()[0])
+    prog = "sage" if Path(sys.argv[0]).name == "sage" else "python -m sage_core"  # the console script, or -m
+    parser = Parser(prog=prog, description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
     gen = commands.add_parser("generate", help="decode one prompt about an image or a video")
     gen.add_argument("--target", default="builtin", help="hub id or local folder (default: the built-in pair)")
     gen.add_argument("--draft", default="builtin", help="hub id or local folder (default: the built-in pair)")
     gen.add_argument(
         "--preset",
-        help="a GPU pair by name (target, draft and placement): qwen3-vl-8b, smolvlm2-2.2b, "
-        "qwen2.5-vl-72b, llava-ov-72b (two GPUs)",
+        help="a GPU pair by name (target, draft and placement): "
+        + ", ".join(p.key if p.single_gpu else f"{p.key} (several GPUs)" for p in GPU_PRESETS),
     )
     media = gen.add_mutually_exclusive_group(required=True)
     media.add_argument("--image", help="an image file")
