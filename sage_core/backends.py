@@ -43,7 +43,7 @@ import torch
 from .adapter import VLM, KVState, inference
 from .config import BACKENDS, Backend
 from .kvcache import full_cache
-from .models.vlm import before_round, clear_scratch, recurrent_commit
+from .models.vlm import clear_scratch, plan_recurrent, recurrent_commit
 
 
 class ModelBackend(Protocol):
@@ -147,7 +147,7 @@ class PlainBackend:
     ) -> torch.Tensor:
         vlm, count = self._vlm, len(tokens)
         if vlm.spec.recurrent:
-            before_round(vlm.name, state, tokens, parents)
+            plan_recurrent(vlm, state, parents)
         scratch = state.scratch
         # Ancestor rows on the host: a new entry sees its parent's entries and itself.
         rows = torch.zeros((scratch + count, scratch + count), dtype=torch.bool)
@@ -180,7 +180,8 @@ class PlainBackend:
     @inference
     def commit(self, state: KVState, keep: Sequence[int]) -> None:
         keep = list(keep)
-        if self._vlm.spec.recurrent and recurrent_commit(state, keep, self.extend):
+        if self._vlm.spec.recurrent:
+            recurrent_commit(state, keep)
             return
         if keep == list(range(len(keep))):  # a prefix of the scratch: cut the rest off
             dropped = state.scratch - len(keep)

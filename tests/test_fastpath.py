@@ -591,12 +591,11 @@ def test_gpu_presets_fill_the_pair_and_its_placement(capsys):
 @pytest.mark.parametrize(
     ("family", "media", "method", "message"),
     [
-        ("qwen3_5", "bar_value.png", "sage", "cannot verify a tree of tokens exactly; use the chain method"),
         ("llava", "appearing_shape.mp4", "chain", "reads images only (llava); give a still image"),
     ],
 )
 def test_what_a_family_cannot_run_is_one_sentence_and_exit_2(tiny_root, capsys, family, media, method, message):
-    """A tree on a hybrid model, a video on an image-only family: the CLI says why in one line, exit 2."""
+    """A video on an image-only family: the CLI says why in one line, exit 2."""
     from sage_core.cli import main
 
     folder = tiny_folder(tiny_root, family, "target")

@@ -12,7 +12,6 @@ import torch
 from conftest import ALL_FAMILIES, tiny_folder
 
 from sage_core.adapter import VLM, KVState
-from sage_core.errors import InputError
 from sage_core.trees import Tree
 
 # root -> 0 -> 2 -> 5
@@ -66,25 +65,12 @@ def test_tree_forward_equals_step_by_step(tiny_root, image, family, attention):
     vlm = load(tiny_root, family, attention)
     inputs = vlm.prepare(image, "Describe the picture.")
     state, _ = vlm.prefill(inputs)
-    if vlm.spec.recurrent:  # linear-attention layers: a tree is refused, a chain equals step by step
-        with pytest.raises(InputError, match="cannot verify a tree"):
-            tree_logits(vlm, state, TREE)
-        path = [ROOT_TOKEN, *(TREE.tokens[i] for i in TREE.path_to(5))]
-        for offset, close in ((0, True), (1, False)):  # the right positions, then one too far
-            state, _ = vlm.prefill(inputs)
-            start = state.committed + offset
-            logits = vlm.extend(state, path, [start + i for i in range(len(path))], parents=list(range(-1, 3)))
-            error = (logits[-1] - path_logits(vlm, inputs, path)).abs().max().item()
-            assert (error < TOLERANCE) == close, error
-        return
     assert max_error(vlm, inputs, tree_logits(vlm, state, TREE)) < TOLERANCE
 
 
 @pytest.mark.parametrize("family", ALL_FAMILIES)
 def test_negative_controls_are_caught(tiny_root, image, family):
     vlm = load(tiny_root, family, "eager")
-    if vlm.spec.recurrent:
-        pytest.skip("no trees on linear-attention layers; the chain's own control is in the test above")
     inputs = vlm.prepare(image, "Describe the picture.")
     # A causal mask over the flattened tree lets siblings see each other.
     state, _ = vlm.prefill(inputs)

@@ -45,7 +45,7 @@ class Family:
     rope_deltas: bool = False
     video: bool = True
     windows_by_mask: bool = False
-    recurrent: bool = False  # linear-attention layers with a recurrent state (recurrent.py): chains only
+    recurrent: bool = False  # linear-attention layers with a recurrent state (recurrent.py)
     prunable: bool = True  # the pruning hooks (visual.py) know its attention layers
 
     def visual_token_ids(self, config: Any) -> set[int]:
@@ -81,6 +81,10 @@ class Family:
             return mask
         window = int(config.get_text_config().sliding_window)
         return {"full_attention": mask, "sliding_attention": windowed(mask, query_positions, key_positions, window)}
+
+    def prepare(self, model: Any) -> None:
+        """Fit a loaded model for the forwards after the prefill (nothing by default; Qwen3.5: the
+        tree forward of its linear-attention layers)."""
 
     def check_config(self, config: Any, name: str) -> None:
         """Refuse a configuration the shared forwards cannot run exactly (one sentence)."""

@@ -10,7 +10,6 @@ import torch
 
 from ..errors import InputError, PairMismatchError
 from .loading import source
-from .recurrent import CHAIN_METHODS, tree_refusal
 from .vlm import VLM
 
 
@@ -41,12 +40,10 @@ class ModelPair:
 
 
 def check_method(pair: ModelPair, method: str, prune_ratio: float = 0.0) -> None:
-    """Refuse, in one sentence, what one of the models cannot run: a tree on a model with recurrent
-    layers (recurrent.py), draft-side pruning on a family whose pruning hooks are not written."""
+    """Refuse, in one sentence, what one of the models cannot run: draft-side pruning on a family whose
+    pruning hooks are not written."""
     models = (pair.target,) if method == "ar" else (pair.target, pair.draft)
     for model in models:
-        if model.spec.recurrent and method not in CHAIN_METHODS:
-            raise InputError(tree_refusal(model.name))
         if prune_ratio > 0 and not model.spec.prunable:
             raise InputError(f"visual token pruning is not available for {model.family} models yet; turn pruning off")
 

@@ -1,6 +1,7 @@
 """Qwen3.5: Qwen3-VL's vision side and M-RoPE, a text model of linear-attention (gated delta rule) layers
-between gated full-attention ones. The linear layers carry a recurrent state: chains and plain decoding
-verify exactly, trees are refused (recurrent.py)."""
+between gated full-attention ones. The linear layers carry a recurrent state; after the prefill they run
+`recurrent.tree_forward` (each tree node continues its parent's state), so every method verifies exactly.
+The text forward is transformers' (the lean forward does not know these layers)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 
 from ..errors import ModelLoadError
 from .qwen import QwenVL
+from .recurrent import install
 
 
 @dataclass(frozen=True)
@@ -20,6 +22,9 @@ class Qwen3_5(QwenVL):
         other = sorted(set(layer_types) - {"full_attention", "linear_attention"})
         if other:
             raise ModelLoadError(f"{name}: {', '.join(other)} layers are not supported")
+
+    def prepare(self, model: Any) -> None:
+        install(model, "Qwen3_5GatedDeltaNet")
 
 
 QWEN3_5 = Qwen3_5("qwen3_5", "Qwen3_5ForConditionalGeneration")

@@ -24,7 +24,7 @@ from .family import VisualBox
 from .loading import first_line, load_model
 from .masks import additive_mask, in_batch_depth, rows_from_parents, tree_mask_on_host
 from .prompts import chat_prompt, check_media, processor_inputs
-from .recurrent import check_chain, crop_attention, restore, snapshot
+from .recurrent import commit_states, crop_attention, plan_forward
 from .registry import FAMILIES
 from .visual import pruned_prefill, scored_prefill, visual_positions
 
@@ -65,8 +65,6 @@ class KVState:
     scratch: int = 0
     scratch_rows: torch.Tensor | None = None
     scratch_positions: tuple[int, ...] = ()  # each scratch entry's sequence position (for sliding windows)
-    scratch_tokens: tuple[int, ...] = ()  # and its token (to run again into recurrent states)
-    recurrent_saved: Any = None  # the recurrent states before the first scratch entry (recurrent.py)
 
 
 class VLM:
@@ -87,6 +85,7 @@ class VLM:
         self.dtype: torch.dtype = next(model.parameters()).dtype
         self.vocab_size: int = model.get_output_embeddings().weight.shape[0]
         self.spec.check_config(model.config, name)
+        self.spec.prepare(model)
         # the decode-time text forward without transformers' module machinery, where it is safe (lean.py)
         self.lean: LeanText | None = LeanText.of(model)
 
@@ -259,7 +258,7 @@ class VLM:
         mask: torch.Tensor | None = None
         sequence_positions = tuple(positions)
         if self.spec.recurrent:
-            before_round(self.name, state, tokens, parents)
+            plan_recurrent(self, state, parents)
         positions = [p + state.position_offset for p in positions]  # the M-RoPE delta
         alone = count == 1 and state.scratch == 0  # one token after the committed sequence: it sees everything
         if self.device.type == "cpu":
@@ -313,7 +312,8 @@ class VLM:
         scratch is cut off. Nothing before the scratch is copied.
         """
         keep = list(keep)
-        if self.spec.recurrent and recurrent_commit(state, keep, self.extend):
+        if self.spec.recurrent:
+            recurrent_commit(state, keep)
             return
         first_moved = next((i for i, entry in enumerate(keep) if entry != i), len(keep))
         start = state.committed
@@ -330,33 +330,22 @@ def clear_scratch(state: KVState) -> None:
     state.scratch = 0
     state.scratch_rows = None
     state.scratch_positions = ()
-    state.scratch_tokens = ()
-    state.recurrent_saved = None
 
 
-def before_round(name: str, state: KVState, tokens: Sequence[int], parents: Sequence[int]) -> None:
-    """A model with recurrent layers: refuse a tree, copy the states before the round's first entry,
-    and remember the tokens (recurrent.py)."""
-    check_chain(parents, state.scratch, name)
-    if state.scratch == 0:
-        state.recurrent_saved = snapshot(state.cache)
-    state.scratch_tokens += tuple(tokens)
+def plan_recurrent(vlm: VLM, state: KVState, parents: Sequence[int]) -> None:
+    """A model with linear-attention layers: what they read in this forward, each new token continuing
+    its parent's recurrent state (recurrent.py)."""
+    kernel = int(vlm.model.config.get_text_config().linear_conv_kernel_dim)
+    plan_forward(state.cache, state.scratch, parents, kernel)
 
 
-def recurrent_commit(state: KVState, keep: list[int], extend: Callable[..., torch.Tensor]) -> bool:
-    """A commit that keeps fewer entries than the scratch has, on a model with recurrent layers: the
-    states before the round put back, the attention layers cut to the committed entries, and the kept
-    tokens (a prefix of the chain) run again through `extend` and committed. False when every entry is
-    kept (nothing to undo: the plain commit does)."""
-    if keep == list(range(state.scratch)):
-        return False
-    assert keep == list(range(len(keep))), "a chain keeps a prefix"
-    tokens, positions = state.scratch_tokens[: len(keep)], state.scratch_positions[: len(keep)]
-    restore(state.cache, state.recurrent_saved)
-    crop_attention(state.cache, state.scratch)
+def recurrent_commit(state: KVState, keep: list[int]) -> None:
+    """A commit on a model with linear-attention layers: those take the kept path's states
+    (recurrent.py), the attention layers keep the kept rows as any commit does."""
+    commit_states(state.cache, keep)
+    first_moved = next((i for i, entry in enumerate(keep) if entry != i), len(keep))
+    start = state.committed
+    move_rows(state.cache, [start + entry for entry in keep[first_moved:]], start + first_moved)
+    crop_attention(state.cache, state.scratch - len(keep))
+    state.committed += len(keep)
     clear_scratch(state)
-    if keep:
-        extend(state, tokens, positions, parents=list(range(-1, len(keep) - 1)))
-        state.committed += len(keep)
-        clear_scratch(state)
-    return True
