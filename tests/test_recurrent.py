@@ -217,3 +217,33 @@ def test_the_app_races_every_method_on_a_custom_qwen3_5_pair(tiny_root, monkeypa
     assert sorted(result["methods"]) == sorted(METHODS)
     assert all(ids == result["token_ids"]["ar"] for ids in result["token_ids"].values()) and result["token_ids"]["ar"]
     assert result["lossless"]["identical"], result["lossless"]
+
+
+def test_transformers_entry_point_runs_trees_on_qwen3_5(tiny_root, image, video):
+    """`generate(custom_generate=...)` with a Qwen3.5 pair: the tree methods equal plain greedy `generate`
+    (which, after the entry point wrapped the model, still runs the layers' own forward)."""
+    from test_custom_generate import plain, through_entry
+    from test_lossless import _pair
+
+    pair = _pair(str(tiny_root), FAMILY, "noised")
+    for media in (image, video):
+        inputs = pair.target.prepare(media, "Describe the picture.")
+        for method in ("sage", "static", "dynamic"):
+            assert through_entry(pair, inputs, method=method).tolist() == plain(pair, inputs).tolist(), method
+
+
+def test_a_target_offloaded_to_disk_by_accelerate_runs_trees(tiny_root, image, tmp_path):
+    """--device-map auto with a memory cap: the linear-attention layer's weights on disk, loaded by
+    accelerate's hook before each forward, which the tree forward runs under."""
+    from sage_core import DecodeConfig, decode, load_pair
+
+    target, draft = tiny_folder(tiny_root, FAMILY, "target"), tiny_folder(tiny_root, FAMILY, "noised")
+    pair = load_pair(target, draft, "cpu", "float32", device_map="auto", max_memory={"cpu": "300KB"},
+                     offload_folder=str(tmp_path / "offload"), draft_device="cpu")  # fmt: skip
+    linear = next(m for m in pair.target.model.modules() if type(m).__name__ == "Qwen3_5GatedDeltaNet")
+    assert linear.conv1d.weight.device.type == "meta" and hasattr(linear, "_hf_hook")  # on disk until its forward
+    plain = load_pair(target, draft, "cpu", "float32")
+    for method in ("ar", "chain", "sage"):
+        config = DecodeConfig(method=method, max_new_tokens=12)
+        offloaded = decode(pair, image, "Describe the picture.", config).run_to_end().token_ids
+        assert offloaded == decode(plain, image, "Describe the picture.", config).run_to_end().token_ids, method

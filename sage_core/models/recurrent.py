@@ -250,7 +250,10 @@ def install(model: Any, layer_class: str) -> None:
     plan (`plan_forward`), and through its own forward otherwise (the prefill, `generate`)."""
     for module in model.modules():
         if type(module).__name__ == layer_class and not getattr(module, "sage_tree_forward", False):
-            module.forward = _either_forward(module, module.forward)
+            # under accelerate's hook (a device map) the hook calls `_old_forward`: replace that one, so that
+            # the hook still moves the inputs and loads offloaded weights first
+            name = "_old_forward" if hasattr(module, "_hf_hook") and hasattr(module, "_old_forward") else "forward"
+            setattr(module, name, _either_forward(module, getattr(module, name)))
             module.sage_tree_forward = True
 
 
@@ -259,7 +262,16 @@ def _either_forward(module: Any, own: Any) -> Any:
         scratch = getattr(cache, SCRATCH, None)
         if scratch is None or scratch.plan is None:
             return own(hidden_states, cache=cache, attention_mask=attention_mask, **kwargs)
-        return tree_forward(module, hidden_states, cache, scratch)
+        # the convolution's weight is read directly, not through its forward: fire its accelerate hook (an
+        # offloaded weight is loaded) as transformers' own forward does (`force_accelerate_hooks`)
+        hook = getattr(module.conv1d, "_hf_hook", None)
+        if hook is not None:
+            hook.pre_forward(module.conv1d)
+        try:
+            return tree_forward(module, hidden_states, cache, scratch)
+        finally:
+            if hook is not None:
+                hook.post_forward(module.conv1d, ())
 
     return forward
 
