@@ -12,11 +12,12 @@ whose levels hold one node each, and plain decoding the tree of one node, so eve
 same path.
 
 The layers' committed states are never written during a round. Each scratch entry keeps what its
-step needs (its convolution input, key, value, decay and beta: a few hundred numbers a layer); the
-states of the deepest level of the last forward are kept, the others dropped as soon as their
-children have theirs. A commit gives each layer the state of the last kept entry: kept if that entry
-was in the deepest level, else recomputed along the kept path from the committed state with the same
-steps, and the convolution state the last K inputs of the kept path.
+step needs (its convolution input, key, value, decay and beta: a layer's hidden width or two, about a
+thirtieth of a recurrent state at transformers' default Qwen3.5 sizes); the states of the deepest level of the
+last forward are kept, the others dropped as soon as their children have theirs. A commit gives each
+layer the state of the last kept entry: kept if that entry was in the deepest level, else recomputed
+along the kept path from the committed state with the same steps, and the convolution state the last
+K inputs of the kept path.
 """
 
 from __future__ import annotations
@@ -94,10 +95,10 @@ class RecurrentScratch:
     layers: dict[int, LayerScratch] = field(default_factory=dict)
     plan: Plan | None = None
 
-    def path(self, entry: int) -> list[int]:
-        """The entries from the committed sequence down to `entry`."""
-        path = []
-        while entry >= 0:
+    def path(self, entry: int, longest: int | None = None) -> list[int]:
+        """The entries from the committed sequence down to `entry` (only the last `longest` of them)."""
+        path: list[int] = []
+        while entry >= 0 and (longest is None or len(path) < longest):
             path.append(entry)
             entry = self.parents[entry]
         return path[::-1]
@@ -122,7 +123,7 @@ def plan_forward(cache: Any, scratch_entries: int, parents: Sequence[int], kerne
         assert -1 <= parent < first + i, "a parent comes before its child"
         depth.append(depth[parent - first] + 1 if parent >= first else 0)
         scratch.parents.append(parent)
-        ancestry = scratch.path(first + i)[-kernel:]
+        ancestry = scratch.path(first + i, kernel)
         columns = [kernel + entry for entry in ancestry]
         windows.append(list(range(len(columns), kernel)) + columns)  # the state's last columns, then the path
     sources = tuple(sorted({p for p, d in zip(parents, depth, strict=True) if d == 0}))
