@@ -133,8 +133,8 @@ def full_recipe_runs(out: Path, work: Path) -> list[list[str]]:
     import shlex
 
     text = (ROOT / "scripts" / "train_builtin_pair_full.sh").read_text().replace("\\\n", " ")
-    mix = re.search(r'^MIX="(.*)"$', text, re.MULTILINE)
-    text = text.replace("$MIX", mix[1] if mix else "")
+    for name, value in re.findall(r'^(MIX\w*)="(.*)"$', text, re.MULTILINE):
+        text = re.sub(rf"\${name}\b", value, text)
     runs = []
     for line in text.splitlines():
         if line.startswith("train "):
@@ -147,13 +147,14 @@ def full_recipe_runs(out: Path, work: Path) -> list[list[str]]:
 def test_the_full_recipe_chains_its_runs(tmp_path):
     """scripts/train_builtin_pair_full.sh, each stage cut to 2 steps: run 2 trains run 1's target
     on, run 3 distils run 1's draft from run 2's target, run 4 trains that pair on and lands it in
-    OUT, the next makes the hesitant draft (one layer) beside it, and run 6 distils the sure draft on."""
+    OUT, the next makes the hesitant draft (one layer) beside it, run 6 distils the sure draft on, and
+    run 7 trains the target on (in WORK) and distils the sure draft from it into OUT."""
     from safetensors.torch import load_file
 
     script = load_script()
     out, work = tmp_path / "pair", tmp_path / "work"
     runs = full_recipe_runs(out, work)
-    assert len(runs) == 6
+    assert len(runs) == 8
     tiny = ["--batch-size", "2", "--eval-n", "8", "--threads", "1"]
 
     def weights(folder: Path) -> dict[str, torch.Tensor]:
@@ -166,9 +167,12 @@ def test_the_full_recipe_chains_its_runs(tmp_path):
         return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
     before_run_6: dict[str, dict[str, torch.Tensor]] = {}
+    before_run_7: dict[str, dict[str, torch.Tensor]] = {}
     for index, args in enumerate(runs):
         if index == 5:
             before_run_6 = {role: weights(out / role) for role in ("target", "draft")}
+        if index == 6:
+            before_run_7 = {role: weights(out / role) for role in ("target", "draft", "hesitant-draft")}
         steps = []
         for stage in ("target-vision", "target", "draft-vision", "draft"):
             minutes = args[args.index(f"--{stage}-minutes") + 1] if f"--{stage}-minutes" in args else "1"
@@ -183,8 +187,14 @@ def test_the_full_recipe_chains_its_runs(tmp_path):
     assert not same(weights(first / "draft"), weights(distilled / "draft"))  # and trained run 1's draft on
     assert not same(weights(distilled / "target"), weights(out / "target"))  # run 4 trained both on
     assert not same(weights(distilled / "draft"), weights(out / "draft"))
-    assert same(before_run_6["target"], weights(out / "target"))  # run 6 kept run 4's target
-    assert not same(before_run_6["draft"], weights(out / "draft"))  # and distilled the sure draft on
+    assert same(before_run_6["target"], before_run_7["target"])  # run 6 kept run 4's target
+    assert not same(before_run_6["draft"], before_run_7["draft"])  # and distilled the sure draft on
+    run7 = work / "run7"
+    assert not same(before_run_7["target"], weights(run7 / "target"))  # run 7 trained the target on
+    assert same(weights(run7 / "target"), weights(out / "target"))  # which lands in OUT
+    assert same(before_run_7["draft"], weights(run7 / "draft"))  # its first step left the draft alone
+    assert not same(before_run_7["draft"], weights(out / "draft"))  # its second distilled it on
+    assert same(before_run_7["hesitant-draft"], weights(out / "hesitant-draft"))  # the hesitant draft stays
     pair = load_pair(str(out / "target"), str(out / "draft"), device="cpu", dtype="float32")
     assert type(pair.draft.processor).__name__ == "Qwen3VLProcessor"
     hesitant = load_pair(str(out / "target"), str(out / "hesitant-draft"), device="cpu", dtype="float32")
