@@ -137,6 +137,9 @@ def test_pruned_prefill_keeps_original_positions(tiny_root, image, video, family
         assert state.committed + state.position_offset == length + full.position_offset
         torch.testing.assert_close(logits, full_logits, atol=1e-4, rtol=1e-4)
         for layer, reference_layer in zip(state.cache.layers, full.cache.layers, strict=True):
+            if reference_layer.keys is None:  # a shared-KV layer's placeholder (Gemma 4): nothing cached there
+                assert layer.keys is None
+                continue
             # RoPE is in the cached keys: equal keys mean equal positions on every M-RoPE axis
             # (the first visual token is dropped, so sequential positions would shift every later row)
             torch.testing.assert_close(layer.keys, reference_layer.keys[:, :, rows], atol=1e-4, rtol=1e-4)
@@ -222,3 +225,43 @@ def test_every_visual_token_has_its_place_on_the_frames(tiny_root, image, video,
             assert boxes[-1] is None and len(placed) == len(boxes) - 1 and {b[0] for b in placed} == set(range(frames))
         else:  # the base grid tiles the image; the high-resolution crops are not placed
             assert sum((b[4] - b[2]) * (b[5] - b[3]) for b in placed) == pytest.approx(1.0)
+
+
+def test_every_family_prunes_and_one_whose_hooks_are_unknown_is_refused_in_one_sentence(tiny_root, image):
+    """Every registered family has the pruning hooks (Gemma 4's shared-KV layers and per-layer inputs too);
+    a family marked otherwise is refused before any forward, with the sentence naming what to do."""
+    import copy
+    import dataclasses
+
+    from sage_core.adapter import ModelPair
+    from sage_core.errors import InputError
+    from sage_core.models.registry import FAMILIES
+
+    assert all(family.prunable for family in FAMILIES.values())
+    pair = _pair(str(tiny_root), "gemma4", "noised")
+    draft = copy.copy(pair.draft)
+    draft.spec = dataclasses.replace(draft.spec, prunable=False)
+    refusal = "visual token pruning is not available for gemma4 models yet; turn pruning off"
+    with pytest.raises(InputError, match=refusal):
+        decode(ModelPair(pair.target, draft), image, PROMPT, DecodeConfig("sage", 4, prune_ratio=0.5))
+    run = decode(ModelPair(pair.target, draft), image, PROMPT, DecodeConfig("sage", 4))  # unpruned: it runs
+    assert run.run_to_end().token_ids
+
+
+@pytest.mark.parametrize("family", ["gemma3", "gemma4"])
+def test_sliding_window_families_pruned_at_the_papers_ratios_equal_greedy_generate(tiny_root, image, video, family):
+    """The sliding-window families (Gemma 4 with its shared-KV layers and per-layer inputs) with the draft
+    pruned at the paper's ratios: every drafting method's output is the target's own greedy output, images
+    and video where the family takes one, on the fast path and on transformers' plain one."""
+    from test_lossless import ADDED_NEW, DRAFT_METHODS, PROMPTS, _greedy, check_pruned_prompt
+
+    for backend, draft_kind in (("fast", "copy"), ("plain", "noised")):
+        pair = _pair(str(tiny_root), family, draft_kind)
+        for media in media_of(pair.target, image, video):
+            expected = list(_greedy(str(tiny_root), family, media.kind, PROMPTS[0], ADDED_NEW))
+            ratio = 0.9 if media.kind == "video" else 0.8
+            for method in DRAFT_METHODS:
+                config = DecodeConfig(method, ADDED_NEW, prune_ratio=ratio, backend=backend)
+                run = decode(pair, media, PROMPTS[0], config)
+                assert list(run.run_to_end().token_ids) == expected, f"{family} {method} {media.kind} {backend}"
+                check_pruned_prompt(run.header, ratio)

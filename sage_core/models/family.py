@@ -67,6 +67,11 @@ class Family:
         """RoPE as the family's attention applies it to a query (for the pruning scores)."""
         return rotate_half_rope(x, cos, sin)
 
+    def scored_rows(self, config: Any, trailing: int) -> int:
+        """How many trailing prompt rows the scored prefill carries to its last layer (its `logits_to_keep`):
+        one, as `generate`'s prefill, where every layer computes every row anyway."""
+        return 1
+
     def language_model(self, model: Any) -> Any:
         """The text decoder (its layers carry the attention the pruning scores read)."""
         return model.model.language_model

@@ -57,8 +57,15 @@ def scored_prefill(
         hidden = kwargs["hidden_states"] if "hidden_states" in kwargs else args[0]
         cache: Any = kwargs["cache"] if "cache" in kwargs else kwargs["past_key_values"]
         keys = cached_keys(cache, module)  # [kv heads, S, d], RoPE applied
+        # the trailing text's rows: the last ones (Gemma 4's shared-KV layers see only those: `Family.scored_rows`)
+        count = keys.shape[1] - first_query
         received = text_to_visual_attention(
-            module, hidden[0, first_query:], kwargs["position_embeddings"], keys, visual.to(keys.device), rotary
+            module,
+            hidden[0, hidden.shape[1] - count :],
+            kwargs["position_embeddings"],
+            keys,
+            visual.to(keys.device),
+            rotary,
         )
         total.add_(received.to(total.device))
 
@@ -118,6 +125,8 @@ def pruned_prefill(
             kwargs["attention_mask"] = {kind: kept_rows(m, rows, length) for kind, m in mask.items()}
         elif isinstance(mask, torch.Tensor):
             kwargs["attention_mask"] = kept_rows(mask, rows, length)
+        if kwargs.get("per_layer_inputs") is not None:  # Gemma 4's per-layer embeddings: (B, L, layers, d)
+            kwargs["per_layer_inputs"] = kwargs["per_layer_inputs"][:, rows.to(kwargs["per_layer_inputs"].device)]
         if kwargs.get("visual_pos_masks") is not None:  # Qwen3-VL's deepstack features
             kwargs["visual_pos_masks"] = kwargs["visual_pos_masks"][:, rows.to(kwargs["visual_pos_masks"].device)]
             kwargs["deepstack_visual_embeds"] = [e[kept_index.to(e.device)] for e in kwargs["deepstack_visual_embeds"]]
@@ -151,8 +160,9 @@ def text_to_visual_attention(
 ) -> torch.Tensor:
     """The attention the visual keys receive from trailing text queries in one layer, mean over heads and queries.
 
-    `hidden`: (T, hidden) the attention module's input for the last T prompt tokens; `keys`: (KV heads, S, d),
-    the layer's cached keys of the whole prompt; `visual`: (V,) key indices. The queries are made as the
+    `hidden`: (T, hidden) the attention module's input for the last T prompt tokens, `position_embeddings`
+    the module's cos/sin whose last T rows are theirs; `keys`: (KV heads, S, d), the layer's cached keys of
+    the whole prompt; `visual`: (V,) key indices. The queries are made as the
     module makes them (projection, the Qwen3 per-head norm, RoPE with the module's own cos/sin, applied by
     the family's `rotary`), and each
     attends causally over all S keys. Returns (V,) float32.
@@ -165,7 +175,7 @@ def text_to_visual_attention(
         query = query.view(count, heads, 2 * head_dim)[..., :head_dim]
     if hasattr(module, "q_norm"):
         query = module.q_norm(query)
-    cos, sin = (t[0, seq - count :].unsqueeze(1).to(query.dtype) for t in position_embeddings)  # [T, 1, d]
+    cos, sin = (t[0, t.shape[1] - count :].unsqueeze(1).to(query.dtype) for t in position_embeddings)  # [T, 1, d]
     query = rotary(query, cos, sin)
     query = query.transpose(0, 1).float()  # [H, T, d]
     keys = keys.float().repeat_interleave(heads // keys.shape[0], dim=0)  # [H, S, d]

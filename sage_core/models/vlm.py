@@ -157,7 +157,11 @@ class VLM:
 
     @torch.inference_mode()
     def prefill(
-        self, inputs: Mapping[str, Any], reserve: int = 256, cache: DynamicCache | None = None
+        self,
+        inputs: Mapping[str, Any],
+        reserve: int = 256,
+        cache: DynamicCache | None = None,
+        logits_to_keep: int = 1,
     ) -> tuple[KVState, torch.Tensor]:
         """The prompt forward, as `generate` runs it; returns the last position's logits.
 
@@ -165,10 +169,11 @@ class VLM:
         (prompt, vocab) matrix would cost gigabytes on a long video prompt.
         The cache has room for `reserve` more entries (the run's new tokens and
         scratch) before it must grow; `cache` replaces it (the plain backend's).
+        `logits_to_keep`: more trailing rows, where the pruning scores need them (`Family.scored_rows`).
         """
         if cache is None:
             cache = growing_cache(self.model.config, reserve, self.spec.windows_by_mask)
-        output = self.model(**inputs, cache=cache, use_cache=True, logits_to_keep=1)
+        output = self.model(**inputs, cache=cache, use_cache=True, logits_to_keep=logits_to_keep)
         offset = 0
         deltas = getattr(self.model.model, "rope_deltas", None) if self.uses_rope_deltas else None
         if deltas is not None:  # None after a text-only prompt: positions are sequential
@@ -195,11 +200,14 @@ class VLM:
     ) -> tuple[KVState, torch.Tensor, torch.Tensor]:
         """`prefill`, plus each visual token's score (visual.py: `scored_prefill`); (V,) float32."""
         language_model = self.spec.language_model(self.model)
+        visual = self.visual_positions(inputs)
+        trailing = int(inputs["input_ids"].shape[1]) - (int(visual[-1]) + 1 if visual.numel() else 0)
+        rows = self.spec.scored_rows(self.model.config, trailing)
         return scored_prefill(
             language_model,
-            self.visual_positions(inputs),
+            visual,
             self.device,
-            lambda: self.prefill(inputs, reserve, cache),
+            lambda: self.prefill(inputs, reserve, cache, logits_to_keep=rows),
             self.spec.rotary,
         )
 
