@@ -77,7 +77,11 @@ class Family:
         return model.model.language_model
 
     def layer_masks(
-        self, config: Any, mask: torch.Tensor, query_positions: Sequence[int], key_positions: Sequence[int]
+        self,
+        config: Any,
+        mask: torch.Tensor,
+        query_positions: Sequence[int],
+        key_positions: Sequence[int] | torch.Tensor,
     ) -> torch.Tensor | dict[str, torch.Tensor]:
         """The tree mask for each kind of layer: one mask for all, or with sliding windows one per layer type
         (the full layers' mask, and the same with every key `sliding_window` or more positions behind its

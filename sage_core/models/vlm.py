@@ -22,7 +22,7 @@ from ..lean import LeanText
 from ..media import Media
 from .family import VisualBox
 from .loading import first_line, load_model
-from .masks import additive_mask, in_batch_depth, rows_from_parents, tree_mask_on_host
+from .masks import additive_mask, in_batch_depth, key_positions, rows_from_parents, tree_mask_on_host
 from .prompts import chat_prompt, check_media, processor_inputs
 from .recurrent import check_chain, crop_attention, restore, snapshot
 from .registry import FAMILIES
@@ -295,7 +295,7 @@ class VLM:
             mask = additive_mask(rows[state.scratch :], state.committed, self.dtype)
         masks: torch.Tensor | dict[str, torch.Tensor] | None = mask
         if mask is not None and self.spec.windows_by_mask:  # each layer type's own mask
-            keys = (*range(state.committed), *state.scratch_positions, *sequence_positions)
+            keys = key_positions(state.committed, (*state.scratch_positions, *sequence_positions), mask.device)
             masks = self.spec.layer_masks(self.model.config, mask, sequence_positions, keys)
         state.scratch_positions += sequence_positions
         # positions: (1, N), the M-RoPE delta included; the Qwen models expand it to their 3 axes.
