@@ -265,3 +265,22 @@ def test_sliding_window_families_pruned_at_the_papers_ratios_equal_greedy_genera
                 run = decode(pair, media, PROMPTS[0], config)
                 assert list(run.run_to_end().token_ids) == expected, f"{family} {method} {media.kind} {backend}"
                 check_pruned_prompt(run.header, ratio)
+
+
+def test_pruning_a_prompt_without_visual_tokens_is_refused_in_one_sentence(tiny_root, image):
+    """Inputs prepared by the caller with no image in them (text only): nothing to prune, one sentence;
+    the same inputs decode unpruned."""
+    from sage_core.errors import InputError
+    from sage_core.prepared import PreparedInputs
+
+    pair = _pair(str(tiny_root), "gemma4", "noised")
+    processor = pair.target.processor
+    text = processor.apply_chat_template(
+        [{"role": "user", "content": [{"type": "text", "text": PROMPT}]}], tokenize=False, add_generation_prompt=True
+    )
+    inputs = dict(processor(text=[text], return_tensors="pt"))
+    assert pair.target.visual_positions(inputs).numel() == 0
+    prepared = PreparedInputs(image, PROMPT, inputs, inputs, 0.0, 0.0)
+    with pytest.raises(InputError, match="visual token pruning needs an image or a video with visual tokens"):
+        decode(pair, image, PROMPT, DecodeConfig("sage", 4, prune_ratio=0.5), prepared)
+    assert decode(pair, image, PROMPT, DecodeConfig("sage", 4), prepared).run_to_end().token_ids
