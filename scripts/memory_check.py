@@ -14,7 +14,9 @@ warm-up, the peak is measured around the run only (on the CPU: VmHWM reset throu
 long prompt's peak within 600 MB of the short one's, and a decode step that costs the same at
 both lengths (within noise; medians of the rounds). The families (`FAMILY_VOCABS`): Qwen2.5-VL
 (the first case), and one of each new kind: sliding windows (Gemma 3, 262,208 rows), hybrid
-linear attention (Qwen3.5, 248,320) and mixture of experts (Qwen3-VL-MoE, 151,936).
+linear attention (Qwen3.5, 248,320) and mixture of experts (Qwen3-VL-MoE, 151,936); and Gemma 4
+(262,144), whose pruning scores (`--prune-ratio`) carry the text after the image through its shared-KV
+layers (a long question once made a (question, vocabulary) logits matrix there).
 
 The peak includes the caches' own growth (the KV rows of the longer prompt, counted separately
 in the `cache_mb` column: every distinct buffer the two caches hold after a prefill of that
@@ -40,6 +42,7 @@ QWEN_VOCAB = 151_936
 # The published vocabularies (embedding and lm_head rows; transformers' config defaults, which
 # follow google/gemma-3-4b-it, Qwen/Qwen3.5-27B and Qwen/Qwen3-VL-30B-A3B-Instruct)
 FAMILY_VOCABS = {"qwen2_5_vl": QWEN_VOCAB, "gemma3": 262_208, "qwen3_5": 248_320, "qwen3_vl_moe": 151_936}
+OTHER_VOCABS = {"gemma4": 262_144}  # google/gemma-4-e2b-it: its shared-KV layers' pruning scores (--prune-ratio)
 PEAK_GOAL_MB = 600.0
 FILLER = "the quick brown fox jumps over the lazy dog. "
 
@@ -49,7 +52,7 @@ def build_pair(folder: Path, family: str = "qwen2_5_vl", vocab: int | None = Non
     the family's published vocabulary, `FAMILY_VOCABS`)."""
     from sage_core.tiny_models import build_config, build_tiny_vlm
 
-    padding = (vocab or FAMILY_VOCABS[family]) - build_config(family).get_text_config().vocab_size
+    padding = (vocab or {**FAMILY_VOCABS, **OTHER_VOCABS}[family]) - build_config(family).get_text_config().vocab_size
     target = build_tiny_vlm(family, folder / f"{family}-target", seed=0, size="small", vocab_padding=padding)
     draft = build_tiny_vlm(family, folder / f"{family}-draft", seed=0, size="small", vocab_padding=padding)
     return str(target), str(draft)
@@ -97,7 +100,9 @@ def vm_kib(field: str) -> int:
     raise RuntimeError(f"{field} not in /proc/self/status")
 
 
-def run_case(target: str, draft: str, device: str, pad: int, max_new: int, method: str) -> dict[str, Any]:
+def run_case(
+    target: str, draft: str, device: str, pad: int, max_new: int, method: str, prune_ratio: float = 0.0
+) -> dict[str, Any]:
     """One case in this process: warm up on the short prompt, then measure the run at `pad`."""
     import numpy as np
     import torch
@@ -111,7 +116,7 @@ def run_case(target: str, draft: str, device: str, pad: int, max_new: int, metho
     image = image_media(Image.fromarray((np.random.RandomState(0).rand(56, 56, 3) * 255).astype("uint8")), "x.png")
     prompt = padded_prompt(pair.target.tokenizer, "Describe the picture.", pad)
     method = runnable_method(pair, method)
-    config = DecodeConfig(method, max_new)  # type: ignore[arg-type]
+    config = DecodeConfig(method, max_new, prune_ratio=prune_ratio)  # type: ignore[arg-type]
     decode(pair, image, "Describe the picture.", DecodeConfig(method, 4)).run_to_end()  # type: ignore[arg-type]
     cuda = pair.device.type == "cuda"
     if cuda:
@@ -136,7 +141,7 @@ def run_case(target: str, draft: str, device: str, pad: int, max_new: int, metho
         "pad_tokens": pad,
         "prompt_tokens": prompt_tokens,
         "vocab_size": pair.target.vocab_size,
-        "method": method,
+        "method": method + (f"+prune{prune_ratio:g}" if prune_ratio else ""),
         "new_tokens": len(summary.token_ids),
         "peak_mb": peak / 2**20,
         "peak_over_start_mb": (peak - before) / 2**20,
@@ -147,12 +152,15 @@ def run_case(target: str, draft: str, device: str, pad: int, max_new: int, metho
     }
 
 
-def measure(target: str, draft: str, device: str, pads: list[int], max_new: int, method: str) -> list[dict[str, Any]]:
+def measure(
+    target: str, draft: str, device: str, pads: list[int], max_new: int, method: str, prune_ratio: float = 0.0
+) -> list[dict[str, Any]]:
     """Each case in a fresh process, so one case's peak cannot hide another's."""
     rows = []
     for pad in pads:
         command = [sys.executable, __file__, "--case", str(pad), "--target", target, "--draft", draft,
-                   "--device", device, "--max-new-tokens", str(max_new), "--method", method]  # fmt: skip
+                   "--device", device, "--max-new-tokens", str(max_new), "--method", method,
+                   "--prune-ratio", str(prune_ratio)]  # fmt: skip
         # the checkout's sage_core, whatever an installed one points at
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
         out = subprocess.run(command, check=True, capture_output=True, text=True, env=env)
@@ -161,11 +169,11 @@ def measure(target: str, draft: str, device: str, pads: list[int], max_new: int,
 
 
 def repeated(
-    target: str, draft: str, device: str, pads: list[int], max_new: int, method: str, repeats: int
+    target: str, draft: str, device: str, pads: list[int], max_new: int, method: str, repeats: int, prune_ratio: float
 ) -> list[dict[str, Any]]:
     """`measure` `repeats` times, the lengths interleaved (a loaded machine slows both alike); per length
     the highest peak and the median of the runs' median decode steps."""
-    runs = [measure(target, draft, device, pads, max_new, method) for _ in range(repeats)]
+    runs = [measure(target, draft, device, pads, max_new, method, prune_ratio) for _ in range(repeats)]
     rows = []
     for cases in zip(*runs, strict=True):
         steps = [c["median_step_ms"] for c in cases if c["median_step_ms"] is not None]
@@ -204,11 +212,12 @@ def growth(rows: list[dict[str, Any]]) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--family", default="qwen2_5_vl", choices=[*FAMILY_VOCABS, "all"],
+    parser.add_argument("--family", default="qwen2_5_vl", choices=[*FAMILY_VOCABS, *OTHER_VOCABS, "all"],
                         help="the pair's family (its published vocabulary); all: each in turn")  # fmt: skip
     parser.add_argument("--long-tokens", type=int, default=1940, help="filler tokens of the long prompt")
     parser.add_argument("--max-new-tokens", type=int, default=32)
     parser.add_argument("--method", default="sage")
+    parser.add_argument("--prune-ratio", type=float, default=0.0, help="the draft's visual token pruning")
     parser.add_argument("--repeats", type=int, default=1, help="runs of each case (fresh processes, interleaved)")
     parser.add_argument("--json", help="write the figures here")
     parser.add_argument("--target", help=argparse.SUPPRESS)
@@ -216,7 +225,8 @@ def main() -> int:
     parser.add_argument("--case", type=int, help=argparse.SUPPRESS)  # internal: one case, JSON on stdout
     args = parser.parse_args()
     if args.case is not None:
-        print(json.dumps(run_case(args.target, args.draft, args.device, args.case, args.max_new_tokens, args.method)))
+        case = (args.target, args.draft, args.device, args.case, args.max_new_tokens, args.method, args.prune_ratio)
+        print(json.dumps(run_case(*case)))
         return 0
     families = list(FAMILY_VOCABS) if args.family == "all" else [args.family]
     rows: list[dict[str, Any]] = []
@@ -225,9 +235,8 @@ def main() -> int:
         with tempfile.TemporaryDirectory() as folder:
             target, draft = build_pair(Path(folder), family)
             pads = [0, args.long_tokens]
-            pair_rows = repeated(
-                target, draft, args.device, pads, args.max_new_tokens, args.method, max(1, args.repeats)
-            )
+            settings = (args.max_new_tokens, args.method, max(1, args.repeats), args.prune_ratio)
+            pair_rows = repeated(target, draft, args.device, pads, *settings)
         rows += pair_rows
         if growth(pair_rows) > PEAK_GOAL_MB:
             failed.append(family)

@@ -67,6 +67,20 @@ def media_of(vlm: VLM, image, video) -> tuple:
 
 @pytest.mark.parametrize("family", ALL_FAMILIES)
 def test_scores_equal_the_mean_eager_attention_from_the_trailing_text(tiny_root, image, video, family):
+    check_scores(tiny_root, image, video, family)
+
+
+@pytest.mark.parametrize("family", ["qwen2_5_vl", "gemma4"])
+def test_scores_in_small_chunks_of_heads_and_queries_are_the_same(tiny_root, image, video, family, monkeypatch):
+    """The scores' scratch is bounded (a long question after the image): with a bound of 64 elements each
+    head's scores are cut into chunks of queries, and the scores still equal eager attention's."""
+    from sage_core.models import visual
+
+    monkeypatch.setattr(visual, "SCORE_CHUNK", 64)
+    check_scores(tiny_root, image, video, family)
+
+
+def check_scores(tiny_root, image, video, family: str) -> None:
     target = _pair(str(tiny_root), family, "copy").target
     if not target.spec.prunable:
         pytest.skip("pruning refused for this family (tests/test_lossless.py checks the sentence)")

@@ -26,7 +26,7 @@ from .masks import additive_mask, in_batch_depth, key_positions, rows_from_paren
 from .prompts import chat_prompt, check_media, processor_inputs
 from .recurrent import check_chain, crop_attention, restore, snapshot
 from .registry import FAMILIES
-from .visual import pruned_prefill, scored_prefill, visual_positions
+from .visual import last_logits_only, pruned_prefill, scored_prefill, visual_positions
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -169,11 +169,14 @@ class VLM:
         (prompt, vocab) matrix would cost gigabytes on a long video prompt.
         The cache has room for `reserve` more entries (the run's new tokens and
         scratch) before it must grow; `cache` replaces it (the plain backend's).
-        `logits_to_keep`: more trailing rows, where the pruning scores need them (`Family.scored_rows`).
+        `logits_to_keep`: more trailing rows through every layer, where the pruning scores need them
+        (`Family.scored_rows`); the lm_head still reads the last row only (`last_logits_only`).
         """
         if cache is None:
             cache = growing_cache(self.model.config, reserve, self.spec.windows_by_mask)
-        output = self.model(**inputs, cache=cache, use_cache=True, logits_to_keep=logits_to_keep)
+        head = self.model.get_output_embeddings() if logits_to_keep > 1 else None
+        with last_logits_only(head):
+            output = self.model(**inputs, cache=cache, use_cache=True, logits_to_keep=logits_to_keep)
         offset = 0
         deltas = getattr(self.model.model, "rope_deltas", None) if self.uses_rope_deltas else None
         if deltas is not None:  # None after a text-only prompt: positions are sequential
