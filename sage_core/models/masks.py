@@ -107,7 +107,7 @@ def windowed(
 ) -> torch.Tensor:
     """A sliding-window layer's mask from the full one (1, 1, N, K): each query also blocked from the keys
     `window` or more positions behind it, as transformers' sliding-window masks do (attend while q - k < window).
-    `key_positions`: a list, or a tensor (`key_positions`: no Python list as long as the prompt)."""
+    `key_positions`: a list, or a tensor (made by `key_positions`, with no Python list as long as the prompt)."""
     queries = torch.tensor(list(query_positions), device=mask.device)[:, None]
     if isinstance(key_positions, torch.Tensor):
         keys = key_positions.to(mask.device)[None, :]
