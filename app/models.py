@@ -31,6 +31,7 @@ from PIL import Image
 from sage_core import DecodeConfig, ModelPair, SageError, decode, image_media, load_pair
 from sage_core.costs import CostCurve, measure_costs
 from sage_core.errors import ModelLoadError
+from sage_core.models.pair import check_method
 from sage_core.models.presets import GPU_PRESETS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -298,9 +299,19 @@ def warm_up(pair: ModelPair) -> CostCurve | None:
     """One short untimed decode per kind of forward (prefill, tree verify, plain step); then the
     verification cost curve on the pair's device and dtype (sage_core.costs), which it returns."""
     media = image_media(Image.new("RGB", (112, 112), (255, 255, 255)), "warm-up")
-    for method, tokens in (("sage", 4), ("ar", 2)):
+    trees = runs_trees(pair)  # a model that cannot verify trees (recurrent layers) warms up on the chain
+    for method, tokens in (("sage" if trees else "chain", 4), ("ar", 2)):
         decode(pair, media, "warm up", DecodeConfig(method=method, max_new_tokens=tokens)).run_to_end()  # type: ignore[arg-type]
-    return measure_warm_costs(pair)
+    return measure_warm_costs(pair) if trees else None
+
+
+def runs_trees(pair: ModelPair) -> bool:
+    """Whether both models can verify a tree of tokens (the races of the tree methods are refused otherwise)."""
+    try:
+        check_method(pair, "sage")
+    except SageError:
+        return False
+    return True
 
 
 def measure_warm_costs(pair: ModelPair) -> CostCurve | None:

@@ -5,6 +5,7 @@ within 600 MB of the same SAGE run on a short prompt (the full prefill logits al
 from __future__ import annotations
 
 import json
+import math
 import runpy
 import subprocess
 import sys
@@ -24,6 +25,28 @@ def test_a_long_prompt_with_qwen_vocabulary_peaks_near_the_short_one(tmp_path):
     assert long["prompt_tokens"] >= 1970 > short["prompt_tokens"]
     assert long["rounds"] > 0 and short["rounds"] > 0
     assert long["peak_over_start_mb"] - short["peak_over_start_mb"] < script["PEAK_GOAL_MB"]
+
+
+NEW_KINDS = [("gemma3", 0.0), ("qwen3_5", 0.0), ("qwen3_vl_moe", 0.0), ("gemma4", 0.8)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("family", "prune_ratio"), NEW_KINDS)
+def test_each_new_kind_with_its_vocabulary_peaks_near_the_short_prompt(tmp_path, family, prune_ratio):
+    """Sliding windows, hybrid linear attention, experts, and Gemma 4's pruning scores through its shared-KV
+    layers: each family's published vocabulary, a prompt just long enough that full logits of it (prompt x
+    vocabulary x 4 bytes) would pass the goal by a tenth, and few new tokens (the figures at full length:
+    docs/fast-path.md)."""
+    script = runpy.run_path(str(SCRIPT), run_name="memory_check")
+    vocab = {**script["FAMILY_VOCABS"], **script["OTHER_VOCABS"]}[family]
+    goal = script["PEAK_GOAL_MB"] * 2**20
+    pad = math.ceil(1.1 * goal / (4 * vocab))
+    target, draft = script["build_pair"](tmp_path, family)
+    short, long = script["measure"](target, draft, "cpu", [0, pad], 4, "sage", prune_ratio)
+    assert short["vocab_size"] == long["vocab_size"] == vocab and short["family"] == family
+    assert long["prompt_tokens"] * vocab * 4 > goal  # the check can fail
+    assert long["rounds"] > 0 and long["cache_mb"] > short["cache_mb"] > 0
+    assert script["growth"]([short, long]) < script["PEAK_GOAL_MB"]
 
 
 VISITOR_SCRIPT = SCRIPT.parent / "visitor_memory.py"

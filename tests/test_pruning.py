@@ -67,6 +67,20 @@ def media_of(vlm: VLM, image, video) -> tuple:
 
 @pytest.mark.parametrize("family", ALL_FAMILIES)
 def test_scores_equal_the_mean_eager_attention_from_the_trailing_text(tiny_root, image, video, family):
+    check_scores(tiny_root, image, video, family)
+
+
+@pytest.mark.parametrize("family", ["qwen2_5_vl", "gemma4"])
+def test_scores_in_small_chunks_of_heads_and_queries_are_the_same(tiny_root, image, video, family, monkeypatch):
+    """The scores' scratch is bounded (a long question after the image): with a bound of 64 elements each
+    head's scores are cut into chunks of queries, and the scores still equal eager attention's."""
+    from sage_core.models import visual
+
+    monkeypatch.setattr(visual, "SCORE_CHUNK", 64)
+    check_scores(tiny_root, image, video, family)
+
+
+def check_scores(tiny_root, image, video, family: str) -> None:
     target = _pair(str(tiny_root), family, "copy").target
     if not target.spec.prunable:
         pytest.skip("pruning refused for this family (tests/test_lossless.py checks the sentence)")
@@ -137,6 +151,9 @@ def test_pruned_prefill_keeps_original_positions(tiny_root, image, video, family
         assert state.committed + state.position_offset == length + full.position_offset
         torch.testing.assert_close(logits, full_logits, atol=1e-4, rtol=1e-4)
         for layer, reference_layer in zip(state.cache.layers, full.cache.layers, strict=True):
+            if reference_layer.keys is None:  # a shared-KV layer's placeholder (Gemma 4): nothing cached there
+                assert layer.keys is None
+                continue
             # RoPE is in the cached keys: equal keys mean equal positions on every M-RoPE axis
             # (the first visual token is dropped, so sequential positions would shift every later row)
             torch.testing.assert_close(layer.keys, reference_layer.keys[:, :, rows], atol=1e-4, rtol=1e-4)
@@ -222,3 +239,62 @@ def test_every_visual_token_has_its_place_on_the_frames(tiny_root, image, video,
             assert boxes[-1] is None and len(placed) == len(boxes) - 1 and {b[0] for b in placed} == set(range(frames))
         else:  # the base grid tiles the image; the high-resolution crops are not placed
             assert sum((b[4] - b[2]) * (b[5] - b[3]) for b in placed) == pytest.approx(1.0)
+
+
+def test_every_family_prunes_and_one_whose_hooks_are_unknown_is_refused_in_one_sentence(tiny_root, image):
+    """Every registered family has the pruning hooks (Gemma 4's shared-KV layers and per-layer inputs too);
+    a family marked otherwise is refused before any forward, with the sentence naming what to do."""
+    import copy
+    import dataclasses
+
+    from sage_core.adapter import ModelPair
+    from sage_core.errors import InputError
+    from sage_core.models.registry import FAMILIES
+
+    assert all(family.prunable for family in FAMILIES.values())
+    pair = _pair(str(tiny_root), "gemma4", "noised")
+    draft = copy.copy(pair.draft)
+    draft.spec = dataclasses.replace(draft.spec, prunable=False)
+    refusal = "visual token pruning is not available for gemma4 models yet; turn pruning off"
+    with pytest.raises(InputError, match=refusal):
+        decode(ModelPair(pair.target, draft), image, PROMPT, DecodeConfig("sage", 4, prune_ratio=0.5))
+    run = decode(ModelPair(pair.target, draft), image, PROMPT, DecodeConfig("sage", 4))  # unpruned: it runs
+    assert run.run_to_end().token_ids
+
+
+@pytest.mark.parametrize("family", ["gemma3", "gemma4"])
+def test_sliding_window_families_pruned_at_the_papers_ratios_equal_greedy_generate(tiny_root, image, video, family):
+    """The sliding-window families (Gemma 4 with its shared-KV layers and per-layer inputs) with the draft
+    pruned at the paper's ratios: every drafting method's output is the target's own greedy output, images
+    and video where the family takes one, on the fast path and on transformers' plain one."""
+    from test_lossless import ADDED_NEW, DRAFT_METHODS, PROMPTS, _greedy, check_pruned_prompt
+
+    for backend, draft_kind in (("fast", "copy"), ("plain", "noised")):
+        pair = _pair(str(tiny_root), family, draft_kind)
+        for media in media_of(pair.target, image, video):
+            expected = list(_greedy(str(tiny_root), family, media.kind, PROMPTS[0], ADDED_NEW))
+            ratio = 0.9 if media.kind == "video" else 0.8
+            for method in DRAFT_METHODS:
+                config = DecodeConfig(method, ADDED_NEW, prune_ratio=ratio, backend=backend)
+                run = decode(pair, media, PROMPTS[0], config)
+                assert list(run.run_to_end().token_ids) == expected, f"{family} {method} {media.kind} {backend}"
+                check_pruned_prompt(run.header, ratio)
+
+
+def test_pruning_a_prompt_without_visual_tokens_is_refused_in_one_sentence(tiny_root, image):
+    """Inputs prepared by the caller with no image in them (text only): nothing to prune, one sentence;
+    the same inputs decode unpruned."""
+    from sage_core.errors import InputError
+    from sage_core.prepared import PreparedInputs
+
+    pair = _pair(str(tiny_root), "gemma4", "noised")
+    processor = pair.target.processor
+    text = processor.apply_chat_template(
+        [{"role": "user", "content": [{"type": "text", "text": PROMPT}]}], tokenize=False, add_generation_prompt=True
+    )
+    inputs = dict(processor(text=[text], return_tensors="pt"))
+    assert pair.target.visual_positions(inputs).numel() == 0
+    prepared = PreparedInputs(image, PROMPT, inputs, inputs, 0.0, 0.0)
+    with pytest.raises(InputError, match="visual token pruning needs an image or a video with visual tokens"):
+        decode(pair, image, PROMPT, DecodeConfig("sage", 4, prune_ratio=0.5), prepared)
+    assert decode(pair, image, PROMPT, DecodeConfig("sage", 4), prepared).run_to_end().token_ids

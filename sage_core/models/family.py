@@ -67,12 +67,21 @@ class Family:
         """RoPE as the family's attention applies it to a query (for the pruning scores)."""
         return rotate_half_rope(x, cos, sin)
 
+    def scored_rows(self, config: Any, trailing: int) -> int:
+        """How many trailing prompt rows the scored prefill carries to its last layer (its `logits_to_keep`):
+        one, as `generate`'s prefill, where every layer computes every row anyway."""
+        return 1
+
     def language_model(self, model: Any) -> Any:
         """The text decoder (its layers carry the attention the pruning scores read)."""
         return model.model.language_model
 
     def layer_masks(
-        self, config: Any, mask: torch.Tensor, query_positions: Sequence[int], key_positions: Sequence[int]
+        self,
+        config: Any,
+        mask: torch.Tensor,
+        query_positions: Sequence[int],
+        key_positions: Sequence[int] | torch.Tensor,
     ) -> torch.Tensor | dict[str, torch.Tensor]:
         """The tree mask for each kind of layer: one mask for all, or with sliding windows one per layer type
         (the full layers' mask, and the same with every key `sliding_window` or more positions behind its

@@ -45,10 +45,16 @@ GEMMA3 = Gemma3("gemma3", "Gemma3ForConditionalGeneration")
 class Gemma4(Gemma3):
     """Gemma 4: Gemma 3's sliding windows, plus shared-KV layers (the last layers read the cache of an
     earlier layer of their kind: their cache layers are placeholders, left as transformers makes them),
-    and videos."""
+    per-layer inputs (one more embedding per token and layer, cut with the prompt when the draft is
+    pruned: visual.py), and videos."""
 
     video: bool = True
-    prunable: bool = False  # its scoring hook is not written yet: pruning refused in one sentence
+
+    def scored_rows(self, config: Any, trailing: int) -> int:
+        """The text after the last visual token: the shared-KV layers compute only the `logits_to_keep` last
+        rows of a prompt, and the pruning scores read those layers' queries of all that text."""
+        shared = int(getattr(config.get_text_config(), "num_kv_shared_layers", 0) or 0)
+        return max(1, trailing) if shared else 1
 
     def visual_boxes(
         self, config: Any, inputs: Mapping[str, Any], count: int, processor: Any

@@ -103,10 +103,21 @@ def additive_mask(rows: torch.Tensor, committed: int, dtype: torch.dtype) -> tor
 
 
 def windowed(
-    mask: torch.Tensor, query_positions: Sequence[int], key_positions: Sequence[int], window: int
+    mask: torch.Tensor, query_positions: Sequence[int], key_positions: Sequence[int] | torch.Tensor, window: int
 ) -> torch.Tensor:
     """A sliding-window layer's mask from the full one (1, 1, N, K): each query also blocked from the keys
-    `window` or more positions behind it, as transformers' sliding-window masks do (attend while q - k < window)."""
+    `window` or more positions behind it, as transformers' sliding-window masks do (attend while q - k < window).
+    `key_positions`: a list, or a tensor (made by `key_positions`, with no Python list as long as the prompt)."""
     queries = torch.tensor(list(query_positions), device=mask.device)[:, None]
-    keys = torch.tensor(list(key_positions), device=mask.device)[None, :]
+    if isinstance(key_positions, torch.Tensor):
+        keys = key_positions.to(mask.device)[None, :]
+    else:
+        keys = torch.tensor(list(key_positions), device=mask.device)[None, :]
     return mask.masked_fill((queries - keys >= window)[None, None], torch.finfo(mask.dtype).min)
+
+
+def key_positions(committed: int, scratch: Sequence[int], device: torch.device) -> torch.Tensor:
+    """Every cache entry's position: the committed entries at their index, then the scratch entries' own."""
+    return torch.cat(
+        (torch.arange(committed, device=device), torch.tensor(list(scratch), dtype=torch.long, device=device))
+    )

@@ -5,14 +5,16 @@ the entry of its language model)."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import torch
 
 from ..errors import InputError
 
+SCORE_CHUNK = 1 << 20  # elements of one scratch tensor of the pruning scores (4 MB in float32)
 Prefill = Callable[[], tuple[Any, torch.Tensor]]  # the prefill to run with the hooks on
 Rotary = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]  # (x, cos, sin) -> x with RoPE
 
@@ -57,8 +59,15 @@ def scored_prefill(
         hidden = kwargs["hidden_states"] if "hidden_states" in kwargs else args[0]
         cache: Any = kwargs["cache"] if "cache" in kwargs else kwargs["past_key_values"]
         keys = cached_keys(cache, module)  # [kv heads, S, d], RoPE applied
+        # the trailing text's rows: the last ones (Gemma 4's shared-KV layers see only those: `Family.scored_rows`)
+        count = keys.shape[1] - first_query
         received = text_to_visual_attention(
-            module, hidden[0, first_query:], kwargs["position_embeddings"], keys, visual.to(keys.device), rotary
+            module,
+            hidden[0, hidden.shape[1] - count :],
+            kwargs["position_embeddings"],
+            keys,
+            visual.to(keys.device),
+            rotary,
         )
         total.add_(received.to(total.device))
 
@@ -71,6 +80,26 @@ def scored_prefill(
         for hook in hooks:
             hook.remove()
     return state, logits, (total / len(attention)).cpu()
+
+
+@contextlib.contextmanager
+def last_logits_only(head: Any) -> Iterator[None]:
+    """While on, the lm_head `head` (None: nothing to do) reads only the last row it is given, in this
+    thread's forwards: a prefill that carries more rows (`logits_to_keep`) makes one row of logits, not
+    a (rows, vocabulary) matrix (the trailing text of a long question times 262,144 rows is gigabytes)."""
+    if head is None:
+        yield
+        return
+    owner = threading.get_ident()
+
+    def last(module: Any, args: tuple[Any, ...]) -> tuple[Any, ...] | None:
+        return (args[0][:, -1:], *args[1:]) if threading.get_ident() == owner else None
+
+    hook = head.register_forward_pre_hook(last)
+    try:
+        yield
+    finally:
+        hook.remove()
 
 
 def cached_keys(cache: Any, module: Any) -> torch.Tensor:
@@ -118,6 +147,8 @@ def pruned_prefill(
             kwargs["attention_mask"] = {kind: kept_rows(m, rows, length) for kind, m in mask.items()}
         elif isinstance(mask, torch.Tensor):
             kwargs["attention_mask"] = kept_rows(mask, rows, length)
+        if kwargs.get("per_layer_inputs") is not None:  # Gemma 4's per-layer embeddings: (B, L, layers, d)
+            kwargs["per_layer_inputs"] = kwargs["per_layer_inputs"][:, rows.to(kwargs["per_layer_inputs"].device)]
         if kwargs.get("visual_pos_masks") is not None:  # Qwen3-VL's deepstack features
             kwargs["visual_pos_masks"] = kwargs["visual_pos_masks"][:, rows.to(kwargs["visual_pos_masks"].device)]
             kwargs["deepstack_visual_embeds"] = [e[kept_index.to(e.device)] for e in kwargs["deepstack_visual_embeds"]]
@@ -151,8 +182,9 @@ def text_to_visual_attention(
 ) -> torch.Tensor:
     """The attention the visual keys receive from trailing text queries in one layer, mean over heads and queries.
 
-    `hidden`: (T, hidden) the attention module's input for the last T prompt tokens; `keys`: (KV heads, S, d),
-    the layer's cached keys of the whole prompt; `visual`: (V,) key indices. The queries are made as the
+    `hidden`: (T, hidden) the attention module's input for the last T prompt tokens, `position_embeddings`
+    the module's cos/sin whose last T rows are theirs; `keys`: (KV heads, S, d), the layer's cached keys of
+    the whole prompt; `visual`: (V,) key indices. The queries are made as the
     module makes them (projection, the Qwen3 per-head norm, RoPE with the module's own cos/sin, applied by
     the family's `rotary`), and each
     attends causally over all S keys. Returns (V,) float32.
@@ -165,21 +197,28 @@ def text_to_visual_attention(
         query = query.view(count, heads, 2 * head_dim)[..., :head_dim]
     if hasattr(module, "q_norm"):
         query = module.q_norm(query)
-    cos, sin = (t[0, seq - count :].unsqueeze(1).to(query.dtype) for t in position_embeddings)  # [T, 1, d]
+    cos, sin = (t[0, t.shape[1] - count :].unsqueeze(1).to(query.dtype) for t in position_embeddings)  # [T, 1, d]
     query = rotary(query, cos, sin)
     query = query.transpose(0, 1).float()  # [H, T, d]
     keys = keys.float().repeat_interleave(heads // keys.shape[0], dim=0)  # [H, S, d]
     # causal: the text query at sequence index seq - count + t sees keys up to that index (and, in a
     # sliding-window layer, no key `sliding_window` or more behind it)
     query_index = (seq - count + torch.arange(count, device=keys.device))[:, None]
-    future = torch.arange(seq, device=keys.device) > query_index
+    key_index = torch.arange(seq, device=keys.device)
+    future = key_index > query_index  # (T, S) bool; no (T, S) integer difference is made
     window = getattr(module, "sliding_window", None)
     if window is not None:
-        future |= query_index - torch.arange(seq, device=keys.device) >= int(window)
+        future |= key_index <= query_index - int(window)
     received = torch.zeros(visual.numel(), dtype=torch.float32, device=keys.device)
-    step = max(1, (1 << 26) // max(1, count * seq))  # heads per chunk: bounded scratch for long prompts
+    # bounded scratch for long prompts and long questions: chunks of heads, and of queries when one head's
+    # (T, S) scores alone pass the bound (SCORE_CHUNK elements per tensor)
+    step = max(1, SCORE_CHUNK // max(1, count * seq))  # heads per chunk
+    rows = max(1, SCORE_CHUNK // max(1, seq))  # queries per chunk
     for start in range(0, heads, step):
-        scores = query[start : start + step] @ keys[start : start + step].transpose(1, 2) * module.scaling
-        probs = torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1)  # [h, T, S]
-        received += probs[..., visual].sum(dim=(0, 1))
+        for first in range(0, count, rows):
+            part = query[start : start + step, first : first + rows]
+            scores = part @ keys[start : start + step].transpose(1, 2) * module.scaling
+            blocked = future[first : first + rows]
+            probs = torch.softmax(scores.masked_fill_(blocked, float("-inf")), dim=-1)  # [h, t, S]
+            received += probs[..., visual].sum(dim=(0, 1))
     return received / (heads * count)

@@ -22,11 +22,11 @@ from ..lean import LeanText
 from ..media import Media
 from .family import VisualBox
 from .loading import first_line, load_model
-from .masks import additive_mask, in_batch_depth, rows_from_parents, tree_mask_on_host
+from .masks import additive_mask, in_batch_depth, key_positions, rows_from_parents, tree_mask_on_host
 from .prompts import chat_prompt, check_media, processor_inputs
 from .recurrent import commit_states, crop_attention, plan_forward
 from .registry import FAMILIES
-from .visual import pruned_prefill, scored_prefill, visual_positions
+from .visual import last_logits_only, pruned_prefill, scored_prefill, visual_positions
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -156,7 +156,11 @@ class VLM:
 
     @torch.inference_mode()
     def prefill(
-        self, inputs: Mapping[str, Any], reserve: int = 256, cache: DynamicCache | None = None
+        self,
+        inputs: Mapping[str, Any],
+        reserve: int = 256,
+        cache: DynamicCache | None = None,
+        logits_to_keep: int = 1,
     ) -> tuple[KVState, torch.Tensor]:
         """The prompt forward, as `generate` runs it; returns the last position's logits.
 
@@ -164,10 +168,14 @@ class VLM:
         (prompt, vocab) matrix would cost gigabytes on a long video prompt.
         The cache has room for `reserve` more entries (the run's new tokens and
         scratch) before it must grow; `cache` replaces it (the plain backend's).
+        `logits_to_keep`: more trailing rows through every layer, where the pruning scores need them
+        (`Family.scored_rows`); the lm_head still reads the last row only (`last_logits_only`).
         """
         if cache is None:
             cache = growing_cache(self.model.config, reserve, self.spec.windows_by_mask)
-        output = self.model(**inputs, cache=cache, use_cache=True, logits_to_keep=1)
+        head = self.model.get_output_embeddings() if logits_to_keep > 1 else None
+        with last_logits_only(head):
+            output = self.model(**inputs, cache=cache, use_cache=True, logits_to_keep=logits_to_keep)
         offset = 0
         deltas = getattr(self.model.model, "rope_deltas", None) if self.uses_rope_deltas else None
         if deltas is not None:  # None after a text-only prompt: positions are sequential
@@ -194,11 +202,14 @@ class VLM:
     ) -> tuple[KVState, torch.Tensor, torch.Tensor]:
         """`prefill`, plus each visual token's score (visual.py: `scored_prefill`); (V,) float32."""
         language_model = self.spec.language_model(self.model)
+        visual = self.visual_positions(inputs)
+        trailing = int(inputs["input_ids"].shape[1]) - (int(visual[-1]) + 1 if visual.numel() else 0)
+        rows = self.spec.scored_rows(self.model.config, trailing)
         return scored_prefill(
             language_model,
-            self.visual_positions(inputs),
+            visual,
             self.device,
-            lambda: self.prefill(inputs, reserve, cache),
+            lambda: self.prefill(inputs, reserve, cache, logits_to_keep=rows),
             self.spec.rotary,
         )
 
@@ -286,7 +297,7 @@ class VLM:
             mask = additive_mask(rows[state.scratch :], state.committed, self.dtype)
         masks: torch.Tensor | dict[str, torch.Tensor] | None = mask
         if mask is not None and self.spec.windows_by_mask:  # each layer type's own mask
-            keys = (*range(state.committed), *state.scratch_positions, *sequence_positions)
+            keys = key_positions(state.committed, (*state.scratch_positions, *sequence_positions), mask.device)
             masks = self.spec.layer_masks(self.model.config, mask, sequence_positions, keys)
         state.scratch_positions += sequence_positions
         # positions: (1, N), the M-RoPE delta included; the Qwen models expand it to their 3 axes.

@@ -1,0 +1,137 @@
+"""What a custom pair's models cannot run, refused by the app in one sentence, and the app goes on.
+
+The same refusals the CLI answers with exit 2 and the library with a `SageError`
+(tests/test_fastpath.py, tests/test_records_and_cli.py, tests/test_lossless.py): trees on a model
+whose linear-attention layers cannot verify them, a video on an image-only family, a draft of
+another tokenizer, and pruning where the draft's prompt does not tokenize like the target's. Each
+reaches the visitor through the custom-model path (the operator's models folder) as its sentence,
+never a traceback, and the next race is served.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from app_server import running_app
+from conftest import tiny_folder
+from gradio_client import Client, handle_file
+from gradio_client.exceptions import AppError
+
+from app.models import CustomModels
+from sage_core import DecodeConfig, SageError, decode, load_media, load_pair
+from sage_core.cli import main
+from sage_core.models.pair import check_method
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "assets" / "examples"
+IMAGE = str(next(EXAMPLES.glob("*.png")))
+VIDEO = str(next(EXAMPLES.glob("*.mp4")))
+TREES = "cannot verify a tree of tokens exactly; use the chain method or plain decoding"
+PRUNING = "visual token pruning needs the draft's prompt to tokenize like the target's"
+
+
+def other_image_size(folder: Path) -> None:
+    """The draft's image processor reads images at four times the pixels: more visual tokens than the target's."""
+    path = folder / "processor_config.json"
+    settings = json.loads(path.read_text())
+    size = settings["image_processor"]["size"]
+    settings["image_processor"]["size"] = {key: 4 * value for key, value in size.items()}
+    path.write_text(json.dumps(settings))
+
+
+@pytest.fixture(scope="module")
+def models_folder(tiny_root, tmp_path_factory) -> Path:
+    """The operator's models folder: tiny pairs of a hybrid and an image-only family, a draft of another
+    tokenizer, and a draft whose image processor differs from its target's."""
+    folder = tmp_path_factory.mktemp("operator-models")
+    for name, (family, kind) in {
+        "hybrid-target": ("qwen3_5", "target"),
+        "hybrid-draft": ("qwen3_5", "noised"),
+        "gemma-target": ("gemma3", "target"),
+        "gemma-draft": ("gemma3", "noised"),
+        "qwen-target": ("qwen2_vl", "target"),
+        "qwen-draft": ("qwen2_vl", "noised"),
+        "llava-draft": ("llava", "noised"),
+    }.items():
+        shutil.copytree(tiny_folder(tiny_root, family, kind), folder / name)
+    shutil.copytree(folder / "qwen-draft", folder / "qwen-draft-other-size")
+    other_image_size(folder / "qwen-draft-other-size")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def hybrid_refuses_trees(models_folder) -> bool:
+    """Whether the library still refuses trees on the hybrid family (where it verifies them, nothing to refuse)."""
+    pair = load_pair(str(models_folder / "hybrid-target"), str(models_folder / "hybrid-draft"), "cpu", "float32")
+    try:
+        check_method(pair, "sage")
+    except SageError:
+        return True
+    return False
+
+
+@pytest.fixture(scope="module")
+def client(tiny_root, models_folder):
+    pair = (tiny_folder(tiny_root, "qwen2_vl", "target"), tiny_folder(tiny_root, "qwen2_vl", "noised"))
+    with running_app(*pair, custom=CustomModels(folder=models_folder)) as url:
+        yield Client(url, verbose=False)
+
+
+def race(client: Client, target: str, draft: str, **inputs) -> dict:
+    media = {"video": handle_file(VIDEO)} if inputs.pop("video", False) else {"image": handle_file(IMAGE)}
+    request = {"prompt": "Describe it.", "max_new_tokens": 4, "pair": "custom", "custom_target": target,
+               "custom_draft": draft, **media, **inputs}  # fmt: skip
+    return client.predict(**request, api_name="/race")
+
+
+REFUSALS = [
+    ("trees on a hybrid model", ("hybrid-target", "hybrid-draft"), {"methods": ["sage", "ar"]}, TREES),
+    ("a video on an image-only family", ("gemma-target", "gemma-draft"), {"video": True},
+     r"reads images only \(gemma3\); give a still image instead of a video"),
+    ("a draft of another tokenizer", ("qwen-target", "llava-draft"), {},
+     "use different tokenizers; speculative decoding needs a draft of the same tokenizer"),
+    ("pruning with a draft that reads the image otherwise", ("qwen-target", "qwen-draft-other-size"),
+     {"prune_choice": "paper"}, PRUNING),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("case", "pair", "inputs", "message"), REFUSALS, ids=[c[0] for c in REFUSALS])
+def test_a_refusal_is_one_sentence_and_the_app_goes_on(
+    client, models_folder, hybrid_refuses_trees, case, pair, inputs, message
+):
+    if message == TREES and not hybrid_refuses_trees:
+        pytest.skip("the hybrid family verifies trees: nothing to refuse")
+    with pytest.raises(AppError, match=message) as refused:
+        race(client, *pair, **inputs)
+    sentence = str(refused.value)
+    assert "Traceback" not in sentence and "\n" not in sentence.strip()
+    assert str(models_folder) not in sentence  # no server path
+    # the same pair runs what it can: the hybrid's chain, the image-only family's image, an unpruned race
+    if case != "a draft of another tokenizer":
+        allowed = {"methods": ["chain", "ar"]} if "methods" in inputs else {}
+        answer = race(client, *pair, **allowed)
+        assert answer["lossless"]["identical"] and all(answer["texts"].values())
+
+
+def test_the_streamed_race_shows_the_refusal_in_its_status_line(client, hybrid_refuses_trees):
+    if not hybrid_refuses_trees:
+        pytest.skip("the hybrid family verifies trees: nothing to refuse")
+    job = client.submit(handle_file(IMAGE), None, "Describe it.", "custom", "hybrid-target", "hybrid-draft",
+                        ["sage", "static"], 4, 3, 8, 2, 10, 64, 10, "off", 0.5, 0, None, None,
+                        api_name="/race_live")  # fmt: skip
+    assert TREES in html.unescape(job.result()[0])  # the status line
+
+
+def test_the_library_and_the_cli_refuse_the_same_pruning_in_one_sentence(models_folder, capsys):
+    target, draft = str(models_folder / "qwen-target"), str(models_folder / "qwen-draft-other-size")
+    pair = load_pair(target, draft, "cpu", "float32")
+    with pytest.raises(SageError, match=PRUNING):
+        decode(pair, load_media(IMAGE), "Describe it.", DecodeConfig("sage", 4, prune_ratio=0.5))
+    argv = ["generate", "--target", target, "--draft", draft, "--image", IMAGE, "--prompt", "Describe it.",
+            "--prune-ratio", "0.5", "--device", "cpu", "--max-new-tokens", "4"]  # fmt: skip
+    assert main(argv) == 2
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert error.startswith("error: ") and PRUNING in error
