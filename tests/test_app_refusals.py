@@ -1,11 +1,12 @@
 """What a custom pair's models cannot run, refused by the app in one sentence, and the app goes on.
 
 The same refusals the CLI answers with exit 2 and the library with a `SageError`
-(tests/test_fastpath.py, tests/test_records_and_cli.py, tests/test_lossless.py): trees on a model
-whose linear-attention layers cannot verify them, a video on an image-only family, a draft of
-another tokenizer, and pruning where the draft's prompt does not tokenize like the target's. Each
+(tests/test_fastpath.py, tests/test_records_and_cli.py, tests/test_lossless.py): a video on an
+image-only family, a draft of another tokenizer, and pruning where the draft's prompt does not
+tokenize like the target's. Each
 reaches the visitor through the custom-model path (the operator's models folder) as its sentence,
-never a traceback, and the next race is served.
+never a traceback, and the next race is served. A hybrid (linear-attention) pair, once refused trees,
+races them.
 """
 
 from __future__ import annotations
@@ -24,12 +25,10 @@ from gradio_client.exceptions import AppError
 from app.models import CustomModels
 from sage_core import DecodeConfig, SageError, decode, load_media, load_pair
 from sage_core.cli import main
-from sage_core.models.pair import check_method
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "assets" / "examples"
 IMAGE = str(next(EXAMPLES.glob("*.png")))
 VIDEO = str(next(EXAMPLES.glob("*.mp4")))
-TREES = "cannot verify a tree of tokens exactly; use the chain method or plain decoding"
 PRUNING = "visual token pruning needs the draft's prompt to tokenize like the target's"
 
 
@@ -63,17 +62,6 @@ def models_folder(tiny_root, tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def hybrid_refuses_trees(models_folder) -> bool:
-    """Whether the library still refuses trees on the hybrid family (where it verifies them, nothing to refuse)."""
-    pair = load_pair(str(models_folder / "hybrid-target"), str(models_folder / "hybrid-draft"), "cpu", "float32")
-    try:
-        check_method(pair, "sage")
-    except SageError:
-        return True
-    return False
-
-
-@pytest.fixture(scope="module")
 def client(tiny_root, models_folder):
     pair = (tiny_folder(tiny_root, "qwen2_vl", "target"), tiny_folder(tiny_root, "qwen2_vl", "noised"))
     with running_app(*pair, custom=CustomModels(folder=models_folder)) as url:
@@ -88,7 +76,6 @@ def race(client: Client, target: str, draft: str, **inputs) -> dict:
 
 
 REFUSALS = [
-    ("trees on a hybrid model", ("hybrid-target", "hybrid-draft"), {"methods": ["sage", "ar"]}, TREES),
     ("a video on an image-only family", ("gemma-target", "gemma-draft"), {"video": True},
      r"reads images only \(gemma3\); give a still image instead of a video"),
     ("a draft of another tokenizer", ("qwen-target", "llava-draft"), {},
@@ -99,30 +86,29 @@ REFUSALS = [
 
 
 @pytest.mark.parametrize(("case", "pair", "inputs", "message"), REFUSALS, ids=[c[0] for c in REFUSALS])
-def test_a_refusal_is_one_sentence_and_the_app_goes_on(
-    client, models_folder, hybrid_refuses_trees, case, pair, inputs, message
-):
-    if message == TREES and not hybrid_refuses_trees:
-        pytest.skip("the hybrid family verifies trees: nothing to refuse")
+def test_a_refusal_is_one_sentence_and_the_app_goes_on(client, models_folder, case, pair, inputs, message):
     with pytest.raises(AppError, match=message) as refused:
         race(client, *pair, **inputs)
     sentence = str(refused.value)
     assert "Traceback" not in sentence and "\n" not in sentence.strip()
     assert str(models_folder) not in sentence  # no server path
-    # the same pair runs what it can: the hybrid's chain, the image-only family's image, an unpruned race
+    # the same pair runs what it can: the image-only family's image, an unpruned race
     if case != "a draft of another tokenizer":
-        allowed = {"methods": ["chain", "ar"]} if "methods" in inputs else {}
-        answer = race(client, *pair, **allowed)
+        answer = race(client, *pair)
         assert answer["lossless"]["identical"] and all(answer["texts"].values())
 
 
-def test_the_streamed_race_shows_the_refusal_in_its_status_line(client, hybrid_refuses_trees):
-    if not hybrid_refuses_trees:
-        pytest.skip("the hybrid family verifies trees: nothing to refuse")
-    job = client.submit(handle_file(IMAGE), None, "Describe it.", "custom", "hybrid-target", "hybrid-draft",
+def test_a_hybrid_pair_races_trees_in_the_app(client):
+    """Qwen3.5's linear-attention layers verify trees: the custom pair's tree race is served, lossless."""
+    answer = race(client, "hybrid-target", "hybrid-draft", methods=["sage", "static", "dynamic", "ar"])
+    assert answer["lossless"]["identical"] and all(answer["texts"].values())
+
+
+def test_the_streamed_race_shows_the_refusal_in_its_status_line(client):
+    job = client.submit(None, handle_file(VIDEO), "Describe it.", "custom", "gemma-target", "gemma-draft",
                         ["sage", "static"], 4, 3, 8, 2, 10, 64, 10, "off", 0.5, 0, None, None,
                         api_name="/race_live")  # fmt: skip
-    assert TREES in html.unescape(job.result()[0])  # the status line
+    assert "give a still image instead of a video" in html.unescape(job.result()[0])  # the status line
 
 
 def test_the_library_and_the_cli_refuse_the_same_pruning_in_one_sentence(models_folder, capsys):
