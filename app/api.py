@@ -27,13 +27,13 @@ def default_tree_method(data: RaceData) -> str:
 def race_result(
     data: RaceData,
     tree_method: str | None = None,
-    tree_step: int | None = None,
+    tree_round: int | None = None,
     with_trace: bool = True,
     notes: Sequence[str] = (),
 ) -> dict[str, Any]:
     lanes = data.records_by_method()
     header = data.header
-    figures = all_figures(lanes, data.token_texts, tree_method or default_tree_method(data), tree_step, data.replay)
+    figures = all_figures(lanes, data.token_texts, tree_method or default_tree_method(data), tree_round, data.replay)
     result = verdict(data)
     return {
         "replay": data.replay,

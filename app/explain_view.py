@@ -10,7 +10,7 @@ from __future__ import annotations
 import html
 from collections.abc import Callable, Mapping, Sequence
 
-from sage_core import StepRecord
+from sage_core import RoundRecord
 from sage_core.config import SageConfig
 from sage_core.explain import RoundExplained, explain_round
 from sage_core.methods import method_spec
@@ -35,7 +35,7 @@ STYLE = """
 
 
 def explain_html(
-    records: Sequence[StepRecord],
+    records: Sequence[RoundRecord],
     step: int | None,
     token_texts: Mapping[int, str],
     method: str,
@@ -57,7 +57,7 @@ def explain_html(
         return html.escape(display_token(token_texts.get(token, f"#{token}"), 14))
 
     source = " <span class='muted'>(from the trace)</span>" if replay else ""
-    parts = [f"<b>Round {explained.step}, {label}</b>{source}"]
+    parts = [f"<b>Round {explained.round}, {label}</b>{source}"]
     parts += _policy(explained, text)
     parts += _verification(explained, text)
     return _box("".join(parts))

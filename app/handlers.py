@@ -251,7 +251,7 @@ class Handlers:
         drafting = [m for m in (data.methods if data else []) if drafts(m)]
         method = wanted if wanted in drafting else (drafting[0] if drafting else None)
         lane = data.lane(method) if data and method else None
-        steps = [r.step for r in lane.records if r.phase == "decode"] if lane else []
+        steps = [r.round for r in lane.records if r.phase == "decode"] if lane else []
         latest = steps[-1] if steps else 0
         radio = gr.update(choices=[(METHOD_LABELS.get(m, m), m) for m in drafting], value=method)
         slider = gr.update(minimum=0, maximum=max(1, latest), value=latest, interactive=bool(steps))
@@ -283,7 +283,7 @@ class Handlers:
             update |= {
                 page.fig_race: figs["race"], page.fig_accepted: figs["accepted"],
                 page.fig_confidence: figs["confidence"], page.fig_shapes: figs["shapes"], page.fig_tree: figs["tree"],
-                page.explain: explained, page.tree_step: slider, page.tree_lane: radio,
+                page.explain: explained, page.tree_round: slider, page.tree_lane: radio,
             }  # fmt: skip
         if trace:
             update[page.download] = gr.update(value=trace, visible=True)
@@ -413,7 +413,7 @@ class Handlers:
         width_min: float = SageConfig.width_min,
         width_max: float = SageConfig.width_max,
         node_budget: float = SageConfig.node_budget,
-        top_k: float = SageConfig.top_k,
+        candidates: float = SageConfig.candidates,
         prune_choice: str = "off",
         prune_chosen: float = 0.5,
         temperature: float = 0.0,
@@ -540,7 +540,7 @@ class Handlers:
         explained = explain_html(
             lane.records, None, data.token_texts, lane.method, sage_of(data, lane.method), data.replay
         )
-        return {self.page.fig_tree: figure, self.page.explain: explained, self.page.tree_step: slider}
+        return {self.page.fig_tree: figure, self.page.explain: explained, self.page.tree_round: slider}
 
     # -- the teaching mode's Step: one round at a time on every side --
 

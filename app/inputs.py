@@ -83,7 +83,7 @@ class InputProblem(SageError):
     """A request the app refuses, with the message to show."""
 
 
-SAGE_FIELDS = ("depth_min", "depth_max", "width_min", "width_max", "node_budget", "top_k")
+SAGE_FIELDS = ("depth_min", "depth_max", "width_min", "width_max", "node_budget", "candidates")
 #: The race's inputs in the order the page sends them (`Page.race_inputs`) and the API names them.
 RACE_FIELDS = ("image", "video", "prompt", "pair", "custom_target", "custom_draft", "methods", "max_new_tokens",
                *SAGE_FIELDS, "prune_choice", "prune_chosen", "temperature", "seed")  # fmt: skip
@@ -106,7 +106,7 @@ class RaceForm:
     width_min: Any = SageConfig.width_min
     width_max: Any = SageConfig.width_max
     node_budget: Any = SageConfig.node_budget
-    top_k: Any = SageConfig.top_k
+    candidates: Any = SageConfig.candidates
     prune_choice: Any = "off"
     prune_chosen: Any = 0.5
     temperature: Any = 0.0

@@ -184,7 +184,7 @@ class Page:
     fig_confidence: gr.Plot
     fig_shapes: gr.Plot
     tree_lane: gr.Radio
-    tree_step: gr.Slider
+    tree_round: gr.Slider
     fig_tree: gr.Plot
     explain: gr.HTML
     api_race: gr.Button
@@ -203,7 +203,7 @@ class Page:
     def view(self) -> list[Any]:
         """Everything a race or a replay updates."""
         return [self.status, self.verdict, self.lanes, self.table, self.fig_race, self.fig_accepted,
-                self.fig_confidence, self.fig_shapes, self.fig_tree, self.explain, self.tree_step, self.tree_lane,
+                self.fig_confidence, self.fig_shapes, self.fig_tree, self.explain, self.tree_round, self.tree_lane,
                 self.download, self.state]  # fmt: skip
 
 
@@ -262,7 +262,7 @@ def build_page(
                     w_max = sage_slider("width_max", "W_max (widest root)")
                 with gr.Row():
                     budget = sage_slider("node_budget", "Node budget N_max")
-                    top_k = sage_slider("top_k", "top-k (entropy, candidates)")
+                    top_k = sage_slider("candidates", "top-k (entropy, candidates)")
                 custom_target = gr.Textbox("", label=f"Custom target ({custom}; pick 'Custom' above)",
                                            visible=bool(custom))  # fmt: skip
                 custom_draft = gr.Textbox("", label="Custom draft (same family and tokenizer as the target)",
@@ -289,7 +289,7 @@ def build_page(
         fig_confidence, fig_shapes = _panel("confidence"), _panel("shapes")
     with gr.Row(equal_height=False):
         tree_lane = gr.Radio([], value=None, label="Draft tree of", scale=1)
-        tree_step = gr.Slider(0, 1, value=0, step=1, label="Step (walk through the run; 0 = prefill)", scale=3,
+        tree_round = gr.Slider(0, 1, value=0, step=1, label="Step (walk through the run; 0 = prefill)", scale=3,
                               interactive=False, elem_id="tree-step")  # fmt: skip
     with gr.Row(equal_height=False):
         with gr.Column(scale=3):
@@ -308,6 +308,6 @@ def build_page(
         replay_step=replay_step,
         status=status, verdict=verdict, lanes=lanes, table=table, download=download, fig_race=fig_race,
         fig_accepted=fig_accepted, fig_confidence=fig_confidence, fig_shapes=fig_shapes, tree_lane=tree_lane,
-        tree_step=tree_step, fig_tree=fig_tree, explain=explain, api_race=gr.Button(visible=False),
+        tree_round=tree_round, fig_tree=fig_tree, explain=explain, api_race=gr.Button(visible=False),
         api_replay=gr.Button(visible=False), api_result=gr.JSON(visible=False), sketch=sketch,
     )  # fmt: skip

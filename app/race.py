@@ -36,10 +36,10 @@ from sage_core import (
     DecodeRun,
     Media,
     ModelPair,
+    RoundRecord,
     RunHeader,
     RunSummary,
     SageConfig,
-    StepRecord,
     decode,
     prepare_inputs,
     summarize,
@@ -74,7 +74,7 @@ class Lane:
 
     method: str
     header: RunHeader | None = None
-    records: list[StepRecord] = field(default_factory=list)
+    records: list[RoundRecord] = field(default_factory=list)
 
     @property
     def finished(self) -> bool:
@@ -117,7 +117,7 @@ class RaceData:
     def lane(self, method: str) -> Lane | None:
         return next((lane for lane in self.lanes if lane.method == method), None)
 
-    def records_by_method(self) -> dict[str, list[StepRecord]]:
+    def records_by_method(self) -> dict[str, list[RoundRecord]]:
         return {lane.method: lane.records for lane in self.lanes}
 
     @property
@@ -230,7 +230,7 @@ class RaceStepper:
     def __init__(
         self,
         data: RaceData,
-        advance: Sequence[Callable[[], StepRecord | None]],
+        advance: Sequence[Callable[[], RoundRecord | None]],
         key: object = None,
         token_texts: Callable[[Sequence[int]], list[str]] | None = None,
     ) -> None:
@@ -260,7 +260,7 @@ class RaceStepper:
     @property
     def round(self) -> int:
         """The latest step number any side reached (0 = the prefill; -1 before it)."""
-        return max((lane.records[-1].step for lane in self.data.lanes if lane.records), default=-1)
+        return max((lane.records[-1].round for lane in self.data.lanes if lane.records), default=-1)
 
     def step(self) -> RaceData:
         """One more step on every side that has not finished."""
@@ -295,8 +295,8 @@ def live_stepper(
     guard = lock or nullcontext()
     data, runs = start_runs(pair, media, prompt, methods, max_new_tokens, sage, guard, sampling, prune_ratio, costs)
 
-    def advancer(lane: Lane, run: Any) -> Callable[[], StepRecord | None]:
-        def advance() -> StepRecord | None:
+    def advancer(lane: Lane, run: Any) -> Callable[[], RoundRecord | None]:
+        def advance() -> RoundRecord | None:
             with guard:
                 record = next(run, None)
             lane.header = run.header  # after the prefill it names the visual tokens the draft kept
@@ -322,7 +322,7 @@ def replay_stepper(recorded: RaceData, key: object = None) -> RaceStepper:
     return RaceStepper(data, [functools.partial(next, iter(lane.records), None) for lane in recorded.lanes], key)
 
 
-def _learn_texts(known: dict[int, str], record: StepRecord, token_texts: Callable[[Sequence[int]], list[str]]) -> None:
+def _learn_texts(known: dict[int, str], record: RoundRecord, token_texts: Callable[[Sequence[int]], list[str]]) -> None:
     wanted = {*record.tree_tokens, *record.new_tokens, record.bonus_token, *record.root_top_tokens,
               *record.cut_tokens, *record.target_choices}  # fmt: skip
     missing = sorted(t for t in wanted if t not in known)

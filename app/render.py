@@ -12,7 +12,7 @@ import html
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from sage_core import StepRecord, summarize
+from sage_core import RoundRecord, summarize
 from sage_core.costs import CostCurve, predicted_speedups
 from sage_core.methods import REGISTRY, drafts, method_label
 from sage_core.premise import premise_of
@@ -83,7 +83,7 @@ def wrap(body: str) -> str:
 # -- the columns ----------------------------------------------------------------------
 
 
-def marked_text(records: Sequence[StepRecord]) -> str:
+def marked_text(records: Sequence[RoundRecord]) -> str:
     """The text with every token marked by how it came, one span per step."""
     parts = []
     for record in records:
@@ -93,9 +93,9 @@ def marked_text(records: Sequence[StepRecord]) -> str:
             kind, how = ("d", "accepted draft token") if index < drafted else ("b", "target token (bonus)")
             if record.phase == "prefill":
                 how = "target token (prefill)"
-            title = f"step {record.step}: {how}"
+            title = f"step {record.round}: {how}"
             tokens.append(f"<span class='sage-tok {kind}' title='{_esc(title)}'>{_esc(text)}</span>")
-        parts.append(f"<span class='sage-step' title='step {record.step}'>{''.join(tokens)}</span>")
+        parts.append(f"<span class='sage-step' title='step {record.round}'>{''.join(tokens)}</span>")
     return "".join(parts)
 
 
@@ -103,7 +103,7 @@ def marked_text(records: Sequence[StepRecord]) -> str:
 class LaneFigures:
     """The live figures of one side, all read off its records."""
 
-    steps: int
+    rounds: int
     tau: float
     tokens_per_forward: float
     tokens: int
@@ -112,10 +112,10 @@ class LaneFigures:
     decode_tokens_per_second: float
 
     @classmethod
-    def of(cls, records: Sequence[StepRecord]) -> LaneFigures:
+    def of(cls, records: Sequence[RoundRecord]) -> LaneFigures:
         s = summarize(records)
         return cls(
-            steps=s.steps,
+            rounds=s.rounds,
             tau=s.mean_accepted,
             tokens_per_forward=s.tokens_per_forward,
             tokens=len(s.token_ids),
@@ -150,7 +150,7 @@ def lane_html(lane: Lane, data: RaceData, tail: int | None = None) -> str:
         f = LaneFigures.of(lane.records)
         tau = f"<span>τ <b>{f.tau:.2f}</b></span>" if drafts(method) else "<span>τ <b>–</b></span>"
         stats = (
-            f"<div class='sage-stats'><span>steps <b>{f.steps}</b></span>{tau}"
+            f"<div class='sage-stats'><span>steps <b>{f.rounds}</b></span>{tau}"
             f"<span>tokens/forward <b>{f.tokens_per_forward:.2f}</b></span>"
             f"<span>tokens/s <b>{f.tokens_per_second:.1f}</b></span>"
             f"<span>time <b>{f.seconds:.2f} s</b></span></div>"
@@ -332,7 +332,8 @@ def table_html(data: RaceData | None) -> str:
         tau = f"{f.tau:.2f}" if drafts(method) else "–"
         rows.append(
             f"<tr><td><span class='sage-dot' style='background:{DOTS.get(method, '#334155')}'></span> "
-            f"{_esc(SHORT.get(method, method))}</td><td>{f.steps}</td><td>{tau}</td><td>{f.tokens_per_forward:.2f}</td>"
+            f"{_esc(SHORT.get(method, method))}</td><td>{f.rounds}</td><td>{tau}</td>"
+            f"<td>{f.tokens_per_forward:.2f}</td>"
             f"<td>{f.tokens}</td><td>{f.tokens_per_second:.1f}</td><td>{f.seconds:.2f}</td>"
             f"<td>{speed}</td><td>{decode_speed}</td></tr>"
         )

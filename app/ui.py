@@ -131,11 +131,11 @@ def wire(page: Page, handlers: Handlers) -> None:
     page.gallery.select(controls(handlers.pick_example, page), None,
                         [page.image, page.video, page.prompt, page.media_tabs, page.status], queue=False,
                         api_visibility="private")  # fmt: skip
-    page.tree_step.input(controls(handlers.show_tree, page), [page.state, page.tree_lane, page.tree_step],
+    page.tree_round.input(controls(handlers.show_tree, page), [page.state, page.tree_lane, page.tree_round],
                          [page.fig_tree, page.explain, page.status], queue=False,
                          api_visibility="private")  # fmt: skip
     page.tree_lane.input(controls(handlers.show_lane, page), [page.state, page.tree_lane],
-                         [page.fig_tree, page.explain, page.tree_step, page.status], queue=False,
+                         [page.fig_tree, page.explain, page.tree_round, page.status], queue=False,
                          api_visibility="private")  # fmt: skip
     page.api_race.click(gpu_for_race(guard(handlers.race_api)), page.race_inputs, page.api_result,
                         api_name="race", concurrency_id="race", concurrency_limit=RACE_CONCURRENCY)  # fmt: skip

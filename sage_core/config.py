@@ -41,12 +41,12 @@ SAGE_RANGES: dict[str, tuple[int, int]] = {
     "width_max": (1, 10),
     # Every KV buffer of a round is sized by it: 256 nodes is four times the paper's 64.
     "node_budget": (1, 256),
-    "top_k": (2, 20),
+    "candidates": (2, 20),
     "window": (1, 100),
     "depth_max_step": (1, 10),
     "depth_max_limit": (1, 10),
 }
-FLOAT_FIELDS = ("expansion_threshold", "initial_alpha", "lower_below", "raise_above")
+FLOAT_FIELDS = ("threshold_base", "initial_alpha", "lower_below", "raise_above")
 # Sampling: near 0 the scaled logits overflow (transformers' generate fails at 1e-40); 0 itself is greedy.
 MIN_TEMPERATURE = 0.01
 MAX_TEMPERATURE = 2.0
@@ -63,7 +63,7 @@ class SageConfig:
     width  W(alpha) = width_min + (1 - alpha) * (width_max - width_min)
     level l >= 2: W_l = W(alpha) * (1 / l) * (0.5 + P_parent)
     a node at level l is kept only if its cumulative probability
-    exceeds expansion_threshold * l / D(alpha).
+    exceeds threshold_base * l / D(alpha).
     """
 
     depth_min: int = 3
@@ -71,8 +71,8 @@ class SageConfig:
     width_min: int = 2
     width_max: int = 10
     node_budget: int = 64
-    top_k: int = 10
-    expansion_threshold: float = 0.1
+    candidates: int = 10
+    threshold_base: float = 0.1
     initial_alpha: float = 0.5
     # The acceptance window that moves depth_max (paper: last 10 rounds,
     # mean < 2 lowers it, mean > 3 raises it).
@@ -117,8 +117,8 @@ class SageConfig:
             problems.append("need 1 <= depth_min <= depth_max <= depth_max_limit")
         if not 1 <= self.width_min <= self.width_max:
             problems.append("need 1 <= width_min <= width_max")
-        if not 1 <= self.width_max <= self.top_k:
-            problems.append("need width_max <= top_k")
+        if not 1 <= self.width_max <= self.candidates:
+            problems.append("need width_max <= candidates")
         if not 0.0 <= self.initial_alpha <= 1.0:
             problems.append("initial_alpha must lie in [0, 1]")
         if self.shape not in ("online", "template"):
@@ -150,12 +150,12 @@ class DynamicConfig:
     """
 
     depth: int = 5
-    top_k: int = 10
+    candidates: int = 10
     total_tokens: int = 59
 
     def __post_init__(self) -> None:
         problems = []
-        for name, low, high in (("depth", 1, 10), ("top_k", 1, 50), ("total_tokens", 1, 256)):
+        for name, low, high in (("depth", 1, 10), ("candidates", 1, 50), ("total_tokens", 1, 256)):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
                 problems.append(f"{name} must be a whole number in [{low}, {high}], not {value!r}")
@@ -218,7 +218,7 @@ class DecodeConfig:
     sage: SageConfig = field(default_factory=SageConfig)
     # Draft candidates per node for the static and chain templates (their
     # largest rank is 3, so 10 is plenty).
-    template_top_k: int = 10
+    template_candidates: int = 10
     backend: Backend = "fast"
     # Draft-side visual token pruning (SpecVLM; pruning.py): the share of the
     # visual tokens the draft does not read (0 = off; the paper prunes 0.8 of an
@@ -245,8 +245,10 @@ class DecodeConfig:
         if not isinstance(self.max_new_tokens, int) or isinstance(self.max_new_tokens, bool):
             raise ConfigError(f"max new tokens must be a whole number, not {shown(self.max_new_tokens)}")
         check_max_new_tokens(self.max_new_tokens)
-        if not is_whole_in(self.template_top_k, 4, 20):
-            raise ConfigError(f"template_top_k must be a whole number in [4, 20], not {shown(self.template_top_k)}")
+        if not is_whole_in(self.template_candidates, 4, 20):
+            raise ConfigError(
+                f"template_candidates must be a whole number in [4, 20], not {shown(self.template_candidates)}"
+            )
 
 
 MAX_NEW_TOKENS_LIMIT = 4096

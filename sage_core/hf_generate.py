@@ -11,7 +11,7 @@ equal token for token to `target.generate(**inputs, do_sample=False, max_new_tok
 
 SAGE's settings are keyword arguments with the paper's defaults: `method` ("sage", "static",
 "chain" or "ar"), `backend`, `prune_ratio`, `sage_config` (a whole `SageConfig`) or any of its
-fields by name with a `sage_` prefix (`sage_depth_max=8`, `sage_top_k=10`, ...; the prefix keeps
+fields by name with a `sage_` prefix (`sage_depth_max=8`, `sage_candidates=10`, ...; the prefix keeps
 them apart from `generate()`'s own `top_k`). Settings that would make plain `generate()` pick
 other tokens than the target's argmax (sampling, beams, repetition penalties, logits processors,
 stopping criteria) are refused with one sentence: SAGE here is greedy and lossless.

@@ -1,6 +1,6 @@
 """Per-step records of a decoding run, and their JSON-lines form.
 
-A run is a `RunHeader` followed by one `StepRecord` per target forward. The
+A run is a `RunHeader` followed by one `RoundRecord` per target forward. The
 records hold plain numbers, strings and tuples (never tensors), so a run
 saves as JSON lines and replays in the app or a test without a model.
 """
@@ -58,7 +58,7 @@ class RunHeader:
 
 
 @dataclass(frozen=True)
-class StepRecord:
+class RoundRecord:
     """One round: draft a tree, verify it in one target forward, commit.
 
     The prefill is step 0 (phase "prefill"): one target forward over the
@@ -66,7 +66,7 @@ class StepRecord:
     """
 
     method: str
-    step: int
+    round: int
     phase: Phase
     # The draft tree below the root (the last committed token): tokens plus
     # parents (-1 = the root), and each node's draft probability given its
@@ -91,7 +91,7 @@ class StepRecord:
     # Device-synchronised wall time of this step's parts, in seconds.
     draft_seconds: float
     verify_seconds: float
-    step_seconds: float
+    round_seconds: float
     # Running totals after this step (prefill included).
     total_tokens: int
     total_seconds: float
@@ -164,7 +164,7 @@ class RunSummary:
     method: str
     token_ids: tuple[int, ...]
     text: str
-    steps: int
+    rounds: int
     target_forwards: int
     mean_accepted: float
     tokens_per_forward: float
@@ -175,7 +175,7 @@ class RunSummary:
     finish_reason: FinishReason | None
 
 
-def summarize(records: Sequence[StepRecord]) -> RunSummary:
+def summarize(records: Sequence[RoundRecord]) -> RunSummary:
     """Fold a run's records into its figures (tau excludes the bonus token)."""
     if not records:
         raise ValueError("a run has at least its prefill record")
@@ -183,14 +183,14 @@ def summarize(records: Sequence[StepRecord]) -> RunSummary:
     token_ids = tuple(t for r in records for t in r.new_tokens)
     text = "".join(s for r in records for s in r.new_token_texts)
     seconds = records[-1].total_seconds
-    prefill_seconds = sum(r.step_seconds for r in records if r.phase == "prefill")
+    prefill_seconds = sum(r.round_seconds for r in records if r.phase == "prefill")
     decode_seconds = seconds - prefill_seconds
     decode_tokens = sum(len(r.new_tokens) for r in decode_steps)
     return RunSummary(
         method=records[0].method,
         token_ids=token_ids,
         text=text,
-        steps=len(decode_steps),
+        rounds=len(decode_steps),
         target_forwards=len(records),
         mean_accepted=statistics.fmean(r.accepted_length for r in decode_steps) if decode_steps else 0.0,
         tokens_per_forward=len(token_ids) / len(records),
@@ -208,23 +208,23 @@ def _to_plain(value: Any) -> Any:
     return value
 
 
-def record_to_dict(record: StepRecord) -> dict[str, Any]:
+def record_to_dict(record: RoundRecord) -> dict[str, Any]:
     """A record as JSON-ready data, with its derived shape figures added."""
     data = {k: _to_plain(v) for k, v in asdict(record).items()}
     data.update(depth=record.depth, root_width=record.root_width, node_count=record.node_count)
     return data
 
 
-def record_from_dict(data: dict[str, Any]) -> StepRecord:
+def record_from_dict(data: dict[str, Any]) -> RoundRecord:
     """The inverse of `record_to_dict` (derived figures are ignored; fields with defaults may be absent)."""
     kwargs: dict[str, Any] = {}
-    for f in fields(StepRecord):
+    for f in fields(RoundRecord):
         value = data[f.name] if f.default is MISSING else data.get(f.name, f.default)
         kwargs[f.name] = tuple(value) if isinstance(value, list) else value
-    return StepRecord(**kwargs)
+    return RoundRecord(**kwargs)
 
 
-def save_trace(path: str | Path, header: RunHeader, records: Iterable[StepRecord]) -> None:
+def save_trace(path: str | Path, header: RunHeader, records: Iterable[RoundRecord]) -> None:
     """Write a run as JSON lines: the header, then one record per line."""
     with open(path, "w", encoding="utf-8") as out:
         out.write(json.dumps({"header": asdict(header)}) + "\n")
@@ -232,7 +232,7 @@ def save_trace(path: str | Path, header: RunHeader, records: Iterable[StepRecord
             out.write(json.dumps(record_to_dict(record)) + "\n")
 
 
-def trace_lines(header: RunHeader, records: Iterable[StepRecord]) -> Iterator[str]:
+def trace_lines(header: RunHeader, records: Iterable[RoundRecord]) -> Iterator[str]:
     """The JSON lines of a run (as `save_trace` writes them)."""
     yield json.dumps({"header": asdict(header)})
     for record in records:
@@ -272,12 +272,12 @@ def json_line(line: str, number: int) -> dict[str, Any]:
     return row
 
 
-def load_trace(path: str | Path, max_bytes: int = MAX_TRACE_BYTES) -> tuple[RunHeader, list[StepRecord]]:
+def load_trace(path: str | Path, max_bytes: int = MAX_TRACE_BYTES) -> tuple[RunHeader, list[RoundRecord]]:
     """Read a trace written by `save_trace`; raises TraceError when it is not one."""
     return parse_trace(read_trace_text(path, max_bytes).splitlines())
 
 
-def parse_trace(lines: Sequence[str]) -> tuple[RunHeader, list[StepRecord]]:
+def parse_trace(lines: Sequence[str]) -> tuple[RunHeader, list[RoundRecord]]:
     """Parse and check the JSON lines of a trace; raises TraceError when they are not one.
 
     Every field is checked against the record types before anything is used:
@@ -288,7 +288,7 @@ def parse_trace(lines: Sequence[str]) -> tuple[RunHeader, list[StepRecord]]:
     return parse_trace_rows(rows)
 
 
-def parse_trace_rows(rows: Sequence[dict[str, Any]]) -> tuple[RunHeader, list[StepRecord]]:
+def parse_trace_rows(rows: Sequence[dict[str, Any]]) -> tuple[RunHeader, list[RoundRecord]]:
     """`parse_trace` on lines already read as JSON objects."""
     if not rows:
         raise TraceError("the trace is empty")
@@ -320,20 +320,20 @@ def parse_trace_rows(rows: Sequence[dict[str, Any]]) -> tuple[RunHeader, list[St
 
 
 def _sequence_problem(
-    header: RunHeader, record: StepRecord, index: int, count: int, previous_total: float, produced: int
+    header: RunHeader, record: RoundRecord, index: int, count: int, previous_total: float, produced: int
 ) -> str | None:
     """What makes a valid record wrong in its place in the run, or None."""
     if record.method != header.method:
         return f"it is a step of {record.method!r}, not of {header.method!r}"
-    if record.step != index:
-        return f"it is numbered {record.step}, not {index}"
+    if record.round != index:
+        return f"it is numbered {record.round}, not {index}"
     if (record.phase == "prefill") != (index == 0):
         return "a run is one prefill step, then decode steps"
     if record.total_seconds < previous_total:
         return "its total time goes backwards"
-    if not math.isclose(record.total_seconds, previous_total + record.step_seconds, rel_tol=1e-6, abs_tol=1e-6):
+    if not math.isclose(record.total_seconds, previous_total + record.round_seconds, rel_tol=1e-6, abs_tol=1e-6):
         return "its total time is not the steps' times added up"
-    if record.step_seconds + 1e-6 < record.draft_seconds + record.verify_seconds:
+    if record.round_seconds + 1e-6 < record.draft_seconds + record.verify_seconds:
         return "its drafting and verification take longer than the whole step"
     if record.total_tokens != produced:
         return f"its running total is {record.total_tokens} tokens, but the steps so far made {produced}"
@@ -428,7 +428,7 @@ def _sampling_problem(sampling: Any) -> str | None:
     return None
 
 
-def record_problem(record: StepRecord) -> str | None:
+def record_problem(record: RoundRecord) -> str | None:
     """What makes a record read from a file unusable (wrong types, ranges, times, or a tree that is not
     one), or None."""
     if not isinstance(record.method, str) or record.phase not in ("prefill", "decode"):
@@ -446,12 +446,12 @@ def record_problem(record: StepRecord) -> str | None:
     )
     if not all(isinstance(seq, tuple) for seq in sequences):
         return "its trees, paths and tokens must be lists"
-    ints = (record.step, record.bonus_token, record.total_tokens, *record.tree_tokens, *record.accepted_tokens)
+    ints = (record.round, record.bonus_token, record.total_tokens, *record.tree_tokens, *record.accepted_tokens)
     if not all(_is_int(v) for v in (*ints, *record.new_tokens, *record.accepted_nodes)):
         return "token ids, steps and node indices must be non-negative integers"
     if not all(type(p) is int for p in record.tree_parents):
         return "tree parents must be integers"
-    times = (record.draft_seconds, record.verify_seconds, record.step_seconds, record.total_seconds)
+    times = (record.draft_seconds, record.verify_seconds, record.round_seconds, record.total_seconds)
     if not all(_is_number(t) for t in times):
         return "times must be finite, non-negative numbers of seconds"
     if not all(_is_number(p, 0.0, 1.0) for p in record.tree_draft_probs):
@@ -486,7 +486,7 @@ def record_problem(record: StepRecord) -> str | None:
     return _path_problem(record) or _teaching_problem(record)
 
 
-def _path_problem(record: StepRecord) -> str | None:
+def _path_problem(record: RoundRecord) -> str | None:
     """Whether the accepted nodes form a path of the tree down from the root, with the tree's tokens, and
     the step's new tokens are that path's tokens and then the bonus (cut only where the run finished)."""
     parent = -1
@@ -508,7 +508,7 @@ def _path_problem(record: StepRecord) -> str | None:
     return None
 
 
-def _teaching_problem(record: StepRecord) -> str | None:
+def _teaching_problem(record: RoundRecord) -> str | None:
     """What is wrong with a record's optional teaching fields, or None."""
     counts = (record.cut_by_width, record.cut_by_threshold, record.cut_by_budget)
     whole = (record.root_top_tokens, *counts, record.offer_widths, record.cut_tokens, record.target_choices)

@@ -84,7 +84,7 @@ def run_case(target: str, draft: str, device: str, pad: int, max_new: int, metho
     run = decode(pair, image, prompt, config)
     summary = run.run_to_end()
     peak = torch.cuda.max_memory_allocated() if cuda else vm_kib("VmHWM") * 1024
-    steps = [r.step_seconds for r in run.records if r.phase == "decode"]
+    steps = [r.round_seconds for r in run.records if r.phase == "decode"]
     return {
         "pad_tokens": pad,
         "prompt_tokens": run.header.prompt_tokens,

@@ -97,7 +97,7 @@ def test_race_figures_agree_with_its_trace(raced):
         tokens = sum(len(r.new_tokens) for r in records)
         seconds = records[-1].total_seconds
         figures = raced["figures"][lane.method]
-        assert figures["steps"] == len(decode_steps) == len(records) - 1
+        assert figures["rounds"] == len(decode_steps) == len(records) - 1
         assert figures["tokens"] == tokens == len(raced["token_ids"][lane.method])
         assert figures["tau"] == pytest.approx(sum(len(r.accepted_tokens) for r in decode_steps) / len(decode_steps))
         assert figures["tokens_per_forward"] == pytest.approx(tokens / len(records))
@@ -105,7 +105,7 @@ def test_race_figures_agree_with_its_trace(raced):
         assert figures["tokens_per_second"] == pytest.approx(tokens / seconds)
         assert raced["texts"][lane.method] == "".join(t for r in records for t in r.new_token_texts)
         rates[lane.method] = tokens / seconds
-        assert all(r.step_seconds > 0 for r in records)
+        assert all(r.round_seconds > 0 for r in records)
     assert raced["speedups"]["sage_over_static"] == pytest.approx(rates["sage"] / rates["static"])
     assert raced["speedups"]["sage_over_ar"] == pytest.approx(rates["sage"] / rates["ar"])
 
@@ -177,7 +177,8 @@ BAD_INPUTS = [
     ("max new tokens too many", {"image": "example", "max_new_tokens": 100000}, "whole number in \\[1, 512\\]"),
     ("bad SAGE setting", {"image": "example", "depth_min": 6, "depth_max": 4}, "invalid SAGE configuration"),
     ("SAGE setting 'x'", {"image": "example", "depth_min": "x"}, "depth_min must be a whole number"),
-    ("top-k 100000", {"image": "example", "top_k": 100000}, "top_k must be a whole number in \\[2, 20\\], not 100000"),
+    ("candidates 100000", {"image": "example", "candidates": 100000},
+     "candidates must be a whole number in \\[2, 20\\], not 100000"),
     ("unknown pair", {"image": "example", "pair": "nope"}, "unknown model pair 'nope'"),
     # Custom models: only folders inside the allowed one, and one message whatever exists on the server.
     ("a server folder", custom("/etc", "/etc"), "the custom target '/etc' " + NOT_OFFERED),
@@ -303,11 +304,11 @@ BAD_TRACES = [
     ("non-integer token-text key", lambda lines: _edit_race_line(lines, token_texts={"abc": "x"}),
      "token_texts must map token ids to texts"),
     ("wrong field type (a list as text)", lambda lines: _edit_step(lines, new_tokens="abc"), "must be lists"),
-    ("wrong field type (a time as text)", lambda lines: _edit_step(lines, step_seconds="fast"), "finite, non-negative"),
+    ("a time as text", lambda lines: _edit_step(lines, round_seconds="fast"), "finite, non-negative"),
     ("100,000 nested brackets", lambda lines: ["[" * 100_000 + "]" * 100_000], "nested too deeply"),
     ("unknown method", lambda lines: [line.replace('"method": "static"', '"method": "magic"') for line in lines],
      "unknown method 'magic'"),
-    ("NaN time", lambda lines: _edit_step(lines, step_seconds=float("nan")), "finite, non-negative"),
+    ("NaN time", lambda lines: _edit_step(lines, round_seconds=float("nan")), "finite, non-negative"),
     ("negative time", lambda lines: _edit_step(lines, draft_seconds=-1.0), "finite, non-negative"),
     ("a tree that is not one", lambda lines: _edit_step(lines, tree_tokens=[5, 6], tree_parents=[1, -1],
      tree_draft_probs=[0.5, 0.5], accepted_nodes=[], accepted_tokens=[]), "parent must come before it"),
