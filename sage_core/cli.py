@@ -43,6 +43,10 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"error: {message} (see --help)\n")
 
 
+#: Flags renamed (one word for one thing): each OLD_FLAGS name still sets its setting, unlisted in --help.
+OLD_FLAGS = {"--top-k": "candidates", "--dynamic-top-k": "dynamic_candidates"}
+
+
 def build_parser() -> argparse.ArgumentParser:
     prog = "sage" if Path(sys.argv[0]).name == "sage" else "python -m sage_core"  # the console script, or -m
     parser = Parser(prog=prog, description=__doc__.splitlines()[0])
@@ -113,6 +117,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--dynamic-candidates", type=int, default=tree.candidates, help="frontier nodes and children each"
     )
     dynamic.add_argument("--dynamic-total-tokens", type=int, default=tree.total_tokens, help="nodes verified")
+    for flag, dest in OLD_FLAGS.items():  # the flags' names before the renames still work, unlisted
+        gen.add_argument(flag, type=int, dest=dest, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     return parser
 
 

@@ -118,6 +118,7 @@ class DecodeRun:
             visual_tokens=visual_tokens,
             draft_prompt_tokens=int(self.draft_inputs["input_ids"].shape[1]) if self.draft_inputs is not None else None,
             sampling={**asdict(config.sampling), "seed": self.seed},
+            dynamic=asdict(config.dynamic),
         )
         self.records: list[RoundRecord] = []
         self._steps = self._run()

@@ -26,7 +26,7 @@ from typing import Any
 import torch
 
 from .adapter import FAMILIES, VLM, check_pair
-from .config import METHODS, DecodeConfig, SageConfig
+from .config import METHODS, OLD_SAGE_NAMES, DecodeConfig, SageConfig
 from .decode import DecodeRun
 from .media import Media
 from .models.loading import input_device
@@ -148,7 +148,7 @@ def _sage_config(given: SageConfig | None, kwargs: dict[str, Any]) -> SageConfig
     names = {f.name for f in fields(SageConfig)}
     changes = {}
     for key in [k for k in kwargs if k.startswith(SAGE_PREFIX)]:
-        name = key.removeprefix(SAGE_PREFIX)
+        name = OLD_SAGE_NAMES.get(key.removeprefix(SAGE_PREFIX), key.removeprefix(SAGE_PREFIX))  # sage_top_k too
         if name not in names:
             raise ValueError(f"unknown SAGE setting {key!r}; the settings are {', '.join(sorted(names))} (prefixed)")
         changes[name] = kwargs.pop(key)
