@@ -50,6 +50,7 @@ def settings_from(
 ) -> Settings:
     configured = (default_target, default_draft) if default_target and default_draft else None
     offered = models.presets(configured)
+    models.cost_curve_wanted()  # a bad SAGE_APP_COST_CURVE is one sentence at launch, not at the first race
     return Settings(
         limits=limits or Limits.from_env(),
         offered=offered,
