@@ -1,7 +1,7 @@
 """The API's answer for a race or a replay: texts, figures, verdict, panels, the trace.
 
 Everything is read off the records of the race; `trace` holds them, so a
-caller can check every figure against the steps it came from. A replay's
+caller can check every figure against the rounds it came from. A replay's
 answer leaves the trace out (`trace` is null): the caller sent it.
 """
 

@@ -15,7 +15,7 @@ from sage_core.config import SageConfig
 from sage_core.explain import RoundExplained, explain_round
 from sage_core.methods import method_spec
 
-from .panels import ACCEPTED, BONUS, CUT, pick_step, short_label
+from .panels import ACCEPTED, BONUS, CUT, pick_round, short_label
 from .render import display_token
 
 TokenText = Callable[[int | None], str]
@@ -46,9 +46,9 @@ def explain_html(
     label = html.escape(short_label(method))
     if step == 0:
         return _box(f"<b>Step 0, {label}</b>: the prefill. The target reads the prompt and picks the first token.")
-    record = pick_step(records, step)
+    record = pick_round(records, step)
     if record is None:
-        return _box(f"<b>{label}</b>: no round yet. Start a race (or a replay) and pick a step.")
+        return _box(f"<b>{label}</b>: no round yet. Start a race (or a replay) and pick a round.")
     explained = explain_round(record, sage or SageConfig())
 
     def text(token: int | None) -> str:

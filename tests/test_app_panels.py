@@ -100,13 +100,13 @@ def test_tree_figure_draws_the_chosen_step_with_accepted_path_and_bonus():
     assert colours[:3] == [panels.ACCEPTED] * 3 and colours[3:] == [panels.REJECTED] * 2
     bonus = next(t for t in fig.data if t.name == "bonus")
     assert list(bonus.text) == [render.display_token(data.token_texts[records[1].bonus_token], 10)]
-    assert "step 1" in fig.layout.title.text and "accepted 3" in fig.layout.title.text
+    assert "round 1" in fig.layout.title.text and "accepted 3" in fig.layout.title.text
     # The output ended inside an accepted path: no bonus drawn.
     ended = replace(records[2], new_tokens=records[2].new_tokens[:2], new_token_texts=records[2].new_token_texts[:2])
     ended_fig = panels.tree_figure([*records[:2], ended], 2, data.token_texts, "sage")
     assert all(t.name != "bonus" for t in ended_fig.data) and "no bonus" in ended_fig.layout.title.text
-    # None follows the latest step; step 0 is the prefill.
-    assert "step 2" in panels.tree_figure(records, None, data.token_texts).layout.title.text
+    # None follows the latest round; round 0 is the prefill.
+    assert "round 2" in panels.tree_figure(records, None, data.token_texts).layout.title.text
     assert "prefill" in panels.tree_figure(records, 0, data.token_texts).layout.annotations[0].text
 
 
@@ -326,7 +326,7 @@ def test_race_data_helpers():
         ("planned_depth", 2.5, "planned depths and widths"),
         ("round", 7, "numbered 7, not 1"),
         ("total_tokens", 99, "running total is 99 tokens"),
-        ("method", "static", "a step of 'static', not of 'sage'"),
+        ("method", "static", "a round of 'static', not of 'sage'"),
         ("accepted_tokens", [11, 12], "nodes and tokens differ in length"),
     ],
 )

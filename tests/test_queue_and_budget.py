@@ -44,7 +44,7 @@ def upload(url: str, file: str) -> dict:
 
 def race_values(image: dict, prompt: str, tokens: int = 8) -> list:
     return [image, None, prompt, "builtin", "", "", ["sage", "static"], tokens, 3, 8, 2, 10, 64, 10, "off", 0.5, 0,
-            None]  # fmt: skip
+            None, 5, 10, 59]  # fmt: skip
 
 
 def test_a_full_queue_answers_busy_try_again(url, example, monkeypatch):
@@ -55,7 +55,7 @@ def test_a_full_queue_answers_busy_try_again(url, example, monkeypatch):
         return {"texts": {}}
 
     monkeypatch.setattr(handlers_module.Handlers, "race_to_end", blocked)
-    body = json.dumps({"data": race_values(upload(url, example[0]), example[1])})
+    body = json.dumps({"data": [*race_values(upload(url, example[0]), example[1]), None]})
     headers = {"content-type": "application/json"}
     answers = []
     try:
