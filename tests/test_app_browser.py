@@ -189,7 +189,7 @@ def test_step_through_a_race_and_read_the_explainer(page):
     page.locator("#examples button.thumbnail-item").nth(index).click()
     playwright.expect(page.get_by_label("Prompt")).to_have_value(example.prompt)  # the example is in place
     page.click("#step-round")
-    page.wait_for_function("() => document.querySelector('#status').innerText.includes('Step 0 is the prefill')")
+    page.wait_for_function("() => document.querySelector('#status').innerText.includes('Round 0 is the prefill')")
     assert page.locator("#status .sage-status.error").count() == 0
     for expected in (1, 2):
         page.evaluate("document.activeElement && document.activeElement.blur()")
