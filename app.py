@@ -11,8 +11,12 @@ import importlib.util
 import os
 
 from app.ui import build_demo, launch_options, queued
+from sage_core import SageError
 
-demo = build_demo()
+try:
+    demo = build_demo()
+except SageError as error:  # a bad SAGE_APP_* setting: one sentence, no traceback
+    raise SystemExit(f"error: {error}") from None
 
 
 def mcp_wanted(argv: list[str] | None = None) -> bool:

@@ -1,7 +1,7 @@
 """The API's answer for a race or a replay: texts, figures, verdict, panels, the trace.
 
 Everything is read off the records of the race; `trace` holds them, so a
-caller can check every figure against the steps it came from. A replay's
+caller can check every figure against the rounds it came from. A replay's
 answer leaves the trace out (`trace` is null): the caller sent it.
 """
 
@@ -27,13 +27,13 @@ def default_tree_method(data: RaceData) -> str:
 def race_result(
     data: RaceData,
     tree_method: str | None = None,
-    tree_step: int | None = None,
+    tree_round: int | None = None,
     with_trace: bool = True,
     notes: Sequence[str] = (),
 ) -> dict[str, Any]:
     lanes = data.records_by_method()
     header = data.header
-    figures = all_figures(lanes, data.token_texts, tree_method or default_tree_method(data), tree_step, data.replay)
+    figures = all_figures(lanes, data.token_texts, tree_method or default_tree_method(data), tree_round, data.replay)
     result = verdict(data)
     return {
         "replay": data.replay,

@@ -10,12 +10,12 @@ from __future__ import annotations
 import html
 from collections.abc import Callable, Mapping, Sequence
 
-from sage_core import StepRecord
+from sage_core import RoundRecord
 from sage_core.config import SageConfig
 from sage_core.explain import RoundExplained, explain_round
 from sage_core.methods import method_spec
 
-from .panels import ACCEPTED, BONUS, CUT, pick_step, short_label
+from .panels import ACCEPTED, BONUS, CUT, pick_round, short_label
 from .render import display_token
 
 TokenText = Callable[[int | None], str]
@@ -35,7 +35,7 @@ STYLE = """
 
 
 def explain_html(
-    records: Sequence[StepRecord],
+    records: Sequence[RoundRecord],
     step: int | None,
     token_texts: Mapping[int, str],
     method: str,
@@ -46,9 +46,9 @@ def explain_html(
     label = html.escape(short_label(method))
     if step == 0:
         return _box(f"<b>Step 0, {label}</b>: the prefill. The target reads the prompt and picks the first token.")
-    record = pick_step(records, step)
+    record = pick_round(records, step)
     if record is None:
-        return _box(f"<b>{label}</b>: no round yet. Start a race (or a replay) and pick a step.")
+        return _box(f"<b>{label}</b>: no round yet. Start a race (or a replay) and pick a round.")
     explained = explain_round(record, sage or SageConfig())
 
     def text(token: int | None) -> str:
@@ -57,7 +57,7 @@ def explain_html(
         return html.escape(display_token(token_texts.get(token, f"#{token}"), 14))
 
     source = " <span class='muted'>(from the trace)</span>" if replay else ""
-    parts = [f"<b>Round {explained.step}, {label}</b>{source}"]
+    parts = [f"<b>Round {explained.round}, {label}</b>{source}"]
     parts += _policy(explained, text)
     parts += _verification(explained, text)
     return _box("".join(parts))

@@ -37,6 +37,7 @@ from typing import Any
 import gradio as gr
 
 from sage_core import METHOD_LABELS, SageConfig
+from sage_core.config import DynamicConfig
 from sage_core.explain import sage_config_from
 from sage_core.methods import drafts
 from sage_core.prepared import check_vocabulary
@@ -66,7 +67,7 @@ TRACE_DIR = Path(tempfile.gettempdir()) / "sage-app-traces"
 #: Trace files the app wrote are removed after this many seconds (Gradio serves its own copy meanwhile).
 TRACE_MAX_AGE = 3600.0
 MAX_REPLAY_SPEED = 1000.0
-#: While a race or replay streams, each side's text shows its latest steps only (all of it at the end),
+#: While a race or replay streams, each side's text shows its latest rounds only (all of it at the end),
 #: so an update sends what changed lately, not the whole text again.
 STREAMED_STEPS = 200
 #: Beyond this many steps in all, the panels are redrawn proportionally less often while streaming.
@@ -176,7 +177,7 @@ def replay_status(data: RaceData, done: bool = False, speed: float = 1.0, note: 
 
 def budget_status(seconds: float) -> str:
     return status_html(
-        f"■ The race reached this server's time budget ({seconds:g} s a race) and was stopped. The steps so far "
+        f"■ The race reached this server's time budget ({seconds:g} s a race) and was stopped. The rounds so far "
         "are kept; download the trace to replay them, or race again with fewer new tokens."
     )
 
@@ -189,7 +190,7 @@ def stopped_status(data: RaceData | None) -> str:
     if data is None:
         return status_html("Nothing is running.")
     what = "replay" if data.replay else "race"
-    return status_html(f"■ The {what} was stopped. The steps so far are kept; download the trace to replay them.")
+    return status_html(f"■ The {what} was stopped. The rounds so far are kept; download the trace to replay them.")
 
 
 def stepping_status(stepper: RaceStepper) -> str:
@@ -197,8 +198,8 @@ def stepping_status(stepper: RaceStepper) -> str:
     where = "the recorded trace" if data.replay else (data.header.device if data.header else "?")
     if stepper.finished:
         return status_html(f"⏭ Stepped to the end ({html.escape(where)}): every side has finished. Walk back with the "
-                           "step slider; Start or Step again to race anew.")  # fmt: skip
-    what = "Step 0 is the prefill" if stepper.round == 0 else f"Round {stepper.round}"
+                           "round slider; Start or Step again to race anew.")  # fmt: skip
+    what = "Round 0 is the prefill" if stepper.round == 0 else f"Round {stepper.round}"
     return status_html(
         f"⏭ <b>Stepping</b> ({html.escape(where)}): {what} on every side. Press → or ⏭ Step for the next round; the "
         "explainer below shows this round's numbers."
@@ -219,7 +220,7 @@ def finished_status(data: RaceData, note: str = "") -> str:
         return replay_status(data, done=True, note=note)
     header = data.header
     where = f"{header.device}, {header.dtype}" if header else "?"
-    steps = ", ".join(f"{METHOD_LABELS[lane.method]} {len(lane.records) - 1} steps" for lane in data.lanes)
+    steps = ", ".join(f"{METHOD_LABELS[lane.method]} {len(lane.records) - 1} rounds" for lane in data.lanes)
     note = ""
     if header is not None and header.device == "cpu":
         note = (
@@ -247,11 +248,11 @@ class Handlers:
     # -- the streamed view --
 
     def tree_controls(self, data: RaceData | None, wanted: str | None) -> tuple[Any, Any, str | None]:
-        """Updates of the tree panel's method radio and step slider, following the latest step."""
+        """Updates of the tree panel's method radio and round slider, following the latest round."""
         drafting = [m for m in (data.methods if data else []) if drafts(m)]
         method = wanted if wanted in drafting else (drafting[0] if drafting else None)
         lane = data.lane(method) if data and method else None
-        steps = [r.step for r in lane.records if r.phase == "decode"] if lane else []
+        steps = [r.round for r in lane.records if r.phase == "decode"] if lane else []
         latest = steps[-1] if steps else 0
         radio = gr.update(choices=[(METHOD_LABELS.get(m, m), m) for m in drafting], value=method)
         slider = gr.update(minimum=0, maximum=max(1, latest), value=latest, interactive=bool(steps))
@@ -261,7 +262,7 @@ class Handlers:
         self, data: RaceData | None, status: str, tree_lane: str | None, figures: bool = True, trace: str | None = None,
         tail: int | None = None,
     ) -> Update:  # fmt: skip
-        """The page after a step: status, verdict, columns (each side's latest `tail` steps while streaming),
+        """The page after a step: status, verdict, columns (each side's latest `tail` rounds while streaming),
         table, state; the panels and tree controls when `figures`; the download when a trace was written."""
         page = self.page
         update: Update = {
@@ -283,7 +284,7 @@ class Handlers:
             update |= {
                 page.fig_race: figs["race"], page.fig_accepted: figs["accepted"],
                 page.fig_confidence: figs["confidence"], page.fig_shapes: figs["shapes"], page.fig_tree: figs["tree"],
-                page.explain: explained, page.tree_step: slider, page.tree_lane: radio,
+                page.explain: explained, page.tree_round: slider, page.tree_lane: radio,
             }  # fmt: skip
         if trace:
             update[page.download] = gr.update(value=trace, visible=True)
@@ -377,7 +378,7 @@ class Handlers:
         return race_steps(
             loaded.pair, request.media, request.prompt, request.methods, request.max_new_tokens, request.sage,
             loaded.token_texts, models.RACE_SLOT, sampling=request.sampling, prune_ratio=request.prune_ratio,
-            costs=loaded.costs,
+            costs=loaded.costs, dynamic=request.dynamic,
         )  # fmt: skip
 
     def race_live(self, form: RaceForm, tree_lane: Any, progress: Any = None) -> Iterator[Update]:
@@ -392,7 +393,7 @@ class Handlers:
                 lead = "Loading the pair (download if needed, load, warm-up; a hub download can take minutes):"
                 yield self.status_only(notes + pair_status(choice, lead))
             loaded = self.load_for(request, progress)
-            running = pair_status(choice, f"Racing on {loaded.pair.device}, step by step:")
+            running = pair_status(choice, f"Racing on {loaded.pair.device}, round by round:")
             budget = Budget(self.settings.limits.max_race_seconds)
             yield from self.stream(self.race(request, loaded), running, tree_lane, budget, lead=notes)
         except Exception as error:
@@ -413,11 +414,15 @@ class Handlers:
         width_min: float = SageConfig.width_min,
         width_max: float = SageConfig.width_max,
         node_budget: float = SageConfig.node_budget,
-        top_k: float = SageConfig.top_k,
+        candidates: float = SageConfig.candidates,
         prune_choice: str = "off",
         prune_chosen: float = 0.5,
         temperature: float = 0.0,
         seed: float | None = None,
+        dynamic_depth: float = DynamicConfig.depth,
+        dynamic_candidates: float = DynamicConfig.candidates,
+        dynamic_total_tokens: float = DynamicConfig.total_tokens,
+        top_k: float | None = None,
     ) -> dict:
         """Race SAGE against its baselines on one image or video to the end, and answer with the texts and figures.
 
@@ -440,18 +445,24 @@ class Handlers:
             width_min: SAGE's narrowest level (paper: 2).
             width_max: SAGE's widest level (paper: 10).
             node_budget: the most draft tokens in one tree (paper: 64).
-            top_k: the draft candidates per node whose entropy gives SAGE's confidence (paper: 10).
+            candidates: SAGE's k, the draft's candidates per node, whose entropy gives its confidence (paper: 10).
             prune_choice: draft-side visual token pruning: "off", "paper" (the paper's ratios) or "chosen".
             prune_chosen: the share of visual tokens the draft skips when `prune_choice` is "chosen", in [0, 1).
             temperature: 0 decodes greedily; above 0 samples, exactly in the target's distribution.
             seed: the sampling seed (empty: a fresh one, recorded in the trace).
+            dynamic_depth: the dynamic tree's levels expanded below the first (EAGLE-2: 5), in [1, 10].
+            dynamic_candidates: the dynamic tree's frontier nodes expanded per level and children each (EAGLE-2's
+                top_k: 10), in [1, 50].
+            dynamic_total_tokens: the dynamic tree's nodes verified after the rerank (EAGLE-2: 59), in [1, 256].
+            top_k: the old name of `candidates`, still read (when given, it is SAGE's k).
 
         Returns:
             JSON: per method its text, token ids and figures (tokens per second, mean accepted length tau, target
             forwards), the speed-ups against the baselines, the losslessness verdict (or, when sampling, the
             exact-in-distribution note), the Plotly panels, and the trace (JSON lines) the figures come from.
         """
-        form = RaceForm(**{name: value for name, value in locals().items() if name != "self"})
+        given = {name: value for name, value in locals().items() if name not in ("self", "top_k")}
+        form = RaceForm(**{**given, **({"candidates": top_k} if top_k is not None else {})})
         if form.methods is None:  # left out: the page's default
             form = replace(form, methods=DEFAULT_METHODS)
         return self.race_to_end(form)
@@ -540,7 +551,7 @@ class Handlers:
         explained = explain_html(
             lane.records, None, data.token_texts, lane.method, sage_of(data, lane.method), data.replay
         )
-        return {self.page.fig_tree: figure, self.page.explain: explained, self.page.tree_step: slider}
+        return {self.page.fig_tree: figure, self.page.explain: explained, self.page.tree_round: slider}
 
     # -- the teaching mode's Step: one round at a time on every side --
 
@@ -557,7 +568,7 @@ class Handlers:
                 stepper = live_stepper(
                     loaded.pair, request.media, request.prompt, request.methods, request.max_new_tokens,
                     request.sage, loaded.token_texts, models.RACE_SLOT, key, request.sampling, request.prune_ratio,
-                    loaded.costs,
+                    loaded.costs, request.dynamic,
                 )  # fmt: skip
             return self.stepped(stepper, tree_lane)
         except Exception as error:

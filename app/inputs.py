@@ -15,12 +15,20 @@ import os
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from sage_core import Media, SageConfig, SageError, load_media
-from sage_core.config import METHODS, SamplingConfig, as_whole, check_max_new_tokens, check_prompt, shown
+from sage_core.config import (
+    METHODS,
+    DynamicConfig,
+    SamplingConfig,
+    as_whole,
+    check_max_new_tokens,
+    check_prompt,
+    shown,
+)
 from sage_core.errors import ConfigError
 from sage_core.media import VIDEO_SUFFIXES
 
@@ -83,10 +91,12 @@ class InputProblem(SageError):
     """A request the app refuses, with the message to show."""
 
 
-SAGE_FIELDS = ("depth_min", "depth_max", "width_min", "width_max", "node_budget", "top_k")
+SAGE_FIELDS = ("depth_min", "depth_max", "width_min", "width_max", "node_budget", "candidates")
+#: The dynamic tree's settings (`DynamicConfig`), as the page and the API name them.
+DYNAMIC_FIELDS = ("dynamic_depth", "dynamic_candidates", "dynamic_total_tokens")
 #: The race's inputs in the order the page sends them (`Page.race_inputs`) and the API names them.
 RACE_FIELDS = ("image", "video", "prompt", "pair", "custom_target", "custom_draft", "methods", "max_new_tokens",
-               *SAGE_FIELDS, "prune_choice", "prune_chosen", "temperature", "seed")  # fmt: skip
+               *SAGE_FIELDS, "prune_choice", "prune_chosen", "temperature", "seed", *DYNAMIC_FIELDS)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -106,11 +116,14 @@ class RaceForm:
     width_min: Any = SageConfig.width_min
     width_max: Any = SageConfig.width_max
     node_budget: Any = SageConfig.node_budget
-    top_k: Any = SageConfig.top_k
+    candidates: Any = SageConfig.candidates
     prune_choice: Any = "off"
     prune_chosen: Any = 0.5
     temperature: Any = 0.0
     seed: Any = None
+    dynamic_depth: Any = DynamicConfig.depth
+    dynamic_candidates: Any = DynamicConfig.candidates
+    dynamic_total_tokens: Any = DynamicConfig.total_tokens
 
     @classmethod
     def of(cls, values: Sequence[Any]) -> RaceForm:
@@ -121,6 +134,10 @@ class RaceForm:
 
     def sage_values(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in SAGE_FIELDS}
+
+    def dynamic_values(self) -> dict[str, Any]:
+        """The dynamic tree's settings by `DynamicConfig`'s names (`dynamic_depth` is its `depth`)."""
+        return {name.removeprefix("dynamic_"): getattr(self, name) for name in DYNAMIC_FIELDS}
 
 
 @dataclass(frozen=True)
@@ -148,6 +165,7 @@ class RaceRequest:
     sampling: SamplingConfig
     prune_ratio: float
     pair: Choice
+    dynamic: DynamicConfig = field(default_factory=DynamicConfig)
 
 
 def check_media_choice(image: object, video: object) -> str:
@@ -207,10 +225,11 @@ def check_request(form: RaceForm, pair: Choice, limits: Limits) -> RaceRequest:
     methods = check_methods(form.methods)
     tokens = check_max_new_tokens(form.max_new_tokens, limits.max_new_tokens)
     sage = SageConfig.from_form(form.sage_values())
+    dynamic = DynamicConfig.from_form(form.dynamic_values())
     sampling = sampling_settings(form.temperature, form.seed)
     media = open_media(path, limits)
     prune_ratio = resolve_prune_ratio(form.prune_choice, form.prune_chosen, media.kind)
-    return RaceRequest(media, prompt, methods, tokens, sage, sampling, prune_ratio, pair)
+    return RaceRequest(media, prompt, methods, tokens, sage, sampling, prune_ratio, pair, dynamic)
 
 
 # -- examples ------------------------------------------------------------------------

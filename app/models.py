@@ -29,8 +29,9 @@ import torch
 from PIL import Image
 
 from sage_core import DecodeConfig, ModelPair, SageError, decode, image_media, load_pair
+from sage_core.config import shown
 from sage_core.costs import CostCurve, measure_costs
-from sage_core.errors import ModelLoadError
+from sage_core.errors import ConfigError, ModelLoadError
 from sage_core.models.pair import check_method
 from sage_core.models.presets import GPU_PRESETS
 
@@ -295,14 +296,28 @@ def release_memory() -> None:
         torch.cuda.empty_cache()
 
 
+COST_CURVE_ENV = "SAGE_APP_COST_CURVE"
+ON, OFF = ("", "1", "on", "true", "yes"), ("0", "off", "false", "no")
+
+
+def cost_curve_wanted(value: str | None = None) -> bool:
+    """Whether the warm-up measures the verification cost curve: SAGE_APP_COST_CURVE (or `value`) on, the
+    default, or off; ConfigError with one sentence for anything else."""
+    text = os.environ.get(COST_CURVE_ENV, "") if value is None else value
+    if text.strip().lower() in ON + OFF:
+        return text.strip().lower() in ON
+    raise ConfigError(f"{COST_CURVE_ENV} must be on or off (or 1/0, true/false, yes/no), not {shown(text)}")
+
+
 def warm_up(pair: ModelPair) -> CostCurve | None:
     """One short untimed decode per kind of forward (prefill, tree verify, plain step); then the
-    verification cost curve on the pair's device and dtype (sage_core.costs), which it returns."""
+    verification cost curve on the pair's device and dtype (sage_core.costs), which it returns
+    (None when SAGE_APP_COST_CURVE is off: the app then shows no curve and no predicted speedups)."""
     media = image_media(Image.new("RGB", (112, 112), (255, 255, 255)), "warm-up")
     trees = runs_trees(pair)  # a model that cannot verify trees (recurrent layers) warms up on the chain
     for method, tokens in (("sage" if trees else "chain", 4), ("ar", 2)):
         decode(pair, media, "warm up", DecodeConfig(method=method, max_new_tokens=tokens)).run_to_end()  # type: ignore[arg-type]
-    return measure_warm_costs(pair) if trees else None
+    return measure_warm_costs(pair) if trees and cost_curve_wanted() else None
 
 
 def runs_trees(pair: ModelPair) -> bool:

@@ -12,7 +12,7 @@ from typing import Any
 import gradio as gr
 
 from sage_core import METHOD_LABELS, SageConfig
-from sage_core.config import MAX_TEMPERATURE, SAGE_RANGES
+from sage_core.config import DYNAMIC_RANGES, MAX_TEMPERATURE, SAGE_RANGES, DynamicConfig
 from sage_core.methods import METHODS, RACE_DEFAULT, in_order
 
 from .inputs import DEFAULT_PROMPT, Example, Limits
@@ -41,7 +41,7 @@ run's own timed steps. The output must equal the target's own greedy decoding.</
 
 
 EXPLAIN_EMPTY = (
-    "<div style='font:13px Inter,system-ui,sans-serif;color:#64748b'>The explainer: pick a step of a race (or press "
+    "<div style='font:13px Inter,system-ui,sans-serif;color:#64748b'>The explainer: pick a round of a race (or press "
     "<b>⏭ Step</b> to go one round at a time) and this panel fills in the paper's formulas with that round's own "
     "numbers.</div>"
 )
@@ -62,7 +62,7 @@ TOUR = {
     "shapes": "Per round the tree's depth, root width and node count. The static tree is the same 25 nodes every "
     "round; SAGE's tree changes shape with α and usually verifies fewer nodes.",
     "tree": "One round's tree: green is the path the target accepted, orange its bonus token, grey the rejected "
-    "nodes, and the greyed ✕ the candidates SAGE's rules cut (hover for the rule). Move the step slider, or press → "
+    "nodes, and the greyed ✕ the candidates SAGE's rules cut (hover for the rule). Move the round slider, or press → "
     "to step a race one round at a time.",
     "explain": "The round in numbers: the draft's top-10, H and α, D(α) and W(α) rounded as the code rounds them, "
     "each level's width W_l and threshold θ_l with how many candidates each rule cut, then the target's check of "
@@ -140,6 +140,12 @@ def sage_slider(name: str, label: str) -> gr.Slider:
     return gr.Slider(low, high, value=getattr(SageConfig(), name), step=1, label=label)
 
 
+def dynamic_slider(name: str, label: str) -> gr.Slider:
+    """A dynamic tree setting's slider over the library's range (`config.DYNAMIC_RANGES`), at EAGLE-2's default."""
+    low, high = DYNAMIC_RANGES[name]
+    return gr.Slider(low, high, value=getattr(DynamicConfig(), name), step=1, label=label)
+
+
 def _html(value: str = "", **kwargs: Any) -> gr.HTML:
     return gr.HTML(value, css_template=CSS, **kwargs)
 
@@ -165,7 +171,7 @@ class Page:
     seed: gr.Number
     prune_choice: gr.Radio
     prune_chosen: gr.Slider
-    sage: tuple[gr.Slider, ...]  # D_min, D_max, W_min, W_max, node budget, top-k
+    sage: tuple[gr.Slider, ...]  # D_min, D_max, W_min, W_max, node budget, candidates k
     custom_target: gr.Textbox
     custom_draft: gr.Textbox
     trace_in: gr.File
@@ -184,26 +190,29 @@ class Page:
     fig_confidence: gr.Plot
     fig_shapes: gr.Plot
     tree_lane: gr.Radio
-    tree_step: gr.Slider
+    tree_round: gr.Slider
     fig_tree: gr.Plot
     explain: gr.HTML
     api_race: gr.Button
     api_replay: gr.Button
     api_result: gr.JSON
     sketch: Any = None  # the Draw tab's pad (app/sketch.py)
+    dynamic: tuple[Any, ...] = ()  # the dynamic tree's depth, candidates, total tokens
+    # Hidden inputs of the /race API for parameters under their old names (top_k: SAGE's candidates).
+    old_names: tuple[Any, ...] = ()
 
     @property
     def race_inputs(self) -> list[Any]:
         """The race's inputs, in the order of the API's parameters."""
         return [self.image, self.video, self.prompt, self.pair, self.custom_target, self.custom_draft,
                 self.methods, self.max_new, *self.sage, self.prune_choice, self.prune_chosen, self.temperature,
-                self.seed]  # fmt: skip
+                self.seed, *self.dynamic]  # fmt: skip
 
     @property
     def view(self) -> list[Any]:
         """Everything a race or a replay updates."""
         return [self.status, self.verdict, self.lanes, self.table, self.fig_race, self.fig_accepted,
-                self.fig_confidence, self.fig_shapes, self.fig_tree, self.explain, self.tree_step, self.tree_lane,
+                self.fig_confidence, self.fig_shapes, self.fig_tree, self.explain, self.tree_round, self.tree_lane,
                 self.download, self.state]  # fmt: skip
 
 
@@ -252,7 +261,7 @@ def build_page(
                 seed = lenient(gr.Number(None, label="Seed (empty: fresh)", precision=0, elem_id="seed",
                                          scale=1, min_width=90))  # fmt: skip
             prune_choice, prune_chosen = (lenient(control) for control in pruning_controls())
-            label = "Advanced: SAGE's tree policy" + (", custom models" if custom else "")
+            label = "Advanced: SAGE's tree policy, the dynamic tree" + (", custom models" if custom else "")
             with gr.Accordion(label, open=False):
                 with gr.Row():
                     d_min = sage_slider("depth_min", "D_min (shallowest tree)")
@@ -262,7 +271,13 @@ def build_page(
                     w_max = sage_slider("width_max", "W_max (widest root)")
                 with gr.Row():
                     budget = sage_slider("node_budget", "Node budget N_max")
-                    top_k = sage_slider("top_k", "top-k (entropy, candidates)")
+                    candidates = sage_slider("candidates", "Candidates k per node (its entropy gives α)")
+                with gr.Row():
+                    dynamic = (
+                        dynamic_slider("depth", "Dynamic tree: depth"),
+                        dynamic_slider("candidates", "Dynamic tree: candidates per node"),
+                        dynamic_slider("total_tokens", "Dynamic tree: nodes verified"),
+                    )
                 custom_target = gr.Textbox("", label=f"Custom target ({custom}; pick 'Custom' above)",
                                            visible=bool(custom))  # fmt: skip
                 custom_draft = gr.Textbox("", label="Custom draft (same family and tokenizer as the target)",
@@ -289,7 +304,7 @@ def build_page(
         fig_confidence, fig_shapes = _panel("confidence"), _panel("shapes")
     with gr.Row(equal_height=False):
         tree_lane = gr.Radio([], value=None, label="Draft tree of", scale=1)
-        tree_step = gr.Slider(0, 1, value=0, step=1, label="Step (walk through the run; 0 = prefill)", scale=3,
+        tree_round = gr.Slider(0, 1, value=0, step=1, label="Round (walk through the run; 0 = prefill)", scale=3,
                               interactive=False, elem_id="tree-step")  # fmt: skip
     with gr.Row(equal_height=False):
         with gr.Column(scale=3):
@@ -303,11 +318,12 @@ def build_page(
         start=start, step=step, stop=stop, pair=pair, methods=methods, max_new=max_new,
         temperature=temperature, seed=seed, prune_choice=prune_choice, prune_chosen=prune_chosen,
         draft_seen=draft_seen, draft_note=draft_note,
-        sage=tuple(lenient(s) for s in (d_min, d_max, w_min, w_max, budget, top_k)),
+        sage=tuple(lenient(s) for s in (d_min, d_max, w_min, w_max, budget, candidates)),
+        dynamic=tuple(lenient(s) for s in dynamic), old_names=(gr.Number(None, visible=False),),
         custom_target=custom_target, custom_draft=custom_draft, trace_in=trace_in, speed=speed, replay=replay,
         replay_step=replay_step,
         status=status, verdict=verdict, lanes=lanes, table=table, download=download, fig_race=fig_race,
         fig_accepted=fig_accepted, fig_confidence=fig_confidence, fig_shapes=fig_shapes, tree_lane=tree_lane,
-        tree_step=tree_step, fig_tree=fig_tree, explain=explain, api_race=gr.Button(visible=False),
+        tree_round=tree_round, fig_tree=fig_tree, explain=explain, api_race=gr.Button(visible=False),
         api_replay=gr.Button(visible=False), api_result=gr.JSON(visible=False), sketch=sketch,
     )  # fmt: skip

@@ -1,13 +1,13 @@
-"""The five Plotly panels, as pure functions of step records.
+"""The five Plotly panels, as pure functions of round records.
 
 1. `confidence_figure`: each SAGE round's draft entropy and confidence alpha,
    the depth D(alpha) and root width W(alpha) planned from them, and the
    acceptance window's mean wherever it closed (and moved D_max or not).
-2. `shape_figure`: the tree shape per step (depth, root width, node count),
+2. `shape_figure`: the tree shape per round (depth, root width, node count),
    SAGE against the static baseline.
-3. `tree_figure`: one step's draft tree, tokens on the nodes, the accepted
+3. `tree_figure`: one round's draft tree, tokens on the nodes, the accepted
    path and the bonus token highlighted, the candidates the policy cut greyed.
-4. `accepted_figure`: accepted length tau per step (bonus excluded).
+4. `accepted_figure`: accepted length tau per round (bonus excluded).
 5. `race_figure`: tokens against each side's own wall time: the race.
 
 Every number drawn comes from the records handed in; nothing is computed
@@ -25,7 +25,7 @@ from PIL import Image
 from plotly.io.json import to_json_plotly
 from plotly.subplots import make_subplots
 
-from sage_core import Media, RunHeader, StepRecord, summarize
+from sage_core import Media, RoundRecord, RunHeader, summarize
 from sage_core.adapter import VisualBox
 from sage_core.config import SageConfig
 from sage_core.media import thumbnail
@@ -35,7 +35,7 @@ from .render import DOTS as COLOURS
 from .render import SHORT as SHORT_LABELS
 from .render import LaneFigures, display_token, lead_method, speedups_of
 
-Lanes = Mapping[str, Sequence[StepRecord]]
+Lanes = Mapping[str, Sequence[RoundRecord]]
 
 ACCEPTED = "#16a34a"
 BONUS = "#ea580c"
@@ -94,9 +94,9 @@ def _layout(fig: go.Figure, title: str, height: int = HEIGHT, replay: bool = Fal
     return fig
 
 
-def _step_ticks(fig: go.Figure, steps: Sequence[StepRecord]) -> None:
-    """Whole-number step ticks (plotly would show 1.5 on a short run)."""
-    last = max((r.step for r in steps), default=1)
+def _round_ticks(fig: go.Figure, steps: Sequence[RoundRecord]) -> None:
+    """Whole-number round ticks (plotly would show 1.5 on a short run)."""
+    last = max((r.round for r in steps), default=1)
     fig.update_xaxes(dtick=1 if last <= 20 else None, tick0=0)
 
 
@@ -108,12 +108,12 @@ def _empty(title: str, message: str, height: int = HEIGHT, replay: bool = False)
     return _layout(fig, title, height, replay)
 
 
-def _decode_steps(records: Sequence[StepRecord]) -> list[StepRecord]:
+def _decode_steps(records: Sequence[RoundRecord]) -> list[RoundRecord]:
     return [r for r in records if r.phase == "decode"]
 
 
-def _drafting(lanes: Lanes) -> dict[str, list[StepRecord]]:
-    """The lanes that draft trees (plain decoding has none), with their decode steps."""
+def _drafting(lanes: Lanes) -> dict[str, list[RoundRecord]]:
+    """The lanes that draft trees (plain decoding has none), with their rounds."""
     return {m: _decode_steps(rs) for m, rs in lanes.items() if drafts(m)}
 
 
@@ -127,30 +127,30 @@ def confidence_figure(lanes: Lanes, replay: bool = False, sage: SageConfig | Non
         message = "waiting for SAGE's first round" if "sage" in lanes else "SAGE is not in this race"
         return _empty(title, message, replay=replay)
     fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.08, row_heights=[0.4, 0.35, 0.25])
-    x = [r.step for r in steps]
+    x = [r.round for r in steps]
     fig.add_trace(go.Scatter(x=x, y=[r.entropy for r in steps], name="entropy H (nats)", mode="lines+markers",
                              line=dict(color="#f59e0b")), row=1, col=1)  # fmt: skip
     fig.add_trace(go.Scatter(x=x, y=[r.alpha for r in steps], name="confidence α", mode="lines+markers",
                              line=dict(color=colour("sage"))), row=1, col=1)  # fmt: skip
     planned = [r for r in steps if r.planned_depth is not None]
-    fig.add_trace(go.Scatter(x=[r.step for r in planned], y=[r.planned_depth for r in planned], name="D(α)",
+    fig.add_trace(go.Scatter(x=[r.round for r in planned], y=[r.planned_depth for r in planned], name="D(α)",
                              mode="lines+markers", line=dict(color="#2563eb", shape="hv")), row=2, col=1)  # fmt: skip
-    fig.add_trace(go.Scatter(x=[r.step for r in planned], y=[r.planned_width for r in planned], name="W(α)",
+    fig.add_trace(go.Scatter(x=[r.round for r in planned], y=[r.planned_width for r in planned], name="W(α)",
                              mode="lines+markers", line=dict(color="#059669", shape="hv")), row=2, col=1)  # fmt: skip
     fig.add_trace(go.Scatter(x=x, y=[r.depth_max for r in steps], name="D_max", mode="lines",
                              line=dict(color="#94a3b8", dash="dot", shape="hv")), row=2, col=1)  # fmt: skip
     _window_row(fig, steps, sage or SageConfig())
     fig.update_yaxes(title_text="H, α", row=1, col=1, rangemode="tozero")
     fig.update_yaxes(title_text="depth, width", row=2, col=1, rangemode="tozero")
-    fig.update_xaxes(title_text="step", row=3, col=1)
-    _step_ticks(fig, steps)
+    fig.update_xaxes(title_text="round", row=3, col=1)
+    _round_ticks(fig, steps)
     return _layout(fig, title, height=HEIGHT + 160, replay=replay)
 
 
-def _window_row(fig: go.Figure, steps: Sequence[StepRecord], sage: SageConfig) -> None:
+def _window_row(fig: go.Figure, steps: Sequence[RoundRecord], sage: SageConfig) -> None:
     """Row 3: the acceptance window's mean when it closed, against the paper's thresholds, and each D_max move."""
     closed = [r for r in steps if r.window_mean is not None]
-    x = [r.step for r in steps]
+    x = [r.round for r in steps]
     for level, name, dash in (
         (sage.lower_below, "lower D_max below", "dash"),
         (sage.raise_above, "raise above", "dot"),
@@ -160,10 +160,10 @@ def _window_row(fig: go.Figure, steps: Sequence[StepRecord], sage: SageConfig) -
                                  showlegend=False), row=3, col=1)  # fmt: skip
     fig.add_trace(
         go.Scatter(
-            x=[r.step for r in closed], y=[r.window_mean for r in closed], mode="markers+text", name="window mean τ",
+            x=[r.round for r in closed], y=[r.window_mean for r in closed], mode="markers+text", name="window mean τ",
             marker=dict(size=9, color="#7c3aed", symbol="diamond"),
             text=[_move_text(r) for r in closed], textposition="top center", textfont=dict(size=10),
-            hovertext=[f"step {r.step}: mean τ of the last {sage.window} rounds = {r.window_mean:.2f}<br>"
+            hovertext=[f"round {r.round}: mean τ of the last {sage.window} rounds = {r.window_mean:.2f}<br>"
                        f"(< {sage.lower_below:g} lowers D_max, > {sage.raise_above:g} raises it) → "
                        f"D_max {r.depth_max} → {r.next_depth_max}" for r in closed],
             hoverinfo="text",
@@ -174,26 +174,26 @@ def _window_row(fig: go.Figure, steps: Sequence[StepRecord], sage: SageConfig) -
     fig.update_yaxes(title_text="window τ", row=3, col=1, range=[0, top + 0.8])
 
 
-def _move_text(record: StepRecord) -> str:
+def _move_text(record: RoundRecord) -> str:
     if record.next_depth_max is None or record.depth_max is None or record.next_depth_max == record.depth_max:
         return "D_max holds"
     return f"D_max {record.depth_max}→{record.next_depth_max}"
 
 
-# -- 2. tree shape per step ------------------------------------------------------------
+# -- 2. tree shape per round ------------------------------------------------------------
 
 
 SHAPE_ROWS = (("depth", "depth"), ("root_width", "root width"), ("node_count", "nodes"))
 
 
 def shape_figure(lanes: Lanes, replay: bool = False) -> go.Figure:
-    title = "② Tree shape per step: depth, root width, nodes"
+    title = "② Tree shape per round: depth, root width, nodes"
     drafting = {m: rs for m, rs in _drafting(lanes).items() if rs}
     if not drafting:
         return _empty(title, "no draft trees yet", replay=replay)
     fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.06)
     for method, steps in drafting.items():
-        x = [r.step for r in steps]
+        x = [r.round for r in steps]
         for row, (attribute, _) in enumerate(SHAPE_ROWS, 1):
             fig.add_trace(
                 go.Scatter(
@@ -205,12 +205,12 @@ def shape_figure(lanes: Lanes, replay: bool = False) -> go.Figure:
             )  # fmt: skip
     for row, (_, label) in enumerate(SHAPE_ROWS, 1):
         fig.update_yaxes(title_text=label, row=row, col=1, rangemode="tozero")
-    fig.update_xaxes(title_text="step", row=3, col=1)
-    _step_ticks(fig, [r for rs in drafting.values() for r in rs])
+    fig.update_xaxes(title_text="round", row=3, col=1)
+    _round_ticks(fig, [r for rs in drafting.values() for r in rs])
     return _layout(fig, title, height=HEIGHT + 60, replay=replay)
 
 
-# -- 3. one step's draft tree -------------------------------------------------------------
+# -- 3. one round's draft tree -------------------------------------------------------------
 
 
 def tree_layout(parents: Sequence[int]) -> list[float]:
@@ -236,20 +236,20 @@ def tree_layout(parents: Sequence[int]) -> list[float]:
     return [y[node] for node in range(len(parents))] + [y[-1]]
 
 
-def pick_step(records: Sequence[StepRecord], step: int | None) -> StepRecord | None:
-    """The decode step numbered `step` (the latest one when None or out of range)."""
+def pick_round(records: Sequence[RoundRecord], number: int | None) -> RoundRecord | None:
+    """The round numbered `number` (the latest one when None or out of range)."""
     steps = _decode_steps(records)
     if not steps:
         return None
-    if step is not None:
+    if number is not None:
         for record in steps:
-            if record.step == step:
+            if record.round == number:
                 return record
     return steps[-1]
 
 
 def tree_figure(
-    records: Sequence[StepRecord],
+    records: Sequence[RoundRecord],
     step: int | None,
     token_texts: Mapping[int, str],
     method: str = "sage",
@@ -257,13 +257,13 @@ def tree_figure(
 ) -> go.Figure:
     label = short_label(method)
     if step == 0:
-        return _empty(f"③ Draft tree ({label})", "step 0 is the prefill: no draft tree", replay=replay)
-    record = pick_step(records, step)
+        return _empty(f"③ Draft tree ({label})", "round 0 is the prefill: no draft tree", replay=replay)
+    record = pick_round(records, step)
     if record is None or not record.tree_tokens:
         return _empty(f"③ Draft tree ({label})", "no draft tree yet", replay=replay)
     tree = record.tree
-    by_step = {r.step: r for r in records}
-    before = by_step.get(record.step - 1)
+    by_round = {r.round: r for r in records}
+    before = by_round.get(record.round - 1)
     root_token = before.new_tokens[-1] if before is not None and before.new_tokens else None
     # The bonus token (the target's own next token) is drawn as one more child of the last accepted node;
     # it is emitted unless the output ended inside the accepted path (end-of-sequence, token limit).
@@ -374,31 +374,31 @@ def tree_figure(
         else f" · output ended ({record.finish_reason}): no bonus"
     )
     title = (
-        f"③ {label} draft tree, step {record.step}: {len(tree)} nodes, depth {tree.depth} · "
+        f"③ {label} draft tree, round {record.round}: {len(tree)} nodes, depth {tree.depth} · "
         f"<span style='color:{ACCEPTED}'>accepted {record.accepted_length}</span>{ending}"
     )
     return _layout(fig, title, height=height, replay=replay)
 
 
-# -- 4. accepted length per step -------------------------------------------------------------
+# -- 4. accepted length per round -------------------------------------------------------------
 
 
 def accepted_figure(lanes: Lanes, replay: bool = False) -> go.Figure:
-    title = "④ Accepted draft tokens per step (τ, bonus excluded)"
+    title = "④ Accepted draft tokens per round (τ, bonus excluded)"
     drafting = {m: rs for m, rs in _drafting(lanes).items() if rs}
     if not drafting:
-        return _empty(title, "no verified steps yet", replay=replay)
+        return _empty(title, "no verified rounds yet", replay=replay)
     fig = go.Figure()
     for method, steps in drafting.items():
         mean = sum(r.accepted_length for r in steps) / len(steps)
         fig.add_trace(
-            go.Scatter(x=[r.step for r in steps], y=[r.accepted_length for r in steps], mode="lines+markers",
+            go.Scatter(x=[r.round for r in steps], y=[r.accepted_length for r in steps], mode="lines+markers",
                        name=f"{short_label(method)} (mean τ {mean:.2f})", line=dict(color=colour(method)),
                        marker=dict(size=5))
         )  # fmt: skip
-    fig.update_xaxes(title_text="step")
+    fig.update_xaxes(title_text="round")
     fig.update_yaxes(title_text="accepted tokens τ", rangemode="tozero", dtick=1)
-    _step_ticks(fig, [r for rs in drafting.values() for r in rs])
+    _round_ticks(fig, [r for rs in drafting.values() for r in rs])
     return _layout(fig, title, replay=replay)
 
 
@@ -451,7 +451,7 @@ def all_figures(
     lanes: Lanes,
     token_texts: Mapping[int, str],
     tree_method: str,
-    tree_step: int | None = None,
+    tree_round: int | None = None,
     replay: bool = False,
     sage: SageConfig | None = None,
 ) -> dict[str, go.Figure]:
@@ -459,7 +459,7 @@ def all_figures(
     figures = {
         "confidence": confidence_figure(lanes, replay, sage),
         "shapes": shape_figure(lanes, replay),
-        "tree": tree_figure(lanes.get(tree_method, ()), tree_step, token_texts, tree_method, replay),
+        "tree": tree_figure(lanes.get(tree_method, ()), tree_round, token_texts, tree_method, replay),
         "accepted": accepted_figure(lanes, replay),
         "race": race_figure(lanes, replay),
     }

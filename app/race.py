@@ -36,16 +36,16 @@ from sage_core import (
     DecodeRun,
     Media,
     ModelPair,
+    RoundRecord,
     RunHeader,
     RunSummary,
     SageConfig,
-    StepRecord,
     decode,
     prepare_inputs,
     summarize,
 )
 from sage_core.adapter import VisualBox
-from sage_core.config import SamplingConfig, check_prune_ratio, shown
+from sage_core.config import DynamicConfig, SamplingConfig, check_prune_ratio, shown
 from sage_core.costs import CostCurve
 from sage_core.errors import InputError
 from sage_core.media import thumbnail
@@ -74,7 +74,7 @@ class Lane:
 
     method: str
     header: RunHeader | None = None
-    records: list[StepRecord] = field(default_factory=list)
+    records: list[RoundRecord] = field(default_factory=list)
 
     @property
     def finished(self) -> bool:
@@ -117,7 +117,7 @@ class RaceData:
     def lane(self, method: str) -> Lane | None:
         return next((lane for lane in self.lanes if lane.method == method), None)
 
-    def records_by_method(self) -> dict[str, list[StepRecord]]:
+    def records_by_method(self) -> dict[str, list[RoundRecord]]:
         return {lane.method: lane.records for lane in self.lanes}
 
     @property
@@ -155,19 +155,29 @@ def start_runs(
     sampling: SamplingConfig | None = None,
     prune_ratio: float = 0.0,
     costs: CostCurve | None = None,
+    dynamic: DynamicConfig | None = None,
 ) -> tuple[RaceData, list[DecodeRun]]:
     """One run per chosen method (in column order) on inputs prepared once, and the race's empty lanes.
 
     Each processor runs once for the whole race; every run reads the same tensors. `sampling`
     (default: greedy) applies to every side, each with its own generator seeded alike;
-    `prune_ratio` to every side that drafts (plain decoding has no draft).
+    `prune_ratio` to every side that drafts (plain decoding has no draft); `dynamic` (default: EAGLE-2's)
+    to the dynamic tree's side.
     """
     sampling = sampling or SamplingConfig()
+    dynamic = dynamic or DynamicConfig()
     chosen = order_methods(methods)
     with lock:
         prepared = prepare_inputs(pair, media, prompt, with_draft=any(drafts(m) for m in chosen))
         configs = [
-            DecodeConfig(m, max_new_tokens, sage, sampling=sampling, prune_ratio=prune_ratio * drafts(m))  # type: ignore[arg-type]
+            DecodeConfig(
+                m,  # type: ignore[arg-type]
+                max_new_tokens,
+                sage,
+                sampling=sampling,
+                prune_ratio=prune_ratio * drafts(m),
+                dynamic=dynamic,
+            )
             for m in chosen
         ]
         runs = [decode(pair, media, prompt, config, prepared) for config in configs]
@@ -191,16 +201,19 @@ def race_steps(
     sampling: SamplingConfig | None = None,
     prune_ratio: float = 0.0,
     costs: CostCurve | None = None,
+    dynamic: DynamicConfig | None = None,
 ) -> Iterator[RaceData]:
-    """Step one run per method alternately; yield the race after every step.
+    """Step one run per method alternately; yield the race after every round.
 
     `token_texts` turns token ids into their texts (for the tree panel's
     node labels; it runs between steps, outside the timed parts). `lock` is
     held around each step, so two races never touch a model at once.
-    `sampling`, `prune_ratio` and `costs` (the pair's measured cost curve): see `start_runs`.
+    `sampling`, `prune_ratio`, `costs` (the pair's measured cost curve) and `dynamic`: see `start_runs`.
     """
     lock = lock or nullcontext()
-    data, runs = start_runs(pair, media, prompt, methods, max_new_tokens, sage, lock, sampling, prune_ratio, costs)
+    data, runs = start_runs(
+        pair, media, prompt, methods, max_new_tokens, sage, lock, sampling, prune_ratio, costs, dynamic
+    )
     data.source = source
     active = list(zip(data.lanes, runs, strict=True))
     while active:
@@ -230,7 +243,7 @@ class RaceStepper:
     def __init__(
         self,
         data: RaceData,
-        advance: Sequence[Callable[[], StepRecord | None]],
+        advance: Sequence[Callable[[], RoundRecord | None]],
         key: object = None,
         token_texts: Callable[[Sequence[int]], list[str]] | None = None,
     ) -> None:
@@ -260,7 +273,7 @@ class RaceStepper:
     @property
     def round(self) -> int:
         """The latest step number any side reached (0 = the prefill; -1 before it)."""
-        return max((lane.records[-1].step for lane in self.data.lanes if lane.records), default=-1)
+        return max((lane.records[-1].round for lane in self.data.lanes if lane.records), default=-1)
 
     def step(self) -> RaceData:
         """One more step on every side that has not finished."""
@@ -290,13 +303,16 @@ def live_stepper(
     sampling: SamplingConfig | None = None,
     prune_ratio: float = 0.0,
     costs: CostCurve | None = None,
+    dynamic: DynamicConfig | None = None,
 ) -> RaceStepper:
     """A live race to step through (its runs started as `race_steps` starts them)."""
     guard = lock or nullcontext()
-    data, runs = start_runs(pair, media, prompt, methods, max_new_tokens, sage, guard, sampling, prune_ratio, costs)
+    data, runs = start_runs(
+        pair, media, prompt, methods, max_new_tokens, sage, guard, sampling, prune_ratio, costs, dynamic
+    )
 
-    def advancer(lane: Lane, run: Any) -> Callable[[], StepRecord | None]:
-        def advance() -> StepRecord | None:
+    def advancer(lane: Lane, run: Any) -> Callable[[], RoundRecord | None]:
+        def advance() -> RoundRecord | None:
             with guard:
                 record = next(run, None)
             lane.header = run.header  # after the prefill it names the visual tokens the draft kept
@@ -322,7 +338,7 @@ def replay_stepper(recorded: RaceData, key: object = None) -> RaceStepper:
     return RaceStepper(data, [functools.partial(next, iter(lane.records), None) for lane in recorded.lanes], key)
 
 
-def _learn_texts(known: dict[int, str], record: StepRecord, token_texts: Callable[[Sequence[int]], list[str]]) -> None:
+def _learn_texts(known: dict[int, str], record: RoundRecord, token_texts: Callable[[Sequence[int]], list[str]]) -> None:
     wanted = {*record.tree_tokens, *record.new_tokens, record.bonus_token, *record.root_top_tokens,
               *record.cut_tokens, *record.target_choices}  # fmt: skip
     missing = sorted(t for t in wanted if t not in known)

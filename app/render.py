@@ -1,9 +1,9 @@
 """HTML of the race: token-marked columns, the losslessness badge, the figures table.
 
 Each column shows its text token by token: a token the draft proposed and
-the target accepted is green, the target's own token of a step (the bonus,
+the target accepted is green, the target's own token of a round (the bonus,
 and every token of plain decoding) is orange and bold, and a thin bar marks
-each step boundary. Every number comes from the records of the run shown.
+each round's boundary. Every number comes from the records of the run shown.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import html
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from sage_core import StepRecord, summarize
+from sage_core import RoundRecord, summarize
 from sage_core.costs import CostCurve, predicted_speedups
 from sage_core.methods import REGISTRY, drafts, method_label
 from sage_core.premise import premise_of
@@ -83,8 +83,8 @@ def wrap(body: str) -> str:
 # -- the columns ----------------------------------------------------------------------
 
 
-def marked_text(records: Sequence[StepRecord]) -> str:
-    """The text with every token marked by how it came, one span per step."""
+def marked_text(records: Sequence[RoundRecord]) -> str:
+    """The text with every token marked by how it came, one span per round."""
     parts = []
     for record in records:
         drafted = record.draft_token_count
@@ -93,9 +93,9 @@ def marked_text(records: Sequence[StepRecord]) -> str:
             kind, how = ("d", "accepted draft token") if index < drafted else ("b", "target token (bonus)")
             if record.phase == "prefill":
                 how = "target token (prefill)"
-            title = f"step {record.step}: {how}"
+            title = f"round {record.round}: {how}"
             tokens.append(f"<span class='sage-tok {kind}' title='{_esc(title)}'>{_esc(text)}</span>")
-        parts.append(f"<span class='sage-step' title='step {record.step}'>{''.join(tokens)}</span>")
+        parts.append(f"<span class='sage-step' title='round {record.round}'>{''.join(tokens)}</span>")
     return "".join(parts)
 
 
@@ -103,7 +103,7 @@ def marked_text(records: Sequence[StepRecord]) -> str:
 class LaneFigures:
     """The live figures of one side, all read off its records."""
 
-    steps: int
+    rounds: int
     tau: float
     tokens_per_forward: float
     tokens: int
@@ -112,10 +112,10 @@ class LaneFigures:
     decode_tokens_per_second: float
 
     @classmethod
-    def of(cls, records: Sequence[StepRecord]) -> LaneFigures:
+    def of(cls, records: Sequence[RoundRecord]) -> LaneFigures:
         s = summarize(records)
         return cls(
-            steps=s.steps,
+            rounds=s.rounds,
             tau=s.mean_accepted,
             tokens_per_forward=s.tokens_per_forward,
             tokens=len(s.token_ids),
@@ -150,7 +150,7 @@ def lane_html(lane: Lane, data: RaceData, tail: int | None = None) -> str:
         f = LaneFigures.of(lane.records)
         tau = f"<span>τ <b>{f.tau:.2f}</b></span>" if drafts(method) else "<span>τ <b>–</b></span>"
         stats = (
-            f"<div class='sage-stats'><span>steps <b>{f.steps}</b></span>{tau}"
+            f"<div class='sage-stats'><span>rounds <b>{f.rounds}</b></span>{tau}"
             f"<span>tokens/forward <b>{f.tokens_per_forward:.2f}</b></span>"
             f"<span>tokens/s <b>{f.tokens_per_second:.1f}</b></span>"
             f"<span>time <b>{f.seconds:.2f} s</b></span></div>"
@@ -159,7 +159,7 @@ def lane_html(lane: Lane, data: RaceData, tail: int | None = None) -> str:
         stats = "<div class='sage-stats'><span>—</span></div>"
     shown = lane.records if tail is None or len(lane.records) <= tail else lane.records[-tail:]
     earlier = len(lane.records) - len(shown)
-    lead = f"<span class='sage-sub'>… {earlier} earlier steps (shown when it ends) … </span>" if earlier else ""
+    lead = f"<span class='sage-sub'>… {earlier} earlier rounds (shown when it ends) … </span>" if earlier else ""
     return f"<div class='sage-col'>{head}{stats}<div class='sage-text'>{lead}{marked_text(shown)}</div></div>"
 
 
@@ -332,19 +332,20 @@ def table_html(data: RaceData | None) -> str:
         tau = f"{f.tau:.2f}" if drafts(method) else "–"
         rows.append(
             f"<tr><td><span class='sage-dot' style='background:{DOTS.get(method, '#334155')}'></span> "
-            f"{_esc(SHORT.get(method, method))}</td><td>{f.steps}</td><td>{tau}</td><td>{f.tokens_per_forward:.2f}</td>"
+            f"{_esc(SHORT.get(method, method))}</td><td>{f.rounds}</td><td>{tau}</td>"
+            f"<td>{f.tokens_per_forward:.2f}</td>"
             f"<td>{f.tokens}</td><td>{f.tokens_per_second:.1f}</td><td>{f.seconds:.2f}</td>"
             f"<td>{speed}</td><td>{decode_speed}</td></tr>"
         )
     lead_name = SHORT.get(lead, lead)
     source = "recorded (replay)" if data.replay else "measured in this run"
     head = (
-        "<tr><th>method</th><th>steps</th><th>τ</th><th>tokens / target forward</th><th>tokens</th>"
+        "<tr><th>method</th><th>rounds</th><th>τ</th><th>tokens / target forward</th><th>tokens</th>"
         f"<th>tokens/s</th><th>time (s)</th><th>{lead_name} speedup</th><th>decode-only</th></tr>"
     )
     caption = (
-        f"Figures {source}. τ = accepted draft tokens per step (paper's metric, bonus excluded); "
-        "tokens / target forward counts the bonus (= τ + 1 per step, prefill included). Time is each side's "
+        f"Figures {source}. τ = accepted draft tokens per round (paper's metric, bonus excluded); "
+        "tokens / target forward counts the bonus (= τ + 1 per round, prefill included). Time is each side's "
         "own device-synchronised time, prefill included; decode-only leaves the prefill out."
         + (" In brackets: the decode-only speedup the measured cost curve predicts from each side's rounds "
            "(tree sizes and tokens per round)." if data.costs is not None else "")

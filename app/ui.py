@@ -50,6 +50,7 @@ def settings_from(
 ) -> Settings:
     configured = (default_target, default_draft) if default_target and default_draft else None
     offered = models.presets(configured)
+    models.cost_curve_wanted()  # a bad SAGE_APP_COST_CURVE is one sentence at launch, not at the first race
     return Settings(
         limits=limits or Limits.from_env(),
         offered=offered,
@@ -131,13 +132,13 @@ def wire(page: Page, handlers: Handlers) -> None:
     page.gallery.select(controls(handlers.pick_example, page), None,
                         [page.image, page.video, page.prompt, page.media_tabs, page.status], queue=False,
                         api_visibility="private")  # fmt: skip
-    page.tree_step.input(controls(handlers.show_tree, page), [page.state, page.tree_lane, page.tree_step],
+    page.tree_round.input(controls(handlers.show_tree, page), [page.state, page.tree_lane, page.tree_round],
                          [page.fig_tree, page.explain, page.status], queue=False,
                          api_visibility="private")  # fmt: skip
     page.tree_lane.input(controls(handlers.show_lane, page), [page.state, page.tree_lane],
-                         [page.fig_tree, page.explain, page.tree_step, page.status], queue=False,
+                         [page.fig_tree, page.explain, page.tree_round, page.status], queue=False,
                          api_visibility="private")  # fmt: skip
-    page.api_race.click(gpu_for_race(guard(handlers.race_api)), page.race_inputs, page.api_result,
+    page.api_race.click(gpu_for_race(guard(handlers.race_api)), [*page.race_inputs, *page.old_names], page.api_result,
                         api_name="race", concurrency_id="race", concurrency_limit=RACE_CONCURRENCY)  # fmt: skip
     page.api_replay.click(guard(handlers.replay_api), [page.trace_in, page.speed], page.api_result,
                           api_name="replay", concurrency_id="replay",

@@ -6,7 +6,7 @@
 returns what greedy `generate()` returns, equal to it token for token. Keyword arguments with the
 paper's defaults: method ("sage", "static", "chain" or "ar"), backend ("fast", "compiled",
 "fast-hf", "plain"), prune_ratio (0: off), sage_config (a sage_core.SageConfig) or its fields as
-sage_<name> (sage_depth_max=8, sage_width_max=10, sage_top_k=10, ...); tokenizer and
+sage_<name> (sage_depth_max=8, sage_width_max=10, sage_candidates=10, ...); tokenizer and
 assistant_tokenizer when the models' folders do not hold theirs. The work is sage_core's
 (`sage_core.hf_generate`); custom_generate/requirements.txt names the package.
 """

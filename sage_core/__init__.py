@@ -7,7 +7,7 @@ output equals the target's own greedy decoding.
 
     pair = load_pair("builtin", "builtin")
     run = decode(pair, load_media("assets/examples/count.png"), "how many shapes are there?", DecodeConfig("sage"))
-    for record in run:            # one StepRecord per target forward
+    for record in run:            # one RoundRecord per target forward
         print("".join(record.new_token_texts), end="")
 """
 
@@ -19,7 +19,7 @@ from .decode import DecodeRun, decode
 from .errors import BackendError, InputError, MediaError, ModelLoadError, PairMismatchError, SageError
 from .media import Media, image_media, load_media
 from .prepared import PreparedInputs, prepare_inputs
-from .records import RunHeader, RunSummary, StepRecord, load_trace, parse_trace, save_trace, summarize
+from .records import RoundRecord, RunHeader, RunSummary, load_trace, parse_trace, save_trace, summarize
 from .trees import Tree
 
 __all__ = [
@@ -39,11 +39,11 @@ __all__ = [
     "ModelPair",
     "PairMismatchError",
     "PreparedInputs",
+    "RoundRecord",
     "RunHeader",
     "RunSummary",
     "SageConfig",
     "SageError",
-    "StepRecord",
     "Tree",
     "__version__",
     "check_pair",

@@ -43,6 +43,10 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"error: {message} (see --help)\n")
 
 
+#: Flags renamed (one word for one thing): each OLD_FLAGS name still sets its setting, unlisted in --help.
+OLD_FLAGS = {"--top-k": "candidates", "--dynamic-top-k": "dynamic_candidates"}
+
+
 def build_parser() -> argparse.ArgumentParser:
     prog = "sage" if Path(sys.argv[0]).name == "sage" else "python -m sage_core"  # the console script, or -m
     parser = Parser(prog=prog, description=__doc__.splitlines()[0])
@@ -98,19 +102,23 @@ def build_parser() -> argparse.ArgumentParser:
         help="sample from the k most likely tokens (default 50 as generate; 0: off)",
     )
     sampling.add_argument("--seed", type=int, help="makes a sampled run reproducible (default: a fresh one, recorded)")
-    gen.add_argument("--trace", help="write the per-step records here as JSON lines")
+    gen.add_argument("--trace", help="write the per-round records here as JSON lines")
     gen.add_argument("--json", action="store_true", help="print one JSON object with the text and figures")
     sage = gen.add_argument_group("SAGE policy (paper defaults)")
     defaults = SageConfig()
-    for name in ("depth_min", "depth_max", "width_min", "width_max", "node_budget", "top_k", "window"):
+    for name in ("depth_min", "depth_max", "width_min", "width_max", "node_budget", "candidates", "window"):
         sage.add_argument("--" + name.replace("_", "-"), type=int, default=getattr(defaults, name))
     sage.add_argument("--shape", choices=("online", "template"), default=defaults.shape)
     sage.add_argument("--alpha-source", choices=("root", "path_mean"), default=defaults.alpha_source)
     dynamic = gen.add_argument_group("dynamic tree, --method dynamic (EAGLE-2's defaults)")
     tree = DynamicConfig()
     dynamic.add_argument("--dynamic-depth", type=int, default=tree.depth, help="levels expanded below the first")
-    dynamic.add_argument("--dynamic-top-k", type=int, default=tree.top_k, help="frontier nodes and children each")
+    dynamic.add_argument(
+        "--dynamic-candidates", type=int, default=tree.candidates, help="frontier nodes and children each"
+    )
     dynamic.add_argument("--dynamic-total-tokens", type=int, default=tree.total_tokens, help="nodes verified")
+    for flag, dest in OLD_FLAGS.items():  # the flags' names before the renames still work, unlisted
+        gen.add_argument(flag, type=int, dest=dest, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     return parser
 
 
@@ -145,14 +153,14 @@ def generate(args: argparse.Namespace) -> int:
     check_prompt(args.prompt)
     sage = SageConfig(
         depth_min=args.depth_min, depth_max=args.depth_max, width_min=args.width_min,
-        width_max=args.width_max, node_budget=args.node_budget, top_k=args.top_k, window=args.window,
+        width_max=args.width_max, node_budget=args.node_budget, candidates=args.candidates, window=args.window,
         shape=args.shape, alpha_source=args.alpha_source,
     )  # fmt: skip
     sampling = SamplingConfig(temperature=args.temperature, top_p=args.top_p, top_k=args.top_k_sampling, seed=args.seed)
     config = DecodeConfig(
         method=args.method, max_new_tokens=check_max_new_tokens(args.max_new_tokens), sage=sage, backend=args.backend,
         prune_ratio=args.prune_ratio, sampling=sampling,
-        dynamic=DynamicConfig(args.dynamic_depth, args.dynamic_top_k, args.dynamic_total_tokens),
+        dynamic=DynamicConfig(args.dynamic_depth, args.dynamic_candidates, args.dynamic_total_tokens),
     )  # fmt: skip
     if args.trace and not Path(args.trace).resolve().parent.is_dir():
         raise InputError(f"--trace {args.trace}: the folder {Path(args.trace).parent} does not exist")

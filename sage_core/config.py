@@ -41,12 +41,18 @@ SAGE_RANGES: dict[str, tuple[int, int]] = {
     "width_max": (1, 10),
     # Every KV buffer of a round is sized by it: 256 nodes is four times the paper's 64.
     "node_budget": (1, 256),
-    "top_k": (2, 20),
+    "candidates": (2, 20),
     "window": (1, 100),
     "depth_max_step": (1, 10),
     "depth_max_limit": (1, 10),
 }
-FLOAT_FIELDS = ("expansion_threshold", "initial_alpha", "lower_below", "raise_above")
+# The range of each dynamic tree setting (DynamicConfig); the page's sliders read these too.
+DYNAMIC_RANGES: dict[str, tuple[int, int]] = {"depth": (1, 10), "candidates": (1, 50), "total_tokens": (1, 256)}
+FLOAT_FIELDS = ("threshold_base", "initial_alpha", "lower_below", "raise_above")
+# Names settings had before they were renamed (one word for one thing), and their names now: a trace
+# written before, or a caller using an old name, is read under the new one.
+OLD_SAGE_NAMES: dict[str, str] = {"top_k": "candidates", "expansion_threshold": "threshold_base"}
+OLD_DYNAMIC_NAMES: dict[str, str] = {"top_k": "candidates"}
 # Sampling: near 0 the scaled logits overflow (transformers' generate fails at 1e-40); 0 itself is greedy.
 MIN_TEMPERATURE = 0.01
 MAX_TEMPERATURE = 2.0
@@ -63,7 +69,7 @@ class SageConfig:
     width  W(alpha) = width_min + (1 - alpha) * (width_max - width_min)
     level l >= 2: W_l = W(alpha) * (1 / l) * (0.5 + P_parent)
     a node at level l is kept only if its cumulative probability
-    exceeds expansion_threshold * l / D(alpha).
+    exceeds threshold_base * l / D(alpha).
     """
 
     depth_min: int = 3
@@ -71,8 +77,12 @@ class SageConfig:
     width_min: int = 2
     width_max: int = 10
     node_budget: int = 64
-    top_k: int = 10
-    expansion_threshold: float = 0.1
+    # k: the draft's candidates per node (paper: top-k = 10); alpha is the entropy of their
+    # renormalised probabilities, and no level is wider than k.
+    candidates: int = 10
+    # The base of the expansion threshold: level l's threshold is theta_l = threshold_base * l / D(alpha)
+    # (policy.level_threshold).
+    threshold_base: float = 0.1
     initial_alpha: float = 0.5
     # The acceptance window that moves depth_max (paper: last 10 rounds,
     # mean < 2 lowers it, mean > 3 raises it).
@@ -117,8 +127,8 @@ class SageConfig:
             problems.append("need 1 <= depth_min <= depth_max <= depth_max_limit")
         if not 1 <= self.width_min <= self.width_max:
             problems.append("need 1 <= width_min <= width_max")
-        if not 1 <= self.width_max <= self.top_k:
-            problems.append("need width_max <= top_k")
+        if not 1 <= self.width_max <= self.candidates:
+            problems.append("need width_max <= candidates")
         if not 0.0 <= self.initial_alpha <= 1.0:
             problems.append("initial_alpha must lie in [0, 1]")
         if self.shape not in ("online", "template"):
@@ -131,7 +141,8 @@ class SageConfig:
     @classmethod
     def from_form(cls, values: Mapping[str, object]) -> SageConfig:
         """SAGE's settings from a form or a JSON call ("8", 8.0 and 8 alike); checked as every SageConfig is."""
-        return cls(**{name: as_whole(value) for name, value in values.items()})  # type: ignore[arg-type]
+        named = with_current_names(values, OLD_SAGE_NAMES)
+        return cls(**{name: as_whole(value) for name, value in named.items()})  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -140,9 +151,10 @@ class DynamicConfig:
     with Dynamic Draft Trees", §4): grow the tree where the draft's cumulative probability is highest,
     then rerank every drafted node and verify the best `total_tokens`.
 
-    Each of `depth` levels expands the `top_k` frontier nodes of highest cumulative probability
-    (the product of the draft's probabilities along the path), each with its `top_k` most likely
-    children; the root's own top-k are the first level, so the tree is at most depth + 1 deep.
+    Each of `depth` levels expands the `candidates` frontier nodes of highest cumulative probability
+    (the product of the draft's probabilities along the path), each with its `candidates` most likely
+    children (EAGLE-2's code calls this k `top_k`); the root's own candidates are the first level, so
+    the tree is at most depth + 1 deep.
     The defaults are those of EAGLE-2's released code (SafeAILab/EAGLE, EAGLE-2 release of
     2024-06-27: `EaModel.from_pretrained(total_token=59, depth=5, top_k=10)` in
     eagle/model/ea_model.py; the growth and rerank in `Model.topK_genrate`, eagle/model/cnets.py):
@@ -150,17 +162,23 @@ class DynamicConfig:
     """
 
     depth: int = 5
-    top_k: int = 10
+    candidates: int = 10
     total_tokens: int = 59
 
     def __post_init__(self) -> None:
         problems = []
-        for name, low, high in (("depth", 1, 10), ("top_k", 1, 50), ("total_tokens", 1, 256)):
+        for name, (low, high) in DYNAMIC_RANGES.items():
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-                problems.append(f"{name} must be a whole number in [{low}, {high}], not {value!r}")
+                problems.append(f"{name} must be a whole number in [{low}, {high}], not {shown(value)}")
         if problems:
             raise ConfigError("invalid dynamic tree settings: " + "; ".join(problems))
+
+    @classmethod
+    def from_form(cls, values: Mapping[str, object]) -> DynamicConfig:
+        """The dynamic tree's settings from a form or a JSON call ("5", 5.0 and 5 alike); checked as always."""
+        named = with_current_names(values, OLD_DYNAMIC_NAMES)
+        return cls(**{name: as_whole(value) for name, value in named.items()})  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -216,9 +234,9 @@ class DecodeConfig:
     method: Method = "sage"
     max_new_tokens: int = 128
     sage: SageConfig = field(default_factory=SageConfig)
-    # Draft candidates per node for the static and chain templates (their
+    # The draft's candidates per node for the static and chain templates (their
     # largest rank is 3, so 10 is plenty).
-    template_top_k: int = 10
+    template_candidates: int = 10
     backend: Backend = "fast"
     # Draft-side visual token pruning (SpecVLM; pruning.py): the share of the
     # visual tokens the draft does not read (0 = off; the paper prunes 0.8 of an
@@ -245,8 +263,10 @@ class DecodeConfig:
         if not isinstance(self.max_new_tokens, int) or isinstance(self.max_new_tokens, bool):
             raise ConfigError(f"max new tokens must be a whole number, not {shown(self.max_new_tokens)}")
         check_max_new_tokens(self.max_new_tokens)
-        if not is_whole_in(self.template_top_k, 4, 20):
-            raise ConfigError(f"template_top_k must be a whole number in [4, 20], not {shown(self.template_top_k)}")
+        if not is_whole_in(self.template_candidates, 4, 20):
+            raise ConfigError(
+                f"template_candidates must be a whole number in [4, 20], not {shown(self.template_candidates)}"
+            )
 
 
 MAX_NEW_TOKENS_LIMIT = 4096
@@ -300,6 +320,16 @@ def check_positions(prompt_tokens: int, positions: int | None, model: str = "the
             f"the prompt is {prompt_tokens} tokens with the image or video; {model} reads at most {positions} "
             "positions: shorten the prompt, or use a smaller image or fewer frames"
         )
+
+
+def with_current_names(values: Mapping[str, object], old_names: Mapping[str, str]) -> dict[str, object]:
+    """Settings under their current names: a value under an old name is read under its new one, unless the
+    new name is given too (it wins)."""
+    current = {name: value for name, value in values.items() if name not in old_names}
+    for old, new in old_names.items():
+        if old in values and new not in values:
+            current[new] = values[old]
+    return current
 
 
 # -- whole numbers, as forms, JSON and the command line give them ------------------------

@@ -29,10 +29,10 @@ import torch
 from .adapter import KVState, ModelPair
 from .backends import ModelBackend, open_backend
 from .config import Backend
-from .drafting import top_k
+from .drafting import top_candidates
 from .media import Media
 from .prepared import prepare_inputs, with_draft_inputs
-from .records import StepRecord
+from .records import RoundRecord
 from .timing import synchronize
 from .trees import Tree
 
@@ -59,7 +59,7 @@ class CostCurve:
     def draft_at(self, nodes: int) -> float:
         return _interpolate(self.sizes, self.draft_level_ms, max(nodes, 1))
 
-    def round_ms(self, record: StepRecord) -> float:
+    def round_ms(self, record: RoundRecord) -> float:
         """What a decode round costs by this curve: the draft's feed of the committed tokens, one draft
         level per tree level below the deepest (over that level's nodes), and the verification."""
         tree = record.tree
@@ -69,7 +69,7 @@ class CostCurve:
         drafting = self.draft_at(1) + sum(self.draft_at(n) for n in per_level)
         return drafting + self.verify_at(len(tree))
 
-    def predicted_rate(self, records: Sequence[StepRecord]) -> float | None:
+    def predicted_rate(self, records: Sequence[RoundRecord]) -> float | None:
         """Decode-only tokens per second these costs predict for a run's rounds (None without rounds)."""
         rounds = [r for r in records if r.phase == "decode"]
         milliseconds = sum(self.round_ms(r) for r in rounds)
@@ -130,7 +130,7 @@ def _verify_once(target: ModelBackend, state: KVState, root: int, tree: Tree) ->
 
 def _draft_level_once(draft: ModelBackend, state: KVState, token: int, nodes: int, vocab: int) -> None:
     logits = draft.extend(state, [token] * nodes, positions=[state.committed] * nodes, parents=[-1] * nodes)
-    top_k(logits, min(10, vocab), vocab)
+    top_candidates(logits, min(10, vocab), vocab)
     draft.commit(state, [])
 
 
@@ -198,7 +198,7 @@ def curve_on_prefilled(
     return CostCurve(str(device), dtype, backend, timing.sizes, one, verify_ms, level_ms)
 
 
-def predicted_speedups(curve: CostCurve, runs: Mapping[str, Sequence[StepRecord]], lead: str) -> dict[str, float]:
+def predicted_speedups(curve: CostCurve, runs: Mapping[str, Sequence[RoundRecord]], lead: str) -> dict[str, float]:
     """The lead method's predicted decode-only tokens/s over each other method's, by the curve."""
     rates = {m: curve.predicted_rate(records) for m, records in runs.items()}
     mine = rates.get(lead)

@@ -1,4 +1,4 @@
-"""The one streaming decode loop: every method yields the same step records.
+"""The one streaming decode loop: every method yields the same round records.
 
 Each round (paper §3.1): 1. draft a tree, 2. verify it in one target
 forward under tree attention, 3. accept the longest path the target agrees
@@ -28,7 +28,7 @@ from .models.pair import check_method
 from .prepared import PreparedInputs, prepare_inputs, with_draft_inputs
 from .proposers import Drafter, Proposer, SagePlanner, make_proposer
 from .pruning import select_visual_tokens
-from .records import FinishReason, RunHeader, RunSummary, StepRecord, summarize
+from .records import FinishReason, RoundRecord, RunHeader, RunSummary, summarize
 from .sampling import make_verifier, resolve_seed
 from .timing import Laps
 from .trees import EMPTY_TREE, Tree
@@ -48,7 +48,7 @@ class TextStream:
         self.ids: list[int] = []
 
     def push(self, tokens: Sequence[int]) -> tuple[str, ...]:
-        """The texts of a step's new tokens: one decode per token (and one for the context),
+        """The texts of a round's new tokens: one decode per token (and one for the context),
         each token's text what its decode adds to the one before."""
         start = max(0, len(self.ids) - DETOKENIZE_CONTEXT)
         before = self.tokenizer.decode(self.ids[start:], skip_special_tokens=True)
@@ -62,7 +62,7 @@ class TextStream:
 
 
 class DecodeRun:
-    """A streaming run of one method: iterate it for `StepRecord`s.
+    """A streaming run of one method: iterate it for `RoundRecord`s.
 
     The prompt is prepared (and checked) when the run is made, unless
     `prepared` brings the processors' tensors made once for several runs
@@ -78,9 +78,11 @@ class DecodeRun:
     ) -> None:
         check_method(pair, config.method, config.prune_ratio)  # what a family cannot run, refused
         uses_draft = drafts(config.method)
-        top = max(config.sage.top_k, make_proposer(config).top_k) if uses_draft else 0
+        top = max(config.sage.candidates, make_proposer(config).candidates) if uses_draft else 0
         if top > pair.shared_vocab_size:
-            raise InputError(f"top-k is {top}, more than the {pair.shared_vocab_size} tokens of the vocabulary")
+            raise InputError(
+                f"{top} draft candidates per node are more than the {pair.shared_vocab_size} tokens of the vocabulary"
+            )
         self.pair = pair
         self.media = media
         self.prompt = prompt
@@ -116,14 +118,15 @@ class DecodeRun:
             visual_tokens=visual_tokens,
             draft_prompt_tokens=int(self.draft_inputs["input_ids"].shape[1]) if self.draft_inputs is not None else None,
             sampling={**asdict(config.sampling), "seed": self.seed},
+            dynamic=asdict(config.dynamic),
         )
-        self.records: list[StepRecord] = []
+        self.records: list[RoundRecord] = []
         self._steps = self._run()
 
-    def __iter__(self) -> Iterator[StepRecord]:
+    def __iter__(self) -> Iterator[RoundRecord]:
         return self
 
-    def __next__(self) -> StepRecord:
+    def __next__(self) -> RoundRecord:
         record = next(self._steps)
         self.records.append(record)
         return record
@@ -135,7 +138,7 @@ class DecodeRun:
 
     # -- the loop ------------------------------------------------------------
 
-    def _run(self) -> Iterator[StepRecord]:
+    def _run(self) -> Iterator[RoundRecord]:
         loop, first = self._prefill()
         yield first
         step = 0
@@ -143,7 +146,7 @@ class DecodeRun:
             step += 1
             yield self._round(loop, step)
 
-    def _round(self, loop: _Loop, step: int) -> StepRecord:
+    def _round(self, loop: _Loop, step: int) -> RoundRecord:
         """One round: draft, verify, accept, commit, adapt."""
         # The round runs in inference mode, entered once here (not per forward and commit).
         with torch.inference_mode():
@@ -166,23 +169,23 @@ class DecodeRun:
             loop.pending = [*verdict.accepted_tokens, verdict.bonus_token]
             # 5. Adapt: the proposer takes in the verdict (SAGE: the window moves D_max).
             adaptation = loop.proposer.observe(proposal, verdict)
-            step_seconds = laps.stop()
-        loop.total_seconds += step_seconds
-        return StepRecord(
-            method=self.config.method, step=step, phase="decode",
+            round_seconds = laps.stop()
+        loop.total_seconds += round_seconds
+        return RoundRecord(
+            method=self.config.method, round=step, phase="decode",
             tree_tokens=tree.tokens, tree_parents=tree.parents, tree_draft_probs=tree.draft_probs,
             accepted_nodes=verdict.accepted_nodes, accepted_tokens=verdict.accepted_tokens,
             bonus_token=verdict.bonus_token,
             tried_nodes=verdict.tried_nodes, accept_probs=verdict.accept_probs,
             new_tokens=new_tokens, new_token_texts=loop.text.push(new_tokens),
-            draft_seconds=draft_seconds, verify_seconds=verify_seconds, step_seconds=step_seconds,
+            draft_seconds=draft_seconds, verify_seconds=verify_seconds, round_seconds=round_seconds,
             total_tokens=loop.produced, total_seconds=loop.total_seconds, finish_reason=loop.finish,
             target_choices=verdict.target_choices,
             window_mean=adaptation.window_mean, next_depth_max=adaptation.next_depth_max,
             **proposal.shape.record_fields(),
         )  # fmt: skip
 
-    def _prefill(self) -> tuple[_Loop, StepRecord]:
+    def _prefill(self) -> tuple[_Loop, RoundRecord]:
         """Step 0: the target (and the draft) read the prompt; the target's choice after it (argmax,
         or a sample) is the first new token. The record splits its time: target prefill (as
         "verify"), draft prefill (as "draft"), and the processors' preparation (only in the total)."""
@@ -208,13 +211,13 @@ class DecodeRun:
         new_tokens = loop.emit([first])
         seconds = self.prepare_seconds + prefill_seconds
         loop.total_seconds += seconds
-        record = StepRecord(
-            method=config.method, step=0, phase="prefill",
+        record = RoundRecord(
+            method=config.method, round=0, phase="prefill",
             tree_tokens=(), tree_parents=(), tree_draft_probs=(),
             entropy=None, alpha=None, depth_max=None, planned_depth=None, planned_width=None,
             accepted_nodes=(), accepted_tokens=(), bonus_token=first,
             new_tokens=new_tokens, new_token_texts=loop.text.push(new_tokens),
-            draft_seconds=prefill_seconds - verify_seconds, verify_seconds=verify_seconds, step_seconds=seconds,
+            draft_seconds=prefill_seconds - verify_seconds, verify_seconds=verify_seconds, round_seconds=seconds,
             total_tokens=loop.produced, total_seconds=loop.total_seconds, finish_reason=loop.finish,
         )  # fmt: skip
         return loop, record
@@ -253,7 +256,7 @@ class _Loop:
     finish: FinishReason | None = None
 
     def emit(self, candidates: Sequence[int]) -> tuple[int, ...]:
-        """The tokens a step appends: cut after an end-of-sequence token or at the token limit."""
+        """The tokens a round appends: cut after an end-of-sequence token or at the token limit."""
         out: list[int] = []
         for token in candidates:
             out.append(token)
@@ -296,12 +299,12 @@ def _check_prunable(target_inputs: Any, draft_inputs: Any, visual_tokens: int) -
 def _cache_reserve(config: DecodeConfig) -> int:
     """Cache entries a run adds after its prompt, at most: its new tokens, then the scratch of a round."""
     dynamic = config.dynamic
-    nodes = max(config.sage.node_budget, len(STATIC_TREE), dynamic.total_tokens, dynamic.depth * dynamic.top_k) + 1
+    nodes = max(config.sage.node_budget, len(STATIC_TREE), dynamic.total_tokens, dynamic.depth * dynamic.candidates) + 1
     return config.max_new_tokens + nodes + max(config.sage.depth_max_limit, dynamic.depth + 1) + 1
 
 
 def decode(
     pair: ModelPair, media: Media, prompt: str, config: DecodeConfig, prepared: PreparedInputs | None = None
 ) -> DecodeRun:
-    """Start a streaming run; iterate the result for per-step records."""
+    """Start a streaming run; iterate the result for per-round records."""
     return DecodeRun(pair, media, prompt, config, prepared)

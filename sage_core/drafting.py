@@ -36,7 +36,7 @@ class DraftedTree:
 TopK = tuple[tuple[int, ...], tuple[float, ...]]  # (tokens, probabilities), most likely first
 
 
-def top_k(logits: torch.Tensor, k: int, vocab: int, warp: Warp | None = None) -> list[TopK]:
+def top_candidates(logits: torch.Tensor, k: int, vocab: int, warp: Warp | None = None) -> list[TopK]:
     """Per row of logits, the k most likely tokens of the shared vocabulary and their probabilities.
 
     `warp` (sampling) processes the logits first, so the probabilities are the
@@ -125,7 +125,7 @@ def grow_tree(
             parents=[scratch_of[nodes[n].parent] for n in to_expand],
         )
         frontier = []
-        for node, (next_tokens, next_probs) in zip(to_expand, top_k(logits, top, vocab, warp), strict=True):
+        for node, (next_tokens, next_probs) in zip(to_expand, top_candidates(logits, top, vocab, warp), strict=True):
             distributions[node] = next_probs
             frontier.append(Expansion(node, nodes[node].prob, nodes[node].cumulative, next_tokens, next_probs))
     draft.commit(state, [])

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from .config import STATIC_TREE, SageConfig
 from .methods import method_spec
-from .records import StepRecord
+from .records import RoundRecord
 from .trees import ROOT
 
 RoundKind = Literal["prefill", "plain", "chain", "static", "dynamic", "sage-first", "sage-template", "sage-online"]
@@ -67,7 +67,7 @@ class CutCandidate:
 @dataclass(frozen=True)
 class RoundExplained:
     method: str
-    step: int
+    round: int
     kind: RoundKind
     # The draft's top-k after the root, most likely first.
     top_tokens: tuple[int, ...]
@@ -118,7 +118,7 @@ def sage_config_from(header_sage: Mapping[str, Any] | None) -> SageConfig:
     return SageConfig(**{k: v for k, v in (header_sage or {}).items() if k in known})
 
 
-def round_kind(record: StepRecord, config: SageConfig) -> RoundKind:
+def round_kind(record: RoundRecord, config: SageConfig) -> RoundKind:
     if record.phase == "prefill":
         return "prefill"
     spec = method_spec(record.method)
@@ -131,7 +131,7 @@ def round_kind(record: StepRecord, config: SageConfig) -> RoundKind:
     return "sage-online" if record.level_thresholds or config.shape == "online" else "sage-template"
 
 
-def explain_round(record: StepRecord, config: SageConfig) -> RoundExplained:
+def explain_round(record: RoundRecord, config: SageConfig) -> RoundExplained:
     """Explain one round from its record and the run's SAGE configuration."""
     kind = round_kind(record, config)
     alpha = record.alpha
@@ -202,7 +202,7 @@ def explain_round(record: StepRecord, config: SageConfig) -> RoundExplained:
     ranked = sorted(range(len(tree)), key=lambda n: (-cumulative[n], depths[n], n))
     return RoundExplained(
         method=record.method,
-        step=record.step,
+        round=record.round,
         kind=kind,
         top_tokens=record.root_top_tokens,
         top_probs=record.root_top_probs,
@@ -216,7 +216,7 @@ def explain_round(record: StepRecord, config: SageConfig) -> RoundExplained:
         width_max=config.width_max,
         width_raw=width_raw,
         width=record.planned_width,
-        threshold_base=config.expansion_threshold,
+        threshold_base=config.threshold_base,
         node_budget=config.node_budget,
         levels=tuple(levels),
         cut=cut,

@@ -11,7 +11,7 @@ equal token for token to `target.generate(**inputs, do_sample=False, max_new_tok
 
 SAGE's settings are keyword arguments with the paper's defaults: `method` ("sage", "static",
 "chain" or "ar"), `backend`, `prune_ratio`, `sage_config` (a whole `SageConfig`) or any of its
-fields by name with a `sage_` prefix (`sage_depth_max=8`, `sage_top_k=10`, ...; the prefix keeps
+fields by name with a `sage_` prefix (`sage_depth_max=8`, `sage_candidates=10`, ...; the prefix keeps
 them apart from `generate()`'s own `top_k`). Settings that would make plain `generate()` pick
 other tokens than the target's argmax (sampling, beams, repetition penalties, logits processors,
 stopping criteria) are refused with one sentence: SAGE here is greedy and lossless.
@@ -26,7 +26,7 @@ from typing import Any
 import torch
 
 from .adapter import FAMILIES, VLM, check_pair
-from .config import METHODS, DecodeConfig, SageConfig
+from .config import METHODS, OLD_SAGE_NAMES, DecodeConfig, SageConfig
 from .decode import DecodeRun
 from .media import Media
 from .models.loading import input_device
@@ -148,7 +148,7 @@ def _sage_config(given: SageConfig | None, kwargs: dict[str, Any]) -> SageConfig
     names = {f.name for f in fields(SageConfig)}
     changes = {}
     for key in [k for k in kwargs if k.startswith(SAGE_PREFIX)]:
-        name = key.removeprefix(SAGE_PREFIX)
+        name = OLD_SAGE_NAMES.get(key.removeprefix(SAGE_PREFIX), key.removeprefix(SAGE_PREFIX))  # sage_top_k too
         if name not in names:
             raise ValueError(f"unknown SAGE setting {key!r}; the settings are {', '.join(sorted(names))} (prefixed)")
         changes[name] = kwargs.pop(key)

@@ -58,7 +58,7 @@ def level_width(root_width: int, level: int, parent_prob: float) -> int:
     return max(1, round_half_up(root_width * (0.5 + parent_prob) / level))
 
 
-def expansion_threshold(level: int, depth: int, base: float) -> float:
+def level_threshold(level: int, depth: int, base: float) -> float:
     """A node at `level` is kept only if its cumulative probability exceeds this."""
     return base * level / depth
 
@@ -139,7 +139,7 @@ def judge_level(
     among the best cuts are built (a node's children beyond W_l are in rank order, so at most
     `CUT_LISTED` of them per node can be listed); the cuts are counted, not built.
     """
-    threshold = expansion_threshold(level, depth, threshold_base)
+    threshold = level_threshold(level, depth, threshold_base)
     offered: list[Candidate] = []
     beyond_width: list[Candidate] = []
     widths: list[tuple[int, float, int]] = []
@@ -224,9 +224,7 @@ def plan_template(
     paths: list[tuple[int, ...]] = []
     frontier = [Expansion(-1, 1.0, 1.0, tuple(range(len(level_probs[0]))), tuple(level_probs[0]))]
     for level in range(1, depth + 1):
-        chosen = choose_level(
-            frontier, level, width, depth, config.node_budget - len(paths), config.expansion_threshold
-        )
+        chosen = choose_level(frontier, level, width, depth, config.node_budget - len(paths), config.threshold_base)
         if not chosen:
             break
         start = len(paths)

@@ -19,7 +19,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .records import StepRecord
+from .records import RoundRecord
 
 MIN_ROUNDS = 4
 
@@ -72,7 +72,7 @@ def _strength(r: float) -> str:
     return "hardly (or inversely)"
 
 
-def premise_of(records: Sequence[StepRecord]) -> Premise:
+def premise_of(records: Sequence[RoundRecord]) -> Premise:
     """The premise on a run's decode rounds that recorded α and the entropy (SAGE's rounds)."""
     rounds = [r for r in records if r.phase == "decode" and r.alpha is not None and r.entropy is not None]
     alphas = [r.alpha for r in rounds if r.alpha is not None]

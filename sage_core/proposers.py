@@ -27,7 +27,7 @@ from typing import Any, Protocol
 from .adapter import KVState
 from .backends import ModelBackend
 from .config import STATIC_TREE, DecodeConfig, DynamicConfig, SageConfig
-from .drafting import Chooser, DraftedTree, Expand, TopK, feed_committed, grow_tree, template_chooser, top_k
+from .drafting import Chooser, DraftedTree, Expand, TopK, feed_committed, grow_tree, template_chooser, top_candidates
 from .methods import method_spec
 from .policy import (
     CUT_LISTED,
@@ -36,8 +36,8 @@ from .policy import (
     Expansion,
     LevelDecision,
     confidence,
-    expansion_threshold,
     judge_level,
+    level_threshold,
     plan_template,
     planned_depth,
     planned_width,
@@ -59,7 +59,7 @@ class Drafter:
 
     def root(self, pending: Sequence[int], k: int) -> TopK:
         """Feed the tokens committed since last round; the draft's top-k after the root."""
-        return top_k(feed_committed(self.backend, self.state, pending), k, self.vocab, self.warp)[0]
+        return top_candidates(feed_committed(self.backend, self.state, pending), k, self.vocab, self.warp)[0]
 
     def grow(self, root: TopK, choose: Chooser, depth: int, k: int, expand: Expand) -> DraftedTree:
         return grow_tree(self.backend, self.state, root, choose, depth, k, self.vocab, expand, self.warp, self.stop)
@@ -89,7 +89,7 @@ class RoundShape:
     rerank: Rerank | None = None  # the dynamic tree's rerank
 
     def record_fields(self) -> dict[str, Any]:
-        """The step record's policy and teaching fields."""
+        """The round record's policy and teaching fields."""
         fields: dict[str, Any] = {
             "entropy": self.entropy, "alpha": self.alpha, "depth_max": self.depth_max,
             "planned_depth": self.planned_depth, "planned_width": self.planned_width,
@@ -158,7 +158,7 @@ class Proposer(Protocol):
     """Drafts each round's tree and learns from the verdict."""
 
     @property
-    def top_k(self) -> int:
+    def candidates(self) -> int:
         """Draft candidates per node (0: no draft)."""
         ...
 
@@ -172,7 +172,7 @@ class Proposer(Protocol):
 class PlainProposer:
     """Plain decoding: the target alone, the empty tree."""
 
-    top_k = 0
+    candidates = 0
 
     def propose(self, drafter: Drafter | None, pending: Sequence[int]) -> Proposal:
         return Proposal(DraftedTree(EMPTY_TREE, {}))
@@ -186,13 +186,13 @@ class TemplateProposer:
 
     def __init__(self, template: Sequence[RankPath], top: int) -> None:
         self.template = tuple(template)
-        self.top_k = top
+        self.candidates = top
 
     def propose(self, drafter: Drafter | None, pending: Sequence[int]) -> Proposal:
         assert drafter is not None
-        root = drafter.root(pending, self.top_k)
+        root = drafter.root(pending, self.candidates)
         choose, expand, depth = template_chooser(self.template)
-        return Proposal(drafter.grow(root, choose, depth, self.top_k, expand), RoundShape(root_top=root))
+        return Proposal(drafter.grow(root, choose, depth, self.candidates, expand), RoundShape(root_top=root))
 
     def observe(self, proposal: Proposal, verdict: Verdict) -> Adaptation:
         return Adaptation()
@@ -243,7 +243,7 @@ class SageProposer:
 
     def __init__(self, config: SageConfig) -> None:
         self.config = config
-        self.top_k = config.top_k
+        self.candidates = config.candidates
         self.planner = SagePlanner(config)
         self.rounds = 0
 
@@ -251,12 +251,12 @@ class SageProposer:
         assert drafter is not None
         self.rounds += 1
         sage = self.config
-        root = drafter.root(pending, sage.top_k)
+        root = drafter.root(pending, sage.candidates)
         depth_max = self.planner.window.depth_max
         no_history = sage.shape == "template" and self.planner.previous is None
         if (self.rounds == 1 and sage.static_first_round) or no_history:
             choose, expand, depth = template_chooser(STATIC_TREE)
-            drafted = drafter.grow(root, choose, depth, sage.top_k, expand)
+            drafted = drafter.grow(root, choose, depth, sage.candidates, expand)
             entropy, alpha = confidence(drafted.distributions[ROOT])
             return Proposal(drafted, RoundShape(entropy, alpha, depth_max, root_top=root))
         if sage.shape == "template":
@@ -269,7 +269,7 @@ class SageProposer:
         alpha = self.planner.template_alpha()
         template = plan_template(alpha, depth_max, self.planner.level_probs(), sage)
         choose, expand, depth = template_chooser(template)
-        drafted = drafter.grow(root, choose, depth, sage.top_k, expand)
+        drafted = drafter.grow(root, choose, depth, sage.candidates, expand)
         entropy = confidence(drafted.distributions[ROOT])[0]
         width = planned_width(alpha, sage.width_min, sage.width_max)
         return Proposal(drafted, RoundShape(entropy, alpha, depth_max, depth, width, root_top=root))
@@ -283,7 +283,7 @@ class SageProposer:
         decisions: list[LevelDecision] = []
 
         def grow_online(level: int, frontier: Sequence[Expansion], count: int) -> list[Candidate]:
-            decision = judge_level(frontier, level, width, depth, sage.node_budget - count, sage.expansion_threshold)
+            decision = judge_level(frontier, level, width, depth, sage.node_budget - count, sage.threshold_base)
             decisions.append(decision)
             return list(decision.kept)
 
@@ -291,9 +291,9 @@ class SageProposer:
             # A child's cumulative probability is at most its parent's: below the next level's
             # threshold no child could be kept, so the node needs no draft forward (the tree is
             # the same; a round whose tree ends before D saves its last draft level).
-            return cumulative > expansion_threshold(level + 1, depth, sage.expansion_threshold)
+            return cumulative > level_threshold(level + 1, depth, sage.threshold_base)
 
-        drafted = drafter.grow(root, grow_online, depth, sage.top_k, worth_expanding)
+        drafted = drafter.grow(root, grow_online, depth, sage.candidates, worth_expanding)
         return Proposal(drafted, RoundShape(entropy, alpha, depth_max, depth, width, root, tuple(decisions)))
 
     def observe(self, proposal: Proposal, verdict: Verdict) -> Adaptation:
@@ -304,9 +304,9 @@ class SageProposer:
 class DynamicProposer:
     """EAGLE-2's dynamic draft tree on the same draft model (Li et al. 2024, §4; config.DynamicConfig).
 
-    Expansion: the root's top-k are level 1; at each of `depth` levels the `top_k` nodes of the
+    Expansion: the root's top-k are level 1; at each of `depth` levels the `candidates` nodes of the
     newest level with the highest cumulative probability (the product of the draft's
-    probabilities along the path) are expanded, each offering its `top_k` most likely children.
+    probabilities along the path) are expanded, each offering its `candidates` most likely children.
     Rerank: after the last level every drafted node is ranked by cumulative probability and the
     best `total_tokens` are verified. A child's cumulative probability never exceeds its
     parent's, and ties are broken by depth, so a node's ancestors always rank before it: the kept
@@ -315,11 +315,11 @@ class DynamicProposer:
 
     def __init__(self, config: DynamicConfig) -> None:
         self.config = config
-        self.top_k = config.top_k
+        self.candidates = config.candidates
 
     def propose(self, drafter: Drafter | None, pending: Sequence[int]) -> Proposal:
         assert drafter is not None
-        top, stop = self.config.top_k, drafter.stop
+        top, stop = self.config.candidates, drafter.stop
         root = drafter.root(pending, top)
         frontier_nodes: set[int] = set()
 
@@ -388,5 +388,5 @@ def make_proposer(config: DecodeConfig) -> Proposer:
     if not spec.drafts:
         return PlainProposer()
     if spec.template is not None:
-        return TemplateProposer(spec.template, config.template_top_k)
+        return TemplateProposer(spec.template, config.template_candidates)
     return PROPOSERS[spec.name](config)

@@ -1,8 +1,14 @@
-"""Per-step records of a decoding run, and their JSON-lines form.
+"""Per-round records of a decoding run, and their JSON-lines form.
 
-A run is a `RunHeader` followed by one `StepRecord` per target forward. The
-records hold plain numbers, strings and tuples (never tensors), so a run
-saves as JSON lines and replays in the app or a test without a model.
+A run is a `RunHeader` followed by one `RoundRecord` per target forward: round
+0 is the prefill, then one per round of drafting and verification. The records
+hold plain numbers, strings and tuples (never tensors), so a run saves as JSON
+lines and replays in the app or a test without a model.
+
+Traces written before some fields were renamed still read: a record's fields
+under their former names (OLD_RECORD_NAMES), and the SAGE settings' (config.
+OLD_SAGE_NAMES), are read under today's; a header without the dynamic tree's
+settings is one written before they were recorded.
 """
 
 from __future__ import annotations
@@ -15,11 +21,23 @@ from dataclasses import MISSING, asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, Literal
 
-from .config import METHODS, SageConfig, SamplingConfig, check_max_new_tokens, check_prune_ratio
+from .config import (
+    METHODS,
+    OLD_DYNAMIC_NAMES,
+    OLD_SAGE_NAMES,
+    DynamicConfig,
+    SageConfig,
+    SamplingConfig,
+    check_max_new_tokens,
+    check_prune_ratio,
+    with_current_names,
+)
 from .errors import ConfigError, TraceError
 from .trees import Tree
 
 TRACE_FORMAT = "sage-trace/1"
+#: A record's fields in traces written before the renames, and their names now.
+OLD_RECORD_NAMES = {"step": "round", "step_seconds": "round_seconds"}
 CUT_RULES = ("width", "threshold", "budget")
 Phase = Literal["prefill", "decode"]
 FinishReason = Literal["eos", "length"]
@@ -40,7 +58,7 @@ class RunHeader:
     dtype: str
     sage: dict[str, Any]
     format: str = TRACE_FORMAT
-    # The processors' time this run is charged (in its prefill step), and
+    # The processors' time this run is charged (in its prefill, round 0), and
     # whether the inputs were prepared once for several runs (a race).
     prepare_seconds: float = 0.0
     prepare_shared: bool = False
@@ -55,18 +73,21 @@ class RunHeader:
     # The sampling settings (config.SamplingConfig) with the seed the run used
     # (None when greedy). Absent in traces written before sampling existed: greedy.
     sampling: dict[str, Any] | None = None
+    # The dynamic tree's settings (config.DynamicConfig: depth, candidates, total_tokens), written by
+    # every run as the SAGE settings are. None in traces written before they were recorded.
+    dynamic: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
-class StepRecord:
+class RoundRecord:
     """One round: draft a tree, verify it in one target forward, commit.
 
-    The prefill is step 0 (phase "prefill"): one target forward over the
+    The prefill is round 0 (phase "prefill"): one target forward over the
     prompt, no tree, its argmax is the first new token (the "bonus").
     """
 
     method: str
-    step: int
+    round: int
     phase: Phase
     # The draft tree below the root (the last committed token): tokens plus
     # parents (-1 = the root), and each node's draft probability given its
@@ -84,15 +105,15 @@ class StepRecord:
     accepted_nodes: tuple[int, ...]
     accepted_tokens: tuple[int, ...]
     bonus_token: int
-    # What this step appended to the output (accepted tokens then the bonus,
+    # What this round appended to the output (accepted tokens then the bonus,
     # cut at end-of-sequence or the token limit), with each token's text.
     new_tokens: tuple[int, ...]
     new_token_texts: tuple[str, ...]
-    # Device-synchronised wall time of this step's parts, in seconds.
+    # Device-synchronised wall time of this round's parts, in seconds.
     draft_seconds: float
     verify_seconds: float
-    step_seconds: float
-    # Running totals after this step (prefill included).
+    round_seconds: float
+    # Running totals after this round (prefill included).
     total_tokens: int
     total_seconds: float
     finish_reason: FinishReason | None = None
@@ -164,7 +185,7 @@ class RunSummary:
     method: str
     token_ids: tuple[int, ...]
     text: str
-    steps: int
+    rounds: int
     target_forwards: int
     mean_accepted: float
     tokens_per_forward: float
@@ -175,24 +196,24 @@ class RunSummary:
     finish_reason: FinishReason | None
 
 
-def summarize(records: Sequence[StepRecord]) -> RunSummary:
+def summarize(records: Sequence[RoundRecord]) -> RunSummary:
     """Fold a run's records into its figures (tau excludes the bonus token)."""
     if not records:
         raise ValueError("a run has at least its prefill record")
-    decode_steps = [r for r in records if r.phase == "decode"]
+    decode_rounds = [r for r in records if r.phase == "decode"]
     token_ids = tuple(t for r in records for t in r.new_tokens)
     text = "".join(s for r in records for s in r.new_token_texts)
     seconds = records[-1].total_seconds
-    prefill_seconds = sum(r.step_seconds for r in records if r.phase == "prefill")
+    prefill_seconds = sum(r.round_seconds for r in records if r.phase == "prefill")
     decode_seconds = seconds - prefill_seconds
-    decode_tokens = sum(len(r.new_tokens) for r in decode_steps)
+    decode_tokens = sum(len(r.new_tokens) for r in decode_rounds)
     return RunSummary(
         method=records[0].method,
         token_ids=token_ids,
         text=text,
-        steps=len(decode_steps),
+        rounds=len(decode_rounds),
         target_forwards=len(records),
-        mean_accepted=statistics.fmean(r.accepted_length for r in decode_steps) if decode_steps else 0.0,
+        mean_accepted=statistics.fmean(r.accepted_length for r in decode_rounds) if decode_rounds else 0.0,
         tokens_per_forward=len(token_ids) / len(records),
         seconds=seconds,
         decode_seconds=decode_seconds,
@@ -208,23 +229,25 @@ def _to_plain(value: Any) -> Any:
     return value
 
 
-def record_to_dict(record: StepRecord) -> dict[str, Any]:
+def record_to_dict(record: RoundRecord) -> dict[str, Any]:
     """A record as JSON-ready data, with its derived shape figures added."""
     data = {k: _to_plain(v) for k, v in asdict(record).items()}
     data.update(depth=record.depth, root_width=record.root_width, node_count=record.node_count)
     return data
 
 
-def record_from_dict(data: dict[str, Any]) -> StepRecord:
-    """The inverse of `record_to_dict` (derived figures are ignored; fields with defaults may be absent)."""
+def record_from_dict(data: dict[str, Any]) -> RoundRecord:
+    """The inverse of `record_to_dict` (derived figures are ignored; fields with defaults may be absent;
+    the names of traces written before the renames are read as today's)."""
+    data = with_current_names(data, OLD_RECORD_NAMES)
     kwargs: dict[str, Any] = {}
-    for f in fields(StepRecord):
+    for f in fields(RoundRecord):
         value = data[f.name] if f.default is MISSING else data.get(f.name, f.default)
         kwargs[f.name] = tuple(value) if isinstance(value, list) else value
-    return StepRecord(**kwargs)
+    return RoundRecord(**kwargs)
 
 
-def save_trace(path: str | Path, header: RunHeader, records: Iterable[StepRecord]) -> None:
+def save_trace(path: str | Path, header: RunHeader, records: Iterable[RoundRecord]) -> None:
     """Write a run as JSON lines: the header, then one record per line."""
     with open(path, "w", encoding="utf-8") as out:
         out.write(json.dumps({"header": asdict(header)}) + "\n")
@@ -232,7 +255,7 @@ def save_trace(path: str | Path, header: RunHeader, records: Iterable[StepRecord
             out.write(json.dumps(record_to_dict(record)) + "\n")
 
 
-def trace_lines(header: RunHeader, records: Iterable[StepRecord]) -> Iterator[str]:
+def trace_lines(header: RunHeader, records: Iterable[RoundRecord]) -> Iterator[str]:
     """The JSON lines of a run (as `save_trace` writes them)."""
     yield json.dumps({"header": asdict(header)})
     for record in records:
@@ -272,39 +295,42 @@ def json_line(line: str, number: int) -> dict[str, Any]:
     return row
 
 
-def load_trace(path: str | Path, max_bytes: int = MAX_TRACE_BYTES) -> tuple[RunHeader, list[StepRecord]]:
+def load_trace(path: str | Path, max_bytes: int = MAX_TRACE_BYTES) -> tuple[RunHeader, list[RoundRecord]]:
     """Read a trace written by `save_trace`; raises TraceError when it is not one."""
     return parse_trace(read_trace_text(path, max_bytes).splitlines())
 
 
-def parse_trace(lines: Sequence[str]) -> tuple[RunHeader, list[StepRecord]]:
+def parse_trace(lines: Sequence[str]) -> tuple[RunHeader, list[RoundRecord]]:
     """Parse and check the JSON lines of a trace; raises TraceError when they are not one.
 
     Every field is checked against the record types before anything is used:
     types, ranges, finite non-negative times that never go backwards, trees
-    whose parents form a tree, a known method, steps numbered in order.
+    whose parents form a tree, a known method, rounds numbered in order.
     """
     rows = [json_line(line, number) for number, line in enumerate((line for line in lines if line.strip()), 1)]
     return parse_trace_rows(rows)
 
 
-def parse_trace_rows(rows: Sequence[dict[str, Any]]) -> tuple[RunHeader, list[StepRecord]]:
+def parse_trace_rows(rows: Sequence[dict[str, Any]]) -> tuple[RunHeader, list[RoundRecord]]:
     """`parse_trace` on lines already read as JSON objects."""
     if not rows:
         raise TraceError("the trace is empty")
     try:
         fields_of_header = dict(rows[0]["header"])
+        for name, old_names in (("sage", OLD_SAGE_NAMES), ("dynamic", OLD_DYNAMIC_NAMES)):
+            if isinstance(fields_of_header.get(name), dict):
+                fields_of_header[name] = with_current_names(fields_of_header[name], old_names)
         if isinstance(fields_of_header.get("kept_visual_indices"), list):
             fields_of_header["kept_visual_indices"] = tuple(fields_of_header["kept_visual_indices"])
         header = RunHeader(**fields_of_header)
         records = [record_from_dict(row) for row in rows[1:]]
     except (KeyError, TypeError, ValueError) as error:
-        raise TraceError(f"not a SAGE trace (JSON lines with a header, then step records): {error}") from error
+        raise TraceError(f"not a SAGE trace (JSON lines with a header, then round records): {error}") from error
     problem = header_problem(header)
     if problem is not None:
         raise TraceError(f"the header of the trace is not valid: {problem}")
     if not records:
-        raise TraceError("the trace holds no steps")
+        raise TraceError("the trace holds no rounds")
     previous_total = 0.0
     produced = 0
     for number, record in enumerate(records, 2):
@@ -314,31 +340,31 @@ def parse_trace_rows(rows: Sequence[dict[str, Any]]) -> tuple[RunHeader, list[St
             produced += len(record.new_tokens)
             problem = _sequence_problem(header, record, index, len(records), previous_total, produced)
         if problem is not None:
-            raise TraceError(f"line {number} of the {header.method!r} run is not a valid step: {problem}")
+            raise TraceError(f"line {number} of the {header.method!r} run is not a valid round: {problem}")
         previous_total = record.total_seconds
     return header, records
 
 
 def _sequence_problem(
-    header: RunHeader, record: StepRecord, index: int, count: int, previous_total: float, produced: int
+    header: RunHeader, record: RoundRecord, index: int, count: int, previous_total: float, produced: int
 ) -> str | None:
     """What makes a valid record wrong in its place in the run, or None."""
     if record.method != header.method:
-        return f"it is a step of {record.method!r}, not of {header.method!r}"
-    if record.step != index:
-        return f"it is numbered {record.step}, not {index}"
+        return f"it is a round of {record.method!r}, not of {header.method!r}"
+    if record.round != index:
+        return f"it is numbered {record.round}, not {index}"
     if (record.phase == "prefill") != (index == 0):
-        return "a run is one prefill step, then decode steps"
+        return "a run is its prefill (round 0), then its rounds"
     if record.total_seconds < previous_total:
         return "its total time goes backwards"
-    if not math.isclose(record.total_seconds, previous_total + record.step_seconds, rel_tol=1e-6, abs_tol=1e-6):
-        return "its total time is not the steps' times added up"
-    if record.step_seconds + 1e-6 < record.draft_seconds + record.verify_seconds:
-        return "its drafting and verification take longer than the whole step"
+    if not math.isclose(record.total_seconds, previous_total + record.round_seconds, rel_tol=1e-6, abs_tol=1e-6):
+        return "its total time is not the rounds' times added up"
+    if record.round_seconds + 1e-6 < record.draft_seconds + record.verify_seconds:
+        return "its drafting and verification take longer than the whole round"
     if record.total_tokens != produced:
-        return f"its running total is {record.total_tokens} tokens, but the steps so far made {produced}"
+        return f"its running total is {record.total_tokens} tokens, but the rounds so far made {produced}"
     if record.finish_reason is not None and index != count - 1:
-        return "only the last step may finish the run"
+        return "only the last round may finish the run"
     if produced > header.max_new_tokens:
         return f"the run made {produced} tokens, more than its limit of {header.max_new_tokens}"
     if record.finish_reason == "length" and produced != header.max_new_tokens:
@@ -386,6 +412,8 @@ def header_problem(header: RunHeader) -> str | None:
         return "its token counts must be whole numbers"
     if not isinstance(header.sage, dict):
         return "its SAGE settings must be an object"
+    if header.dynamic is not None and not isinstance(header.dynamic, dict):
+        return "its dynamic tree settings must be an object"
     if not _is_number(header.prepare_seconds) or not isinstance(header.prepare_shared, bool):
         return "its preparation time must be a finite, non-negative number of seconds"
     if header.draft_prompt_tokens is not None and not _is_int(header.draft_prompt_tokens):
@@ -400,10 +428,13 @@ def header_problem(header: RunHeader) -> str | None:
 
 def _settings_problem(header: RunHeader) -> str | None:
     """Whether the header's settings are ones a run could have had: checked by the config types
-    themselves (the SAGE settings it names, the token limit, the pruning ratio, the sampling)."""
+    themselves (the SAGE and dynamic tree settings it names, the token limit, the pruning ratio, the
+    sampling)."""
     known = {f.name for f in fields(SageConfig)}
     try:
         SageConfig(**{k: v for k, v in header.sage.items() if k in known})
+        if header.dynamic is not None:
+            DynamicConfig(**{k: v for k, v in header.dynamic.items() if k in ("depth", "candidates", "total_tokens")})
         check_max_new_tokens(header.max_new_tokens)
         if header.prune_ratio:
             check_prune_ratio(header.prune_ratio)
@@ -428,7 +459,7 @@ def _sampling_problem(sampling: Any) -> str | None:
     return None
 
 
-def record_problem(record: StepRecord) -> str | None:
+def record_problem(record: RoundRecord) -> str | None:
     """What makes a record read from a file unusable (wrong types, ranges, times, or a tree that is not
     one), or None."""
     if not isinstance(record.method, str) or record.phase not in ("prefill", "decode"):
@@ -446,12 +477,12 @@ def record_problem(record: StepRecord) -> str | None:
     )
     if not all(isinstance(seq, tuple) for seq in sequences):
         return "its trees, paths and tokens must be lists"
-    ints = (record.step, record.bonus_token, record.total_tokens, *record.tree_tokens, *record.accepted_tokens)
+    ints = (record.round, record.bonus_token, record.total_tokens, *record.tree_tokens, *record.accepted_tokens)
     if not all(_is_int(v) for v in (*ints, *record.new_tokens, *record.accepted_nodes)):
-        return "token ids, steps and node indices must be non-negative integers"
+        return "token ids, rounds and node indices must be non-negative integers"
     if not all(type(p) is int for p in record.tree_parents):
         return "tree parents must be integers"
-    times = (record.draft_seconds, record.verify_seconds, record.step_seconds, record.total_seconds)
+    times = (record.draft_seconds, record.verify_seconds, record.round_seconds, record.total_seconds)
     if not all(_is_number(t) for t in times):
         return "times must be finite, non-negative numbers of seconds"
     if not all(_is_number(p, 0.0, 1.0) for p in record.tree_draft_probs):
@@ -486,9 +517,9 @@ def record_problem(record: StepRecord) -> str | None:
     return _path_problem(record) or _teaching_problem(record)
 
 
-def _path_problem(record: StepRecord) -> str | None:
+def _path_problem(record: RoundRecord) -> str | None:
     """Whether the accepted nodes form a path of the tree down from the root, with the tree's tokens, and
-    the step's new tokens are that path's tokens and then the bonus (cut only where the run finished)."""
+    the round's new tokens are that path's tokens and then the bonus (cut only where the run finished)."""
     parent = -1
     for node, token in zip(record.accepted_nodes, record.accepted_tokens, strict=True):
         if record.tree_parents[node] != parent:
@@ -500,7 +531,7 @@ def _path_problem(record: StepRecord) -> str | None:
     if record.phase == "prefill" and (record.tree_tokens or record.accepted_nodes):
         return "the prefill drafts no tree"
     if not record.new_tokens:
-        return "a step adds at least one token"
+        return "a round adds at least one token"
     if record.finish_reason is None and record.new_tokens != produced:
         return "its new tokens are not the accepted tokens and then the bonus token"
     if record.new_tokens != produced[: len(record.new_tokens)]:
@@ -508,7 +539,7 @@ def _path_problem(record: StepRecord) -> str | None:
     return None
 
 
-def _teaching_problem(record: StepRecord) -> str | None:
+def _teaching_problem(record: RoundRecord) -> str | None:
     """What is wrong with a record's optional teaching fields, or None."""
     counts = (record.cut_by_width, record.cut_by_threshold, record.cut_by_budget)
     whole = (record.root_top_tokens, *counts, record.offer_widths, record.cut_tokens, record.target_choices)

@@ -90,7 +90,7 @@ from sage_core.costs import CostCurve, measure_costs, predicted_speedups  # noqa
 from sage_core.errors import SageError  # noqa: E402
 from sage_core.media import DEFAULT_FRAMES  # noqa: E402
 from sage_core.methods import drafts  # noqa: E402
-from sage_core.records import StepRecord  # noqa: E402
+from sage_core.records import RoundRecord  # noqa: E402
 from sage_core.timing import synchronize  # noqa: E402
 
 PEERS = ("generate", "assisted")
@@ -266,7 +266,7 @@ def forward_timer(models: Sequence[Any], devices: Sequence[torch.device]) -> Ite
 
 def profile_rounds(
     pair: ModelPair, prepared: PreparedInputs, method: str, max_new: int, example: str, backend: str = "fast",
-    sampling: SamplingConfig = GREEDY, keep: list[StepRecord] | None = None,
+    sampling: SamplingConfig = GREEDY, keep: list[RoundRecord] | None = None,
 ) -> Rounds:  # fmt: skip
     """One run with every forward timed: the median round's parts (its records appended to `keep`)."""
     config = method_config(method, max_new, backend, sampling)
@@ -281,8 +281,8 @@ def profile_rounds(
             if record.phase == "decode":
                 draft.append(record.draft_seconds)
                 verify.append(record.verify_seconds)
-                step.append(record.step_seconds)
-                outside.append(record.step_seconds - before)
+                step.append(record.round_seconds)
+                outside.append(record.round_seconds - before)
     if keep is not None:
         keep.extend(run.records)
     return Rounds(
@@ -380,7 +380,7 @@ def sage_lines(rows: Sequence[dict[str, Any]]) -> str:
     return lines
 
 
-def cost_lines(curve: CostCurve | None, records: dict[str, list[StepRecord]], rows: Sequence[dict[str, Any]]) -> str:
+def cost_lines(curve: CostCurve | None, records: dict[str, list[RoundRecord]], rows: Sequence[dict[str, Any]]) -> str:
     """The measured cost curve, and SAGE's decode-only speedups it predicts (from the profiled runs' rounds of
     every example) beside the measured ones (median of the per-example ratios)."""
     if curve is None:

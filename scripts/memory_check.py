@@ -129,7 +129,7 @@ def run_case(
     run = decode(pair, image, prompt, config)
     summary = run.run_to_end()
     peak = torch.cuda.max_memory_allocated() if cuda else vm_kib("VmHWM") * 1024
-    steps = [r.step_seconds for r in run.records if r.phase == "decode"]
+    steps = [r.round_seconds for r in run.records if r.phase == "decode"]
     prompt_tokens = run.header.prompt_tokens
     del run
     # the caches' size at this prompt (after the peak was read): one more prefill of each model

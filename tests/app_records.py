@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from app.race import Lane, RaceData
-from sage_core import RunHeader, StepRecord
+from sage_core import RoundRecord, RunHeader
 
 # The output both methods must produce, with each token's text.
 TOKENS = (10, 11, 12, 13, 14, 15, 16, 2)
@@ -23,21 +23,21 @@ def header(method: str) -> RunHeader:
 
 def record(
     method: str, step: int, start: int, accepted: int, seconds: float, total_seconds: float, **tree
-) -> StepRecord:
+) -> RoundRecord:
     """Step `step` emits TOKENS[start : start + accepted + 1]: `accepted` draft tokens, then the bonus."""
     new = TOKENS[start : start + accepted + 1]
     texts = TEXTS[start : start + accepted + 1]
     finish = "eos" if new and new[-1] == EOS else None
     base = dict(
-        method=method, step=step, phase="decode" if step else "prefill",
+        method=method, round=step, phase="decode" if step else "prefill",
         tree_tokens=(), tree_parents=(), tree_draft_probs=(), entropy=None, alpha=None, depth_max=None,
         planned_depth=None, planned_width=None, accepted_nodes=(), accepted_tokens=new[:accepted],
         bonus_token=new[-1], new_tokens=new, new_token_texts=texts, draft_seconds=seconds / 2,
-        verify_seconds=seconds / 2, step_seconds=seconds, total_tokens=start + len(new),
+        verify_seconds=seconds / 2, round_seconds=seconds, total_tokens=start + len(new),
         total_seconds=total_seconds, finish_reason=finish,
     )  # fmt: skip
     base.update(tree)
-    return StepRecord(**base)
+    return RoundRecord(**base)
 
 
 def chain_tree(tokens: tuple[int, ...], extra: tuple[int, ...] = ()) -> dict:
@@ -51,7 +51,7 @@ def chain_tree(tokens: tuple[int, ...], extra: tuple[int, ...] = ()) -> dict:
     )
 
 
-def sage_records() -> list[StepRecord]:
+def sage_records() -> list[RoundRecord]:
     return [
         record("sage", 0, 0, 0, 0.5, 0.5),
         record("sage", 1, 1, 3, 0.2, 0.7, entropy=0.4, alpha=0.8, depth_max=8, planned_depth=7, planned_width=4,
@@ -61,7 +61,7 @@ def sage_records() -> list[StepRecord]:
     ]  # fmt: skip
 
 
-def static_records() -> list[StepRecord]:
+def static_records() -> list[RoundRecord]:
     return [
         record("static", 0, 0, 0, 0.5, 0.5),
         record("static", 1, 1, 1, 0.3, 0.8, **chain_tree((11,), (43, 44, 45))),
@@ -70,7 +70,7 @@ def static_records() -> list[StepRecord]:
     ]
 
 
-def ar_records() -> list[StepRecord]:
+def ar_records() -> list[RoundRecord]:
     records = [record("ar", 0, 0, 0, 0.5, 0.5)]
     for step in range(1, len(TOKENS)):
         records.append(record("ar", step, step, 0, 0.15, 0.5 + 0.15 * step))
@@ -85,7 +85,9 @@ def synthetic_race(with_ar: bool = False) -> RaceData:
     return RaceData(lanes=lanes, token_texts=texts)
 
 
-def with_changed_token(records: list[StepRecord], step: int, position: int, token: int, text: str) -> list[StepRecord]:
+def with_changed_token(
+    records: list[RoundRecord], step: int, position: int, token: int, text: str
+) -> list[RoundRecord]:
     """A copy of `records` where one emitted token differs (a lossy run)."""
     changed = list(records)
     r = changed[step]

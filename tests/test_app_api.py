@@ -97,7 +97,7 @@ def test_race_figures_agree_with_its_trace(raced):
         tokens = sum(len(r.new_tokens) for r in records)
         seconds = records[-1].total_seconds
         figures = raced["figures"][lane.method]
-        assert figures["steps"] == len(decode_steps) == len(records) - 1
+        assert figures["rounds"] == len(decode_steps) == len(records) - 1
         assert figures["tokens"] == tokens == len(raced["token_ids"][lane.method])
         assert figures["tau"] == pytest.approx(sum(len(r.accepted_tokens) for r in decode_steps) / len(decode_steps))
         assert figures["tokens_per_forward"] == pytest.approx(tokens / len(records))
@@ -105,7 +105,7 @@ def test_race_figures_agree_with_its_trace(raced):
         assert figures["tokens_per_second"] == pytest.approx(tokens / seconds)
         assert raced["texts"][lane.method] == "".join(t for r in records for t in r.new_token_texts)
         rates[lane.method] = tokens / seconds
-        assert all(r.step_seconds > 0 for r in records)
+        assert all(r.round_seconds > 0 for r in records)
     assert raced["speedups"]["sage_over_static"] == pytest.approx(rates["sage"] / rates["static"])
     assert raced["speedups"]["sage_over_ar"] == pytest.approx(rates["sage"] / rates["ar"])
 
@@ -177,7 +177,14 @@ BAD_INPUTS = [
     ("max new tokens too many", {"image": "example", "max_new_tokens": 100000}, "whole number in \\[1, 512\\]"),
     ("bad SAGE setting", {"image": "example", "depth_min": 6, "depth_max": 4}, "invalid SAGE configuration"),
     ("SAGE setting 'x'", {"image": "example", "depth_min": "x"}, "depth_min must be a whole number"),
-    ("top-k 100000", {"image": "example", "top_k": 100000}, "top_k must be a whole number in \\[2, 20\\], not 100000"),
+    ("candidates 100000", {"image": "example", "candidates": 100000},
+     "candidates must be a whole number in \\[2, 20\\], not 100000"),
+    ("old name top_k 100000", {"image": "example", "top_k": 100000},
+     "candidates must be a whole number in \\[2, 20\\], not 100000"),
+    ("dynamic depth 0", {"image": "example", "dynamic_depth": 0},
+     "invalid dynamic tree settings: depth must be a whole number in \\[1, 10\\], not 0"),
+    ("dynamic total tokens 257", {"image": "example", "methods": ["sage", "dynamic"], "dynamic_total_tokens": 257},
+     "total_tokens must be a whole number in \\[1, 256\\], not 257"),
     ("unknown pair", {"image": "example", "pair": "nope"}, "unknown model pair 'nope'"),
     # Custom models: only folders inside the allowed one, and one message whatever exists on the server.
     ("a server folder", custom("/etc", "/etc"), "the custom target '/etc' " + NOT_OFFERED),
@@ -225,12 +232,36 @@ def test_bad_input_gets_its_message_and_the_app_keeps_serving(
     assert good["texts"]["sage"] == good["texts"]["static"] != ""
 
 
+def test_the_race_uses_its_dynamic_tree_settings_and_reads_top_k_as_candidates(client, example):
+    answer = client.predict(
+        image=handle_file(example[0]), prompt=example[1], methods=["static", "dynamic"], max_new_tokens=6,
+        dynamic_depth=2, dynamic_total_tokens=5, top_k=12, api_name="/race",
+    )  # fmt: skip
+    lanes = {lane.method: lane for lane in parse_race(answer["trace"].splitlines()).lanes}
+    dynamic, static = lanes["dynamic"], lanes["static"]
+    assert dynamic.header is not None and static.header is not None
+    assert dynamic.header.dynamic == {"depth": 2, "candidates": 10, "total_tokens": 5}
+    assert all(r.node_count <= 5 for r in dynamic.records) and any(r.node_count == 5 for r in dynamic.records)
+    assert static.header.sage["candidates"] == 12  # `top_k`, the old name, still sets SAGE's k
+    assert answer["texts"]["dynamic"] == answer["texts"]["static"] != ""
+
+
+def test_the_dynamic_tree_is_offered_in_the_race_but_not_raced_by_default(client):
+    config = httpx.get(f"{client.src.rstrip('/')}/config").json()
+    boxes = [c["props"] for c in config["components"] if c["props"].get("label") == "Methods in the race"]
+    assert len(boxes) == 1
+    assert "dynamic" in [value for _, value in boxes[0]["choices"]]
+    assert boxes[0]["value"] == ["sage", "static"]
+    sliders = {c["props"].get("label"): c["props"] for c in config["components"]}
+    assert sliders["Dynamic tree: nodes verified"]["value"] == 59 and sliders["Dynamic tree: depth"]["value"] == 5
+
+
 def test_the_streamed_race_shows_the_same_sentences_in_its_status_line(client, example, tmp_path):
     files = _bad_files(tmp_path) | {"example": example[0]}
     for inputs, message in (({"video": "one_frame"}, "at least 2 frames"), ({"image": "wide"}, "at most 200 times")):
         request = _request(files, example, inputs)
         job = client.submit(request.get("image"), request.get("video"), example[1], "builtin", "", "",
-                            ["sage", "static"], 8, 3, 8, 2, 10, 64, 10, "off", 0.5, 0, None, None,
+                            ["sage", "static"], 8, 3, 8, 2, 10, 64, 10, "off", 0.5, 0, None, 5, 10, 59, None,
                             api_name="/race_live")  # fmt: skip
         assert message in html.unescape(job.result()[0])  # the status line
 
@@ -303,11 +334,11 @@ BAD_TRACES = [
     ("non-integer token-text key", lambda lines: _edit_race_line(lines, token_texts={"abc": "x"}),
      "token_texts must map token ids to texts"),
     ("wrong field type (a list as text)", lambda lines: _edit_step(lines, new_tokens="abc"), "must be lists"),
-    ("wrong field type (a time as text)", lambda lines: _edit_step(lines, step_seconds="fast"), "finite, non-negative"),
+    ("a time as text", lambda lines: _edit_step(lines, round_seconds="fast"), "finite, non-negative"),
     ("100,000 nested brackets", lambda lines: ["[" * 100_000 + "]" * 100_000], "nested too deeply"),
     ("unknown method", lambda lines: [line.replace('"method": "static"', '"method": "magic"') for line in lines],
      "unknown method 'magic'"),
-    ("NaN time", lambda lines: _edit_step(lines, step_seconds=float("nan")), "finite, non-negative"),
+    ("NaN time", lambda lines: _edit_step(lines, round_seconds=float("nan")), "finite, non-negative"),
     ("negative time", lambda lines: _edit_step(lines, draft_seconds=-1.0), "finite, non-negative"),
     ("a tree that is not one", lambda lines: _edit_step(lines, tree_tokens=[5, 6], tree_parents=[1, -1],
      tree_draft_probs=[0.5, 0.5], accepted_nodes=[], accepted_tokens=[]), "parent must come before it"),
@@ -354,9 +385,9 @@ def test_stop_ends_a_streaming_race_promptly(client, pair, example, monkeypatch)
     key = models.BUILTIN.key if pair == ("builtin", "builtin") else models.ENV_KEY
     # The UI's streaming event takes its inputs in order: media, prompt, pair, custom pair, methods,
     # max new tokens, SAGE's six settings, the pruning control and its ratio, the temperature and seed,
-    # the tree panel's method.
+    # the dynamic tree's three settings, the tree panel's method.
     job = client.submit(handle_file(example[0]), None, example[1], key, "", "", ["sage", "static"], 64,
-                        3, 8, 2, 10, 64, 10, "off", 0.5, 0, 0, None, api_name="/race_live")  # fmt: skip
+                        3, 8, 2, 10, 64, 10, "off", 0.5, 0, 0, 5, 10, 59, None, api_name="/race_live")  # fmt: skip
     deadline = time.monotonic() + 60
     while len(job.outputs()) < 2 and time.monotonic() < deadline:
         time.sleep(0.05)

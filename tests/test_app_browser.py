@@ -114,7 +114,7 @@ def test_a_race_in_the_browser(page, tmp_path):
     step = page.locator("#tree-step input[type=number]")
     step.fill("1")
     step.press("Enter")
-    page.wait_for_function("() => document.querySelector('#panel-tree').innerText.includes('step 1:')")
+    page.wait_for_function("() => document.querySelector('#panel-tree').innerText.includes('round 1:')")
 
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "app.png"), full_page=True)
@@ -189,7 +189,7 @@ def test_step_through_a_race_and_read_the_explainer(page):
     page.locator("#examples button.thumbnail-item").nth(index).click()
     playwright.expect(page.get_by_label("Prompt")).to_have_value(example.prompt)  # the example is in place
     page.click("#step-round")
-    page.wait_for_function("() => document.querySelector('#status').innerText.includes('Step 0 is the prefill')")
+    page.wait_for_function("() => document.querySelector('#status').innerText.includes('Round 0 is the prefill')")
     assert page.locator("#status .sage-status.error").count() == 0
     for expected in (1, 2):
         page.evaluate("document.activeElement && document.activeElement.blur()")
@@ -254,7 +254,7 @@ def test_the_page_opens_with_a_replay_and_start_race_replaces_it(fresh_page):
     page.wait_for_function("ids => ids.every(id => document.querySelector('#' + id + ' .main-svg'))", arg=list(PANELS))
     assert page.locator("#lanes .sage-tag.replay").count() == 2
     assert "(replay)" in page.locator("#panel-race").inner_text()
-    assert "pick a step of a race" not in page.locator("#explain").inner_text()  # the explainer is filled in
+    assert "pick a round of a race" not in page.locator("#explain").inner_text()  # the explainer is filled in
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "landing.png"))
     page.locator("#examples button.thumbnail-item").first.click()

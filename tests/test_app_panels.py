@@ -100,13 +100,13 @@ def test_tree_figure_draws_the_chosen_step_with_accepted_path_and_bonus():
     assert colours[:3] == [panels.ACCEPTED] * 3 and colours[3:] == [panels.REJECTED] * 2
     bonus = next(t for t in fig.data if t.name == "bonus")
     assert list(bonus.text) == [render.display_token(data.token_texts[records[1].bonus_token], 10)]
-    assert "step 1" in fig.layout.title.text and "accepted 3" in fig.layout.title.text
+    assert "round 1" in fig.layout.title.text and "accepted 3" in fig.layout.title.text
     # The output ended inside an accepted path: no bonus drawn.
     ended = replace(records[2], new_tokens=records[2].new_tokens[:2], new_token_texts=records[2].new_token_texts[:2])
     ended_fig = panels.tree_figure([*records[:2], ended], 2, data.token_texts, "sage")
     assert all(t.name != "bonus" for t in ended_fig.data) and "no bonus" in ended_fig.layout.title.text
-    # None follows the latest step; step 0 is the prefill.
-    assert "step 2" in panels.tree_figure(records, None, data.token_texts).layout.title.text
+    # None follows the latest round; round 0 is the prefill.
+    assert "round 2" in panels.tree_figure(records, None, data.token_texts).layout.title.text
     assert "prefill" in panels.tree_figure(records, 0, data.token_texts).layout.annotations[0].text
 
 
@@ -132,7 +132,7 @@ def test_the_tree_panel_draws_the_cut_candidates_and_panel_one_the_window():
     step = next(r for r in records if r.phase == "decode")
     cut = replace(step, cut_parents=(-1, 0), cut_tokens=(901, 902), cut_probs=(0.05, 0.01),
                   cut_rules=("threshold", "width"), window_mean=2.5, next_depth_max=step.depth_max)  # fmt: skip
-    fig = panels.tree_figure([r if r is not step else cut for r in records], step.step, {901: "zebra"}, "sage")
+    fig = panels.tree_figure([r if r is not step else cut for r in records], step.round, {901: "zebra"}, "sage")
     drawn = next(t for t in fig.data if t.name == "cut")
     assert len(drawn.x) == 2 and "zebra" in drawn.text[0] and "threshold" in drawn.hovertext[0]
     confidence = panels.confidence_figure({"sage": [r if r is not step else cut for r in records]})
@@ -219,7 +219,7 @@ def test_a_single_run_trace_of_the_library_loads(tmp_path):
         (['{"race": {"format": "sage-race/1", "token_texts": {"abc": "x"}}}'], "must map token ids to texts"),
         (['{"race": {"format": "sage-race/1", "token_texts": {"12": 7}}}'], "must map token ids to texts"),
         (["[" * 100_000 + "]" * 100_000], "nested too deeply"),
-        (['{"step": 1}'], "must start with a header"),
+        (['{"round": 1}'], "must start with a header"),
     ],
 )
 def test_bad_race_traces_are_refused(lines, message):
@@ -283,7 +283,7 @@ def test_api_result_figures_agree_with_its_trace():
     seconds = {"sage": 0.9, "static": 1.4, "ar": 0.5 + 0.15 * 7}  # each side's total time in the hand-built records
     for lane in back.lanes:
         figures = result["figures"][lane.method]
-        assert figures["steps"] == len(lane.records) - 1 and figures["tokens"] == len(TOKENS)
+        assert figures["rounds"] == len(lane.records) - 1 and figures["tokens"] == len(TOKENS)
         assert figures["tokens_per_second"] == pytest.approx(len(TOKENS) / seconds[lane.method])
         assert result["texts"][lane.method] == "".join(TEXTS)
     assert result["lossless"]["identical"] and result["lossless"]["reference"] == "ar"
@@ -310,7 +310,7 @@ def test_race_data_helpers():
 @pytest.mark.parametrize(
     ("field", "value", "message"),
     [
-        ("step_seconds", float("nan"), "finite, non-negative"),
+        ("round_seconds", float("nan"), "finite, non-negative"),
         ("total_seconds", -1.0, "finite, non-negative"),
         ("verify_seconds", "fast", "finite, non-negative"),
         ("tree_parents", [5], "parent must come before it"),
@@ -324,15 +324,15 @@ def test_race_data_helpers():
         ("alpha", 1.5, "alpha must lie in \\[0, 1\\]"),
         ("entropy", float("inf"), "entropy must be a finite"),
         ("planned_depth", 2.5, "planned depths and widths"),
-        ("step", 7, "numbered 7, not 1"),
+        ("round", 7, "numbered 7, not 1"),
         ("total_tokens", 99, "running total is 99 tokens"),
-        ("method", "static", "a step of 'static', not of 'sage'"),
+        ("method", "static", "a round of 'static', not of 'sage'"),
         ("accepted_tokens", [11, 12], "nodes and tokens differ in length"),
     ],
 )
 def test_a_trace_with_a_malformed_step_is_refused_before_anything_is_shown(field, value, message):
     lines = list(race_trace_lines(synthetic_race()))
-    index = next(i for i, line in enumerate(lines) if '"step": 1,' in line)
+    index = next(i for i, line in enumerate(lines) if '"round": 1,' in line)
     row = json.loads(lines[index])
     if field in ("tree_parents", "tree_draft_probs", "accepted_nodes"):
         row.update(
@@ -354,7 +354,7 @@ def test_a_trace_with_a_malformed_step_is_refused_before_anything_is_shown(field
 def test_a_trace_with_a_tree_beyond_any_plan_is_refused(parents, message):
     """Trees are drawn recursively and walked per node: a trace cannot bring one that no policy plans."""
     lines = list(race_trace_lines(synthetic_race()))
-    index = next(i for i, line in enumerate(lines) if '"step": 1,' in line)
+    index = next(i for i, line in enumerate(lines) if '"round": 1,' in line)
     row = json.loads(lines[index])
     count = len(parents)
     row.update(tree_tokens=[11] * count, tree_parents=list(parents), tree_draft_probs=[0.5] * count)

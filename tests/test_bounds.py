@@ -15,7 +15,7 @@ from gradio_client.exceptions import AppError
 
 from app.inputs import RACE_FIELDS, Limits, RaceForm, load_examples
 from sage_core.cli import main
-from sage_core.config import DecodeConfig, SageConfig, SamplingConfig, check_max_new_tokens, check_prompt
+from sage_core.config import DecodeConfig, DynamicConfig, SageConfig, SamplingConfig, check_max_new_tokens, check_prompt
 from sage_core.errors import SageError
 
 LIMITS = Limits(max_upload_mb=1, max_video_seconds=5, max_trace_mb=0.5)
@@ -35,7 +35,10 @@ CASES = [
     ("node_budget", HUGE, ["--node-budget", str(HUGE)], lambda: SageConfig(node_budget=HUGE)),
     ("depth_max", 11, ["--depth-max", "11"], lambda: SageConfig(depth_max=11)),
     ("width_min", 0, ["--width-min", "0"], lambda: SageConfig(width_min=0)),
-    ("top_k", 100000, ["--top-k", "100000"], lambda: SageConfig(top_k=100000)),
+    ("candidates", 100000, ["--candidates", "100000"], lambda: SageConfig(candidates=100000)),
+    ("dynamic_depth", 11, ["--dynamic-depth", "11"], lambda: DynamicConfig(depth=11)),
+    ("dynamic_candidates", 0, ["--dynamic-candidates", "0"], lambda: DynamicConfig(candidates=0)),
+    ("dynamic_total_tokens", HUGE, ["--dynamic-total-tokens", str(HUGE)], lambda: DynamicConfig(total_tokens=HUGE)),
     ("temperature", 1e-40, ["--temperature", "1e-40"], lambda: SamplingConfig(temperature=1e-40)),
     ("temperature", 7.0, ["--temperature", "7"], lambda: SamplingConfig(temperature=7.0)),
     ("prune_chosen", 1.0, ["--prune-ratio", "1"], lambda: DecodeConfig("sage", prune_ratio=1.0)),
@@ -142,7 +145,8 @@ def raw_call(url: str, api: str, values: list) -> tuple[str, object]:
 
 
 def raw_race(url: str, values: list) -> str:
-    kind, error = raw_call(url, "race", values)
+    """The /race API's answer to the page's race inputs, and None for `top_k` (the old name of `candidates`)."""
+    kind, error = raw_call(url, "race", [*values, None])
     assert kind == "error", error
     return str(error)
 
@@ -154,7 +158,9 @@ def uploaded(url: str, file: str) -> dict:
 
 
 def base_values(image: object, prompt: str = "describe the image.") -> list:
-    return [image, None, prompt, "builtin", "", "", ["sage", "static"], 3, 3, 8, 2, 10, 64, 10, "off", 0.5, 0, None]
+    dynamic = [5, 10, 59]  # the dynamic tree's depth, candidates, total tokens
+    return [image, None, prompt, "builtin", "", "", ["sage", "static"], 3, 3, 8, 2, 10, 64, 10, "off", 0.5, 0, None,
+            *dynamic]  # fmt: skip
 
 
 REFUSED_BY_GRADIO = [

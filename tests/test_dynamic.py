@@ -48,7 +48,7 @@ def probs_after(token: int) -> list[float]:
 
 def eagle2_reference(root_token: int, config: DynamicConfig, stop: frozenset[int]) -> set[tuple[int, ...]]:
     """EAGLE-2's topK_genrate read directly: the token paths of the nodes it verifies."""
-    k = config.top_k
+    k = config.candidates
 
     def children(path: tuple[int, ...], cumulative: float) -> list[tuple[tuple[int, ...], float]]:
         probs = probs_after(path[-1] if path else root_token)
@@ -71,8 +71,8 @@ def tree_paths(tree: Tree) -> set[tuple[int, ...]]:
 
 @pytest.mark.parametrize(
     ("config", "stop"),
-    [(DynamicConfig(), frozenset()), (DynamicConfig(depth=3, top_k=4, total_tokens=20), frozenset()),
-     (DynamicConfig(depth=4, top_k=5, total_tokens=30), frozenset(range(0, VOCAB, 3)))],
+    [(DynamicConfig(), frozenset()), (DynamicConfig(depth=3, candidates=4, total_tokens=20), frozenset()),
+     (DynamicConfig(depth=4, candidates=5, total_tokens=30), frozenset(range(0, VOCAB, 3)))],
 )  # fmt: skip
 def test_the_dynamic_tree_is_eagle2s(config, stop):
     draft = FakeDraft()
@@ -111,7 +111,7 @@ def test_the_rerank_keeps_the_best_nodes_and_their_ancestors():
     ("settings", "message"),
     [
         ({"depth": 0}, "depth must be a whole number in [1, 10], not 0"),
-        ({"top_k": 0}, "top_k must be a whole number in [1, 50], not 0"),
+        ({"candidates": 0}, "candidates must be a whole number in [1, 50], not 0"),
         ({"total_tokens": 1000}, "total_tokens must be a whole number in [1, 256], not 1000"),
         ({"depth": 2.5}, "depth must be a whole number"),
     ],
@@ -123,6 +123,6 @@ def test_bad_dynamic_settings_get_one_clear_message(settings, message):
 
 def test_the_settings_choose_the_proposer():
     assert isinstance(make_proposer(DecodeConfig("dynamic")), DynamicProposer)
-    assert make_proposer(DecodeConfig("dynamic", dynamic=DynamicConfig(top_k=7))).top_k == 7
+    assert make_proposer(DecodeConfig("dynamic", dynamic=DynamicConfig(candidates=7))).candidates == 7
     with pytest.raises(ConfigError, match="unknown method 'eagle'; choose one of ar, chain, static, sage, dynamic"):
         DecodeConfig("eagle")  # type: ignore[arg-type]

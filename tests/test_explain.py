@@ -18,12 +18,12 @@ from sage_core.explain import explain_round, sage_config_from
 from sage_core.policy import (
     DepthWindow,
     confidence,
-    expansion_threshold,
+    level_threshold,
     level_width,
     planned_depth,
     planned_width,
 )
-from sage_core.records import StepRecord, parse_trace, record_from_dict, record_to_dict, trace_lines
+from sage_core.records import RoundRecord, parse_trace, record_from_dict, record_to_dict, trace_lines
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "assets" / "examples"
 pytestmark = pytest.mark.skipif(not (BUILTIN_TARGET / "config.json").exists(), reason="built-in pair not trained")
@@ -37,7 +37,7 @@ def pair() -> ModelPair:
 
 
 @functools.cache
-def recorded(method: str) -> tuple[StepRecord, ...]:
+def recorded(method: str) -> tuple[RoundRecord, ...]:
     """A long answer (a detailed description of a shipped example), decoded by `method`."""
     example = next(e for e in json.loads((EXAMPLES / "examples.json").read_text()) if "detail" in e["prompt"])
     media = load_media(EXAMPLES / example["file"])
@@ -46,7 +46,7 @@ def recorded(method: str) -> tuple[StepRecord, ...]:
     return tuple(run.records)
 
 
-def decode_rounds(method: str) -> list[StepRecord]:
+def decode_rounds(method: str) -> list[RoundRecord]:
     return [r for r in recorded(method) if r.phase == "decode"]
 
 
@@ -59,7 +59,7 @@ def test_sage_rounds_explain_with_the_policy_numbers():
         assert explained.kind == "sage-online"
         # confidence from the recorded top-10 at the root
         entropy, alpha = confidence(record.root_top_probs)
-        assert len(explained.top_probs) == SAGE.top_k
+        assert len(explained.top_probs) == SAGE.candidates
         assert math.isclose(explained.entropy, entropy, abs_tol=1e-9)
         assert math.isclose(explained.alpha, alpha, abs_tol=1e-9)
         assert math.isclose(explained.alpha, 1 - explained.entropy / explained.log_k, abs_tol=1e-9)
@@ -71,17 +71,15 @@ def test_sage_rounds_explain_with_the_policy_numbers():
         # per level: theta_l and every parent's W_l
         assert explained.levels, "an online round explains its levels"
         for level in explained.levels:
-            assert math.isclose(
-                level.threshold, expansion_threshold(level.level, explained.depth, SAGE.expansion_threshold)
-            )
+            assert math.isclose(level.threshold, level_threshold(level.level, explained.depth, SAGE.threshold_base))
             assert level.widths, f"level {level.level} lists the nodes it expanded"
             for parent in level.widths:
                 assert parent.width == level_width(explained.width, level.level, parent.parent_prob)
                 assert max(1, math.floor(parent.raw + 0.5)) == parent.width
             # every candidate of the expanded nodes' top-k is either kept or cut by exactly one rule
             cut = level.cut_by_width + level.cut_by_threshold + level.cut_by_budget
-            assert level.kept + cut == len(level.widths) * SAGE.top_k
-            assert level.cut_by_width == sum(SAGE.top_k - min(p.width, SAGE.top_k) for p in level.widths)
+            assert level.kept + cut == len(level.widths) * SAGE.candidates
+            assert level.cut_by_width == sum(SAGE.candidates - min(p.width, SAGE.candidates) for p in level.widths)
         assert sum(level.kept for level in explained.levels) == record.node_count
         # the cut candidates shown obey the rule that cut them
         cumulative = record.tree.cumulative_probs()
@@ -201,7 +199,7 @@ def test_nodes_below_the_next_threshold_get_no_draft_forward_and_the_trees_stay_
         return [(r.tree_tokens, r.tree_parents, r.accepted_nodes) for r in run.records], len(calls)
 
     skipping, skipping_calls = trees()
-    monkeypatch.setattr(decode_module, "expansion_threshold", lambda level, depth, base: -1.0)
+    monkeypatch.setattr(decode_module, "level_threshold", lambda level, depth, base: -1.0)
     expanding, expanding_calls = trees()
     assert skipping == expanding
     assert skipping_calls <= expanding_calls
@@ -228,6 +226,6 @@ def test_dynamic_rounds_explain_which_nodes_the_rerank_kept():
         # the nodes the rerank left out never beat the last one kept
         assert all(c.prob * (1.0 if c.parent == -1 else cumulative[c.parent]) <= explained.rerank_cutoff + 1e-12
                    for c in explained.cut)  # fmt: skip
-    html = explain_html(list(recorded("dynamic")), rounds[0].step, {}, "dynamic")
+    html = explain_html(list(recorded("dynamic")), rounds[0].round, {}, "dynamic")
     assert "Dynamic tree (EAGLE-2)" in html and "Kept by the rerank, best first" in html
     assert f"{explained.kept_cumulative[0][1]:.4f}" in explain_html(list(recorded("dynamic")), None, {}, "dynamic")

@@ -193,7 +193,7 @@ def test_a_full_cache_grows_and_stays_exact(tiny_root, image):
 def test_one_synchronisation_and_one_host_copy_per_forward(tiny_root, image, monkeypatch, method):
     """Per decode step: one synchronisation, and one device-to-host copy per draft forward and per verification.
 
-    On a CPU, reading a tensor copies nothing, and `top_k` reads two lists there; the test makes it
+    On a CPU, reading a tensor copies nothing, and `top_candidates` reads two lists there; the test makes it
     take the device's way (one list per forward), so the count checks what a GPU run does."""
     monkeypatch.setattr(drafting, "_copies_to_host", lambda tensor: True)
     pair = load_pair(
@@ -286,7 +286,7 @@ def test_a_race_runs_each_processor_once_and_charges_each_side_its_own_share(
     if not alike:  # the draft's own processor pass is charged to the methods that draft
         assert headers["sage"].prepare_seconds > headers["ar"].prepare_seconds
     for lane in data.lanes:
-        assert lane.records[0].step_seconds >= lane.header.prepare_seconds
+        assert lane.records[0].round_seconds >= lane.header.prepare_seconds
         assert lane.token_ids == data.lane("ar").token_ids
 
 

@@ -10,8 +10,8 @@ from sage_core.policy import (
     Expansion,
     choose_level,
     confidence,
-    expansion_threshold,
     judge_level,
+    level_threshold,
     level_width,
     plan_template,
     planned_depth,
@@ -64,9 +64,9 @@ def test_level_widths_follow_one_over_l_and_parent_probability():
     assert level_width(2, 4, 0.0) == 1  # 2 * (1/4) * 0.5 = 0.25 -> at least 1
 
 
-def test_expansion_threshold():
-    assert expansion_threshold(1, 5, 0.1) == pytest.approx(0.02)
-    assert expansion_threshold(5, 5, 0.1) == pytest.approx(0.1)
+def test_level_threshold():
+    assert level_threshold(1, 5, 0.1) == pytest.approx(0.02)
+    assert level_threshold(5, 5, 0.1) == pytest.approx(0.1)
 
 
 def test_choose_level_applies_threshold_budget_and_best_first():
@@ -156,5 +156,5 @@ def test_confident_plans_deep_narrow_and_unsure_shallow_wide():
 def test_invalid_config_is_refused():
     with pytest.raises(ValueError, match="depth_min"):
         SageConfig(depth_min=9, depth_max=8)
-    with pytest.raises(ValueError, match="width_max <= top_k"):
-        SageConfig(width_max=12, top_k=10)
+    with pytest.raises(ValueError, match="width_max <= candidates"):
+        SageConfig(width_max=12, candidates=10)

@@ -7,18 +7,18 @@ import math
 import pytest
 
 from sage_core.premise import pearson, premise_of
-from sage_core.records import StepRecord
+from sage_core.records import RoundRecord
 
 
-def record(step: int, alpha: float | None, entropy: float | None, accepted: int) -> StepRecord:
+def record(step: int, alpha: float | None, entropy: float | None, accepted: int) -> RoundRecord:
     tokens = tuple(range(10, 10 + accepted))
-    return StepRecord(
-        method="sage", step=step, phase="decode" if step else "prefill",
+    return RoundRecord(
+        method="sage", round=step, phase="decode" if step else "prefill",
         tree_tokens=tokens, tree_parents=tuple(range(-1, accepted - 1)), tree_draft_probs=(0.5,) * accepted,
         entropy=entropy, alpha=alpha, depth_max=8, planned_depth=5, planned_width=3,
         accepted_nodes=tuple(range(accepted)), accepted_tokens=tokens, bonus_token=1,
         new_tokens=(*tokens, 1), new_token_texts=("x",) * (accepted + 1),
-        draft_seconds=0.0, verify_seconds=0.0, step_seconds=0.0, total_tokens=0, total_seconds=0.0,
+        draft_seconds=0.0, verify_seconds=0.0, round_seconds=0.0, total_tokens=0, total_seconds=0.0,
     )  # fmt: skip
 
 

@@ -44,7 +44,7 @@ def upload(url: str, file: str) -> dict:
 
 def race_values(image: dict, prompt: str, tokens: int = 8) -> list:
     return [image, None, prompt, "builtin", "", "", ["sage", "static"], tokens, 3, 8, 2, 10, 64, 10, "off", 0.5, 0,
-            None]  # fmt: skip
+            None, 5, 10, 59]  # fmt: skip
 
 
 def test_a_full_queue_answers_busy_try_again(url, example, monkeypatch):
@@ -55,7 +55,7 @@ def test_a_full_queue_answers_busy_try_again(url, example, monkeypatch):
         return {"texts": {}}
 
     monkeypatch.setattr(handlers_module.Handlers, "race_to_end", blocked)
-    body = json.dumps({"data": race_values(upload(url, example[0]), example[1])})
+    body = json.dumps({"data": [*race_values(upload(url, example[0]), example[1]), None]})
     headers = {"content-type": "application/json"}
     answers = []
     try:
@@ -170,7 +170,7 @@ def long_race(steps: int) -> RaceData:
     for method in ("sage", "static"):
         base = record(method, 1, 1, 0, 0.01, 0.0)
         records = [
-            replace(base, step=i, phase="decode" if i else "prefill", new_tokens=(11,), new_token_texts=(" w",),
+            replace(base, round=i, phase="decode" if i else "prefill", new_tokens=(11,), new_token_texts=(" w",),
                     bonus_token=11, total_tokens=i + 1, total_seconds=0.01 * (i + 1),
                     finish_reason="length" if i == steps - 1 else None)
             for i in range(steps)

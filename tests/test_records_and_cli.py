@@ -52,7 +52,7 @@ def test_trace_round_trip(tiny_root, image, tmp_path):
     assert header == run.header
     assert records == run.records
     assert summarize(records) == summary
-    assert summary.target_forwards == len(records) == summary.steps + 1
+    assert summary.target_forwards == len(records) == summary.rounds + 1
     assert summary.tokens_per_forward == pytest.approx(len(summary.token_ids) / len(records))
 
 
@@ -95,13 +95,13 @@ def test_cli_json_matches_generate(tiny_root, image_file, video_file, tmp_path, 
         assert code == 0
         result = json.loads(capsys.readouterr().out)
         assert result["token_ids"] == expected_ids
-        for key in ("method", "text", "steps", "target_forwards", "mean_accepted", "tokens_per_forward",
+        for key in ("method", "text", "rounds", "target_forwards", "mean_accepted", "tokens_per_forward",
                     "seconds", "tokens_per_second", "trace", "prompt_tokens", "draft_prompt_tokens"):  # fmt: skip
             assert key in result
         assert result["prompt_tokens"] == inputs["input_ids"].shape[1]
         assert result["draft_prompt_tokens"] == (None if method == "ar" else result["prompt_tokens"])
         assert result["method"] == method
-        assert len(result["trace"]) == result["target_forwards"] == result["steps"] + 1
+        assert len(result["trace"]) == result["target_forwards"] == result["rounds"] + 1
         assert load_trace(trace)[1][-1].total_tokens == len(expected_ids)
 
 
@@ -133,14 +133,17 @@ def test_cli_json_matches_generate(tiny_root, image_file, video_file, tmp_path, 
         (["--video", "{one_frame}", "--prompt", "hi"], "has 1 frame(s); this model reads videos of at least 2 frames"),
         (["--image", "{wide}", "--prompt", "hi"], "1000x4; the long side may be at most 200 times the short one"),
         (["--image", "{image}", "--prompt", "<|image_pad|>"], "control token '<|image_pad|>'"),
-        (["--image", "{image}", "--prompt", "hi", "--top-k", "100000"], "top_k must be a whole number in [2, 20]"),
+        (
+            ["--image", "{image}", "--prompt", "hi", "--candidates", "100000"],
+            "candidates must be a whole number in [2, 20]",
+        ),
         (
             ["--image", "{image}", "--prompt", "hi", "--method", "dynamic", "--dynamic-depth", "0"],
             "invalid dynamic tree settings: depth must be a whole number in [1, 10], not 0",
         ),
         (
-            ["--image", "{image}", "--prompt", "hi", "--method", "dynamic", "--dynamic-top-k", "0"],
-            "top_k must be a whole number in [1, 50], not 0",
+            ["--image", "{image}", "--prompt", "hi", "--method", "dynamic", "--dynamic-candidates", "0"],
+            "candidates must be a whole number in [1, 50], not 0",
         ),
         (
             ["--image", "{image}", "--prompt", "hi", "--method", "dynamic", "--dynamic-total-tokens", "999"],

@@ -25,17 +25,17 @@ def edited(lines: list[str], line: int, **changes: object) -> list[str]:
     if key == "header":
         row["header"].update(changes)
     else:
-        row.update(changes) if "step" in row else row[key].update(changes)
+        row.update(changes) if "round" in row else row[key].update(changes)
     return [*lines[:line], json.dumps(row), *lines[line + 1 :]]
 
 
 def step_line(lines: list[str], step: int) -> int:
-    return next(i for i, line in enumerate(lines) if json.loads(line).get("step") == step)
+    return next(i for i, line in enumerate(lines) if json.loads(line).get("round") == step)
 
 
 def test_the_unedited_trace_reads_back():
     _, records = parse_trace(lines_of())
-    assert [r.step for r in records] == [0, 1, 2]
+    assert [r.round for r in records] == [0, 1, 2]
     assert parse_race(list(race_trace_lines(synthetic_race()))).finished
 
 
@@ -64,9 +64,9 @@ FORGERIES: list[tuple[str, Callable[[list[str]], list[str]], str]] = [
     ("a step that adds nothing", lambda ls: edited(ls, step_line(ls, 2), new_tokens=[], new_token_texts=[],
      total_tokens=5), "at least one token"),
     ("totals that do not add up", lambda ls: edited(ls, step_line(ls, 2), total_seconds=0.75),
-     "not the steps' times added up"),
-    ("parts longer than the step", lambda ls: edited(ls, step_line(ls, 1), draft_seconds=5.0),
-     "take longer than the whole step"),
+     "not the rounds' times added up"),
+    ("parts longer than the round", lambda ls: edited(ls, step_line(ls, 1), draft_seconds=5.0),
+     "take longer than the whole round"),
     ("more tokens than the limit", lambda ls: edited(ls, 0, max_new_tokens=4), "more than its limit of 4"),
     ("a node budget no run could have", lambda ls: edited(ls, 0, sage={"node_budget": 10**6}),
      r"node_budget must be a whole number in \[1, 256\]"),
@@ -74,15 +74,15 @@ FORGERIES: list[tuple[str, Callable[[list[str]], list[str]], str]] = [
      "top_k": 50, "seed": 1}), "temperature must be 0 \\(greedy\\) or a number in"),
     ("a token limit past the library's", lambda ls: edited(ls, 0, max_new_tokens=10**6),
      r"max new tokens must be a whole number in \[1, 4096\]"),
-    ("a 5000-digit integer", lambda ls: [ls[0], ls[1].replace('"step": 0', '"step": ' + "9" * 5000), *ls[2:]],
+    ("a 5000-digit integer", lambda ls: [ls[0], ls[1].replace('"round": 0', '"round": ' + "9" * 5000), *ls[2:]],
      "line 2 holds a number too long to be a trace value"),
-    ("a 4000-digit integer", lambda ls: [ls[0], ls[1].replace('"step": 0', '"step": ' + "9" * 4000), *ls[2:]],
+    ("a 4000-digit integer", lambda ls: [ls[0], ls[1].replace('"round": 0', '"round": ' + "9" * 4000), *ls[2:]],
      "must be non-negative integers"),
     ("a lone surrogate in the prompt", lambda ls: [ls[0].replace('"where is it?"', '"where \\ud800 is it?"'),
      *ls[1:]], "must be text \\(valid Unicode\\)"),
     ("a lone surrogate in a token's text", lambda ls: [ls[0], ls[1].replace('"the"', '"\\udc00"'), *ls[2:]],
      "each new token needs its text"),
-    ("a 4000-digit time", lambda ls: [ls[0], ls[1].replace('"step_seconds": 0.5', '"step_seconds": ' + "9" * 4000),
+    ("a 4000-digit time", lambda ls: [ls[0], ls[1].replace('"round_seconds": 0.5', '"round_seconds": ' + "9" * 4000),
      *ls[2:]], "finite, non-negative"),
 ]  # fmt: skip
 
@@ -95,7 +95,7 @@ def test_a_forged_trace_is_refused_with_its_sentence(case, forge, message):
 
 def test_a_forged_race_trace_is_refused_too():
     lines = list(race_trace_lines(synthetic_race()))
-    sage_step = next(i for i, line in enumerate(lines) if json.loads(line).get("step") == 1)
+    sage_step = next(i for i, line in enumerate(lines) if json.loads(line).get("round") == 1)
     forged = edited(lines, sage_step, accepted_nodes=[0, 3], accepted_tokens=[11, 40])
     with pytest.raises(TraceError, match="not a path of the tree"):
         parse_race(forged)

@@ -1,0 +1,178 @@
+"""Traces written before the renames still replay, read under today's names; traces written now carry
+today's names only, and the dynamic tree's settings in their header.
+
+Before: a record's `step` and `step_seconds`, the SAGE settings' `top_k` and `expansion_threshold`, and
+no dynamic tree settings. Now: `round`, `round_seconds`, `candidates`, `threshold_base`, `dynamic`. The
+landing trace the app replays on every visit is kept as it was recorded, in the old names, as the
+proof in use; the tests below also turn a trace written now back into the old names.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, replace
+from pathlib import Path
+
+import pytest
+from app_records import header, sage_records
+from conftest import tiny_folder
+from PIL import Image
+
+from app.race import load_race, parse_race, race_trace_lines
+from sage_core import DecodeConfig, DynamicConfig, SageConfig, decode, load_pair, load_trace, save_trace
+from sage_core.cli import build_parser, main
+from sage_core.errors import TraceError
+from sage_core.explain import sage_config_from
+from sage_core.records import parse_trace, trace_lines
+
+LANDING = Path(__file__).resolve().parent.parent / "assets" / "landing" / "race.jsonl"
+OLD_RECORD = {"round": "step", "round_seconds": "step_seconds"}
+OLD_SAGE = {"candidates": "top_k", "threshold_base": "expansion_threshold"}
+
+
+def in_old_names(lines: list[str]) -> list[str]:
+    """The lines of a trace as a trace written before the renames holds them (no dynamic settings)."""
+    out = []
+    for line in lines:
+        row = json.loads(line)
+        if "header" in row:
+            row["header"].pop("dynamic", None)
+            row["header"]["sage"] = {OLD_SAGE.get(k, k): v for k, v in row["header"]["sage"].items()}
+        else:
+            row = {OLD_RECORD.get(k, k): v for k, v in row.items()}
+        out.append(json.dumps(row))
+    return out
+
+
+def sage_header():
+    return replace(header("sage"), sage=asdict(SageConfig(candidates=12, threshold_base=0.2)))
+
+
+def test_the_landing_trace_is_in_the_old_names_and_replays():
+    rows = [json.loads(line) for line in LANDING.read_text(encoding="utf-8").splitlines() if line.strip()]
+    headers = [row["header"] for row in rows if "header" in row]
+    records = [row for row in rows if "header" not in row and "race" not in row]
+    assert headers and records
+    assert all("step" in row and "step_seconds" in row and "round" not in row for row in records)
+    assert all("top_k" in h["sage"] and "candidates" not in h["sage"] and "dynamic" not in h for h in headers)
+    data = load_race(LANDING)
+    assert [lane.method for lane in data.lanes] == [h["method"] for h in headers]
+    for lane, old in zip(data.lanes, headers, strict=True):
+        assert lane.header is not None and lane.header.dynamic is None
+        assert lane.header.sage["candidates"] == old["sage"]["top_k"] and "top_k" not in lane.header.sage
+        assert lane.header.sage["threshold_base"] == old["sage"]["expansion_threshold"]
+        assert sage_config_from(lane.header.sage).candidates == old["sage"]["top_k"]
+        mine = [row for row in records if row["method"] == lane.method]
+        assert [r.round for r in lane.records] == [row["step"] for row in mine] == list(range(len(mine)))
+        assert [r.round_seconds for r in lane.records] == [row["step_seconds"] for row in mine]
+    assert data.finished
+
+
+def test_a_trace_written_now_uses_the_new_names_only():
+    lines = list(trace_lines(sage_header(), sage_records()))
+    written = "\n".join(lines)
+    for old in ('"step"', '"step_seconds"', '"top_k"', '"expansion_threshold"'):
+        assert old not in written
+    for new in ('"round"', '"round_seconds"', '"candidates"', '"threshold_base"'):
+        assert new in written
+
+
+def test_a_trace_in_the_old_names_reads_as_the_same_run():
+    lines = list(trace_lines(sage_header(), sage_records()))
+    old = in_old_names(lines)
+    assert '"step": 1' in "\n".join(old) and '"expansion_threshold": 0.2' in old[0]
+    header_now, records_now = parse_trace(lines)
+    header_then, records_then = parse_trace(old)
+    assert records_then == records_now == sage_records()
+    assert header_then == replace(header_now, dynamic=None)
+    assert sage_config_from(header_then.sage) == SageConfig(candidates=12, threshold_base=0.2)
+
+
+def test_the_landing_race_written_now_and_turned_back_reads_the_same():
+    data = load_race(LANDING)
+    lines = list(race_trace_lines(data))
+    assert '"round": 0' in "\n".join(lines) and '"step": 0' not in "\n".join(lines)  # written now: new names
+    again = parse_race([lines[0], *in_old_names(lines[1:])])
+    assert [lane.records for lane in again.lanes] == [lane.records for lane in data.lanes]
+    assert [lane.header for lane in again.lanes] == [lane.header for lane in data.lanes]
+
+
+def test_an_old_value_under_a_new_name_is_still_checked():
+    old = in_old_names(list(trace_lines(sage_header(), sage_records())))
+    row = json.loads(old[0])
+    row["header"]["sage"]["top_k"] = 99
+    with pytest.raises(TraceError, match="candidates must be a whole number in \\[2, 20\\], not 99"):
+        parse_trace([json.dumps(row), *old[1:]])
+
+
+@pytest.mark.parametrize(
+    ("dynamic", "message"),
+    [
+        ({"depth": 0, "candidates": 10, "total_tokens": 59}, "depth must be a whole number in \\[1, 10\\], not 0"),
+        ({"depth": 5, "candidates": 10, "total_tokens": 999}, "total_tokens must be a whole number in \\[1, 256\\]"),
+        ([5, 10, 59], "its dynamic tree settings must be an object"),
+    ],
+)
+def test_a_header_with_impossible_dynamic_settings_is_refused(dynamic, message):
+    lines = list(trace_lines(replace(sage_header(), dynamic=asdict(DynamicConfig())), sage_records()))
+    row = json.loads(lines[0])
+    row["header"]["dynamic"] = dynamic
+    with pytest.raises(TraceError, match=message):
+        parse_trace([json.dumps(row), *lines[1:]])
+
+
+def test_a_run_records_the_dynamic_tree_settings_it_used(tiny_root, image, tmp_path):
+    pair = load_pair(tiny_folder(tiny_root, "qwen2_vl", "target"), tiny_folder(tiny_root, "qwen2_vl", "noised"), "cpu")
+    settings = DynamicConfig(depth=3, candidates=4, total_tokens=9)
+    run = decode(pair, image, "Describe the picture.", DecodeConfig("dynamic", 12, dynamic=settings))
+    run.run_to_end()
+    assert run.header.dynamic == {"depth": 3, "candidates": 4, "total_tokens": 9}
+    assert all(record.node_count <= settings.total_tokens for record in run.records)
+    path = tmp_path / "dynamic.jsonl"
+    save_trace(path, run.header, run.records)
+    assert '"dynamic": {"depth": 3, "candidates": 4, "total_tokens": 9}' in path.read_text(encoding="utf-8")
+    assert load_trace(path) == (run.header, run.records)
+    # every run records them, as it records SAGE's settings
+    other = decode(pair, image, "Describe the picture.", DecodeConfig("sage", 4, dynamic=settings))
+    assert other.header.dynamic == asdict(settings) and other.header.sage == asdict(SageConfig())
+
+
+def test_the_old_setting_names_are_read_where_callers_pass_them():
+    from sage_core.hf_generate import _sage_config
+
+    old = SageConfig.from_form({"top_k": "12", "expansion_threshold": 0.2})
+    assert old == SageConfig(candidates=12, threshold_base=0.2)
+    assert SageConfig.from_form({"top_k": 12, "candidates": 14}).candidates == 14  # the new name wins
+    assert DynamicConfig.from_form({"depth": "3", "top_k": 4.0, "total_tokens": 9}) == DynamicConfig(3, 4, 9)
+    kwargs: dict = {"sage_top_k": 12, "max_new_tokens": 5}
+    assert _sage_config(None, kwargs).candidates == 12 and kwargs == {"max_new_tokens": 5}
+
+
+def test_old_flag_names_are_read_but_not_listed(capsys):
+    """--top-k and --dynamic-top-k (the names before the renames) set the same settings as --candidates and
+    --dynamic-candidates; --help lists only the new names."""
+    parser = build_parser()
+    old = parser.parse_args(["generate", "--image", "x.png", "--prompt", "hi", "--top-k", "7", "--dynamic-top-k", "3"])
+    new = parser.parse_args(["generate", "--image", "x.png", "--prompt", "hi", "--candidates", "7",
+                             "--dynamic-candidates", "3"])  # fmt: skip
+    assert (old.candidates, old.dynamic_candidates) == (new.candidates, new.dynamic_candidates) == (7, 3)
+    default = parser.parse_args(["generate", "--image", "x.png", "--prompt", "hi"])
+    assert (default.candidates, default.dynamic_candidates) == (10, 10)
+    with pytest.raises(SystemExit):
+        main(["generate", "--help"])
+    shown = capsys.readouterr().out
+    assert "--candidates" in shown and "--dynamic-candidates" in shown
+    assert "--top-k " not in shown and "--dynamic-top-k" not in shown
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--top-k", "100000"], "candidates must be a whole number in [2, 20], not 100000"),
+        (["--method", "dynamic", "--dynamic-top-k", "0"], "candidates must be a whole number in [1, 50], not 0"),
+    ],
+)
+def test_an_old_flag_name_gets_the_new_names_sentence(tmp_path, flags, message, capsys):
+    Image.new("RGB", (56, 56), (200, 30, 30)).save(tmp_path / "red.png")
+    assert main(["generate", "--image", str(tmp_path / "red.png"), "--prompt", "hi", "--device", "cpu", *flags]) == 2
+    assert message in capsys.readouterr().err
