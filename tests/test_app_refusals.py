@@ -106,7 +106,7 @@ def test_a_hybrid_pair_races_trees_in_the_app(client):
 
 def test_the_streamed_race_shows_the_refusal_in_its_status_line(client):
     job = client.submit(None, handle_file(VIDEO), "Describe it.", "custom", "gemma-target", "gemma-draft",
-                        ["sage", "static"], 4, 3, 8, 2, 10, 64, 10, "off", 0.5, 0, None, None,
+                        ["sage", "static"], 4, 3, 8, 2, 10, 64, 10, "off", 0.5, 0, None, 5, 10, 59, None,
                         api_name="/race_live")  # fmt: skip
     assert "give a still image instead of a video" in html.unescape(job.result()[0])  # the status line
 
