@@ -34,6 +34,7 @@ def test_off_skips_the_measurement_and_on_makes_it(monkeypatch):
     measured: list[object] = []
     monkeypatch.setattr(models, "decode", lambda *args, **kwargs: SimpleNamespace(run_to_end=lambda: None))
     monkeypatch.setattr(models, "measure_warm_costs", lambda pair: measured.append(pair) or "the curve")
+    monkeypatch.setattr(models, "runs_trees", lambda pair: True)  # a pair that verifies trees
     monkeypatch.setenv("SAGE_APP_COST_CURVE", "off")
     assert models.warm_up("pair") is None and measured == []  # type: ignore[arg-type]
     monkeypatch.delenv("SAGE_APP_COST_CURVE")
