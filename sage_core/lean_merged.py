@@ -56,7 +56,11 @@ class _MergedLayer(NamedTuple):
 
 def _normalized(x: torch.Tensor, eps: float) -> torch.Tensor:
     """RMSNorm without its weight and without its factor sqrt(width), which the weights after it hold:
-    x / sqrt(sum(x^2) + width * eps), in fewer operations than `F.rms_norm`."""
+    x / sqrt(sum(x^2) + width * eps), in fewer operations than `F.rms_norm` (in float32, as
+    transformers' RMSNorm computes, whatever the draft's dtype: a half-precision sum of squares overflows)."""
+    if x.dtype != torch.float32:
+        wide = x.float()
+        return (wide * (wide * wide).sum(-1, keepdim=True).add_(x.shape[-1] * eps).rsqrt_()).to(x.dtype)
     return x * (x * x).sum(-1, keepdim=True).add_(x.shape[-1] * eps).rsqrt_()
 
 
