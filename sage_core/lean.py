@@ -37,6 +37,7 @@ import torch.nn.functional as F
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
 from .errors import BackendError
+from .lean_merged import MergedDraft
 
 # The text decoders whose layers are Qwen2's or Qwen3's (LLaVA-OneVision's and InternVL's language model
 # is Qwen2), or LLaMA's and Mistral's, the same operations (LLaVA 1.5 / NeXT / NeXT-Video, Mistral 3);
@@ -169,6 +170,8 @@ class LeanText:
         self.attend = ALL_ATTENTION_FUNCTIONS.get_interface(config._attn_implementation, family.eager_attention_forward)
         # the fused forward's rotary table: cos and sin of every position below its length
         self._rotary: tuple[torch.Tensor, torch.Tensor] | None = None
+        # a small draft's forward with merged projections (lean_merged.py), made at its first fused forward
+        self._merged: MergedDraft | bool | None = False
 
     @classmethod
     def of(cls, model: Any) -> LeanText | None:
@@ -267,8 +270,12 @@ class LeanText:
         `positions_below`: more than the largest position id (the table grows to hold it).
         `compiled`: each layer's two halves (before and after the cache update) run through
         `torch.compile` (dynamic shapes; the cache update stays eager, so a growing cache does
-        not recompile), where the MLP's activation is SiLU (`LeanText.compilable`).
+        not recompile), where the MLP's activation is SiLU (`LeanText.compilable`). Uncompiled, a
+        small draft runs its merged forward instead (`MergedDraft`, lean_merged.py).
         """
+        merged = self.merged() if not compiled else None
+        if merged is not None:
+            return merged.forward(input_ids, position_ids, attention_mask, cache, positions_below)
         before, after = _compiled_halves() if compiled else (_attention_in, _attention_out)
         hidden = F.embedding(input_ids, self.embedding)
         cos_table, sin_table = self._rotary_table(positions_below, hidden)
@@ -301,6 +308,12 @@ class LeanText:
             ) from error
         width = hidden.shape[-1]
         return F.linear(F.rms_norm(hidden, (width,), *self.norm), *self.head)
+
+    def merged(self) -> MergedDraft | None:
+        """The merged forward of a small draft (made once; None for a large one or where it does not apply)."""
+        if self._merged is False:
+            self._merged = MergedDraft.of(self)
+        return self._merged if isinstance(self._merged, MergedDraft) else None
 
     @property
     def compilable(self) -> bool:

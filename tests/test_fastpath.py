@@ -605,3 +605,36 @@ def test_what_a_family_cannot_run_is_one_sentence_and_exit_2(tiny_root, capsys, 
     assert main([*argv, "--method", method, "--device", "cpu", "--max-new-tokens", "4"]) == 2
     error = capsys.readouterr().err.strip().splitlines()[-1]
     assert error.startswith("error: ") and message in error
+
+
+@pytest.mark.parametrize("family", LEAN_FAMILIES)
+def test_a_small_drafts_merged_forward_computes_the_fused_forwards_logits(tiny_root, image, family, monkeypatch):
+    """A small draft runs its merged forward (lean_merged.py: the projections merged, the norms' weights
+    folded in); a draft whose merged copy would pass the size limit keeps the fused one. Both give the
+    same logits and caches to rounding, and the same top tokens."""
+    from sage_core import lean_merged
+
+    vlm = _vlm(str(tiny_root), family, "unrelated")
+    assert vlm.lean is not None and vlm.lean.merged() is not None
+    inputs = vlm.prepare(image, "Describe the picture.")
+    merged = token_tree_and_level(vlm, inputs, level_at=9, fused=True)
+    monkeypatch.setattr(lean_merged, "MERGED_LIMIT_BYTES", 0)
+    monkeypatch.setattr(vlm, "lean", LeanText.of(vlm.model))  # the cached model gets its own back after
+    assert vlm.lean is not None and vlm.lean.merged() is None
+    fused = token_tree_and_level(vlm, inputs, level_at=9, fused=True)
+    torch.testing.assert_close(merged[0], fused[0], rtol=1e-5, atol=1e-5)
+    assert torch.equal(merged[0].argmax(-1), fused[0].argmax(-1))
+    for (keys, values), (fused_keys, fused_values) in zip(merged[1], fused[1], strict=True):
+        torch.testing.assert_close(keys, fused_keys, rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(values, fused_values, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_the_merged_forwards_norm_does_not_overflow_in_half_precision(dtype):
+    """The merged forward's RMSNorm leaves its factor sqrt(width) to the weights after it and sums the
+    squares in float32: hidden states whose squares overflow float16 still normalise."""
+    from sage_core.lean_merged import _normalized
+
+    hidden = torch.linspace(-300.0, 300.0, 2 * 64).view(2, 64).to(dtype)
+    expected = torch.nn.functional.rms_norm(hidden.float(), (64,), None, 1e-6) / 64**0.5
+    torch.testing.assert_close(_normalized(hidden, 1e-6).float(), expected, rtol=1e-2, atol=1e-3)

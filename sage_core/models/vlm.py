@@ -266,35 +266,12 @@ class VLM:
         transformers' own; see `LeanText.fused`); `compiled`: that variant through torch.compile.
         """
         count = len(tokens)
-        mask: torch.Tensor | None = None
         sequence_positions = tuple(positions)
         if self.spec.recurrent:
             plan_recurrent(self, state, parents)
         positions = [p + state.position_offset for p in positions]  # the M-RoPE delta
-        alone = count == 1 and state.scratch == 0  # one token after the committed sequence: it sees everything
-        if self.device.type == "cpu":
-            # On a CPU the host is the device, and right after a forward every tensor operation
-            # runs on cold caches (a tenth of a millisecond each on a small CPU): numpy builds
-            # the ids, positions, ancestor rows and mask, and torch wraps them without copies.
-            packed = torch.from_numpy(np.array([tokens, positions], dtype=np.int64))
-            input_ids, position_ids = packed[0:1], packed[1:2]
-            if alone:
-                rows = torch.ones((1, 1), dtype=torch.bool)
-            else:
-                rows, mask = tree_mask_on_host(state.scratch_rows, parents, state.committed, self.dtype)
-                if fused and count == 1 and bool(rows.numpy()[-1].all()):
-                    mask = None  # a draft token that sees every entry (its rounding may differ)
-        elif alone:
-            # Plain decoding, or a draft fed one token: no mask, and the model attends as in `generate`.
-            input_ids = torch.tensor([list(tokens)], dtype=torch.long, device=self.device)
-            position_ids = torch.tensor([list(positions)], dtype=torch.long, device=self.device)
-            rows = torch.ones((1, 1), dtype=torch.bool, device=self.device)
-        else:
-            # tokens, positions, parents: one host-to-device copy.  [3, N]
-            packed = torch.tensor([list(tokens), list(positions), list(parents)], dtype=torch.long).to(self.device)
-            input_ids, position_ids = packed[0:1], packed[1:2]
-            rows = rows_from_parents(state.scratch_rows, packed[2], in_batch_depth(parents, state.scratch))
-            mask = additive_mask(rows[state.scratch :], state.committed, self.dtype)
+        input_ids, position_ids, rows, mask = _tree_inputs(state, tokens, positions, parents, self.dtype,
+                                                           self.device, fused)  # fmt: skip
         masks: torch.Tensor | dict[str, torch.Tensor] | None = mask
         if mask is not None and self.spec.windows_by_mask:  # each layer type's own mask
             keys = key_positions(state.committed, (*state.scratch_positions, *sequence_positions), mask.device)
@@ -334,6 +311,40 @@ class VLM:
             state.cache.crop(-dropped)
         state.committed += len(keep)
         clear_scratch(state)
+
+
+def _tree_inputs(
+    state: KVState, tokens: Sequence[int], positions: Sequence[int], parents: Sequence[int],
+    dtype: torch.dtype, device: torch.device, fused: bool,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None]:  # fmt: skip
+    """`extend`'s tensors: the ids and positions (1, N), the scratch rows after the new tokens, and
+    the additive mask (None where every new token sees every entry, as in `generate`)."""
+    count, mask = len(tokens), None
+    alone = count == 1 and state.scratch == 0  # one token after the committed sequence: it sees everything
+    if device.type == "cpu":
+        # On a CPU the host is the device, and right after a forward every tensor operation
+        # runs on cold caches (a tenth of a millisecond each on a small CPU): numpy builds
+        # the ids, positions, ancestor rows and mask, and torch wraps them without copies.
+        packed = torch.from_numpy(np.array([tokens, positions], dtype=np.int64))
+        input_ids, position_ids = packed[0:1], packed[1:2]
+        if alone:
+            rows = torch.ones((1, 1), dtype=torch.bool)
+        else:
+            rows, mask = tree_mask_on_host(state.scratch_rows, parents, state.committed, dtype)
+            if fused and count == 1 and bool(rows.numpy()[-1].all()):
+                mask = None  # a draft token that sees every entry (its rounding may differ)
+    elif alone:
+        # Plain decoding, or a draft fed one token: no mask, and the model attends as in `generate`.
+        input_ids = torch.tensor([list(tokens)], dtype=torch.long, device=device)
+        position_ids = torch.tensor([list(positions)], dtype=torch.long, device=device)
+        rows = torch.ones((1, 1), dtype=torch.bool, device=device)
+    else:
+        # tokens, positions, parents: one host-to-device copy.  [3, N]
+        packed = torch.tensor([list(tokens), list(positions), list(parents)], dtype=torch.long).to(device)
+        input_ids, position_ids = packed[0:1], packed[1:2]
+        rows = rows_from_parents(state.scratch_rows, packed[2], in_batch_depth(parents, state.scratch))
+        mask = additive_mask(rows[state.scratch :], state.committed, dtype)
+    return input_ids, position_ids, rows, mask
 
 
 def clear_scratch(state: KVState) -> None:
