@@ -44,12 +44,12 @@ from sage_core import (
     prepare_inputs,
     summarize,
 )
-from sage_core.adapter import VisualBox
 from sage_core.config import DynamicConfig, SamplingConfig, check_prune_ratio, shown
 from sage_core.costs import CostCurve
 from sage_core.errors import InputError
 from sage_core.media import thumbnail
 from sage_core.methods import METHODS, drafts, in_order
+from sage_core.models import VisualBox
 from sage_core.pruning import PAPER_RATIOS
 from sage_core.records import (
     MAX_TRACE_BYTES,

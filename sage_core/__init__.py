@@ -13,11 +13,11 @@ output equals the target's own greedy decoding.
 
 __version__ = "0.1.0"
 
-from .adapter import VLM, ModelPair, check_pair, load_pair
 from .config import CHAIN_TREE, METHOD_LABELS, METHODS, STATIC_TREE, DecodeConfig, DynamicConfig, SageConfig
 from .decode import DecodeRun, decode
 from .errors import BackendError, InputError, MediaError, ModelLoadError, PairMismatchError, SageError
 from .media import Media, image_media, load_media
+from .models import VLM, ModelPair, check_pair, load_pair
 from .prepared import PreparedInputs, prepare_inputs
 from .records import RoundRecord, RunHeader, RunSummary, load_trace, parse_trace, save_trace, summarize
 from .trees import Tree

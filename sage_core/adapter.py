@@ -1,5 +1,6 @@
-"""The model adapter's names, kept importable here; the code lives in the model package
-(`sage_core/models/`: loading, prompts, visual tokens, tree masks, forwards, one module per family)."""
+"""The model adapter's old import path, kept for code outside the project that imported it before the
+split; the code lives in the model package (`sage_core/models/`: loading, prompts, visual tokens, tree
+masks, forwards, one module per family), and the project itself imports from there."""
 
 from __future__ import annotations
 

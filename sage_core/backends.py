@@ -40,9 +40,9 @@ from typing import Any, Protocol
 
 import torch
 
-from .adapter import VLM, KVState, inference
 from .config import BACKENDS, Backend
 from .kvcache import full_cache
+from .models import VLM, KVState, inference
 from .models.vlm import clear_scratch, plan_recurrent, recurrent_commit
 
 

@@ -146,8 +146,8 @@ def apply_preset(args: argparse.Namespace) -> None:
 
 
 def generate(args: argparse.Namespace) -> int:
-    from .adapter import load_pair
     from .decode import decode
+    from .models import load_pair
     from .prepared import check_vocabulary
 
     check_prompt(args.prompt)

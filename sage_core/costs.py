@@ -26,11 +26,11 @@ from dataclasses import dataclass
 
 import torch
 
-from .adapter import KVState, ModelPair
 from .backends import ModelBackend, open_backend
 from .config import Backend
 from .drafting import top_candidates
 from .media import Media
+from .models import KVState, ModelPair
 from .prepared import prepare_inputs, with_draft_inputs
 from .records import RoundRecord
 from .timing import synchronize

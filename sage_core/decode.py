@@ -18,12 +18,12 @@ from typing import Any
 
 import torch
 
-from .adapter import KVState, ModelPair
 from .backends import ModelBackend, open_backend
 from .config import STATIC_TREE, DecodeConfig
 from .errors import InputError
 from .media import Media
 from .methods import drafts
+from .models import KVState, ModelPair
 from .models.pair import check_method
 from .prepared import PreparedInputs, prepare_inputs, with_draft_inputs
 from .proposers import Drafter, Proposer, SagePlanner, make_proposer

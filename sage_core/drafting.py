@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import torch
 
-from .adapter import KVState
 from .backends import ModelBackend
+from .models import KVState
 from .policy import Candidate, Expansion
 from .trees import ROOT, RankPath, Tree
 from .verify import Warp

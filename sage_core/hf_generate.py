@@ -25,10 +25,10 @@ from typing import Any
 
 import torch
 
-from .adapter import FAMILIES, VLM, check_pair
 from .config import METHODS, OLD_SAGE_NAMES, DecodeConfig, SageConfig
 from .decode import DecodeRun
 from .media import Media
+from .models import FAMILIES, VLM, check_pair
 from .models.loading import input_device
 from .prepared import PreparedInputs
 

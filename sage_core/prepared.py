@@ -30,10 +30,10 @@ from typing import Any
 
 import torch
 
-from .adapter import VLM, ModelPair
 from .config import check_positions
 from .errors import InputError
 from .media import Media
+from .models import VLM, ModelPair
 from .timing import Stopwatch
 
 

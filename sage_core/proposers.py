@@ -24,11 +24,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .adapter import KVState
 from .backends import ModelBackend
 from .config import STATIC_TREE, DecodeConfig, DynamicConfig, SageConfig
 from .drafting import Chooser, DraftedTree, Expand, TopK, feed_committed, grow_tree, template_chooser, top_candidates
 from .methods import method_spec
+from .models import KVState
 from .policy import (
     CUT_LISTED,
     Candidate,

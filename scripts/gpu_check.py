@@ -48,9 +48,9 @@ import torch
 
 ROOT = Path(__file__).resolve().parent.parent
 
-from sage_core.adapter import VLM, KVState  # noqa: E402
 from sage_core.backends import open_backend  # noqa: E402
 from sage_core.costs import CostCurve, curve_on_prefilled  # noqa: E402
+from sage_core.models import VLM, KVState  # noqa: E402
 
 VISION = {"depth": 32, "hidden_size": 1280, "intermediate_size": 3420, "num_heads": 16}
 SHAPES: dict[str, dict[str, Any]] = {

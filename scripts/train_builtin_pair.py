@@ -94,7 +94,6 @@ import torch.nn.functional as F
 
 ROOT = Path(__file__).resolve().parents[1]
 
-from sage_core.adapter import processor_inputs  # noqa: E402
 from sage_core.builtin.quality import agreement, evaluate, example_media  # noqa: E402
 from sage_core.builtin.scenes import (  # noqa: E402  # noqa: E402
     COLOURS,
@@ -108,6 +107,7 @@ from sage_core.builtin.scenes import (  # noqa: E402  # noqa: E402
     vocabulary,
 )
 from sage_core.builtin.wording import LONE, lone_example, reword  # noqa: E402
+from sage_core.models import processor_inputs  # noqa: E402
 
 #: Vision patches of 8 px (not the hub models' 16): the shapes are drawn anywhere at any scale, and
 #: finer patches let a vision tower this small tell a cross from a square at any offset.

@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from sage_core.adapter import VLM
+from sage_core.models import VLM
 
 Tokens = tuple[int, ...]
 

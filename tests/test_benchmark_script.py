@@ -267,7 +267,7 @@ def test_sage_is_compared_with_the_static_tree_and_the_chain_example_by_example(
 
 
 def test_the_tau_study_compares_every_drafting_method_and_checks_the_premise(capsys):
-    from sage_core.adapter import BUILTIN_TARGET
+    from sage_core.models import BUILTIN_TARGET
 
     if not (BUILTIN_TARGET / "config.json").exists():
         pytest.skip("built-in pair not trained")

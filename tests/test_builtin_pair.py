@@ -19,9 +19,9 @@ import pytest
 import torch
 
 from sage_core import DecodeConfig, decode, load_media, load_pair
-from sage_core.adapter import BUILTIN_TARGET, ModelPair
 from sage_core.builtin.quality import evaluate, example_media
 from sage_core.builtin.scenes import LONG_KINDS, SHIFTED, example_picks, fact_score, make_examples
+from sage_core.models import BUILTIN_TARGET, ModelPair
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 EXAMPLES = ASSETS / "examples"

@@ -13,8 +13,8 @@ import torch
 from conftest import FAMILIES, tiny_folder
 
 from sage_core import load_pair
-from sage_core.adapter import ModelPair
 from sage_core.media import Media
+from sage_core.models import ModelPair
 
 ROOT = Path(__file__).resolve().parent.parent
 MAX_NEW = 24

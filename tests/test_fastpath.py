@@ -29,17 +29,10 @@ from sage_core import (
     timing,
 )
 from sage_core import lean as lean_module
-from sage_core.adapter import (
-    VLM,
-    additive_mask,
-    check_pair,
-    in_batch_depth,
-    processors_alike,
-    rows_from_parents,
-    rows_on_host,
-)
 from sage_core.kvcache import GrowingLayer, move_rows
 from sage_core.lean import LeanText
+from sage_core.models import VLM, check_pair, processors_alike
+from sage_core.models.masks import additive_mask, in_batch_depth, rows_from_parents, rows_on_host
 from sage_core.tiny_models import model_class
 from sage_core.trees import Tree
 

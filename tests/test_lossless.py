@@ -13,10 +13,10 @@ import torch
 from conftest import DRAFT_KINDS, EXTRA_FAMILIES, FAMILIES, tiny_folder
 
 from sage_core import METHODS, DecodeConfig, decode, load_pair
-from sage_core.adapter import ModelPair
 from sage_core.config import BACKENDS
 from sage_core.errors import InputError, MediaError
 from sage_core.media import Media
+from sage_core.models import ModelPair
 
 DRAFT_METHODS = tuple(m for m in METHODS if m != "ar")
 PROMPTS = ("Describe the picture.", "What colour is it?")

@@ -15,8 +15,8 @@ from conftest import ALL_FAMILIES, tiny_folder
 from test_lossless import _pair, reference
 
 from sage_core import DecodeConfig, decode, load_trace
-from sage_core.adapter import VLM
 from sage_core.cli import main
+from sage_core.models import VLM
 from sage_core.pruning import keep_budget, select_visual_tokens
 from sage_core.records import parse_trace
 from sage_core.tiny_models import model_class
@@ -247,8 +247,8 @@ def test_every_family_prunes_and_one_whose_hooks_are_unknown_is_refused_in_one_s
     import copy
     import dataclasses
 
-    from sage_core.adapter import ModelPair
     from sage_core.errors import InputError
+    from sage_core.models import ModelPair
     from sage_core.models.registry import FAMILIES
 
     assert all(family.prunable for family in FAMILIES.values())

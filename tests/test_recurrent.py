@@ -12,8 +12,7 @@ import torch
 from conftest import tiny_folder
 from test_tree_attention import ROOT_TOKEN, TREE, path_logits, tree_logits
 
-from sage_core.adapter import VLM
-from sage_core.models import recurrent
+from sage_core.models import VLM, recurrent
 from sage_core.models import vlm as vlm_module
 
 FAMILY = "qwen3_5"

@@ -46,10 +46,10 @@ from conftest import tiny_folder
 from sequence_oracle import SequenceOracle
 
 from sage_core import DecodeConfig, SageConfig, decode, load_pair
-from sage_core.adapter import ModelPair
 from sage_core.config import SamplingConfig
 from sage_core.errors import ConfigError, InputError
 from sage_core.media import Media
+from sage_core.models import ModelPair
 from sage_core.prepared import PreparedInputs, prepare_inputs
 from sage_core.records import load_trace, parse_trace, save_trace, trace_lines
 from sage_core.sampling import SamplingVerifier, Warper, _sample, make_verifier

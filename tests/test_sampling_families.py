@@ -19,9 +19,9 @@ from sequence_oracle import SequenceOracle
 from test_sampling import ALPHA, DECODE_SETTINGS, PROMPT, chi_square_p_value, target_sampling_distribution
 
 from sage_core import DecodeConfig, SageConfig, decode, load_pair
-from sage_core.adapter import ModelPair
 from sage_core.config import SamplingConfig
 from sage_core.media import Media
+from sage_core.models import ModelPair
 from sage_core.prepared import prepare_inputs
 
 Tokens = tuple[int, ...]

@@ -11,7 +11,7 @@ import pytest
 import torch
 from conftest import ALL_FAMILIES, tiny_folder
 
-from sage_core.adapter import VLM, KVState
+from sage_core.models import VLM, KVState
 from sage_core.trees import Tree
 
 # root -> 0 -> 2 -> 5
