@@ -6,6 +6,7 @@ from pathlib import Path
 
 from conftest import tiny_folder
 
+from app.inputs import RACE_FIELDS, RaceForm
 from app.serving import free_port, running_app
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -19,4 +20,12 @@ def model_pair(tiny_root: Path) -> tuple[str, str]:
     return tiny_folder(tiny_root, "qwen2_vl", "target"), tiny_folder(tiny_root, "qwen2_vl", "noised")
 
 
-__all__ = ["free_port", "model_pair", "running_app"]
+def form_values(**fields: object) -> list:
+    """The page's race inputs in their order (`app.inputs.RACE_FIELDS`), the form's defaults where not
+    given (the built-in pair, SAGE against the static tree): what a hand-written call of the streamed
+    race or of the raw API sends before its endpoint's own last inputs."""
+    form = RaceForm(**{"pair": "builtin", "methods": ["sage", "static"]} | fields)
+    return [getattr(form, name) for name in RACE_FIELDS]
+
+
+__all__ = ["form_values", "free_port", "model_pair", "running_app"]

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import torch
 from app_records import synthetic_race
-from app_server import model_pair, running_app
+from app_server import form_values, model_pair, running_app
 from gradio.utils import get_upload_folder
 from gradio_client import Client, handle_file
 from gradio_client.exceptions import AppError
@@ -260,9 +260,10 @@ def test_the_streamed_race_shows_the_same_sentences_in_its_status_line(client, e
     files = _bad_files(tmp_path) | {"example": example[0]}
     for inputs, message in (({"video": "one_frame"}, "at least 2 frames"), ({"image": "wide"}, "at most 200 times")):
         request = _request(files, example, inputs)
-        job = client.submit(request.get("image"), request.get("video"), example[1], "builtin", "", "",
-                            ["sage", "static"], 8, 3, 8, 2, 10, 64, 10, "off", 0.5, 0, None, 5, 10, 59, None,
-                            api_name="/race_live")  # fmt: skip
+        values = form_values(
+            image=request.get("image"), video=request.get("video"), prompt=example[1], max_new_tokens=8
+        )
+        job = client.submit(*values, None, api_name="/race_live")
         assert message in html.unescape(job.result()[0])  # the status line
 
 
@@ -383,11 +384,9 @@ def test_stop_ends_a_streaming_race_promptly(client, pair, example, monkeypatch)
 
     monkeypatch.setattr(handlers, "race_steps", endless_race)
     key = models.BUILTIN.key if pair == ("builtin", "builtin") else models.ENV_KEY
-    # The UI's streaming event takes its inputs in order: media, prompt, pair, custom pair, methods,
-    # max new tokens, SAGE's six settings, the pruning control and its ratio, the temperature and seed,
-    # the dynamic tree's three settings, the tree panel's method.
-    job = client.submit(handle_file(example[0]), None, example[1], key, "", "", ["sage", "static"], 64,
-                        3, 8, 2, 10, 64, 10, "off", 0.5, 0, 0, 5, 10, 59, None, api_name="/race_live")  # fmt: skip
+    # The UI's streaming event takes the form's inputs in order, then the tree panel's method.
+    values = form_values(image=handle_file(example[0]), prompt=example[1], pair=key, max_new_tokens=64, seed=0)
+    job = client.submit(*values, None, api_name="/race_live")
     deadline = time.monotonic() + 60
     while len(job.outputs()) < 2 and time.monotonic() < deadline:
         time.sleep(0.05)

@@ -17,7 +17,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from app_server import running_app
+from app_server import form_values, running_app
 from conftest import tiny_folder
 from gradio_client import Client, handle_file
 from gradio_client.exceptions import AppError
@@ -105,9 +105,9 @@ def test_a_hybrid_pair_races_trees_in_the_app(client):
 
 
 def test_the_streamed_race_shows_the_refusal_in_its_status_line(client):
-    job = client.submit(None, handle_file(VIDEO), "Describe it.", "custom", "gemma-target", "gemma-draft",
-                        ["sage", "static"], 4, 3, 8, 2, 10, 64, 10, "off", 0.5, 0, None, 5, 10, 59, None,
-                        api_name="/race_live")  # fmt: skip
+    values = form_values(video=handle_file(VIDEO), prompt="Describe it.", pair="custom", custom_target="gemma-target",
+                         custom_draft="gemma-draft", max_new_tokens=4)  # fmt: skip
+    job = client.submit(*values, None, api_name="/race_live")
     assert "give a still image instead of a video" in html.unescape(job.result()[0])  # the status line
 
 

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import httpx
 import pytest
-from app_server import running_app
+from app_server import form_values, running_app
 from gradio_client import Client, handle_file
 from gradio_client.exceptions import AppError
 
-from app.inputs import RACE_FIELDS, Limits, RaceForm, load_examples
+from app.inputs import RACE_FIELDS, Limits, load_examples
 from sage_core.cli import main
 from sage_core.config import DecodeConfig, DynamicConfig, SageConfig, SamplingConfig, check_max_new_tokens, check_prompt
 from sage_core.errors import SageError
@@ -71,11 +71,6 @@ def api_inputs(example: tuple[str, str], setting: str, value: object) -> dict:
     return inputs
 
 
-def page_values(example: tuple[str, str], inputs: dict) -> list:
-    form = RaceForm(**{"pair": "builtin", "methods": ["sage", "static"]} | inputs)
-    return [getattr(form, name) for name in form.__dataclass_fields__]
-
-
 @pytest.mark.parametrize(("setting", "value", "cli_args", "build"), CASES, ids=IDS)
 def test_the_cli_the_api_and_the_page_give_the_librarys_sentence(
     url, client, example, capsys, setting, value, cli_args, build
@@ -98,7 +93,7 @@ def test_the_cli_the_api_and_the_page_give_the_librarys_sentence(
     assert str(refused.value) == expected
     # the page's streamed race: the same sentence in its status line
     inputs = api_inputs(example, setting, value)
-    job = client.submit(*page_values(example, inputs), None, api_name="/race_live")
+    job = client.submit(*form_values(**inputs), None, api_name="/race_live")
     assert expected in html.unescape(job.result()[0])
 
 
@@ -158,9 +153,7 @@ def uploaded(url: str, file: str) -> dict:
 
 
 def base_values(image: object, prompt: str = "describe the image.") -> list:
-    dynamic = [5, 10, 59]  # the dynamic tree's depth, candidates, total tokens
-    return [image, None, prompt, "builtin", "", "", ["sage", "static"], 3, 3, 8, 2, 10, 64, 10, "off", 0.5, 0, None,
-            *dynamic]  # fmt: skip
+    return form_values(image=image, prompt=prompt, max_new_tokens=3)
 
 
 REFUSED_BY_GRADIO = [

@@ -12,7 +12,7 @@ from dataclasses import replace
 import httpx
 import pytest
 from app_records import synthetic_race
-from app_server import running_app
+from app_server import form_values, running_app
 from gradio_client import Client, handle_file
 
 from app import handlers as handlers_module
@@ -43,8 +43,7 @@ def upload(url: str, file: str) -> dict:
 
 
 def race_values(image: dict, prompt: str, tokens: int = 8) -> list:
-    return [image, None, prompt, "builtin", "", "", ["sage", "static"], tokens, 3, 8, 2, 10, 64, 10, "off", 0.5, 0,
-            None, 5, 10, 59]  # fmt: skip
+    return form_values(image=image, prompt=prompt, max_new_tokens=tokens)
 
 
 def test_a_full_queue_answers_busy_try_again(url, example, monkeypatch):
