@@ -10,6 +10,7 @@ import argparse
 import importlib.util
 import os
 
+from app.inputs import env_switch
 from app.ui import build_demo, launch_options, queued
 from sage_core import SageError
 
@@ -20,15 +21,19 @@ except SageError as error:  # a bad SAGE_APP_* setting: one sentence, no traceba
 
 
 def mcp_wanted(argv: list[str] | None = None) -> bool:
-    """--mcp on the command line, or SAGE_MCP set to 1 / true / yes."""
+    """--mcp on the command line, or SAGE_MCP on (1 / on / true / yes; a value that is not on or off stops
+    the launch with one sentence)."""
     parser = argparse.ArgumentParser(description="Launch the SAGE demo.")
     parser.add_argument("--mcp", action="store_true", help="also serve the API as MCP tools (Gradio's MCP server)")
     flag = parser.parse_args(argv).mcp
-    return bool(flag) or os.environ.get("SAGE_MCP", "").strip().lower() in ("1", "true", "yes")
+    return bool(flag) or env_switch("SAGE_MCP")
 
 
 if __name__ == "__main__":
-    mcp = mcp_wanted() or None  # None: Gradio's own GRADIO_MCP_SERVER setting still applies
+    try:
+        mcp = mcp_wanted() or None
+    except SageError as error:
+        raise SystemExit(f"error: {error}") from None  # None: Gradio's own GRADIO_MCP_SERVER setting still applies
     if mcp and importlib.util.find_spec("mcp") is None:
         raise SystemExit("error: the MCP server needs Gradio's MCP extra: pip install -r requirements.txt")
     queued(demo).launch(

@@ -39,12 +39,33 @@ EXAMPLES_DIR = ROOT / "assets" / "examples"
 DEFAULT_PROMPT = "describe the image in detail."  # a prompt the built-in pair knows every word of
 
 
-def _env_float(name: str, default: float) -> float:
-    try:
-        value = float(os.environ.get(name, default))
-    except ValueError:
+SWITCH_ON, SWITCH_OFF = ("1", "on", "true", "yes"), ("0", "off", "false", "no")
+
+
+def env_number(name: str, default: float) -> float:
+    """A positive number from the environment variable `name` (unset or empty: `default`); anything else is
+    a ConfigError of one sentence, so the launch stops instead of running on a value nobody set."""
+    text = os.environ.get(name, "").strip()
+    if not text:
         return default
-    return value if math.isfinite(value) and value > 0 else default
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise ConfigError(f"{name} must be a positive number, not {shown(text)}")
+    return value
+
+
+def env_switch(name: str, default: bool = False) -> bool:
+    """An on/off environment variable (1/0, on/off, true/false, yes/no; unset or empty: `default`);
+    anything else is a ConfigError of one sentence."""
+    text = os.environ.get(name, "").strip().lower()
+    if text in SWITCH_ON + SWITCH_OFF:
+        return text in SWITCH_ON
+    if not text:
+        return default
+    raise ConfigError(f"{name} must be on or off (or 1/0, true/false, yes/no), not {shown(os.environ[name])}")
 
 
 @dataclass(frozen=True)
@@ -69,12 +90,12 @@ class Limits:
     @classmethod
     def from_env(cls) -> Limits:
         return cls(
-            max_upload_mb=_env_float("SAGE_APP_MAX_UPLOAD_MB", cls.max_upload_mb),
-            max_video_seconds=_env_float("SAGE_APP_MAX_VIDEO_SECONDS", cls.max_video_seconds),
-            max_trace_mb=_env_float("SAGE_APP_MAX_TRACE_MB", cls.max_trace_mb),
-            max_race_seconds=_env_float("SAGE_APP_MAX_RACE_SECONDS", cls.max_race_seconds),
-            max_replay_seconds=_env_float("SAGE_APP_MAX_REPLAY_SECONDS", cls.max_replay_seconds),
-            max_queue=int(_env_float("SAGE_APP_MAX_QUEUE", cls.max_queue)),
+            max_upload_mb=env_number("SAGE_APP_MAX_UPLOAD_MB", cls.max_upload_mb),
+            max_video_seconds=env_number("SAGE_APP_MAX_VIDEO_SECONDS", cls.max_video_seconds),
+            max_trace_mb=env_number("SAGE_APP_MAX_TRACE_MB", cls.max_trace_mb),
+            max_race_seconds=env_number("SAGE_APP_MAX_RACE_SECONDS", cls.max_race_seconds),
+            max_replay_seconds=env_number("SAGE_APP_MAX_REPLAY_SECONDS", cls.max_replay_seconds),
+            max_queue=max(1, int(env_number("SAGE_APP_MAX_QUEUE", cls.max_queue))),
         )
 
     @property

@@ -29,11 +29,11 @@ import torch
 from PIL import Image
 
 from sage_core import DecodeConfig, ModelPair, SageError, decode, image_media, load_pair
-from sage_core.config import shown
 from sage_core.costs import CostCurve, measure_costs
-from sage_core.errors import ConfigError, ModelLoadError
-from sage_core.models.pair import check_method
+from sage_core.errors import ModelLoadError
 from sage_core.models.presets import GPU_PRESETS
+
+from .inputs import env_switch
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILTIN_DIR = ROOT / "assets" / "builtin"
@@ -125,7 +125,7 @@ class CustomModels:
     @classmethod
     def from_env(cls) -> CustomModels:
         folder = os.environ.get("SAGE_APP_CUSTOM_MODELS_DIR", "").strip()
-        hub = os.environ.get("SAGE_APP_CUSTOM_HUB", "").strip().lower() in ("1", "true", "yes")
+        hub = env_switch("SAGE_APP_CUSTOM_HUB")
         return cls(Path(folder) if folder else None, hub)
 
     @property
@@ -297,16 +297,12 @@ def release_memory() -> None:
 
 
 COST_CURVE_ENV = "SAGE_APP_COST_CURVE"
-ON, OFF = ("", "1", "on", "true", "yes"), ("0", "off", "false", "no")
 
 
-def cost_curve_wanted(value: str | None = None) -> bool:
-    """Whether the warm-up measures the verification cost curve: SAGE_APP_COST_CURVE (or `value`) on, the
-    default, or off; ConfigError with one sentence for anything else."""
-    text = os.environ.get(COST_CURVE_ENV, "") if value is None else value
-    if text.strip().lower() in ON + OFF:
-        return text.strip().lower() in ON
-    raise ConfigError(f"{COST_CURVE_ENV} must be on or off (or 1/0, true/false, yes/no), not {shown(text)}")
+def cost_curve_wanted() -> bool:
+    """Whether the warm-up measures the verification cost curve: SAGE_APP_COST_CURVE on (the default) or
+    off; ConfigError with one sentence for anything else."""
+    return env_switch(COST_CURVE_ENV, default=True)
 
 
 def warm_up(pair: ModelPair) -> CostCurve | None:
@@ -314,19 +310,9 @@ def warm_up(pair: ModelPair) -> CostCurve | None:
     verification cost curve on the pair's device and dtype (sage_core.costs), which it returns
     (None when SAGE_APP_COST_CURVE is off: the app then shows no curve and no predicted speedups)."""
     media = image_media(Image.new("RGB", (112, 112), (255, 255, 255)), "warm-up")
-    trees = runs_trees(pair)  # a model that cannot verify trees (recurrent layers) warms up on the chain
-    for method, tokens in (("sage" if trees else "chain", 4), ("ar", 2)):
+    for method, tokens in (("sage", 4), ("ar", 2)):
         decode(pair, media, "warm up", DecodeConfig(method=method, max_new_tokens=tokens)).run_to_end()  # type: ignore[arg-type]
-    return measure_warm_costs(pair) if trees and cost_curve_wanted() else None
-
-
-def runs_trees(pair: ModelPair) -> bool:
-    """Whether both models can verify a tree of tokens (the races of the tree methods are refused otherwise)."""
-    try:
-        check_method(pair, "sage")
-    except SageError:
-        return False
-    return True
+    return measure_warm_costs(pair) if cost_curve_wanted() else None
 
 
 def measure_warm_costs(pair: ModelPair) -> CostCurve | None:
