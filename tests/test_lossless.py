@@ -14,7 +14,7 @@ from conftest import DRAFT_KINDS, EXTRA_FAMILIES, FAMILIES, tiny_folder
 
 from sage_core import METHODS, DecodeConfig, decode, load_pair
 from sage_core.config import BACKENDS
-from sage_core.errors import InputError, MediaError
+from sage_core.errors import MediaError
 from sage_core.media import Media
 from sage_core.models import ModelPair
 
@@ -190,8 +190,7 @@ def test_added_family_every_method_equals_greedy_generate(tiny_root, image, vide
         pair = _pair(str(tiny_root), family, draft_kind)
         for media in (image, video) if pair.target.spec.video else (image,):
             expected = list(_greedy(str(tiny_root), family, media.kind, PROMPTS[0], ADDED_NEW))
-            prunable = pair.target.spec.prunable
-            ratios = (0.0, 0.5) if backend == "fast" and draft_kind == "noised" and prunable else (0.0,)
+            ratios = (0.0, 0.5) if backend == "fast" and draft_kind == "noised" else (0.0,)
             for method, prune_ratio in [(m, r) for r in ratios for m in METHODS if r == 0 or m != "ar"]:
                 config = DecodeConfig(method=method, max_new_tokens=ADDED_NEW, prune_ratio=prune_ratio, backend=backend)
                 run = decode(pair, media, PROMPTS[0], config)
@@ -203,9 +202,6 @@ def test_added_family_every_method_equals_greedy_generate(tiny_root, image, vide
                     for record in run.records:
                         if record.phase == "decode" and record.finish_reason is None:
                             assert record.accepted_length == greedy_chain_length(record)
-        if not pair.target.spec.prunable:
-            with pytest.raises(InputError, match="visual token pruning is not available for"):
-                decode(pair, image, PROMPTS[0], DecodeConfig("chain", ADDED_NEW, prune_ratio=0.5, backend=backend))
         if not pair.target.spec.video:  # an image-only family refuses a video in one sentence
             with pytest.raises(MediaError, match="reads images only"):
                 decode(pair, video, PROMPTS[0], DecodeConfig("sage", ADDED_NEW, backend=backend)).run_to_end()

@@ -82,8 +82,6 @@ def test_scores_in_small_chunks_of_heads_and_queries_are_the_same(tiny_root, ima
 
 def check_scores(tiny_root, image, video, family: str) -> None:
     target = _pair(str(tiny_root), family, "copy").target
-    if not target.spec.prunable:
-        pytest.skip("pruning refused for this family (tests/test_lossless.py checks the sentence)")
     eager = eager_target(tiny_root, family)
     for media in media_of(target, image, video):
         inputs = target.prepare(media, PROMPT)
@@ -132,8 +130,6 @@ def masked_prefill(model: VLM, inputs, dropped: torch.Tensor):
 def test_pruned_prefill_keeps_original_positions(tiny_root, image, video, family):
     pair = _pair(str(tiny_root), family, "noised")
     draft = pair.draft
-    if not draft.spec.prunable:
-        pytest.skip("pruning refused for this family (tests/test_lossless.py checks the sentence)")
     if draft.spec.recurrent:  # no mask reaches linear-attention layers: no masked full prefill to compare with
         pytest.skip("the pruned hybrid draft is checked by the losslessness tests")
     for media in media_of(draft, image, video):
