@@ -54,13 +54,8 @@ HESITANT_DRAFT_DIR = BUILTIN_DIR / "hesitant-draft"
 #: shallow, wide trees where it hesitates. Shown (and recorded) as "builtin-hesitant".
 BUILTIN_HESITANT = Preset("builtin-hesitant", "Built-in tiny pair, hesitant draft (SAGE goes wide; runs on a CPU)",
                           "builtin", str(HESITANT_DRAFT_DIR))  # fmt: skip
-HUB_PRESETS = (
-    Preset("qwen2.5-vl-7b", "Qwen2.5-VL-7B-Instruct, 3B draft", "Qwen/Qwen2.5-VL-7B-Instruct",
-           "Qwen/Qwen2.5-VL-3B-Instruct", needs_gpu=True),
-    Preset("llava-ov-7b", "LLaVA-OneVision-7B, 0.5B draft", "llava-hf/llava-onevision-qwen2-7b-ov-hf",
-           "llava-hf/llava-onevision-qwen2-0.5b-ov-hf", needs_gpu=True),
-    *(Preset(p.key, p.label, p.target, p.draft, needs_gpu=True) for p in GPU_PRESETS if p.single_gpu),
-)  # fmt: skip
+# The GPU pairs of the library's presets (sage_core/models/presets.py) that fit one GPU.
+HUB_PRESETS = tuple(Preset(p.key, p.label, p.target, p.draft, needs_gpu=True) for p in GPU_PRESETS if p.single_gpu)
 CUSTOM_KEY = "custom"
 ENV_KEY = "env"
 

@@ -30,6 +30,20 @@ class GpuPreset:
 
 GPU_PRESETS: tuple[GpuPreset, ...] = (
     GpuPreset(
+        "qwen2.5-vl-7b",
+        "Qwen2.5-VL-7B-Instruct, 3B draft",
+        "Qwen/Qwen2.5-VL-7B-Instruct",
+        "Qwen/Qwen2.5-VL-3B-Instruct",
+        "about 25 GB on one GPU (16.6 + 7.5 GB of bf16 weights)",
+    ),
+    GpuPreset(
+        "llava-ov-7b",
+        "LLaVA-OneVision-7B, 0.5B draft",
+        "llava-hf/llava-onevision-qwen2-7b-ov-hf",
+        "llava-hf/llava-onevision-qwen2-0.5b-ov-hf",
+        "about 18 GB on one GPU (16 + 1.8 GB of bf16 weights)",
+    ),
+    GpuPreset(
         "qwen3-vl-8b",
         "Qwen3-VL-8B-Instruct, 2B draft",
         "Qwen/Qwen3-VL-8B-Instruct",
