@@ -13,9 +13,10 @@ output equals the target's own greedy decoding.
 
 __version__ = "0.1.0"
 
+from . import compat  # noqa: F401  (first: a VersionError sentence when torch or transformers is out of range)
 from .config import CHAIN_TREE, METHOD_LABELS, METHODS, STATIC_TREE, DecodeConfig, DynamicConfig, SageConfig
 from .decode import DecodeRun, decode
-from .errors import BackendError, InputError, MediaError, ModelLoadError, PairMismatchError, SageError
+from .errors import BackendError, InputError, MediaError, ModelLoadError, PairMismatchError, SageError, VersionError
 from .media import Media, image_media, load_media
 from .models import VLM, ModelPair, check_pair, load_pair
 from .prepared import PreparedInputs, prepare_inputs
@@ -45,6 +46,7 @@ __all__ = [
     "SageConfig",
     "SageError",
     "Tree",
+    "VersionError",
     "__version__",
     "check_pair",
     "decode",

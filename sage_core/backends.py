@@ -170,7 +170,7 @@ class PlainBackend:
             input_ids=input_ids,
             position_ids=position_ids,
             attention_mask=masks,
-            cache=state.cache,
+            **{vlm.cache_keyword: state.cache},
             use_cache=True,
         )
         state.scratch += count

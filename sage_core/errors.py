@@ -37,3 +37,7 @@ class ConfigError(InputError, ValueError):
 
 class TraceError(InputError, ValueError):
     """A trace file that cannot be read back: too large, malformed, or holding impossible values."""
+
+
+class VersionError(SageError, ImportError):
+    """An installed torch or transformers outside the range the library supports (sage_core.compat)."""

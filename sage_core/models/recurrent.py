@@ -259,10 +259,11 @@ def install(model: Any, layer_class: str) -> None:
 
 
 def _either_forward(module: Any, own: Any) -> Any:
-    def forward(hidden_states: torch.Tensor, cache: Any = None, attention_mask: Any = None, **kwargs: Any) -> Any:
+    def forward(hidden_states: torch.Tensor, attention_mask: Any = None, **kwargs: Any) -> Any:
+        cache = kwargs.get("cache", kwargs.get("cache_params"))  # the name in transformers 5.24 / 5.17
         scratch = getattr(cache, SCRATCH, None)
         if scratch is None or scratch.plan is None:
-            return own(hidden_states, cache=cache, attention_mask=attention_mask, **kwargs)
+            return own(hidden_states, attention_mask=attention_mask, **kwargs)
         # the convolution's weight is read directly, not through its forward: fire its accelerate hook (an
         # offloaded weight is loaded) as transformers' own forward does (`force_accelerate_hooks`)
         hook = getattr(module.conv1d, "_hf_hook", None)

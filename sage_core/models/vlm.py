@@ -15,6 +15,7 @@ import numpy as np
 import torch
 from transformers import DynamicCache
 
+from ..compat import cache_keyword
 from ..config import check_prompt
 from ..errors import InputError, MediaError
 from ..kvcache import growing_cache, move_rows
@@ -84,6 +85,7 @@ class VLM:
         self.uses_rope_deltas = self.spec.rope_deltas
         self.dtype: torch.dtype = next(model.parameters()).dtype
         self.vocab_size: int = model.get_output_embeddings().weight.shape[0]
+        self.cache_keyword = cache_keyword(model)  # the forward's name for the cache: transformers 5.17 vs 5.24
         self.spec.check_config(model.config, name)
         self.spec.prepare(model)
         # the decode-time text forward without transformers' module machinery, where it is safe (lean.py)
@@ -175,7 +177,7 @@ class VLM:
             cache = growing_cache(self.model.config, reserve, self.spec.windows_by_mask)
         head = self.model.get_output_embeddings() if logits_to_keep > 1 else None
         with last_logits_only(head):
-            output = self.model(**inputs, cache=cache, use_cache=True, logits_to_keep=logits_to_keep)
+            output = self.model(**inputs, **{self.cache_keyword: cache}, use_cache=True, logits_to_keep=logits_to_keep)
         offset = 0
         deltas = getattr(self.model.model, "rope_deltas", None) if self.uses_rope_deltas else None
         if deltas is not None:  # None after a text-only prompt: positions are sequential
@@ -284,8 +286,9 @@ class VLM:
                 input_ids, position_ids, mask, state.cache, fused_up_to=fused_up_to, compiled=compiled
             )
         else:
+            cache = {self.cache_keyword: state.cache}
             logits = self.model(
-                input_ids=input_ids, position_ids=position_ids, attention_mask=masks, cache=state.cache, use_cache=True
+                input_ids=input_ids, position_ids=position_ids, attention_mask=masks, **cache, use_cache=True
             ).logits
         state.scratch += count
         state.scratch_rows = rows
