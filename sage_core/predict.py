@@ -40,11 +40,15 @@ class CostPoints:
             raise ValueError("cost points need ascending distinct node counts, one time each")
 
     def at(self, nodes: float) -> float:
-        """Piecewise linear in the node count; flat below the first size, extended from the last two above."""
+        """Piecewise linear in the node count; flat below the first size; above the last, extended along the
+        last two points' slope where it rises, else flat (a timing's noise must not predict negative times)."""
         sizes, ms = self.sizes, self.ms
         if nodes <= sizes[0] or len(sizes) == 1:
             return ms[0]
-        i = next((i for i in range(1, len(sizes)) if nodes <= sizes[i]), len(sizes) - 1)
+        i = next((i for i in range(1, len(sizes)) if nodes <= sizes[i]), None)
+        if i is None:
+            slope = max(0.0, (ms[-1] - ms[-2]) / (sizes[-1] - sizes[-2]))
+            return ms[-1] + slope * (nodes - sizes[-1])
         x0, x1, y0, y1 = sizes[i - 1], sizes[i], ms[i - 1], ms[i]
         return y0 + (y1 - y0) * (nodes - x0) / (x1 - x0)
 

@@ -219,28 +219,6 @@ def test_benchmark_refuses_a_thread_count_below_one(tmp_path, monkeypatch, capsy
     assert "--threads must be >= 1" in error
 
 
-@pytest.mark.slow
-def test_the_gpu_check_runs_end_to_end_on_tiny_models(tmp_path):
-    """scripts/gpu_check.py has one run on a lent GPU: `--smoke` goes through every step on tiny
-    models on this CPU (the memory case in its own processes too), so the GPU run cannot fail on a
-    step that was never taken."""
-    main = runpy.run_path(str(SCRIPT.parent / "gpu_check.py"), run_name="gpu_check")["main"]
-    assert main(["--smoke", "--repeats", "2", "--out", str(tmp_path)]) == 0
-    results = json.loads((tmp_path / "results.json").read_text())
-    kinds = {row["kind"] for row in results["rows"]}
-    assert kinds == {
-        "verify", "draft_level", "draft_level_compiled", "plain_ours", "plain_ours_transformers_forward",
-        "plain_generate",
-    }  # fmt: skip
-    assert all(row["ms"] > 0 for row in results["rows"]) and results["draft_compile_s"] > 0
-    assert [row["pad_tokens"] for row in results["memory_check"]] == [0, 40]
-    assert "| model | kind |" in (tmp_path / "results.md").read_text()
-    curve = results["cost_curve"]  # the app's and the benchmark's curve (sage_core/costs.py)
-    assert curve["sizes"] == [1, 2, 4, 8, 16, 32, 64] and len(curve["verify_ms"]) == len(curve["draft_level_ms"]) == 7
-    assert all(ms > 0 for ms in (curve["one_token_ms"], *curve["verify_ms"], *curve["draft_level_ms"]))
-    assert "64 nodes: verify" in (tmp_path / "results.md").read_text()
-
-
 def test_sage_is_compared_with_the_static_tree_and_the_chain_example_by_example():
     """The lines under the table: the median over examples of SAGE's per-example speed ratio."""
     bench = runpy.run_path(str(SCRIPT), run_name="benchmark")

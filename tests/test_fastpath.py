@@ -137,9 +137,9 @@ def test_draft_level_masks_from_parents_equal_the_old_masks(seed):
 def step_by_step_cache(vlm: VLM, inputs: dict, tokens: list[int]) -> DynamicCache:
     cache = DynamicCache(config=vlm.model.config)
     with torch.no_grad():
-        vlm.model(**inputs, cache=cache, use_cache=True)
+        vlm.model(**inputs, **{vlm.cache_keyword: cache}, use_cache=True)
         for token in tokens:
-            vlm.model(input_ids=torch.tensor([[token]]), cache=cache, use_cache=True)
+            vlm.model(input_ids=torch.tensor([[token]]), **{vlm.cache_keyword: cache}, use_cache=True)
     return cache
 
 

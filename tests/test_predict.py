@@ -28,6 +28,7 @@ def test_cost_points_interpolate_and_extrapolate():
     assert VERIFY.at(5) == pytest.approx(11 + 4 / 7)
     assert VERIFY.at(25) == pytest.approx(12 + 8 * 17 / 24)
     assert VERIFY.at(40) == pytest.approx(20 + 8 * 8 / 24)  # the last segment extended
+    assert CostPoints((1, 2), (5.0, 4.0)).at(10) == 4.0  # a falling last segment (noise) is not extended
     with pytest.raises(ValueError):
         CostPoints((4, 1), (1.0, 2.0))
 

@@ -94,9 +94,9 @@ def step_by_step_states(vlm: VLM, inputs: dict, tokens: list[int]) -> list[tuple
 
     cache = DynamicCache(config=vlm.model.config)
     with torch.no_grad():
-        vlm.model(**inputs, cache=cache, use_cache=True)
+        vlm.model(**inputs, **{vlm.cache_keyword: cache}, use_cache=True)
         for token in tokens:
-            vlm.model(input_ids=torch.tensor([[token]]), cache=cache, use_cache=True)
+            vlm.model(input_ids=torch.tensor([[token]]), **{vlm.cache_keyword: cache}, use_cache=True)
     return linear_states(cache)
 
 

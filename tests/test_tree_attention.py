@@ -44,10 +44,12 @@ def path_logits(vlm: VLM, inputs: dict, path_tokens: list[int]) -> torch.Tensor:
 
     cache = DynamicCache(config=vlm.model.config)
     with torch.no_grad():
-        vlm.model(**inputs, cache=cache, use_cache=True)
+        vlm.model(**inputs, **{vlm.cache_keyword: cache}, use_cache=True)
         logits = None
         for token in path_tokens:  # no mask: causal; positions from the cache length (+ rope_deltas)
-            logits = vlm.model(input_ids=torch.tensor([[token]]), cache=cache, use_cache=True).logits[0, -1]
+            logits = vlm.model(input_ids=torch.tensor([[token]]), **{vlm.cache_keyword: cache}, use_cache=True).logits[
+                0, -1
+            ]
     return logits
 
 
