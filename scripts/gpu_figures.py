@@ -40,6 +40,9 @@ SHAPES: dict[str, dict[str, Any]] = {
                     "num_key_value_heads": 2, "intermediate_size": 4864, "vocab_size": 151936,
                     "tie_word_embeddings": True},
 }  # fmt: skip
+# the GPU preset (sage_core/models/presets.py) whose target or draft each shape stands for
+PRESET_OF = {"7b-shaped": ("qwen2.5-vl-7b", "target"), "3b-shaped": ("qwen2.5-vl-7b", "draft"),
+             "0.5b-shaped": ("llava-ov-7b", "draft")}  # fmt: skip
 SMOKE_SIZES = {"tiny-target": "small", "tiny-draft": "smaller", "tiny-draft-b": "smaller"}
 SIZES = (1, 2, 4, 8, 16, 32, 64)  # tree nodes (verify) and level widths (draft)
 # SAGE-shaped: depth 8, 11 nodes (a confident round: a deep chain, a few siblings near the root)
@@ -147,6 +150,17 @@ def weights_gib(vlm: VLM) -> float:
     return round(sum(p.numel() * p.element_size() for p in vlm.model.parameters()) / 2**30, 2)
 
 
+def weights_row(vlm: VLM) -> dict[str, Any]:
+    """The weights' memory, measured, beside what the preset this shape stands for writes down."""
+    from sage_core.models.presets import gpu_preset
+
+    row: dict[str, Any] = {"model": vlm.name, "context": 0, "weights_gib": weights_gib(vlm)}
+    if vlm.name in PRESET_OF:
+        key, role = PRESET_OF[vlm.name]
+        row.update(preset=f"{key} ({role})", preset_memory_written=gpu_preset(key).memory)
+    return row
+
+
 def peak_gib(context: Context) -> float | None:
     return round(torch.cuda.max_memory_allocated(context.device) / 2**30, 2) if context.cuda else None
 
@@ -214,7 +228,7 @@ def versions(context: Context, emit: Emit, left: Callable[[], float]) -> str | N
 def verify(context: Context, emit: Emit, left: Callable[[], float]) -> str | None:
     """The target's one-token step and verify cost per tree, at each context length."""
     target = context.model(context.target_shape)
-    emit(model=target.name, context=0, tree="weights", gib=weights_gib(target))
+    emit(**weights_row(target), tree="weights")
     for length in context.contexts:
         if left() < (5 if context.smoke else 20):
             return f"stopped before context {length}: budget"
@@ -244,17 +258,20 @@ def draft(context: Context, emit: Emit, left: Callable[[], float]) -> str | None
     """Each draft's cost per level (fused forward) at each context; the first draft compiled too."""
     for index, shape in enumerate(context.draft_shapes):
         vlm = context.model(shape)
-        emit(model=shape, context=0, kind="weights", gib=weights_gib(vlm))
+        emit(**weights_row(vlm), kind="weights")
         for length in context.contexts:
             if left() < (5 if context.smoke else 15):
                 return f"stopped before {shape} at context {length}: budget"
+            if context.cuda:
+                torch.cuda.reset_peak_memory_stats(context.device)
             with torch.inference_mode():
                 state, _ = vlm.prefill(prompt(length, vlm.vocab_size, context.device), reserve=128)
                 points = []
                 for width in context.sizes:
                     ms = level_ms(vlm, state, width, context.repeats)
                     points.append(ms)
-                    emit(model=shape, context=length, kind="level", nodes=width, ms=round(ms, 3))
+                    emit(model=shape, context=length, kind="level", nodes=width, ms=round(ms, 3),
+                         peak_gib=peak_gib(context))  # fmt: skip
                 first = context.compile and index == 0 and length == context.contexts[0]
                 compilable = vlm.lean is not None and vlm.lean.compilable
                 if first and compilable and left() > (30 if context.smoke else 150):
@@ -329,7 +346,8 @@ def predicted(context: Context, emit: Emit, left: Callable[[], float]) -> str | 
 
 
 def bf16_pair(context: Context, kind: str) -> Any:
-    """A real-width (hidden 3,584, BF16_LAYERS layers) Qwen2.5-VL target with the tests' tiny processor, in
+    """A real-width (hidden 3,584, BF16_LAYERS layers, Qwen2.5-VL-7B's initializer range: logits of a real
+    model's spread, near-ties included) Qwen2.5-VL target with the tests' tiny processor and vision tower, in
     bfloat16, and a draft that is a copy of it (`copy`) or a copy with noised weights (`noised`)."""
     from transformers import GenerationConfig, Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration
 
@@ -340,6 +358,7 @@ def bf16_pair(context: Context, kind: str) -> Any:
         settings = config.to_dict()
         settings["text_config"].update(hidden_size=3584, num_attention_heads=28, num_key_value_heads=4,
                                        intermediate_size=18944, num_hidden_layers=BF16_LAYERS,
+                                       layer_types=["full_attention"] * BF16_LAYERS, initializer_range=0.02,
                                        rope_parameters={"rope_type": "default", "rope_theta": 1000000.0,
                                                         "mrope_section": [16, 24, 24]})  # fmt: skip
         settings["vision_config"]["out_hidden_size"] = 3584

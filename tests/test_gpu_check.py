@@ -90,3 +90,16 @@ def test_a_section_that_does_not_fit_the_budget_is_skipped_and_said_so(tmp_path)
 def test_without_a_gpu_it_refuses_the_real_sizes(tmp_path):
     done = run_check(tmp_path)
     assert done.returncode == 2 and "needs a CUDA GPU" in done.stderr
+
+
+def test_each_real_shape_stands_for_a_preset_whose_written_memory_it_reports():
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import gpu_figures
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    from sage_core.models.presets import gpu_preset
+
+    assert set(gpu_figures.PRESET_OF) == set(gpu_figures.SHAPES)
+    for key, role in gpu_figures.PRESET_OF.values():
+        assert "GB" in gpu_preset(key).memory and role in ("target", "draft")
