@@ -34,6 +34,7 @@ from sage_core.errors import ModelLoadError
 from sage_core.models.presets import GPU_PRESETS
 
 from .inputs import env_switch
+from .spaces_compat import ZERO_GPU
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILTIN_DIR = ROOT / "assets" / "builtin"
@@ -61,7 +62,9 @@ ENV_KEY = "env"
 
 
 def gpu_available() -> bool:
-    return torch.cuda.is_available()
+    """A GPU here, or ZeroGPU's (attached only while a race runs, so not always seen by torch between races):
+    either way the GPU presets are offered."""
+    return ZERO_GPU or torch.cuda.is_available()
 
 
 def builtin_available() -> bool:

@@ -92,3 +92,13 @@ def test_the_start_event_asks_for_its_forms_race():
     )
     assert race_gpu_seconds(*call(max_new_tokens=512)) > race_gpu_seconds(*call(max_new_tokens=8))
     assert race_gpu_seconds(gr.Progress(), "too", "few") == race_seconds(None, None, None)
+
+
+def test_on_zero_gpu_the_gpu_presets_are_offered_even_where_torch_sees_no_gpu_between_races(monkeypatch):
+    from app import models
+
+    monkeypatch.setattr(models.torch.cuda, "is_available", lambda: False)
+    assert not any(p.needs_gpu for p in models.presets())
+    monkeypatch.setattr(models, "ZERO_GPU", True)
+    offered = {p.key for p in models.presets()}
+    assert {p.key for p in models.HUB_PRESETS} <= offered and "qwen2.5-vl-7b" in offered
