@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from sage_core import DecodeConfig, decode, load_media, load_pair
+from sage_core import DecodeConfig, SageError, decode, load_media, load_pair
 from sage_core.config import Backend
 from sage_core.methods import DRAFTING_METHODS, METHODS
 from sage_core.models import VLM, KVState, check_pair
@@ -305,10 +305,14 @@ def tau(context: Context, emit: Emit, left: Callable[[], float]) -> str | None:
         if left() < (3 if context.smoke else 20):
             return f"stopped before {method}: budget"
         shapes, mismatches = [], 0
-        for (media, question), reference in zip(examples, references, strict=True):
-            run = decode(pair, media, question, DecodeConfig(method, max_new))
-            mismatches += run.run_to_end().token_ids != reference
-            shapes += shapes_of(run.records)
+        try:
+            for (media, question), reference in zip(examples, references, strict=True):
+                run = decode(pair, media, question, DecodeConfig(method, max_new))
+                mismatches += run.run_to_end().token_ids != reference
+                shapes += shapes_of(run.records)
+        except SageError as error:  # a method that needs what this pair or run lacks: said, the others still run
+            emit(method=method, error=str(error))
+            continue
         context.shapes[method] = shapes
         emit(method=method, prompts=count, rounds=len(shapes), tau=_mean(s.accepted for s in shapes),
              nodes=_mean(s.nodes for s in shapes), depth=_mean(len(s.level_widths) for s in shapes),
