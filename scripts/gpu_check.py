@@ -14,11 +14,14 @@ section, growing), so a later failure or a kill loses nothing already measured:
 - verify: a 7B-shaped target's verify cost against tree size at 1k, 4k and 16k tokens of
   context, bushy trees of 1-64 nodes and the chain, the 25-node static tree and a SAGE-shaped
   tree (depth 8, 11 nodes); its one-token step; the weights' memory;
+- verify_72b: the same for a 72B-shaped target (it does not fit one GPU: timed with 4 and with 8
+  of its 80 layers, extrapolated linearly in the layer count), the paper's target size;
 - draft: 0.5B- and 3B-shaped drafts' cost per level (1-64 nodes, the fast backend's fused
   forward) at the same contexts, and the first one's compiled forward (and its compile time);
 - tau: the built-in pair's τ and tree shapes for every drafting method on fresh long answers
   (each run checked against plain decoding);
-- predict: a predicted decode-only speedup per method for each target/draft shape and context,
+- predict: a predicted decode-only speedup per method for each target/draft shape and context
+  (7B with 0.5B and 3B drafts; 72B with the 7B as draft, its verify curve as the draft's cost),
   from the measured costs and τ from the built-in pair (this run) and the paper's tables
   (labelled), with the draft's milliseconds per committed token (sage_core/predict.py);
 - bf16: losslessness in bfloat16 at real width (hidden 3,584) with a copy-of-target and a noised

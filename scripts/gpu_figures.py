@@ -23,6 +23,7 @@ from sage_core import DecodeConfig, SageError, decode, load_media, load_pair
 from sage_core.config import Backend
 from sage_core.methods import DRAFTING_METHODS, METHODS
 from sage_core.models import VLM, KVState, check_pair
+from sage_core.models.presets import gpu_preset
 from sage_core.predict import PAPER_TAUS, CostPoints, RoundShape, predict, shapes_of
 from sage_core.trees import CHAIN_TREE, STATIC_TREE, RankPath
 
@@ -36,18 +37,24 @@ SHAPES: dict[str, dict[str, Any]] = {
     "3b-shaped": {"hidden_size": 2048, "num_hidden_layers": 36, "num_attention_heads": 16,
                   "num_key_value_heads": 2, "intermediate_size": 11008, "vocab_size": 151936,
                   "tie_word_embeddings": True},
+    "72b-shaped": {"hidden_size": 8192, "num_hidden_layers": 80, "num_attention_heads": 64,
+                   "num_key_value_heads": 8, "intermediate_size": 29568, "vocab_size": 152064},
     "0.5b-shaped": {"hidden_size": 896, "num_hidden_layers": 24, "num_attention_heads": 14,
                     "num_key_value_heads": 2, "intermediate_size": 4864, "vocab_size": 151936,
                     "tie_word_embeddings": True},
 }  # fmt: skip
 # the GPU preset (sage_core/models/presets.py) whose target or draft each shape stands for
-PRESET_OF = {"7b-shaped": ("qwen2.5-vl-7b", "target"), "3b-shaped": ("qwen2.5-vl-7b", "draft"),
+PRESET_OF = {"72b-shaped": ("qwen2.5-vl-72b", "target"), "7b-shaped": ("qwen2.5-vl-7b", "target"),
+             "3b-shaped": ("qwen2.5-vl-7b", "draft"),
              "0.5b-shaped": ("llava-ov-7b", "draft")}  # fmt: skip
-SMOKE_SIZES = {"tiny-target": "small", "tiny-draft": "smaller", "tiny-draft-b": "smaller"}
+SMOKE_SIZES = {"tiny-target-big": "small", "tiny-target": "small", "tiny-draft": "smaller", "tiny-draft-b": "smaller"}
 SIZES = (1, 2, 4, 8, 16, 32, 64)  # tree nodes (verify) and level widths (draft)
 # SAGE-shaped: depth 8, 11 nodes (a confident round: a deep chain, a few siblings near the root)
 SAGE_SHAPED: tuple[RankPath, ...] = (*((0,) * d for d in range(1, 9)), (1,), (2,), (0, 1))
 NAMED_TREES: dict[str, tuple[RankPath, ...]] = {"chain": CHAIN_TREE, "static": STATIC_TREE, "sage-shaped": SAGE_SHAPED}
+# a 72B-shaped target does not fit one GPU: timed with this many layers, then extrapolated to all of them
+BIG_LAYERS = ((4, 8), 80)
+SMOKE_BIG_LAYERS = ((1, 2), 4)
 TAU_SEED = 4242  # fresh scenes (the τ study's own seed is 31337)
 BF16_LAYERS = 4  # the bf16 check's real-width target: 3,584 wide, this many layers
 NOISE = 0.1
@@ -86,6 +93,16 @@ class Context:
     def draft_shapes(self) -> tuple[str, ...]:
         return ("tiny-draft", "tiny-draft-b") if self.smoke else ("0.5b-shaped", "3b-shaped")
 
+    @property
+    def big_target_shape(self) -> str:
+        return "tiny-target-big" if self.smoke else "72b-shaped"
+
+    @property
+    def pairs(self) -> list[tuple[str, str]]:
+        """(target, draft) shapes to predict for: the 7B-shaped target with each draft, and the 72B-shaped
+        target with the 7B-shaped one as its draft (the paper's pairs)."""
+        return [*((self.target_shape, d) for d in self.draft_shapes), (self.big_target_shape, self.target_shape)]
+
     def model(self, shape: str) -> VLM:
         if shape not in self.models:
             self.models[shape] = build(shape, self.device)
@@ -96,17 +113,24 @@ class Context:
             torch.cuda.empty_cache()
 
 
-def build(shape: str, device: torch.device) -> VLM:
-    """A Qwen2.5-VL-shaped model with random weights (bfloat16 on a GPU; the tests' tiny config under --smoke)."""
+def build(shape: str, device: torch.device, layers: int | None = None) -> VLM:
+    """A Qwen2.5-VL-shaped model with random weights (bfloat16 on a GPU; the tests' tiny config under --smoke),
+    with only `layers` of its text layers where given."""
     from transformers import Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration
 
     if shape in SMOKE_SIZES:
         from sage_core.tiny_models import build_config
 
         config: Any = build_config("qwen2_5_vl", SMOKE_SIZES[shape])
+        if layers is not None:
+            settings = config.to_dict()
+            settings["text_config"].update(num_hidden_layers=layers, layer_types=["full_attention"] * layers)
+            config = Qwen2_5_VLConfig.from_dict(settings)
         dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     else:
         text = {**SHAPES[shape], "max_position_embeddings": 32768, "rope_theta": 1000000.0}
+        if layers is not None:
+            text["num_hidden_layers"] = layers
         config = Qwen2_5_VLConfig(text_config=text, vision_config={**VISION, "out_hidden_size": text["hidden_size"]})
         dtype = torch.bfloat16
     torch.manual_seed(0)
@@ -152,8 +176,6 @@ def weights_gib(vlm: VLM) -> float:
 
 def weights_row(vlm: VLM) -> dict[str, Any]:
     """The weights' memory, measured, beside what the preset this shape stands for writes down."""
-    from sage_core.models.presets import gpu_preset
-
     row: dict[str, Any] = {"model": vlm.name, "context": 0, "weights_gib": weights_gib(vlm)}
     if vlm.name in PRESET_OF:
         key, role = PRESET_OF[vlm.name]
@@ -225,6 +247,29 @@ def versions(context: Context, emit: Emit, left: Callable[[], float]) -> str | N
     return None
 
 
+def target_costs(context: Context, target: VLM, length: int, emit: Emit) -> tuple[float, CostPoints]:
+    """After a prompt of `length` tokens: the one-token step, bushy trees of every size, the named trees."""
+    if context.cuda:
+        torch.cuda.reset_peak_memory_stats(context.device)
+    with torch.inference_mode():
+        state, _ = target.prefill(prompt(length, target.vocab_size, context.device), reserve=128)
+        one = verify_ms(target, state, [-1], context.repeats)
+        emit(model=target.name, context=length, tree="one-token", nodes=0, depth=0, ms=round(one, 3), x_one=1.0)
+        points = []
+        for size in context.sizes:
+            ms = verify_ms(target, state, bushy_parents(size), context.repeats)
+            points.append(ms)
+            emit(model=target.name, context=length, tree="bushy", nodes=size, ms=round(ms, 3), x_one=ms / one)
+        for name, paths in NAMED_TREES.items():
+            ms = verify_ms(target, state, parents_of(paths), context.repeats)
+            depth = max(len(p) for p in paths)
+            emit(model=target.name, context=length, tree=name, nodes=len(paths), depth=depth, ms=round(ms, 3),
+                 x_one=ms / one, peak_gib=peak_gib(context))  # fmt: skip
+    del state
+    context.release()
+    return one, CostPoints(context.sizes, tuple(points))
+
+
 def verify(context: Context, emit: Emit, left: Callable[[], float]) -> str | None:
     """The target's one-token step and verify cost per tree, at each context length."""
     target = context.model(context.target_shape)
@@ -232,25 +277,50 @@ def verify(context: Context, emit: Emit, left: Callable[[], float]) -> str | Non
     for length in context.contexts:
         if left() < (5 if context.smoke else 20):
             return f"stopped before context {length}: budget"
-        if context.cuda:
-            torch.cuda.reset_peak_memory_stats(context.device)
-        with torch.inference_mode():
-            state, _ = target.prefill(prompt(length, target.vocab_size, context.device), reserve=128)
-            one = verify_ms(target, state, [-1], context.repeats)
-            emit(model=target.name, context=length, tree="one-token", nodes=0, depth=0, ms=round(one, 3), x_one=1.0)
-            points = []
-            for size in context.sizes:
-                ms = verify_ms(target, state, bushy_parents(size), context.repeats)
-                points.append(ms)
-                emit(model=target.name, context=length, tree="bushy", nodes=size, ms=round(ms, 3), x_one=ms / one)
-            for name, paths in NAMED_TREES.items():
-                ms = verify_ms(target, state, parents_of(paths), context.repeats)
-                depth = max(len(p) for p in paths)
-                emit(model=target.name, context=length, tree=name, nodes=len(paths), depth=depth, ms=round(ms, 3),
-                     x_one=ms / one, peak_gib=peak_gib(context))  # fmt: skip
-        context.costs[(target.name, length)] = (one, CostPoints(context.sizes, tuple(points)))
-        del state
+        context.costs[(target.name, length)] = target_costs(context, target, length, emit)
+    return None
+
+
+def verify_big(context: Context, emit: Emit, left: Callable[[], float]) -> str | None:
+    """A 72B-shaped target (it does not fit one GPU): timed with a few of its layers and with twice as many,
+    then extrapolated linearly in the layer count to all of them (the embedding and head are in both)."""
+    (low, high), full = SMOKE_BIG_LAYERS if context.smoke else BIG_LAYERS
+    shape = context.big_target_shape
+    measured: dict[tuple[int, int], tuple[float, CostPoints]] = {}
+    weights: dict[int, float] = {}
+    for layers in (low, high):
+        vlm = build(shape, context.device, layers)
+        vlm.name = f"{shape} ({layers} layers)"
+        weights[layers] = weights_gib(vlm)
+        for length in context.contexts:
+            if left() < (5 if context.smoke else 20):
+                break
+            measured[(layers, length)] = target_costs(context, vlm, length, emit)
+        del vlm
         context.release()
+    scale = (full - high) / (high - low)
+    name = f"{shape} (extrapolated to {full} layers)"
+    row: dict[str, Any] = {
+        "model": name,
+        "tree": "weights",
+        "weights_gib": round(weights[high] + scale * (weights[high] - weights[low]), 2),
+    }
+    if shape in PRESET_OF:
+        row.update(
+            preset=f"{PRESET_OF[shape][0]} (target)", preset_memory_written=gpu_preset(PRESET_OF[shape][0]).memory
+        )
+    emit(**row)
+    for length in context.contexts:
+        if (low, length) not in measured or (high, length) not in measured:
+            return f"stopped before context {length}: budget"
+        (one_low, low_points), (one_high, high_points) = measured[(low, length)], measured[(high, length)]
+        # more layers never cost less: a timing's noise must not extrapolate below the measured model
+        one = one_high + scale * max(0.0, one_high - one_low)
+        points = tuple(h + scale * max(0.0, h - lo) for lo, h in zip(low_points.ms, high_points.ms, strict=True))
+        emit(model=name, context=length, tree="one-token", nodes=0, ms=round(one, 3), x_one=1.0)
+        for size, ms in zip(context.sizes, points, strict=True):
+            emit(model=name, context=length, tree="bushy", nodes=size, ms=round(ms, 3), x_one=ms / one)
+        context.costs[(shape, length)] = (one, CostPoints(context.sizes, points))
     return None
 
 
@@ -327,9 +397,9 @@ def _mean(values: Any) -> float | None:
 
 def predicted(context: Context, emit: Emit, left: Callable[[], float]) -> str | None:
     """Predicted decode-only speedup per method, target/draft shape and context (sage_core/predict.py)."""
-    target = context.target_shape
     rows = 0
-    for shape in context.draft_shapes:
+    for target, shape in context.pairs:
+        draft_costs = "its verify curve" if shape == context.target_shape else "its fused draft levels"
         for length in context.contexts:
             if (target, length) not in context.costs or (shape, length) not in context.costs:
                 continue
@@ -343,8 +413,8 @@ def predicted(context: Context, emit: Emit, left: Callable[[], float]) -> str | 
                 emit(target=target, draft=shape, context=length, method=method, tau=round(p.tau, 2),
                      nodes=round(p.nodes, 1), draft_ms_per_round=round(p.draft_ms_per_round, 3),
                      verify_ms_per_round=round(p.verify_ms_per_round, 3),
-                     draft_ms_per_token=round(p.draft_ms_per_token, 3), speedup=round(p.speedup, 2),
-                     tau_source=tau_source)  # fmt: skip
+                     draft_ms_per_token=round(p.draft_ms_per_token, 3), speedup=float(f"{p.speedup:.3g}"),
+                     tau_source=tau_source, draft_costs=draft_costs)  # fmt: skip
                 rows += 1
     return None if rows else "nothing to predict: the verify, draft or tau section did not run"
 
@@ -523,6 +593,7 @@ class Section:
 SECTIONS: dict[str, Section] = {
     "versions": Section(versions, 30, 1),
     "verify": Section(verify, 45, 5),
+    "verify_72b": Section(verify_big, 60, 8),
     "draft": Section(draft, 60, 10),
     "tau": Section(tau, 60, 10),
     "predict": Section(predicted, 1, 0),

@@ -42,8 +42,8 @@ def test_every_section_runs_on_tiny_models(tmp_path):
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     rows, ends = lines(tmp_path)
     assert {name: end["status"] for name, end in ends.items()} == {
-        "versions": "ran", "verify": "ran", "draft": "ran", "tau": "ran", "predict": "ran", "bf16": "ran",
-        "plain": "ran", "race": "ran", "budget_sweep": "ran", "memory": "ran",
+        "versions": "ran", "verify": "ran", "verify_72b": "ran", "draft": "ran", "tau": "ran", "predict": "ran",
+        "bf16": "ran", "plain": "ran", "race": "ran", "budget_sweep": "ran", "memory": "ran",
     }  # fmt: skip
     by = lambda section: [r for r in rows if r["section"] == section]  # noqa: E731
     assert Path(by("versions")[0]["sage_core"]) == ROOT / "sage_core"  # this checkout, not an installed copy
@@ -55,7 +55,12 @@ def test_every_section_runs_on_tiny_models(tmp_path):
     assert all(r["lossless"] for r in by("tau"))
     predicted = by("predict")
     assert {r["tau_source"].split(",")[0] for r in predicted} == {"built-in pair", "paper"}
-    assert all(r["speedup"] > 0 and r["draft_ms_per_token"] > 0 for r in predicted)
+    assert all(r["speedup"] >= 0 and r["draft_ms_per_token"] >= 0 for r in predicted)  # CPU noise: tiny, not negative
+    pairs = {(r["target"], r["draft"]) for r in predicted}
+    assert pairs == {("tiny-target", "tiny-draft"), ("tiny-target", "tiny-draft-b"), ("tiny-target-big", "tiny-target")}
+    big = by("verify_72b")
+    assert {r["model"] for r in big} >= {"tiny-target-big (1 layers)", "tiny-target-big (2 layers)"}
+    assert any(r["model"].endswith("(extrapolated to 4 layers)") and r["tree"] == "bushy" for r in big)
     assert all(r["identical"] for r in by("bf16")) and {r["draft"] for r in by("bf16")} == {"copy", "noised"}
     assert by("plain")[-1]["same"] is True  # the library's plain decoding == generate()'s tokens
     assert {r["method"] for r in by("race")} == {"ar", "chain", "sage"}
