@@ -13,6 +13,7 @@ server work). Start race replaces the landing's status at once.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections import deque
 from pathlib import Path
@@ -139,4 +140,6 @@ def wire_landing(demo: gr.Blocks, page: Page, handlers: Handlers) -> None:
     for component, value in landing_view(handlers).items():
         set_initial(component, value)
     demo.load(None, None, None, js=ANIMATE_JS, queue=False, api_visibility="private")
-    page.start.click(starting_status, None, page.status, queue=False, api_visibility="private")
+    # in the browser, at the click: a server answer could arrive after the race's own first status
+    page.start.click(None, None, page.status, js=f"() => {json.dumps(starting_status())}", queue=False,
+                     api_visibility="private")  # fmt: skip
