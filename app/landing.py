@@ -100,6 +100,8 @@ def set_initial(component: Any, value: Any) -> None:
         for name, prop in value.items():
             if name not in ("__type__", "value"):
                 setattr(component, name, prop)
+                # a session's later update rebuilds the component from its constructor's arguments
+                component.constructor_args[name] = prop
         if "value" not in value:
             return
         value = value["value"]

@@ -37,3 +37,8 @@ class ConfigError(InputError, ValueError):
 
 class TraceError(InputError, ValueError):
     """A trace file that cannot be read back: too large, malformed, or holding impossible values."""
+
+
+class GenerateError(InputError, ValueError):
+    """A transformers `generate()` call (custom_generate) that SAGE cannot serve as plain greedy `generate()`
+    would; also a ValueError, as transformers raises for bad arguments."""

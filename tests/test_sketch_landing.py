@@ -95,6 +95,9 @@ def test_the_page_opens_on_the_landing_race_with_its_picture_and_prompt_and_runs
     assert prompts == [recorded.header.prompt]
     state = next(b for b in demo.blocks.values() if isinstance(b, gr.State) and b.value is not None)
     assert state.value.replay and [lane.text for lane in state.value.lanes] == [lane.text for lane in recorded.lanes]
+    lane = next(b for b in demo.blocks.values() if isinstance(b, gr.Radio) and b.label == "Draft tree of")
+    # a session's update rebuilds a component from its constructor's arguments: they hold the landing's choices
+    assert [v for _, v in lane.constructor_args["choices"]] == ["sage", "static"] == [v for _, v in lane.choices]
     loads = [fn for fn in demo.fns.values() if any(name == "load" for _, name in fn.targets)]
     assert loads and all(fn.fn is None for fn in loads)  # the page load runs no server function
     start = next(b for b in demo.blocks.values() if getattr(b, "elem_id", None) == "start-race")
