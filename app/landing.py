@@ -44,10 +44,6 @@ STARTING = "Starting a live race on this machine…"
 log = logging.getLogger("sage.app")
 
 
-def starting_status() -> str:
-    return status_html(STARTING)
-
-
 def landing_lead() -> str:
     return status_html(LANDING_NOTE, "replay")
 
@@ -116,6 +112,20 @@ def set_initial(component: Any, value: Any) -> None:
         component.keep_in_cache.add(component.value["path"])
 
 
+#: At Start race's click, in the browser: the recording's status lines give way to one saying a live race is
+#: starting. Only those lines: should the race's own first status (a refusal) be drawn first, it stays.
+STARTING_JS = f"""
+() => {{
+  const replayed = document.querySelectorAll('#status .sage-status.replay');
+  replayed.forEach((line, i) => {{
+    if (i === 0) line.outerHTML = {json.dumps(f"<div class='sage-status info'>{STARTING}</div>")};
+    else line.remove();
+  }});
+  const pace = document.getElementById('landing-pace');
+  if (pace) pace.remove();
+}}
+"""
+
 #: The texts of the landing race appear round by round in the browser, each round when it ended on its
 #: side's recorded clock, the whole race compressed into `ANIMATION_SECONDS`; any later update of the
 #: page redraws the columns, and with them every round.
@@ -142,6 +152,4 @@ def wire_landing(demo: gr.Blocks, page: Page, handlers: Handlers) -> None:
     for component, value in landing_view(handlers).items():
         set_initial(component, value)
     demo.load(None, None, None, js=ANIMATE_JS, queue=False, api_visibility="private")
-    # in the browser, at the click: a server answer could arrive after the race's own first status
-    page.start.click(None, None, page.status, js=f"() => {json.dumps(starting_status())}", queue=False,
-                     api_visibility="private")  # fmt: skip
+    page.start.click(None, None, None, js=STARTING_JS, queue=False, api_visibility="private")
