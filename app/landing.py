@@ -74,20 +74,33 @@ def pace_html(data: RaceData) -> str:
     return f"<span id='landing-pace' data-rounds='{sides}' style='display:none'></span>"
 
 
-def landing_view(handlers: Handlers, trace: Path = LANDING_TRACE, picture: Path = LANDING_PICTURE) -> Update:
-    """The page as the landing race leaves it (empty when the trace is missing or broken): the view of
-    the race, the records as the visitors' initial state, its picture and prompt in the inputs."""
+def landing_view(handlers: Handlers, trace: Path = LANDING_TRACE) -> tuple[Update, str]:
+    """The page as the landing race leaves it, the records as the visitors' initial state, and its prompt
+    (empty when the trace is missing or broken)."""
     recorded = recorded_race(trace)
     if recorded is None:
-        return {}
+        return {}, ""
     data = final_state(recorded)
-    page = handlers.page
     status = landing_lead() + replay_status(data, done=True) + pace_html(data)
-    view = handlers.view(data, status, None)
-    header = data.header
-    if picture.is_file() and header is not None:
-        view |= {page.image: str(picture), page.prompt: header.prompt}
-    return view
+    return handlers.view(data, status, None), data.header.prompt if data.header else ""
+
+
+def cached_picture(image: gr.Image, picture: Path) -> dict[str, Any] | None:
+    """The landing's picture as the image input's value in the browser: a file in Gradio's cache, kept."""
+    if not picture.is_file():
+        return None
+    value = move_files_to_cache(image.postprocess(str(picture)).model_dump(), image, postprocess=True,
+                                keep_in_cache=True)  # fmt: skip
+    image.keep_in_cache.add(value["path"])
+    return value  # type: ignore[no-any-return]
+
+
+def inputs_js(picture: dict[str, Any] | None, prompt: str) -> str:
+    """On page load, in the browser: the landing's picture and prompt into the inputs (not their initial
+    values, which are the API's defaults: a raw /race call without an image must still be refused), then
+    the animation."""
+    values = [picture, prompt] if picture is not None and prompt else [None, ""]
+    return f"() => {{ ({ANIMATE_JS.strip()})(); return {json.dumps(values)}; }}"
 
 
 def set_initial(component: Any, value: Any) -> None:
@@ -149,7 +162,10 @@ ANIMATE_JS = f"""
 def wire_landing(demo: gr.Blocks, page: Page, handlers: Handlers) -> None:
     """Open every page on the landing race: its view is the page's initial value (no event, no worker),
     animated in the browser; Start race says at once that a live race is starting."""
-    for component, value in landing_view(handlers).items():
+    view, prompt = landing_view(handlers)
+    for component, value in view.items():
         set_initial(component, value)
-    demo.load(None, None, None, js=ANIMATE_JS, queue=False, api_visibility="private")
+    picture = cached_picture(page.image, LANDING_PICTURE) if view else None
+    demo.load(None, None, [page.image, page.prompt], js=inputs_js(picture, prompt), queue=False,
+              api_visibility="private")  # fmt: skip
     page.start.click(None, None, None, js=STARTING_JS, queue=False, api_visibility="private")

@@ -300,13 +300,17 @@ def cost_curve_wanted() -> bool:
     return env_switch(COST_CURVE_ENV, default=True)
 
 
+#: The warm-up's prompt: words every pair has tokens for (the built-in pair's vocabulary is small).
+WARM_UP_PROMPT = "describe the image."
+
+
 def warm_up(pair: ModelPair) -> CostCurve | None:
     """One short untimed decode per kind of forward (prefill, tree verify, plain step); then the
     verification cost curve on the pair's device and dtype (sage_core.costs), which it returns
     (None when SAGE_APP_COST_CURVE is off: the app then shows no curve and no predicted speedups)."""
     media = image_media(Image.new("RGB", (112, 112), (255, 255, 255)), "warm-up")
     for method, tokens in (("sage", 4), ("ar", 2)):
-        decode(pair, media, "warm up", DecodeConfig(method=method, max_new_tokens=tokens)).run_to_end()  # type: ignore[arg-type]
+        decode(pair, media, WARM_UP_PROMPT, DecodeConfig(method=method, max_new_tokens=tokens)).run_to_end()  # type: ignore[arg-type]
     return measure_warm_costs(pair) if cost_curve_wanted() else None
 
 
@@ -314,7 +318,7 @@ def measure_warm_costs(pair: ModelPair) -> CostCurve | None:
     """The cost curve after the warm-up (sage_core.costs); None, logged, when it cannot be measured."""
     media = image_media(Image.new("RGB", (112, 112), (255, 255, 255)), "warm-up")
     try:
-        return measure_costs(pair, media, "warm up")
+        return measure_costs(pair, media, WARM_UP_PROMPT)
     except (RuntimeError, ValueError) as error:
         log.warning("the cost curve could not be measured: %s", error)
         return None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import gradio as gr
@@ -87,12 +88,16 @@ def test_the_page_opens_on_the_landing_race_with_its_picture_and_prompt_and_runs
     status = props["status"]["value"]
     assert "recorded race" in status and "REPLAY" in status and "finished" in status
     assert "landing-pace" in status  # the browser's animation reads each side's recorded rounds
-    picture = props["image-input"]["value"]
-    assert picture["orig_name"] == landing.LANDING_PICTURE.name
-    assert Image.open(picture["path"]).size == Image.open(landing.LANDING_PICTURE).size
+    # the picture and prompt go into the inputs in the browser: the API's defaults stay empty, so a raw /race
+    # call without an image or a prompt is still refused, not raced on the landing's picture
+    assert props["image-input"].get("value") is None
     recorded = load_race(landing.LANDING_TRACE)
-    prompts = [c["props"]["value"] for c in demo.config["components"] if c["props"].get("label") == "Prompt"]
-    assert prompts == [recorded.header.prompt]
+    parameters = {p["parameter_name"]: p for p in demo.get_api_info()["named_endpoints"]["/race"]["parameters"]}
+    assert parameters["image"]["parameter_default"] is None and not parameters["prompt"]["parameter_default"]
+    load = next(fn for fn in demo.fns.values() if any(name == "load" for _, name in fn.targets))
+    picture = json.loads(load.js[load.js.rindex("return [") + len("return ") : load.js.rindex(";")])
+    assert picture[1] == recorded.header.prompt and [o.elem_id for o in load.outputs] == ["image-input", None]
+    assert Image.open(picture[0]["path"]).size == Image.open(landing.LANDING_PICTURE).size
     state = next(b for b in demo.blocks.values() if isinstance(b, gr.State) and b.value is not None)
     assert state.value.replay and [lane.text for lane in state.value.lanes] == [lane.text for lane in recorded.lanes]
     lane = next(b for b in demo.blocks.values() if isinstance(b, gr.Radio) and b.label == "Draft tree of")
