@@ -103,13 +103,13 @@ def refusal_sentence(error: BaseException) -> str | None:
 
 def refusals_as_sentences(demo: gr.Blocks) -> None:
     """Make the inputs Gradio refuses before any handler runs answer with one sentence (as `gr.Error`),
-    not Gradio's bare "Error"."""
+    not Gradio's bare "Error"; a raw call that leaves off trailing values gets their defaults."""
     stock = demo.preprocess_data
 
     @functools.wraps(stock)
-    async def preprocess_data(*args: Any, **kwargs: Any) -> Any:
+    async def preprocess_data(block_fn: Any, inputs: list[Any], *args: Any, **kwargs: Any) -> Any:
         try:
-            return await stock(*args, **kwargs)
+            return await stock(block_fn, with_defaults(block_fn, inputs), *args, **kwargs)
         except gr.Error:
             raise
         except Exception as error:
@@ -119,6 +119,15 @@ def refusals_as_sentences(demo: gr.Blocks) -> None:
             raise gr.Error(sentence, print_exception=False) from error
 
     demo.preprocess_data = preprocess_data  # type: ignore[method-assign]
+
+
+def with_defaults(block_fn: Any, inputs: list[Any]) -> list[Any]:
+    """A raw call's values, its trailing values left off filled with the inputs' defaults (what gradio_client
+    sends for them); Gradio would answer a blank error."""
+    wanted = list(getattr(block_fn, "inputs", []) or [])
+    if not isinstance(inputs, list) or len(inputs) >= len(wanted):
+        return inputs
+    return [*inputs, *(getattr(block, "value", None) for block in wanted[len(inputs) :])]
 
 
 def guard(fn: F) -> F:

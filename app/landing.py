@@ -89,10 +89,12 @@ def cached_picture(image: gr.Image, picture: Path) -> dict[str, Any] | None:
     """The landing's picture as the image input's value in the browser: a file in Gradio's cache, kept."""
     if not picture.is_file():
         return None
-    value = move_files_to_cache(image.postprocess(str(picture)).model_dump(), image, postprocess=True,
-                                keep_in_cache=True)  # fmt: skip
+    data = image.postprocess(str(picture))
+    if data is None:
+        return None
+    value: dict[str, Any] = move_files_to_cache(data.model_dump(), image, postprocess=True, keep_in_cache=True)
     image.keep_in_cache.add(value["path"])
-    return value  # type: ignore[no-any-return]
+    return value
 
 
 def inputs_js(picture: dict[str, Any] | None, prompt: str) -> str:

@@ -30,7 +30,7 @@ from PIL import Image
 
 from sage_core import DecodeConfig, ModelPair, SageError, decode, image_media, load_pair
 from sage_core.costs import CostCurve, measure_costs
-from sage_core.errors import ModelLoadError
+from sage_core.errors import ConfigError, ModelLoadError
 from sage_core.models.presets import GPU_PRESETS
 
 from .inputs import env_switch
@@ -95,9 +95,16 @@ def preset_choices(offered: Sequence[Preset], custom: bool = False) -> list[tupl
 
 
 def default_preset_key(offered: Sequence[Preset]) -> str:
+    """SAGE_APP_PAIR, the pair the page starts on (unset: the first offered); a pair not offered here is
+    one sentence at launch, not a silent start on another."""
     wanted = os.environ.get("SAGE_APP_PAIR", "").strip()
     keys = [p.key for p in offered]
-    return wanted if wanted in keys else keys[0]
+    if wanted and wanted not in keys:
+        gpu_only = " (it needs a GPU)" if wanted in {p.key for p in HUB_PRESETS} else ""
+        raise ConfigError(
+            f"SAGE_APP_PAIR {wanted!r} is not offered on this machine{gpu_only}; offered: {', '.join(keys)}"
+        )
+    return wanted or keys[0]
 
 
 HUB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}")

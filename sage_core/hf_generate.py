@@ -163,7 +163,7 @@ def _generation_config(model: Any, given: Any, kwargs: dict[str, Any]) -> tuple[
 
     if given is not None and not isinstance(given, GenerationConfig):
         raise GenerateError(f"generation_config must be a transformers GenerationConfig, not {type(given).__name__}")
-    return model._prepare_generation_config(given, **kwargs)  # type: ignore[no-any-return]
+    return model._prepare_generation_config(given, **kwargs)
 
 
 def _check_greedy(config: Any, model_config: Any) -> None:

@@ -157,3 +157,30 @@ def test_twelve_oversized_sketch_posts_at_once_grow_the_disk_by_at_most_5_mb(url
             assert not (isinstance(image, dict) and image.get("path")), image
         else:
             assert Image.open(image["path"]).size == CANVAS
+
+
+def raw_call(url: str, values: list) -> tuple[str, str]:
+    """A raw /race call (the documented HTTP route, no client library): the stream's last event and data."""
+    event = httpx.post(f"{url}gradio_api/call/race", json={"data": values}, timeout=60).json()["event_id"]
+    answer = httpx.get(f"{url}gradio_api/call/race/{event}", timeout=300).text
+    kinds = [line.removeprefix("event: ") for line in answer.splitlines() if line.startswith("event: ")]
+    data = [line.removeprefix("data: ") for line in answer.splitlines() if line.startswith("data: ")]
+    return kinds[-1], data[-1]
+
+
+@pytest.mark.slow
+def test_a_raw_call_that_leaves_off_trailing_values_gets_their_defaults(url):
+    """21 of the form's 22 values and no top_k raced (it answered a blank error), and so does image and
+    prompt alone; a call whose values are wrong still gets its sentence."""
+    example = next(e for e in load_examples() if not e.is_video)
+    with open(example.file, "rb") as handle:
+        path = httpx.post(f"{url}gradio_api/upload", files={"files": ("picture.png", handle)}).json()[0]
+    image = {"path": path, "meta": {"_type": "gradio.FileData"}}
+    values = form_values(image=image, prompt=example.prompt, max_new_tokens=4)
+    for sent in (values[:-1], values[:3]):
+        kind, data = raw_call(url, sent)
+        assert kind == "complete", (len(sent), data)
+        answer = json.loads(data)[0]
+        assert answer["texts"]["sage"] == answer["texts"]["static"] != ""
+    kind, data = raw_call(url, [image, None, ""])
+    assert kind == "error" and "prompt is empty" in data, data

@@ -1,10 +1,12 @@
 """The library checks its arguments at the door: a wrong type is one `SageError` sentence naming the
 argument and what it takes, never an AttributeError from inside; the built-in pair's unknown words are
-named by `decode()` itself, as the app and the CLI name them."""
+named by `decode()` itself, as the app and the CLI name them; a model folder without its tokenizer
+files is refused at load, naming the folder."""
 
 from __future__ import annotations
 
 import functools
+import shutil
 from pathlib import Path
 
 import pytest
@@ -13,7 +15,7 @@ from PIL import Image
 
 from sage_core import DecodeConfig, SageConfig, SageError, decode, load_pair
 from sage_core.config import DynamicConfig, SamplingConfig
-from sage_core.errors import ConfigError, InputError
+from sage_core.errors import ConfigError, InputError, ModelLoadError
 from sage_core.models import ModelPair
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -98,3 +100,22 @@ def test_decode_names_the_built_in_pairs_unknown_words(image) -> None:
     with pytest.raises(InputError) as refused:
         decode(pair, image, "describe the zebra and the xylophone.", DecodeConfig(max_new_tokens=4))
     assert "has no token for 'zebra', 'xylophone'" in one_sentence(refused)
+
+
+@pytest.mark.parametrize("role", ["target", "draft"])
+def test_a_folder_without_tokenizer_files_is_refused_at_load_naming_it(tiny_root, tmp_path, role: str) -> None:
+    """Transformers would load an empty one-token tokenizer from it in silence."""
+    folders = {
+        role: tiny_folder(tiny_root, "qwen2_vl", kind) for role, kind in (("target", "target"), ("draft", "noised"))
+    }
+    bare = tmp_path / f"{role}-copied-without-tokenizer"
+    shutil.copytree(folders[role], bare)
+    removed = [f.name for f in bare.iterdir() if f.name.startswith(("tokenizer", "vocab", "merges"))]
+    assert "tokenizer.json" in removed
+    for name in removed:
+        (bare / name).unlink()
+    folders[role] = str(bare)
+    with pytest.raises(ModelLoadError) as refused:
+        load_pair(folders["target"], folders["draft"], "cpu", "float32")
+    said = one_sentence(refused)
+    assert f"the {role} model folder {bare} has no tokenizer: it lacks tokenizer.json" in said

@@ -80,12 +80,12 @@ def load_model(
     placement: dict[str, Any] = {"device_map": str(torch_device)}
     if device_map is not None:
         placement = {"device_map": device_map, "max_memory": memory_map(max_memory), "offload_folder": offload_folder}
-    check_tokenizer_files(path, role)
     try:
         config = AutoConfig.from_pretrained(path)
     except (OSError, ValueError) as error:
         raise ModelLoadError(f"cannot load the {role} model {name!r}: {first_line(error)}") from error
     family = family_of(config, name, role)
+    check_tokenizer_files(path, role)
     model_class = getattr(transformers, family.model_class)
     try:
         model = model_class.from_pretrained(path, dtype=torch_dtype, **placement)
