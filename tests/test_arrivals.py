@@ -48,22 +48,28 @@ def test_the_landing_is_in_the_page_and_runs_nothing_on_the_server(url):
 #: per arrival (the landing call's status, its seconds from the first request, its body's first characters).
 CROWD = """
 import asyncio, json, sys, time
-import httpx
+from urllib.parse import urlsplit
 
-async def arrive(client, url):
+async def fetch(host, port, path):
+    # a bare HTTP/1.1 GET read to its end: the crowd's own work stays small beside the server's
+    reader, writer = await asyncio.open_connection(host, port)
+    writer.write(f"GET {path} HTTP/1.1\\r\\nHost: {host}:{port}\\r\\nConnection: close\\r\\n\\r\\n".encode())
+    await writer.drain()
+    answer = await reader.read(-1)
+    writer.close()
+    return int(answer.split(b" ", 2)[1]), answer
+
+async def arrive(host, port):
     start = time.perf_counter()
-    page = await client.get(url)
-    config = await client.get(url + "config")
-    status = max(page.status_code, config.status_code)
-    return {"status": status, "seconds": time.perf_counter() - start, "busy": "busy" in page.text + config.text,
-            "landing": "recorded race" in page.text}
+    (page_status, page), (config_status, config) = [await fetch(host, port, p) for p in ("/", "/config")]
+    return {"status": max(page_status, config_status), "seconds": time.perf_counter() - start,
+            "busy": b"busy" in page + config, "landing": b"recorded race" in page}
 
 async def crowd(url, count):
-    limits = httpx.Limits(max_connections=count)
-    async with httpx.AsyncClient(timeout=120, limits=limits) as client:
-        print("started", flush=True)
-        for arrival in await asyncio.gather(*(arrive(client, url) for _ in range(count))):
-            print(json.dumps(arrival), flush=True)
+    address = urlsplit(url)
+    print("started", flush=True)
+    for arrival in await asyncio.gather(*(arrive(address.hostname, address.port) for _ in range(count))):
+        print(json.dumps(arrival), flush=True)
 
 asyncio.run(crowd(sys.argv[1], int(sys.argv[2])))
 """
@@ -85,7 +91,10 @@ def test_sixty_page_loads_at_once_do_not_hold_up_a_race(url):
     example = next(e for e in load_examples() if not e.is_video)
     client = Client(url, verbose=False)
     timed_race(client, example.file, example.prompt)  # loads and warms the pair
-    alone, expected = min((timed_race(client, example.file, example.prompt) for _ in range(2)), key=lambda r: r[0])
+    runs = sorted((timed_race(client, example.file, example.prompt) for _ in range(3)), key=lambda r: r[0])
+    alone, expected = runs[1]  # the median of three
+    for page in ("", "config"):  # the app has been visited before: the page is in its cache
+        httpx.get(f"{url}{page}", timeout=60).raise_for_status()
     arrivals = crowd(url, LOADS)
     assert arrivals.stdout is not None and arrivals.stdout.readline().strip() == "started"
     time.sleep(0.2)  # the loads are in flight
