@@ -281,6 +281,7 @@ def _draw_triangle(page, cx: float, cy: float, r: float) -> None:
 def test_a_drawing_is_raced_and_its_shape_named(fresh_page):
     page = fresh_page
     _landing_replay_finished(page)
+    page.get_by_label("Prompt").fill("")  # (the landing's prompt is there) the drawing asks for one when empty
     page.get_by_role("tab", name="Draw").click()
     page.locator("#sketch button[aria-label=Brush]").click()  # red is the brush's colour
     box = page.locator("#sketch canvas").first.bounding_box()
