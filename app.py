@@ -10,9 +10,15 @@ import argparse
 import importlib.util
 import os
 
-from app.inputs import env_switch
-from app.ui import build_demo, launch_options, queued
+from app.inputs import env_port, env_switch
 from sage_core import SageError
+
+try:  # before Gradio is imported: it reads GRADIO_SERVER_PORT as it loads, and a bad one is a traceback
+    PORT = env_port("GRADIO_SERVER_PORT", 7860)
+except SageError as error:
+    raise SystemExit(f"error: {error}") from None
+
+from app.ui import build_demo, launch_options, queued
 
 try:
     demo = build_demo()
@@ -38,7 +44,7 @@ if __name__ == "__main__":
         raise SystemExit("error: the MCP server needs Gradio's MCP extra: pip install -r requirements.txt")
     queued(demo).launch(
         server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
-        server_port=int(os.environ.get("GRADIO_SERVER_PORT", "7860")),
+        server_port=PORT,
         mcp_server=mcp,
         **launch_options(),
     )

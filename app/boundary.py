@@ -9,14 +9,16 @@
 
 Every handler (race, replay, the API and the page's controls) goes through
 `user_message` or `guard`. What Gradio refuses before any handler runs (a
-server path or a file outside its uploads, a malformed file payload) reaches
-the caller as a sentence too (`refusals_as_sentences`).
+server path or a file outside its uploads, a malformed file payload, a file
+URL that is not public or cannot be fetched) reaches the caller, the MCP
+client included, as a sentence too (`refusals_as_sentences`).
 """
 
 from __future__ import annotations
 
 import functools
 import logging
+import re
 import uuid
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -60,6 +62,29 @@ NOT_UPLOADED = (
 )
 
 
+URL_SENT = "send a public http(s) URL of the file, or the file itself as a data: URL (data:image/png;base64,...)"
+NOT_PUBLIC = "the URL's host {host} is not a public internet address, and this app fetches only those: " + URL_SENT
+NOT_FETCHED = "the URL could not be fetched ({why}): " + URL_SENT
+
+
+def url_refusal(error: BaseException) -> str | None:
+    """The sentence for a file URL Gradio would not or could not fetch (None: not such a refusal)."""
+    import httpx
+
+    text = str(error)
+    refused = re.fullmatch(r"Hostname (.+) failed validation", text)
+    if isinstance(error, ValueError) and refused:
+        return NOT_PUBLIC.format(host=refused.group(1))
+    answered = re.fullmatch(r"Failed to download file\. Status code: (\d+)", text)
+    if answered:
+        return NOT_FETCHED.format(why=f"it answered HTTP {answered.group(1)}")
+    if text.startswith("Exceeded maximum of") and "redirects" in text:
+        return NOT_FETCHED.format(why="too many redirects")
+    if isinstance(error, httpx.HTTPError):
+        return NOT_FETCHED.format(why=type(error).__name__)
+    return None
+
+
 def refusal_sentence(error: BaseException) -> str | None:
     """The sentence for an input Gradio refused before the handler (None: not such a refusal)."""
     from gradio.exceptions import ComponentProcessingError, InvalidPathError
@@ -67,6 +92,8 @@ def refusal_sentence(error: BaseException) -> str | None:
 
     if isinstance(error, InvalidPathError):
         return NOT_UPLOADED
+    if (sentence := url_refusal(error)) is not None:
+        return sentence
     if isinstance(error, ValidationError):
         return UNPROCESSABLE.format(what=f"a malformed {error.title}")
     if isinstance(error, ComponentProcessingError):
@@ -76,13 +103,13 @@ def refusal_sentence(error: BaseException) -> str | None:
 
 def refusals_as_sentences(demo: gr.Blocks) -> None:
     """Make the inputs Gradio refuses before any handler runs answer with one sentence (as `gr.Error`),
-    not Gradio's bare "Error"."""
+    not Gradio's bare "Error"; a raw call that leaves off trailing values gets their defaults."""
     stock = demo.preprocess_data
 
     @functools.wraps(stock)
-    async def preprocess_data(*args: Any, **kwargs: Any) -> Any:
+    async def preprocess_data(block_fn: Any, inputs: list[Any], *args: Any, **kwargs: Any) -> Any:
         try:
-            return await stock(*args, **kwargs)
+            return await stock(block_fn, with_defaults(block_fn, inputs), *args, **kwargs)
         except gr.Error:
             raise
         except Exception as error:
@@ -92,6 +119,15 @@ def refusals_as_sentences(demo: gr.Blocks) -> None:
             raise gr.Error(sentence, print_exception=False) from error
 
     demo.preprocess_data = preprocess_data  # type: ignore[method-assign]
+
+
+def with_defaults(block_fn: Any, inputs: list[Any]) -> list[Any]:
+    """A raw call's values, its trailing values left off filled with the inputs' defaults (what gradio_client
+    sends for them); Gradio would answer a blank error."""
+    wanted = list(getattr(block_fn, "inputs", []) or [])
+    if not isinstance(inputs, list) or len(inputs) >= len(wanted):
+        return inputs
+    return [*inputs, *(getattr(block, "value", None) for block in wanted[len(inputs) :])]
 
 
 def guard(fn: F) -> F:

@@ -428,10 +428,13 @@ class Handlers:
 
         Every method decodes the same prompt with the same target model; greedy (temperature 0) output equals
         the target's own greedy decoding token for token, which the answer's `lossless` verdict checks.
+        Give `image` or `video` (PNG, JPEG, WebP, GIF, BMP, TIFF; mp4, webm, avi, mov, mkv). An MCP client sends
+        a public http(s) URL of the file, or the file itself as a data: URL: a client on the same machine as its
+        files sends those (a private or loopback address, or a path on the server, is refused in a sentence).
 
         Args:
-            image: an image file (an http(s) URL for an MCP client); give it or `video`.
-            video: a video file (mp4, webm, avi, mov); give it or `image`.
+            image: an image as a public http(s) URL or a data: URL (from the same machine: data:image/png;base64,...).
+            video: a video (mp4, webm, avi, mov, mkv) as a public http(s) URL or a data: URL; give it or `image`.
             prompt: the question or instruction about the image or video.
             pair: the model pair: "builtin" or "builtin-hesitant", or on a GPU a preset such as "qwen2.5-vl-7b",
                 "llava-ov-7b", "qwen3-vl-8b" or "smolvlm2-2.2b" (empty: the default).
@@ -498,7 +501,15 @@ class Handlers:
 
     def replay_api(self, trace_file: str | None = None, speed: float = 1.0) -> dict:
         """Replay a recorded race trace (no model); the same answer as /race, marked replay, without the
-        trace itself (the caller sent it)."""
+        trace itself (the caller sent it).
+
+        Args:
+            trace_file: a trace (JSON lines) as a public http(s) URL or a data: URL (data:text/plain;base64,...).
+            speed: the replay's pace, times the recorded one (0: no waiting), in [0, 1000].
+
+        Returns:
+            JSON: the same answer as the race tool's, marked as a replay, without the trace.
+        """
         pace = replay_speed(speed)
         clock = ReplayClock(self.settings.limits.max_replay_seconds)
         recorded = self.open_trace(trace_file)

@@ -42,9 +42,10 @@ DEFAULT_PROMPT = "describe the image in detail."  # a prompt the built-in pair k
 SWITCH_ON, SWITCH_OFF = ("1", "on", "true", "yes"), ("0", "off", "false", "no")
 
 
-def env_number(name: str, default: float) -> float:
-    """A positive number from the environment variable `name` (unset or empty: `default`); anything else is
-    a ConfigError of one sentence, so the launch stops instead of running on a value nobody set."""
+def env_number(name: str, default: float, minimum: float = 0.0, refused: str = "") -> float:
+    """A positive number from the environment variable `name` (unset or empty: `default`), at least `minimum`
+    (below it, everything `refused` names would be refused); anything else is a ConfigError of one sentence,
+    so the launch stops instead of running on a value nobody set."""
     text = os.environ.get(name, "").strip()
     if not text:
         return default
@@ -54,7 +55,19 @@ def env_number(name: str, default: float) -> float:
         value = math.nan
     if not (math.isfinite(value) and value > 0):
         raise ConfigError(f"{name} must be a positive number, not {shown(text)}")
+    if value < minimum:
+        raise ConfigError(f"{name} must be at least {minimum:g} (below it every {refused} is refused), not {text}")
     return value
+
+
+def env_port(name: str = "GRADIO_SERVER_PORT", default: int = 7860) -> int:
+    """The port to serve on (unset or empty: `default`): a whole number in [1, 65535], else one sentence."""
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    if not (text.isdigit() and 1 <= int(text) <= 65535):
+        raise ConfigError(f"{name} must be a port number, a whole number in [1, 65535], not {shown(text)}")
+    return int(text)
 
 
 def env_switch(name: str, default: bool = False) -> bool:
@@ -90,10 +103,10 @@ class Limits:
     @classmethod
     def from_env(cls) -> Limits:
         return cls(
-            max_upload_mb=env_number("SAGE_APP_MAX_UPLOAD_MB", cls.max_upload_mb),
-            max_video_seconds=env_number("SAGE_APP_MAX_VIDEO_SECONDS", cls.max_video_seconds),
-            max_trace_mb=env_number("SAGE_APP_MAX_TRACE_MB", cls.max_trace_mb),
-            max_race_seconds=env_number("SAGE_APP_MAX_RACE_SECONDS", cls.max_race_seconds),
+            max_upload_mb=env_number("SAGE_APP_MAX_UPLOAD_MB", cls.max_upload_mb, 0.1, "picture or video upload"),
+            max_video_seconds=env_number("SAGE_APP_MAX_VIDEO_SECONDS", cls.max_video_seconds, 1, "video"),
+            max_trace_mb=env_number("SAGE_APP_MAX_TRACE_MB", cls.max_trace_mb, 0.1, "trace upload"),
+            max_race_seconds=env_number("SAGE_APP_MAX_RACE_SECONDS", cls.max_race_seconds, 1, "race"),
             max_replay_seconds=env_number("SAGE_APP_MAX_REPLAY_SECONDS", cls.max_replay_seconds),
             max_queue=max(1, int(env_number("SAGE_APP_MAX_QUEUE", cls.max_queue))),
         )

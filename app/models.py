@@ -30,7 +30,7 @@ from PIL import Image
 
 from sage_core import DecodeConfig, ModelPair, SageError, decode, image_media, load_pair
 from sage_core.costs import CostCurve, measure_costs
-from sage_core.errors import ModelLoadError
+from sage_core.errors import ConfigError, ModelLoadError
 from sage_core.models.presets import GPU_PRESETS
 
 from .inputs import env_switch
@@ -98,9 +98,16 @@ def preset_choices(offered: Sequence[Preset], custom: bool = False) -> list[tupl
 
 
 def default_preset_key(offered: Sequence[Preset]) -> str:
+    """SAGE_APP_PAIR, the pair the page starts on (unset: the first offered); a pair not offered here is
+    one sentence at launch, not a silent start on another."""
     wanted = os.environ.get("SAGE_APP_PAIR", "").strip()
     keys = [p.key for p in offered]
-    return wanted if wanted in keys else keys[0]
+    if wanted and wanted not in keys:
+        gpu_only = " (it needs a GPU)" if wanted in {p.key for p in HUB_PRESETS} else ""
+        raise ConfigError(
+            f"SAGE_APP_PAIR {wanted!r} is not offered on this machine{gpu_only}; offered: {', '.join(keys)}"
+        )
+    return wanted or keys[0]
 
 
 HUB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}")
@@ -303,13 +310,17 @@ def cost_curve_wanted() -> bool:
     return env_switch(COST_CURVE_ENV, default=True)
 
 
+#: The warm-up's prompt: words every pair has tokens for (the built-in pair's vocabulary is small).
+WARM_UP_PROMPT = "describe the image."
+
+
 def warm_up(pair: ModelPair) -> CostCurve | None:
     """One short untimed decode per kind of forward (prefill, tree verify, plain step); then the
     verification cost curve on the pair's device and dtype (sage_core.costs), which it returns
     (None when SAGE_APP_COST_CURVE is off: the app then shows no curve and no predicted speedups)."""
     media = image_media(Image.new("RGB", (112, 112), (255, 255, 255)), "warm-up")
     for method, tokens in (("sage", 4), ("ar", 2)):
-        decode(pair, media, "warm up", DecodeConfig(method=method, max_new_tokens=tokens)).run_to_end()  # type: ignore[arg-type]
+        decode(pair, media, WARM_UP_PROMPT, DecodeConfig(method=method, max_new_tokens=tokens)).run_to_end()  # type: ignore[arg-type]
     return measure_warm_costs(pair) if cost_curve_wanted() else None
 
 
@@ -317,7 +328,7 @@ def measure_warm_costs(pair: ModelPair) -> CostCurve | None:
     """The cost curve after the warm-up (sage_core.costs); None, logged, when it cannot be measured."""
     media = image_media(Image.new("RGB", (112, 112), (255, 255, 255)), "warm-up")
     try:
-        return measure_costs(pair, media, "warm up")
+        return measure_costs(pair, media, WARM_UP_PROMPT)
     except (RuntimeError, ValueError) as error:
         log.warning("the cost curve could not be measured: %s", error)
         return None

@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import gradio as gr
+from starlette.middleware import Middleware
 
 from . import models
 from .boundary import guard, refusals_as_sentences
@@ -30,6 +31,7 @@ from .handlers import TRACE_DIR, Handlers, Settings, Update, controls, last, sav
 from .inputs import Limits, RaceForm, load_examples
 from .landing import wire_landing
 from .page import KEYBOARD_JS, TITLE, Page, build_page, image_input
+from .page_cache import PageCache
 from .pruning_panel import show_draft_view
 from .sketch import wire_sketch
 from .spaces_compat import ZERO_GPU, gpu, gpu_for_race, race_seconds
@@ -196,9 +198,11 @@ def queued(demo: gr.Blocks, limits: Limits | None = None) -> gr.Blocks:
 
 
 def launch_options(limits: Limits | None = None) -> dict[str, Any]:
-    """What `launch` needs besides the address: Gradio refuses larger uploads before storing them."""
+    """What `launch` needs besides the address: Gradio refuses larger uploads before storing them; the page
+    is served from memory (`page_cache`), so a crowd of arrivals does not hold up the races."""
     limits = limits or Limits.from_env()
-    return {"max_file_size": limits.max_file_bytes, "head": KEYBOARD_JS}
+    return {"max_file_size": limits.max_file_bytes, "head": KEYBOARD_JS,
+            "app_kwargs": {"middleware": [Middleware(PageCache)]}}  # fmt: skip
 
 
 __all__ = ["BUSY", "TRACE_DIR", "build_demo", "image_input", "last", "launch_options", "queued", "save_trace_file"]

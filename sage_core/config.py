@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from .arguments import check_part
 from .errors import ConfigError, InputError
 
 # The methods, their labels and trees live in one registry (methods.py); these names stay here too.
@@ -250,6 +251,11 @@ class DecodeConfig:
     dynamic: DynamicConfig = field(default_factory=DynamicConfig)
 
     def __post_init__(self) -> None:
+        check_part("sage", self.sage, SageConfig, "SageConfig(depth_max=...)")
+        check_part("sampling", self.sampling, SamplingConfig, "SamplingConfig(temperature=...)")
+        check_part("dynamic", self.dynamic, DynamicConfig, "DynamicConfig(depth=...)")
+        if isinstance(self.prune_ratio, str | bool) or not isinstance(self.prune_ratio, int | float):
+            raise ConfigError(f"prune_ratio must be a number in [0, 1), not {shown(self.prune_ratio)}")
         method_spec(self.method)  # one clear error for an unknown method
         if self.backend not in BACKENDS:
             raise ConfigError(f"unknown backend {self.backend!r}; choose one of {', '.join(BACKENDS)}")

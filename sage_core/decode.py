@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 
+from .arguments import check_decode_arguments
 from .backends import ModelBackend, open_backend
 from .config import STATIC_TREE, DecodeConfig
 from .errors import InputError
@@ -25,7 +26,7 @@ from .media import Media
 from .methods import drafts
 from .models import KVState, ModelPair
 from .models.pair import check_method
-from .prepared import PreparedInputs, prepare_inputs, with_draft_inputs
+from .prepared import PreparedInputs, check_vocabulary, prepare_inputs, with_draft_inputs
 from .proposers import Drafter, Proposer, SagePlanner, make_proposer
 from .pruning import select_visual_tokens
 from .records import FinishReason, RoundRecord, RunHeader, RunSummary, summarize
@@ -76,6 +77,8 @@ class DecodeRun:
     def __init__(
         self, pair: ModelPair, media: Media, prompt: str, config: DecodeConfig, prepared: PreparedInputs | None = None
     ) -> None:
+        check_decode_arguments(pair, media, prompt, config, prepared)  # each of its type, or one sentence
+        check_vocabulary(pair.target, prompt, f"the model {pair.target.name}")  # unknown words named
         check_method(pair, config.method, config.prune_ratio)  # what a family cannot run, refused
         uses_draft = drafts(config.method)
         top = max(config.sage.candidates, make_proposer(config).candidates) if uses_draft else 0

@@ -41,3 +41,8 @@ class TraceError(InputError, ValueError):
 
 class VersionError(SageError, ImportError):
     """An installed torch or transformers outside the range the library supports (sage_core.compat)."""
+
+
+class GenerateError(InputError, ValueError):
+    """A transformers `generate()` call (custom_generate) that SAGE cannot serve as plain greedy `generate()`
+    would; also a ValueError, as transformers raises for bad arguments."""

@@ -19,7 +19,6 @@ stopping criteria) are refused with one sentence: SAGE here is greedy and lossle
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -27,6 +26,7 @@ import torch
 
 from .config import METHODS, OLD_SAGE_NAMES, DecodeConfig, SageConfig
 from .decode import DecodeRun
+from .errors import GenerateError
 from .media import Media
 from .models import FAMILIES, VLM, check_pair
 from .models.loading import input_device
@@ -97,25 +97,25 @@ def generate(
 ) -> Any:
     """Decode one prompt with SAGE (or a baseline) and return what greedy `generate()` returns."""
     if logits_processor or stopping_criteria or prefix_allowed_tokens_fn is not None or negative_prompt_ids is not None:
-        raise ValueError("SAGE's generate() is greedy and lossless: logits processors, stopping criteria are refused")
+        raise GenerateError("SAGE's generate() is greedy and lossless: it takes no logits processors or stop criteria")
     del synced_gpus, negative_prompt_attention_mask  # one process, no guidance: nothing to do with them
     sage = _sage_config(sage_config, kwargs)
-    config = copy.deepcopy(generation_config if generation_config is not None else model.generation_config)
-    model_inputs = config.update(**kwargs)  # what is not a generation setting goes to the model
+    config, model_inputs = _generation_config(model, generation_config, kwargs)
     _check_greedy(config, model.generation_config)
+    _check_plain_output(config, model_inputs)
     if inputs is not None:
         model_inputs["input_ids"] = inputs
     input_ids = model_inputs.get("input_ids")
     if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2 or input_ids.shape[0] != 1:
-        raise ValueError("SAGE's generate() takes input_ids for one prompt: a (1, length) tensor")
+        raise GenerateError("SAGE's generate() takes input_ids for one prompt: a (1, length) tensor")
     mask = model_inputs.get("attention_mask")
     if isinstance(mask, torch.Tensor) and not bool(mask.all()):
-        raise ValueError("SAGE's generate() takes one unpadded prompt: the attention mask must be all ones")
+        raise GenerateError("SAGE's generate() takes one unpadded prompt: the attention mask must be all ones")
     max_new = config.max_new_tokens if config.max_new_tokens is not None else config.max_length - input_ids.shape[1]
     if method not in METHODS:
-        raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+        raise GenerateError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
     if method != "ar" and assistant_model is None:
-        raise ValueError(f"method {method!r} drafts: pass the draft model as assistant_model")
+        raise GenerateError(f"method {method!r} drafts: pass the draft model as assistant_model")
     decode_config = DecodeConfig(method, max_new, sage, backend=backend, prune_ratio=prune_ratio)  # type: ignore[arg-type]
     target = _vlm(model, tokenizer, "target")
     draft = _vlm(assistant_model, assistant_tokenizer or tokenizer, "draft") if assistant_model is not None else target
@@ -150,29 +150,61 @@ def _sage_config(given: SageConfig | None, kwargs: dict[str, Any]) -> SageConfig
     for key in [k for k in kwargs if k.startswith(SAGE_PREFIX)]:
         name = OLD_SAGE_NAMES.get(key.removeprefix(SAGE_PREFIX), key.removeprefix(SAGE_PREFIX))  # sage_top_k too
         if name not in names:
-            raise ValueError(f"unknown SAGE setting {key!r}; the settings are {', '.join(sorted(names))} (prefixed)")
+            raise GenerateError(f"unknown SAGE setting {key!r}; the settings are {', '.join(sorted(names))} (prefixed)")
         changes[name] = kwargs.pop(key)
     base = given if given is not None else SageConfig()
     return SageConfig(**{**{f.name: getattr(base, f.name) for f in fields(SageConfig)}, **changes})
 
 
+def _generation_config(model: Any, given: Any, kwargs: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """The generation config as transformers' generate() makes it (a `GenerationConfig` given: its unset fields
+    from the checkpoint's config, then the global defaults; keyword arguments last), and the model's inputs."""
+    from transformers import GenerationConfig
+
+    if given is not None and not isinstance(given, GenerationConfig):
+        raise GenerateError(f"generation_config must be a transformers GenerationConfig, not {type(given).__name__}")
+    return model._prepare_generation_config(given, **kwargs)
+
+
 def _check_greedy(config: Any, model_config: Any) -> None:
     """Refuse what would make plain generate() choose other tokens than the target's argmax."""
-    if config.do_sample:
-        raise ValueError("SAGE's generate() decodes greedily: pass do_sample=False")
-    for name, neutral in _NEUTRAL.items():
+    for name, neutral in (("do_sample", False), *_NEUTRAL.items()):
         value = getattr(config, name, neutral)
         if value is not None and value != neutral and value not in ([], {}):
-            raise ValueError(f"SAGE's generate() is greedy and lossless: {name}={value!r} is not supported")
+            raise GenerateError(_not_greedy(name, value, getattr(model_config, name, neutral)))
     if config.eos_token_id != model_config.eos_token_id:
-        raise ValueError("SAGE's generate() stops at the model's own end-of-sequence tokens: leave eos_token_id unset")
+        raise GenerateError("SAGE's generate() stops at the model's own end of sequence: leave eos_token_id unset")
+
+
+def _not_greedy(name: str, value: Any, checkpoint_value: Any) -> str:
+    source = "the checkpoint's generation config sets" if value == checkpoint_value else "the call sets"
+    return (
+        f"SAGE's generate() is greedy and lossless, and {source} {name}={value!r}: pass do_sample=False, "
+        "repetition_penalty=1.0 (and leave the other non-greedy settings unset) to decode greedily"
+    )
+
+
+#: generate() outputs the decode loop does not keep (it verifies a tree per forward, not one token).
+_NOT_KEPT = ("output_scores", "output_logits", "output_attentions", "output_hidden_states")
+
+
+def _check_plain_output(config: Any, model_inputs: dict[str, Any]) -> None:
+    """Refuse outputs SAGE does not fill and caches it does not take, each in one sentence."""
+    wanted = [name for name in _NOT_KEPT if getattr(config, name, False)]
+    if wanted:
+        raise GenerateError(
+            f"SAGE's generate() returns the tokens only, not {', '.join(wanted)}: call plain generate() with "
+            "do_sample=False for them (its tokens are the same)"
+        )
+    if any(model_inputs.get(name) is not None for name in ("past_key_values", "cache")):
+        raise GenerateError("SAGE's generate() builds its own caches from the prompt: leave past_key_values unset")
 
 
 def _vlm(model: Any, tokenizer: Any, role: str) -> VLM:
     """A model handed to generate() as the decode loop's VLM (its tokenizer loaded from its folder if not given)."""
     family = model.config.model_type
     if family not in FAMILIES:
-        raise ValueError(f"the {role} is a {family!r} model; supported families: {', '.join(FAMILIES)}")
+        raise GenerateError(f"the {role} is a {family!r} model; supported families: {', '.join(FAMILIES)}")
     if tokenizer is None:
         from transformers import AutoTokenizer
 

@@ -193,11 +193,15 @@ def as_shown(image: Image.Image) -> Image.Image:
 
 def eight_bit_grey(image: Image.Image) -> Image.Image:
     """A 16-bit (or 32-bit integer, or float) grey picture as the 8-bit grey a viewer shows: 16-bit
-    values scaled by 255/65535; integers of at most 255 kept; floats in [0, 1] scaled by 255."""
+    values scaled by 255/65535; integers of at most 255 kept; 32-bit integers beyond the 16-bit range
+    scaled by their real range (lowest black, highest white); floats in [0, 1] scaled by 255."""
     values = np.asarray(image).astype(np.float64)
-    if image.mode.startswith("I;16") or (image.mode == "I" and values.size and values.max() > 255):
+    low, high = (float(values.min()), float(values.max())) if values.size else (0.0, 0.0)
+    if image.mode == "I" and (low < 0 or high > 65535):
+        values = (values - low) * (255.0 / max(high - low, 1.0))
+    elif image.mode.startswith("I;16") or (image.mode == "I" and high > 255):
         values = values * (255.0 / 65535.0)
-    elif image.mode == "F" and values.size and values.max() <= 1.0:
+    elif image.mode == "F" and values.size and high <= 1.0:
         values = values * 255.0
     return Image.fromarray(np.round(values).clip(0, 255).astype(np.uint8), mode="L")
 

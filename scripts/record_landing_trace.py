@@ -1,10 +1,11 @@
-"""Record the race the app replays on landing (assets/landing/race.jsonl).
+"""Record the race the app shows on landing (assets/landing/race.jsonl and its picture).
 
 A live race of the built-in pair on a shipped long example, recorded with the app's own race
 code and trace writer (`app.race.race_steps`, `app.race.save_race`), after a warm-up, on this
-machine. The page plays it back, labelled as a replay, until the visitor starts a race.
+machine. The page shows it, labelled as a recording, with its picture and prompt in the inputs,
+until the visitor starts a race. Re-run it whenever the built-in pair or the decoding changes:
 
-    python -m scripts.record_landing_trace [--example describe_five.png] [--draft builtin]
+    PYTHONPATH=. python3 -m scripts.record_landing_trace [--example describe_five.png] [--draft builtin]
         [--methods sage,static] [--out assets/landing/race.jsonl]
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 from pathlib import Path
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
@@ -20,6 +22,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 ROOT = Path(__file__).resolve().parents[1]
 
 from app.handlers import last  # noqa: E402
+from app.landing import LANDING_PICTURE, LANDING_TRACE  # noqa: E402
 from app.models import LoadedPair, warm_up  # noqa: E402
 from app.race import race_steps, save_race  # noqa: E402
 from sage_core import SageConfig, load_media, load_pair  # noqa: E402
@@ -31,7 +34,7 @@ def main(argv: list[str] | None = None) -> Path:
     ap.add_argument("--draft", default="builtin", help="'builtin' or a draft folder (shown as its folder name)")
     ap.add_argument("--methods", default="sage,static")
     ap.add_argument("--max-new-tokens", type=int, default=128)
-    ap.add_argument("--out", default=str(ROOT / "assets" / "landing" / "race.jsonl"))
+    ap.add_argument("--out", default=str(LANDING_TRACE))
     args = ap.parse_args(argv)
     import torch
 
@@ -41,14 +44,15 @@ def main(argv: list[str] | None = None) -> Path:
     pair = load_pair("builtin", args.draft, device="cpu", dtype="float32")
     if args.draft != "builtin":
         pair.draft.name = f"builtin-{Path(args.draft).name.removesuffix('-draft')}"
-    warm_up(pair)
+    costs = warm_up(pair)
     media = load_media(ROOT / "assets" / "examples" / args.example)
     steps = race_steps(pair, media, example["prompt"], args.methods.split(","), args.max_new_tokens, SageConfig(),
-                       LoadedPair(pair).token_texts, source="a recorded race")  # fmt: skip
+                       LoadedPair(pair).token_texts, source="a recorded race", costs=costs)  # fmt: skip
     data = last(steps)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     save_race(data, out)
+    shutil.copyfile(ROOT / "assets" / "examples" / args.example, out.with_name(LANDING_PICTURE.name))
     sizes = ", ".join(f"{lane.method} {len(lane.records) - 1} rounds" for lane in data.lanes)
     print(f"wrote {out} ({out.stat().st_size / 1e3:.0f} kB): {sizes}; {data.lanes[0].text!r}")
     return out

@@ -75,7 +75,8 @@ def _panels_rendered(page) -> dict[str, int]:
 
 
 def test_a_race_in_the_browser(page, tmp_path):
-    # Without media the race is refused in the page, and the app goes on.
+    # Without media (the landing's picture cleared) the race is refused in the page, and the app goes on.
+    page.locator("#image-input button[aria-label='Remove Image']").click()
     page.click("#start-race")
     page.wait_for_selector("#status .sage-status.error")
     assert "no image or video" in page.locator("#status").inner_text()
@@ -244,7 +245,7 @@ def _race_finished(page) -> None:
 
 def test_the_page_opens_with_a_replay_and_start_race_replaces_it(fresh_page):
     """Before anything is touched, every panel and the explainer are drawn from the shipped trace,
-    labelled as a replay; a live race then draws over it."""
+    labelled as a replay, its picture and prompt in the inputs; Start race races them and draws over it."""
     from app.landing import LANDING_TRACE
 
     assert LANDING_TRACE.is_file()
@@ -257,8 +258,11 @@ def test_the_page_opens_with_a_replay_and_start_race_replaces_it(fresh_page):
     assert "pick a round of a race" not in page.locator("#explain").inner_text()  # the explainer is filled in
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "landing.png"))
-    page.locator("#examples button.thumbnail-item").first.click()
-    page.click("#start-race")
+    assert page.locator("#image-input img").count() >= 1  # the landing's picture, ready to race
+    playwright.expect(page.get_by_label("Prompt")).to_have_value("describe the image in detail.")
+    page.click("#start-race")  # the landing's status goes at once (before the race's first update)
+    page.wait_for_function("() => !document.querySelector('#status').innerText.includes('recorded race')",
+                           timeout=3_000)  # fmt: skip
     _race_finished(page)
     assert page.locator("#lanes .sage-tag.replay").count() == 0
     assert "REPLAY" not in page.locator("#status").inner_text()
@@ -277,6 +281,7 @@ def _draw_triangle(page, cx: float, cy: float, r: float) -> None:
 def test_a_drawing_is_raced_and_its_shape_named(fresh_page):
     page = fresh_page
     _landing_replay_finished(page)
+    page.get_by_label("Prompt").fill("")  # (the landing's prompt is there) the drawing asks for one when empty
     page.get_by_role("tab", name="Draw").click()
     page.locator("#sketch button[aria-label=Brush]").click()  # red is the brush's colour
     box = page.locator("#sketch canvas").first.bounding_box()

@@ -1,11 +1,14 @@
 """`python app.py --mcp` (or SAGE_MCP=1): the app's API served as MCP tools by Gradio's MCP server.
 
 An MCP client lists the running server's tools over streamable HTTP: `race_api` is there, its
-description and its parameters' come from `Handlers.race_api`'s docstring."""
+description and its parameters' come from `Handlers.race_api`'s docstring. Through the same client a
+race on a data: URL runs to its end, and a refusal reaches the client as the page's sentence."""
 
 from __future__ import annotations
 
+import ast
 import asyncio
+import base64
 import runpy
 import sys
 from pathlib import Path
@@ -14,7 +17,8 @@ from typing import Any
 import pytest
 from app_server import free_port
 
-from app.ui import build_demo, launch_options
+from app.boundary import NOT_PUBLIC
+from app.ui import build_demo, launch_options, queued
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -26,6 +30,41 @@ async def list_tools(url: str) -> list[Any]:
     async with streamablehttp_client(url) as (read, write, _), ClientSession(read, write) as session:
         await session.initialize()
         return list((await session.list_tools()).tools)
+
+
+async def call_tool(url: str, name: str, arguments: dict) -> Any:
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamablehttp_client
+
+    async with streamablehttp_client(url) as (read, write, _), ClientSession(read, write) as session:
+        await session.initialize()
+        return await session.call_tool(name, arguments)
+
+
+@pytest.mark.slow
+def test_an_mcp_client_races_a_data_url_and_reads_a_refusal_as_one_sentence() -> None:
+    picture = ROOT / "assets" / "examples" / "describe_five.png"
+    data_url = "data:image/png;base64," + base64.b64encode(picture.read_bytes()).decode()
+    demo = build_demo()
+    queued(demo).launch(
+        server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True, mcp_server=True,
+        **launch_options(),
+    )  # fmt: skip
+    url = f"{demo.local_url}gradio_api/mcp/"
+    prompt = "describe the image in detail."
+    try:
+        raced = asyncio.run(call_tool(url, "race_api", {"image": data_url, "prompt": prompt, "max_new_tokens": 8}))
+        refused = asyncio.run(call_tool(url, "race_api", {"image": "http://127.0.0.1:9/x.png", "prompt": prompt}))
+        unknown = asyncio.run(call_tool(url, "race_api", {"image": data_url, "prompt": "zzqx the image"}))
+    finally:
+        demo.close()
+    assert not raced.isError, raced.content
+    answer = ast.literal_eval(raced.content[0].text)  # Gradio's MCP server sends the dict's repr
+    assert answer["texts"]["sage"] == answer["texts"]["static"] != "" and answer["lossless"]["identical"]
+    assert refused.isError and [c.text for c in refused.content] == [
+        NOT_PUBLIC.format(host="127.0.0.1")
+    ], refused.content  # fmt: skip
+    assert unknown.isError and "has no token for 'zzqx'" in unknown.content[0].text, unknown.content
 
 
 def test_the_mcp_server_lists_the_race_tool_with_its_docstring() -> None:
@@ -47,6 +86,10 @@ def test_the_mcp_server_lists_the_race_tool_with_its_docstring() -> None:
         assert name in properties, sorted(properties)
     assert "question or instruction" in properties["prompt"]["description"]
     assert "paper: 8" in properties["depth_max"]["description"]
+    for accepted in ("public http(s) URL", "data: URL", "same machine"):  # what a local client should send
+        assert accepted in properties["image"]["description"], properties["image"]["description"]
+        assert accepted in race.description
+    assert "data: URL" in tools["replay_api"].inputSchema["properties"]["trace_file"]["description"]
 
 
 def test_app_py_turns_the_mcp_server_on_by_flag_or_environment(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -95,3 +95,69 @@ def test_entry_point_refuses_what_would_not_be_greedy(tiny_root, image: Media, s
     inputs = pair.target.prepare(image, "Describe the picture.")
     with pytest.raises(ValueError, match=message):
         through_entry(pair, inputs, **settings)
+
+
+def test_a_generation_config_object_is_read_as_generate_reads_it(tiny_root, image: Media):
+    """Its unset fields are unset (the checkpoint's end of sequence stays), as plain generate() has it."""
+    from transformers import GenerationConfig
+
+    pair = _pair(str(tiny_root), "qwen2_vl", "noised")
+    inputs = pair.target.prepare(image, "Describe the picture.")
+    config = GenerationConfig(max_new_tokens=8, do_sample=False)
+    with torch.no_grad():
+        expected = pair.target.model.generate(**inputs, generation_config=config)
+        got = pair.target.model.generate(**inputs, generation_config=config, assistant_model=pair.draft.model,
+                                         custom_generate=str(ROOT), trust_remote_code=True)  # fmt: skip
+    assert got.tolist() == expected.tolist() and got.shape[1] - inputs["input_ids"].shape[1] <= 8
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"output_scores": True, "return_dict_in_generate": True}, "not output_scores: call plain generate"),
+        ({"output_logits": True, "return_dict_in_generate": True}, "not output_logits: call plain generate"),
+        ({"output_attentions": True}, "not output_attentions"),
+        ({"past_key_values": "cache"}, "builds its own caches from the prompt: leave past_key_values unset"),
+        ({"generation_config": {"max_new_tokens": 8}}, "must be a transformers GenerationConfig, not dict"),
+        ({"eos_token_id": 5}, "leave eos_token_id unset"),
+    ],
+)
+def test_outputs_and_caches_sage_does_not_keep_are_refused_in_one_sentence(tiny_root, image, settings, message):
+    from sage_core.errors import GenerateError
+
+    if settings.get("past_key_values") == "cache":
+        from transformers import DynamicCache
+
+        settings = {"past_key_values": DynamicCache()}
+    pair = _pair(str(tiny_root), "qwen2_vl", "noised")
+    inputs = pair.target.prepare(image, "Describe the picture.")
+    with pytest.raises(GenerateError, match=message) as refused:
+        through_entry(pair, inputs, **settings)
+    assert "\n" not in str(refused.value) and len(str(refused.value)) < 300
+
+
+def test_a_checkpoint_that_samples_is_told_the_two_arguments_and_the_readme_snippet_works(tiny_root, image):
+    """A real checkpoint's generation_config.json (Qwen2.5-VL's: do_sample true, repetition_penalty 1.05)."""
+    from sage_core.errors import GenerateError
+
+    pair = _pair(str(tiny_root), "qwen2_5_vl", "noised")
+    inputs = pair.target.prepare(image, "Describe the picture.")
+    config = pair.target.model.generation_config
+    saved = (config.do_sample, config.repetition_penalty)
+    config.do_sample, config.repetition_penalty = True, 1.05
+    try:
+        for settings in ({}, {"do_sample": False}):
+            told = r"checkpoint's generation config sets .*: pass do_sample=False, repetition_penalty=1\.0"
+            with pytest.raises(GenerateError, match=told), torch.no_grad():
+                pair.target.model.generate(**inputs, assistant_model=pair.draft.model, custom_generate=str(ROOT),
+                                               trust_remote_code=True, max_new_tokens=MAX_NEW, **settings)  # fmt: skip
+        # the README's snippet, as written
+        options = dict(custom_generate=str(ROOT), trust_remote_code=True, max_new_tokens=MAX_NEW)
+        with torch.no_grad():
+            out = pair.target.model.generate(**inputs, assistant_model=pair.draft.model, do_sample=False,
+                                             repetition_penalty=1.0, **options)  # fmt: skip
+            expected = pair.target.model.generate(**inputs, do_sample=False, repetition_penalty=1.0,
+                                                  max_new_tokens=MAX_NEW)  # fmt: skip
+    finally:
+        config.do_sample, config.repetition_penalty = saved
+    assert out.tolist() == expected.tolist()

@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import pytest
 
 from app import models
-from app.inputs import Limits, env_number, env_switch
+from app.inputs import Limits, env_number, env_port, env_switch
 from sage_core.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -72,6 +72,11 @@ def test_off_skips_the_measurement_and_on_makes_it(monkeypatch):
         ("SAGE_APP_COST_CURVE", "maybe", SWITCH),
         ("SAGE_MCP", "please", "SAGE_MCP must be on or off (or 1/0, true/false, yes/no), not 'please'"),
         ("SAGE_APP_MAX_QUEUE", "lots", "SAGE_APP_MAX_QUEUE must be a positive number, not 'lots'"),
+        (
+            "GRADIO_SERVER_PORT",
+            "abc",
+            "GRADIO_SERVER_PORT must be a port number, a whole number in [1, 65535], not 'abc'",
+        ),
     ],
 )
 def test_the_app_refuses_a_bad_value_at_launch_in_one_line(name, value, sentence):
@@ -82,3 +87,29 @@ def test_the_app_refuses_a_bad_value_at_launch_in_one_line(name, value, sentence
     assert run.returncode == 1
     assert run.stderr.strip().splitlines()[-1] == f"error: {sentence}"
     assert "Traceback" not in run.stderr
+
+
+def test_a_pair_or_port_or_limit_that_cannot_serve_is_one_sentence(monkeypatch):
+    """A pair not offered here (a silent start on another before), a port that is not one (a traceback), a
+    limit so small that every upload, trace, video or race would be refused (the app started, then refused)."""
+    offered = [models.BUILTIN]
+    monkeypatch.setenv("SAGE_APP_PAIR", "qwen2.5-vl-7b")
+    with pytest.raises(ConfigError, match=r"^SAGE_APP_PAIR 'qwen2.5-vl-7b' is not offered on this machine \(it needs"):
+        models.default_preset_key(offered)
+    monkeypatch.setenv("SAGE_APP_PAIR", "builtin")
+    assert models.default_preset_key(offered) == "builtin"
+    for port in ("0", "65536", "80.5", "-1"):
+        monkeypatch.setenv("GRADIO_SERVER_PORT", port)
+        with pytest.raises(ConfigError, match="GRADIO_SERVER_PORT must be a port number"):
+            env_port()
+    monkeypatch.setenv("GRADIO_SERVER_PORT", "7861")
+    assert env_port() == 7861
+    for name, said in [("SAGE_APP_MAX_UPLOAD_MB", "picture or video upload"), ("SAGE_APP_MAX_TRACE_MB", "trace upload"),
+                       ("SAGE_APP_MAX_RACE_SECONDS", "race"), ("SAGE_APP_MAX_VIDEO_SECONDS", "video")]:  # fmt: skip
+        monkeypatch.setenv(name, "1e-9")
+        with pytest.raises(ConfigError) as refused:
+            Limits.from_env()
+        assert str(refused.value).startswith(f"{name} must be at least ") and f"every {said} is refused" in str(
+            refused.value
+        )
+        monkeypatch.delenv(name)

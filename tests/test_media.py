@@ -87,6 +87,20 @@ def test_sixteen_bit_grey_is_scaled_not_clipped(tmp_path: Path) -> None:
     assert np.array_equal(np.asarray(image_media(wide.convert("I")).image), expected)
 
 
+def test_thirty_two_bit_grey_is_scaled_by_its_real_range(tmp_path: Path) -> None:
+    """A 32-bit integer grey TIFF (mode I) beyond the 16-bit range: lowest black, highest white, as a viewer
+    shows it (it read as a white picture when scaled as 16-bit)."""
+    grey = grey_scene()
+    deep = Image.fromarray(grey.astype(np.int32) * 8_000_000 - 1_000_000_000, "I")  # from -1e9 to about 1e9
+    path = tmp_path / "grey32.tif"
+    deep.save(path)
+    assert Image.open(path).mode == "I"
+    shown = np.asarray(load_media(path).image)[..., 0]
+    low, high = grey.min(), grey.max()
+    expected = np.round((grey.astype(np.float64) - low) * 255.0 / (high - low)).astype(np.uint8)
+    assert np.abs(shown.astype(int) - expected).max() <= 1 and shown.min() == 0 and shown.max() == 255
+
+
 def test_exif_rotated_picture_is_read_as_shown(tmp_path: Path) -> None:
     stored = Image.fromarray(plain()).transpose(Image.Transpose.ROTATE_90)  # a phone's sensor-order pixels
     exif = Image.Exif()

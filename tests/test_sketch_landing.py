@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+import gradio as gr
 import numpy as np
 from PIL import Image, ImageDraw
 
 from app import landing, sketch
 from app.race import load_race
 from sage_core.builtin.scenes import COLOURS
+
+OLD_LANDING = Path(__file__).resolve().parent / "data" / "race-old-names.jsonl"
 
 
 def strokes() -> Image.Image:
@@ -20,8 +26,8 @@ def strokes() -> Image.Image:
 def test_a_drawing_is_composited_on_white_and_saved_for_the_race(tmp_path):
     path = sketch.sketch_file({"background": None, "layers": [], "composite": strokes()}, tmp_path)
     assert path is not None
-    picture = Image.open(path)
-    assert picture.mode == "RGB" and picture.size == sketch.CANVAS
+    picture = Image.open(path).convert("RGB")  # a palette PNG of the pad's size
+    assert picture.size == sketch.CANVAS
     assert picture.getpixel((5, 5)) == (255, 255, 255)  # transparent became white, not black
     assert picture.getpixel((215, 100 + 7)) == COLOURS["red"]
 
@@ -31,7 +37,7 @@ def test_nothing_drawn_is_no_picture_and_a_prompt_is_asked_for_only_when_empty(t
     assert sketch.sketch_file({"composite": empty, "layers": []}, tmp_path) is None
     assert sketch.sketch_file(None, tmp_path) is None
     as_array = {"composite": np.asarray(strokes()), "layers": []}
-    image, video, prompt = sketch.use_sketch(as_array, "")
+    image, video, prompt, _ = sketch.use_sketch(as_array, "")
     assert image is not None and video is None and prompt == sketch.SKETCH_PROMPT
     assert sketch.use_sketch(as_array, "how many shapes are there?")[2] == "how many shapes are there?"
     assert sketch.use_sketch({"composite": empty}, "")[:2] == (None, None)
@@ -53,3 +59,54 @@ def test_the_landing_trace_is_a_small_long_race_of_the_built_in_pair():
     assert len(sage.records) >= 6 and len(sage.token_ids) >= 40  # a long answer, many rounds
     texts = {lane.text for lane in race.lanes}
     assert len(texts) == 1  # lossless, as recorded
+
+
+def drafted_below_an_end(race) -> int:
+    """How many draft nodes of a race hang below an end token (none should: drafting stops there)."""
+    ends = {token for token, text in race.token_texts.items() if text == "<|im_end|>"}
+    assert ends
+    return sum(
+        1
+        for lane in race.lanes
+        for record in lane.records
+        for parent in record.tree_parents
+        if parent >= 0 and record.tree_tokens[parent] in ends
+    )
+
+
+def test_the_landing_race_drafts_nothing_below_an_end_token():
+    assert drafted_below_an_end(load_race(landing.LANDING_TRACE)) == 0
+    # the trace first shipped did (round 11: "background . <|im_end|> background ."): the check sees it
+    assert drafted_below_an_end(load_race(OLD_LANDING)) > 0
+
+
+def test_the_page_opens_on_the_landing_race_with_its_picture_and_prompt_and_runs_nothing_for_it():
+    from app.ui import build_demo
+
+    demo = build_demo()
+    props = {c["props"].get("elem_id"): c["props"] for c in demo.config["components"]}
+    status = props["status"]["value"]
+    assert "recorded race" in status and "REPLAY" in status and "finished" in status
+    assert "landing-pace" in status  # the browser's animation reads each side's recorded rounds
+    # the picture and prompt go into the inputs in the browser: the API's defaults stay empty, so a raw /race
+    # call without an image or a prompt is still refused, not raced on the landing's picture
+    assert props["image-input"].get("value") is None
+    recorded = load_race(landing.LANDING_TRACE)
+    parameters = {p["parameter_name"]: p for p in demo.get_api_info()["named_endpoints"]["/race"]["parameters"]}
+    assert parameters["image"]["parameter_default"] is None and not parameters["prompt"]["parameter_default"]
+    load = next(fn for fn in demo.fns.values() if any(name == "load" for _, name in fn.targets))
+    picture = json.loads(load.js[load.js.rindex("return [") + len("return ") : load.js.rindex(";")])
+    assert picture[1] == recorded.header.prompt and [o.elem_id for o in load.outputs] == ["image-input", None]
+    assert Image.open(picture[0]["path"]).size == Image.open(landing.LANDING_PICTURE).size
+    state = next(b for b in demo.blocks.values() if isinstance(b, gr.State) and b.value is not None)
+    assert state.value.replay and [lane.text for lane in state.value.lanes] == [lane.text for lane in recorded.lanes]
+    lane = next(b for b in demo.blocks.values() if isinstance(b, gr.Radio) and b.label == "Draft tree of")
+    # a session's update rebuilds a component from its constructor's arguments: they hold the landing's choices
+    assert [v for _, v in lane.constructor_args["choices"]] == ["sage", "static"] == [v for _, v in lane.choices]
+    loads = [fn for fn in demo.fns.values() if any(name == "load" for _, name in fn.targets)]
+    assert loads and all(fn.fn is None for fn in loads)  # the page load runs no server function
+    start = next(b for b in demo.blocks.values() if getattr(b, "elem_id", None) == "start-race")
+    starting = [fn for fn in demo.fns.values() if (start._id, "click") in fn.targets and fn.js]
+    # in the browser at the click, and only over the recording's lines: a refusal drawn first stays
+    assert len(starting) == 1 and starting[0].fn is None and not starting[0].outputs
+    assert "Starting a live race" in starting[0].js and ".sage-status.replay" in starting[0].js

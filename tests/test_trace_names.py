@@ -25,7 +25,7 @@ from sage_core.errors import TraceError
 from sage_core.explain import sage_config_from
 from sage_core.records import parse_trace, trace_lines
 
-LANDING = Path(__file__).resolve().parent.parent / "assets" / "landing" / "race.jsonl"
+LANDING = Path(__file__).resolve().parent / "data" / "race-old-names.jsonl"  # the landing trace first shipped
 OLD_RECORD = {"round": "step", "round_seconds": "step_seconds"}
 OLD_SAGE = {"candidates": "top_k", "threshold_base": "expansion_threshold"}
 

@@ -85,6 +85,7 @@ def load_model(
     except (OSError, ValueError) as error:
         raise ModelLoadError(f"cannot load the {role} model {name!r}: {first_line(error)}") from error
     family = family_of(config, name, role)
+    check_tokenizer_files(path, role)
     model_class = getattr(transformers, family.model_class)
     try:
         model = model_class.from_pretrained(path, dtype=torch_dtype, **placement)
@@ -94,8 +95,34 @@ def load_model(
         raise ModelLoadError(f"not enough memory to load the {role} model {name!r}") from error
     except (OSError, ValueError, RuntimeError, ImportError) as error:
         raise ModelLoadError(f"cannot load the {role} model {name!r}: {first_line(error)}") from error
+    check_tokenizer_loaded(processor, name, role)
     model.eval()
     return model, processor, input_device(model) if device_map is not None else torch_device
+
+
+#: A folder holds a tokenizer when it has one of these (sets of) files.
+TOKENIZER_FILES = (("tokenizer.json",), ("vocab.json", "merges.txt"), ("tokenizer.model",), ("vocab.txt",))
+MISSING_TOKENIZER = (
+    "the {role} model folder {folder} has no tokenizer: it lacks tokenizer.json (or vocab.json and merges.txt, or "
+    "tokenizer.model); copy them from the checkpoint"
+)
+
+
+def check_tokenizer_files(path: str, role: str) -> None:
+    """A local model folder without tokenizer files is refused here: transformers would load an empty
+    one-token tokenizer from it in silence, and the decoding would then blame something else."""
+    folder = Path(path)
+    if not folder.is_dir() or not (folder / "config.json").is_file():
+        return  # a hub id, or not a model folder: the loader says what is wrong
+    if not any(all((folder / name).is_file() for name in files) for files in TOKENIZER_FILES):
+        raise ModelLoadError(MISSING_TOKENIZER.format(role=role, folder=str(folder)))
+
+
+def check_tokenizer_loaded(processor: Any, name: str, role: str) -> None:
+    """A tokenizer of one token or none (files present but empty or broken) is refused as missing."""
+    tokenizer = getattr(processor, "tokenizer", processor)
+    if len(tokenizer) <= 1:
+        raise ModelLoadError(MISSING_TOKENIZER.format(role=role, folder=name))
 
 
 def memory_map(max_memory: Mapping[str, str] | None) -> dict[int | str, str] | None:

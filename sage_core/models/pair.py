@@ -8,6 +8,7 @@ from typing import Any
 
 import torch
 
+from ..arguments import check_load_arguments
 from ..errors import InputError, PairMismatchError
 from .loading import source
 from .vlm import VLM
@@ -116,6 +117,7 @@ def load_pair(
     (default: `device`). The two models exchange only token ids, so they may
     sit on different devices. `report` is told each stage as it starts.
     """
+    check_load_arguments(target, draft, device, dtype)
     say = report or (lambda stage: None)
     say(f"loading the target {target} ({source(target, 'target')})")
     loaded_target = VLM.load(target, "target", device, dtype, device_map, max_memory, offload_folder)

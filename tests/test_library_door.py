@@ -1,0 +1,121 @@
+"""The library checks its arguments at the door: a wrong type is one `SageError` sentence naming the
+argument and what it takes, never an AttributeError from inside; the built-in pair's unknown words are
+named by `decode()` itself, as the app and the CLI name them; a model folder without its tokenizer
+files is refused at load, naming the folder."""
+
+from __future__ import annotations
+
+import functools
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import tiny_folder
+from PIL import Image
+
+from sage_core import DecodeConfig, SageConfig, SageError, decode, load_pair
+from sage_core.config import DynamicConfig, SamplingConfig
+from sage_core.errors import ConfigError, InputError, ModelLoadError
+from sage_core.models import ModelPair
+
+ROOT = Path(__file__).resolve().parent.parent
+BUILTIN = ROOT / "assets" / "builtin"
+
+
+@functools.cache
+def _pair(root: str) -> ModelPair:
+    folder = Path(root)
+    return load_pair(tiny_folder(folder, "qwen2_vl", "target"), tiny_folder(folder, "qwen2_vl", "noised"), "cpu",
+                     "float32")  # fmt: skip
+
+
+def one_sentence(error: pytest.ExceptionInfo) -> str:
+    text = str(error.value)
+    assert isinstance(error.value, SageError) and "\n" not in text and len(text) < 300, text
+    return text
+
+
+@pytest.mark.parametrize(
+    ("settings", "said"),
+    [
+        (
+            {"sage": {"depth_max": 5}},
+            "DecodeConfig's sage must be a sage_core SageConfig, not a dict: pass SageConfig(**",
+        ),
+        ({"sampling": {"temperature": 0.7}}, "DecodeConfig's sampling must be a sage_core SamplingConfig, not a dict"),
+        (
+            {"sampling": 0.7},
+            "sampling must be a sage_core SamplingConfig, not a float: pass SamplingConfig(temperature",
+        ),
+        ({"dynamic": None}, "DecodeConfig's dynamic must be a sage_core DynamicConfig, not None"),
+        ({"prune_ratio": "0.5"}, "prune_ratio must be a number in [0, 1), not '0.5'"),
+        ({"prune_ratio": True}, "prune_ratio must be a number"),
+    ],
+)
+def test_decode_config_refuses_wrong_parts_by_name(settings: dict, said: str) -> None:
+    with pytest.raises(ConfigError) as refused:
+        DecodeConfig(**settings)
+    assert said in one_sentence(refused)
+    # the right types pass
+    DecodeConfig(sage=SageConfig(depth_max=5), sampling=SamplingConfig(), dynamic=DynamicConfig(), prune_ratio=0.5)
+
+
+def test_decode_refuses_wrong_argument_types_by_name(tiny_root, image) -> None:
+    pair, config, picture = _pair(str(tiny_root)), DecodeConfig(max_new_tokens=4), ROOT / "assets" / "examples"
+    path = str(picture / "describe_five.png")
+    cases = [
+        ((pair, path, "describe it", config), f"Media, not a str: call sage_core.load_media('{path}')"),
+        ((pair, Path(path), "describe it", config), "not a PosixPath: call sage_core.load_media("),
+        ((pair, Image.new("RGB", (8, 8)), "describe it", config), "call sage_core.image_media(picture)"),
+        ((pair, None, "describe it", config), "media must be a sage_core Media, not None"),
+        ((None, image, "describe it", config), "pair must be a sage_core ModelPair, not None: call sage_core.load_pa"),
+        ((pair, image, "describe it", None), "config must be a sage_core DecodeConfig, not None: pass DecodeConfig("),
+        ((pair, image, 123, config), "the prompt must be text (a str), not an int: pass a str"),
+        ((pair, image, b"describe it", config), "not a bytes: decode it first (prompt.decode('utf-8'))"),
+    ]  # fmt: skip
+    for arguments, said in cases:
+        with pytest.raises((InputError, ConfigError)) as refused:
+            decode(*arguments)
+        assert said in one_sentence(refused), arguments[1:]
+    assert len(decode(pair, image, "describe it", config).run_to_end().token_ids) >= 1  # the right types decode
+
+
+@pytest.mark.parametrize(
+    ("arguments", "said"),
+    [
+        ((None, "builtin"), "the target must be a hub id or a folder (a str or a Path), not None"),
+        (("builtin", 3), "the draft must be a hub id or a folder (a str or a Path), not an int"),
+        (("builtin", "builtin", None), "device must be a name (a str such as 'auto'), not None"),
+    ],
+)
+def test_load_pair_refuses_wrong_argument_types_by_name(arguments: tuple, said: str) -> None:
+    with pytest.raises(InputError) as refused:
+        load_pair(*arguments)
+    assert said in one_sentence(refused)
+
+
+@pytest.mark.skipif(not (BUILTIN / "target" / "config.json").is_file(), reason="the built-in pair is not trained")
+def test_decode_names_the_built_in_pairs_unknown_words(image) -> None:
+    pair = load_pair("builtin", "builtin", "cpu", "float32")
+    with pytest.raises(InputError) as refused:
+        decode(pair, image, "describe the zebra and the xylophone.", DecodeConfig(max_new_tokens=4))
+    assert "has no token for 'zebra', 'xylophone'" in one_sentence(refused)
+
+
+@pytest.mark.parametrize("role", ["target", "draft"])
+def test_a_folder_without_tokenizer_files_is_refused_at_load_naming_it(tiny_root, tmp_path, role: str) -> None:
+    """Transformers would load an empty one-token tokenizer from it in silence."""
+    folders = {
+        role: tiny_folder(tiny_root, "qwen2_vl", kind) for role, kind in (("target", "target"), ("draft", "noised"))
+    }
+    bare = tmp_path / f"{role}-copied-without-tokenizer"
+    shutil.copytree(folders[role], bare)
+    removed = [f.name for f in bare.iterdir() if f.name.startswith(("tokenizer", "vocab", "merges"))]
+    assert "tokenizer.json" in removed
+    for name in removed:
+        (bare / name).unlink()
+    folders[role] = str(bare)
+    with pytest.raises(ModelLoadError) as refused:
+        load_pair(folders["target"], folders["draft"], "cpu", "float32")
+    said = one_sentence(refused)
+    assert f"the {role} model folder {bare} has no tokenizer: it lacks tokenizer.json" in said
