@@ -99,7 +99,7 @@ def test_what_adaptation_bought_says_nothing_when_it_is_nothing():
             lane_record("sage-frozen", 2, (0.5, 0.5), 5, seconds=2.01)]  # fmt: skip
     nothing = adaptation_bought(sage, same, 0.85)
     assert nothing is not None and nothing.delta_tau == 0 and nothing.delta_seconds == pytest.approx(-0.01)
-    assert "nothing measurable" in nothing.sentence() and "α = 0.85" in nothing.sentence()
+    assert "nothing measurable" in nothing.sentence() and "α held at 0.85" in nothing.sentence()
     worse = [lane_record("sage-frozen", 1, (0.5, 0.5), 3, seconds=1.5),
              lane_record("sage-frozen", 2, (0.5, 0.5), 3, seconds=3.0)]  # fmt: skip
     bought = adaptation_bought(sage, worse)
