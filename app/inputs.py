@@ -29,7 +29,7 @@ from sage_core.config import (
 )
 from sage_core.errors import ConfigError
 from sage_core.media import VIDEO_SUFFIXES
-from sage_core.methods import MethodSpec, form_settings, is_method, method_names, specs
+from sage_core.methods import MethodSpec, form_settings, is_method, registered_names, specs
 
 from .race import Choice, RaceRequest, order_methods, resolve_prune_ratio
 
@@ -119,9 +119,12 @@ LAST_FIELDS: dict[str, Any] = {"prune_choice": "off", "prune_chosen": 0.5, "temp
 
 def race_defaults() -> dict[str, Any]:
     """Every race input by name, in the order the page sends them (`Page.race_inputs`) and the API names them,
-    with its default: the common ones, then every registered method's settings (`MethodSpec.controls`)."""
-    settings = {s.name: getattr(spec.default_settings(), s.field) for spec, s in form_settings()}
-    return {**FIRST_FIELDS, **settings, **LAST_FIELDS}
+    with its default: the common ones, with the settings of the methods raced by default among them and
+    every other registered method's settings (`MethodSpec.controls`) after them (the positions API callers
+    knew stay)."""
+    early = {s.name: getattr(spec.default_settings(), s.field) for spec, s in form_settings() if spec.in_race}
+    late = {s.name: getattr(spec.default_settings(), s.field) for spec, s in form_settings() if not spec.in_race}
+    return {**FIRST_FIELDS, **early, **LAST_FIELDS, **late}
 
 
 def race_fields() -> tuple[str, ...]:
@@ -230,7 +233,7 @@ def check_methods(methods: object) -> tuple[str, ...]:
         raise InputProblem("methods must be a list of method names")
     unknown = [m for m in methods if not is_method(m)]
     if unknown:
-        raise InputProblem(f"unknown method {shown(unknown[0])}; choose from {', '.join(method_names())}")
+        raise InputProblem(f"unknown method {shown(unknown[0])}; choose from {', '.join(registered_names())}")
     chosen = order_methods(methods)
     if len(chosen) < 2:
         raise InputProblem("pick at least two methods to race (SAGE and the static tree by default)")

@@ -14,7 +14,7 @@ import gradio as gr
 from sage_core.config import MAX_TEMPERATURE
 from sage_core.methods import RACE_DEFAULT, MethodSpec, Setting, specs
 
-from .inputs import DEFAULT_PROMPT, Example, Limits, old_field_names
+from .inputs import DEFAULT_PROMPT, Example, Limits, old_field_names, race_fields
 from .pruning_panel import draft_view_outputs, pruning_controls
 from .render import CSS, badge_html, race_html, status_html
 from .sketch import sketch_pad
@@ -143,15 +143,15 @@ def setting_control(spec: MethodSpec, setting: Setting) -> Any:
     return gr.Slider(setting.low, setting.high, value=value, step=step, label=setting.label)
 
 
-def settings_controls() -> tuple[Any, ...]:
-    """Every registered method's settings as controls, two to a row, in `race_fields()` order."""
-    controls: list[Any] = []
+def settings_controls() -> dict[str, Any]:
+    """Every registered method's settings as controls by setting name, method by method, two to a row."""
+    controls: dict[str, Any] = {}
     for spec in specs():
         shown = [s for s in spec.controls if s.form]
         for pair in range(0, len(shown), 2):
             with gr.Row():
-                controls += [lenient(setting_control(spec, s)) for s in shown[pair : pair + 2]]
-    return tuple(controls)
+                controls |= {s.name: lenient(setting_control(spec, s)) for s in shown[pair : pair + 2]}
+    return controls
 
 
 def _html(value: str = "", **kwargs: Any) -> gr.HTML:
@@ -179,7 +179,7 @@ class Page:
     seed: gr.Number
     prune_choice: gr.Radio
     prune_chosen: gr.Slider
-    settings: tuple[Any, ...]  # every method's settings (`MethodSpec.controls`), in `race_fields()` order
+    settings: dict[str, Any]  # every method's settings (`MethodSpec.controls`) by setting name
     custom_target: gr.Textbox
     custom_draft: gr.Textbox
     trace_in: gr.File
@@ -210,10 +210,14 @@ class Page:
 
     @property
     def race_inputs(self) -> list[Any]:
-        """The race's inputs, in the order of the API's parameters."""
-        return [self.image, self.video, self.prompt, self.pair, self.custom_target, self.custom_draft,
-                self.methods, self.max_new, *self.settings, self.prune_choice, self.prune_chosen, self.temperature,
-                self.seed]  # fmt: skip
+        """The race's inputs, in the order of the API's parameters (`inputs.race_fields()`)."""
+        named = {
+            "image": self.image, "video": self.video, "prompt": self.prompt, "pair": self.pair,
+            "custom_target": self.custom_target, "custom_draft": self.custom_draft, "methods": self.methods,
+            "max_new_tokens": self.max_new, "prune_choice": self.prune_choice, "prune_chosen": self.prune_chosen,
+            "temperature": self.temperature, "seed": self.seed, **self.settings,
+        }  # fmt: skip
+        return [named[name] for name in race_fields()]
 
     @property
     def view(self) -> list[Any]:

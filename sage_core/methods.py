@@ -217,6 +217,11 @@ BUILTIN: tuple[MethodSpec, ...] = (
                0, drafts=True, proposer=_sage_proposer, pruned_label="SAGE + pruning", in_race=True,
                settings=SageConfig, controls=SAGE_CONTROLS, settings_title="SAGE policy (paper defaults)",
                settings_field="sage", explainer="sage"),
+    MethodSpec("dynamic", "Dynamic tree (EAGLE-2)", "Dynamic", "EAGLE-2's tree: best cumulative probability, reranked",
+               "#ca8a04", 1, drafts=True, proposer=_dynamic_proposer, pruned_label="Dynamic tree + pruning",
+               settings=DynamicConfig, controls=DYNAMIC_CONTROLS,
+               settings_title="dynamic tree, --method dynamic (EAGLE-2's defaults)", settings_field="dynamic",
+               explainer="rerank"),
     MethodSpec("sage-frozen", "SAGE, α frozen (no adaptation)", "SAGE-frozen",
                "SAGE's policy with α held fixed for the whole answer (ablation)", "#c4b5fd", 0, drafts=True,
                proposer=_frozen_proposer, pruned_label="SAGE-frozen + pruning", settings=FrozenSageConfig,
@@ -229,11 +234,6 @@ BUILTIN: tuple[MethodSpec, ...] = (
                "SAGE's node count, best cumulative probability first, no entropy shaping (ablation)", "#16a34a", 1,
                drafts=True, proposer=_best_first_proposer, pruned_label="Best-first + pruning", explainer="rerank",
                describe=_best_first_round, ablation=True),
-    MethodSpec("dynamic", "Dynamic tree (EAGLE-2)", "Dynamic", "EAGLE-2's tree: best cumulative probability, reranked",
-               "#ca8a04", 1, drafts=True, proposer=_dynamic_proposer, pruned_label="Dynamic tree + pruning",
-               settings=DynamicConfig, controls=DYNAMIC_CONTROLS,
-               settings_title="dynamic tree, --method dynamic (EAGLE-2's defaults)", settings_field="dynamic",
-               explainer="rerank"),
 )  # fmt: skip
 
 # The registry: process-wide, filled at import with the built-in methods; `register` adds one.
@@ -298,20 +298,27 @@ def method_names() -> tuple[Method, ...]:
     return tuple(s.name for s in specs())
 
 
+def registered_names() -> tuple[Method, ...]:
+    """Every registered method's name in the order they were registered (the built-in ones first): the order
+    the refusals list them in."""
+    return tuple(_BY_NAME)
+
+
 def drafting_methods() -> tuple[Method, ...]:
     return tuple(s.name for s in specs() if s.drafts)
 
 
 def form_settings() -> list[tuple[MethodSpec, Setting]]:
-    """The settings every race form carries (app controls and /race fields), method by method."""
-    return [(spec, setting) for spec in specs() for setting in spec.controls if setting.form]
+    """The settings every race form carries (app controls and /race fields), method by method in the order
+    the methods were registered (the built-in ones first), so a new method's fields come after the others'."""
+    return [(spec, setting) for spec in _BY_NAME.values() for setting in spec.controls if setting.form]
 
 
 def method_spec(name: str) -> MethodSpec:
     """The registry entry of `name`; one clear ConfigError for an unknown method."""
     spec = _BY_NAME.get(name) if isinstance(name, str) else None
     if spec is None:
-        raise ConfigError(f"unknown method {shown(name)}; choose one of {', '.join(method_names())}")
+        raise ConfigError(f"unknown method {shown(name)}; choose one of {', '.join(registered_names())}")
     return spec
 
 

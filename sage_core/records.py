@@ -32,7 +32,7 @@ from .config import (
     with_current_names,
 )
 from .errors import ConfigError, TraceError
-from .methods import is_method, method_names, method_spec
+from .methods import is_method, method_spec, registered_names
 from .trees import Tree
 
 TRACE_FORMAT = "sage-trace/1"
@@ -414,7 +414,7 @@ def header_problem(header: RunHeader) -> str | None:
     if not all(is_text(t) for t in texts):
         return "its names, prompt and devices must be text (valid Unicode)"
     if not is_method(header.method):
-        return f"unknown method {header.method!r}; known: {', '.join(method_names())}"
+        return f"unknown method {header.method!r}; known: {', '.join(registered_names())}"
     if not _is_int(header.max_new_tokens, 1) or not _is_int(header.prompt_tokens):
         return "its token counts must be whole numbers"
     if not isinstance(header.sage, dict):
