@@ -124,14 +124,11 @@ class DecodeConfig:
     method_settings: tuple[tuple[str, Any], ...] = ()
 
     def __post_init__(self) -> None:
-        spec = method_spec(self.method)  # one clear error for an unknown method
+        method_spec(self.method)  # one clear error for an unknown method
         for name, settings in self.method_settings:
-            owner = method_spec(name)
-            if owner.settings is None or not isinstance(settings, owner.settings):
-                raise ConfigError(
-                    f"the settings given for {name!r} are not its {getattr(owner.settings, '__name__', 'settings')}"
-                )
-        del spec
+            kind = method_spec(name).settings
+            if kind is None or not isinstance(settings, kind):
+                raise ConfigError(f"the settings given for {name!r} are not the ones its registry entry names")
         if self.backend not in BACKENDS:
             raise ConfigError(f"unknown backend {self.backend!r}; choose one of {', '.join(BACKENDS)}")
         check_prune_ratio(self.prune_ratio)

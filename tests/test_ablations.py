@@ -154,3 +154,19 @@ def test_the_lanes_are_registry_methods_off_by_default() -> None:
         assert spec.ablation and not spec.in_race and spec.drafts
     with pytest.raises(ConfigError, match=r"sage-frozen's α must be a number in \[0, 1\], not 1.5"):
         method_spec("sage-frozen").settings_from({"frozen_alpha": "1.5"})
+
+
+def test_a_configuration_carries_each_methods_settings_where_its_entry_says():
+    from sage_core.decode import _cache_reserve
+    from sage_core.proposers import make_proposer
+
+    config = DecodeConfig("sage-frozen", 16).with_settings(
+        {"sage": SageConfig(depth_max=6), "sage-frozen": FrozenSageConfig(0.5)}
+    )
+    assert config.sage.depth_max == 6 and config.settings_for().alpha == 0.5
+    assert config.settings_for("best-first") is None and config.settings_for("dynamic") == config.dynamic
+    with pytest.raises(ConfigError, match="not the ones its registry entry names"):
+        DecodeConfig("sage", method_settings=(("sage-frozen", SageConfig()),))
+    chain, sage = make_proposer(DecodeConfig("chain", 16)), make_proposer(DecodeConfig("sage", 16))
+    assert _cache_reserve(16, chain) == 16 + 5 + 1 + 5 + 1  # the chain's 5 nodes, 5 deep
+    assert _cache_reserve(16, sage) == 16 + 64 + 1 + 10 + 1  # SAGE's node budget, depth_max_limit
