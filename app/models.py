@@ -320,7 +320,7 @@ def warm_up(pair: ModelPair) -> CostCurve | None:
     (None when SAGE_APP_COST_CURVE is off: the app then shows no curve and no predicted speedups)."""
     media = image_media(Image.new("RGB", (112, 112), (255, 255, 255)), "warm-up")
     for method, tokens in (("sage", 4), ("ar", 2)):
-        decode(pair, media, WARM_UP_PROMPT, DecodeConfig(method=method, max_new_tokens=tokens)).run_to_end()  # type: ignore[arg-type]
+        decode(pair, media, WARM_UP_PROMPT, DecodeConfig(method=method, max_new_tokens=tokens)).run_to_end()
     return measure_warm_costs(pair) if cost_curve_wanted() else None
 
 

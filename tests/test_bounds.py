@@ -176,7 +176,11 @@ def test_values_gradios_components_refuse_reach_the_handlers_sentence(url, clien
     for index, value, expected in (
         (14, "zz", "unknown pruning choice 'zz'; use off, paper or chosen"),
         (15, "x", "the pruning ratio must be a number in [0, 1), not 'x'"),
-        (6, ["sage", "beam"], "unknown method 'beam'; choose from ar, chain, static, sage, dynamic"),
+        (
+            6,
+            ["sage", "beam"],
+            "unknown method 'beam'; choose from ar, chain, static, sage, dynamic, sage-frozen, best-first",
+        ),
     ):
         inputs = {"prune_choice": "chosen"} if index == 15 else {}
         request = api_inputs(example, "max_new_tokens", 3) | inputs

@@ -294,7 +294,7 @@ def exact_reference(tiny_root, image) -> dict[Tokens, float]:
     return exact
 
 
-@pytest.mark.parametrize("method", ["chain", "static", "sage", "dynamic"])
+@pytest.mark.parametrize("method", ["chain", "static", "sage", "dynamic", "sage-frozen", "best-first"])
 def test_decoding_samples_exactly_as_the_target(oracle, exact_reference, method):
     """1,000 runs of the decode loop: the first three tokens are distributed as the target's own sampling."""
     counts = decode_counts(oracle, method, RUNS)
@@ -337,7 +337,7 @@ def test_warper_processes_logits_exactly_as_generate(tiny_root, image, settings,
         assert torch.equal(mine[kept], processed[kept])
 
 
-@pytest.mark.parametrize("method", ["ar", "chain", "static", "sage", "dynamic"])
+@pytest.mark.parametrize("method", ["ar", "chain", "static", "sage", "dynamic", "sage-frozen", "best-first"])
 def test_sampling_from_a_point_mass_is_greedy_decoding(tiny_root, image, method):
     """top-k 1 leaves one token: the sampling verifier, on the real caches, must give greedy generate's tokens."""
     pair = _real_pair(str(tiny_root))
@@ -400,11 +400,11 @@ def test_a_sampled_race_says_exact_in_distribution_and_a_greedy_one_stays_lossle
     from app import render
     from app.handlers import last
     from app.inputs import sampling_settings
-    from app.race import race_steps
+    from app.race import RaceRequest, race_steps
 
     pair = _real_pair(str(tiny_root))
     sampling = sampling_settings(0.8, 4)
-    data = last(race_steps(pair, image, PROMPT, ["sage", "static"], 12, SageConfig(), sampling=sampling))
+    data = last(race_steps(pair, RaceRequest(image, PROMPT, ("sage", "static"), 12, sampling=sampling)))
     recorded = {"temperature": 0.8, "top_p": 1.0, "top_k": 50, "seed": 4}
     assert all(lane.header.sampling == recorded for lane in data.lanes)
     html = render.badge_html(data)
@@ -420,7 +420,7 @@ def test_a_sampled_race_says_exact_in_distribution_and_a_greedy_one_stays_lossle
     first = lane.records[step].accept_probs[0]
     assert any(f"acceptance probability {first:.3f}" in h for h in hovers)
     greedy = last(
-        race_steps(pair, image, PROMPT, ["sage", "static"], 12, SageConfig(), sampling=sampling_settings(0, 4))
+        race_steps(pair, RaceRequest(image, PROMPT, ("sage", "static"), 12, sampling=sampling_settings(0, 4)))
     )
     assert "Lossless" in render.badge_html(greedy) and "identical" in render.badge_html(greedy)
     with pytest.raises(ConfigError, match="temperature"):
