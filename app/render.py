@@ -38,8 +38,8 @@ CSS = """
   white-space: pre-wrap; word-break: break-word; max-height: 260px; overflow-y: auto; color: #0f172a; }
 .sage-step { border-left: 2px solid #94a3b8; padding-left: 1px; margin-left: 2px; }
 .sage-tok { border-radius: 3px; padding: 1px 0; }
-.sage-tok.d { background: #dcfce7; color: #14532d; }
-.sage-tok.b { background: #ffedd5; color: #9a3412; font-weight: 700; }
+.sage-tok.d { background: #d5f0e6; color: #00573f; }
+.sage-tok.b { background: #fdecc0; color: #6b4500; font-weight: 700; }
 .sage-legend { font-size: 12px; color: #475569; margin: 2px 0 8px 0; }
 .sage-legend .sage-tok { padding: 1px 4px; }
 .sage-badge { border-radius: 10px; padding: 10px 14px; font-size: 15px; font-weight: 600; }

@@ -26,7 +26,7 @@ class MethodSpec:
     label: str  # for people: "SD-Tree (static 25-node tree)"
     short: str  # a column heading: "SD-Tree"
     subtitle: str  # one line under the heading
-    colour: str  # one colour per method, everywhere (race columns, plots)
+    colour: str  # one colour per method, everywhere (race columns, plots); Okabe-Ito, see app/palette.py
     order: int  # column order: SAGE first, then its rivals, plain decoding last
     drafts: bool  # whether it uses the draft model (plain decoding does not)
     pruned_label: str = ""  # its name with draft-side visual token pruning ("" when it has no draft)
@@ -36,17 +36,17 @@ class MethodSpec:
 
 
 REGISTRY: tuple[MethodSpec, ...] = (
-    MethodSpec("ar", "Plain decoding (AR)", "Plain AR", "the target alone, one token per forward", "#6b7280", 4,
+    MethodSpec("ar", "Plain decoding (AR)", "Plain AR", "the target alone, one token per forward", "#000000", 4,
                drafts=False),
-    MethodSpec("chain", "SD-Chain (5 tokens)", "SD-Chain", "a chain of 5 draft tokens", "#db2777", 3, drafts=True,
+    MethodSpec("chain", "SD-Chain (5 tokens)", "SD-Chain", "a chain of 5 draft tokens", "#CC79A7", 3, drafts=True,
                pruned_label="SD-Chain + pruning", template=CHAIN_TREE),
     MethodSpec("static", "SD-Tree (static 25-node tree)", "SD-Tree", "static 25-node tree (SpecVLM / EAGLE-1)",
-               "#0e7490", 2, drafts=True, pruned_label="SD-Tree + pruning (SpecVLM)", template=STATIC_TREE,
+               "#0072B2", 2, drafts=True, pruned_label="SD-Tree + pruning (SpecVLM)", template=STATIC_TREE,
                in_race=True),
-    MethodSpec("sage", "SAGE (adaptive tree)", "SAGE", "adaptive tree, shaped by the draft's confidence", "#7c3aed",
+    MethodSpec("sage", "SAGE (adaptive tree)", "SAGE", "adaptive tree, shaped by the draft's confidence", "#D55E00",
                0, drafts=True, pruned_label="SAGE + pruning", in_race=True, settings="sage"),
     MethodSpec("dynamic", "Dynamic tree (EAGLE-2)", "Dynamic", "EAGLE-2's tree: best cumulative probability, reranked",
-               "#ca8a04", 1, drafts=True, pruned_label="Dynamic tree + pruning", settings="dynamic"),
+               "#009E73", 1, drafts=True, pruned_label="Dynamic tree + pruning", settings="dynamic"),
 )  # fmt: skip
 
 _BY_NAME: dict[str, MethodSpec] = {spec.name: spec for spec in REGISTRY}

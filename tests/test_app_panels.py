@@ -76,7 +76,9 @@ def test_confidence_figure_shows_entropy_alpha_and_the_planned_shape():
     assert list(named["entropy H (nats)"].y) == [0.4, 1.5]
     assert list(named["confidence α"].y) == [0.8, 0.3]
     assert list(named["D(α)"].y) == [7, 5]
-    assert list(named["W(α)"].y) == [4, 7]
+    assert list(named["W(α) planned"].y) == [4, 7]
+    sage = [r for r in lanes["sage"] if r.phase == "decode" and r.planned_depth is not None]
+    assert list(named["root width drawn"].y) == [r.root_width for r in sage]
     without = panels.confidence_figure({"static": lanes["static"], "ar": ar_records()})
     assert "not in this race" in without.layout.annotations[0].text
 
@@ -138,6 +140,52 @@ def test_the_tree_panel_draws_the_cut_candidates_and_panel_one_the_window():
     confidence = panels.confidence_figure({"sage": [r if r is not step else cut for r in records]})
     window = next(t for t in confidence.data if t.name == "window mean τ")
     assert list(window.y) == [2.5] and "D_max holds" in window.text[0]
+
+
+def _font_sizes(node, inside_font: bool = False):
+    """Every font size in a figure's JSON (titles, ticks, legends, annotations, trace texts)."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "size" and inside_font:
+                yield from (value if isinstance(value, list) else [value])
+            else:
+                yield from _font_sizes(value, key.endswith("font"))
+    elif isinstance(node, list):
+        for item in node:
+            yield from _font_sizes(item, inside_font)
+
+
+def test_every_panel_text_is_at_least_the_talk_views_size():
+    data = synthetic_race()
+    records = data.records_by_method()
+    figures = panels.all_figures(records, data.token_texts, "sage")
+    figures["empty"] = panels.confidence_figure({})
+    for name, fig in figures.items():
+        layout = json.loads(fig.to_json())
+        sizes = list(_font_sizes(layout))
+        assert sizes, f"{name}: no font sizes found"
+        assert min(sizes) >= panels.TEXT_PX >= 14, (name, sorted(set(sizes)))
+        assert layout["layout"]["font"]["size"] >= 14
+
+
+def test_panel_one_says_why_the_root_is_narrower_than_planned():
+    records = list(sage_records())
+    step = next(r for r in records if r.phase == "decode" and r.planned_width is not None)
+    planned = step.root_width + 2
+    cut = replace(step, planned_width=planned, cut_parents=(-1, -1, 0), cut_tokens=(901, 902, 903),
+                  cut_probs=(0.05, 0.01, 0.2), cut_rules=("threshold", "budget", "width"))  # fmt: skip
+    note = panels.width_note(cut)
+    assert f"W(α) planned {planned}, root width drawn {step.root_width}" in note
+    assert "2 of the root's" in note and "1 by threshold" in note and "1 by budget" in note
+    assert "cut" not in panels.width_note(replace(step, planned_width=step.root_width))
+
+
+def test_panel_one_labels_its_window_row_before_the_window_closes():
+    records = [replace(r, window_mean=None) for r in sage_records()]
+    fig = panels.confidence_figure({"sage": records})
+    texts = [a.text for a in fig.layout.annotations]
+    assert any("its mean τ appears when it closes" in t for t in texts), texts
+    assert any("D_max falls" in t for t in texts) and any("D_max rises" in t for t in texts)
 
 
 # -- HTML -----------------------------------------------------------------------------
