@@ -1,12 +1,12 @@
 """The five Plotly panels, as pure functions of round records.
 
 1. `confidence_figure`: each SAGE round's draft entropy and confidence alpha,
-   the depth D(alpha) and root width W(alpha) planned from them, and the
-   acceptance window's mean wherever it closed (and moved D_max or not).
-2. `shape_figure`: the tree shape per round (depth, root width, node count),
-   SAGE against the static baseline.
-3. `tree_figure`: one round's draft tree, tokens on the nodes, the accepted
+   the depth D(alpha) and root width W(alpha) planned from them (and the root
+   width drawn), and the acceptance window's mean wherever it closed.
+2. `tree_figure`: one round's draft tree, tokens on the nodes, the accepted
    path and the bonus token highlighted, the candidates the policy cut greyed.
+3. `shape_figure`: the tree shape per round (depth, root width, node count),
+   SAGE against the static baseline.
 4. `accepted_figure`: accepted length tau per round (bonus excluded).
 5. `race_figure`: tokens against each side's own wall time: the race.
 
@@ -38,7 +38,7 @@ from .render import LaneFigures, display_token, lead_method, speedups_of
 
 Lanes = Mapping[str, Sequence[RoundRecord]]
 
-HEIGHT = 320
+HEIGHT = 280  # a panel's plot area and axes; its title and legend get their own room on top
 #: Every text in a panel is at least this large (legible from the back of a room; the talk view's promise).
 TEXT_PX = 14
 FONT = dict(family="Inter, system-ui, sans-serif", size=TEXT_PX, color="#1e293b")
@@ -95,21 +95,46 @@ def series_style(series: Series, shape: str = "linear") -> dict[str, Any]:
     )
 
 
+#: The width a panel is laid out for when its legend's rows are counted (a phone's is narrower: more rows).
+LEGEND_WIDTH = 420
+TITLE_LINE_PX = 22
+LEGEND_ROW_PX = 22
+
+
+def legend_rows(fig: go.Figure) -> int:
+    """How many rows the horizontal legend takes at `LEGEND_WIDTH` (about 9 px a character, 50 per entry)."""
+    names = [t.name for t in fig.data if t.name and t.showlegend is not False]
+    if not names:
+        return 0
+    rows, used = 1, 0
+    for name in names:
+        width = 50 + 9 * len(name)
+        if used and used + width > LEGEND_WIDTH:
+            rows, used = rows + 1, 0
+        used += width
+    return rows
+
+
 def _layout(fig: go.Figure, title: str, height: int = HEIGHT, replay: bool = False) -> go.Figure:
+    """Title lines on top, the legend's rows below them, then the plot: the top margin holds both, so
+    neither overlaps the other (a replay's title says so on a line of its own)."""
     if replay:
-        title += "  <span style='color:#b45309'>(replay)</span>"
+        title += "<br><span style='color:#8a5a00;font-size:14px'>(replay) a recorded race, not run now</span>"
+    rows = legend_rows(fig)
+    top = 24 + TITLE_LINE_PX * (title.count("<br>") + 1) + LEGEND_ROW_PX * rows
     fig.update_layout(
         title=dict(
-            text=title, x=0.01, xanchor="left", y=0.995, yref="container", yanchor="top", font=dict(size=TEXT_PX + 2)
+            text=title, x=0.01, xanchor="left", y=1.0, pad=dict(t=16), yref="container", yanchor="top",
+            font=dict(size=TEXT_PX + 2),
         ),
-        height=height,
-        margin=dict(l=56, r=16, t=84, b=48),
+        height=height + top,
+        margin=dict(l=56, r=16, t=top, b=48),
         template="plotly_white",
         font=FONT,
-        # Below the title, from the left: a wrapped legend grows downwards, never over the title.
-        legend=dict(orientation="h", yanchor="bottom", y=1.01, xanchor="left", x=0.0, font=dict(size=TEXT_PX)),
+        showlegend=rows > 0,
+        legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="left", x=0.0, font=dict(size=TEXT_PX)),
         hovermode="closest",
-    )
+    )  # fmt: skip
     return fig
 
 
@@ -140,25 +165,25 @@ def _drafting(lanes: Lanes) -> dict[str, list[RoundRecord]]:
 
 
 def confidence_figure(lanes: Lanes, replay: bool = False, sage: SageConfig | None = None) -> go.Figure:
-    title = "① SAGE: entropy H, confidence α → depth D(α), width W(α)"
+    title = "① SAGE: entropy H, confidence α<br>→ tree depth D(α), root width W(α)"
     steps = [r for r in _decode_steps(lanes.get("sage", ())) if r.alpha is not None]
     if not steps:
         message = "waiting for SAGE's first round" if "sage" in lanes else "SAGE is not in this race"
         return _empty(title, message, replay=replay)
     fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.08, row_heights=[0.4, 0.35, 0.25])
     x = [r.round for r in steps]
-    fig.add_trace(go.Scatter(x=x, y=[r.entropy for r in steps], name="entropy H (nats)", mode="lines+markers",
+    fig.add_trace(go.Scatter(x=x, y=[r.entropy for r in steps], name="H", mode="lines+markers",
                              **series_style(SERIES["entropy"])), row=1, col=1)  # fmt: skip
-    fig.add_trace(go.Scatter(x=x, y=[r.alpha for r in steps], name="confidence α", mode="lines+markers",
+    fig.add_trace(go.Scatter(x=x, y=[r.alpha for r in steps], name="α", mode="lines+markers",
                              **series_style(SERIES["alpha"])), row=1, col=1)  # fmt: skip
     planned = [r for r in steps if r.planned_depth is not None]
     px = [r.round for r in planned]
     fig.add_trace(go.Scatter(x=px, y=[r.planned_depth for r in planned], name="D(α)", mode="lines+markers",
                              **series_style(SERIES["depth"], "hv")), row=2, col=1)  # fmt: skip
-    fig.add_trace(go.Scatter(x=px, y=[r.planned_width for r in planned], name="W(α) planned", mode="lines+markers",
+    fig.add_trace(go.Scatter(x=px, y=[r.planned_width for r in planned], name="W(α)", mode="lines+markers",
                              **series_style(SERIES["width"], "hv")), row=2, col=1)  # fmt: skip
     fig.add_trace(
-        go.Scatter(x=px, y=[r.root_width for r in planned], name="root width drawn", mode="markers",
+        go.Scatter(x=px, y=[r.root_width for r in planned], name="root width", mode="markers",
                    marker=dict(color=SERIES["width"].colour, symbol="square-open", size=12, line=dict(width=2)),
                    hovertext=[width_note(r) for r in planned], hoverinfo="text"),
         row=2, col=1,
@@ -168,10 +193,10 @@ def confidence_figure(lanes: Lanes, replay: bool = False, sage: SageConfig | Non
                   row=2, col=1)  # fmt: skip
     _window_row(fig, steps, sage or SageConfig())
     fig.update_yaxes(title_text="H, α", row=1, col=1, rangemode="tozero")
-    fig.update_yaxes(title_text="depth, width", row=2, col=1, rangemode="tozero")
+    fig.update_yaxes(title_text="D, W", row=2, col=1, rangemode="tozero")
     fig.update_xaxes(title_text="round", row=3, col=1)
     _round_ticks(fig, steps)
-    return _layout(fig, title, height=HEIGHT + 180, replay=replay)
+    return _layout(fig, title, height=HEIGHT + 120, replay=replay)
 
 
 def width_note(record: RoundRecord) -> str:
@@ -189,23 +214,25 @@ def _window_row(fig: go.Figure, steps: Sequence[RoundRecord], sage: SageConfig) 
     """Row 3: the acceptance window's mean when it closed, against the paper's thresholds, and each D_max move."""
     closed = [r for r in steps if r.window_mean is not None]
     x = [r.round for r in steps]
-    for level, name, dash in (
-        (sage.lower_below, "below: D_max falls", "dash"),
-        (sage.raise_above, "above: D_max rises", "dot"),
+    for level, name, dash, side in (
+        (sage.lower_below, "below: D_max falls", "dash", "left"),
+        (sage.raise_above, "above: D_max rises", "dot", "right"),
     ):
         fig.add_trace(go.Scatter(x=[min(x), max(x)], y=[level, level], mode="lines", name=f"{level:g}: {name}",
                                  line=dict(color=GREY, dash=dash, width=1.5), hoverinfo="name",
                                  showlegend=False), row=3, col=1)  # fmt: skip
-        fig.add_annotation(x=max(x), y=level, text=f"{level:g} ({name})", showarrow=False, xanchor="right",
-                           yanchor="bottom", font=dict(size=TEXT_PX, color="#475569"), row=3, col=1)  # fmt: skip
+        fig.add_annotation(x=max(x) if side == "right" else min(x), y=level, text=f"{level:g} ({name})",
+                           showarrow=False, xanchor=side, yanchor="bottom" if side == "right" else "top",
+                           font=dict(size=TEXT_PX, color="#475569"), row=3, col=1)  # fmt: skip
     if not closed:
-        fig.add_annotation(x=min(x), y=0.3, xanchor="left", yanchor="bottom", showarrow=False,
+        fig.add_annotation(x=(min(x) + max(x)) / 2, y=0.05, xanchor="center", yanchor="bottom", showarrow=False,
                            text=f"window of {sage.window} rounds: its mean τ appears when it closes",
                            font=dict(size=TEXT_PX, color="#475569"), row=3, col=1)  # fmt: skip
     window = SERIES["window"]
     fig.add_trace(
         go.Scatter(
-            x=[r.round for r in closed], y=[r.window_mean for r in closed], mode="markers+text", name="window mean τ",
+            x=[r.round for r in closed], y=[r.window_mean for r in closed], mode="markers+text", name="mean τ",
+            showlegend=False,
             marker=dict(size=11, color=window.colour, symbol=window.marker),
             text=[_move_text(r) for r in closed], textposition="top center", textfont=dict(size=TEXT_PX),
             hovertext=[f"round {r.round}: mean τ of the last {sage.window} rounds = {r.window_mean:.2f}<br>"
@@ -216,7 +243,7 @@ def _window_row(fig: go.Figure, steps: Sequence[RoundRecord], sage: SageConfig) 
         row=3, col=1,
     )  # fmt: skip
     top = max([sage.raise_above + 1, *(r.window_mean or 0.0 for r in closed)])
-    fig.update_yaxes(title_text=f"mean τ of {sage.window}", row=3, col=1, range=[0, top + 0.8])
+    fig.update_yaxes(title_text="mean τ", row=3, col=1, range=[0, top + 0.8])
 
 
 def _move_text(record: RoundRecord) -> str:
@@ -225,14 +252,14 @@ def _move_text(record: RoundRecord) -> str:
     return f"D_max {record.depth_max}→{record.next_depth_max}"
 
 
-# -- 2. tree shape per round ------------------------------------------------------------
+# -- 3. tree shape per round ------------------------------------------------------------
 
 
 SHAPE_ROWS = (("depth", "depth"), ("root_width", "root width"), ("node_count", "nodes"))
 
 
 def shape_figure(lanes: Lanes, replay: bool = False) -> go.Figure:
-    title = "② Tree shape per round: depth, root width, nodes"
+    title = "③ Tree shape per round"
     drafting = {m: rs for m, rs in _drafting(lanes).items() if rs}
     if not drafting:
         return _empty(title, "no draft trees yet", replay=replay)
@@ -252,10 +279,10 @@ def shape_figure(lanes: Lanes, replay: bool = False) -> go.Figure:
         fig.update_yaxes(title_text=label, row=row, col=1, rangemode="tozero")
     fig.update_xaxes(title_text="round", row=3, col=1)
     _round_ticks(fig, [r for rs in drafting.values() for r in rs])
-    return _layout(fig, title, height=HEIGHT + 100, replay=replay)
+    return _layout(fig, title, height=HEIGHT + 40, replay=replay)
 
 
-# -- 3. one round's draft tree -------------------------------------------------------------
+# -- 2. one round's draft tree -------------------------------------------------------------
 
 
 def tree_layout(parents: Sequence[int]) -> list[float]:
@@ -302,10 +329,10 @@ def tree_figure(
 ) -> go.Figure:
     label = short_label(method)
     if step == 0:
-        return _empty(f"③ Draft tree ({label})", "round 0 is the prefill: no draft tree", replay=replay)
+        return _empty(f"② Draft tree ({label})", "round 0 is the prefill: no draft tree", replay=replay)
     record = pick_round(records, step)
     if record is None or not record.tree_tokens:
-        return _empty(f"③ Draft tree ({label})", "no draft tree yet", replay=replay)
+        return _empty(f"② Draft tree ({label})", "no draft tree yet", replay=replay)
     tree = record.tree
     by_round = {r.round: r for r in records}
     before = by_round.get(record.round - 1)
@@ -414,16 +441,17 @@ def tree_figure(
     leaves = max(ys) + 1 if ys else 1
     height = int(min(900, max(HEIGHT + 60, 120 + 24 * leaves)))
     deepest = max([tree.depth, bonus_x, *(x + 1 for x in (cut_x if cut else ()))])
-    fig.update_xaxes(title_text="depth", dtick=1, range=[-0.8, deepest + 1.2], zeroline=False)
+    fig.update_xaxes(title_text="depth", tickvals=list(range(int(deepest) + 1)), range=[-1.6, deepest + 1.4],
+                     zeroline=False)  # fmt: skip
     fig.update_yaxes(visible=False, autorange="reversed")
     ending = (
-        f" + <span style='color:{BONUS}'>bonus</span>"
+        " + <span style='color:#8a5a00'>bonus</span>"
         if bonus_emitted
-        else f" · output ended ({record.finish_reason}): no bonus"
+        else f" · ended ({record.finish_reason}): no bonus"
     )
     title = (
-        f"③ {label} draft tree, round {record.round}: {len(tree)} nodes, depth {tree.depth} · "
-        f"<span style='color:{ACCEPTED}'>accepted {record.accepted_length}</span>{ending}"
+        f"② {label} tree, round {record.round}: {len(tree)} nodes, depth {tree.depth}<br>"
+        f"<span style='color:#00573f'>accepted {record.accepted_length}</span>{ending}"
     )
     return _layout(fig, title, height=height, replay=replay)
 
@@ -432,7 +460,7 @@ def tree_figure(
 
 
 def accepted_figure(lanes: Lanes, replay: bool = False) -> go.Figure:
-    title = "④ Accepted draft tokens per round (τ, bonus excluded)"
+    title = "④ Accepted draft tokens τ per round"
     drafting = {m: rs for m, rs in _drafting(lanes).items() if rs}
     if not drafting:
         return _empty(title, "no verified rounds yet", replay=replay)
@@ -454,7 +482,7 @@ def accepted_figure(lanes: Lanes, replay: bool = False) -> go.Figure:
 
 
 def race_figure(lanes: Lanes, replay: bool = False) -> go.Figure:
-    title = "⑤ The race: tokens against each side's own time"
+    title = "⑤ The race: tokens against time"
     present = {m: rs for m, rs in lanes.items() if rs}
     if not present:
         return _empty(title, "the race has not started", replay=replay)
@@ -503,11 +531,11 @@ def all_figures(
     replay: bool = False,
     sage: SageConfig | None = None,
 ) -> dict[str, go.Figure]:
-    """The five panels by name, in the order the issue lists them (each downloads as a slide-sized PNG)."""
+    """The five panels by name, in the story's order ① to ⑤ (each downloads as a slide-sized PNG)."""
     figures = {
         "confidence": confidence_figure(lanes, replay, sage),
-        "shapes": shape_figure(lanes, replay),
         "tree": tree_figure(lanes.get(tree_method, ()), tree_round, token_texts, tree_method, replay),
+        "shapes": shape_figure(lanes, replay),
         "accepted": accepted_figure(lanes, replay),
         "race": race_figure(lanes, replay),
     }

@@ -29,7 +29,7 @@ from .boundary import guard, refusals_as_sentences
 from .handlers import TRACE_DIR, Handlers, Settings, Update, controls, last, save_trace_file
 from .inputs import Limits, RaceForm, load_examples
 from .landing import wire_landing
-from .page import KEYBOARD_JS, TITLE, Page, build_page, image_input
+from .page import HEAD, TITLE, Page, build_page, image_input
 from .pruning_panel import show_draft_view
 from .sketch import wire_sketch
 from .spaces_compat import ZERO_GPU, gpu, gpu_for_race, race_seconds
@@ -198,7 +198,7 @@ def queued(demo: gr.Blocks, limits: Limits | None = None) -> gr.Blocks:
 def launch_options(limits: Limits | None = None) -> dict[str, Any]:
     """What `launch` needs besides the address: Gradio refuses larger uploads before storing them."""
     limits = limits or Limits.from_env()
-    return {"max_file_size": limits.max_file_bytes, "head": KEYBOARD_JS}
+    return {"max_file_size": limits.max_file_bytes, "head": HEAD}
 
 
 __all__ = ["BUSY", "TRACE_DIR", "build_demo", "image_input", "last", "launch_options", "queued", "save_trace_file"]
