@@ -56,6 +56,8 @@ CSS = """
 .sage-status.info { background: #eff6ff; color: #1e3a8a; }
 .sage-status.error { background: #fee2e2; color: #7f1d1d; border: 1px solid #fca5a5; font-weight: 600; }
 .sage-status.replay { background: #fef3c7; color: #78350f; border: 1px solid #fcd34d; }
+.sage-why summary { cursor: pointer; font-size: 13px; color: #1e3a8a; }
+.sage-why { font-size: 13px; margin-top: 4px; }
 .sage-headline { font-size: 20px; font-weight: 700; color: #4c1d95; margin: 8px 0 2px 0; }
 """
 
@@ -395,7 +397,69 @@ def headline_html(data: RaceData | None) -> str:
         return ""
     parts = [f"{value:.2f}× vs {SHORT.get(m, m)}" for m, value in speedups_of(figures).items()]
     label = "SAGE speedup (replay)" if data.replay else "SAGE speedup"
-    return f"<div class='sage-headline'>{label}: {' · '.join(parts)}</div>"
+    when = "" if data.finished else (" when stopped" if data.stopped else " so far")
+    return f"<div class='sage-headline'>{label}{when}: {' · '.join(parts)}</div>"
+
+
+# -- when SAGE loses -----------------------------------------------------------------
+
+CPU_ECONOMICS = (
+    "On a CPU with a tiny pair, a draft forward costs a sizeable share of a target forward and a tree "
+    "verification costs more than a one-token step, so wall-time speedups stay well below the tokens per "
+    "target forward (and below 1× on one-sentence answers, where the prefill dominates); τ and tokens per "
+    "target forward are what carry over to a large target on a GPU."
+)
+
+
+def _round_costs(records: Sequence[RoundRecord]) -> tuple[float, float, float]:
+    """Mean ms per decode round, of which drafting, and tokens per round."""
+    rounds = [r for r in records if r.phase == "decode"]
+    if not rounds:
+        return 0.0, 0.0, 0.0
+    n = len(rounds)
+    return (
+        1000 * sum(r.round_seconds for r in rounds) / n,
+        1000 * sum(r.draft_seconds for r in rounds) / n,
+        sum(len(r.new_tokens) for r in rounds) / n,
+    )
+
+
+def loss_sentence(data: RaceData) -> str:
+    """When SAGE was slower than a rival: one sentence with the measured reason (its rounds' cost and yield
+    against the rival's, from the records); "" when it was not."""
+    figures = lane_figures(data)
+    if "sage" not in figures:
+        return ""
+    lost = {m: v for m, v in speedups_of(figures).items() if v < 1}
+    if not lost:
+        return ""
+    rival = min(lost, key=lambda m: lost[m])
+    sage_lane, rival_lane = data.lane("sage"), data.lane(rival)
+    assert sage_lane is not None and rival_lane is not None
+    (s_ms, s_draft, s_tokens), (r_ms, r_draft, r_tokens) = (
+        _round_costs(sage_lane.records),
+        _round_costs(rival_lane.records),
+    )
+    name = SHORT.get(rival, rival)
+    if not drafts(rival):
+        rival_part = f"{name}'s {r_ms:.1f} ms for {r_tokens:.2f}"
+    else:
+        rival_part = f"{name}'s {r_ms:.1f} ms ({r_draft:.1f} drafting) for {r_tokens:.2f}"
+    return (
+        f"SAGE was slower than {name} here ({lost[rival]:.2f}×): its rounds took {s_ms:.1f} ms "
+        f"({s_draft:.1f} drafting) for {s_tokens:.2f} tokens each, {rival_part}."
+    )
+
+
+def loss_html(data: RaceData, device: str | None) -> str:
+    """The loss sentence, and the long explanation folded behind a disclosure (on a CPU)."""
+    sentence = loss_sentence(data)
+    more = (
+        f"<details class='sage-why'><summary>Why speedups are small on a CPU</summary>{_esc(CPU_ECONOMICS)}</details>"
+        if device == "cpu"
+        else ""
+    )
+    return (f" <b>{_esc(sentence)}</b>" if sentence else "") + more
 
 
 # -- status ---------------------------------------------------------------------------

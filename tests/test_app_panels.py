@@ -214,6 +214,38 @@ def test_badge_shows_the_first_differing_token():
     assert "sage-badge bad" in html and "token 4" in html and "blue" in html and "id 99" in html
 
 
+def test_the_headline_says_so_far_until_the_race_ends():
+    data = synthetic_race()
+    assert data.finished
+    assert "so far" not in render.headline_html(data) and "SAGE speedup:" in render.headline_html(data)
+    running = RaceData(lanes=[Lane(lane.method, lane.header, lane.records[:2]) for lane in data.lanes],
+                       token_texts=data.token_texts)  # fmt: skip
+    assert not running.finished
+    assert "SAGE speedup so far:" in render.headline_html(running)
+    running.stopped = True
+    assert "SAGE speedup when stopped:" in render.headline_html(running)
+
+
+def test_when_sage_loses_one_sentence_gives_the_measured_reason_and_the_rest_is_folded():
+    data = synthetic_race()
+    assert render.loss_sentence(data) == ""  # SAGE won this one
+    slow = [replace(r, total_seconds=3 * r.total_seconds, round_seconds=3 * r.round_seconds,
+                    draft_seconds=3 * r.draft_seconds) for r in data.lane("sage").records]  # fmt: skip
+    lost = RaceData(lanes=[Lane("sage", header("sage"), slow), data.lanes[1]], token_texts=data.token_texts)
+    sentence = render.loss_sentence(lost)
+    rounds = [r for r in slow if r.phase == "decode"]
+    ms = 1000 * sum(r.round_seconds for r in rounds) / len(rounds)
+    drafting = 1000 * sum(r.draft_seconds for r in rounds) / len(rounds)
+    speedup = render.speedups_of(render.lane_figures(lost))["static"]
+    assert speedup < 1
+    assert sentence.startswith(f"SAGE was slower than SD-Tree here ({speedup:.2f}×)")
+    assert f"its rounds took {ms:.1f} ms ({drafting:.1f} drafting)" in sentence
+    assert len(sentence.split()) <= 40
+    folded = render.loss_html(lost, "cpu")
+    assert "<details" in folded and folded.index(sentence.split(":")[0]) < folded.index("<details")
+    assert "<details" not in render.loss_html(lost, "cuda")
+
+
 def test_badge_while_racing_compares_the_common_prefix():
     data = synthetic_race()
     data.lane("static").records[:] = data.lane("static").records[:2]
