@@ -447,10 +447,10 @@ def tree_figure(
     ending = (
         " + <span style='color:#8a5a00'>bonus</span>"
         if bonus_emitted
-        else f" · ended ({record.finish_reason}): no bonus"
+        else f"<br>ended ({record.finish_reason}): no bonus"
     )
     title = (
-        f"② {label} tree, round {record.round}: {len(tree)} nodes, depth {tree.depth}<br>"
+        f"② {label} draft tree, round {record.round}:<br>{len(tree)} nodes, depth {tree.depth}, "
         f"<span style='color:#00573f'>accepted {record.accepted_length}</span>{ending}"
     )
     return _layout(fig, title, height=height, replay=replay)
