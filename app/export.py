@@ -7,6 +7,8 @@ by Chromium (Playwright), so both show the same pictures.
 
     python -m app.export race.jsonl --html race.html --gif race.gif
 
+The page's "Export for slides" button writes the HTML of the race on screen (`slides_file`).
+
 Every frame is drawn by the app's own pure renderers (`render`, `panels`, `explain_view`) from the
 recorded records; nothing is measured here.
 """
@@ -18,21 +20,26 @@ import html
 import json
 import shutil
 import sys
+import time
+import uuid
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import gradio as gr
 from plotly.offline import get_plotlyjs
 
 from sage_core.errors import SageError
 from sage_core.methods import drafts
 
 from .explain_view import explain_html
-from .handlers import sage_of
+from .handlers import TRACE_DIR, TRACE_MAX_AGE, sage_of
+from .inputs import remove_older
+from .page import Page
 from .panels import all_figures
 from .race import Lane, RaceData, load_race
-from .render import CSS, badge_html, headline_html, race_html
+from .render import CSS, badge_html, error_html, headline_html, race_html, status_html
 
 PANEL_ORDER = ("confidence", "tree", "shapes", "accepted", "race")
 #: One frame a round, shown this long by the player (ms) and the GIF.
@@ -198,6 +205,23 @@ def save_gif(html_path: str | Path, gif_path: str | Path, size: Sequence[int] = 
     durations = [FRAME_MS] * (len(pictures) - 1) + [3 * FRAME_MS]  # hold the end
     pictures[0].save(gif_path, save_all=True, append_images=pictures[1:], duration=durations, loop=0)
     return Path(gif_path)
+
+
+def slides_file(data: RaceData | None, folder: Path = TRACE_DIR, max_age: float = TRACE_MAX_AGE) -> Any:
+    """The page's "Export for slides": the race on screen as an HTML replay to download (or a sentence)."""
+    if data is None or not any(lane.records for lane in data.lanes):
+        return gr.update(visible=False, value=None), error_html("Nothing to export yet: run or replay a race first.")
+    folder.mkdir(parents=True, exist_ok=True)
+    remove_older(folder, "sage-slides-*.html", max_age)
+    path = folder / f"sage-slides-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}.html"
+    save_html(data, path)
+    note = "Saved the race as one HTML file that replays offline (open it in any browser; space plays, → steps)."
+    return gr.update(visible=True, value=str(path)), status_html(note)
+
+
+def wire_export(page: Page) -> None:
+    """The Export for slides button: the race in the page's state, as a file to download."""
+    page.slides.click(slides_file, [page.state], [page.slides_file, page.status], api_visibility="private")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

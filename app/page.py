@@ -122,6 +122,7 @@ TALK_JS = """
   window.sageTalk = (on) => {
     on = on === undefined ? !talking() : on;
     document.body.classList.toggle('sage-talk', on);
+    if (on) window.scrollTo(0, 0);
     const url = new URL(window.location.href);
     if (on) url.searchParams.set('view', 'talk'); else url.searchParams.delete('view');
     window.history.replaceState(null, '', url);
@@ -296,6 +297,8 @@ class Page:
     dynamic: tuple[Any, ...] = ()  # the dynamic tree's depth, candidates, total tokens
     # Hidden inputs of the /race API for parameters under their old names (top_k: SAGE's candidates).
     old_names: tuple[Any, ...] = ()
+    slides: Any = None  # "Export for slides": the race on screen as one offline HTML replay (app/export.py)
+    slides_file: Any = None
 
     @property
     def race_inputs(self) -> list[Any]:
@@ -416,7 +419,11 @@ def build_page(
             with gr.Row(equal_height=False):
                 fig_shapes, fig_accepted, fig_race = _panel("shapes"), _panel("accepted"), _panel("race")
             table = _html("", elem_id="figures-table")
-            download = gr.DownloadButton("⬇ Download trace (JSON lines)", visible=False, size="sm")
+            with gr.Row():
+                download = gr.DownloadButton("⬇ Download trace (JSON lines)", visible=False, size="sm")
+                slides = gr.Button("Export for slides: one HTML file that replays offline", size="sm",
+                                   elem_id="export-slides")  # fmt: skip
+            slides_file = gr.File(label="Slides (HTML replay)", visible=False, elem_id="slides-file")
             draft_seen, draft_note = draft_view_outputs()
     return Page(
         state=state, stepper=stepper, media_tabs=media_tabs, image=image, video=video, gallery=gallery, prompt=prompt,
@@ -430,5 +437,6 @@ def build_page(
         status=status, verdict=verdict, lanes=lanes, table=table, download=download, fig_race=fig_race,
         fig_accepted=fig_accepted, fig_confidence=fig_confidence, fig_shapes=fig_shapes, tree_lane=tree_lane,
         tree_round=tree_round, fig_tree=fig_tree, explain=explain, api_race=gr.Button(visible=False),
-        api_replay=gr.Button(visible=False), api_result=gr.JSON(visible=False), sketch=sketch,
+        api_replay=gr.Button(visible=False), api_result=gr.JSON(visible=False), sketch=sketch, slides=slides,
+        slides_file=slides_file,
     )  # fmt: skip

@@ -26,6 +26,7 @@ import gradio as gr
 
 from . import models
 from .boundary import guard, refusals_as_sentences
+from .export import wire_export
 from .handlers import TRACE_DIR, Handlers, Settings, Update, controls, last, save_trace_file
 from .inputs import Limits, RaceForm, load_examples
 from .landing import wire_landing
@@ -169,6 +170,7 @@ def build_demo(
         wire(page, handlers)
         wire_sketch(page, page.sketch)
         wire_landing(demo, page, handlers)
+        wire_export(page)
     refusals_as_sentences(demo)
     return demo
 

@@ -361,6 +361,9 @@ def test_the_story_fits_a_laptop_a_projector_in_the_talk_view_and_a_phone(app_ur
 
     page.set_viewport_size({"width": 1280, "height": 720})
     _landing_replay_finished(page)
+    page.click("#export-slides")  # the replay on screen, as one HTML file for slides
+    page.wait_for_selector("#slides-file a")
+    assert "replays offline" in page.locator("#status").inner_text()
     page.locator("#examples button.thumbnail-item").first.click()
     page.evaluate("document.activeElement && document.activeElement.blur()")
     page.keyboard.press("t")

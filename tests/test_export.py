@@ -92,3 +92,12 @@ def test_the_gif_has_a_frame_a_round(tmp_path):
     gif = export.save_gif(html_path, tmp_path / "race.gif", size=(800, 600))
     with Image.open(gif) as image:
         assert image.n_frames == len(export.frames(data)) and image.size == (800, 600)
+
+
+def test_the_pages_export_button_writes_the_race_on_screen(tmp_path):
+    update, status = export.slides_file(synthetic_race(), folder=tmp_path)
+    assert update["visible"] is True and update["value"].endswith(".html")
+    assert "sage-frames" in (tmp_path / update["value"].split("/")[-1]).read_text()
+    assert "replays offline" in status
+    update, status = export.slides_file(None, folder=tmp_path)
+    assert update["visible"] is False and "Nothing to export yet" in status
