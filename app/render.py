@@ -462,6 +462,26 @@ def loss_html(data: RaceData, device: str | None) -> str:
     return (f" <b>{_esc(sentence)}</b>" if sentence else "") + more
 
 
+def pace_note(live: RaceData, recorded: RaceData | None) -> str:
+    """One line when this machine ran SAGE markedly slower than the recording the page opened with (same
+    target): both rates measured, so the visitor knows the slower race is the machine, not the method."""
+    if recorded is None or live.replay:
+        return ""
+    mine, theirs = live.lane("sage"), recorded.lane("sage")
+    if mine is None or theirs is None or not mine.records or not theirs.records:
+        return ""
+    if mine.header is None or theirs.header is None or mine.header.target != theirs.header.target:
+        return ""
+    here, there = LaneFigures.of(mine.records).tokens_per_second, LaneFigures.of(theirs.records).tokens_per_second
+    if here <= 0 or there < 2 * here:
+        return ""
+    where = f"{theirs.header.device}, {theirs.header.dtype}"
+    return (
+        f"This machine ran SAGE at {here:.1f} tokens/s; the recording this page opened with ran at {there:.1f} "
+        f"tokens/s on its own machine ({where}): this one is {there / here:.1f}× slower, the race's shape is the same."
+    )
+
+
 # -- status ---------------------------------------------------------------------------
 
 

@@ -246,6 +246,22 @@ def test_when_sage_loses_one_sentence_gives_the_measured_reason_and_the_rest_is_
     assert "<details" not in render.loss_html(lost, "cuda")
 
 
+def test_a_live_race_on_a_slower_machine_is_told_so_in_one_line():
+    recorded = synthetic_race()
+    slow = [replace(r, total_seconds=10 * r.total_seconds, round_seconds=10 * r.round_seconds)
+            for r in recorded.lane("sage").records]  # fmt: skip
+    live = RaceData(lanes=[Lane("sage", header("sage"), slow), recorded.lanes[1]], token_texts=recorded.token_texts)
+    note = render.pace_note(live, recorded)
+    here = render.LaneFigures.of(slow).tokens_per_second
+    there = render.LaneFigures.of(recorded.lane("sage").records).tokens_per_second
+    assert f"ran SAGE at {here:.1f} tokens/s" in note and f"ran at {there:.1f}" in note
+    assert f"{there / here:.1f}× slower" in note and "(cpu, float32)" in note
+    assert render.pace_note(recorded, recorded) == ""  # as fast: nothing to say
+    assert render.pace_note(live, None) == ""
+    other = RaceData(lanes=[Lane("sage", replace(header("sage"), target="another"), slow)])
+    assert render.pace_note(other, recorded) == ""  # another pair: not comparable
+
+
 def test_badge_while_racing_compares_the_common_prefix():
     data = synthetic_race()
     data.lane("static").records[:] = data.lane("static").records[:2]
