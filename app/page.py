@@ -403,6 +403,7 @@ def build_page(
                     status = _html(status_html("Ready. The models load on the first race."), elem_id="status")
                     verdict = _html(badge_html(None), elem_id="verdict")
                     lanes = _html(race_html(None), elem_id="lanes")
+                    draft_seen, draft_note = draft_view_outputs()  # shown after a race with pruning
                 with gr.Column(scale=4, min_width=340):
                     fig_confidence = _panel("confidence")
             with gr.Row(equal_height=False):
@@ -424,7 +425,6 @@ def build_page(
                 slides = gr.Button("Export for slides: one HTML file that replays offline", size="sm",
                                    elem_id="export-slides")  # fmt: skip
             slides_file = gr.File(label="Slides (HTML replay)", visible=False, elem_id="slides-file")
-            draft_seen, draft_note = draft_view_outputs()
     return Page(
         state=state, stepper=stepper, media_tabs=media_tabs, image=image, video=video, gallery=gallery, prompt=prompt,
         start=start, step=step, stop=stop, pair=pair, methods=methods, max_new=max_new,
