@@ -86,6 +86,21 @@ document.addEventListener('keydown', (e) => {
 });
 </script>
 """
+#: The Draw tab is ready to draw on arrival: the pad's brush is picked the first time the pad shows (once a
+#: page: a visitor who then picks the eraser keeps it).
+DRAW_JS = """
+<script>
+(() => {
+  const ready = setInterval(() => {
+    const pad = document.getElementById('sketch');
+    const brush = pad && pad.offsetParent && pad.querySelector('button[aria-label=Brush]');
+    if (!brush) return;
+    if (!brush.classList.contains('highlight')) brush.click();
+    clearInterval(ready);
+  }, 300);
+})();
+</script>
+"""
 #: The talk view: `?view=talk` (or the toggle, or t) pins the two texts, the speedup and the badge, panel ①
 #: and the round's tree to one 1280 x 720 screen; the rest of the page is hidden. Plotly panels keep the
 #: height the server drew them at, so the view refits them to their boxes (and gives it back after).
@@ -180,7 +195,7 @@ body.sage-talk #panel-confidence .modebar-container, body.sage-talk #panel-tree 
 </style>
 """
 #: Everything the page adds to its <head>.
-HEAD = KEYBOARD_JS + TALK_JS + PAGE_CSS
+HEAD = KEYBOARD_JS + TALK_JS + DRAW_JS + PAGE_CSS
 
 
 def _panel(name: str) -> gr.Plot:

@@ -278,7 +278,8 @@ def test_a_drawing_is_raced_and_its_shape_named(fresh_page):
     page = fresh_page
     _landing_replay_finished(page)
     page.get_by_role("tab", name="Draw").click()
-    page.locator("#sketch button[aria-label=Brush]").click()  # red is the brush's colour
+    # ready to draw on arrival: the brush (red first) is picked, no click needed
+    page.wait_for_selector("#sketch button[aria-label=Brush].highlight")
     box = page.locator("#sketch canvas").first.bounding_box()
     assert box is not None
     # a triangle about a cell's size (the pad shows its 480 x 360 canvas at two thirds: 45 px of it).
