@@ -396,7 +396,10 @@ def headline_html(data: RaceData | None) -> str:
     if "sage" not in figures or len(figures) < 2:
         return ""
     parts = [f"{value:.2f}× vs {SHORT.get(m, m)}" for m, value in speedups_of(figures).items()]
-    label = "SAGE speedup (replay)" if data.replay else "SAGE speedup"
+    label = "SAGE speedup"
+    if data.replay:
+        header = data.header
+        label += f" (replay, recorded on {_esc(header.device)})" if header is not None else " (replay)"
     when = "" if data.finished else (" when stopped" if data.stopped else " so far")
     return f"<div class='sage-headline'>{label}{when}: {' · '.join(parts)}</div>"
 
