@@ -172,9 +172,9 @@ def confidence_figure(lanes: Lanes, replay: bool = False, sage: SageConfig | Non
         return _empty(title, message, replay=replay)
     fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.08, row_heights=[0.4, 0.35, 0.25])
     x = [r.round for r in steps]
-    fig.add_trace(go.Scatter(x=x, y=[r.entropy for r in steps], name="H", mode="lines+markers",
+    fig.add_trace(go.Scatter(x=x, y=[r.entropy for r in steps], name="entropy H (nats)", mode="lines+markers",
                              **series_style(SERIES["entropy"])), row=1, col=1)  # fmt: skip
-    fig.add_trace(go.Scatter(x=x, y=[r.alpha for r in steps], name="α", mode="lines+markers",
+    fig.add_trace(go.Scatter(x=x, y=[r.alpha for r in steps], name="confidence α", mode="lines+markers",
                              **series_style(SERIES["alpha"])), row=1, col=1)  # fmt: skip
     planned = [r for r in steps if r.planned_depth is not None]
     px = [r.round for r in planned]
@@ -231,7 +231,7 @@ def _window_row(fig: go.Figure, steps: Sequence[RoundRecord], sage: SageConfig) 
     window = SERIES["window"]
     fig.add_trace(
         go.Scatter(
-            x=[r.round for r in closed], y=[r.window_mean for r in closed], mode="markers+text", name="mean τ",
+            x=[r.round for r in closed], y=[r.window_mean for r in closed], mode="markers+text", name="window mean τ",
             showlegend=False,
             marker=dict(size=11, color=window.colour, symbol=window.marker),
             text=[_move_text(r) for r in closed], textposition="top center", textfont=dict(size=TEXT_PX),

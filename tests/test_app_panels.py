@@ -73,8 +73,8 @@ def test_confidence_figure_shows_entropy_alpha_and_the_planned_shape():
     lanes = synthetic_race().records_by_method()
     fig = panels.confidence_figure(lanes)
     named = {t.name: t for t in fig.data}
-    assert list(named["H"].y) == [0.4, 1.5]
-    assert list(named["α"].y) == [0.8, 0.3]
+    assert list(named["entropy H (nats)"].y) == [0.4, 1.5]
+    assert list(named["confidence α"].y) == [0.8, 0.3]
     assert list(named["D(α)"].y) == [7, 5]
     assert list(named["W(α)"].y) == [4, 7]
     sage = [r for r in lanes["sage"] if r.phase == "decode" and r.planned_depth is not None]
@@ -138,7 +138,7 @@ def test_the_tree_panel_draws_the_cut_candidates_and_panel_one_the_window():
     drawn = next(t for t in fig.data if t.name == "cut")
     assert len(drawn.x) == 2 and "zebra" in drawn.text[0] and "threshold" in drawn.hovertext[0]
     confidence = panels.confidence_figure({"sage": [r if r is not step else cut for r in records]})
-    window = next(t for t in confidence.data if t.name == "mean τ")
+    window = next(t for t in confidence.data if t.name == "window mean τ")
     assert list(window.y) == [2.5] and "D_max holds" in window.text[0]
 
 
