@@ -58,6 +58,7 @@ CSS = """
 .sage-status.replay { background: #fef3c7; color: #78350f; border: 1px solid #fcd34d; }
 .sage-why summary { cursor: pointer; font-size: 13px; color: #1e3a8a; }
 .sage-why { font-size: 13px; margin-top: 4px; }
+.sage-headline-note { font-size: 14px; font-weight: 600; }
 .sage-headline { font-size: 20px; font-weight: 700; color: #4c1d95; margin: 8px 0 2px 0; }
 """
 
@@ -399,7 +400,8 @@ def headline_html(data: RaceData | None) -> str:
     label = "SAGE speedup"
     if data.replay:
         header = data.header
-        label += f" (replay, recorded on {_esc(header.device)})" if header is not None else " (replay)"
+        where = f"replay, recorded on {_esc(header.device)}" if header is not None else "replay"
+        label += f" <span class='sage-headline-note'>({where})</span>"
     when = "" if data.finished else (" when stopped" if data.stopped else " so far")
     return f"<div class='sage-headline'>{label}{when}: {' · '.join(parts)}</div>"
 

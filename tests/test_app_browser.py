@@ -328,8 +328,12 @@ INSIDE_JS = """sels => sels.map(sel => {
   const e = document.querySelector(sel);
   if (!e) return [sel, 'missing'];
   const r = e.getBoundingClientRect();
-  const ok = r.width > 0 && r.height > 0 && r.left >= -1 && r.top >= -1 && r.right <= innerWidth + 1
+  let ok = r.width > 0 && r.height > 0 && r.left >= -1 && r.top >= -1 && r.right <= innerWidth + 1
     && r.bottom <= innerHeight + 1;
+  // and seen: what the screen shows at its centre is the element (not a box drawn over it)
+  const hit = ok && document.elementFromPoint((r.left + r.right) / 2, (r.top + r.bottom) / 2);
+  const plot = hit && hit.closest && hit.closest('.js-plotly-plot');
+  ok = ok && !!hit && (e.contains(hit) || hit.contains(e) || (!!plot && plot === e.closest('.js-plotly-plot')));
   return [sel, ok ? 'inside' : [r.left, r.top, r.right, r.bottom].map(Math.round).join(',')];
 }).filter(([, where]) => where !== 'inside')"""
 #: The smallest text in the two talk-view panels, in CSS pixels (the SVG may be scaled).

@@ -225,7 +225,7 @@ def test_the_headline_says_so_far_until_the_race_ends():
     running.stopped = True
     assert "SAGE speedup when stopped:" in render.headline_html(running)
     data.replay = True
-    assert "SAGE speedup (replay, recorded on cpu):" in render.headline_html(data)  # the machine it ran on
+    assert "(replay, recorded on cpu)</span>:" in render.headline_html(data)  # the machine it ran on
 
 
 def test_when_sage_loses_one_sentence_gives_the_measured_reason_and_the_rest_is_folded():
