@@ -16,20 +16,23 @@ from sage_core.config import SageConfig
 from sage_core.explain import RoundExplained, explain_round
 from sage_core.methods import method_spec
 
-from .panels import ACCEPTED, BONUS, CUT, pick_round, short_label
+from .palette import CUT
+from .panels import pick_round, short_label
 from .render import display_token
 
 TokenText = Callable[[int | None], str]
 
 STYLE = """
 <style>
-#explain .ex { font: 13px/1.45 Inter, system-ui, sans-serif; color: #1e293b; }
-#explain .ex h4 { margin: 10px 0 4px; font-size: 13px; color: #334155; }
-#explain .ex .f { font-family: ui-monospace, Menlo, monospace; font-size: 12.5px; }
+#explain .ex { font: 14px/1.5 Inter, system-ui, sans-serif; color: #1e293b; overflow-x: auto; }
+#explain .ex h4 { margin: 10px 0 4px; font-size: 15px; color: #334155; }
+#explain .ex .f { font-family: ui-monospace, Menlo, monospace; font-size: 14px; }
+#explain .ex .acc { color: #00573f; background: #d5f0e6; border-radius: 3px; padding: 0 2px; }
+#explain .ex .bon { color: #6b4500; background: #fdecc0; border-radius: 3px; padding: 0 2px; font-weight: 700; }
 #explain .ex table { border-collapse: collapse; margin: 2px 0 6px; }
 #explain .ex td, #explain .ex th { padding: 1px 8px 1px 0; text-align: left; vertical-align: top; }
 #explain .ex th { font-weight: 600; color: #475569; }
-#explain .ex .bar { display: inline-block; height: 10px; background: #6366f1; border-radius: 2px; }
+#explain .ex .bar { display: inline-block; height: 10px; background: #0072B2; border-radius: 2px; }
 #explain .ex .muted { color: #64748b; }
 </style>
 """
@@ -122,8 +125,10 @@ def _policy(e: RoundExplained, text: TokenText) -> list[str]:
         )
     if e.levels:
         out.append(
-            "<h4>Level by level</h4><div class='muted'>W_l = W(α)·(1/l)·(0.5 + P_parent); "
-            f"θ_l = {e.threshold_base:g}·l/D; node budget {e.node_budget}</div><table>"
+            "<h4>Level by level</h4><div class='muted'>The root offers W_1 = W(α) children; a node at level "
+            "l − 1 offers W_l = W(α)·(1/l)·(0.5 + P_parent) for l ≥ 2 (rounded, at least 1). A kept child's "
+            f"cumulative probability must exceed θ_l = {e.threshold_base:g}·l/D; at most {e.node_budget} nodes "
+            "(the budget). So a level can keep fewer than its widths offer: the cut columns say why.</div><table>"
             "<tr><th>l</th><th>θ_l</th><th>W_l per parent</th><th>kept</th>"
             "<th>cut: width · threshold · budget</th></tr>"
         )
@@ -185,6 +190,18 @@ def _dynamic(e: RoundExplained, text: TokenText) -> list[str]:
     return out
 
 
+def _outcome(e: RoundExplained, text: TokenText) -> str:
+    """What the round added: the accepted path, then the bonus, or where the output ended instead."""
+    path = " ".join(f"<span class='acc'>{text(t)}</span>" for t in e.accepted_emitted)
+    head = f"<p>Accepted τ = {len(e.accepted_tokens)}: {path or '(none)'}"
+    dropped = len(e.accepted_tokens) - len(e.accepted_emitted)
+    if dropped:
+        head += f" (then the output ended, {e.finish_reason}: {dropped} accepted tokens after it are dropped)"
+    if e.bonus_emitted:
+        return f"{head} + bonus <span class='bon'>{text(e.bonus_token)}</span> (the target's own next token).</p>"
+    return f"{head}. The output ended here ({e.finish_reason}): no bonus token.</p>"
+
+
 def _verification(e: RoundExplained, text: TokenText) -> list[str]:
     out: list[str] = []
     if e.nodes:
@@ -197,7 +214,7 @@ def _verification(e: RoundExplained, text: TokenText) -> list[str]:
                 verdict = "accepted" if node.accepted else "rejected"
             else:
                 verdict = "✓ agreed" if node.agreed else "✗"
-            colour = ACCEPTED if node.accepted else "#64748b"
+            colour = "#00573f" if node.accepted else "#475569"
             out.append(
                 f"<tr style='color:{colour}'><td>{node.depth}</td><td class='f'>{text(node.token)}</td>"
                 f"<td class='f'>{text(node.target_choice)}</td><td>{verdict}</td></tr>"
@@ -213,11 +230,7 @@ def _verification(e: RoundExplained, text: TokenText) -> list[str]:
             for node, prob in e.tried
         )
         out.append(f"<div>Rejection sampling tried, in order: {tried}</div>")
-    path = " ".join(f"<span style='color:{ACCEPTED}'>{text(t)}</span>" for t in e.accepted_tokens)
-    out.append(
-        f"<p>Accepted τ = {len(e.accepted_tokens)}: {path or '(none)'} + bonus "
-        f"<span style='color:{BONUS}'>{text(e.bonus_token)}</span> (the target's own next token).</p>"
-    )
+    out.append(_outcome(e, text))
     if e.window_mean is not None:
         move = (
             "holds"

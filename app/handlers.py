@@ -74,7 +74,16 @@ from .race import (
     replay_steps,
     save_race,
 )
-from .render import badge_html, error_html, headline_html, race_html, status_html, table_html
+from .render import (
+    badge_html,
+    error_html,
+    headline_html,
+    loss_html,
+    pace_note,
+    race_html,
+    status_html,
+    table_html,
+)
 from .stepping import DROPPED, SteppedRaces
 
 TRACE_DIR = Path(tempfile.gettempdir()) / "sage-app-traces"
@@ -312,17 +321,22 @@ def finished_status(data: RaceData, note: str = "") -> str:
     header = data.header
     where = f"{header.device}, {header.dtype}" if header else "?"
     steps = ", ".join(f"{METHOD_LABELS[lane.method]} {len(lane.records) - 1} rounds" for lane in data.lanes)
-    note = ""
-    if header is not None and header.device == "cpu":
-        note = (
-            " On a CPU with a tiny pair, a draft forward costs a sizeable share of a target forward and a "
-            "tree verification costs more than a one-token step, so wall-time speedups stay well below the "
-            "tokens per target forward (and below 1× on one-sentence answers, where the prefill dominates); "
-            "τ and tokens per target forward are what carry over to a large target on a GPU."
-        )
-    return status_html(
-        f"✔ Race finished on {where}: {steps}. Download the trace below to replay it later.{html.escape(note)}"
-    )
+    why = loss_html(data, header.device if header else None)
+    pace = pace_note(data, opening_recording())
+    pace = f" {html.escape(pace)}" if pace else ""
+    return status_html(f"✔ Race finished on {where}: {steps}. Download the trace below to replay it later.{pace}{why}")
+
+
+@functools.cache
+def opening_recording() -> RaceData | None:
+    """The race the page opens with (`landing.LANDING_TRACE`), read once: what a live race's pace is
+    compared with (None when it is missing or unreadable)."""
+    from .landing import LANDING_TRACE  # (landing imports this module)
+
+    try:
+        return load_race(LANDING_TRACE)
+    except Exception:
+        return None
 
 
 # -- the handlers ------------------------------------------------------------------------

@@ -67,7 +67,8 @@ TOUR = {
     "each level's width W_l and threshold θ_l with how many candidates each rule cut, then the target's check of "
     "every node it reached. Every number is read from the round's record.",
 }
-#: → steps the race (or the replay last stepped), unless the visitor is typing in a field.
+#: Keys, unless the visitor is typing in a field: → steps the race (or the replay last stepped), s starts a
+#: race, t switches the talk view.
 KEYBOARD_JS = """
 <script>
 document.addEventListener('click', (e) => {
@@ -75,19 +76,130 @@ document.addEventListener('click', (e) => {
   if (b) window.sageStepTarget = b.id;
 }, true);
 document.addEventListener('keydown', (e) => {
-  if (e.key !== 'ArrowRight' || e.altKey || e.ctrlKey || e.metaKey || e.shiftKey) return;
+  if (e.altKey || e.ctrlKey || e.metaKey || e.shiftKey) return;
   const t = e.target;
   if (t && (t.isContentEditable || ['INPUT', 'TEXTAREA', 'SELECT'].includes(t.tagName))) return;
-  const b = document.getElementById(window.sageStepTarget || 'step-round');
+  const id = {ArrowRight: window.sageStepTarget || 'step-round', s: 'start-race', t: 'talk-toggle'}[e.key];
+  const b = id && document.getElementById(id);
   if (b && !b.disabled) { e.preventDefault(); b.click(); }
 });
 </script>
 """
+#: The Draw tab is ready to draw on arrival: the pad's brush is picked the first time the pad shows (once a
+#: page: a visitor who then picks the eraser keeps it).
+DRAW_JS = """
+<script>
+(() => {
+  const ready = setInterval(() => {
+    const pad = document.getElementById('sketch');
+    const brush = pad && pad.offsetParent && pad.querySelector('button[aria-label=Brush]');
+    if (!brush) return;
+    if (!brush.classList.contains('highlight')) brush.click();
+    clearInterval(ready);
+  }, 300);
+})();
+</script>
+"""
+#: The talk view: `?view=talk` (or the toggle, or t) pins the two texts, the speedup and the badge, panel ①
+#: and the round's tree to one 1280 x 720 screen; the rest of the page is hidden. Plotly panels keep the
+#: height the server drew them at, so the view refits them to their boxes (and gives it back after).
+TALK_JS = """
+<script>
+(() => {
+  const FIT = ['panel-confidence', 'panel-tree'];
+  const talking = () => document.body.classList.contains('sage-talk');
+  function fit() {
+    if (!window.Plotly) return;
+    for (const id of FIT) {
+      const box = document.getElementById(id);
+      const gd = box && box.querySelector('.js-plotly-plot');
+      if (!gd || !gd._fullLayout) continue;
+      if (talking()) {
+        const h = Math.floor(box.clientHeight), w = Math.floor(box.clientWidth);
+        if (h < 50 || w < 50) continue;
+        if (Math.abs(gd._fullLayout.height - h) > 3 || Math.abs(gd._fullLayout.width - w) > 3) {
+          if (gd.dataset.sageHeight === undefined) gd.dataset.sageHeight = gd.layout.height || '';
+          window.Plotly.relayout(gd, {height: h, width: w});
+        }
+        // The cut candidates keep their markers (hover names them) but not their labels: too dense to read.
+        const cut = gd.data.flatMap((t, i) => (t.name === 'cut' && t.mode !== 'markers' ? [i] : []));
+        if (cut.length) window.Plotly.restyle(gd, {mode: 'markers'}, cut);
+      } else if (gd.dataset.sageHeight !== undefined) {
+        const h = gd.dataset.sageHeight;
+        delete gd.dataset.sageHeight;
+        window.Plotly.relayout(gd, {height: h ? Number(h) : null, width: null});
+        const cut = gd.data.flatMap((t, i) => (t.name === 'cut' ? [i] : []));
+        if (cut.length) window.Plotly.restyle(gd, {mode: 'markers+text'}, cut);
+      }
+    }
+  }
+  window.sageTalk = (on) => {
+    on = on === undefined ? !talking() : on;
+    document.body.classList.toggle('sage-talk', on);
+    if (on) window.scrollTo(0, 0);
+    const url = new URL(window.location.href);
+    if (on) url.searchParams.set('view', 'talk'); else url.searchParams.delete('view');
+    window.history.replaceState(null, '', url);
+    setTimeout(fit, 50);
+  };
+  const start = () => {
+    if (new URLSearchParams(window.location.search).get('view') === 'talk') window.sageTalk(true);
+    setInterval(fit, 300);
+  };
+  if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', start); else start();
+})();
+</script>
+"""
+#: The page's own layout rules (Gradio's `css_template` scopes CSS to one component; these span the page).
+PAGE_CSS = """
+<style>
+#sage-controls button { font-size: 15px; }
+#figures-table, #explain { overflow-x: auto; max-width: 100%; }
+#panel-confidence, #panel-tree { min-height: 120px; }
+body.sage-talk { overflow: hidden; }
+body.sage-talk gradio-app, body.sage-talk footer { visibility: hidden; }
+body.sage-talk #sage-controls, body.sage-talk #status, body.sage-talk #verdict, body.sage-talk #lanes,
+body.sage-talk #panel-confidence, body.sage-talk #panel-tree {
+  visibility: visible; position: fixed; z-index: 50; margin: 0; background: #fff; box-sizing: border-box;
+  width: auto !important; min-width: 0 !important; max-width: none !important;
+}
+body.sage-talk #sage-controls { top: 6px; left: 8px; right: 60vw; height: 48px; flex-wrap: nowrap; gap: 6px; }
+body.sage-talk #sage-controls button {
+  visibility: visible; font-size: 16px; padding: 4px 8px; min-width: 0; white-space: nowrap;
+}
+body.sage-talk #status { top: 58px; left: 8px; right: 60vw; height: 44px; overflow: hidden; }
+body.sage-talk #status .sage-status { font-size: 14px; padding: 4px 10px; max-height: 44px; overflow: hidden; }
+body.sage-talk #verdict { top: 6px; left: calc(40vw + 16px); right: 8px; height: 96px; overflow: hidden; }
+body.sage-talk #verdict .sage-headline { font-size: 24px; margin: 0 0 4px 0; line-height: 1.25; }
+body.sage-talk #verdict .sage-badge { font-size: 18px; padding: 6px 12px; }
+body.sage-talk #verdict .sage-badge small { display: none; }
+body.sage-talk #lanes { top: 108px; left: 8px; right: 8px; height: calc(44vh - 108px); overflow: hidden; }
+body.sage-talk #lanes .sage-legend { display: none; }
+body.sage-talk #lanes .sage-col { padding: 6px 10px; }
+body.sage-talk #lanes .sage-stats { margin-bottom: 2px; }
+body.sage-talk #lanes .sage-sub { display: none; }
+body.sage-talk #lanes .sage-text { font-size: 18px; line-height: 1.6; max-height: calc(44vh - 190px); }
+body.sage-talk #panel-confidence { top: calc(44vh + 4px); left: 8px; right: 58vw; bottom: 6px; }
+body.sage-talk #panel-tree { top: calc(44vh + 4px); left: 42vw; right: 8px; bottom: 6px; }
+body.sage-talk #panel-confidence .modebar-container, body.sage-talk #panel-tree .modebar-container {
+  display: none;
+}
+@media (max-width: 700px) {
+  #intro h1 { font-size: 20px !important; }
+  #intro p { font-size: 13px !important; }
+  .gradio-container { padding-left: 8px !important; padding-right: 8px !important; }
+  #sage-controls { flex-wrap: wrap; }
+  .sage-table { display: block; overflow-x: auto; }
+}
+</style>
+"""
+#: Everything the page adds to its <head>.
+HEAD = KEYBOARD_JS + TALK_JS + DRAW_JS + PAGE_CSS
 
 
 def _panel(name: str) -> gr.Plot:
     """A Plotly panel (`#panel-<name>`) in its own column, its tour folded under it."""
-    with gr.Column():
+    with gr.Column(min_width=300):
         plot = gr.Plot(show_label=False, elem_id=f"panel-{name}")
         _tour(name)
     return plot
@@ -207,6 +319,8 @@ class Page:
     sketch: Any = None  # the Draw tab's pad (app/sketch.py)
     # Hidden inputs of the /race API for settings under their old names (`inputs.old_field_names()`).
     old_names: tuple[Any, ...] = ()
+    slides: Any = None  # "Export for slides": the race on screen as one offline HTML replay (app/export.py)
+    slides_file: Any = None
 
     @property
     def race_inputs(self) -> list[Any]:
@@ -230,31 +344,38 @@ class Page:
 def build_page(
     examples: list[Example], pair_choices: list[tuple[str, str]], default_pair: str, limits: Limits, custom: str = ""
 ) -> Page:
-    """Lay the page out (inside a `gr.Blocks`); `custom` says which custom models the server allows (none: "")."""
+    """Lay the page out (inside a `gr.Blocks`); `custom` says which custom models the server allows (none: "").
+
+    The story reads left to right, top to bottom: the input and Start race; the two texts, the speedup
+    and the badge; ① entropy → depth/width; ② this round's tree (its shape and accepted path) with the
+    explainer; ③ shapes, ④ τ and ⑤ the race per round; the figures table. The talk view (`TALK_CSS`)
+    pins the texts, the badge, ① and ② to one projector screen."""
     state = gr.State(None, time_to_live=STATE_TTL)
     stepper = gr.State(None, time_to_live=STEPPER_TTL)
-    _html(INTRO)
+    _html(INTRO, elem_id="intro")
     with gr.Row(equal_height=False):
-        with gr.Column(scale=4, min_width=340):
+        with gr.Column(scale=3, min_width=320, elem_id="sage-inputs"):
             with gr.Tabs() as media_tabs:
                 with gr.Tab("Image", id="image"):
-                    image = image_input(label="Image", height=220, sources=["upload", "clipboard"],
+                    image = image_input(label="Image", height=190, sources=["upload", "clipboard"],
                                         elem_id="image-input")  # fmt: skip
                 with gr.Tab("Video", id="video"):
-                    video = lenient(gr.Video(label="Video", height=220, sources=["upload"]))
+                    video = lenient(gr.Video(label="Video", height=190, sources=["upload"]))
                 with gr.Tab("Draw", id="draw", elem_id="draw-tab"):
                     sketch = sketch_pad()
             _html(EXAMPLES_NOTE)
             gallery = gr.Gallery(
                 [(e.thumbnail(), ("video: " if e.is_video else "") + e.prompt) for e in examples],
-                label="Examples", show_label=False, columns=4, height=250, allow_preview=False,
+                label="Examples", show_label=False, columns=5, height=150, allow_preview=False,
                 object_fit="contain", elem_id="examples", buttons=[],
             )  # fmt: skip
             prompt = gr.Textbox(label="Prompt", value="", placeholder=DEFAULT_PROMPT, lines=2)
-            with gr.Row():
-                start = gr.Button("▶ Start race", variant="primary", elem_id="start-race")
+            with gr.Row(elem_id="sage-controls"):
+                start = gr.Button("▶ Start race (s)", variant="primary", elem_id="start-race", min_width=120)
                 step = gr.Button("⏭ Step (→)", elem_id="step-round", min_width=90)
-                stop = gr.Button("■ Stop", variant="stop", elem_id="stop-race")
+                stop = gr.Button("■ Stop", variant="stop", elem_id="stop-race", min_width=70)
+                talk = gr.Button("Talk view (t)", elem_id="talk-toggle", min_width=110)
+            talk.click(None, None, None, js="() => window.sageTalk && window.sageTalk()")
             pair = gr.Dropdown(pair_choices, value=default_pair, label="Model pair (target + draft)",
                                allow_custom_value=True)  # fmt: skip
             methods = lenient(gr.CheckboxGroup(
@@ -288,28 +409,34 @@ def build_page(
                 with gr.Row():
                     replay = gr.Button("▶ Replay trace", elem_id="replay")
                     replay_step = gr.Button("⏭ Step through it (→)", elem_id="step-replay")
-        with gr.Column(scale=8, min_width=480):
-            status = _html(status_html("Ready. The models load on the first race."), elem_id="status")
-            verdict = _html(badge_html(None), elem_id="verdict")
-            lanes = _html(race_html(None), elem_id="lanes")
+        with gr.Column(scale=9, min_width=360, elem_id="sage-stage"):
+            with gr.Row(equal_height=False):
+                with gr.Column(scale=5, min_width=340):
+                    status = _html(status_html("Ready. The models load on the first race."), elem_id="status")
+                    verdict = _html(badge_html(None), elem_id="verdict")
+                    lanes = _html(race_html(None), elem_id="lanes")
+                    draft_seen, draft_note = draft_view_outputs()  # shown after a race with pruning
+                with gr.Column(scale=4, min_width=340):
+                    fig_confidence = _panel("confidence")
+            with gr.Row(equal_height=False):
+                with gr.Column(scale=3, min_width=340):
+                    with gr.Row(equal_height=False, elem_id="tree-controls"):
+                        tree_lane = gr.Radio([], value=None, label="Draft tree of", scale=1)
+                        tree_round = gr.Slider(0, 1, value=0, step=1, label="Round (0 = prefill)", scale=2,
+                                               interactive=False, elem_id="tree-step")  # fmt: skip
+                    fig_tree = gr.Plot(show_label=False, elem_id="panel-tree")
+                    _tour("tree")
+                with gr.Column(scale=2, min_width=340):
+                    explain = _html(EXPLAIN_EMPTY, elem_id="explain")
+                    _tour("explain")
+            with gr.Row(equal_height=False):
+                fig_shapes, fig_accepted, fig_race = _panel("shapes"), _panel("accepted"), _panel("race")
             table = _html("", elem_id="figures-table")
-            download = gr.DownloadButton("⬇ Download trace (JSON lines)", visible=False, size="sm")
-            draft_seen, draft_note = draft_view_outputs()
-    with gr.Row(equal_height=False):
-        fig_race, fig_accepted = _panel("race"), _panel("accepted")
-    with gr.Row(equal_height=False):
-        fig_confidence, fig_shapes = _panel("confidence"), _panel("shapes")
-    with gr.Row(equal_height=False):
-        tree_lane = gr.Radio([], value=None, label="Draft tree of", scale=1)
-        tree_round = gr.Slider(0, 1, value=0, step=1, label="Round (walk through the run; 0 = prefill)", scale=3,
-                              interactive=False, elem_id="tree-step")  # fmt: skip
-    with gr.Row(equal_height=False):
-        with gr.Column(scale=3):
-            fig_tree = gr.Plot(show_label=False, elem_id="panel-tree")
-            _tour("tree")
-        with gr.Column(scale=2, min_width=360):
-            explain = _html(EXPLAIN_EMPTY, elem_id="explain")
-            _tour("explain")
+            with gr.Row():
+                download = gr.DownloadButton("⬇ Download trace (JSON lines)", visible=False, size="sm")
+                slides = gr.Button("Export for slides: one HTML file that replays offline", size="sm",
+                                   elem_id="export-slides")  # fmt: skip
+            slides_file = gr.File(label="Slides (HTML replay)", visible=False, elem_id="slides-file")
     return Page(
         state=state, stepper=stepper, media_tabs=media_tabs, image=image, video=video, gallery=gallery, prompt=prompt,
         start=start, step=step, stop=stop, pair=pair, methods=methods, max_new=max_new,
@@ -321,5 +448,6 @@ def build_page(
         status=status, verdict=verdict, lanes=lanes, table=table, download=download, fig_race=fig_race,
         fig_accepted=fig_accepted, fig_confidence=fig_confidence, fig_shapes=fig_shapes, tree_lane=tree_lane,
         tree_round=tree_round, fig_tree=fig_tree, explain=explain, api_race=gr.Button(visible=False),
-        api_replay=gr.Button(visible=False), api_result=gr.JSON(visible=False), sketch=sketch,
+        api_replay=gr.Button(visible=False), api_result=gr.JSON(visible=False), sketch=sketch, slides=slides,
+        slides_file=slides_file,
     )  # fmt: skip

@@ -1,12 +1,12 @@
 """The five Plotly panels, as pure functions of round records.
 
 1. `confidence_figure`: each SAGE round's draft entropy and confidence alpha,
-   the depth D(alpha) and root width W(alpha) planned from them, and the
-   acceptance window's mean wherever it closed (and moved D_max or not).
-2. `shape_figure`: the tree shape per round (depth, root width, node count),
-   SAGE against the static baseline.
-3. `tree_figure`: one round's draft tree, tokens on the nodes, the accepted
+   the depth D(alpha) and root width W(alpha) planned from them (and the root
+   width drawn), and the acceptance window's mean wherever it closed.
+2. `tree_figure`: one round's draft tree, tokens on the nodes, the accepted
    path and the bonus token highlighted, the candidates the policy cut greyed.
+3. `shape_figure`: the tree shape per round (depth, root width, node count),
+   SAGE against the static baseline.
 4. `accepted_figure`: accepted length tau per round (bonus excluded).
 5. `race_figure`: tokens against each side's own wall time: the race.
 
@@ -31,18 +31,17 @@ from sage_core.media import thumbnail
 from sage_core.methods import drafts
 from sage_core.models import VisualBox
 
+from .palette import ACCEPTED, BONUS, CUT, GREY, METHOD_DASH, METHOD_MARKER, REJECTED, SERIES, Series
 from .render import DOTS as COLOURS
 from .render import SHORT as SHORT_LABELS
 from .render import LaneFigures, display_token, lead_method, speedups_of
 
 Lanes = Mapping[str, Sequence[RoundRecord]]
 
-ACCEPTED = "#16a34a"
-BONUS = "#ea580c"
-REJECTED = "#cbd5e1"
-CUT = "#94a3b8"
-HEIGHT = 300
-FONT = dict(family="Inter, system-ui, sans-serif", size=12)
+HEIGHT = 280  # a panel's plot area and axes; its title and legend get their own room on top
+#: Every text in a panel is at least this large (legible from the back of a room; the talk view's promise).
+TEXT_PX = 14
+FONT = dict(family="Inter, system-ui, sans-serif", size=TEXT_PX, color="#1e293b")
 SLIDE_SCALE = 3  # the camera button's PNG: 3x the on-screen size, readable on a slide
 CUT_REASONS = {
     "width": "cut by width: its parent offered only its top W_l children",
@@ -79,18 +78,63 @@ def colour(method: str) -> str:
     return COLOURS.get(method, "#334155")
 
 
+def method_line(method: str, width: float = 2.5, shape: str = "linear") -> dict[str, Any]:
+    """A method's line: its colour and its own dash (the second cue beside colour)."""
+    return dict(color=colour(method), dash=METHOD_DASH.get(method, "solid"), width=width, shape=shape)
+
+
+def method_marker(method: str, size: int = 7) -> dict[str, Any]:
+    return dict(color=colour(method), symbol=METHOD_MARKER.get(method, "circle"), size=size)
+
+
+def series_style(series: Series, shape: str = "linear") -> dict[str, Any]:
+    """A panel ① series' line and marker: colour, dash and marker symbol."""
+    return dict(
+        line=dict(color=series.colour, dash=series.dash, width=2.5, shape=shape),
+        marker=dict(color=series.colour, symbol=series.marker, size=8),
+    )
+
+
+#: The width a panel is laid out for when its legend's rows are counted (a phone's is narrower: more rows).
+LEGEND_WIDTH = 420
+TITLE_LINE_PX = 22
+LEGEND_ROW_PX = 22
+
+
+def legend_rows(fig: go.Figure) -> int:
+    """How many rows the horizontal legend takes at `LEGEND_WIDTH` (about 9 px a character, 50 per entry)."""
+    names = [t.name for t in fig.data if t.name and t.showlegend is not False]
+    if not names:
+        return 0
+    rows, used = 1, 0
+    for name in names:
+        width = 50 + 9 * len(name)
+        if used and used + width > LEGEND_WIDTH:
+            rows, used = rows + 1, 0
+        used += width
+    return rows
+
+
 def _layout(fig: go.Figure, title: str, height: int = HEIGHT, replay: bool = False) -> go.Figure:
+    """Title lines on top, the legend's rows below them, then the plot: the top margin holds both, so
+    neither overlaps the other (a replay's title says so on a line of its own)."""
     if replay:
-        title += "  <span style='color:#b45309'>(replay)</span>"
+        title += "<br><span style='color:#8a5a00;font-size:14px'>(replay) a recorded race, not run now</span>"
+    rows = legend_rows(fig)
+    top = 24 + TITLE_LINE_PX * (title.count("<br>") + 1) + LEGEND_ROW_PX * rows
     fig.update_layout(
-        title=dict(text=title, x=0.01, xanchor="left", font=dict(size=14)),
-        height=height,
-        margin=dict(l=48, r=16, t=56, b=40),
+        title=dict(
+            text=title, x=0.01, xanchor="left", y=1.0, pad=dict(t=16), yref="container", yanchor="top",
+            font=dict(size=TEXT_PX + 2),
+        ),
+        height=height + top,
+        margin=dict(l=56, r=16, t=top, b=48),
         template="plotly_white",
         font=FONT,
-        legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="right", x=1.0, font=dict(size=11)),
+        showlegend=rows > 0,
+        legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="left", x=0.0, font=dict(size=TEXT_PX)),
         hovermode="closest",
-    )
+    )  # fmt: skip
     return fig
 
 
@@ -102,7 +146,7 @@ def _round_ticks(fig: go.Figure, steps: Sequence[RoundRecord]) -> None:
 
 def _empty(title: str, message: str, height: int = HEIGHT, replay: bool = False) -> go.Figure:
     fig = go.Figure()
-    fig.add_annotation(text=message, showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper", font=dict(size=13))
+    fig.add_annotation(text=message, showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper", font=dict(size=TEXT_PX))
     fig.update_xaxes(visible=False)
     fig.update_yaxes(visible=False)
     return _layout(fig, title, height, replay)
@@ -121,7 +165,7 @@ def _drafting(lanes: Lanes) -> dict[str, list[RoundRecord]]:
 
 
 def confidence_figure(lanes: Lanes, replay: bool = False, sage: SageConfig | None = None) -> go.Figure:
-    title = "① SAGE: draft entropy H, confidence α → planned depth D(α), width W(α)"
+    title = "① SAGE: entropy H, confidence α<br>→ tree depth D(α), root width W(α)"
     steps = [r for r in _decode_steps(lanes.get("sage", ())) if r.alpha is not None]
     if not steps:
         message = "waiting for SAGE's first round" if "sage" in lanes else "SAGE is not in this race"
@@ -129,40 +173,68 @@ def confidence_figure(lanes: Lanes, replay: bool = False, sage: SageConfig | Non
     fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.08, row_heights=[0.4, 0.35, 0.25])
     x = [r.round for r in steps]
     fig.add_trace(go.Scatter(x=x, y=[r.entropy for r in steps], name="entropy H (nats)", mode="lines+markers",
-                             line=dict(color="#f59e0b")), row=1, col=1)  # fmt: skip
+                             **series_style(SERIES["entropy"])), row=1, col=1)  # fmt: skip
     fig.add_trace(go.Scatter(x=x, y=[r.alpha for r in steps], name="confidence α", mode="lines+markers",
-                             line=dict(color=colour("sage"))), row=1, col=1)  # fmt: skip
+                             **series_style(SERIES["alpha"])), row=1, col=1)  # fmt: skip
     planned = [r for r in steps if r.planned_depth is not None]
-    fig.add_trace(go.Scatter(x=[r.round for r in planned], y=[r.planned_depth for r in planned], name="D(α)",
-                             mode="lines+markers", line=dict(color="#2563eb", shape="hv")), row=2, col=1)  # fmt: skip
-    fig.add_trace(go.Scatter(x=[r.round for r in planned], y=[r.planned_width for r in planned], name="W(α)",
-                             mode="lines+markers", line=dict(color="#059669", shape="hv")), row=2, col=1)  # fmt: skip
+    px = [r.round for r in planned]
+    fig.add_trace(go.Scatter(x=px, y=[r.planned_depth for r in planned], name="D(α)", mode="lines+markers",
+                             **series_style(SERIES["depth"], "hv")), row=2, col=1)  # fmt: skip
+    fig.add_trace(go.Scatter(x=px, y=[r.planned_width for r in planned], name="W(α)", mode="lines+markers",
+                             **series_style(SERIES["width"], "hv")), row=2, col=1)  # fmt: skip
+    fig.add_trace(
+        go.Scatter(x=px, y=[r.root_width for r in planned], name="root width", mode="markers",
+                   marker=dict(color=SERIES["width"].colour, symbol="square-open", size=12, line=dict(width=2)),
+                   hovertext=[width_note(r) for r in planned], hoverinfo="text"),
+        row=2, col=1,
+    )  # fmt: skip
     fig.add_trace(go.Scatter(x=x, y=[r.depth_max for r in steps], name="D_max", mode="lines",
-                             line=dict(color="#94a3b8", dash="dot", shape="hv")), row=2, col=1)  # fmt: skip
+                             line=dict(color=SERIES["depth_max"].colour, dash="dot", shape="hv", width=1.5)),
+                  row=2, col=1)  # fmt: skip
     _window_row(fig, steps, sage or SageConfig())
     fig.update_yaxes(title_text="H, α", row=1, col=1, rangemode="tozero")
-    fig.update_yaxes(title_text="depth, width", row=2, col=1, rangemode="tozero")
+    fig.update_yaxes(title_text="D, W", row=2, col=1, rangemode="tozero")
     fig.update_xaxes(title_text="round", row=3, col=1)
     _round_ticks(fig, steps)
-    return _layout(fig, title, height=HEIGHT + 160, replay=replay)
+    return _layout(fig, title, height=HEIGHT + 120, replay=replay)
+
+
+def width_note(record: RoundRecord) -> str:
+    """Why the root's drawn width differs from the planned W(α): its candidates cut by threshold or budget."""
+    planned, drawn = record.planned_width, record.root_width
+    head = f"round {record.round}: W(α) planned {planned}, root width drawn {drawn}"
+    if planned is None or drawn >= planned:
+        return head
+    rules = [rule for parent, rule in zip(record.cut_parents, record.cut_rules, strict=True) if parent == -1]
+    because = ", ".join(f"{rules.count(rule)} by {rule}" for rule in ("threshold", "budget") if rule in rules)
+    return f"{head}<br>{planned - drawn} of the root's top-{planned} cut: {because or 'see the explainer'}"
 
 
 def _window_row(fig: go.Figure, steps: Sequence[RoundRecord], sage: SageConfig) -> None:
     """Row 3: the acceptance window's mean when it closed, against the paper's thresholds, and each D_max move."""
     closed = [r for r in steps if r.window_mean is not None]
     x = [r.round for r in steps]
-    for level, name, dash in (
-        (sage.lower_below, "lower D_max below", "dash"),
-        (sage.raise_above, "raise above", "dot"),
+    for level, name, dash, side in (
+        (sage.lower_below, "below: D_max falls", "dash", "left"),
+        (sage.raise_above, "above: D_max rises", "dot", "right"),
     ):
-        fig.add_trace(go.Scatter(x=[min(x), max(x)], y=[level, level], mode="lines", name=f"{name} {level:g}",
-                                 line=dict(color="#94a3b8", dash=dash, width=1), hoverinfo="name",
+        fig.add_trace(go.Scatter(x=[min(x), max(x)], y=[level, level], mode="lines", name=f"{level:g}: {name}",
+                                 line=dict(color=GREY, dash=dash, width=1.5), hoverinfo="name",
                                  showlegend=False), row=3, col=1)  # fmt: skip
+        fig.add_annotation(x=max(x) if side == "right" else min(x), y=level, text=f"{level:g} ({name})",
+                           showarrow=False, xanchor=side, yanchor="bottom" if side == "right" else "top",
+                           font=dict(size=TEXT_PX, color="#475569"), row=3, col=1)  # fmt: skip
+    if not closed:
+        fig.add_annotation(x=(min(x) + max(x)) / 2, y=0.05, xanchor="center", yanchor="bottom", showarrow=False,
+                           text=f"window of {sage.window} rounds: its mean τ appears when it closes",
+                           font=dict(size=TEXT_PX, color="#475569"), row=3, col=1)  # fmt: skip
+    window = SERIES["window"]
     fig.add_trace(
         go.Scatter(
             x=[r.round for r in closed], y=[r.window_mean for r in closed], mode="markers+text", name="window mean τ",
-            marker=dict(size=9, color="#7c3aed", symbol="diamond"),
-            text=[_move_text(r) for r in closed], textposition="top center", textfont=dict(size=10),
+            showlegend=False,
+            marker=dict(size=11, color=window.colour, symbol=window.marker),
+            text=[_move_text(r) for r in closed], textposition="top center", textfont=dict(size=TEXT_PX),
             hovertext=[f"round {r.round}: mean τ of the last {sage.window} rounds = {r.window_mean:.2f}<br>"
                        f"(< {sage.lower_below:g} lowers D_max, > {sage.raise_above:g} raises it) → "
                        f"D_max {r.depth_max} → {r.next_depth_max}" for r in closed],
@@ -171,7 +243,7 @@ def _window_row(fig: go.Figure, steps: Sequence[RoundRecord], sage: SageConfig) 
         row=3, col=1,
     )  # fmt: skip
     top = max([sage.raise_above + 1, *(r.window_mean or 0.0 for r in closed)])
-    fig.update_yaxes(title_text="window τ", row=3, col=1, range=[0, top + 0.8])
+    fig.update_yaxes(title_text="mean τ", row=3, col=1, range=[0, top + 0.8])
 
 
 def _move_text(record: RoundRecord) -> str:
@@ -180,14 +252,14 @@ def _move_text(record: RoundRecord) -> str:
     return f"D_max {record.depth_max}→{record.next_depth_max}"
 
 
-# -- 2. tree shape per round ------------------------------------------------------------
+# -- 3. tree shape per round ------------------------------------------------------------
 
 
 SHAPE_ROWS = (("depth", "depth"), ("root_width", "root width"), ("node_count", "nodes"))
 
 
 def shape_figure(lanes: Lanes, replay: bool = False) -> go.Figure:
-    title = "② Tree shape per round: depth, root width, nodes"
+    title = "③ Tree shape per round"
     drafting = {m: rs for m, rs in _drafting(lanes).items() if rs}
     if not drafting:
         return _empty(title, "no draft trees yet", replay=replay)
@@ -199,7 +271,7 @@ def shape_figure(lanes: Lanes, replay: bool = False) -> go.Figure:
                 go.Scatter(
                     x=x, y=[getattr(r, attribute) for r in steps], mode="lines+markers",
                     name=short_label(method), legendgroup=method, showlegend=row == 1,
-                    line=dict(color=colour(method), shape="hv"), marker=dict(size=4),
+                    line=method_line(method, 2.5, "hv"), marker=method_marker(method, 6),
                 ),
                 row=row, col=1,
             )  # fmt: skip
@@ -207,10 +279,10 @@ def shape_figure(lanes: Lanes, replay: bool = False) -> go.Figure:
         fig.update_yaxes(title_text=label, row=row, col=1, rangemode="tozero")
     fig.update_xaxes(title_text="round", row=3, col=1)
     _round_ticks(fig, [r for rs in drafting.values() for r in rs])
-    return _layout(fig, title, height=HEIGHT + 60, replay=replay)
+    return _layout(fig, title, height=HEIGHT + 40, replay=replay)
 
 
-# -- 3. one round's draft tree -------------------------------------------------------------
+# -- 2. one round's draft tree -------------------------------------------------------------
 
 
 def tree_layout(parents: Sequence[int]) -> list[float]:
@@ -257,10 +329,10 @@ def tree_figure(
 ) -> go.Figure:
     label = short_label(method)
     if step == 0:
-        return _empty(f"③ Draft tree ({label})", "round 0 is the prefill: no draft tree", replay=replay)
+        return _empty(f"② Draft tree ({label})", "round 0 is the prefill: no draft tree", replay=replay)
     record = pick_round(records, step)
     if record is None or not record.tree_tokens:
-        return _empty(f"③ Draft tree ({label})", "no draft tree yet", replay=replay)
+        return _empty(f"② Draft tree ({label})", "no draft tree yet", replay=replay)
     tree = record.tree
     by_round = {r.round: r for r in records}
     before = by_round.get(record.round - 1)
@@ -310,7 +382,7 @@ def tree_figure(
             go.Scatter(
                 x=[x + 1 for x in cut_x], y=cut_ys, mode="markers+text", name="cut",
                 text=[display_token(text_of(token), 10) for _, token, _, _ in cut], textposition="middle right",
-                textfont=dict(size=10, color=CUT),
+                textfont=dict(size=TEXT_PX, color=CUT),
                 marker=dict(size=7, color="white", symbol="x-thin-open", line=dict(width=1.5, color=CUT)),
                 hovertext=[f"not in the tree: token {display_token(text_of(token))!s} (id {token})<br>"
                            f"draft p = {prob:.3f}<br>{CUT_REASONS.get(rule, rule)}" for _, token, prob, rule in cut],
@@ -336,10 +408,12 @@ def tree_figure(
         go.Scatter(
             x=[depths[n] for n in nodes], y=[ys[n] for n in nodes], mode="markers+text",
             text=[display_token(text_of(tree.tokens[n]), 10) for n in nodes], textposition="middle right",
-            textfont=dict(size=11, color=["#14532d" if n in accepted else "#475569" for n in nodes]),
-            marker=dict(size=[13 if n in accepted else 8 for n in nodes],
+            textfont=dict(size=[TEXT_PX + 2 if n in accepted else TEXT_PX for n in nodes],
+                          color=["#00573f" if n in accepted else "#334155" for n in nodes]),
+            marker=dict(size=[15 if n in accepted else 9 for n in nodes],
                         color=[ACCEPTED if n in accepted else REJECTED for n in nodes],
-                        line=dict(width=1, color="#64748b")),
+                        symbol=["circle" if n in accepted else "circle-open-dot" for n in nodes],
+                        line=dict(width=1.5, color=[ACCEPTED if n in accepted else "#64748b" for n in nodes])),
             hovertext=hover, hoverinfo="text", name="draft nodes", showlegend=False,
         )
     )  # fmt: skip
@@ -359,23 +433,25 @@ def tree_figure(
         fig.add_trace(
             go.Scatter(x=[bonus_x], y=[bonus_y], mode="markers+text",
                        text=[display_token(text_of(record.bonus_token), 10)], textposition="middle right",
-                       textfont=dict(size=12, color=BONUS), marker=dict(size=14, color=BONUS, symbol="diamond"),
+                       textfont=dict(size=TEXT_PX + 2, color="#8a5a00"),
+                       marker=dict(size=16, color=BONUS, symbol="diamond"),
                        name="bonus", hoverinfo="text", showlegend=False,
                        hovertext=[f"bonus: the target's own token after the accepted path, id {record.bonus_token}"])
         )  # fmt: skip
     leaves = max(ys) + 1 if ys else 1
-    height = int(min(900, max(HEIGHT + 40, 90 + 20 * leaves)))
+    height = int(min(900, max(HEIGHT + 60, 120 + 24 * leaves)))
     deepest = max([tree.depth, bonus_x, *(x + 1 for x in (cut_x if cut else ()))])
-    fig.update_xaxes(title_text="depth", dtick=1, range=[-0.8, deepest + 1.2], zeroline=False)
+    fig.update_xaxes(title_text="depth", tickvals=list(range(int(deepest) + 1)), range=[-1.6, deepest + 1.4],
+                     zeroline=False)  # fmt: skip
     fig.update_yaxes(visible=False, autorange="reversed")
     ending = (
-        f" + <span style='color:{BONUS}'>bonus</span>"
+        " + <span style='color:#8a5a00'>bonus</span>"
         if bonus_emitted
-        else f" · output ended ({record.finish_reason}): no bonus"
+        else f"<br>ended ({record.finish_reason}): no bonus"
     )
     title = (
-        f"③ {label} draft tree, round {record.round}: {len(tree)} nodes, depth {tree.depth} · "
-        f"<span style='color:{ACCEPTED}'>accepted {record.accepted_length}</span>{ending}"
+        f"② {label} draft tree, round {record.round}:<br>{len(tree)} nodes, depth {tree.depth}, "
+        f"<span style='color:#00573f'>accepted {record.accepted_length}</span>{ending}"
     )
     return _layout(fig, title, height=height, replay=replay)
 
@@ -384,7 +460,7 @@ def tree_figure(
 
 
 def accepted_figure(lanes: Lanes, replay: bool = False) -> go.Figure:
-    title = "④ Accepted draft tokens per round (τ, bonus excluded)"
+    title = "④ Accepted draft tokens τ per round"
     drafting = {m: rs for m, rs in _drafting(lanes).items() if rs}
     if not drafting:
         return _empty(title, "no verified rounds yet", replay=replay)
@@ -393,8 +469,8 @@ def accepted_figure(lanes: Lanes, replay: bool = False) -> go.Figure:
         mean = sum(r.accepted_length for r in steps) / len(steps)
         fig.add_trace(
             go.Scatter(x=[r.round for r in steps], y=[r.accepted_length for r in steps], mode="lines+markers",
-                       name=f"{short_label(method)} (mean τ {mean:.2f})", line=dict(color=colour(method)),
-                       marker=dict(size=5))
+                       name=f"{short_label(method)} (mean τ {mean:.2f})", line=method_line(method),
+                       marker=method_marker(method))
         )  # fmt: skip
     fig.update_xaxes(title_text="round")
     fig.update_yaxes(title_text="accepted tokens τ", rangemode="tozero", dtick=1)
@@ -406,7 +482,7 @@ def accepted_figure(lanes: Lanes, replay: bool = False) -> go.Figure:
 
 
 def race_figure(lanes: Lanes, replay: bool = False) -> go.Figure:
-    title = "⑤ The race: tokens against each side's own time"
+    title = "⑤ The race: tokens against time"
     present = {m: rs for m, rs in lanes.items() if rs}
     if not present:
         return _empty(title, "the race has not started", replay=replay)
@@ -416,7 +492,7 @@ def race_figure(lanes: Lanes, replay: bool = False) -> go.Figure:
         fig.add_trace(
             go.Scatter(
                 x=[0.0, *(r.total_seconds for r in records)], y=[0, *(r.total_tokens for r in records)],
-                mode="lines+markers", line=dict(color=colour(method), shape="hv", width=2.5), marker=dict(size=4),
+                mode="lines+markers", line=method_line(method, 2.5, "hv"), marker=method_marker(method, 5),
                 name=f"{short_label(method)}: {summary.tokens_per_second:.1f} tok/s",
             )
         )  # fmt: skip
@@ -424,8 +500,8 @@ def race_figure(lanes: Lanes, replay: bool = False) -> go.Figure:
     if speedups:
         fig.add_annotation(text="<br>".join(speedups), xref="paper", yref="paper", x=0.98, y=0.04,
                            xanchor="right", yanchor="bottom", showarrow=False, align="right",
-                           font=dict(size=13, color=colour("sage")), bgcolor="rgba(255,255,255,0.85)")  # fmt: skip
-    fig.update_xaxes(title_text="seconds (device-synchronised, prefill included)", rangemode="tozero")
+                           font=dict(size=TEXT_PX + 1, color="#1e293b"), bgcolor="rgba(255,255,255,0.85)")  # fmt: skip
+    fig.update_xaxes(title_text="seconds (synchronised, prefill included)", rangemode="tozero")
     fig.update_yaxes(title_text="tokens", rangemode="tozero")
     return _layout(fig, title, replay=replay)
 
@@ -455,11 +531,11 @@ def all_figures(
     replay: bool = False,
     sage: SageConfig | None = None,
 ) -> dict[str, go.Figure]:
-    """The five panels by name, in the order the issue lists them (each downloads as a slide-sized PNG)."""
+    """The five panels by name, in the story's order ① to ⑤ (each downloads as a slide-sized PNG)."""
     figures = {
         "confidence": confidence_figure(lanes, replay, sage),
-        "shapes": shape_figure(lanes, replay),
         "tree": tree_figure(lanes.get(tree_method, ()), tree_round, token_texts, tree_method, replay),
+        "shapes": shape_figure(lanes, replay),
         "accepted": accepted_figure(lanes, replay),
         "race": race_figure(lanes, replay),
     }

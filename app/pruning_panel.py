@@ -30,7 +30,7 @@ def pruning_controls() -> tuple[gr.Radio, gr.Slider]:
 
 
 def draft_view_outputs() -> tuple[gr.Image, gr.HTML]:
-    picture = gr.Image(label="What the draft sees", visible=False, interactive=False, elem_id="draft-view")
+    picture = gr.Image(label="What the draft sees", visible=False, interactive=False, elem_id="draft-view", height=190)
     note = gr.HTML("", elem_id="draft-view-note")
     return picture, note
 

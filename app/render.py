@@ -38,8 +38,8 @@ CSS = """
   white-space: pre-wrap; word-break: break-word; max-height: 260px; overflow-y: auto; color: #0f172a; }
 .sage-step { border-left: 2px solid #94a3b8; padding-left: 1px; margin-left: 2px; }
 .sage-tok { border-radius: 3px; padding: 1px 0; }
-.sage-tok.d { background: #dcfce7; color: #14532d; }
-.sage-tok.b { background: #ffedd5; color: #9a3412; font-weight: 700; }
+.sage-tok.d { background: #d5f0e6; color: #00573f; }
+.sage-tok.b { background: #fdecc0; color: #6b4500; font-weight: 700; }
 .sage-legend { font-size: 12px; color: #475569; margin: 2px 0 8px 0; }
 .sage-bar { display: inline-block; height: 10px; background: #7c3aed; border-radius: 2px; vertical-align: bottom; }
 .sage-legend .sage-tok { padding: 1px 4px; }
@@ -57,6 +57,9 @@ CSS = """
 .sage-status.info { background: #eff6ff; color: #1e3a8a; }
 .sage-status.error { background: #fee2e2; color: #7f1d1d; border: 1px solid #fca5a5; font-weight: 600; }
 .sage-status.replay { background: #fef3c7; color: #78350f; border: 1px solid #fcd34d; }
+.sage-why summary { cursor: pointer; font-size: 13px; color: #1e3a8a; }
+.sage-why { font-size: 13px; margin-top: 4px; }
+.sage-headline-note { font-size: 14px; font-weight: 600; }
 .sage-headline { font-size: 20px; font-weight: 700; color: #4c1d95; margin: 8px 0 2px 0; }
 """
 
@@ -477,8 +480,94 @@ def headline_html(data: RaceData | None) -> str:
     if "sage" not in figures or len(figures) < 2:
         return ""
     parts = [f"{value:.2f}× vs {SHORT.get(m, m)}" for m, value in speedups_of(figures).items()]
-    label = "SAGE speedup (replay)" if data.replay else "SAGE speedup"
-    return f"<div class='sage-headline'>{label}: {' · '.join(parts)}</div>"
+    label = "SAGE speedup"
+    if data.replay:
+        header = data.header
+        where = f"replay, recorded on {_esc(header.device)}" if header is not None else "replay"
+        label += f" <span class='sage-headline-note'>({where})</span>"
+    when = "" if data.finished else (" when stopped" if data.stopped else " so far")
+    return f"<div class='sage-headline'>{label}{when}: {' · '.join(parts)}</div>"
+
+
+# -- when SAGE loses -----------------------------------------------------------------
+
+CPU_ECONOMICS = (
+    "On a CPU with a tiny pair, a draft forward costs a sizeable share of a target forward and a tree "
+    "verification costs more than a one-token step, so wall-time speedups stay well below the tokens per "
+    "target forward (and below 1× on one-sentence answers, where the prefill dominates); τ and tokens per "
+    "target forward are what carry over to a large target on a GPU."
+)
+
+
+def _round_costs(records: Sequence[RoundRecord]) -> tuple[float, float, float]:
+    """Mean ms per decode round, of which drafting, and tokens per round."""
+    rounds = [r for r in records if r.phase == "decode"]
+    if not rounds:
+        return 0.0, 0.0, 0.0
+    n = len(rounds)
+    return (
+        1000 * sum(r.round_seconds for r in rounds) / n,
+        1000 * sum(r.draft_seconds for r in rounds) / n,
+        sum(len(r.new_tokens) for r in rounds) / n,
+    )
+
+
+def loss_sentence(data: RaceData) -> str:
+    """When SAGE was slower than a rival: one sentence with the measured reason (its rounds' cost and yield
+    against the rival's, from the records); "" when it was not."""
+    figures = lane_figures(data)
+    if "sage" not in figures:
+        return ""
+    lost = {m: v for m, v in speedups_of(figures).items() if v < 1}
+    if not lost:
+        return ""
+    rival = min(lost, key=lambda m: lost[m])
+    sage_lane, rival_lane = data.lane("sage"), data.lane(rival)
+    assert sage_lane is not None and rival_lane is not None
+    (s_ms, s_draft, s_tokens), (r_ms, r_draft, r_tokens) = (
+        _round_costs(sage_lane.records),
+        _round_costs(rival_lane.records),
+    )
+    name = SHORT.get(rival, rival)
+    if not drafts(rival):
+        rival_part = f"{name}'s {r_ms:.1f} ms for {r_tokens:.2f}"
+    else:
+        rival_part = f"{name}'s {r_ms:.1f} ms ({r_draft:.1f} drafting) for {r_tokens:.2f}"
+    return (
+        f"SAGE was slower than {name} here ({lost[rival]:.2f}×): its rounds took {s_ms:.1f} ms "
+        f"({s_draft:.1f} drafting) for {s_tokens:.2f} tokens each, {rival_part}."
+    )
+
+
+def loss_html(data: RaceData, device: str | None) -> str:
+    """The loss sentence, and the long explanation folded behind a disclosure (on a CPU)."""
+    sentence = loss_sentence(data)
+    more = (
+        f"<details class='sage-why'><summary>Why speedups are small on a CPU</summary>{_esc(CPU_ECONOMICS)}</details>"
+        if device == "cpu"
+        else ""
+    )
+    return (f" <b>{_esc(sentence)}</b>" if sentence else "") + more
+
+
+def pace_note(live: RaceData, recorded: RaceData | None) -> str:
+    """One line when this machine ran SAGE markedly slower than the recording the page opened with (same
+    target): both rates measured, so the visitor knows the slower race is the machine, not the method."""
+    if recorded is None or live.replay:
+        return ""
+    mine, theirs = live.lane("sage"), recorded.lane("sage")
+    if mine is None or theirs is None or not mine.records or not theirs.records:
+        return ""
+    if mine.header is None or theirs.header is None or mine.header.target != theirs.header.target:
+        return ""
+    here, there = LaneFigures.of(mine.records).tokens_per_second, LaneFigures.of(theirs.records).tokens_per_second
+    if here <= 0 or there < 2 * here:
+        return ""
+    where = f"{theirs.header.device}, {theirs.header.dtype}"
+    return (
+        f"This machine ran SAGE at {here:.1f} tokens/s; the recording this page opened with ran at {there:.1f} "
+        f"tokens/s on its own machine ({where}): this one is {there / here:.1f}× slower, the race's shape is the same."
+    )
 
 
 # -- status ---------------------------------------------------------------------------

@@ -64,7 +64,7 @@ def sketch_pad() -> gr.Sketchpad:
     """The pad: a white canvas, a brush in the six colours of the built-in world (red first)."""
     colours: list[str | tuple[str, float]] = [hex_colour(rgb) for rgb in COLOURS.values()]
     pad = gr.Sketchpad(
-        label="Pick the brush (✎), then draw circles, squares, triangles or crosses", type="pil",
+        label="Draw circles, squares, triangles or crosses", type="pil",
         image_mode="RGBA", canvas_size=CANVAS, height=300, elem_id="sketch", layers=False, transforms=(),
         brush=gr.Brush(default_size=BRUSH_SIZE, colors=colours, default_color=hex_colour(COLOURS["red"]),
                        color_mode="fixed"),

@@ -27,10 +27,11 @@ from starlette.middleware import Middleware
 
 from . import models
 from .boundary import guard, refusals_as_sentences
+from .export import wire_export
 from .handlers import TRACE_DIR, Handlers, Settings, Update, controls, last, race_api_function, save_trace_file
 from .inputs import Limits, RaceForm, load_examples
 from .landing import wire_landing
-from .page import KEYBOARD_JS, TITLE, Page, build_page, image_input
+from .page import HEAD, TITLE, Page, build_page, image_input
 from .page_cache import PageCache
 from .pruning_panel import show_draft_view
 from .sketch import wire_sketch
@@ -172,6 +173,7 @@ def build_demo(
         wire(page, handlers)
         wire_sketch(page, page.sketch)
         wire_landing(demo, page, handlers)
+        wire_export(page)
     refusals_as_sentences(demo)
     return demo
 
@@ -202,7 +204,7 @@ def launch_options(limits: Limits | None = None) -> dict[str, Any]:
     """What `launch` needs besides the address: Gradio refuses larger uploads before storing them; the page
     is served from memory (`page_cache`), so a crowd of arrivals does not hold up the races."""
     limits = limits or Limits.from_env()
-    return {"max_file_size": limits.max_file_bytes, "head": KEYBOARD_JS,
+    return {"max_file_size": limits.max_file_bytes, "head": HEAD,
             "app_kwargs": {"middleware": [Middleware(PageCache)]}}  # fmt: skip
 
 

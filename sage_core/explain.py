@@ -112,6 +112,20 @@ class RoundExplained:
     # entry has none and its explainer shows its own formulas).
     explainer: str = "tree"
     description: str = ""
+    # What the round added to the output: the accepted tokens up to an end (eos, token limit), then the
+    # bonus unless the output ended first; `finish_reason` says why it ended (None: it goes on).
+    emitted_tokens: tuple[int, ...] = ()
+    finish_reason: str | None = None
+
+    @property
+    def bonus_emitted(self) -> bool:
+        """Whether the target's bonus token was added to the output (not when it ended on the path)."""
+        return len(self.emitted_tokens) > min(len(self.accepted_tokens), len(self.emitted_tokens))
+
+    @property
+    def accepted_emitted(self) -> tuple[int, ...]:
+        """The accepted tokens that reached the output (all of them unless the output ended on the path)."""
+        return self.accepted_tokens[: min(len(self.accepted_tokens), len(self.emitted_tokens))]
 
     @property
     def log_k(self) -> float:
@@ -267,6 +281,8 @@ def explain_round(record: RoundRecord, config: SageConfig, settings: Any = None)
         rerank_cutoff=record.level_thresholds[0] if rerank and record.level_thresholds else None,
         explainer=spec.explainer,
         description=describe_round(record, settings) if own and kind != "prefill" else "",
+        emitted_tokens=record.new_tokens,
+        finish_reason=record.finish_reason,
     )
 
 

@@ -86,7 +86,7 @@ class MethodSpec:
     label: str  # for people: "SD-Tree (static 25-node tree)"
     short: str  # a column heading: "SD-Tree"
     subtitle: str  # one line under the heading
-    colour: str  # one colour per method, everywhere (race columns, plots)
+    colour: str  # one colour per method, everywhere (race columns, plots); Okabe-Ito, see app/palette.py
     order: int  # column order: SAGE first, then its rivals, plain decoding last
     drafts: bool  # whether it uses the draft model (plain decoding does not)
     proposer: ProposerFactory | None = None  # None: plain decoding, or a template's `TemplateProposer`
@@ -206,24 +206,24 @@ DYNAMIC_CONTROLS: tuple[Setting, ...] = (
 )  # fmt: skip
 
 BUILTIN: tuple[MethodSpec, ...] = (
-    MethodSpec("ar", "Plain decoding (AR)", "Plain AR", "the target alone, one token per forward", "#6b7280", 4,
+    MethodSpec("ar", "Plain decoding (AR)", "Plain AR", "the target alone, one token per forward", "#000000", 4,
                drafts=False, explainer="plain"),
-    MethodSpec("chain", "SD-Chain (5 tokens)", "SD-Chain", "a chain of 5 draft tokens", "#db2777", 3, drafts=True,
+    MethodSpec("chain", "SD-Chain (5 tokens)", "SD-Chain", "a chain of 5 draft tokens", "#CC79A7", 3, drafts=True,
                pruned_label="SD-Chain + pruning", template=CHAIN_TREE, explainer="fixed", alpha_free=True),
     MethodSpec("static", "SD-Tree (static 25-node tree)", "SD-Tree", "static 25-node tree (SpecVLM / EAGLE-1)",
-               "#0e7490", 2, drafts=True, pruned_label="SD-Tree + pruning (SpecVLM)", template=STATIC_TREE,
+               "#0072B2", 2, drafts=True, pruned_label="SD-Tree + pruning (SpecVLM)", template=STATIC_TREE,
                in_race=True, explainer="fixed", alpha_free=True),
-    MethodSpec("sage", "SAGE (adaptive tree)", "SAGE", "adaptive tree, shaped by the draft's confidence", "#7c3aed",
+    MethodSpec("sage", "SAGE (adaptive tree)", "SAGE", "adaptive tree, shaped by the draft's confidence", "#D55E00",
                0, drafts=True, proposer=_sage_proposer, pruned_label="SAGE + pruning", in_race=True,
                settings=SageConfig, controls=SAGE_CONTROLS, settings_title="SAGE policy (paper defaults)",
                settings_field="sage", explainer="sage"),
     MethodSpec("dynamic", "Dynamic tree (EAGLE-2)", "Dynamic", "EAGLE-2's tree: best cumulative probability, reranked",
-               "#ca8a04", 1, drafts=True, proposer=_dynamic_proposer, pruned_label="Dynamic tree + pruning",
+               "#009E73", 1, drafts=True, proposer=_dynamic_proposer, pruned_label="Dynamic tree + pruning",
                settings=DynamicConfig, controls=DYNAMIC_CONTROLS,
                settings_title="dynamic tree, --method dynamic (EAGLE-2's defaults)", settings_field="dynamic",
                explainer="rerank"),
     MethodSpec("sage-frozen", "SAGE, α frozen (no adaptation)", "SAGE-frozen",
-               "SAGE's policy with α held fixed for the whole answer (ablation)", "#c4b5fd", 0, drafts=True,
+               "SAGE's policy with α held fixed for the whole answer (ablation)", "#400060", 0, drafts=True,
                proposer=_frozen_proposer, pruned_label="SAGE-frozen + pruning", settings=FrozenSageConfig,
                controls=(Setting("frozen_alpha", "alpha", "SAGE-frozen: α held fixed",
                                  f"the α sage-frozen holds for the whole answer, in [0, 1] (default: "
@@ -231,7 +231,7 @@ BUILTIN: tuple[MethodSpec, ...] = (
                settings_title="sage-frozen, --method sage-frozen (ablation: SAGE's settings, α held fixed)",
                explainer="sage", describe=_frozen_round, ablation=True, alpha_free=True),
     MethodSpec("best-first", "Best-first tree (SAGE's node count)", "Best-first",
-               "SAGE's node count, best cumulative probability first, no entropy shaping (ablation)", "#16a34a", 1,
+               "SAGE's node count, best cumulative probability first, no entropy shaping (ablation)", "#004000", 1,
                drafts=True, proposer=_best_first_proposer, pruned_label="Best-first + pruning", explainer="rerank",
                describe=_best_first_round, ablation=True),
 )  # fmt: skip

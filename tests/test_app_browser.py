@@ -283,7 +283,8 @@ def test_a_drawing_is_raced_and_its_shape_named(fresh_page):
     _landing_replay_finished(page)
     page.get_by_label("Prompt").fill("")  # (the landing's prompt is there) the drawing asks for one when empty
     page.get_by_role("tab", name="Draw").click()
-    page.locator("#sketch button[aria-label=Brush]").click()  # red is the brush's colour
+    # ready to draw on arrival: the brush (red first) is picked, no click needed
+    page.wait_for_selector("#sketch button[aria-label=Brush].highlight")
     box = page.locator("#sketch canvas").first.bounding_box()
     assert box is not None
     # a triangle about a cell's size (the pad shows its 480 x 360 canvas at two thirds: 45 px of it).
@@ -326,3 +327,101 @@ def test_a_photo_gets_the_note_and_an_example_does_not(fresh_page):
     _race_finished(page)
     assert page.locator("#race-note").count() == 0
     assert "no image" not in page.locator("#status").inner_text()
+
+
+INSIDE_JS = """sels => sels.map(sel => {
+  const e = document.querySelector(sel);
+  if (!e) return [sel, 'missing'];
+  const r = e.getBoundingClientRect();
+  let ok = r.width > 0 && r.height > 0 && r.left >= -1 && r.top >= -1 && r.right <= innerWidth + 1
+    && r.bottom <= innerHeight + 1;
+  // and seen: what the screen shows at its centre is the element (not a box drawn over it)
+  const hit = ok && document.elementFromPoint((r.left + r.right) / 2, (r.top + r.bottom) / 2);
+  const plot = hit && hit.closest && hit.closest('.js-plotly-plot');
+  ok = ok && !!hit && (e.contains(hit) || hit.contains(e) || (!!plot && plot === e.closest('.js-plotly-plot')));
+  return [sel, ok ? 'inside' : [r.left, r.top, r.right, r.bottom].map(Math.round).join(',')];
+}).filter(([, where]) => where !== 'inside')"""
+#: The smallest text in the two talk-view panels, in CSS pixels (the SVG may be scaled).
+SMALL_PANEL_TEXT_JS = """() => ['#panel-confidence', '#panel-tree'].flatMap(id =>
+  [...document.querySelectorAll(id + ' svg text')].filter(t => t.textContent.trim() && t.getBBox().height > 0)
+    .map(t => { const m = t.getScreenCTM();
+                return [t.textContent, parseFloat(getComputedStyle(t).fontSize) * Math.hypot(m.a, m.b)]; }))
+    .filter(([, px]) => px < 14)"""
+TALK_VIEW = ("#lanes .sage-col:nth-child(1) .sage-text", "#lanes .sage-col:nth-child(2) .sage-text",
+             "#verdict .sage-headline", "#verdict .sage-badge", "#panel-confidence .main-svg",
+             "#panel-tree .main-svg", "#start-race", "#step-round")  # fmt: skip
+
+
+def _outside(page, selectors) -> list:
+    return page.evaluate(INSIDE_JS, list(selectors))
+
+
+def test_the_story_fits_a_laptop_a_projector_in_the_talk_view_and_a_phone(app_url, browser):
+    """1440 x 900: the input, Start race and panel ① above the fold. 1280 x 720 in the talk view (reached
+    with the t key, raced with the s key): both texts, the speedup, the badge, panel ① and the tree inside
+    the screen during the race and after it, panel text at least 14 px. 390 x 844: no table or panel title
+    wider than the screen."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    page = browser.new_page(viewport={"width": 1440, "height": 900})
+    page.set_default_timeout(TIMEOUT_MS)
+    page.goto(app_url, wait_until="load")
+    page.wait_for_selector("#panel-confidence .main-svg")  # the landing replay draws it
+    assert _outside(page, ("#image-input", "#start-race", "#panel-confidence .main-svg")) == []
+    page.screenshot(path=str(ARTIFACTS / "default-1440.png"))
+
+    page.set_viewport_size({"width": 1280, "height": 720})
+    _landing_replay_finished(page)
+    page.click("#export-slides")  # the replay on screen, as one HTML file for slides
+    page.wait_for_selector("#slides-file a")
+    assert "replays offline" in page.locator("#status").inner_text()
+    page.locator("#examples button.thumbnail-item").first.click()
+    page.evaluate("document.activeElement && document.activeElement.blur()")
+    page.keyboard.press("t")
+    page.wait_for_function("() => document.body.classList.contains('sage-talk')")
+    assert "view=talk" in page.url
+    page.keyboard.press("s")
+    page.wait_for_function("() => document.querySelector('#status').innerText.includes('Racing')")
+    page.wait_for_selector("#lanes .sage-col:nth-child(2) .sage-text")
+    assert _outside(page, TALK_VIEW) == []
+    _race_finished(page)
+    page.wait_for_timeout(800)  # the talk view refits the panels the race drew last
+    assert _outside(page, TALK_VIEW) == []
+    assert page.evaluate("() => document.scrollingElement.scrollTop") == 0
+    assert page.evaluate(SMALL_PANEL_TEXT_JS) == []
+    page.screenshot(path=str(ARTIFACTS / "talk-1280.png"))
+    page.close()
+
+    # The URL alone opens the talk view; the toggle leaves it.
+    talk = browser.new_page(viewport={"width": 1280, "height": 720})
+    talk.set_default_timeout(TIMEOUT_MS)
+    talk.goto(app_url + "?view=talk", wait_until="load")
+    talk.wait_for_selector("#panel-tree .main-svg")
+    assert talk.evaluate("() => document.body.classList.contains('sage-talk')")
+    talk.click("#talk-toggle")
+    assert not talk.evaluate("() => document.body.classList.contains('sage-talk')")
+    talk.close()
+
+    phone = browser.new_page(viewport={"width": 390, "height": 844})
+    phone.set_default_timeout(TIMEOUT_MS)
+    phone.goto(app_url, wait_until="load")
+    phone.wait_for_selector("#start-race")
+    _landing_replay_finished(phone)
+    phone.wait_for_selector("#figures-table table")
+    overflowing = phone.evaluate("""() => {
+      const wide = [];
+      for (const t of document.querySelectorAll('#figures-table table, #explain table')) {
+        let box = t.parentElement;  // a table may be wider than the screen only inside a scroll box
+        while (box && getComputedStyle(box).overflowX === 'visible') box = box.parentElement;
+        const r = (box || t).getBoundingClientRect();
+        if (r.right > innerWidth + 1) wide.push('table in ' + (box ? box.id || box.className : 'page'));
+      }
+      for (const title of document.querySelectorAll('.js-plotly-plot .gtitle')) {
+        const svg = title.closest('svg').getBoundingClientRect(), r = title.getBoundingClientRect();
+        if (r.right > svg.right + 1 || r.right > innerWidth + 1) wide.push('title: ' + title.textContent);
+      }
+      return wide;
+    }""")
+    assert overflowing == []
+    assert phone.evaluate("() => document.documentElement.scrollWidth") <= 390
+    phone.screenshot(path=str(ARTIFACTS / "phone-390.png"), full_page=True)
+    phone.close()

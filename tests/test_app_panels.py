@@ -77,6 +77,8 @@ def test_confidence_figure_shows_entropy_alpha_and_the_planned_shape():
     assert list(named["confidence α"].y) == [0.8, 0.3]
     assert list(named["D(α)"].y) == [7, 5]
     assert list(named["W(α)"].y) == [4, 7]
+    sage = [r for r in lanes["sage"] if r.phase == "decode" and r.planned_depth is not None]
+    assert list(named["root width"].y) == [r.root_width for r in sage]
     without = panels.confidence_figure({"static": lanes["static"], "ar": ar_records()})
     assert "not in this race" in without.layout.annotations[0].text
 
@@ -140,6 +142,52 @@ def test_the_tree_panel_draws_the_cut_candidates_and_panel_one_the_window():
     assert list(window.y) == [2.5] and "D_max holds" in window.text[0]
 
 
+def _font_sizes(node, inside_font: bool = False):
+    """Every font size in a figure's JSON (titles, ticks, legends, annotations, trace texts)."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "size" and inside_font:
+                yield from (value if isinstance(value, list) else [value])
+            else:
+                yield from _font_sizes(value, key.endswith("font"))
+    elif isinstance(node, list):
+        for item in node:
+            yield from _font_sizes(item, inside_font)
+
+
+def test_every_panel_text_is_at_least_the_talk_views_size():
+    data = synthetic_race()
+    records = data.records_by_method()
+    figures = panels.all_figures(records, data.token_texts, "sage")
+    figures["empty"] = panels.confidence_figure({})
+    for name, fig in figures.items():
+        layout = json.loads(fig.to_json())
+        sizes = list(_font_sizes(layout))
+        assert sizes, f"{name}: no font sizes found"
+        assert min(sizes) >= panels.TEXT_PX >= 14, (name, sorted(set(sizes)))
+        assert layout["layout"]["font"]["size"] >= 14
+
+
+def test_panel_one_says_why_the_root_is_narrower_than_planned():
+    records = list(sage_records())
+    step = next(r for r in records if r.phase == "decode" and r.planned_width is not None)
+    planned = step.root_width + 2
+    cut = replace(step, planned_width=planned, cut_parents=(-1, -1, 0), cut_tokens=(901, 902, 903),
+                  cut_probs=(0.05, 0.01, 0.2), cut_rules=("threshold", "budget", "width"))  # fmt: skip
+    note = panels.width_note(cut)
+    assert f"W(α) planned {planned}, root width drawn {step.root_width}" in note
+    assert "2 of the root's" in note and "1 by threshold" in note and "1 by budget" in note
+    assert "cut" not in panels.width_note(replace(step, planned_width=step.root_width))
+
+
+def test_panel_one_labels_its_window_row_before_the_window_closes():
+    records = [replace(r, window_mean=None) for r in sage_records()]
+    fig = panels.confidence_figure({"sage": records})
+    texts = [a.text for a in fig.layout.annotations]
+    assert any("its mean τ appears when it closes" in t for t in texts), texts
+    assert any("D_max falls" in t for t in texts) and any("D_max rises" in t for t in texts)
+
+
 # -- HTML -----------------------------------------------------------------------------
 
 
@@ -164,6 +212,56 @@ def test_badge_shows_the_first_differing_token():
     assert not result.identical and result.first_difference["position"] == 4
     html = render.badge_html(data)
     assert "sage-badge bad" in html and "token 4" in html and "blue" in html and "id 99" in html
+
+
+def test_the_headline_says_so_far_until_the_race_ends():
+    data = synthetic_race()
+    assert data.finished
+    assert "so far" not in render.headline_html(data) and "SAGE speedup:" in render.headline_html(data)
+    running = RaceData(lanes=[Lane(lane.method, lane.header, lane.records[:2]) for lane in data.lanes],
+                       token_texts=data.token_texts)  # fmt: skip
+    assert not running.finished
+    assert "SAGE speedup so far:" in render.headline_html(running)
+    running.stopped = True
+    assert "SAGE speedup when stopped:" in render.headline_html(running)
+    data.replay = True
+    assert "(replay, recorded on cpu)</span>:" in render.headline_html(data)  # the machine it ran on
+
+
+def test_when_sage_loses_one_sentence_gives_the_measured_reason_and_the_rest_is_folded():
+    data = synthetic_race()
+    assert render.loss_sentence(data) == ""  # SAGE won this one
+    slow = [replace(r, total_seconds=3 * r.total_seconds, round_seconds=3 * r.round_seconds,
+                    draft_seconds=3 * r.draft_seconds) for r in data.lane("sage").records]  # fmt: skip
+    lost = RaceData(lanes=[Lane("sage", header("sage"), slow), data.lanes[1]], token_texts=data.token_texts)
+    sentence = render.loss_sentence(lost)
+    rounds = [r for r in slow if r.phase == "decode"]
+    ms = 1000 * sum(r.round_seconds for r in rounds) / len(rounds)
+    drafting = 1000 * sum(r.draft_seconds for r in rounds) / len(rounds)
+    speedup = render.speedups_of(render.lane_figures(lost))["static"]
+    assert speedup < 1
+    assert sentence.startswith(f"SAGE was slower than SD-Tree here ({speedup:.2f}×)")
+    assert f"its rounds took {ms:.1f} ms ({drafting:.1f} drafting)" in sentence
+    assert len(sentence.split()) <= 40
+    folded = render.loss_html(lost, "cpu")
+    assert "<details" in folded and folded.index(sentence.split(":")[0]) < folded.index("<details")
+    assert "<details" not in render.loss_html(lost, "cuda")
+
+
+def test_a_live_race_on_a_slower_machine_is_told_so_in_one_line():
+    recorded = synthetic_race()
+    slow = [replace(r, total_seconds=10 * r.total_seconds, round_seconds=10 * r.round_seconds)
+            for r in recorded.lane("sage").records]  # fmt: skip
+    live = RaceData(lanes=[Lane("sage", header("sage"), slow), recorded.lanes[1]], token_texts=recorded.token_texts)
+    note = render.pace_note(live, recorded)
+    here = render.LaneFigures.of(slow).tokens_per_second
+    there = render.LaneFigures.of(recorded.lane("sage").records).tokens_per_second
+    assert f"ran SAGE at {here:.1f} tokens/s" in note and f"ran at {there:.1f}" in note
+    assert f"{there / here:.1f}× slower" in note and "(cpu, float32)" in note
+    assert render.pace_note(recorded, recorded) == ""  # as fast: nothing to say
+    assert render.pace_note(live, None) == ""
+    other = RaceData(lanes=[Lane("sage", replace(header("sage"), target="another"), slow)])
+    assert render.pace_note(other, recorded) == ""  # another pair: not comparable
 
 
 def test_badge_while_racing_compares_the_common_prefix():

@@ -1,0 +1,214 @@
+"""Every number the explainer prints is recomputed here from the round's record (and the run's SAGE
+settings) with the policy's own functions, never with `sage_core.explain`: on finished races of every
+method, on an image and a video, with the built-in draft and the hesitant one.
+
+The explainer's HTML is reduced to its text (token texts shown as "w", so no digit comes from a token);
+each number in it must be one the record accounts for, and the formulas' key lines are read back and
+checked as equations."""
+
+from __future__ import annotations
+
+import functools
+import html
+import json
+import math
+import re
+from pathlib import Path
+
+import pytest
+
+from app.explain_view import RERANK_LISTED, explain_html
+from app.models import HESITANT_DRAFT_DIR
+from sage_core import DecodeConfig, decode, load_media, load_pair
+from sage_core.config import SageConfig
+from sage_core.methods import METHODS, method_spec
+from sage_core.models import BUILTIN_TARGET, ModelPair
+from sage_core.policy import confidence, level_threshold, level_width, planned_depth, planned_width
+from sage_core.records import RoundRecord
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "assets" / "examples"
+SAGE = SageConfig(window=3)  # a short window, so that it closes within one answer
+DRAFTS = {"builtin": "builtin", "hesitant": str(HESITANT_DRAFT_DIR)}
+MEDIA = {"image": "describe_wide.png", "video": "colour_change.mp4"}
+#: Numbers the explainer's wording holds whatever the round ("W_1", "l ≥ 2", "0.5 + P_parent", "EAGLE-2").
+WORDING = ("EAGLE-2", "EAGLE-1", "W_1", "l ≥ 2", "0.5 + P_parent", "1 − H", "1 − α", "l − 1", "25-node",
+           "top-10")  # fmt: skip
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not (BUILTIN_TARGET / "config.json").exists(), reason="built-in pair not trained"),
+]
+
+
+class EveryTokenIsW(dict):
+    """Token texts: every token reads "w" (no digits in the text from the vocabulary)."""
+
+    def get(self, key, default=None):
+        return "w"
+
+
+@functools.cache
+def pair(draft: str) -> ModelPair:
+    return load_pair("builtin", DRAFTS[draft], device="cpu", dtype="float32")
+
+
+@functools.cache
+def race(draft: str, medium: str) -> dict[str, tuple[RoundRecord, ...]]:
+    """Every method's finished run of the example's own prompt."""
+    example = next(e for e in json.loads((EXAMPLES / "examples.json").read_text()) if e["file"] == MEDIA[medium])
+    media = load_media(EXAMPLES / example["file"])
+    runs = {}
+    for method in METHODS:
+        run = decode(pair(draft), media, example["prompt"], DecodeConfig(method=method, max_new_tokens=80, sage=SAGE))
+        run.run_to_end()
+        runs[method] = tuple(run.records)
+    return runs
+
+
+def text_of(page: str) -> str:
+    page = re.sub(r"<style>.*?</style>", "", page, flags=re.S)
+    return html.unescape(re.sub(r"<[^>]+>", " ", page))
+
+
+def numbers_in(text: str) -> list[str]:
+    for phrase in WORDING:
+        text = text.replace(phrase, " ")
+    return re.findall(r"\d+(?:\.\d+)?", text)
+
+
+def cumulative(record: RoundRecord) -> list[float]:
+    parents, probs = record.tree_parents, record.tree_draft_probs
+    out: list[float] = []
+    for node, parent in enumerate(parents):
+        out.append(probs[node] * (1.0 if parent == -1 else out[parent]))
+    return out
+
+
+def depths(record: RoundRecord) -> list[int]:
+    out: list[int] = []
+    for parent in record.tree_parents:
+        out.append(1 if parent == -1 else out[parent] + 1)
+    return out
+
+
+def accounted(record: RoundRecord, config: SageConfig) -> set[str]:
+    """Every number the record and the settings account for, formatted as the explainer formats it."""
+    ok = {str(record.round), str(len(record.accepted_tokens)), str(config.candidates)}
+    tree_depths, cum = depths(record), cumulative(record)
+    ok |= {str(d) for d in tree_depths}
+    probs = record.root_top_probs
+    ok |= {f"{p:.3f}" for p in probs} | {str(len(probs))}
+    spec = method_spec(record.method)
+    if spec.template is not None:
+        ok.add(str(len(spec.template)))
+    if record.alpha is not None and probs:
+        entropy, alpha = confidence(probs)
+        ok |= {f"{entropy:.3f}", f"{alpha:.3f}", f"{math.log(len(probs)):.3f}", f"{1 - alpha:.3f}"}
+        if record.planned_depth is None:
+            ok.add("25")  # SAGE's first round: the static tree
+    if record.alpha is not None and record.planned_depth is not None and record.depth_max is not None:
+        alpha = confidence(probs)[1]
+        ok |= {str(config.depth_min), str(record.depth_max), str(config.width_min), str(config.width_max)}
+        ok |= {f"{config.depth_min + alpha * (record.depth_max - config.depth_min):.2f}",
+               str(planned_depth(alpha, config.depth_min, record.depth_max)),
+               f"{config.width_min + (1 - alpha) * (config.width_max - config.width_min):.2f}",
+               str(planned_width(alpha, config.width_min, config.width_max))}  # fmt: skip
+    ok |= _levels(record, config, tree_depths)
+    ok |= {f"{p:.2f}" for p in record.cut_probs}
+    if record.method == "dynamic":
+        levels = range(1, len(record.level_thresholds) + 1)
+        ok |= {str(len(record.tree_tokens)), str(len(record.tree_tokens) + sum(record.cut_by_budget))}
+        ok |= {f"{min(cum):.4f}"} | {str(level) for level in levels}
+        ok |= {str(sum(1 for d in tree_depths if d == level)) for level in levels}
+        ok |= {f"{c:.4f}" for c in cum} | {str(len(cum) - RERANK_LISTED)}
+        ok |= {str(d) for d in record.cut_by_budget}
+    reached = {-1, *record.accepted_nodes}
+    ok.add(str(sum(1 for parent in record.tree_parents if parent not in reached)))
+    ok.add(str(len(record.accepted_tokens) - min(len(record.accepted_tokens), len(record.new_tokens))))
+    if record.window_mean is not None:
+        ok |= {f"{record.window_mean:.2f}", f"{config.lower_below:g}", f"{config.raise_above:g}",
+               str(record.depth_max), str(record.next_depth_max)}  # fmt: skip
+    return ok
+
+
+def _levels(record: RoundRecord, config: SageConfig, tree_depths: list[int]) -> set[str]:
+    if not record.level_thresholds or record.method == "dynamic" or record.planned_depth is None:
+        return set()
+    ok = {f"{config.threshold_base:g}", str(config.node_budget)}
+    width = record.planned_width or 0
+    level_of = {-1: 1} | {n: d + 1 for n, d in enumerate(tree_depths)}
+    for index in range(len(record.level_thresholds)):
+        level = index + 1
+        ok |= {str(level), f"{level_threshold(level, record.planned_depth, config.threshold_base):.4f}"}
+        ok |= {str(sum(1 for d in tree_depths if d == level))}
+        ok |= {str(v[index]) for v in (record.cut_by_width, record.cut_by_threshold, record.cut_by_budget)
+               if index < len(v)}  # fmt: skip
+        parents = [(n, w) for n, w in zip(record.offer_parents, record.offer_widths, strict=True)
+                   if level_of[n] == level]  # fmt: skip
+        ok.add(str(len(parents)))
+        for node, used in parents:
+            p = 1.0 if node == -1 else record.tree_draft_probs[node]
+            raw = float(width) if level == 1 else width * (0.5 + p) / level
+            ok |= {f"{raw:.2f}", str(level_width(width, level, p))}
+            assert used == level_width(width, level, p)
+    return ok
+
+
+FORMULAS = {
+    "alpha": r"α = 1 − H / log (\d+) = 1 − ([\d.]+) / ([\d.]+) = ([\d.]+)",
+    "depth": r"D\(α\) = D_min \+ α·\(D_max − D_min\) = (\d+) \+ ([\d.]+)·\((\d+) − (\d+)\) = ([\d.]+) → (\d+)",
+    "width": r"W\(α\) = W_min \+ \(1 − α\)·\(W_max − W_min\) = (\d+) \+ ([\d.]+)·\((\d+) − (\d+)\) = ([\d.]+) → (\d+)",
+}
+
+
+def check_formulas(text: str, record: RoundRecord, config: SageConfig) -> None:
+    """The printed equations hold as printed (to their printed precision: a factor printed to 3 decimals,
+    times a difference, then rounded to 2), and match the record."""
+    if m := re.search(FORMULAS["alpha"], text):
+        k, h, log_k, alpha = int(m[1]), float(m[2]), float(m[3]), float(m[4])
+        assert k == len(record.root_top_probs) and log_k == pytest.approx(math.log(k), abs=5e-4)
+        assert alpha == pytest.approx(1 - h / log_k, abs=2e-3) and alpha == pytest.approx(record.alpha, abs=5e-4)
+    if m := re.search(FORMULAS["depth"], text):
+        d_min, a, d_max, d_min2, raw, depth = int(m[1]), float(m[2]), int(m[3]), int(m[4]), float(m[5]), int(m[6])
+        assert d_min == d_min2 == config.depth_min and d_max == record.depth_max
+        assert raw == pytest.approx(d_min + a * (d_max - d_min), abs=5e-4 * (d_max - d_min) + 5.1e-3)
+        assert depth == math.floor(raw + 0.5) == record.planned_depth
+    if m := re.search(FORMULAS["width"], text):
+        w_min, b, w_max, w_min2, raw, width = int(m[1]), float(m[2]), int(m[3]), int(m[4]), float(m[5]), int(m[6])
+        assert w_min == w_min2 == config.width_min and w_max == config.width_max
+        assert raw == pytest.approx(w_min + b * (w_max - w_min), abs=5e-4 * (w_max - w_min) + 5.1e-3)
+        assert width == max(1, math.floor(raw + 0.5)) == record.planned_width
+    if record.level_thresholds and record.method == "sage":
+        # the root's width is W(α) itself, as printed
+        root = re.search(r"root: ([\d.]+)→(\d+)", text)
+        assert (
+            root is not None
+            and float(root[1]) == pytest.approx(record.planned_width)
+            and int(root[2]) == (record.planned_width)
+        )
+
+
+@pytest.mark.parametrize("medium", sorted(MEDIA))
+@pytest.mark.parametrize("draft", sorted(DRAFTS))
+def test_every_number_the_explainer_prints_is_recomputed_from_the_record(draft, medium):
+    runs = race(draft, medium)
+    kinds = set()
+    for method, records in runs.items():
+        assert records[-1].finish_reason is not None, f"{method}: the race did not finish"
+        for record in (r for r in records if r.phase == "decode"):
+            page = explain_html(list(records), record.round, EveryTokenIsW(), method, SAGE)
+            text = " ".join(text_of(page).split())
+            nodes = [int(n) for n in re.findall(r"#(\d+)", text)]  # node references: nodes of this tree
+            assert all(n < len(record.tree_tokens) for n in nodes), (method, record.round, nodes)
+            text = re.sub(r"#\d+", "#", text)
+            expected = accounted(record, SAGE)
+            unexplained = [n for n in numbers_in(text) if n not in expected]
+            assert unexplained == [], (method, record.round, unexplained, text)
+            check_formulas(text, record, SAGE)
+            # the round's outcome: the bonus only when it reached the output
+            emitted_bonus = len(record.new_tokens) > min(len(record.accepted_tokens), len(record.new_tokens))
+            assert ("+ bonus" in text) == emitted_bonus, (method, record.round, text)
+            if not emitted_bonus:
+                assert f"The output ended here ({record.finish_reason}): no bonus token." in text
+            kinds.add(method)
+    assert kinds == set(METHODS)

@@ -1,0 +1,72 @@
+"""The panels' colours stay apart for readers with a colour-vision deficiency and on a washed-out
+projector: CIEDE2000 distances under Machado et al. (2009) simulations (app/palette.py)."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from app import palette
+from sage_core.methods import REGISTRY
+
+
+def _closest(colours: list[str]) -> tuple[float, str, str, str]:
+    return min(
+        (palette.delta_e(a, b, condition), a, b, condition)
+        for a, b in itertools.combinations(colours, 2)
+        for condition in palette.CONDITIONS
+    )
+
+
+def test_ciede2000_matches_sharmas_reference_pairs():
+    """Sharma, Wu & Dalal (2005), table 1, pairs 1, 7, 17 and 25."""
+    pairs = [
+        ((50.0, 2.6772, -79.7751), (50.0, 0.0, -82.7485), 2.0425),
+        ((50.0, 0.0, 0.0), (50.0, -1.0, 2.0), 2.3669),
+        ((50.0, 2.5, 0.0), (73.0, 25.0, -18.0), 27.1492),
+        ((60.2574, -34.0099, 36.2677), (60.4626, -34.1751, 39.4387), 1.2644),
+    ]
+    for first, second, expected in pairs:
+        assert palette.ciede2000(first, second) == pytest.approx(expected, abs=1e-4)
+
+
+def test_the_simulations_merge_what_each_deficiency_cannot_tell_apart():
+    """Negative controls: pairs far apart for normal vision that each simulation brings under the bar
+    (so the palette checks below can fail)."""
+    controls = {
+        "deuteranopia": ("#D0312D", "#3F8E2F"),  # red and green
+        "protanopia": ("#7c3aed", "#2563eb"),  # the old panel ①'s purple α and blue D(α)
+        "tritanopia": ("#1E90FF", "#20B2AA"),  # blue and teal
+    }
+    for condition, (a, b) in controls.items():
+        assert palette.delta_e(a, b) > palette.MIN_DELTA_E, (a, b)
+        assert palette.delta_e(a, b, condition) < palette.MIN_DELTA_E, (condition, a, b)
+    assert palette.delta_e("#1E90FF", "#20B2AA", "deuteranopia") > palette.MIN_DELTA_E  # only tritanopia merges
+
+
+def test_method_colours_are_the_palettes_and_stay_apart():
+    """The paper's methods (the columns of its tables) have the palette's colours, kept apart; a method
+    added to the registry later keeps its own colour (and the panels' default dash and marker)."""
+    registry = {spec.name: spec.colour for spec in REGISTRY}
+    assert {name: registry[name] for name in palette.METHOD_COLOURS} == palette.METHOD_COLOURS
+    distance, a, b, condition = _closest(list(palette.METHOD_COLOURS.values()))
+    assert distance >= palette.MIN_DELTA_E, (a, b, condition, distance)
+
+
+def test_panel_one_series_stay_apart():
+    distance, a, b, condition = _closest([series.colour for series in palette.SERIES.values()])
+    assert distance >= palette.MIN_DELTA_E, (a, b, condition, distance)
+
+
+def test_the_tree_colours_stay_apart():
+    colours = [palette.ACCEPTED, palette.BONUS, palette.REJECTED, palette.CUT]
+    distance, a, b, condition = _closest(colours)
+    assert distance >= palette.MIN_DELTA_E, (a, b, condition, distance)
+
+
+def test_every_series_has_a_second_cue_besides_colour():
+    series = list(palette.SERIES.values())
+    assert len({(s.dash, s.marker) for s in series}) == len(series)
+    assert len(set(palette.METHOD_DASH.values())) == len(palette.METHOD_DASH) == len(palette.METHOD_COLOURS)
+    assert len(set(palette.METHOD_MARKER.values())) == len(palette.METHOD_MARKER) == len(palette.METHOD_COLOURS)
