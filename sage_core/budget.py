@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 from .costs import CostCurve
 from .trees import ROOT, Tree
@@ -49,7 +50,11 @@ class Calibration:
 
     `tried[b]` nodes of bin b were tried, `accepted[b]` of them accepted, `prob_sum[b]` their draft
     probabilities summed. A bin's rate is (accepted + PRIOR_WEIGHT * mean draft probability) /
-    (tried + PRIOR_WEIGHT): the draft's own probability until verdicts say otherwise.
+    (tried + PRIOR_WEIGHT): the draft's own probability until verdicts say otherwise. The rates are
+    then made non-decreasing in the draft probability (pooling adjacent bins that disagree, weighted
+    by their evidence), so a less likely sibling never ranks above a likelier one, and read between
+    the bins' centres by linear interpolation (from 0 at probability 0; above the last centre the last
+    segment's slope, at most 1). Without verdicts, the rate of p is p.
     """
 
     tried: tuple[int, ...] = (0,) * CALIBRATION_BINS
@@ -60,10 +65,31 @@ class Calibration:
     def bin_of(prob: float) -> int:
         return min(CALIBRATION_BINS - 1, max(0, int(prob * CALIBRATION_BINS)))
 
+    @cached_property
+    def bin_rates(self) -> tuple[float, ...]:
+        """Each bin's rate at its centre, made non-decreasing (pool adjacent violators)."""
+        blocks: list[list[float]] = []  # [rate, weight, bins]
+        for b in range(CALIBRATION_BINS):
+            mean = self.prob_sum[b] / self.tried[b] if self.tried[b] else (b + 0.5) / CALIBRATION_BINS
+            weight = self.tried[b] + PRIOR_WEIGHT
+            blocks.append([(self.accepted[b] + PRIOR_WEIGHT * mean) / weight, weight, 1])
+            while len(blocks) > 1 and blocks[-2][0] > blocks[-1][0]:
+                rate, weight, bins = blocks.pop()
+                low = blocks[-1]
+                low[0] = (low[0] * low[1] + rate * weight) / (low[1] + weight)
+                low[1] += weight
+                low[2] += bins
+        return tuple(rate for rate, _, bins in blocks for _ in range(int(bins)))
+
     def rate(self, prob: float) -> float:
         """The calibrated probability that a node drafted with `prob` is accepted (its parent accepted)."""
-        b = self.bin_of(prob)
-        return (self.accepted[b] + PRIOR_WEIGHT * prob) / (self.tried[b] + PRIOR_WEIGHT)
+        rates, width = self.bin_rates, 1.0 / CALIBRATION_BINS
+        position = prob / width - 0.5  # in bin centres: 0 at the first centre
+        if position <= 0:
+            return rates[0] * max(prob, 0.0) / (0.5 * width)
+        low = min(int(position), CALIBRATION_BINS - 2)
+        value = rates[low] + (rates[low + 1] - rates[low]) * (position - low)
+        return min(max(value, rates[-1] if position >= CALIBRATION_BINS - 1 else value), 1.0)
 
     def after(self, probs: Sequence[float], outcomes: Sequence[bool]) -> Calibration:
         """The calibration with these tried nodes' draft probabilities and verdicts added."""
@@ -109,24 +135,37 @@ class BudgetOption:
 
 @dataclass(frozen=True)
 class BudgetChoice:
-    """Every prefix size weighed (1 .. the cap), best first by the candidates' calibrated order."""
+    """Every prefix size weighed (1 .. the cap) of the candidates' calibrated order, and the best.
+
+    Parallel tuples (a round weighs up to 64 budgets a level; `options` builds the records on demand):
+    the first i + 1 nodes of `order` reach `depths[i]`, are expected to have `expected[i]` accepted
+    and cost `round_ms[i]`."""
 
     order: tuple[int, ...]  # candidate nodes, best first (each after its parent)
-    options: tuple[BudgetOption, ...]  # options[i]: the first i + 1 nodes of `order`
-    best: int  # index into options
+    depths: tuple[int, ...]
+    expected: tuple[float, ...]
+    round_ms: tuple[float, ...]
+    best: int  # index of the chosen prefix
+
+    def option(self, index: int) -> BudgetOption:
+        return BudgetOption(index + 1, self.depths[index], self.expected[index], self.round_ms[index])
+
+    @property
+    def options(self) -> tuple[BudgetOption, ...]:
+        return tuple(self.option(i) for i in range(len(self.depths)))
 
     @property
     def chosen(self) -> BudgetOption:
-        return self.options[self.best]
+        return self.option(self.best)
 
     @property
     def kept(self) -> frozenset[int]:
-        return frozenset(self.order[: self.chosen.nodes])
+        return frozenset(self.order[: self.best + 1])
 
     def shown(self, budgets: Sequence[int] = SHOWN_BUDGETS) -> tuple[BudgetOption, ...]:
         """The options at the listed budgets (those the candidates reach) and the chosen one, by size."""
-        sizes = {n for n in budgets if n <= len(self.options)} | {self.chosen.nodes}
-        return tuple(self.options[n - 1] for n in sorted(sizes))
+        sizes = {n for n in budgets if n <= len(self.depths)} | {self.best + 1}
+        return tuple(self.option(n - 1) for n in sorted(sizes))
 
 
 def path_probs(tree: Tree, calibration: Calibration) -> tuple[float, ...]:
@@ -137,26 +176,66 @@ def path_probs(tree: Tree, calibration: Calibration) -> tuple[float, ...]:
     return tuple(out)
 
 
+@dataclass(frozen=True)
+class RoundCosts:
+    """A cost curve read at every node count up to `most` (ms): a round's choice looks them up."""
+
+    draft: tuple[float, ...]  # draft[n]: a draft level (or the feed) over n nodes
+    verify: tuple[float, ...]  # verify[n]: the verification of n nodes
+
+    @classmethod
+    def of(cls, curve: CostCurve, most: int) -> RoundCosts:
+        span = range(most + 1)
+        return cls(tuple(curve.draft_at(n) for n in span), tuple(curve.verify_at(n) for n in span))
+
+
 def choose_budget(
-    candidates: Tree, curve: CostCurve, calibration: Calibration, node_cap: int, fed: int = 1
+    candidates: Tree, costs: CostCurve | RoundCosts, calibration: Calibration, node_cap: int, fed: int = 1
 ) -> BudgetChoice:
     """The prefix of the candidates (by calibrated path probability) with the most expected tokens per second.
 
     A prefix of n nodes reaching depth d costs the draft's feed of `fed` committed tokens, a draft level
     over each of its levels 1 .. d - 1, and a verification of n nodes (`CostCurve.round_ms`'s model).
+    The drafting cost is kept up to date node by node: ancestors come first, so a node is at most one
+    level below the deepest so far.
     """
     if not len(candidates) or node_cap < 1:
         raise ValueError("the budget needs at least one candidate and a cap of at least one node")
-    probs, depths = path_probs(candidates, calibration), candidates.depths
-    order = tuple(sorted(range(len(candidates)), key=lambda i: (-probs[i], depths[i], i)))
-    per_level: list[int] = [0] * (candidates.depth + 1)
-    expected, deepest = 0.0, 0
-    options: list[BudgetOption] = []
-    for node in order[:node_cap]:
+    size = min(node_cap, len(candidates))
+    table = costs if isinstance(costs, RoundCosts) else RoundCosts.of(costs, max(size, fed))
+    draft, verify = table.draft, table.verify
+    probs, node_depths = path_probs(candidates, calibration), candidates.depths
+    order = tuple(sorted(range(len(candidates)), key=lambda i: (-probs[i], node_depths[i], i)))
+    per_level = [0] * (candidates.depth + 2)
+    expected, deepest, drafting = 0.0, 0, draft[min(fed, len(draft) - 1)]
+    depths, expectations, round_ms = [], [], []
+    best, best_rate = 0, -1.0
+    for index, node in enumerate(order[:size]):
+        depth = node_depths[node]
+        if depth > deepest:  # the level above becomes one the draft must run
+            drafting += draft[per_level[deepest]] if deepest else 0.0
+            deepest = depth
+        elif depth < deepest:
+            drafting += draft[per_level[depth] + 1] - draft[per_level[depth]]
+        per_level[depth] += 1
         expected += probs[node]
-        per_level[depths[node]] += 1
-        deepest = max(deepest, depths[node])
-        drafting = curve.draft_at(fed) + sum(curve.draft_at(per_level[level]) for level in range(1, deepest))
-        options.append(BudgetOption(len(options) + 1, deepest, expected, drafting + curve.verify_at(len(options) + 1)))
-    best = max(range(len(options)), key=lambda i: (options[i].tokens_per_s, -i))
-    return BudgetChoice(order, tuple(options), best)
+        cost = max(drafting + verify[index + 1], 1e-9)
+        depths.append(deepest)
+        expectations.append(expected)
+        round_ms.append(cost)
+        if (1 + expected) / cost > best_rate:
+            best, best_rate = index, (1 + expected) / cost
+    return BudgetChoice(order, tuple(depths), tuple(expectations), tuple(round_ms), best)
+
+
+def budget_fields(choice: BudgetChoice) -> dict[str, tuple[int, ...] | tuple[float, ...] | int]:
+    """A round record's budget fields: the budgets shown (`SHOWN_BUDGETS` and the chosen one), the depth
+    each reaches, its expected accepted length and expected tokens per second, and the chosen node count."""
+    shown = choice.shown()
+    return {
+        "budget_nodes": tuple(o.nodes for o in shown),
+        "budget_depths": tuple(o.depth for o in shown),
+        "budget_expected": tuple(round(o.expected_accepted, 4) for o in shown),
+        "budget_rates": tuple(round(o.tokens_per_s, 2) for o in shown),
+        "budget_chosen": choice.chosen.nodes,
+    }

@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import statistics
 import time
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -35,6 +37,9 @@ from .prepared import prepare_inputs, with_draft_inputs
 from .records import RoundRecord
 from .timing import synchronize
 from .trees import Tree
+
+if TYPE_CHECKING:
+    from .proposers import Drafter
 
 COST_SIZES: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
 TREE_WIDTH = 4  # the measured trees: the root's first 4 children, then 4 children per node in order
@@ -205,3 +210,32 @@ def predicted_speedups(curve: CostCurve, runs: Mapping[str, Sequence[RoundRecord
     if mine is None:
         return {}
     return {m: mine / r for m, r in rates.items() if m != lead and r}
+
+
+#: Curves measured for runs, per target model: {(backend, the draft model's id): curve}. Keyed weakly, so a
+#: pair that is let go takes its curves with it; a curve describes models and a device, never a user.
+_RUN_CURVES: weakref.WeakKeyDictionary[torch.nn.Module, dict[tuple[str, int], CostCurve]] = weakref.WeakKeyDictionary()
+#: The run-time measurement is lighter than the benchmark's (a first run pays it once per pair and backend).
+RUN_REPEATS, RUN_WARMUP = 3, 1
+
+
+def remember_curve(pair: ModelPair, backend: str, curve: CostCurve) -> None:
+    """Let runs of this pair on this backend use a curve measured elsewhere (the app's warm-up)."""
+    _RUN_CURVES.setdefault(pair.target.model, {})[(backend, id(pair.draft.model))] = curve
+
+
+def costs_for_run(
+    pair: ModelPair, backend: str, target: ModelBackend, target_state: KVState, drafter: Drafter, root: int
+) -> CostCurve:
+    """The pair's cost curve on this backend: measured on this run's prefilled caches the first time (they are
+    left as they were), remembered for the pair's later runs."""
+    known = _RUN_CURVES.get(pair.target.model, {}).get((backend, id(pair.draft.model)))
+    if known is not None:
+        return known
+    dtype = str(pair.target.dtype).removeprefix("torch.")
+    curve = curve_on_prefilled(
+        target, target_state, drafter.backend, drafter.state, root=root, vocab=drafter.vocab, device=pair.device,
+        dtype=dtype, backend=backend, repeats=RUN_REPEATS, warmup=RUN_WARMUP,
+    )  # fmt: skip
+    remember_curve(pair, backend, curve)
+    return curve

@@ -15,7 +15,7 @@ from typing import Literal
 from .errors import ConfigError
 from .trees import CHAIN_TREE, STATIC_TREE, RankPath
 
-Method = Literal["ar", "chain", "static", "sage", "dynamic"]
+Method = Literal["ar", "chain", "static", "sage", "dynamic", "sage-cost"]
 
 
 @dataclass(frozen=True)
@@ -36,17 +36,20 @@ class MethodSpec:
 
 
 REGISTRY: tuple[MethodSpec, ...] = (
-    MethodSpec("ar", "Plain decoding (AR)", "Plain AR", "the target alone, one token per forward", "#6b7280", 4,
+    MethodSpec("ar", "Plain decoding (AR)", "Plain AR", "the target alone, one token per forward", "#6b7280", 5,
                drafts=False),
-    MethodSpec("chain", "SD-Chain (5 tokens)", "SD-Chain", "a chain of 5 draft tokens", "#db2777", 3, drafts=True,
+    MethodSpec("chain", "SD-Chain (5 tokens)", "SD-Chain", "a chain of 5 draft tokens", "#db2777", 4, drafts=True,
                pruned_label="SD-Chain + pruning", template=CHAIN_TREE),
     MethodSpec("static", "SD-Tree (static 25-node tree)", "SD-Tree", "static 25-node tree (SpecVLM / EAGLE-1)",
-               "#0e7490", 2, drafts=True, pruned_label="SD-Tree + pruning (SpecVLM)", template=STATIC_TREE,
+               "#0e7490", 3, drafts=True, pruned_label="SD-Tree + pruning (SpecVLM)", template=STATIC_TREE,
                in_race=True),
     MethodSpec("sage", "SAGE (adaptive tree)", "SAGE", "adaptive tree, shaped by the draft's confidence", "#7c3aed",
                0, drafts=True, pruned_label="SAGE + pruning", in_race=True, settings="sage"),
     MethodSpec("dynamic", "Dynamic tree (EAGLE-2)", "Dynamic", "EAGLE-2's tree: best cumulative probability, reranked",
-               "#ca8a04", 1, drafts=True, pruned_label="Dynamic tree + pruning", settings="dynamic"),
+               "#ca8a04", 2, drafts=True, pruned_label="Dynamic tree + pruning", settings="dynamic"),
+    MethodSpec("sage-cost", "SAGE-cost (SAGE's tree, budget by measured cost)", "SAGE-cost",
+               "SAGE's shape; each round's node budget maximises expected tokens/s on this device", "#16a34a", 1,
+               drafts=True, pruned_label="SAGE-cost + pruning", settings="sage"),
 )  # fmt: skip
 
 _BY_NAME: dict[str, MethodSpec] = {spec.name: spec for spec in REGISTRY}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from sage_core.budget import Calibration, choose_budget, path_probs, tried_outcomes
@@ -104,25 +106,37 @@ def test_expensive_draft_levels_make_the_tree_shallower() -> None:
 
 
 def test_verdicts_calibrate_the_draft() -> None:
-    # Four nodes drafted at 0.8, one accepted: (1 + 4 * 0.8) / (4 + 4) = 0.525; the 0.1 bin is untouched.
+    # Four nodes drafted at about 0.8, one accepted: bin 8's rate (1 + 4 * 0.8125) / (4 + 4) = 0.531 is below
+    # bins 6 and 7 (0.65 and 0.75, no verdicts, weight 4 each), so the three pool:
+    # (0.65 * 4 + 0.75 * 4 + 0.53125 * 8) / 16 = 0.6156. The 0.1 bin is untouched.
     calibration = Calibration().after((0.8, 0.8, 0.85, 0.8), (True, False, False, False))
-    assert calibration.rate(0.8) == pytest.approx(0.525)
+    assert calibration.rate(0.8) == pytest.approx(0.615625)
+    assert calibration.rate(0.65) == pytest.approx(0.615625)
     assert calibration.rate(0.1) == pytest.approx(0.1)
+    assert calibration.rate(0.95) == pytest.approx(0.95)
     mean, share, tried, rate = calibration.rows()[0]
     assert (round(mean, 4), share, tried) == (0.8125, 0.25, 4)
-    assert rate == pytest.approx((1 + 4 * 0.8125) / 8)
+    assert rate == pytest.approx(0.615625)
+
+
+def test_the_calibration_never_ranks_a_less_likely_sibling_higher() -> None:
+    # Bin 3 accepts everything, bin 6 nothing: pooled, a 0.65 node still rates at least a 0.35 one.
+    calibration = Calibration().after((0.35,) * 30 + (0.65,) * 30, (True,) * 30 + (False,) * 30)
+    rates = [calibration.rate(p / 100) for p in range(101)]
+    assert all(a <= b + 1e-12 for a, b in itertools.pairwise(rates))
 
 
 def test_a_dearer_calibration_shrinks_the_budget() -> None:
     flat_ish = curve((10, 10.5, 11), (1, 1, 1))
-    sceptical = Calibration().after((0.5,) * 20, (False,) * 20)  # node 2 (0.5) is never accepted
+    # Twenty nodes drafted at 0.5, none accepted: bins 2-5 pool to (0.25*4 + 0.35*4 + 0.45*4 + 2/24*24) / 36
+    # = 0.1722, so node 2's path is 0.8 * 0.1722 = 0.138: n=1 gives 163.6 tok/s, n=2 1.938 / 12.5 = 155.0,
+    # n=3 (node 1 at 0.1) 2.038 / 12.75 = 159.8. One node is kept, where three were.
+    sceptical = Calibration().after((0.5,) * 20, (False,) * 20)
+    assert sceptical.rate(0.5) == pytest.approx(6.2 / 36)
     assert choose_budget(SMALL, flat_ish, Calibration(), 64).chosen.nodes == 3
-    # Node 2's path is now 0.8 * (4 * 0.5) / (20 + 4) = 0.067, below node 1's 0.1: node 1 (1.9 / 11.5 = 165.2
-    # tok/s) is kept, node 2 (1.967 / (2 + 10.75) = 154.2) is not.
     choice = choose_budget(SMALL, flat_ish, sceptical, 64)
-    assert choice.order == (0, 1, 2)
-    assert [round(o.tokens_per_s, 1) for o in choice.options[1:]] == [165.2, 154.2]
-    assert choice.kept == {0, 1}
+    assert [round(o.tokens_per_s, 1) for o in choice.options] == [163.6, 155.0, 159.8]
+    assert choice.kept == {0}
 
 
 def test_tried_nodes_are_the_children_of_the_accepted_path() -> None:

@@ -1,0 +1,119 @@
+"""`sage-cost`: SAGE's entropy-shaped tree, with each round's budget chosen for speed on this hardware.
+
+The paper's SAGE (proposers.SageProposer) keeps a node when its cumulative draft
+probability clears theta_l = 0.1 * l / D(alpha), up to 64 nodes: entropy alone sizes
+the tree. `sage-cost` keeps SAGE's shape rules (paper §3.2-3.3: alpha from this
+round's root distribution, depth D(alpha) under the acceptance window's D_max, root
+width W(alpha), W_l = W(alpha) * (0.5 + P_parent) / l children per expanded node)
+and replaces the threshold by the budget model (budget.py): at every level the
+candidates drafted so far are weighed, every prefix by calibrated path probability,
+in expected tokens per second by the measured cost curve (costs.py); the nodes of
+the newest level that the best prefix keeps are expanded (one draft forward),
+and the tree stops growing when the best prefix keeps none of them (greedy
+stopping, as CaDDTree). The round verifies the best prefix of all candidates.
+
+Calibration: from the run's own verdicts (a fresh run starts from the draft's own
+probabilities). The cost curve: measured once per pair, backend and device, on the
+caches of the first run that needs it (after its prefill; costs.costs_for_run).
+The tree depends only on the draft's outputs, past verdicts and the curve, never on
+this round's target logits: greedy output stays the target's, sampling stays exact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .budget import BudgetChoice, Calibration, RoundCosts, choose_budget, tried_outcomes
+from .config import SageConfig
+from .costs import CostCurve
+from .drafting import DraftedTree
+from .policy import Candidate, DepthWindow, Expansion, confidence, level_width, planned_depth, planned_width
+from .proposers import Adaptation, Drafter, Proposal, RoundShape
+from .trees import ROOT, Tree
+from .verify import Verdict
+
+
+class SageCostProposer:
+    """SAGE's shape, the budget of highest expected tokens per second (module docstring)."""
+
+    needs_costs = True
+
+    def __init__(self, config: SageConfig, curve: CostCurve | None = None) -> None:
+        self.config = config
+        self.candidates = config.candidates
+        self.window = DepthWindow(config.depth_max)
+        self.calibration = Calibration()
+        self.curve: CostCurve | None = None
+        self.costs: RoundCosts | None = None
+        if curve is not None:
+            self.use_costs(curve)
+
+    def use_costs(self, curve: CostCurve) -> None:
+        """The cost curve the next rounds are weighed by (it may change between rounds)."""
+        self.curve = curve
+        self.costs = RoundCosts.of(curve, self.config.node_budget + self.config.candidates * self.config.width_max)
+
+    def propose(self, drafter: Drafter | None, pending: Sequence[int]) -> Proposal:
+        assert drafter is not None and self.costs is not None, "sage-cost drafts with a draft and a cost curve"
+        sage = self.config
+        root = drafter.root(pending, sage.candidates)
+        entropy, alpha = confidence(root[1])
+        depth = planned_depth(alpha, sage.depth_min, self.window.depth_max)
+        width = planned_width(alpha, sage.width_min, sage.width_max)
+        growth = _Growth(self.costs, self.calibration, width, sage.node_budget, len(pending))
+        drafted = drafter.grow(root, growth.choose, depth, sage.candidates, growth.expand)
+        choice = growth.choice
+        assert choice is not None  # level 1 always offers the root's best candidate
+        shape = RoundShape(entropy, alpha, self.window.depth_max, depth, width, root, budget=choice)
+        return Proposal(keep_nodes(drafted, choice.kept), shape)
+
+    def observe(self, proposal: Proposal, verdict: Verdict) -> Adaptation:
+        """The verdict calibrates the draft (the tried nodes, accepted or not) and moves D_max (§3.3)."""
+        probs, outcomes = tried_outcomes(proposal.tree, verdict.accepted_nodes)
+        self.calibration = self.calibration.after(probs, outcomes)
+        closing = len(self.window.recent) + 1 >= self.config.window
+        recent = (*self.window.recent, len(verdict.accepted_nodes))
+        self.window = self.window.after(len(verdict.accepted_nodes), self.config)
+        return Adaptation(sum(recent) / len(recent) if closing else None, self.window.depth_max)
+
+
+class _Growth:
+    """One round's growth: each level offers SAGE's widths, the budget model picks what to expand."""
+
+    def __init__(self, costs: RoundCosts, calibration: Calibration, width: int, node_cap: int, fed: int) -> None:
+        self.costs, self.calibration, self.width, self.node_cap, self.fed = costs, calibration, width, node_cap, fed
+        self.parents: list[int] = []
+        self.probs: list[float] = []
+        self.choice: BudgetChoice | None = None
+        self.kept: frozenset[int] = frozenset()
+
+    def choose(self, level: int, frontier: Sequence[Expansion], count: int) -> list[Candidate]:
+        """Every expanded node offers its W_l most likely children; all candidates so far are weighed."""
+        offered = [
+            Candidate(node.node, node.top_tokens[r], node.top_probs[r], node.cumulative * node.top_probs[r])
+            for node in frontier
+            for r in range(min(level_width(self.width, level, node.prob), len(node.top_tokens)))
+        ]
+        if not offered:
+            return []
+        self.parents += [c.parent for c in offered]
+        self.probs += [c.prob for c in offered]
+        candidates = Tree(tuple(range(len(self.parents))), tuple(self.parents), tuple(self.probs))
+        self.choice = choose_budget(candidates, self.costs, self.calibration, self.node_cap, self.fed)
+        self.kept = self.choice.kept
+        return offered
+
+    def expand(self, node: int, level: int, cumulative: float) -> bool:
+        """A node of the newest level is drafted on when the best budget so far keeps it."""
+        return node in self.kept
+
+
+def keep_nodes(drafted: DraftedTree, keep: frozenset[int]) -> DraftedTree:
+    """The drafted tree cut to `keep` (closed under parents), renumbered in drafting order."""
+    tree = drafted.tree
+    kept = sorted(keep)
+    index = {old: new for new, old in enumerate(kept)}
+    parents = tuple(ROOT if tree.parents[o] == ROOT else index[tree.parents[o]] for o in kept)
+    cut = Tree(tuple(tree.tokens[o] for o in kept), parents, tuple(tree.draft_probs[o] for o in kept))
+    dists = {index.get(n, n): d for n, d in drafted.distributions.items() if n == ROOT or n in index}
+    return DraftedTree(cut, dists)
