@@ -196,21 +196,29 @@ def choose_budget(
 
     A prefix of n nodes reaching depth d costs the draft's feed of `fed` committed tokens, a draft level
     over each of its levels 1 .. d - 1, and a verification of n nodes (`CostCurve.round_ms`'s model).
-    The drafting cost is kept up to date node by node: ancestors come first, so a node is at most one
-    level below the deepest so far.
     """
     if not len(candidates) or node_cap < 1:
         raise ValueError("the budget needs at least one candidate and a cap of at least one node")
     size = min(node_cap, len(candidates))
     table = costs if isinstance(costs, RoundCosts) else RoundCosts.of(costs, max(size, fed))
-    draft, verify = table.draft, table.verify
-    probs, node_depths = path_probs(candidates, calibration), candidates.depths
-    order = tuple(sorted(range(len(candidates)), key=lambda i: (-probs[i], node_depths[i], i)))
-    per_level = [0] * (candidates.depth + 2)
+    return weigh_prefixes(path_probs(candidates, calibration), candidates.depths, table, node_cap, fed)
+
+
+def weigh_prefixes(
+    paths: Sequence[float], node_depths: Sequence[int], costs: RoundCosts, node_cap: int, fed: int
+) -> BudgetChoice:
+    """`choose_budget` on the candidates' calibrated path probabilities and depths (a round's growth keeps
+    them as it drafts). The drafting cost is kept up to date node by node: ancestors come first, so a
+    node is at most one level below the deepest so far."""
+    size = min(node_cap, len(paths))
+    draft, verify = costs.draft, costs.verify
+    order = tuple(sorted(range(len(paths)), key=lambda i: (-paths[i], node_depths[i], i)))
+    per_level = [0] * (max(node_depths) + 2)
     expected, deepest, drafting = 0.0, 0, draft[min(fed, len(draft) - 1)]
     depths, expectations, round_ms = [], [], []
     best, best_rate = 0, -1.0
-    for index, node in enumerate(order[:size]):
+    for index in range(size):
+        node = order[index]
         depth = node_depths[node]
         if depth > deepest:  # the level above becomes one the draft must run
             drafting += draft[per_level[deepest]] if deepest else 0.0
@@ -218,7 +226,7 @@ def choose_budget(
         elif depth < deepest:
             drafting += draft[per_level[depth] + 1] - draft[per_level[depth]]
         per_level[depth] += 1
-        expected += probs[node]
+        expected += paths[node]
         cost = max(drafting + verify[index + 1], 1e-9)
         depths.append(deepest)
         expectations.append(expected)

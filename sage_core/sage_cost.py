@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .budget import BudgetChoice, Calibration, RoundCosts, choose_budget, tried_outcomes
+from .budget import BudgetChoice, Calibration, RoundCosts, tried_outcomes, weigh_prefixes
 from .config import SageConfig
 from .costs import CostCurve
 from .drafting import DraftedTree
@@ -82,24 +82,25 @@ class _Growth:
 
     def __init__(self, costs: RoundCosts, calibration: Calibration, width: int, node_cap: int, fed: int) -> None:
         self.costs, self.calibration, self.width, self.node_cap, self.fed = costs, calibration, width, node_cap, fed
-        self.parents: list[int] = []
-        self.probs: list[float] = []
+        self.paths: list[float] = []  # each candidate's calibrated path probability
+        self.depths: list[int] = []
         self.choice: BudgetChoice | None = None
         self.kept: frozenset[int] = frozenset()
 
     def choose(self, level: int, frontier: Sequence[Expansion], count: int) -> list[Candidate]:
         """Every expanded node offers its W_l most likely children; all candidates so far are weighed."""
-        offered = [
-            Candidate(node.node, node.top_tokens[r], node.top_probs[r], node.cumulative * node.top_probs[r])
-            for node in frontier
-            for r in range(min(level_width(self.width, level, node.prob), len(node.top_tokens)))
-        ]
+        rate = self.calibration.rate
+        offered = []
+        for node in frontier:
+            above = 1.0 if node.node == ROOT else self.paths[node.node]
+            for r in range(min(level_width(self.width, level, node.prob), len(node.top_tokens))):
+                prob = node.top_probs[r]
+                offered.append(Candidate(node.node, node.top_tokens[r], prob, node.cumulative * prob))
+                self.paths.append(above * rate(prob))
         if not offered:
             return []
-        self.parents += [c.parent for c in offered]
-        self.probs += [c.prob for c in offered]
-        candidates = Tree(tuple(range(len(self.parents))), tuple(self.parents), tuple(self.probs))
-        self.choice = choose_budget(candidates, self.costs, self.calibration, self.node_cap, self.fed)
+        self.depths += [level] * len(offered)
+        self.choice = weigh_prefixes(self.paths, self.depths, self.costs, self.node_cap, self.fed)
         self.kept = self.choice.kept
         return offered
 
