@@ -227,7 +227,7 @@ def weigh_prefixes(
             drafting += draft[per_level[depth] + 1] - draft[per_level[depth]]
         per_level[depth] += 1
         expected += paths[node]
-        cost = max(drafting + verify[index + 1], 1e-9)
+        cost = max(drafting + verify[index + 1], 1e-9)  # all zero (best-first): the largest prefix wins
         depths.append(deepest)
         expectations.append(expected)
         round_ms.append(cost)

@@ -15,7 +15,7 @@ from typing import Literal
 from .errors import ConfigError
 from .trees import CHAIN_TREE, STATIC_TREE, RankPath
 
-Method = Literal["ar", "chain", "static", "sage", "dynamic", "sage-cost"]
+Method = Literal["ar", "chain", "static", "sage", "dynamic", "sage-cost", "best-first"]
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ class MethodSpec:
 
 
 REGISTRY: tuple[MethodSpec, ...] = (
-    MethodSpec("ar", "Plain decoding (AR)", "Plain AR", "the target alone, one token per forward", "#6b7280", 5,
+    MethodSpec("ar", "Plain decoding (AR)", "Plain AR", "the target alone, one token per forward", "#6b7280", 7,
                drafts=False),
     MethodSpec("chain", "SD-Chain (5 tokens)", "SD-Chain", "a chain of 5 draft tokens", "#db2777", 4, drafts=True,
                pruned_label="SD-Chain + pruning", template=CHAIN_TREE),
@@ -50,6 +50,9 @@ REGISTRY: tuple[MethodSpec, ...] = (
     MethodSpec("sage-cost", "SAGE-cost (SAGE's tree, budget by measured cost)", "SAGE-cost",
                "SAGE's shape; each round's node budget maximises expected tokens/s on this device", "#16a34a", 1,
                drafts=True, pruned_label="SAGE-cost + pruning", settings="sage"),
+    MethodSpec("best-first", "Best-first tree (N_max nodes)", "Best-first",
+               "the N_max drafted nodes of highest cumulative probability, no entropy shaping", "#0891b2", 6,
+               drafts=True, pruned_label="Best-first tree + pruning", settings="sage"),
 )  # fmt: skip
 
 _BY_NAME: dict[str, MethodSpec] = {spec.name: spec for spec in REGISTRY}

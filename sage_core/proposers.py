@@ -383,6 +383,7 @@ PROPOSERS: dict[str, Callable[[DecodeConfig], Proposer]] = {
     "sage": lambda config: SageProposer(config.sage),
     "dynamic": lambda config: DynamicProposer(config.dynamic),
     "sage-cost": lambda config: _sage_cost(config),
+    "best-first": lambda config: _best_first(config),
 }
 
 
@@ -390,6 +391,12 @@ def _sage_cost(config: DecodeConfig) -> Proposer:
     from .sage_cost import SageCostProposer  # it builds on this module's records
 
     return SageCostProposer(config.sage)
+
+
+def _best_first(config: DecodeConfig) -> Proposer:
+    from .sage_cost import BestFirstProposer
+
+    return BestFirstProposer(config.sage)
 
 
 def make_proposer(config: DecodeConfig) -> Proposer:

@@ -78,9 +78,12 @@ class SageCostProposer:
 
 
 class _Growth:
-    """One round's growth: each level offers SAGE's widths, the budget model picks what to expand."""
+    """One round's growth: each level offers SAGE's widths (every candidate when `width` is None), the
+    budget model picks what to expand."""
 
-    def __init__(self, costs: RoundCosts, calibration: Calibration, width: int, node_cap: int, fed: int) -> None:
+    def __init__(
+        self, costs: RoundCosts, calibration: Calibration, width: int | None, node_cap: int, fed: int
+    ) -> None:  # fmt: skip
         self.costs, self.calibration, self.width, self.node_cap, self.fed = costs, calibration, width, node_cap, fed
         self.paths: list[float] = []  # each candidate's calibrated path probability
         self.depths: list[int] = []
@@ -93,7 +96,8 @@ class _Growth:
         offered = []
         for node in frontier:
             above = 1.0 if node.node == ROOT else self.paths[node.node]
-            for r in range(min(level_width(self.width, level, node.prob), len(node.top_tokens))):
+            offers = len(node.top_tokens) if self.width is None else level_width(self.width, level, node.prob)
+            for r in range(min(offers, len(node.top_tokens))):
                 prob = node.top_probs[r]
                 offered.append(Candidate(node.node, node.top_tokens[r], prob, node.cumulative * prob))
                 self.paths.append(above * rate(prob))
@@ -107,6 +111,31 @@ class _Growth:
     def expand(self, node: int, level: int, cumulative: float) -> bool:
         """A node of the newest level is drafted on when the best budget so far keeps it."""
         return node in self.kept
+
+
+class BestFirstProposer:
+    """A tree of `node_budget` nodes grown best-first by cumulative draft probability, no entropy shaping
+    (the allocation TALON and DDTree use; the budget sweep's same-budget tree): every expanded node offers
+    all its candidates, the `node_budget` candidates of highest cumulative probability so far are the tree,
+    and those of them on the newest level are drafted on, until none is (or `depth_max_limit` levels)."""
+
+    def __init__(self, config: SageConfig) -> None:
+        self.config = config
+        self.candidates = config.candidates
+        self.free = RoundCosts((0.0,) * (config.node_budget + 2), (0.0,) * (config.node_budget + 2))
+
+    def propose(self, drafter: Drafter | None, pending: Sequence[int]) -> Proposal:
+        assert drafter is not None
+        sage = self.config
+        root = drafter.root(pending, sage.candidates)
+        # With every cost zero the best prefix is the whole cap; the calibration is the draft's own.
+        growth = _Growth(self.free, Calibration(), None, sage.node_budget, 0)
+        drafted = drafter.grow(root, growth.choose, sage.depth_max_limit, sage.candidates, growth.expand)
+        assert growth.choice is not None
+        return Proposal(keep_nodes(drafted, growth.choice.kept), RoundShape(root_top=root))
+
+    def observe(self, proposal: Proposal, verdict: Verdict) -> Adaptation:
+        return Adaptation()
 
 
 def keep_nodes(drafted: DraftedTree, keep: frozenset[int]) -> DraftedTree:

@@ -294,7 +294,7 @@ def exact_reference(tiny_root, image) -> dict[Tokens, float]:
     return exact
 
 
-@pytest.mark.parametrize("method", ["chain", "static", "sage", "dynamic", "sage-cost"])
+@pytest.mark.parametrize("method", ["chain", "static", "sage", "dynamic", "sage-cost", "best-first"])
 def test_decoding_samples_exactly_as_the_target(oracle, exact_reference, method):
     """1,000 runs of the decode loop: the first three tokens are distributed as the target's own sampling."""
     counts = decode_counts(oracle, method, RUNS)
