@@ -20,7 +20,6 @@ can stand beside the measured one.
 from __future__ import annotations
 
 import functools
-import itertools
 import math
 import statistics
 import time
@@ -228,7 +227,9 @@ def _fastest_pass_curve(
     devices: Sequence[torch.device], sizes: tuple[int, ...] = COST_SIZES, passes: int = RUN_PASSES,
 ) -> tuple[float, tuple[float, ...], tuple[float, ...]]:  # fmt: skip
     """The one-token step, the verify and draft-level times (ms): the fastest of `passes` interleaved passes
-    after one untimed one, made non-decreasing in the node count (a larger tree never costs less)."""
+    after one untimed one; the verify and draft-level times then as the straight line (cost = a + b * nodes,
+    b >= 0) fitted to them by least squares, so one point timed at a busy moment does not make one size
+    look dearer than its neighbours (on a busy 2-core machine single points were off by half)."""
     trees = {n: measured_tree(n, root) for n in sizes}
     runs: list[Callable[[], object]] = [lambda: _verify_once(target, target_state, root, measured_tree(0, root))]
     runs += [functools.partial(_verify_once, target, target_state, root, trees[n]) for n in sizes]
@@ -240,9 +241,22 @@ def _fastest_pass_curve(
                 milliseconds = _median_ms(run, devices, 1, 0)
                 if number:
                     best[index] = min(best[index], milliseconds)
-    verify = tuple(itertools.accumulate(best[1 : 1 + len(sizes)], max))
-    levels = tuple(itertools.accumulate(best[1 + len(sizes) :], max))
-    return best[0], verify, levels
+    return best[0], line_fit(sizes, best[1 : 1 + len(sizes)]), line_fit(sizes, best[1 + len(sizes) :])
+
+
+def line_fit(sizes: Sequence[int], values: Sequence[float]) -> tuple[float, ...]:
+    """The least-squares line through (size, value), its slope at least 0, read at each size."""
+    mean_x, mean_y = statistics.fmean(sizes), statistics.fmean(values)
+    spread = sum((x - mean_x) ** 2 for x in sizes)
+    slope = (
+        max(0.0, sum((x - mean_x) * (y - mean_y) for x, y in zip(sizes, values, strict=True)) / spread)
+        if spread
+        else 0.0
+    )
+    intercept = mean_y - slope * mean_x
+    if intercept <= 0:  # a line through the origin's side: keep the smallest measured cost as the floor
+        intercept = min(values)
+    return tuple(intercept + slope * x for x in sizes)
 
 
 def remember_curve(pair: ModelPair, backend: str, curve: CostCurve) -> None:

@@ -1,11 +1,13 @@
 """`sage-cost`: SAGE's entropy-shaped tree, with each round's budget chosen for speed on this hardware.
 
 The paper's SAGE (proposers.SageProposer) keeps a node when its cumulative draft
-probability clears theta_l = 0.1 * l / D(alpha), up to 64 nodes: entropy alone sizes
-the tree. `sage-cost` keeps SAGE's shape rules (paper §3.2-3.3: alpha from this
-round's root distribution, depth D(alpha) under the acceptance window's D_max, root
-width W(alpha), W_l = W(alpha) * (0.5 + P_parent) / l children per expanded node)
-and replaces the threshold by the budget model (budget.py): at every level the
+probability clears theta_l = 0.1 * l / D(alpha), up to 64 nodes, and moves D_max by
+a window of recent acceptance lengths: entropy and that window size the tree.
+`sage-cost` keeps SAGE's shape rules (paper §3.2: alpha from this round's root
+distribution, depth D(alpha) = D_min + alpha * (D_max - D_min), root width W(alpha),
+W_l = W(alpha) * (0.5 + P_parent) / l children per expanded node), with D_max at its
+limit (`depth_max_limit`, 10): the window, a rule of thumb for how deep pays, is
+replaced by the budget model (budget.py), as is the threshold. At every level the
 candidates drafted so far are weighed, every prefix by calibrated path probability,
 in expected tokens per second by the measured cost curve (costs.py); the nodes of
 the newest level that the best prefix keeps are expanded (one draft forward),
@@ -27,7 +29,7 @@ from .budget import BudgetChoice, Calibration, RoundCosts, tried_outcomes, weigh
 from .config import SageConfig
 from .costs import CostCurve
 from .drafting import DraftedTree
-from .policy import Candidate, DepthWindow, Expansion, confidence, level_width, planned_depth, planned_width
+from .policy import Candidate, Expansion, confidence, level_width, planned_depth, planned_width
 from .proposers import Adaptation, Drafter, Proposal, RoundShape
 from .trees import ROOT, Tree
 from .verify import Verdict
@@ -41,7 +43,6 @@ class SageCostProposer:
     def __init__(self, config: SageConfig, curve: CostCurve | None = None) -> None:
         self.config = config
         self.candidates = config.candidates
-        self.window = DepthWindow(config.depth_max)
         self.calibration = Calibration()
         self.curve: CostCurve | None = None
         self.costs: RoundCosts | None = None
@@ -58,23 +59,20 @@ class SageCostProposer:
         sage = self.config
         root = drafter.root(pending, sage.candidates)
         entropy, alpha = confidence(root[1])
-        depth = planned_depth(alpha, sage.depth_min, self.window.depth_max)
+        depth = planned_depth(alpha, sage.depth_min, sage.depth_max_limit)
         width = planned_width(alpha, sage.width_min, sage.width_max)
         growth = _Growth(self.costs, self.calibration, width, sage.node_budget, len(pending))
         drafted = drafter.grow(root, growth.choose, depth, sage.candidates, growth.expand)
         choice = growth.choice
         assert choice is not None  # level 1 always offers the root's best candidate
-        shape = RoundShape(entropy, alpha, self.window.depth_max, depth, width, root, budget=choice)
+        shape = RoundShape(entropy, alpha, sage.depth_max_limit, depth, width, root, budget=choice)
         return Proposal(keep_nodes(drafted, choice.kept), shape)
 
     def observe(self, proposal: Proposal, verdict: Verdict) -> Adaptation:
-        """The verdict calibrates the draft (the tried nodes, accepted or not) and moves D_max (§3.3)."""
+        """The verdict calibrates the draft: the nodes it tried, accepted or not."""
         probs, outcomes = tried_outcomes(proposal.tree, verdict.accepted_nodes)
         self.calibration = self.calibration.after(probs, outcomes)
-        closing = len(self.window.recent) + 1 >= self.config.window
-        recent = (*self.window.recent, len(verdict.accepted_nodes))
-        self.window = self.window.after(len(verdict.accepted_nodes), self.config)
-        return Adaptation(sum(recent) / len(recent) if closing else None, self.window.depth_max)
+        return Adaptation()
 
 
 class _Growth:

@@ -148,3 +148,17 @@ def test_tried_nodes_are_the_children_of_the_accepted_path() -> None:
 def test_shown_budgets_hold_the_chosen_one() -> None:
     choice = choose_budget(binary_tree(7), curve((2.0,) * 7, (0.01,) * 7, SIZES), Calibration(), node_cap=40)
     assert [o.nodes for o in choice.shown()] == [4, 8, 12, 16, 24, 32, 40]
+
+
+def test_the_run_curve_is_a_line_through_the_fastest_passes() -> None:
+    from sage_core.costs import line_fit
+
+    # (1, 2), (2, 3), (4, 5): exactly 1 + n.
+    assert line_fit((1, 2, 4), (2.0, 3.0, 5.0)) == pytest.approx((2.0, 3.0, 5.0))
+    # One point timed at a busy moment (2 nodes at 9 ms) no longer makes 2 nodes dearer than 4:
+    # mean size 7/3, mean cost 16/3, slope (40/9 - 11/9 - 5/9) / (16/9 + 1/9 + 25/9) = 4/7.
+    fitted = line_fit((1, 2, 4), (2.0, 9.0, 5.0))
+    assert fitted[0] < fitted[1] < fitted[2]
+    assert fitted[1] - fitted[0] == pytest.approx(4 / 7)
+    # Costs falling with the node count (noise) give a flat line, never a negative slope.
+    assert line_fit((1, 2, 4), (5.0, 4.0, 3.0)) == pytest.approx((4.0, 4.0, 4.0))
