@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from sage_core import RoundRecord
 from sage_core.config import SageConfig
@@ -41,15 +42,17 @@ def explain_html(
     method: str,
     sage: SageConfig | None = None,
     replay: bool = False,
+    settings: Any = None,
 ) -> str:
-    """The explainer for the round `step` of one lane (the latest round when None)."""
+    """The explainer for the round `step` of one lane (the latest round when None); `settings`: the lane's
+    own method's settings (its registry entry's sentence may name them)."""
     label = html.escape(short_label(method))
     if step == 0:
         return _box(f"<b>Step 0, {label}</b>: the prefill. The target reads the prompt and picks the first token.")
     record = pick_round(records, step)
     if record is None:
         return _box(f"<b>{label}</b>: no round yet. Start a race (or a replay) and pick a round.")
-    explained = explain_round(record, sage or SageConfig())
+    explained = explain_round(record, sage or SageConfig(), settings)
 
     def text(token: int | None) -> str:
         if token is None:
@@ -71,6 +74,8 @@ def _policy(e: RoundExplained, text: TokenText) -> list[str]:
     out: list[str] = []
     if e.kind == "plain":
         return ["<p>Plain decoding: one target forward, one new token. No draft, no tree.</p>"]
+    if e.description:  # the method's own sentence (its registry entry's)
+        out.append(f"<p>{html.escape(e.description)}</p>")
     if e.top_probs:
         out.append(f"<h4>The draft's top-{len(e.top_probs)} after the root</h4><table>")
         top = max(e.top_probs)
@@ -81,10 +86,12 @@ def _policy(e: RoundExplained, text: TokenText) -> list[str]:
                 f"<td class='f'>{prob:.3f}</td></tr>"
             )
         out.append("</table>")
-    if e.kind == "dynamic":
+    if e.explainer == "rerank":
         return out + _dynamic(e, text)
-    if e.kind in ("chain", "static"):
-        spec = method_spec(e.kind)
+    if e.explainer == "tree":
+        return out
+    if e.explainer == "fixed":
+        spec = method_spec(e.method)
         name = f"{spec.short}: {spec.subtitle}"
         out.append(f"<p>Fixed tree ({name}, {e.fixed_tree_nodes} nodes): the same shape every round, "
                    "whatever the draft's confidence.</p>")  # fmt: skip
@@ -145,8 +152,9 @@ def _dynamic(e: RoundExplained, text: TokenText) -> list[str]:
     """EAGLE-2's dynamic tree: which nodes the rerank kept, with their cumulative probabilities."""
     cutoff = f"{e.rerank_cutoff:.4f}" if e.rerank_cutoff is not None else "–"
     out = [
-        "<h4>Dynamic tree (EAGLE-2)</h4><p>Each level expands the frontier nodes with the highest cumulative "
-        "probability (the product of the draft's probabilities along the path), each with its top children. "
+        f"<h4>{html.escape(method_spec(e.method).label)}</h4><p>Each level expands the frontier nodes with the "
+        "highest cumulative probability (the product of the draft's probabilities along the path), each with "
+        "its top children. "
         f"Then all <b>{e.drafted_nodes}</b> drafted nodes are reranked by cumulative probability and the best "
         f"<b>{len(e.nodes)}</b> are verified (the last kept has <span class='f'>{cutoff}</span>); a node's "
         "ancestors always rank above it, so the kept nodes form a tree.</p>",

@@ -24,29 +24,43 @@ from __future__ import annotations
 
 import functools
 import html
+import inspect
 import math
 import tempfile
 import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Generator, Iterable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import gradio as gr
 
 from sage_core import METHOD_LABELS, SageConfig
-from sage_core.config import DynamicConfig
+from sage_core.errors import SageError
 from sage_core.explain import sage_config_from
-from sage_core.methods import drafts
+from sage_core.methods import drafts, form_settings, specs
 from sage_core.prepared import check_vocabulary
+from sage_core.records import settings_of_header
 
 from . import models
 from .api import race_result
 from .boundary import guard, user_message
 from .explain_view import explain_html
-from .inputs import Choice, Example, InputProblem, Limits, RaceForm, RaceRequest, check_request, remove_older
+from .inputs import (
+    Choice,
+    Example,
+    InputProblem,
+    Limits,
+    RaceForm,
+    RaceRequest,
+    check_request,
+    old_field_names,
+    race_defaults,
+    race_fields,
+    remove_older,
+)
 from .notes import notes_html, race_notes
 from .page import DEFAULT_MAX_NEW_TOKENS, DEFAULT_METHODS, Page
 from .panels import all_figures, tree_figure
@@ -213,6 +227,80 @@ def sage_of(data: RaceData | None, method: str | None = None) -> SageConfig:
     return sage_config_from(header.sage) if header is not None else SageConfig()
 
 
+def settings_of(data: RaceData | None, method: str | None) -> Any:
+    """The settings a lane's own method ran with (its header's), for the explainer; None when unknown."""
+    lane = data.lane(method) if data is not None and method else None
+    if lane is None or lane.header is None:
+        return None
+    try:
+        return settings_of_header(lane.header)
+    except SageError:
+        return None
+
+
+RACE_API_DOC = """\
+Race SAGE against its baselines on one image or video to the end, and answer with the texts and figures.
+
+Every method decodes the same prompt with the same target model; greedy (temperature 0) output equals
+the target's own greedy decoding token for token, which the answer's `lossless` verdict checks.
+
+Args:
+{args}
+
+Returns:
+    JSON: per method its text, token ids and figures (tokens per second, mean accepted length tau, target
+    forwards), the speed-ups against the baselines, the losslessness verdict (or, when sampling, the
+    exact-in-distribution note), the Plotly panels, and the trace (JSON lines) the figures come from.
+"""
+#: The /race API's common inputs, described (each method's settings describe themselves: `Setting.help`).
+RACE_API_ARGS = {
+    "image": "an image file (an http(s) URL for an MCP client); give it or `video`.",
+    "video": "a video file (mp4, webm, avi, mov); give it or `image`.",
+    "prompt": "the question or instruction about the image or video.",
+    "pair": 'the model pair: "builtin" or "builtin-hesitant", or on a GPU a preset such as "qwen2.5-vl-7b", '
+    '"llava-ov-7b", "qwen3-vl-8b" or "smolvlm2-2.2b" (empty: the default).',
+    "custom_target": "a custom target model (hub id or folder), when the app allows custom models.",
+    "custom_draft": "a custom draft model of the same tokenizer as the target.",
+    "max_new_tokens": "the most new tokens each method decodes.",
+    "prune_choice": 'draft-side visual token pruning: "off", "paper" (the paper\'s ratios) or "chosen".',
+    "prune_chosen": 'the share of visual tokens the draft skips when `prune_choice` is "chosen", in [0, 1).',
+    "temperature": "0 decodes greedily; above 0 samples, exactly in the target's distribution.",
+    "seed": "the sampling seed (empty: a fresh one, recorded in the trace).",
+}
+
+
+def race_api_doc() -> str:
+    """The /race API's docstring (an MCP client's tool description): the common inputs, the registered
+    methods, each method's settings and their old names."""
+    methods = ", ".join(f'"{spec.name}" ({spec.short})' for spec in specs())
+    described = {**RACE_API_ARGS, "methods": f"two or more of {methods}."}
+    settings = {s.name: s.help for _, s in form_settings()}
+    lines = [f"    {name}: {described.get(name) or settings.get(name, '')}" for name in race_fields()]
+    lines += [f"    {old}: the old name of `{new}`, still read (when given, it wins)." for old, new in
+              old_field_names().items()]  # fmt: skip
+    return RACE_API_DOC.format(args="\n".join(lines))
+
+
+def race_api_function(handlers: Handlers) -> Callable[..., dict]:
+    """The /race API as one function whose parameters are the race's inputs (`race_fields()`, then the old
+    names of settings), at their defaults: Gradio names the API's parameters, and an MCP client its tool's,
+    from this signature and docstring, so a registered method's settings are fields of the API too."""
+    defaults = {**race_defaults(), "max_new_tokens": DEFAULT_MAX_NEW_TOKENS}
+    old = old_field_names()
+    parameters = [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=value)
+                  for name, value in [*defaults.items(), *dict.fromkeys(old).items()]]  # fmt: skip
+    signature = inspect.Signature(parameters)
+
+    def race_api(*args: Any, **kwargs: Any) -> dict:
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        return handlers.race_api_answer(RaceForm(**bound.arguments))
+
+    race_api.__signature__ = signature  # type: ignore[attr-defined]
+    race_api.__doc__ = race_api_doc()
+    return race_api
+
+
 def finished_status(data: RaceData, note: str = "") -> str:
     if data.stopped:
         return stopped_status(data)
@@ -279,7 +367,7 @@ class Handlers:
             figs = all_figures(data.records_by_method(), data.token_texts, method or "sage", None, data.replay, sage)
             explained = explain_html(
                 lane.records if lane else [], None, data.token_texts, method or "sage", sage_of(data, method),
-                data.replay,
+                data.replay, settings_of(data, method),
             )  # fmt: skip
             update |= {
                 page.fig_race: figs["race"], page.fig_accepted: figs["accepted"],
@@ -378,7 +466,7 @@ class Handlers:
         return race_steps(
             loaded.pair, request.media, request.prompt, request.methods, request.max_new_tokens, request.sage,
             loaded.token_texts, models.RACE_SLOT, sampling=request.sampling, prune_ratio=request.prune_ratio,
-            costs=loaded.costs, dynamic=request.dynamic,
+            costs=loaded.costs, settings=request.settings,
         )  # fmt: skip
 
     def race_live(self, form: RaceForm, tree_lane: Any, progress: Any = None) -> Iterator[Update]:
@@ -399,72 +487,13 @@ class Handlers:
         except Exception as error:
             yield self.status_only(error_html(user_message(error)))
 
-    def race_api(
-        self,
-        image: str | None = None,
-        video: str | None = None,
-        prompt: str = "",
-        pair: str = "",
-        custom_target: str = "",
-        custom_draft: str = "",
-        methods: list[str] | None = None,
-        max_new_tokens: float = DEFAULT_MAX_NEW_TOKENS,
-        depth_min: float = SageConfig.depth_min,
-        depth_max: float = SageConfig.depth_max,
-        width_min: float = SageConfig.width_min,
-        width_max: float = SageConfig.width_max,
-        node_budget: float = SageConfig.node_budget,
-        candidates: float = SageConfig.candidates,
-        prune_choice: str = "off",
-        prune_chosen: float = 0.5,
-        temperature: float = 0.0,
-        seed: float | None = None,
-        dynamic_depth: float = DynamicConfig.depth,
-        dynamic_candidates: float = DynamicConfig.candidates,
-        dynamic_total_tokens: float = DynamicConfig.total_tokens,
-        top_k: float | None = None,
-    ) -> dict:
-        """Race SAGE against its baselines on one image or video to the end, and answer with the texts and figures.
+    def race_api(self, *args: Any, **kwargs: Any) -> dict:
+        """The /race API (`race_api_function`: its signature and docstring are made from `race_fields()`)."""
+        return race_api_function(self)(*args, **kwargs)
 
-        Every method decodes the same prompt with the same target model; greedy (temperature 0) output equals
-        the target's own greedy decoding token for token, which the answer's `lossless` verdict checks.
-
-        Args:
-            image: an image file (an http(s) URL for an MCP client); give it or `video`.
-            video: a video file (mp4, webm, avi, mov); give it or `image`.
-            prompt: the question or instruction about the image or video.
-            pair: the model pair: "builtin" or "builtin-hesitant", or on a GPU a preset such as "qwen2.5-vl-7b",
-                "llava-ov-7b", "qwen3-vl-8b" or "smolvlm2-2.2b" (empty: the default).
-            custom_target: a custom target model (hub id or folder), when the app allows custom models.
-            custom_draft: a custom draft model of the same tokenizer as the target.
-            methods: two or more of "sage", "static" (SD-Tree), "chain" (SD-Chain), "dynamic" (EAGLE-2's
-                dynamic tree) and "ar" (plain decoding).
-            max_new_tokens: the most new tokens each method decodes.
-            depth_min: SAGE's shallowest tree (paper: 3).
-            depth_max: SAGE's deepest tree at the start (paper: 8).
-            width_min: SAGE's narrowest level (paper: 2).
-            width_max: SAGE's widest level (paper: 10).
-            node_budget: the most draft tokens in one tree (paper: 64).
-            candidates: SAGE's k, the draft's candidates per node, whose entropy gives its confidence (paper: 10).
-            prune_choice: draft-side visual token pruning: "off", "paper" (the paper's ratios) or "chosen".
-            prune_chosen: the share of visual tokens the draft skips when `prune_choice` is "chosen", in [0, 1).
-            temperature: 0 decodes greedily; above 0 samples, exactly in the target's distribution.
-            seed: the sampling seed (empty: a fresh one, recorded in the trace).
-            dynamic_depth: the dynamic tree's levels expanded below the first (EAGLE-2: 5), in [1, 10].
-            dynamic_candidates: the dynamic tree's frontier nodes expanded per level and children each (EAGLE-2's
-                top_k: 10), in [1, 50].
-            dynamic_total_tokens: the dynamic tree's nodes verified after the rerank (EAGLE-2: 59), in [1, 256].
-            top_k: the old name of `candidates`, still read (when given, it is SAGE's k).
-
-        Returns:
-            JSON: per method its text, token ids and figures (tokens per second, mean accepted length tau, target
-            forwards), the speed-ups against the baselines, the losslessness verdict (or, when sampling, the
-            exact-in-distribution note), the Plotly panels, and the trace (JSON lines) the figures come from.
-        """
-        given = {name: value for name, value in locals().items() if name not in ("self", "top_k")}
-        form = RaceForm(**{**given, **({"candidates": top_k} if top_k is not None else {})})
+    def race_api_answer(self, form: RaceForm) -> dict:
         if form.methods is None:  # left out: the page's default
-            form = replace(form, methods=DEFAULT_METHODS)
+            form = form.replace(methods=DEFAULT_METHODS)
         return self.race_to_end(form)
 
     def race_to_end(self, form: RaceForm) -> dict:
@@ -538,7 +567,13 @@ class Handlers:
         return {
             self.page.fig_tree: tree_figure(lane.records, step_number, data.token_texts, lane.method, data.replay),
             self.page.explain: explain_html(
-                lane.records, step_number, data.token_texts, lane.method, sage_of(data, lane.method), data.replay
+                lane.records,
+                step_number,
+                data.token_texts,
+                lane.method,
+                sage_of(data, lane.method),
+                data.replay,
+                settings_of(data, lane.method),
             ),
         }
 
@@ -549,7 +584,13 @@ class Handlers:
             return {}
         figure = tree_figure(lane.records, None, data.token_texts, lane.method, data.replay)
         explained = explain_html(
-            lane.records, None, data.token_texts, lane.method, sage_of(data, lane.method), data.replay
+            lane.records,
+            None,
+            data.token_texts,
+            lane.method,
+            sage_of(data, lane.method),
+            data.replay,
+            settings_of(data, lane.method),
         )
         return {self.page.fig_tree: figure, self.page.explain: explained, self.page.tree_round: slider}
 
@@ -568,7 +609,7 @@ class Handlers:
                 stepper = live_stepper(
                     loaded.pair, request.media, request.prompt, request.methods, request.max_new_tokens,
                     request.sage, loaded.token_texts, models.RACE_SLOT, key, request.sampling, request.prune_ratio,
-                    loaded.costs, request.dynamic,
+                    loaded.costs, settings=request.settings,
                 )  # fmt: skip
             return self.stepped(stepper, tree_lane)
         except Exception as error:

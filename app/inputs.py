@@ -14,15 +14,13 @@ import math
 import os
 import tempfile
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from sage_core import Media, SageConfig, SageError, load_media
 from sage_core.config import (
-    METHODS,
-    DynamicConfig,
     SamplingConfig,
     as_whole,
     check_max_new_tokens,
@@ -31,6 +29,7 @@ from sage_core.config import (
 )
 from sage_core.errors import ConfigError
 from sage_core.media import VIDEO_SUFFIXES
+from sage_core.methods import MethodSpec, form_settings, is_method, method_names, specs
 
 from .race import order_methods, resolve_prune_ratio
 
@@ -112,53 +111,81 @@ class InputProblem(SageError):
     """A request the app refuses, with the message to show."""
 
 
-SAGE_FIELDS = ("depth_min", "depth_max", "width_min", "width_max", "node_budget", "candidates")
-#: The dynamic tree's settings (`DynamicConfig`), as the page and the API name them.
-DYNAMIC_FIELDS = ("dynamic_depth", "dynamic_candidates", "dynamic_total_tokens")
-#: The race's inputs in the order the page sends them (`Page.race_inputs`) and the API names them.
-RACE_FIELDS = ("image", "video", "prompt", "pair", "custom_target", "custom_draft", "methods", "max_new_tokens",
-               *SAGE_FIELDS, "prune_choice", "prune_chosen", "temperature", "seed", *DYNAMIC_FIELDS)  # fmt: skip
+#: The race's inputs before and after the methods' settings (`race_fields`), with their defaults.
+FIRST_FIELDS: dict[str, Any] = {"image": None, "video": None, "prompt": "", "pair": "", "custom_target": "",
+                                "custom_draft": "", "methods": None, "max_new_tokens": 128}  # fmt: skip
+LAST_FIELDS: dict[str, Any] = {"prune_choice": "off", "prune_chosen": 0.5, "temperature": 0.0, "seed": None}
 
 
-@dataclass(frozen=True)
+def race_defaults() -> dict[str, Any]:
+    """Every race input by name, in the order the page sends them (`Page.race_inputs`) and the API names them,
+    with its default: the common ones, then every registered method's settings (`MethodSpec.controls`)."""
+    settings = {s.name: getattr(spec.default_settings(), s.field) for spec, s in form_settings()}
+    return {**FIRST_FIELDS, **settings, **LAST_FIELDS}
+
+
+def race_fields() -> tuple[str, ...]:
+    """The race's inputs in the order the page sends them and the API names them."""
+    return tuple(race_defaults())
+
+
+def old_field_names() -> dict[str, str]:
+    """The names race inputs had before (still read, hidden): old name -> its name now."""
+    return {old: s.name for _, s in form_settings() for old in s.old_names}
+
+
+#: The race's inputs with the built-in methods (`race_fields()` reads the registry as it is now).
+RACE_FIELDS = race_fields()
+
+
 class RaceForm:
-    """A race's inputs as the page or the API sends them, by name and unchecked (`check_request` checks them)."""
+    """A race's inputs as the page or the API sends them, by name and unchecked (`check_request` checks them).
 
-    image: Any = None
-    video: Any = None
-    prompt: Any = ""
-    pair: Any = ""
-    custom_target: Any = ""
-    custom_draft: Any = ""
-    methods: Any = None
-    max_new_tokens: Any = 128
-    depth_min: Any = SageConfig.depth_min
-    depth_max: Any = SageConfig.depth_max
-    width_min: Any = SageConfig.width_min
-    width_max: Any = SageConfig.width_max
-    node_budget: Any = SageConfig.node_budget
-    candidates: Any = SageConfig.candidates
-    prune_choice: Any = "off"
-    prune_chosen: Any = 0.5
-    temperature: Any = 0.0
-    seed: Any = None
-    dynamic_depth: Any = DynamicConfig.depth
-    dynamic_candidates: Any = DynamicConfig.candidates
-    dynamic_total_tokens: Any = DynamicConfig.total_tokens
+    `RaceForm(prompt=..., methods=[...], depth_max=8)`: any of `race_fields()` (a setting under an old
+    name included, which wins when given); the rest take their defaults. Read them as attributes."""
+
+    def __init__(self, **values: Any) -> None:
+        defaults, old = race_defaults(), old_field_names()
+        unknown = [name for name in values if name not in defaults and name not in old]
+        if unknown:
+            raise InputProblem(f"unknown race input {shown(unknown[0])}; the inputs are {', '.join(defaults)}")
+        current = {name: value for name, value in values.items() if name not in old}
+        for name, new in old.items():
+            if values.get(name) is not None:
+                current[new] = values[name]
+        object.__setattr__(self, "values", {**defaults, **current})
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self.__dict__["values"][name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("a RaceForm does not change: use replace()")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, RaceForm) and self.values == other.values
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"RaceForm({', '.join(f'{k}={v!r}' for k, v in self.values.items())})"
+
+    def replace(self, **changes: Any) -> RaceForm:
+        return RaceForm(**{**self.values, **changes})
 
     @classmethod
     def of(cls, values: Sequence[Any]) -> RaceForm:
-        """The form from the page's values, in `RACE_FIELDS` order."""
-        if len(values) != len(RACE_FIELDS):
-            raise InputProblem(f"a race takes {len(RACE_FIELDS)} inputs, not {len(values)}")
-        return cls(**dict(zip(RACE_FIELDS, values, strict=True)))
+        """The form from the page's values, in `race_fields()` order."""
+        names = race_fields()
+        if len(values) != len(names):
+            raise InputProblem(f"a race takes {len(names)} inputs, not {len(values)}")
+        return cls(**dict(zip(names, values, strict=True)))
 
-    def sage_values(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in SAGE_FIELDS}
-
-    def dynamic_values(self) -> dict[str, Any]:
-        """The dynamic tree's settings by `DynamicConfig`'s names (`dynamic_depth` is its `depth`)."""
-        return {name.removeprefix("dynamic_"): getattr(self, name) for name in DYNAMIC_FIELDS}
+    def settings_values(self, spec: MethodSpec) -> dict[str, Any]:
+        """The form's values of one method's settings, by setting name."""
+        return {s.name: self.values[s.name] for s in spec.controls if s.form}
 
 
 @dataclass(frozen=True)
@@ -182,11 +209,14 @@ class RaceRequest:
     prompt: str
     methods: tuple[str, ...]
     max_new_tokens: int
-    sage: SageConfig
+    settings: Mapping[str, Any]  # every method's settings with settings of its own: method name -> its settings
     sampling: SamplingConfig
     prune_ratio: float
     pair: Choice
-    dynamic: DynamicConfig = field(default_factory=DynamicConfig)
+
+    @property
+    def sage(self) -> SageConfig:
+        return self.settings["sage"]
 
 
 def check_media_choice(image: object, video: object) -> str:
@@ -229,9 +259,9 @@ def check_methods(methods: object) -> tuple[str, ...]:
         raise InputProblem("methods must be a list of method names (none was given)")
     if not isinstance(methods, list | tuple) or not all(isinstance(m, str) for m in methods):
         raise InputProblem("methods must be a list of method names")
-    unknown = [m for m in methods if m not in METHODS]
+    unknown = [m for m in methods if not is_method(m)]
     if unknown:
-        raise InputProblem(f"unknown method {shown(unknown[0])}; choose from {', '.join(METHODS)}")
+        raise InputProblem(f"unknown method {shown(unknown[0])}; choose from {', '.join(method_names())}")
     chosen = order_methods(methods)
     if len(chosen) < 2:
         raise InputProblem("pick at least two methods to race (SAGE and the static tree by default)")
@@ -245,12 +275,11 @@ def check_request(form: RaceForm, pair: Choice, limits: Limits) -> RaceRequest:
     prompt = check_prompt(form.prompt).strip()
     methods = check_methods(form.methods)
     tokens = check_max_new_tokens(form.max_new_tokens, limits.max_new_tokens)
-    sage = SageConfig.from_form(form.sage_values())
-    dynamic = DynamicConfig.from_form(form.dynamic_values())
+    settings = {spec.name: spec.settings_from(form.settings_values(spec)) for spec in specs() if spec.settings}
     sampling = sampling_settings(form.temperature, form.seed)
     media = open_media(path, limits)
     prune_ratio = resolve_prune_ratio(form.prune_choice, form.prune_chosen, media.kind)
-    return RaceRequest(media, prompt, methods, tokens, sage, sampling, prune_ratio, pair, dynamic)
+    return RaceRequest(media, prompt, methods, tokens, settings, sampling, prune_ratio, pair)
 
 
 # -- examples ------------------------------------------------------------------------

@@ -306,7 +306,7 @@ def warm_up(pair: ModelPair) -> CostCurve | None:
     (None when SAGE_APP_COST_CURVE is off: the app then shows no curve and no predicted speedups)."""
     media = image_media(Image.new("RGB", (112, 112), (255, 255, 255)), "warm-up")
     for method, tokens in (("sage", 4), ("ar", 2)):
-        decode(pair, media, "warm up", DecodeConfig(method=method, max_new_tokens=tokens)).run_to_end()  # type: ignore[arg-type]
+        decode(pair, media, "warm up", DecodeConfig(method=method, max_new_tokens=tokens)).run_to_end()
     return measure_warm_costs(pair) if cost_curve_wanted() else None
 
 

@@ -11,11 +11,10 @@ from typing import Any
 
 import gradio as gr
 
-from sage_core import METHOD_LABELS, SageConfig
-from sage_core.config import DYNAMIC_RANGES, MAX_TEMPERATURE, SAGE_RANGES, DynamicConfig
-from sage_core.methods import METHODS, RACE_DEFAULT, in_order
+from sage_core.config import MAX_TEMPERATURE
+from sage_core.methods import RACE_DEFAULT, MethodSpec, Setting, specs
 
-from .inputs import DEFAULT_PROMPT, Example, Limits
+from .inputs import DEFAULT_PROMPT, Example, Limits, old_field_names
 from .pruning_panel import draft_view_outputs, pruning_controls
 from .render import CSS, badge_html, race_html, status_html
 from .sketch import sketch_pad
@@ -134,16 +133,25 @@ def lenient(component: Any) -> Any:
     return component
 
 
-def sage_slider(name: str, label: str) -> gr.Slider:
-    """A SAGE setting's slider over the library's own range (`config.SAGE_RANGES`), at the paper's default."""
-    low, high = SAGE_RANGES[name]
-    return gr.Slider(low, high, value=getattr(SageConfig(), name), step=1, label=label)
+def setting_control(spec: MethodSpec, setting: Setting) -> Any:
+    """A method's setting as a control (its registry entry's: range, default, label): a slider, or a
+    dropdown of its choices."""
+    value = getattr(spec.default_settings(), setting.field)
+    if setting.choices:
+        return gr.Dropdown(list(setting.choices), value=value, label=setting.label)
+    step = 1 if setting.whole else (setting.high - setting.low) / 100
+    return gr.Slider(setting.low, setting.high, value=value, step=step, label=setting.label)
 
 
-def dynamic_slider(name: str, label: str) -> gr.Slider:
-    """A dynamic tree setting's slider over the library's range (`config.DYNAMIC_RANGES`), at EAGLE-2's default."""
-    low, high = DYNAMIC_RANGES[name]
-    return gr.Slider(low, high, value=getattr(DynamicConfig(), name), step=1, label=label)
+def settings_controls() -> tuple[Any, ...]:
+    """Every registered method's settings as controls, two to a row, in `race_fields()` order."""
+    controls: list[Any] = []
+    for spec in specs():
+        shown = [s for s in spec.controls if s.form]
+        for pair in range(0, len(shown), 2):
+            with gr.Row():
+                controls += [lenient(setting_control(spec, s)) for s in shown[pair : pair + 2]]
+    return tuple(controls)
 
 
 def _html(value: str = "", **kwargs: Any) -> gr.HTML:
@@ -171,7 +179,7 @@ class Page:
     seed: gr.Number
     prune_choice: gr.Radio
     prune_chosen: gr.Slider
-    sage: tuple[gr.Slider, ...]  # D_min, D_max, W_min, W_max, node budget, candidates k
+    settings: tuple[Any, ...]  # every method's settings (`MethodSpec.controls`), in `race_fields()` order
     custom_target: gr.Textbox
     custom_draft: gr.Textbox
     trace_in: gr.File
@@ -197,16 +205,15 @@ class Page:
     api_replay: gr.Button
     api_result: gr.JSON
     sketch: Any = None  # the Draw tab's pad (app/sketch.py)
-    dynamic: tuple[Any, ...] = ()  # the dynamic tree's depth, candidates, total tokens
-    # Hidden inputs of the /race API for parameters under their old names (top_k: SAGE's candidates).
+    # Hidden inputs of the /race API for settings under their old names (`inputs.old_field_names()`).
     old_names: tuple[Any, ...] = ()
 
     @property
     def race_inputs(self) -> list[Any]:
         """The race's inputs, in the order of the API's parameters."""
         return [self.image, self.video, self.prompt, self.pair, self.custom_target, self.custom_draft,
-                self.methods, self.max_new, *self.sage, self.prune_choice, self.prune_chosen, self.temperature,
-                self.seed, *self.dynamic]  # fmt: skip
+                self.methods, self.max_new, *self.settings, self.prune_choice, self.prune_chosen, self.temperature,
+                self.seed]  # fmt: skip
 
     @property
     def view(self) -> list[Any]:
@@ -247,7 +254,7 @@ def build_page(
             pair = gr.Dropdown(pair_choices, value=default_pair, label="Model pair (target + draft)",
                                allow_custom_value=True)  # fmt: skip
             methods = lenient(gr.CheckboxGroup(
-                [(METHOD_LABELS[m], m) for m in in_order(METHODS)],
+                [(spec.label, spec.name) for spec in specs()],
                 value=DEFAULT_METHODS,
                 label="Methods in the race",
             ))  # fmt: skip
@@ -261,23 +268,9 @@ def build_page(
                 seed = lenient(gr.Number(None, label="Seed (empty: fresh)", precision=0, elem_id="seed",
                                          scale=1, min_width=90))  # fmt: skip
             prune_choice, prune_chosen = (lenient(control) for control in pruning_controls())
-            label = "Advanced: SAGE's tree policy, the dynamic tree" + (", custom models" if custom else "")
+            label = "Advanced: the methods' settings" + (", custom models" if custom else "")
             with gr.Accordion(label, open=False):
-                with gr.Row():
-                    d_min = sage_slider("depth_min", "D_min (shallowest tree)")
-                    d_max = sage_slider("depth_max", "D_max (deepest tree)")
-                with gr.Row():
-                    w_min = sage_slider("width_min", "W_min (narrowest root)")
-                    w_max = sage_slider("width_max", "W_max (widest root)")
-                with gr.Row():
-                    budget = sage_slider("node_budget", "Node budget N_max")
-                    candidates = sage_slider("candidates", "Candidates k per node (its entropy gives α)")
-                with gr.Row():
-                    dynamic = (
-                        dynamic_slider("depth", "Dynamic tree: depth"),
-                        dynamic_slider("candidates", "Dynamic tree: candidates per node"),
-                        dynamic_slider("total_tokens", "Dynamic tree: nodes verified"),
-                    )
+                settings = settings_controls()
                 custom_target = gr.Textbox("", label=f"Custom target ({custom}; pick 'Custom' above)",
                                            visible=bool(custom))  # fmt: skip
                 custom_draft = gr.Textbox("", label="Custom draft (same family and tokenizer as the target)",
@@ -318,8 +311,7 @@ def build_page(
         start=start, step=step, stop=stop, pair=pair, methods=methods, max_new=max_new,
         temperature=temperature, seed=seed, prune_choice=prune_choice, prune_chosen=prune_chosen,
         draft_seen=draft_seen, draft_note=draft_note,
-        sage=tuple(lenient(s) for s in (d_min, d_max, w_min, w_max, budget, candidates)),
-        dynamic=tuple(lenient(s) for s in dynamic), old_names=(gr.Number(None, visible=False),),
+        settings=settings, old_names=tuple(gr.Number(None, visible=False) for _ in old_field_names()),
         custom_target=custom_target, custom_draft=custom_draft, trace_in=trace_in, speed=speed, replay=replay,
         replay_step=replay_step,
         status=status, verdict=verdict, lanes=lanes, table=table, download=download, fig_race=fig_race,

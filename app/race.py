@@ -25,7 +25,7 @@ from __future__ import annotations
 import functools
 import json
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -48,7 +48,7 @@ from sage_core.config import DynamicConfig, SamplingConfig, check_prune_ratio, s
 from sage_core.costs import CostCurve
 from sage_core.errors import InputError
 from sage_core.media import thumbnail
-from sage_core.methods import METHODS, drafts, in_order
+from sage_core.methods import drafts, in_order, method_names
 from sage_core.models import VisualBox
 from sage_core.pruning import PAPER_RATIOS
 from sage_core.records import (
@@ -64,8 +64,6 @@ from sage_core.records import (
 RACE_FORMAT = "sage-race/1"
 #: The draft-view picture's height: the race keeps its medium shrunk to this, no larger.
 DRAFT_VIEW_HEIGHT = 150
-# Canonical column order (the method registry's): SAGE first, then its rivals, plain decoding last.
-METHOD_ORDER = tuple(in_order(METHODS))
 
 
 @dataclass
@@ -156,13 +154,15 @@ def start_runs(
     prune_ratio: float = 0.0,
     costs: CostCurve | None = None,
     dynamic: DynamicConfig | None = None,
+    settings: Mapping[str, Any] | None = None,
 ) -> tuple[RaceData, list[DecodeRun]]:
     """One run per chosen method (in column order) on inputs prepared once, and the race's empty lanes.
 
     Each processor runs once for the whole race; every run reads the same tensors. `sampling`
     (default: greedy) applies to every side, each with its own generator seeded alike;
     `prune_ratio` to every side that drafts (plain decoding has no draft); `dynamic` (default: EAGLE-2's)
-    to the dynamic tree's side.
+    to the dynamic tree's side; `settings` (method name -> its settings, `RaceRequest.settings`) to each
+    method's side, over `sage` and `dynamic`.
     """
     sampling = sampling or SamplingConfig()
     dynamic = dynamic or DynamicConfig()
@@ -171,13 +171,13 @@ def start_runs(
         prepared = prepare_inputs(pair, media, prompt, with_draft=any(drafts(m) for m in chosen))
         configs = [
             DecodeConfig(
-                m,  # type: ignore[arg-type]
+                m,
                 max_new_tokens,
                 sage,
                 sampling=sampling,
                 prune_ratio=prune_ratio * drafts(m),
                 dynamic=dynamic,
-            )
+            ).with_settings(settings or {})
             for m in chosen
         ]
         runs = [decode(pair, media, prompt, config, prepared) for config in configs]
@@ -202,6 +202,7 @@ def race_steps(
     prune_ratio: float = 0.0,
     costs: CostCurve | None = None,
     dynamic: DynamicConfig | None = None,
+    settings: Mapping[str, Any] | None = None,
 ) -> Iterator[RaceData]:
     """Step one run per method alternately; yield the race after every round.
 
@@ -212,7 +213,7 @@ def race_steps(
     """
     lock = lock or nullcontext()
     data, runs = start_runs(
-        pair, media, prompt, methods, max_new_tokens, sage, lock, sampling, prune_ratio, costs, dynamic
+        pair, media, prompt, methods, max_new_tokens, sage, lock, sampling, prune_ratio, costs, dynamic, settings
     )
     data.source = source
     active = list(zip(data.lanes, runs, strict=True))
@@ -304,11 +305,12 @@ def live_stepper(
     prune_ratio: float = 0.0,
     costs: CostCurve | None = None,
     dynamic: DynamicConfig | None = None,
+    settings: Mapping[str, Any] | None = None,
 ) -> RaceStepper:
     """A live race to step through (its runs started as `race_steps` starts them)."""
     guard = lock or nullcontext()
     data, runs = start_runs(
-        pair, media, prompt, methods, max_new_tokens, sage, guard, sampling, prune_ratio, costs, dynamic
+        pair, media, prompt, methods, max_new_tokens, sage, guard, sampling, prune_ratio, costs, dynamic, settings
     )
 
     def advancer(lane: Lane, run: Any) -> Callable[[], RoundRecord | None]:
@@ -443,7 +445,7 @@ def parse_race(lines: Sequence[str], source: str = "") -> RaceData:
         assert lane.header is not None
         if (lane.header.prompt, lane.header.media) != (first.prompt, first.media):
             raise TraceError("the runs in this trace decode different inputs; a race compares one prompt")
-    lanes.sort(key=lambda lane: METHOD_ORDER.index(lane.method))
+    lanes.sort(key=lambda lane: method_names().index(lane.method))  # the registry's column order
     for lane in lanes:
         for record in lane.records:
             for token, text in zip(record.new_tokens, record.new_token_texts, strict=True):

@@ -26,7 +26,7 @@ import gradio as gr
 
 from . import models
 from .boundary import guard, refusals_as_sentences
-from .handlers import TRACE_DIR, Handlers, Settings, Update, controls, last, save_trace_file
+from .handlers import TRACE_DIR, Handlers, Settings, Update, controls, last, race_api_function, save_trace_file
 from .inputs import Limits, RaceForm, load_examples
 from .landing import wire_landing
 from .page import KEYBOARD_JS, TITLE, Page, build_page, image_input
@@ -138,8 +138,9 @@ def wire(page: Page, handlers: Handlers) -> None:
     page.tree_lane.input(controls(handlers.show_lane, page), [page.state, page.tree_lane],
                          [page.fig_tree, page.explain, page.tree_round, page.status], queue=False,
                          api_visibility="private")  # fmt: skip
-    page.api_race.click(gpu_for_race(guard(handlers.race_api)), [*page.race_inputs, *page.old_names], page.api_result,
-                        api_name="race", concurrency_id="race", concurrency_limit=RACE_CONCURRENCY)  # fmt: skip
+    page.api_race.click(gpu_for_race(guard(race_api_function(handlers))), [*page.race_inputs, *page.old_names],
+                        page.api_result, api_name="race", concurrency_id="race",
+                        concurrency_limit=RACE_CONCURRENCY)  # fmt: skip
     page.api_replay.click(guard(handlers.replay_api), [page.trace_in, page.speed], page.api_result,
                           api_name="replay", concurrency_id="replay",
                           concurrency_limit=REPLAY_CONCURRENCY)  # fmt: skip

@@ -16,22 +16,14 @@ import traceback
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import torch
 
-from .config import (
-    BACKENDS,
-    METHODS,
-    DecodeConfig,
-    DynamicConfig,
-    SageConfig,
-    SamplingConfig,
-    check_max_new_tokens,
-    check_prompt,
-)
+from .config import BACKENDS, DecodeConfig, SamplingConfig, check_max_new_tokens, check_prompt
 from .errors import InputError, SageError
 from .media import DEFAULT_FRAMES, load_media
+from .methods import method_names, specs
 from .models.presets import GPU_PRESETS
 from .records import record_to_dict, save_trace, summarize
 
@@ -43,8 +35,32 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"error: {message} (see --help)\n")
 
 
-#: Flags renamed (one word for one thing): each OLD_FLAGS name still sets its setting, unlisted in --help.
-OLD_FLAGS = {"--top-k": "candidates", "--dynamic-top-k": "dynamic_candidates"}
+def add_method_settings(gen: argparse.ArgumentParser) -> None:
+    """One flag per setting of every registered method (`MethodSpec.controls`), at the settings' defaults;
+    a setting's old names still set it, unlisted in --help."""
+    for spec in specs():
+        if not spec.controls:
+            continue
+        group = gen.add_argument_group(spec.settings_title or f"{spec.short}, --method {spec.name}")
+        defaults = spec.default_settings()
+        for setting in spec.controls:
+            kind = str if setting.choices else int if setting.whole else float
+            group.add_argument(
+                "--" + setting.name.replace("_", "-"), type=kind, choices=setting.choices or None,
+                default=getattr(defaults, setting.field), help=setting.help,
+            )  # fmt: skip
+            for old in (*setting.old_names, *setting.old_flags):
+                gen.add_argument("--" + old.replace("_", "-"), type=kind, dest=setting.name,
+                                 default=argparse.SUPPRESS, help=argparse.SUPPRESS)  # fmt: skip
+
+
+def method_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """Every registered method's settings from the command line (method name -> its settings object)."""
+    return {
+        spec.name: spec.settings_from({s.name: getattr(args, s.name) for s in spec.controls})
+        for spec in specs()
+        if spec.settings is not None
+    }
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -64,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     media.add_argument("--video", help="a video file (mp4, webm, avi, mov)")
     gen.add_argument("--frames", type=int, default=DEFAULT_FRAMES, help="video frames to sample (default 8)")
     gen.add_argument("--prompt", required=True)
-    gen.add_argument("--method", choices=METHODS, default="sage")
+    gen.add_argument("--method", choices=method_names(), default="sage")
     gen.add_argument("--max-new-tokens", type=int, default=128)
     gen.add_argument("--device", default="auto", help="auto | cpu | cuda")
     gen.add_argument("--dtype", default="auto", help="auto | float32 | bfloat16 | float16")
@@ -104,21 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
     sampling.add_argument("--seed", type=int, help="makes a sampled run reproducible (default: a fresh one, recorded)")
     gen.add_argument("--trace", help="write the per-round records here as JSON lines")
     gen.add_argument("--json", action="store_true", help="print one JSON object with the text and figures")
-    sage = gen.add_argument_group("SAGE policy (paper defaults)")
-    defaults = SageConfig()
-    for name in ("depth_min", "depth_max", "width_min", "width_max", "node_budget", "candidates", "window"):
-        sage.add_argument("--" + name.replace("_", "-"), type=int, default=getattr(defaults, name))
-    sage.add_argument("--shape", choices=("online", "template"), default=defaults.shape)
-    sage.add_argument("--alpha-source", choices=("root", "path_mean"), default=defaults.alpha_source)
-    dynamic = gen.add_argument_group("dynamic tree, --method dynamic (EAGLE-2's defaults)")
-    tree = DynamicConfig()
-    dynamic.add_argument("--dynamic-depth", type=int, default=tree.depth, help="levels expanded below the first")
-    dynamic.add_argument(
-        "--dynamic-candidates", type=int, default=tree.candidates, help="frontier nodes and children each"
-    )
-    dynamic.add_argument("--dynamic-total-tokens", type=int, default=tree.total_tokens, help="nodes verified")
-    for flag, dest in OLD_FLAGS.items():  # the flags' names before the renames still work, unlisted
-        gen.add_argument(flag, type=int, dest=dest, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    add_method_settings(gen)
     return parser
 
 
@@ -151,17 +153,11 @@ def generate(args: argparse.Namespace) -> int:
     from .prepared import check_vocabulary
 
     check_prompt(args.prompt)
-    sage = SageConfig(
-        depth_min=args.depth_min, depth_max=args.depth_max, width_min=args.width_min,
-        width_max=args.width_max, node_budget=args.node_budget, candidates=args.candidates, window=args.window,
-        shape=args.shape, alpha_source=args.alpha_source,
-    )  # fmt: skip
     sampling = SamplingConfig(temperature=args.temperature, top_p=args.top_p, top_k=args.top_k_sampling, seed=args.seed)
     config = DecodeConfig(
-        method=args.method, max_new_tokens=check_max_new_tokens(args.max_new_tokens), sage=sage, backend=args.backend,
+        method=args.method, max_new_tokens=check_max_new_tokens(args.max_new_tokens), backend=args.backend,
         prune_ratio=args.prune_ratio, sampling=sampling,
-        dynamic=DynamicConfig(args.dynamic_depth, args.dynamic_candidates, args.dynamic_total_tokens),
-    )  # fmt: skip
+    ).with_settings(method_settings(args))  # fmt: skip
     if args.trace and not Path(args.trace).resolve().parent.is_dir():
         raise InputError(f"--trace {args.trace}: the folder {Path(args.trace).parent} does not exist")
     media = load_media(args.image or args.video, frames=args.frames)

@@ -6,12 +6,24 @@ marked *open* and documented where the field is defined.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Literal
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
 
 from .errors import ConfigError, InputError
+
+# The tree settings of SAGE and the dynamic tree, and the shared checks (method_settings.py).
+from .method_settings import DYNAMIC_RANGES as DYNAMIC_RANGES
+from .method_settings import FLOAT_FIELDS as FLOAT_FIELDS
+from .method_settings import OLD_DYNAMIC_NAMES as OLD_DYNAMIC_NAMES
+from .method_settings import OLD_SAGE_NAMES as OLD_SAGE_NAMES
+from .method_settings import SAGE_RANGES as SAGE_RANGES
+from .method_settings import DynamicConfig as DynamicConfig
+from .method_settings import SageConfig as SageConfig
+from .method_settings import as_whole as as_whole
+from .method_settings import is_whole_in as is_whole_in
+from .method_settings import shown as shown
+from .method_settings import with_current_names as with_current_names
 
 # The methods, their labels and trees live in one registry (methods.py); these names stay here too.
 from .methods import METHOD_LABELS as METHOD_LABELS
@@ -33,152 +45,11 @@ from .trees import RankPath as RankPath
 Backend = Literal["fast", "compiled", "fast-hf", "plain"]
 BACKENDS: tuple[Backend, ...] = ("fast", "compiled", "fast-hf", "plain")
 
-# The range of every whole-number SAGE setting: the page's sliders (app/page.py) read these too.
-SAGE_RANGES: dict[str, tuple[int, int]] = {
-    "depth_min": (1, 10),
-    "depth_max": (1, 10),
-    "width_min": (1, 10),
-    "width_max": (1, 10),
-    # Every KV buffer of a round is sized by it: 256 nodes is four times the paper's 64.
-    "node_budget": (1, 256),
-    "candidates": (2, 20),
-    "window": (1, 100),
-    "depth_max_step": (1, 10),
-    "depth_max_limit": (1, 10),
-}
-# The range of each dynamic tree setting (DynamicConfig); the page's sliders read these too.
-DYNAMIC_RANGES: dict[str, tuple[int, int]] = {"depth": (1, 10), "candidates": (1, 50), "total_tokens": (1, 256)}
-FLOAT_FIELDS = ("threshold_base", "initial_alpha", "lower_below", "raise_above")
-# Names settings had before they were renamed (one word for one thing), and their names now: a trace
-# written before, or a caller using an old name, is read under the new one.
-OLD_SAGE_NAMES: dict[str, str] = {"top_k": "candidates", "expansion_threshold": "threshold_base"}
-OLD_DYNAMIC_NAMES: dict[str, str] = {"top_k": "candidates"}
-# Sampling: near 0 the scaled logits overflow (transformers' generate fails at 1e-40); 0 itself is greedy.
 MIN_TEMPERATURE = 0.01
 MAX_TEMPERATURE = 2.0
 MAX_SAMPLING_TOP_K = 1_000_000
 # Draft-side pruning keeps at least 5% of the visual tokens (the page's slider stops there too).
 MAX_PRUNE_RATIO = 0.95
-
-
-@dataclass(frozen=True)
-class SageConfig:
-    """SAGE's tree policy (paper §3.2-3.3, Algorithm 1).
-
-    depth  D(alpha) = depth_min + alpha * (current depth_max - depth_min)
-    width  W(alpha) = width_min + (1 - alpha) * (width_max - width_min)
-    level l >= 2: W_l = W(alpha) * (1 / l) * (0.5 + P_parent)
-    a node at level l is kept only if its cumulative probability
-    exceeds threshold_base * l / D(alpha).
-    """
-
-    depth_min: int = 3
-    depth_max: int = 8
-    width_min: int = 2
-    width_max: int = 10
-    node_budget: int = 64
-    # k: the draft's candidates per node (paper: top-k = 10); alpha is the entropy of their
-    # renormalised probabilities, and no level is wider than k.
-    candidates: int = 10
-    # The base of the expansion threshold: level l's threshold is theta_l = threshold_base * l / D(alpha)
-    # (policy.level_threshold).
-    threshold_base: float = 0.1
-    initial_alpha: float = 0.5
-    # The acceptance window that moves depth_max (paper: last 10 rounds,
-    # mean < 2 lowers it, mean > 3 raises it).
-    window: int = 10
-    lower_below: float = 2.0
-    raise_above: float = 3.0
-    # *open*: step size and bounds of the depth_max moves (suggested +-1,
-    # clamped to [depth_min, depth_max_limit]); and when it moves: we move it
-    # once the window is full, then start a fresh window, so every move is
-    # judged on rounds planned under the previous depth_max.
-    depth_max_step: int = 1
-    depth_max_limit: int = 10
-    # *open*: how the shape is made. "online" grows the tree level by level
-    # from the live draft probabilities of this round (paper §3.2 wording):
-    # alpha comes from this round's root distribution. "template" plans a
-    # rank template from the previous round's draft distributions before
-    # drafting (paper Algorithm 1). Both are lossless.
-    shape: Literal["online", "template"] = "online"
-    # *open*: which draft distribution feeds alpha in template mode: "root"
-    # (depth-1 distribution of the round just verified) or "path_mean" (mean
-    # confidence over the draft distributions along the accepted path).
-    alpha_source: Literal["root", "path_mean"] = "root"
-    # *open*: whether the very first round uses the static tree (paper: yes).
-    static_first_round: bool = True
-
-    def __post_init__(self) -> None:
-        problems = [
-            f"{name} must be a whole number in [{low}, {high}], not {shown(getattr(self, name))}"
-            for name, (low, high) in SAGE_RANGES.items()
-            if not is_whole_in(getattr(self, name), low, high)
-        ]
-        for name in FLOAT_FIELDS:
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-                problems.append(f"{name} must be a finite number, not {shown(value)}")
-        numbers = all(isinstance(getattr(self, name), int) for name in SAGE_RANGES) and all(
-            isinstance(getattr(self, name), int | float) for name in FLOAT_FIELDS
-        )
-        if problems and not numbers:  # the relations below need numbers
-            raise ConfigError("invalid SAGE configuration: " + "; ".join(problems))
-        if not 1 <= self.depth_min <= self.depth_max <= self.depth_max_limit:
-            problems.append("need 1 <= depth_min <= depth_max <= depth_max_limit")
-        if not 1 <= self.width_min <= self.width_max:
-            problems.append("need 1 <= width_min <= width_max")
-        if not 1 <= self.width_max <= self.candidates:
-            problems.append("need width_max <= candidates")
-        if not 0.0 <= self.initial_alpha <= 1.0:
-            problems.append("initial_alpha must lie in [0, 1]")
-        if self.shape not in ("online", "template"):
-            problems.append("shape must be 'online' or 'template'")
-        if self.alpha_source not in ("root", "path_mean"):
-            problems.append("alpha_source must be 'root' or 'path_mean'")
-        if problems:
-            raise ConfigError("invalid SAGE configuration: " + "; ".join(problems))
-
-    @classmethod
-    def from_form(cls, values: Mapping[str, object]) -> SageConfig:
-        """SAGE's settings from a form or a JSON call ("8", 8.0 and 8 alike); checked as every SageConfig is."""
-        named = with_current_names(values, OLD_SAGE_NAMES)
-        return cls(**{name: as_whole(value) for name, value in named.items()})  # type: ignore[arg-type]
-
-
-@dataclass(frozen=True)
-class DynamicConfig:
-    """EAGLE-2's dynamic draft tree (Li et al. 2024, "EAGLE-2: Faster Inference of Language Models
-    with Dynamic Draft Trees", §4): grow the tree where the draft's cumulative probability is highest,
-    then rerank every drafted node and verify the best `total_tokens`.
-
-    Each of `depth` levels expands the `candidates` frontier nodes of highest cumulative probability
-    (the product of the draft's probabilities along the path), each with its `candidates` most likely
-    children (EAGLE-2's code calls this k `top_k`); the root's own candidates are the first level, so
-    the tree is at most depth + 1 deep.
-    The defaults are those of EAGLE-2's released code (SafeAILab/EAGLE, EAGLE-2 release of
-    2024-06-27: `EaModel.from_pretrained(total_token=59, depth=5, top_k=10)` in
-    eagle/model/ea_model.py; the growth and rerank in `Model.topK_genrate`, eagle/model/cnets.py):
-    59 verified nodes beside the root, a budget comparable with SAGE's 64.
-    """
-
-    depth: int = 5
-    candidates: int = 10
-    total_tokens: int = 59
-
-    def __post_init__(self) -> None:
-        problems = []
-        for name, (low, high) in DYNAMIC_RANGES.items():
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-                problems.append(f"{name} must be a whole number in [{low}, {high}], not {shown(value)}")
-        if problems:
-            raise ConfigError("invalid dynamic tree settings: " + "; ".join(problems))
-
-    @classmethod
-    def from_form(cls, values: Mapping[str, object]) -> DynamicConfig:
-        """The dynamic tree's settings from a form or a JSON call ("5", 5.0 and 5 alike); checked as always."""
-        named = with_current_names(values, OLD_DYNAMIC_NAMES)
-        return cls(**{name: as_whole(value) for name, value in named.items()})  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -248,9 +119,19 @@ class DecodeConfig:
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
     # The dynamic tree's settings (method "dynamic"; EAGLE-2's defaults).
     dynamic: DynamicConfig = field(default_factory=DynamicConfig)
+    # The settings of every other method with settings of its own, by method name (its registry entry
+    # names their class; a method left out runs with its defaults).
+    method_settings: tuple[tuple[str, Any], ...] = ()
 
     def __post_init__(self) -> None:
-        method_spec(self.method)  # one clear error for an unknown method
+        spec = method_spec(self.method)  # one clear error for an unknown method
+        for name, settings in self.method_settings:
+            owner = method_spec(name)
+            if owner.settings is None or not isinstance(settings, owner.settings):
+                raise ConfigError(
+                    f"the settings given for {name!r} are not its {getattr(owner.settings, '__name__', 'settings')}"
+                )
+        del spec
         if self.backend not in BACKENDS:
             raise ConfigError(f"unknown backend {self.backend!r}; choose one of {', '.join(BACKENDS)}")
         check_prune_ratio(self.prune_ratio)
@@ -267,6 +148,28 @@ class DecodeConfig:
             raise ConfigError(
                 f"template_candidates must be a whole number in [4, 20], not {shown(self.template_candidates)}"
             )
+
+    def settings_for(self, method: str | None = None) -> Any:
+        """The settings of `method` (default: this run's) as this configuration carries them: in the
+        field its registry entry names (`sage`, `dynamic`), else in `method_settings`, else its defaults;
+        None for a method without settings."""
+        spec = method_spec(method or self.method)
+        if spec.settings_field:
+            return getattr(self, spec.settings_field)
+        return dict(self.method_settings).get(spec.name, spec.default_settings())
+
+    def with_settings(self, by_method: Mapping[str, Any]) -> DecodeConfig:
+        """This configuration carrying the given settings (method name -> settings object), each where its
+        registry entry says (`settings_for`)."""
+        named: dict[str, Any] = {}
+        others = dict(self.method_settings)
+        for method, settings in by_method.items():
+            spec = method_spec(method)
+            if spec.settings_field:
+                named[spec.settings_field] = settings
+            elif spec.settings is not None:
+                others[method] = settings
+        return replace(self, **named, method_settings=tuple(sorted(others.items())))
 
 
 MAX_NEW_TOKENS_LIMIT = 4096
@@ -320,41 +223,3 @@ def check_positions(prompt_tokens: int, positions: int | None, model: str = "the
             f"the prompt is {prompt_tokens} tokens with the image or video; {model} reads at most {positions} "
             "positions: shorten the prompt, or use a smaller image or fewer frames"
         )
-
-
-def with_current_names(values: Mapping[str, object], old_names: Mapping[str, str]) -> dict[str, object]:
-    """Settings under their current names: a value under an old name is read under its new one, unless the
-    new name is given too (it wins)."""
-    current = {name: value for name, value in values.items() if name not in old_names}
-    for old, new in old_names.items():
-        if old in values and new not in values:
-            current[new] = values[old]
-    return current
-
-
-# -- whole numbers, as forms, JSON and the command line give them ------------------------
-
-
-def as_whole(value: object) -> object:
-    """A whole number as an int ("8", 8.0, 8); anything else as it came (the check then names it)."""
-    if isinstance(value, int):  # bool included: the check names it
-        return value
-    try:
-        number = float(value.strip()) if isinstance(value, str) else float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError, OverflowError):
-        return value
-    if isinstance(value, str) and value.strip().lstrip("+-").isdigit():
-        return int(value.strip())  # exact, however long
-    return int(number) if number.is_integer() else value
-
-
-def is_whole_in(value: object, low: int, high: int) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
-
-
-def shown(value: object, limit: int = 40) -> str:
-    """A value as a sentence names it: a huge number by its digits' count, a long text cut."""
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**20:
-        return f"a {len(str(abs(value)))}-digit number"
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -19,20 +19,22 @@ from typing import Any
 import torch
 
 from .backends import ModelBackend, open_backend
-from .config import STATIC_TREE, DecodeConfig
+from .config import DecodeConfig
 from .costs import costs_for_run
+from .drafting import DraftedTree
 from .errors import InputError
 from .media import Media
 from .methods import drafts
 from .models import KVState, ModelPair
 from .models.pair import check_method
+from .policy import topk_entropy
 from .prepared import PreparedInputs, prepare_inputs, with_draft_inputs
 from .proposers import Drafter, Proposer, SagePlanner, make_proposer
 from .pruning import select_visual_tokens
 from .records import FinishReason, RoundRecord, RunHeader, RunSummary, summarize
 from .sampling import make_verifier, resolve_seed
 from .timing import Laps
-from .trees import EMPTY_TREE, Tree
+from .trees import EMPTY_TREE, ROOT, Tree
 from .verify import Verifier, Warp
 
 __all__ = ["DecodeRun", "SagePlanner", "TextStream", "decode"]
@@ -79,7 +81,8 @@ class DecodeRun:
     ) -> None:
         check_method(pair, config.method, config.prune_ratio)  # what a family cannot run, refused
         uses_draft = drafts(config.method)
-        top = max(config.sage.candidates, make_proposer(config).candidates) if uses_draft else 0
+        self.proposer = make_proposer(config)  # the run's one proposer (SAGE's window lives in it)
+        top = self.proposer.candidates
         if top > pair.shared_vocab_size:
             raise InputError(
                 f"{top} draft candidates per node are more than the {pair.shared_vocab_size} tokens of the vocabulary"
@@ -120,6 +123,7 @@ class DecodeRun:
             draft_prompt_tokens=int(self.draft_inputs["input_ids"].shape[1]) if self.draft_inputs is not None else None,
             sampling={**asdict(config.sampling), "seed": self.seed},
             dynamic=asdict(config.dynamic),
+            settings=_settings_record(config),
         )
         self.records: list[RoundRecord] = []
         self._steps = self._run()
@@ -183,6 +187,7 @@ class DecodeRun:
             total_tokens=loop.produced, total_seconds=loop.total_seconds, finish_reason=loop.finish,
             target_choices=verdict.target_choices,
             window_mean=adaptation.window_mean, next_depth_max=adaptation.next_depth_max,
+            path_entropies=_path_entropies(proposal.drafted, verdict.accepted_nodes),
             **proposal.shape.record_fields(),
         )  # fmt: skip
 
@@ -193,7 +198,7 @@ class DecodeRun:
         pair, config = self.pair, self.config
         target = open_backend(pair.target, config.backend)
         verifier = make_verifier(config.sampling, self.seed)  # greedy or sampling: the loop does not ask
-        reserve = _cache_reserve(config)
+        reserve = _cache_reserve(config.max_new_tokens, self.proposer)
         laps = Laps(pair.devices)
         # With pruning the target's prefill also scores the visual tokens, and the draft reads only
         # the kept ones (pruning.py).
@@ -205,7 +210,7 @@ class DecodeRun:
         first = verifier.verify(EMPTY_TREE, logits[None]).bonus_token  # waits for the target
         verify_seconds = laps.lap()
         drafter = self._prefill_draft(scores, reserve, verifier.warp)
-        proposer = make_proposer(config)
+        proposer = self.proposer
         if getattr(proposer, "needs_costs", False) and drafter is not None:  # sage-cost: measured once per pair
             proposer.use_costs(costs_for_run(pair, config.backend, target, target_state, drafter, first))  # type: ignore[attr-defined]
         prefill_seconds = laps.stop()
@@ -286,6 +291,17 @@ def _verify_forward(target: ModelBackend, state: KVState, root: int, tree: Tree)
     return logits
 
 
+def _path_entropies(drafted: DraftedTree, accepted_nodes: Sequence[int]) -> tuple[float, ...]:
+    """The draft's entropy after the root and after each accepted node, while it drafted there."""
+    entropies = []
+    for node in (ROOT, *accepted_nodes):
+        top = drafted.distributions.get(node)
+        if top is None:
+            break
+        entropies.append(topk_entropy(top))
+    return tuple(entropies)
+
+
 def _check_prunable(target_inputs: Any, draft_inputs: Any, visual_tokens: int) -> None:
     """Pruning maps the target's visual tokens onto the draft's: their prompts must tokenize alike."""
     if visual_tokens == 0:
@@ -300,11 +316,16 @@ def _check_prunable(target_inputs: Any, draft_inputs: Any, visual_tokens: int) -
         )
 
 
-def _cache_reserve(config: DecodeConfig) -> int:
-    """Cache entries a run adds after its prompt, at most: its new tokens, then the scratch of a round."""
-    dynamic = config.dynamic
-    nodes = max(config.sage.node_budget, len(STATIC_TREE), dynamic.total_tokens, dynamic.depth * dynamic.candidates) + 1
-    return config.max_new_tokens + nodes + max(config.sage.depth_max_limit, dynamic.depth + 1) + 1
+def _cache_reserve(max_new_tokens: int, proposer: Proposer) -> int:
+    """Cache entries a run adds after its prompt, at most: its new tokens, then the scratch of a round
+    (the root and the proposer's largest tree, and its depth in tokens the draft reads)."""
+    return max_new_tokens + proposer.max_nodes + 1 + proposer.max_depth + 1
+
+
+def _settings_record(config: DecodeConfig) -> dict[str, Any] | None:
+    """The run's own method's settings as the trace header records them (None: it has none)."""
+    settings = config.settings_for()
+    return None if settings is None else asdict(settings)
 
 
 def decode(

@@ -11,14 +11,16 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from .config import STATIC_TREE, SageConfig
 from .methods import method_spec
 from .records import RoundRecord
 from .trees import ROOT
 
-RoundKind = Literal["prefill", "plain", "chain", "static", "dynamic", "sage-first", "sage-template", "sage-online"]
+#: "prefill", "plain", SAGE's "sage-first" / "sage-template" / "sage-online", a fixed tree's or a reranked
+#: tree's method name ("chain", "static", "dynamic"), or "tree" for any other method's round.
+RoundKind = str
 
 
 @dataclass(frozen=True)
@@ -106,6 +108,10 @@ class RoundExplained:
     drafted_nodes: int = 0
     kept_cumulative: tuple[tuple[int, float], ...] = ()
     rerank_cutoff: float | None = None
+    # How the method's registry entry explains its rounds, and its sentence for this one ("" when the
+    # entry has none and its explainer shows its own formulas).
+    explainer: str = "tree"
+    description: str = ""
 
     @property
     def log_k(self) -> float:
@@ -119,20 +125,36 @@ def sage_config_from(header_sage: Mapping[str, Any] | None) -> SageConfig:
 
 
 def round_kind(record: RoundRecord, config: SageConfig) -> RoundKind:
+    """What the explainer shows for the round, as the method's registry entry says (`MethodSpec.explainer`)."""
     if record.phase == "prefill":
         return "prefill"
     spec = method_spec(record.method)
-    if not spec.drafts:
+    if spec.explainer == "plain" or not spec.drafts:
         return "plain"
-    if spec.template is not None or spec.name == "dynamic":
-        return spec.name  # type: ignore[return-value]
+    if spec.explainer in ("fixed", "rerank"):
+        return spec.name
+    if spec.explainer == "tree":
+        return "tree"
     if record.planned_depth is None:
         return "sage-first"
     return "sage-online" if record.level_thresholds or config.shape == "online" else "sage-template"
 
 
-def explain_round(record: RoundRecord, config: SageConfig) -> RoundExplained:
-    """Explain one round from its record and the run's SAGE configuration."""
+def describe_round(record: RoundRecord, settings: Any = None) -> str:
+    """The method's own sentence for a round (its registry entry's `describe`), or one made from its
+    entry: its label and subtitle, and the round's tree size."""
+    spec = method_spec(record.method)
+    if spec.describe is not None:
+        return spec.describe(record, settings)
+    tree = record.tree
+    size = f"{len(tree)} nodes, {tree.depth} levels deep" if tree.tokens else "no tree"
+    return f"{spec.label}: {spec.subtitle}. This round's tree: {size}."
+
+
+def explain_round(record: RoundRecord, config: SageConfig, settings: Any = None) -> RoundExplained:
+    """Explain one round from its record and the run's SAGE configuration (`settings`: the run's own
+    method's settings, for its registry entry's sentence)."""
+    spec = method_spec(record.method)
     kind = round_kind(record, config)
     alpha = record.alpha
     depth_raw = width_raw = None
@@ -196,10 +218,12 @@ def explain_round(record: RoundRecord, config: SageConfig) -> RoundExplained:
                 accepted=node in accepted,
             )
         )
-    template = method_spec(record.method).template if kind in ("chain", "static") else None
+    template = spec.template if spec.explainer == "fixed" else None
     fixed = len(template) if template else len(STATIC_TREE) if kind == "sage-first" else 0
     cumulative = tree.cumulative_probs()
     ranked = sorted(range(len(tree)), key=lambda n: (-cumulative[n], depths[n], n))
+    rerank = spec.explainer == "rerank" and kind != "prefill"
+    own = spec.describe is not None or kind == "tree"
     return RoundExplained(
         method=record.method,
         round=record.round,
@@ -231,9 +255,11 @@ def explain_round(record: RoundRecord, config: SageConfig) -> RoundExplained:
         raise_above=config.raise_above,
         fixed_tree_nodes=fixed,
         tried=tuple(zip(record.tried_nodes, record.accept_probs, strict=True)),
-        drafted_nodes=len(tree) + sum(record.cut_by_budget) if kind == "dynamic" else 0,
-        kept_cumulative=tuple((n, cumulative[n]) for n in ranked) if kind == "dynamic" else (),
-        rerank_cutoff=record.level_thresholds[0] if kind == "dynamic" and record.level_thresholds else None,
+        drafted_nodes=len(tree) + sum(record.cut_by_budget) if rerank else 0,
+        kept_cumulative=tuple((n, cumulative[n]) for n in ranked) if rerank else (),
+        rerank_cutoff=record.level_thresholds[0] if rerank and record.level_thresholds else None,
+        explainer=spec.explainer,
+        description=describe_round(record, settings) if own and kind != "prefill" else "",
     )
 
 

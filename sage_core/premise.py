@@ -15,10 +15,12 @@ Both rest on the number of rounds they are computed from; with fewer than
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from .methods import is_method, method_spec
 from .records import RoundRecord
 
 MIN_ROUNDS = 4
@@ -80,3 +82,190 @@ def premise_of(records: Sequence[RoundRecord]) -> Premise:
     entropies = [r.entropy for r in rounds if r.entropy is not None]
     lag = pearson(entropies[:-1], entropies[1:]) if len(entropies) > MIN_ROUNDS else None
     return Premise(len(rounds), pearson(alphas, accepted), lag)
+
+
+# -- the calibration picture: measured where α does not choose the tree ----------------------------
+
+#: The α bins of the calibration picture (the last one closed).
+ALPHA_EDGES = (0.0, 0.5, 0.7, 0.8, 0.9, 0.95, 1.0)
+
+
+@dataclass(frozen=True)
+class AlphaBin:
+    """Rounds whose α fell in [low, high): how many, and their mean accepted length."""
+
+    low: float
+    high: float
+    rounds: int
+    mean_accepted: float | None
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Whether the draft's confidence predicts acceptance, and whether its uncertainty comes in stretches.
+
+    `alpha_accept` and `bins` are measured on `lane`, a method whose trees α does not choose (a fixed
+    tree, or SAGE with α frozen): there the accepted length answers the draft's confidence without α
+    having set how deep the tree could reach. `sage_alpha_accept` is the same on SAGE's own rounds (where
+    α also set the depth: confounded), for comparison. `token_lag1` is the lag-1 autocorrelation of the
+    draft's entropy token by token along the answer (`RoundRecord.path_entropies`), `round_lag1` that
+    of the root's entropy round by round (SAGE's rounds when SAGE ran, else the lane's)."""
+
+    lane: str | None
+    rounds: int
+    alpha_accept: float | None
+    bins: tuple[AlphaBin, ...]
+    sage_rounds: int
+    sage_alpha_accept: float | None
+    tokens: int
+    token_lag1: float | None
+    round_lag1: float | None
+
+
+def round_alpha(record: RoundRecord) -> float | None:
+    """The draft's measured α after the root (1 − H / log k of its renormalised top-k), whatever α shaped
+    the tree (sage-frozen's records carry the α it held)."""
+    probs = record.root_top_probs
+    if len(probs) < 2 or sum(probs) <= 0:
+        return None
+    total = sum(probs)
+    entropy = -sum((p / total) * math.log(p / total) for p in probs if p > 0)
+    return min(1.0, max(0.0, 1.0 - entropy / math.log(len(probs))))
+
+
+def alpha_pairs(records: Sequence[RoundRecord]) -> list[tuple[float, int]]:
+    """(measured α, accepted length) of each decode round that recorded the root's top-k."""
+    pairs = []
+    for record in records:
+        alpha = round_alpha(record) if record.phase == "decode" else None
+        if alpha is not None:
+            pairs.append((alpha, record.accepted_length))
+    return pairs
+
+
+def alpha_bins(pairs: Sequence[tuple[float, int]], edges: Sequence[float] = ALPHA_EDGES) -> tuple[AlphaBin, ...]:
+    """The rounds binned by α, with each bin's count and mean accepted length."""
+    bins = []
+    for index, (low, high) in enumerate(itertools.pairwise(edges)):
+        last = index == len(edges) - 2
+        inside = [a for alpha, a in pairs if low <= alpha < high or (last and alpha == high)]
+        bins.append(AlphaBin(low, high, len(inside), sum(inside) / len(inside) if inside else None))
+    return tuple(bins)
+
+
+def lag1(series: Sequence[Sequence[float]]) -> tuple[float | None, int]:
+    """The lag-1 autocorrelation pooled over several series (pairs never span two series), and its pairs."""
+    before = [x for values in series for x in values[:-1]]
+    after = [x for values in series for x in values[1:]]
+    return pearson(before, after), len(before)
+
+
+def token_entropies(records: Sequence[RoundRecord]) -> list[list[float]]:
+    """The draft's entropy token by token along the answer, as runs of consecutive tokens (a round whose
+    last accepted node was not expanded leaves a gap before the next round's)."""
+    runs: list[list[float]] = [[]]
+    for record in records:
+        if record.phase != "decode" or not record.path_entropies:
+            continue
+        runs[-1].extend(record.path_entropies)
+        if len(record.path_entropies) < record.accepted_length + 1:
+            runs.append([])
+    return [run for run in runs if run]
+
+
+def unconfounded(methods: Iterable[str]) -> str | None:
+    """The lane to measure α against acceptance on: one whose trees α does not choose, the rightmost column
+    (the chain before the static tree before SAGE frozen)."""
+    lanes = [m for m in methods if is_method(m) and method_spec(m).alpha_free]
+    return max(lanes, key=lambda m: method_spec(m).order, default=None)
+
+
+def calibration_of(lanes: Mapping[str, Sequence[RoundRecord]], sage: str = "sage") -> Calibration:
+    """The calibration picture of a race (method -> its records), or of many answers pooled (then each
+    lane's records are the answers' records one after the other)."""
+    lane = unconfounded(lanes)
+    pairs = alpha_pairs(lanes[lane]) if lane else []
+    sage_pairs = alpha_pairs(lanes.get(sage, ()))
+    any_lane = lanes.get(sage) or (lanes[lane] if lane else next(iter(lanes.values()), ()))
+    token_lag, tokens = lag1(token_entropies(any_lane))
+    roots = [r.entropy for r in any_lane if r.phase == "decode" and r.entropy is not None]
+    if not roots:
+        roots = [math.log(len(r.root_top_probs)) * (1 - a) for r in any_lane if (a := round_alpha(r)) is not None]
+    return Calibration(
+        lane=lane, rounds=len(pairs), alpha_accept=_corr(pairs), bins=alpha_bins(pairs),
+        sage_rounds=len(sage_pairs), sage_alpha_accept=_corr(sage_pairs),
+        tokens=tokens, token_lag1=token_lag, round_lag1=lag1([roots])[0],
+    )  # fmt: skip
+
+
+def _corr(pairs: Sequence[tuple[float, int]]) -> float | None:
+    return pearson([a for a, _ in pairs], [float(n) for _, n in pairs])
+
+
+# -- what adaptation bought: SAGE against itself with α frozen ------------------------------------
+
+
+@dataclass(frozen=True)
+class AdaptationBought:
+    """SAGE against `sage-frozen` on the same input: the difference in τ and in wall time."""
+
+    sage_tau: float
+    frozen_tau: float
+    sage_seconds: float
+    frozen_seconds: float
+    frozen_alpha: float | None
+
+    @property
+    def delta_tau(self) -> float:
+        return self.sage_tau - self.frozen_tau
+
+    @property
+    def delta_seconds(self) -> float:
+        return self.sage_seconds - self.frozen_seconds
+
+    def sentence(self) -> str:
+        """One plain sentence; it says so when adaptation bought nothing measurable here."""
+        held = f" at α = {self.frozen_alpha:.2f}" if self.frozen_alpha is not None else ""
+        figures = (f"τ {self.sage_tau:.2f} against {self.frozen_tau:.2f} (Δτ {self.delta_tau:+.2f}), wall time "
+                   f"{self.sage_seconds:.2f} s against {self.frozen_seconds:.2f} s "
+                   f"(Δ {self.delta_seconds * 1000:+.0f} ms)")  # fmt: skip
+        faster = self.frozen_seconds > 0 and -self.delta_seconds / self.frozen_seconds >= NOTICEABLE_TIME
+        if abs(self.delta_tau) < NOTICEABLE_TAU and not faster:
+            return (f"What adaptation bought on this input: nothing measurable. SAGE reading the entropy every "
+                    f"round against SAGE with α held{held}: {figures}.")  # fmt: skip
+        verdict = "more" if self.delta_tau > 0 else "fewer"
+        return (f"What adaptation bought on this input: SAGE reading the entropy every round accepted {verdict} "
+                f"draft tokens per round than SAGE with α held{held}: {figures}.")  # fmt: skip
+
+
+#: Below these a single race's difference is called nothing (one input, no interval): 0.1 accepted tokens per
+#: round, 3 % of the wall time.
+NOTICEABLE_TAU = 0.1
+NOTICEABLE_TIME = 0.03
+
+
+def adaptation_bought(
+    sage: Sequence[RoundRecord], frozen: Sequence[RoundRecord], frozen_alpha: float | None = None
+) -> AdaptationBought | None:
+    """SAGE's and sage-frozen's τ and wall time on one input (None until both have decode rounds)."""
+    sage_rounds = [r for r in sage if r.phase == "decode"]
+    frozen_rounds = [r for r in frozen if r.phase == "decode"]
+    if not sage_rounds or not frozen_rounds:
+        return None
+    return AdaptationBought(
+        sage_tau=sum(r.accepted_length for r in sage_rounds) / len(sage_rounds),
+        frozen_tau=sum(r.accepted_length for r in frozen_rounds) / len(frozen_rounds),
+        sage_seconds=sage[-1].total_seconds, frozen_seconds=frozen[-1].total_seconds, frozen_alpha=frozen_alpha,
+    )  # fmt: skip
+
+
+# -- the acceptance histogram -------------------------------------------------------------------------
+
+
+def acceptance_histogram(records: Sequence[RoundRecord]) -> tuple[int, ...]:
+    """How many decode rounds accepted 0, 1, 2, … draft tokens (index = accepted length)."""
+    lengths = [r.accepted_length for r in records if r.phase == "decode"]
+    counts = [0] * (max(lengths, default=-1) + 1)
+    for length in lengths:
+        counts[length] += 1
+    return tuple(counts)

@@ -20,7 +20,7 @@ picks the verifier. One proposer per method of the registry (methods.py):
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -159,11 +159,22 @@ class Adaptation:
 
 
 class Proposer(Protocol):
-    """Drafts each round's tree and learns from the verdict."""
+    """Drafts each round's tree and learns from the verdict; says how large its trees can get (the caches
+    reserve room for them)."""
 
     @property
     def candidates(self) -> int:
         """Draft candidates per node (0: no draft)."""
+        ...
+
+    @property
+    def max_nodes(self) -> int:
+        """The most tree nodes one round verifies, or feeds the draft (0: no draft)."""
+        ...
+
+    @property
+    def max_depth(self) -> int:
+        """The deepest tree one round drafts, in levels below the root."""
         ...
 
     def propose(self, drafter: Drafter | None, pending: Sequence[int]) -> Proposal:
@@ -176,7 +187,7 @@ class Proposer(Protocol):
 class PlainProposer:
     """Plain decoding: the target alone, the empty tree."""
 
-    candidates = 0
+    candidates = max_nodes = max_depth = 0
 
     def propose(self, drafter: Drafter | None, pending: Sequence[int]) -> Proposal:
         return Proposal(DraftedTree(EMPTY_TREE, {}))
@@ -191,6 +202,8 @@ class TemplateProposer:
     def __init__(self, template: Sequence[RankPath], top: int) -> None:
         self.template = tuple(template)
         self.candidates = top
+        self.max_nodes = len(self.template)
+        self.max_depth = max((len(path) for path in self.template), default=0)
 
     def propose(self, drafter: Drafter | None, pending: Sequence[int]) -> Proposal:
         assert drafter is not None
@@ -250,6 +263,9 @@ class SageProposer:
         self.candidates = config.candidates
         self.planner = SagePlanner(config)
         self.rounds = 0
+        # The first round's static tree, then at most the node budget, at most depth_max_limit deep.
+        self.max_nodes = max(config.node_budget, len(STATIC_TREE))
+        self.max_depth = max(config.depth_max_limit, max(len(path) for path in STATIC_TREE))
 
     def propose(self, drafter: Drafter | None, pending: Sequence[int]) -> Proposal:
         assert drafter is not None
@@ -270,7 +286,7 @@ class SageProposer:
     def _template(self, drafter: Drafter, root: TopK, depth_max: int) -> Proposal:
         """Algorithm 1: a rank template planned from the previous round's draft distributions."""
         sage = self.config
-        alpha = self.planner.template_alpha()
+        alpha = self.shape_alpha(self.planner.template_alpha())
         template = plan_template(alpha, depth_max, self.planner.level_probs(), sage)
         choose, expand, depth = template_chooser(template)
         drafted = drafter.grow(root, choose, depth, sage.candidates, expand)
@@ -281,7 +297,8 @@ class SageProposer:
     def _online(self, drafter: Drafter, root: TopK, depth_max: int) -> Proposal:
         """Alpha from this round's root distribution shapes the tree as it grows (the default)."""
         sage = self.config
-        entropy, alpha = confidence(root[1])
+        entropy, measured = confidence(root[1])
+        alpha = self.shape_alpha(measured)
         depth = planned_depth(alpha, sage.depth_min, depth_max)
         width = planned_width(alpha, sage.width_min, sage.width_max)
         decisions: list[LevelDecision] = []
@@ -299,6 +316,10 @@ class SageProposer:
 
         drafted = drafter.grow(root, grow_online, depth, sage.candidates, worth_expanding)
         return Proposal(drafted, RoundShape(entropy, alpha, depth_max, depth, width, root, tuple(decisions)))
+
+    def shape_alpha(self, measured: float) -> float:
+        """The α that shapes the round's tree from the draft's measured one (SAGE: the measured one)."""
+        return measured
 
     def observe(self, proposal: Proposal, verdict: Verdict) -> Adaptation:
         window_mean = self.planner.after_round(proposal.drafted, verdict.accepted_nodes)
@@ -320,6 +341,9 @@ class DynamicProposer:
     def __init__(self, config: DynamicConfig) -> None:
         self.config = config
         self.candidates = config.candidates
+        # Verified: total_tokens; fed to the draft: `candidates` frontier nodes on each of `depth` levels.
+        self.max_nodes = max(config.total_tokens, config.depth * config.candidates)
+        self.max_depth = config.depth + 1
 
     def propose(self, drafter: Drafter | None, pending: Sequence[int]) -> Proposal:
         assert drafter is not None
@@ -378,33 +402,14 @@ def rerank_tree(drafted: DraftedTree, budget: int) -> tuple[DraftedTree, Rerank]
     return DraftedTree(reranked, dists), Rerank(cutoff, tuple(dropped), tuple(listed))
 
 
-#: How the proposers of the methods with their own tree settings are made (the registry's `settings`).
-PROPOSERS: dict[str, Callable[[DecodeConfig], Proposer]] = {
-    "sage": lambda config: SageProposer(config.sage),
-    "dynamic": lambda config: DynamicProposer(config.dynamic),
-    "sage-cost": lambda config: _sage_cost(config),
-    "best-first": lambda config: _best_first(config),
-}
-
-
-def _sage_cost(config: DecodeConfig) -> Proposer:
-    from .sage_cost import SageCostProposer  # it builds on this module's records
-
-    return SageCostProposer(config.sage)
-
-
-def _best_first(config: DecodeConfig) -> Proposer:
-    from .sage_cost import BestFirstProposer
-
-    return BestFirstProposer(config.sage)
-
-
 def make_proposer(config: DecodeConfig) -> Proposer:
-    """The proposer of the settings' method, fresh for one run (SAGE's window starts anew): plain
-    decoding for a method without a draft, a template for a fixed tree, else its own."""
+    """The proposer of the settings' method, fresh for one run (SAGE's window starts anew), as its registry
+    entry makes it: plain decoding for a method without a draft, a template for a fixed tree, else its own
+    factory with its settings (`DecodeConfig.settings_for`)."""
     spec = method_spec(config.method)
     if not spec.drafts:
         return PlainProposer()
     if spec.template is not None:
         return TemplateProposer(spec.template, config.template_candidates)
-    return PROPOSERS[spec.name](config)
+    assert spec.proposer is not None  # `register` refuses a drafting method with neither
+    return spec.proposer(config.settings_for(), config)

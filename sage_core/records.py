@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .config import (
-    METHODS,
     OLD_DYNAMIC_NAMES,
     OLD_SAGE_NAMES,
     DynamicConfig,
@@ -33,6 +32,7 @@ from .config import (
     with_current_names,
 )
 from .errors import ConfigError, TraceError
+from .methods import is_method, method_names, method_spec
 from .trees import Tree
 
 TRACE_FORMAT = "sage-trace/1"
@@ -76,6 +76,9 @@ class RunHeader:
     # The dynamic tree's settings (config.DynamicConfig: depth, candidates, total_tokens), written by
     # every run as the SAGE settings are. None in traces written before they were recorded.
     dynamic: dict[str, Any] | None = None
+    # The settings of the run's own method (its registry entry's class; SAGE's are `sage` as well). None
+    # for a method without settings, and in traces written before they were recorded.
+    settings: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -154,6 +157,10 @@ class RoundRecord:
     budget_expected: tuple[float, ...] = ()
     budget_rates: tuple[float, ...] = ()
     budget_chosen: int | None = None
+    # The draft's entropy (nats, of its renormalised top-k) after the root and after each accepted node:
+    # its uncertainty about each new token of the round, in answer order (shorter where a node was not
+    # expanded; empty without a draft, and in traces written before it was recorded).
+    path_entropies: tuple[float, ...] = ()
 
     @property
     def tree(self) -> Tree:
@@ -414,14 +421,16 @@ def header_problem(header: RunHeader) -> str | None:
     texts = (header.method, header.target, header.draft, header.prompt, header.media, header.device, header.dtype)
     if not all(is_text(t) for t in texts):
         return "its names, prompt and devices must be text (valid Unicode)"
-    if header.method not in METHODS:
-        return f"unknown method {header.method!r}; known: {', '.join(METHODS)}"
+    if not is_method(header.method):
+        return f"unknown method {header.method!r}; known: {', '.join(method_names())}"
     if not _is_int(header.max_new_tokens, 1) or not _is_int(header.prompt_tokens):
         return "its token counts must be whole numbers"
     if not isinstance(header.sage, dict):
         return "its SAGE settings must be an object"
     if header.dynamic is not None and not isinstance(header.dynamic, dict):
         return "its dynamic tree settings must be an object"
+    if header.settings is not None and not isinstance(header.settings, dict):
+        return "its method's settings must be an object"
     if not _is_number(header.prepare_seconds) or not isinstance(header.prepare_shared, bool):
         return "its preparation time must be a finite, non-negative number of seconds"
     if header.draft_prompt_tokens is not None and not _is_int(header.draft_prompt_tokens):
@@ -443,6 +452,8 @@ def _settings_problem(header: RunHeader) -> str | None:
         SageConfig(**{k: v for k, v in header.sage.items() if k in known})
         if header.dynamic is not None:
             DynamicConfig(**{k: v for k, v in header.dynamic.items() if k in ("depth", "candidates", "total_tokens")})
+        if header.settings is not None:
+            settings_of_header(header)
         check_max_new_tokens(header.max_new_tokens)
         if header.prune_ratio:
             check_prune_ratio(header.prune_ratio)
@@ -452,6 +463,20 @@ def _settings_problem(header: RunHeader) -> str | None:
     except (ConfigError, TypeError) as error:
         return str(error)
     return None
+
+
+def settings_of_header(header: RunHeader) -> Any:
+    """The settings the run's method ran with, from its header (SAGE's and the dynamic tree's from their
+    own fields in traces written before `settings`); None for a method without settings. A value its
+    settings class refuses raises its ConfigError."""
+    spec = method_spec(header.method)
+    if spec.settings is None:
+        return None
+    recorded = header.settings
+    if recorded is None and spec.settings_field in ("sage", "dynamic"):
+        recorded = getattr(header, spec.settings_field)
+    known = {f.name for f in fields(spec.settings)}
+    return spec.settings(**{k: v for k, v in (recorded or {}).items() if k in known})
 
 
 def _sampling_problem(sampling: Any) -> str | None:
@@ -580,6 +605,11 @@ def _teaching_problem(record: RoundRecord) -> str | None:
         return "the window's mean acceptance must be a finite, non-negative number"
     if record.next_depth_max is not None and not _is_int(record.next_depth_max, 1):
         return "D_max must be a positive integer"
+    entropies = record.path_entropies
+    if not isinstance(entropies, tuple) or len(entropies) > len(record.accepted_nodes) + 1:
+        return "the path's entropies need at most one entry for the root and one per accepted node"
+    if not all(_is_number(h, 0.0, 100.0) for h in entropies):
+        return "the path's entropies must be finite, non-negative numbers"
     return None
 
 

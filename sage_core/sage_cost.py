@@ -27,7 +27,7 @@ from collections.abc import Sequence
 
 from .budget import BudgetChoice, Calibration, RoundCosts, tried_outcomes, weigh_prefixes
 from .config import SageConfig
-from .costs import CostCurve
+from .costs import COST_SIZES, CostCurve
 from .drafting import DraftedTree
 from .policy import Candidate, Expansion, confidence, level_width, planned_depth, planned_width
 from .proposers import Adaptation, Drafter, Proposal, RoundShape
@@ -43,6 +43,9 @@ class SageCostProposer:
     def __init__(self, config: SageConfig, curve: CostCurve | None = None) -> None:
         self.config = config
         self.candidates = config.candidates
+        self.max_depth = config.depth_max_limit
+        # A level drafts on at most N_max nodes; the cost curve's measurement verifies up to 64 (+ the root).
+        self.max_nodes = max(config.node_budget * config.depth_max_limit, COST_SIZES[-1] + 1)
         self.calibration = Calibration()
         self.curve: CostCurve | None = None
         self.costs: RoundCosts | None = None
@@ -111,15 +114,19 @@ class _Growth:
         return node in self.kept
 
 
-class BestFirstProposer:
-    """A tree of `node_budget` nodes grown best-first by cumulative draft probability, no entropy shaping
-    (the allocation TALON and DDTree use; the budget sweep's same-budget tree): every expanded node offers
-    all its candidates, the `node_budget` candidates of highest cumulative probability so far are the tree,
-    and those of them on the newest level are drafted on, until none is (or `depth_max_limit` levels)."""
+class FixedBestFirstProposer:
+    """A tree of exactly `node_budget` nodes (when the draft offers that many) grown best-first by
+    cumulative draft probability, no entropy shaping (the allocation TALON and DDTree use): the budget
+    sweep's same-budget tree (sweep.py; the registry's `best-first` lane takes SAGE's node count each round
+    instead). Every expanded node offers all its candidates, the `node_budget` candidates of highest
+    cumulative probability so far are the tree, and those of them on the newest level are drafted on,
+    until none is (or `depth_max_limit` levels)."""
 
     def __init__(self, config: SageConfig) -> None:
         self.config = config
         self.candidates = config.candidates
+        self.max_depth = config.depth_max_limit
+        self.max_nodes = config.node_budget * config.depth_max_limit
         self.free = RoundCosts((0.0,) * (config.node_budget + 2), (0.0,) * (config.node_budget + 2))
 
     def propose(self, drafter: Drafter | None, pending: Sequence[int]) -> Proposal:

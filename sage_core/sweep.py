@@ -10,7 +10,10 @@ example (median over repeats), then the median over examples. The budget a metho
 - SAGE: its node budget N_max (`SageConfig.node_budget`; the paper's 64);
 - the dynamic tree: the nodes it verifies (`DynamicConfig.total_tokens`; EAGLE-2's 59);
 - best-first: the N drafted nodes of highest cumulative draft probability, grown level by level
-  (`sage_cost.BestFirstProposer`).
+  (`sage_cost.FixedBestFirstProposer`, registered for the sweep's runs as `best-first-n`; the registry's
+  `best-first` lane takes SAGE's node count each round, and drafts SAGE's tree to count it).
+
+Every run of an example must give the same tokens (all greedy, all lossless); the sweep checks it.
 
 `sage-cost` runs once per example with its own choice every round; the sweep marks the mean node count
 it verified, with its τ, tokens per forward and speedup.
@@ -20,16 +23,33 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 
 from .config import DecodeConfig, DynamicConfig, SageConfig
 from .decode import DecodeRun
+from .methods import MethodSpec, is_method, registered
 from .models import ModelPair
 from .prepared import PreparedInputs
+from .proposers import Proposer
 from .records import RoundRecord
 
 SWEEP_BUDGETS: tuple[int, ...] = (4, 8, 12, 16, 24, 32, 48, 64)
 SWEEP_METHODS: tuple[str, ...] = ("sage", "dynamic", "best-first")
+
+
+def _fixed_best_first(settings: None, config: DecodeConfig) -> Proposer:
+    from .sage_cost import FixedBestFirstProposer
+
+    return FixedBestFirstProposer(config.sage)
+
+
+#: The sweep's same-budget best-first tree, registered only while a sweep runs.
+FIXED_BEST_FIRST = MethodSpec(
+    "best-first-n", "Best-first tree (N_max nodes)", "Best-first N",
+    "the N_max drafted nodes of highest cumulative probability, no entropy shaping (the budget sweep)", "#16a34a",
+    9, drafts=True, proposer=_fixed_best_first, ablation=True,
+)  # fmt: skip
 
 
 def budget_config(method: str, budget: int, max_new_tokens: int, backend: str = "fast") -> DecodeConfig:
@@ -40,7 +60,7 @@ def budget_config(method: str, budget: int, max_new_tokens: int, backend: str = 
     if method == "dynamic":
         return replace(base, method="dynamic", dynamic=DynamicConfig(total_tokens=budget))
     if method == "best-first":
-        return replace(base, method="best-first", sage=SageConfig(node_budget=budget))
+        return replace(base, method=FIXED_BEST_FIRST.name, sage=SageConfig(node_budget=budget))
     raise ValueError(f"the sweep has no budget for {method!r}")
 
 
@@ -94,19 +114,32 @@ def sweep(
     settings[("ar", 0)] = DecodeConfig("ar", max_new_tokens, backend=backend)  # type: ignore[arg-type]
     settings[("sage-cost", 0)] = DecodeConfig("sage-cost", max_new_tokens, backend=backend)  # type: ignore[arg-type]
     keys = list(settings)
+    with nullcontext() if is_method(FIXED_BEST_FIRST.name) else registered(FIXED_BEST_FIRST):
+        return _sweep(pair, cases, settings, keys, budgets, methods, repeats, progress)
+
+
+def _sweep(
+    pair: ModelPair, cases: Sequence[tuple[str, PreparedInputs]], settings: dict[tuple[str, int], DecodeConfig],
+    keys: list[tuple[str, int]], budgets: Sequence[int], methods: Sequence[str], repeats: int,
+    progress: Callable[[str], None],
+) -> SweepResult:  # fmt: skip
     rates: dict[tuple[str, int], list[float]] = {key: [] for key in keys}  # per example: median decode tok/s
     records: dict[tuple[str, int], list[list[RoundRecord]]] = {key: [] for key in keys}
     for name, prepared in cases:
         per_run: dict[tuple[str, int], list[float]] = {key: [] for key in keys}
+        tokens: set[tuple[int, ...]] = set()
         for repeat in range(repeats + 1):  # the first pass warms up
             shift = repeat % len(keys)
             for key in keys[shift:] + keys[:shift]:
                 run = DecodeRun(pair, prepared.media, prepared.prompt, settings[key], prepared)
                 rate = _decode_rate(run)
+                tokens.add(tuple(t for r in run.records for t in r.new_tokens))
                 if repeat:
                     per_run[key].append(rate)
                 elif key != ("ar", 0):
                     records[key].append(run.records)
+        if len(tokens) != 1:
+            raise AssertionError(f"{name}: the sweep's greedy runs disagree ({len(tokens)} different outputs)")
         for key in keys:
             rates[key].append(statistics.median(per_run[key]))
         progress(f"  sweep {name}: done")

@@ -5,7 +5,7 @@
     python scripts/benchmark.py --target Qwen/Qwen2.5-VL-7B-Instruct --draft Qwen/Qwen2.5-VL-3B-Instruct
 
 Methods: ours (every method of the registry, sage_core/methods.py: `ar`, `chain`, `static`, `sage`,
-`dynamic`) and transformers' peers:
+`dynamic`; the ablation lanes `sage-frozen` and `best-first` when --methods names them) and transformers' peers:
 `generate` (`model.generate(do_sample=False)`, plain greedy) and `assisted`
 (`generate(assistant_model=<the same draft>)`, transformers' assisted
 generation with its default candidate schedule). Every method reads the same
@@ -92,18 +92,20 @@ from transformers import LogitsProcessor, LogitsProcessorList
 
 ROOT = Path(__file__).resolve().parent.parent
 
-from sage_core import METHODS, DecodeConfig, ModelPair, PreparedInputs, decode, load_media, load_pair  # noqa: E402
+from sage_core import DecodeConfig, ModelPair, PreparedInputs, decode, load_media, load_pair  # noqa: E402
 from sage_core import prepare_inputs as prepare  # noqa: E402
 from sage_core.config import BACKENDS, SamplingConfig  # noqa: E402
 from sage_core.costs import CostCurve, measure_costs, predicted_speedups  # noqa: E402
 from sage_core.errors import SageError  # noqa: E402
 from sage_core.media import DEFAULT_FRAMES  # noqa: E402
-from sage_core.methods import drafts  # noqa: E402
+from sage_core.methods import drafts, method_names, specs  # noqa: E402
 from sage_core.records import RoundRecord  # noqa: E402
 from sage_core.sweep import SWEEP_BUDGETS, sweep  # noqa: E402
 from sage_core.timing import synchronize  # noqa: E402
 
 PEERS = ("generate", "assisted")
+#: Our methods benchmarked unless --methods names others (the ablation lanes only when named).
+BENCHMARKED = tuple(spec.name for spec in specs() if not spec.ablation)
 PRUNED = "+prune"  # a method name with a ratio: "sage+prune0.9"
 ON = "@"  # one of our methods on another backend than the first: "sage@compiled"
 FILLER = "the picture. "  # --long-prompt pads with this text
@@ -571,7 +573,7 @@ def main() -> int:
     parser.add_argument("--target", default="builtin")
     parser.add_argument("--draft", default="builtin")
     parser.add_argument("--examples", default=str(ROOT / "assets" / "examples" / "examples.json"))
-    parser.add_argument("--methods", default=",".join((*METHODS, *PEERS)))
+    parser.add_argument("--methods", default=",".join((*BENCHMARKED, *PEERS)))
     parser.add_argument(
         "--kinds", help="only the examples of these kinds, e.g. describe,chart,narrate (the long answers)"
     )
@@ -610,7 +612,7 @@ def main() -> int:
     args = parser.parse_args()
 
     methods = args.methods.split(",")
-    unknown = set(methods) - {*METHODS, *PEERS}
+    unknown = set(methods) - {*method_names(), *PEERS}
     if unknown:
         parser.error(f"unknown methods: {', '.join(sorted(unknown))}")
     try:

@@ -116,8 +116,8 @@ def run_case(
     image = image_media(Image.fromarray((np.random.RandomState(0).rand(56, 56, 3) * 255).astype("uint8")), "x.png")
     prompt = padded_prompt(pair.target.tokenizer, "Describe the picture.", pad)
     method = runnable_method(pair, method)
-    config = DecodeConfig(method, max_new, prune_ratio=prune_ratio)  # type: ignore[arg-type]
-    decode(pair, image, "Describe the picture.", DecodeConfig(method, 4)).run_to_end()  # type: ignore[arg-type]
+    config = DecodeConfig(method, max_new, prune_ratio=prune_ratio)
+    decode(pair, image, "Describe the picture.", DecodeConfig(method, 4)).run_to_end()
     cuda = pair.device.type == "cuda"
     if cuda:
         torch.cuda.synchronize()

@@ -79,3 +79,18 @@ def test_a_trace_with_a_budget_not_weighed_is_refused(tiny_root, image):
     records[1] = replace(records[1], budget_chosen=999)
     with pytest.raises(TraceError, match="budget chosen"):
         parse_trace(list(trace_lines(run.header, records)))
+
+
+def test_the_explainer_shows_the_budgets_weighed_and_their_rates(tiny_root, image):
+    from sage_core.explain import explain_round
+    from sage_core.method_settings import SageConfig
+
+    pair = _pair(str(tiny_root), "noised")
+    _, run = nodes_with(pair, image, fake_curve(0.3))
+    record = next(r for r in run.records if r.phase == "decode")
+    text = explain_round(record, SageConfig()).description
+    assert text.startswith("SAGE-cost: α = ")
+    for nodes, rate in zip(record.budget_nodes, record.budget_rates, strict=True):
+        assert f"{nodes} nodes (depth " in text and f"{rate:.0f} tokens/s" in text
+    assert f"It verified the best: {record.budget_chosen} nodes." in text
+    assert "(chosen)" in text

@@ -1,0 +1,151 @@
+"""The ablation lanes (sage_core/ablations.py): `sage-frozen` holds α, `best-first` grows SAGE's node count
+best-first. Their losslessness and exact sampling are in test_lossless.py and test_sampling.py with every
+method; here, that each does what it says."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+from conftest import tiny_folder
+
+from sage_core import DecodeConfig, SageConfig, decode, load_pair
+from sage_core.ablations import best_first
+from sage_core.drafting import DraftedTree
+from sage_core.errors import ConfigError
+from sage_core.method_settings import FrozenSageConfig
+from sage_core.methods import method_spec
+from sage_core.policy import Candidate, Expansion, planned_depth
+from sage_core.proposers import rerank_tree
+from sage_core.trees import Tree
+
+TOP = 3
+
+
+def fake_top(path: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[float, ...]]:
+    """A made-up draft: the top-3 after a path, the same every time it is asked."""
+    rng = random.Random(hash(path))
+    weights = sorted((rng.random() ** 2 for _ in range(TOP)), reverse=True)
+    total = sum(weights) * rng.uniform(1.05, 1.6)  # the rest of the vocabulary holds some mass
+    return tuple(rng.randrange(100) * TOP + rank for rank in range(TOP)), tuple(w / total for w in weights)
+
+
+class FakeDrafter:
+    """`Drafter.grow` without a model: the chooser and the expand test as grow_tree calls them."""
+
+    def grow(self, root, choose, depth, top, expand) -> DraftedTree:
+        nodes: list[Candidate] = []
+        paths: dict[int, tuple[int, ...]] = {-1: ()}
+        distributions = {-1: root[1]}
+        frontier = [Expansion(-1, 1.0, 1.0, *root)]
+        for level in range(1, depth + 1):
+            chosen = choose(level, frontier, len(nodes))
+            if not chosen:
+                break
+            first = len(nodes)
+            nodes += chosen
+            for i, c in enumerate(chosen):
+                paths[first + i] = (*paths[c.parent], c.token)
+            grown = [
+                first + i for i, c in enumerate(chosen) if level < depth and expand(first + i, level, c.cumulative)
+            ]
+            frontier = []
+            for node in grown:
+                tokens, probs = fake_top(paths[node])
+                distributions[node] = probs
+                frontier.append(Expansion(node, nodes[node].prob, nodes[node].cumulative, tokens, probs))
+        tree = Tree(tuple(c.token for c in nodes), tuple(c.parent for c in nodes), tuple(c.prob for c in nodes))
+        return DraftedTree(tree, distributions)
+
+
+def token_paths(tree: Tree) -> set[tuple[int, ...]]:
+    out = set()
+    for node in range(len(tree)):
+        path, at = [], node
+        while at != -1:
+            path.append(tree.tokens[at])
+            at = tree.parents[at]
+        out.add(tuple(reversed(path)))
+    return out
+
+
+def brute_force_best(budget: int, depth: int) -> set[tuple[int, ...]]:
+    """The `budget` paths of highest cumulative probability in the whole top-3 tree `depth` deep."""
+    scored: list[tuple[float, tuple[int, ...]]] = []
+
+    def walk(path: tuple[int, ...], cumulative: float) -> None:
+        if len(path) == depth:
+            return
+        tokens, probs = fake_top(path)
+        for token, prob in zip(tokens, probs, strict=True):
+            scored.append((cumulative * prob, (*path, token)))
+            walk((*path, token), cumulative * prob)
+
+    walk((), 1.0)
+    scored.sort(key=lambda item: (-item[0], len(item[1])))
+    return {path for _, path in scored[:budget]}
+
+
+@pytest.mark.parametrize(("budget", "depth"), [(1, 4), (5, 4), (12, 5), (30, 4), (39, 3)])
+def test_best_first_keeps_the_budgets_most_likely_paths(budget: int, depth: int) -> None:
+    drafted = best_first(FakeDrafter(), fake_top(()), budget, TOP, depth)  # type: ignore[arg-type]
+    kept, _ = rerank_tree(drafted, budget)
+    assert len(kept.tree) == budget
+    assert token_paths(kept.tree) == brute_force_best(budget, depth)
+
+
+def test_best_first_drafts_fewer_nodes_than_the_whole_tree() -> None:
+    drafted = best_first(FakeDrafter(), fake_top(()), 8, TOP, 6)  # type: ignore[arg-type]
+    assert len(drafted.tree) < sum(TOP**level for level in range(1, 7)) / 10
+
+
+@pytest.fixture(scope="module")
+def pair(tiny_root: Path):
+    return load_pair(tiny_folder(tiny_root, "qwen2_vl", "target"), tiny_folder(tiny_root, "qwen2_vl", "noised"),
+                     "cpu", "float32")  # fmt: skip
+
+
+def test_sage_frozen_holds_alpha_and_shapes_its_trees_with_sages_rules(pair, image) -> None:
+    frozen = FrozenSageConfig(0.37)
+    config = DecodeConfig("sage-frozen", 24, SageConfig(window=3)).with_settings({"sage-frozen": frozen})
+    run = decode(pair, image, "Describe the picture.", config)
+    run.run_to_end()
+    assert run.header.settings == {"alpha": 0.37}
+    shaped = [r for r in run.records if r.phase == "decode" and r.planned_depth is not None]
+    assert shaped, "every round after the first is shaped"
+    for record in shaped:
+        assert record.alpha == 0.37
+        assert record.planned_depth == planned_depth(0.37, 3, record.depth_max)
+    entropies = {round(r.entropy, 6) for r in shaped if r.entropy is not None}
+    assert len(entropies) > 1  # the draft's entropy moved; the shape did not follow it
+
+
+def test_best_first_verifies_sages_node_count(pair, image, monkeypatch) -> None:
+    """Each best-first round verifies as many nodes as SAGE's rule gave that round, and its tokens are
+    plain decoding's."""
+    import sage_core.ablations as ablations
+
+    counts: list[int] = []
+
+    class Counted(ablations.SageProposer):
+        def propose(self, drafter, pending):
+            proposal = super().propose(drafter, pending)
+            counts.append(len(proposal.tree))
+            return proposal
+
+    monkeypatch.setattr(ablations, "SageProposer", Counted)
+    expected = decode(pair, image, "Describe the picture.", DecodeConfig("ar", 24)).run_to_end().token_ids
+    lane = decode(pair, image, "Describe the picture.", DecodeConfig("best-first", 24))
+    assert lane.run_to_end().token_ids == expected
+    rounds = [r for r in lane.records if r.phase == "decode"]
+    assert [r.node_count for r in rounds] == counts and counts[0] == 25  # the first: SAGE's static tree
+    assert len(set(counts)) > 1  # SAGE's count moved with the draft's confidence
+
+
+def test_the_lanes_are_registry_methods_off_by_default() -> None:
+    for name in ("sage-frozen", "best-first"):
+        spec = method_spec(name)
+        assert spec.ablation and not spec.in_race and spec.drafts
+    with pytest.raises(ConfigError, match=r"sage-frozen's α must be a number in \[0, 1\], not 1.5"):
+        method_spec("sage-frozen").settings_from({"frozen_alpha": "1.5"})

@@ -1,0 +1,150 @@
+"""A method is one registry entry end to end: a toy method defined here, and nowhere else, runs through the
+command line, the /race API and the explainer.
+
+The toy drafts a chain whose length is its one setting (`toy_length`, in [1, 5]). Nothing outside this
+module names it: its settings class, its proposer and its registry entry are below, and the CLI flag, the
+API field, the page's control, the refusal of a bad value, the cache reserve and the explainer's sentence
+all come from them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import torch
+from conftest import tiny_folder
+from gradio_client import Client, handle_file
+from gradio_client.exceptions import AppError
+from PIL import Image
+
+from sage_core import SageConfig
+from sage_core.cli import main
+from sage_core.drafting import template_chooser
+from sage_core.errors import ConfigError
+from sage_core.explain import explain_round
+from sage_core.methods import MethodSpec, Setting, registered
+from sage_core.models import load_pair
+from sage_core.proposers import Adaptation, Drafter, Proposal, RoundShape
+from sage_core.verify import Verdict
+
+TOKENS = 10
+
+
+@dataclass(frozen=True)
+class ToySettings:
+    length: int = 2
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.length, int) and 1 <= self.length <= 5):
+            raise ConfigError(f"the toy chain's length must be a whole number in [1, 5], not {self.length!r}")
+
+
+class ToyProposer:
+    """A chain of `length` draft tokens, the draft's best at each level."""
+
+    candidates = 4
+
+    def __init__(self, settings: ToySettings) -> None:
+        self.template = tuple((0,) * level for level in range(1, settings.length + 1))
+        self.max_nodes = self.max_depth = settings.length
+
+    def propose(self, drafter: Drafter | None, pending: Sequence[int]) -> Proposal:
+        assert drafter is not None
+        root = drafter.root(pending, self.candidates)
+        choose, expand, depth = template_chooser(self.template)
+        return Proposal(drafter.grow(root, choose, depth, self.candidates, expand), RoundShape(root_top=root))
+
+    def observe(self, proposal: Proposal, verdict: Verdict) -> Adaptation:
+        return Adaptation()
+
+
+TOY = MethodSpec(
+    "toy-chain", "Toy chain", "Toy", "a chain of toy_length draft tokens", "#111827", 9, drafts=True,
+    proposer=lambda settings, config: ToyProposer(settings), settings=ToySettings,
+    controls=(Setting("toy_length", "length", "Toy chain: length", "the toy chain's length, in [1, 5].", 1, 5),),
+    describe=lambda record, settings: f"The toy drafted a chain of {len(record.tree)} (its setting: "
+    f"{settings.length if settings else '?'}).",
+)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def toy() -> Iterator[MethodSpec]:
+    with registered(TOY) as spec:
+        yield spec
+
+
+@pytest.fixture(scope="module")
+def pair_folders(tiny_root: Path) -> tuple[str, str]:
+    return tiny_folder(tiny_root, "qwen2_vl", "target"), tiny_folder(tiny_root, "qwen2_vl", "noised")
+
+
+@pytest.fixture(scope="module")
+def picture(tmp_path_factory: pytest.TempPathFactory) -> str:
+    path = tmp_path_factory.mktemp("toy") / "picture.png"
+    pixels = (torch.Generator().manual_seed(3), None)[0]
+    values = torch.rand(48, 48, 3, generator=pixels).mul(255).to(torch.uint8).numpy()
+    Image.fromarray(values).save(path)
+    return str(path)
+
+
+def greedy_ids(pair_folders: tuple[str, str], picture: str, prompt: str) -> list[int]:
+    from sage_core import load_media
+
+    pair = load_pair(*pair_folders, "cpu")
+    inputs = pair.target.prepare(load_media(picture), prompt)
+    with torch.no_grad():
+        out = pair.target.model.generate(**inputs, do_sample=False, max_new_tokens=TOKENS)
+    return out[0, inputs["input_ids"].shape[1] :].tolist()  # type: ignore[no-any-return]
+
+
+def test_the_cli_runs_the_toy_with_its_flag_and_refuses_a_bad_value(toy, pair_folders, picture, capsys, tmp_path):
+    target, draft = pair_folders
+    common = ["generate", "--target", target, "--draft", draft, "--image", picture, "--prompt", "What is it?",
+              "--method", "toy-chain", "--max-new-tokens", str(TOKENS), "--device", "cpu"]  # fmt: skip
+    trace = tmp_path / "toy.jsonl"
+    assert main([*common, "--toy-length", "3", "--json", "--trace", str(trace)]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["token_ids"] == greedy_ids(pair_folders, picture, "What is it?")  # lossless
+    trees = [len(r["tree_tokens"]) for r in result["trace"] if r["phase"] == "decode"]
+    assert trees and set(trees) == {3}  # its setting shaped every round
+    from sage_core import load_trace
+
+    header, records = load_trace(trace)  # its settings are in the trace, and it replays
+    assert header.settings == {"length": 3} and records[-1].total_tokens == len(result["token_ids"])
+    assert main([*common, "--toy-length", "9"]) == 2
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
+    assert errors == ["error: the toy chain's length must be a whole number in [1, 5], not 9"]
+
+
+@pytest.fixture(scope="module")
+def client(toy, pair_folders) -> Iterator[Client]:
+    from app.serving import running_app
+
+    with running_app(*pair_folders) as url:
+        yield Client(url, verbose=False)
+
+
+def test_the_race_api_takes_the_toys_setting_and_the_explainer_describes_its_rounds(toy, client, picture):
+    from app.explain_view import explain_html
+    from app.race import parse_race
+
+    raced = client.predict(image=handle_file(picture), prompt="What is it?", methods=["toy-chain", "ar"],
+                           max_new_tokens=TOKENS, toy_length=2, api_name="/race")  # fmt: skip
+    assert raced["methods"] == ["ar", "toy-chain"]  # its column order (9) after plain decoding's (4)
+    assert raced["lossless"]["identical"] and raced["token_ids"]["toy-chain"] == raced["token_ids"]["ar"]
+    data = parse_race(raced["trace"].splitlines())
+    lane = data.lane("toy-chain")
+    assert lane is not None and lane.header is not None and lane.header.settings == {"length": 2}
+    decoded = [r for r in lane.records if r.phase == "decode"]
+    assert decoded and all(len(r.tree) == 2 for r in decoded)
+    explained = explain_round(decoded[0], SageConfig(), ToySettings(2))
+    assert explained.kind == "tree" and explained.description == "The toy drafted a chain of 2 (its setting: 2)."
+    page = explain_html(lane.records, decoded[0].round, data.token_texts, "toy-chain", settings=ToySettings(2))
+    assert "The toy drafted a chain of 2 (its setting: 2)." in page and "SAGE's first round" not in page
+    with pytest.raises(AppError, match=r"the toy chain's length must be a whole number in \[1, 5\], not 7"):
+        client.predict(image=handle_file(picture), prompt="What is it?", methods=["toy-chain", "ar"],
+                       max_new_tokens=TOKENS, toy_length=7, api_name="/race")  # fmt: skip
