@@ -110,12 +110,11 @@ def sweep(
     progress: Callable[[str], None] = lambda line: None,
 ) -> SweepResult:
     """Run the sweep on these prepared examples (module docstring); a warm-up run of each setting first."""
-    settings = {(m, b): budget_config(m, b, max_new_tokens, backend) for m in methods for b in budgets}
-    settings[("ar", 0)] = DecodeConfig("ar", max_new_tokens, backend=backend)  # type: ignore[arg-type]
-    settings[("sage-cost", 0)] = DecodeConfig("sage-cost", max_new_tokens, backend=backend)  # type: ignore[arg-type]
-    keys = list(settings)
     with nullcontext() if is_method(FIXED_BEST_FIRST.name) else registered(FIXED_BEST_FIRST):
-        return _sweep(pair, cases, settings, keys, budgets, methods, repeats, progress)
+        settings = {(m, b): budget_config(m, b, max_new_tokens, backend) for m in methods for b in budgets}
+        settings[("ar", 0)] = DecodeConfig("ar", max_new_tokens, backend=backend)  # type: ignore[arg-type]
+        settings[("sage-cost", 0)] = DecodeConfig("sage-cost", max_new_tokens, backend=backend)  # type: ignore[arg-type]
+        return _sweep(pair, cases, settings, list(settings), budgets, methods, repeats, progress)
 
 
 def _sweep(
