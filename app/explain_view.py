@@ -100,7 +100,13 @@ def _policy(e: RoundExplained, text: TokenText) -> list[str]:
         out.append(
             "<h4>Confidence</h4><div class='f'>"
             f"H = {e.entropy:.3f} nats<br>"
-            f"α = 1 − H / log {len(e.top_probs)} = 1 − {e.entropy:.3f} / {e.log_k:.3f} = <b>{e.alpha:.3f}</b></div>"
+            f"α = 1 − H / log {len(e.top_probs)} = 1 − {e.entropy:.3f} / {e.log_k:.3f} = <b>{e.measured_alpha:.3f}</b>"
+            + (
+                f"; the shape used α = <b>{e.alpha:.3f}</b>, held fixed"
+                if abs(e.measured_alpha - e.alpha) > 5e-4
+                else ""
+            )
+            + "</div>"
         )
     if e.kind == "sage-first":
         out.append(f"<p>SAGE's first round uses the static tree ({e.fixed_tree_nodes} nodes), as in the paper; "

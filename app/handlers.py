@@ -463,11 +463,7 @@ class Handlers:
         return models.PAIRS.get(choice.target, choice.draft, report=report, names=choice.names)
 
     def race(self, request: RaceRequest, loaded: models.LoadedPair) -> Iterator[RaceData]:
-        return race_steps(
-            loaded.pair, request.media, request.prompt, request.methods, request.max_new_tokens, request.sage,
-            loaded.token_texts, models.RACE_SLOT, sampling=request.sampling, prune_ratio=request.prune_ratio,
-            costs=loaded.costs, settings=request.settings,
-        )  # fmt: skip
+        return race_steps(loaded.pair, request, loaded.token_texts, models.RACE_SLOT, costs=loaded.costs)
 
     def race_live(self, form: RaceForm, tree_lane: Any, progress: Any = None) -> Iterator[Update]:
         """Stream a race of the form's request (`ui.py` turns the page's values into the form)."""
@@ -606,11 +602,7 @@ class Handlers:
             if stepper is None or stepper.key != key or stepper.data.replay or stepper.finished:
                 request = self.request(form)
                 loaded = self.load_for(request, progress)
-                stepper = live_stepper(
-                    loaded.pair, request.media, request.prompt, request.methods, request.max_new_tokens,
-                    request.sage, loaded.token_texts, models.RACE_SLOT, key, request.sampling, request.prune_ratio,
-                    loaded.costs, settings=request.settings,
-                )  # fmt: skip
+                stepper = live_stepper(loaded.pair, request, loaded.token_texts, models.RACE_SLOT, key, loaded.costs)
             return self.stepped(stepper, tree_lane)
         except Exception as error:
             return {self.page.status: error_html(user_message(error))}

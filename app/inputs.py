@@ -14,12 +14,12 @@ import math
 import os
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sage_core import Media, SageConfig, SageError, load_media
+from sage_core import Media, SageError, load_media
 from sage_core.config import (
     SamplingConfig,
     as_whole,
@@ -31,7 +31,7 @@ from sage_core.errors import ConfigError
 from sage_core.media import VIDEO_SUFFIXES
 from sage_core.methods import MethodSpec, form_settings, is_method, method_names, specs
 
-from .race import order_methods, resolve_prune_ratio
+from .race import Choice, RaceRequest, order_methods, resolve_prune_ratio
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES_DIR = ROOT / "assets" / "examples"
@@ -188,37 +188,6 @@ class RaceForm:
         return {s.name: self.values[s.name] for s in spec.controls if s.form}
 
 
-@dataclass(frozen=True)
-class Choice:
-    """The pair a request names: what to load, and how to show it (a custom pair by the visitor's names)."""
-
-    target: str
-    draft: str
-    names: tuple[str, str] | None = None
-
-    @property
-    def shown(self) -> tuple[str, str]:
-        return self.names or (self.target, self.draft)
-
-
-@dataclass(frozen=True)
-class RaceRequest:
-    """A checked race: the medium, the prompt, the methods and every setting, sampling and pruning included."""
-
-    media: Media
-    prompt: str
-    methods: tuple[str, ...]
-    max_new_tokens: int
-    settings: Mapping[str, Any]  # every method's settings with settings of its own: method name -> its settings
-    sampling: SamplingConfig
-    prune_ratio: float
-    pair: Choice
-
-    @property
-    def sage(self) -> SageConfig:
-        return self.settings["sage"]
-
-
 def check_media_choice(image: object, video: object) -> str:
     """Exactly one of the two; its path."""
     if image and video:
@@ -280,6 +249,9 @@ def check_request(form: RaceForm, pair: Choice, limits: Limits) -> RaceRequest:
     media = open_media(path, limits)
     prune_ratio = resolve_prune_ratio(form.prune_choice, form.prune_chosen, media.kind)
     return RaceRequest(media, prompt, methods, tokens, settings, sampling, prune_ratio, pair)
+
+
+__all__ = ["Choice", "RaceForm", "RaceRequest", "check_request", "race_fields"]
 
 
 # -- examples ------------------------------------------------------------------------

@@ -44,7 +44,7 @@ from sage_core import (
     prepare_inputs,
     summarize,
 )
-from sage_core.config import DynamicConfig, SamplingConfig, check_prune_ratio, shown
+from sage_core.config import SamplingConfig, check_prune_ratio, shown
 from sage_core.costs import CostCurve
 from sage_core.errors import InputError
 from sage_core.media import thumbnail
@@ -142,46 +142,62 @@ def order_methods(methods: Sequence[str]) -> list[str]:
 # -- the live race ---------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Choice:
+    """The pair a request names: what to load, and how to show it (a custom pair by the visitor's names)."""
+
+    target: str = "builtin"
+    draft: str = "builtin"
+    names: tuple[str, str] | None = None
+
+    @property
+    def shown(self) -> tuple[str, str]:
+        return self.names or (self.target, self.draft)
+
+
+@dataclass(frozen=True)
+class RaceRequest:
+    """A checked race (`app.inputs.check_request` makes one from the page's or the API's form): the medium,
+    the prompt, the methods and every setting, sampling and pruning included, and the pair to load. The
+    race functions below take it whole."""
+
+    media: Media
+    prompt: str
+    methods: tuple[str, ...]
+    max_new_tokens: int = 128
+    # Every method's settings with settings of its own: method name -> its settings (the rest: defaults).
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    sampling: SamplingConfig = field(default_factory=SamplingConfig)
+    prune_ratio: float = 0.0
+    pair: Choice = field(default_factory=Choice)
+
+    @property
+    def sage(self) -> SageConfig:
+        return self.config("sage").sage
+
+    def config(self, method: str) -> DecodeConfig:
+        """The decode configuration of one side: its method, the token limit, every method's settings, the
+        sampling, and the pruning when it drafts (plain decoding has no draft to prune)."""
+        return DecodeConfig(method, self.max_new_tokens, sampling=self.sampling,
+                            prune_ratio=self.prune_ratio * drafts(method)).with_settings(self.settings)  # fmt: skip
+
+
 def start_runs(
-    pair: ModelPair,
-    media: Media,
-    prompt: str,
-    methods: Sequence[str],
-    max_new_tokens: int,
-    sage: SageConfig,
-    lock: AbstractContextManager,
-    sampling: SamplingConfig | None = None,
-    prune_ratio: float = 0.0,
-    costs: CostCurve | None = None,
-    dynamic: DynamicConfig | None = None,
-    settings: Mapping[str, Any] | None = None,
+    pair: ModelPair, request: RaceRequest, lock: AbstractContextManager, costs: CostCurve | None = None
 ) -> tuple[RaceData, list[DecodeRun]]:
     """One run per chosen method (in column order) on inputs prepared once, and the race's empty lanes.
 
-    Each processor runs once for the whole race; every run reads the same tensors. `sampling`
-    (default: greedy) applies to every side, each with its own generator seeded alike;
-    `prune_ratio` to every side that drafts (plain decoding has no draft); `dynamic` (default: EAGLE-2's)
-    to the dynamic tree's side; `settings` (method name -> its settings, `RaceRequest.settings`) to each
-    method's side, over `sage` and `dynamic`.
+    Each processor runs once for the whole race; every run reads the same tensors. The request's sampling
+    (default: greedy) applies to every side, each with its own generator seeded alike; its pruning to every
+    side that drafts; its settings to each method's side. `costs`: the pair's measured cost curve.
     """
-    sampling = sampling or SamplingConfig()
-    dynamic = dynamic or DynamicConfig()
-    chosen = order_methods(methods)
+    media, prompt = request.media, request.prompt
+    chosen = order_methods(request.methods)
     with lock:
         prepared = prepare_inputs(pair, media, prompt, with_draft=any(drafts(m) for m in chosen))
-        configs = [
-            DecodeConfig(
-                m,
-                max_new_tokens,
-                sage,
-                sampling=sampling,
-                prune_ratio=prune_ratio * drafts(m),
-                dynamic=dynamic,
-            ).with_settings(settings or {})
-            for m in chosen
-        ]
-        runs = [decode(pair, media, prompt, config, prepared) for config in configs]
-        boxes = pair.draft.visual_token_boxes(prepared.draft) if prune_ratio > 0 and prepared.draft else None
+        runs = [decode(pair, media, prompt, request.config(m), prepared) for m in chosen]
+        draft = prepared.draft if request.prune_ratio > 0 else None
+        boxes = pair.draft.visual_token_boxes(draft) if draft is not None else None
     data = RaceData(lanes=[Lane(run.config.method, run.header) for run in runs], costs=costs)
     if boxes is not None:  # a small copy: the per-user state holds no full-size media
         data.draft_view = (thumbnail(media, DRAFT_VIEW_HEIGHT), boxes)
@@ -190,31 +206,21 @@ def start_runs(
 
 def race_steps(
     pair: ModelPair,
-    media: Media,
-    prompt: str,
-    methods: Sequence[str],
-    max_new_tokens: int,
-    sage: SageConfig,
+    request: RaceRequest,
     token_texts: Callable[[Sequence[int]], list[str]] | None = None,
     lock: AbstractContextManager | None = None,
     source: str = "",
-    sampling: SamplingConfig | None = None,
-    prune_ratio: float = 0.0,
     costs: CostCurve | None = None,
-    dynamic: DynamicConfig | None = None,
-    settings: Mapping[str, Any] | None = None,
 ) -> Iterator[RaceData]:
     """Step one run per method alternately; yield the race after every round.
 
     `token_texts` turns token ids into their texts (for the tree panel's
     node labels; it runs between steps, outside the timed parts). `lock` is
     held around each step, so two races never touch a model at once.
-    `sampling`, `prune_ratio`, `costs` (the pair's measured cost curve) and `dynamic`: see `start_runs`.
+    `costs`: the pair's measured cost curve (see `start_runs`).
     """
     lock = lock or nullcontext()
-    data, runs = start_runs(
-        pair, media, prompt, methods, max_new_tokens, sage, lock, sampling, prune_ratio, costs, dynamic, settings
-    )
+    data, runs = start_runs(pair, request, lock, costs)
     data.source = source
     active = list(zip(data.lanes, runs, strict=True))
     while active:
@@ -293,25 +299,15 @@ class RaceStepper:
 
 def live_stepper(
     pair: ModelPair,
-    media: Media,
-    prompt: str,
-    methods: Sequence[str],
-    max_new_tokens: int,
-    sage: SageConfig,
+    request: RaceRequest,
     token_texts: Callable[[Sequence[int]], list[str]] | None = None,
     lock: AbstractContextManager | None = None,
     key: object = None,
-    sampling: SamplingConfig | None = None,
-    prune_ratio: float = 0.0,
     costs: CostCurve | None = None,
-    dynamic: DynamicConfig | None = None,
-    settings: Mapping[str, Any] | None = None,
 ) -> RaceStepper:
     """A live race to step through (its runs started as `race_steps` starts them)."""
     guard = lock or nullcontext()
-    data, runs = start_runs(
-        pair, media, prompt, methods, max_new_tokens, sage, guard, sampling, prune_ratio, costs, dynamic, settings
-    )
+    data, runs = start_runs(pair, request, guard, costs)
 
     def advancer(lane: Lane, run: Any) -> Callable[[], RoundRecord | None]:
         def advance() -> RoundRecord | None:

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from sage_core import RoundRecord, summarize
 from sage_core.costs import CostCurve, predicted_speedups
-from sage_core.methods import REGISTRY, drafts, method_label
-from sage_core.premise import premise_of
+from sage_core.methods import ByMethod, drafts, method_label
+from sage_core.premise import Calibration, acceptance_histogram, adaptation_bought, calibration_of
 
 from .race import Lane, RaceData
 
@@ -41,6 +41,7 @@ CSS = """
 .sage-tok.d { background: #dcfce7; color: #14532d; }
 .sage-tok.b { background: #ffedd5; color: #9a3412; font-weight: 700; }
 .sage-legend { font-size: 12px; color: #475569; margin: 2px 0 8px 0; }
+.sage-bar { display: inline-block; height: 10px; background: #7c3aed; border-radius: 2px; vertical-align: bottom; }
 .sage-legend .sage-tok { padding: 1px 4px; }
 .sage-badge { border-radius: 10px; padding: 10px 14px; font-size: 15px; font-weight: 600; }
 .sage-badge.ok { background: #dcfce7; color: #14532d; border: 2px solid #16a34a; }
@@ -60,9 +61,10 @@ CSS = """
 """
 
 # Read off the method registry (sage_core.methods): one label, subtitle and colour per method.
-SUBTITLES: dict[str, str] = {spec.name: spec.subtitle for spec in REGISTRY}
-SHORT: dict[str, str] = {spec.name: spec.short for spec in REGISTRY}
-DOTS: dict[str, str] = {spec.name: spec.colour for spec in REGISTRY}  # one colour per method
+# Every registered method's subtitle, column heading and colour (one colour per method), read live.
+SUBTITLES: Mapping[str, str] = ByMethod("subtitle")
+SHORT: Mapping[str, str] = ByMethod("short")
+DOTS: Mapping[str, str] = ByMethod("colour")
 VISIBLE_WHITESPACE = str.maketrans({" ": "␣", "\n": "↵", "\t": "⇥"})
 
 
@@ -372,17 +374,98 @@ def costs_html(curve: CostCurve | None, replay: bool = False) -> str:
 
 
 def premise_html(data: RaceData) -> str:
-    """The paper's premise on this race's SAGE rounds (sage_core.premise), with what it means here."""
-    lane = data.lane("sage")
-    if lane is None or not lane.records:
+    """The paper's premise on this input, measured where α does not choose the tree (sage_core.premise), what
+    adaptation bought (SAGE against sage-frozen, when both ran), α against the accepted length, and each
+    method's acceptance histogram."""
+    lanes = {m: rs for m, rs in data.records_by_method().items() if drafts(m) and rs}
+    if not lanes:
         return ""
-    premise = premise_of(lane.records)
-    alpha = "–" if premise.alpha_accept is None else f"{premise.alpha_accept:+.2f}"
-    lag = "–" if premise.entropy_lag1 is None else f"{premise.entropy_lag1:+.2f}"
-    return (
+    picture = calibration_of(lanes)
+    where = (
+        f"on {_esc(SHORT.get(picture.lane, picture.lane))}'s {picture.rounds} rounds, where α does not choose the tree"
+        if picture.lane
+        else "(no lane whose tree α does not choose ran: add SD-Chain or SD-Tree)"
+    )
+    sage = (
+        ""
+        if picture.sage_rounds == 0
+        else f" ({_signed(picture.sage_alpha_accept)} on SAGE's "
+        f"{picture.sage_rounds} rounds, where α also set the depth)"
+    )
+    parts = [
         "<div class='sage-legend'><b>The paper's premise on this input</b>: corr(α, accepted length) "
-        f"<b>{alpha}</b>, lag-1 autocorrelation of the draft's entropy <b>{lag}</b>, over {premise.rounds} "
-        f"SAGE rounds. {_esc(premise.meaning())}</div>"
+        f"<b>{_signed(picture.alpha_accept)}</b> {where}{sage}; lag-1 autocorrelation of the draft's entropy "
+        f"<b>{_signed(picture.token_lag1)}</b> token by token ({picture.tokens} pairs), "
+        f"{_signed(picture.round_lag1)} round by round. {_esc(picture.meaning())}</div>"
+    ]
+    bought = adaptation_sentence(data)
+    if bought:
+        parts.append(f"<div class='sage-legend'><b>{_esc(bought)}</b></div>")
+    return "".join([*parts, calibration_bars(picture), histogram_html(lanes)])
+
+
+def _signed(value: float | None) -> str:
+    return "–" if value is None else f"{value:+.2f}"
+
+
+def adaptation_sentence(data: RaceData) -> str:
+    """What adaptation bought on this race (SAGE against sage-frozen), or "" when they did not both run."""
+    sage, frozen = data.lane("sage"), data.lane("sage-frozen")
+    if sage is None or frozen is None:
+        return ""
+    held = None
+    if frozen.header is not None and frozen.header.settings:
+        held = frozen.header.settings.get("alpha")
+    bought = adaptation_bought(sage.records, frozen.records, held)
+    if bought is None:
+        return ""
+    return bought.sentence() + (" (recorded: a replay)" if data.replay else "")
+
+
+BAR_PX = 120  # the longest bar of the small bar charts
+
+
+def calibration_bars(picture: Calibration) -> str:
+    """α against the mean accepted length on the unconfounded lane: one bar per α bin, with its rounds."""
+    filled = [b for b in picture.bins if b.mean_accepted is not None]
+    if not filled or picture.lane is None:
+        return ""
+    top = max(b.mean_accepted or 0.0 for b in filled) or 1.0
+    rows = "".join(
+        f"<tr><td>α in [{b.low:g}, {b.high:g}{']' if b.high == 1 else ')'}</td><td><span class='sage-bar' "
+        f"style='width:{int(BAR_PX * (b.mean_accepted or 0) / top)}px'></span> {b.mean_accepted:.2f}</td>"
+        f"<td>{b.rounds}</td></tr>"
+        for b in filled
+    )
+    name = _esc(SHORT.get(picture.lane, picture.lane))
+    return (
+        f"<table class='sage-table sage-calibration'><caption>The draft's α after the root against the accepted "
+        f"length, on {name}'s rounds (its tree is the same whatever α is, so the acceptance answers the "
+        "confidence alone).</caption><tr><th>α</th><th>mean accepted length</th><th>rounds</th></tr>"
+        f"{rows}</table>"
+    )
+
+
+def histogram_html(lanes: Mapping[str, Sequence[RoundRecord]]) -> str:
+    """Each method's acceptance histogram: the share of rounds that accepted 0, 1, 2, … draft tokens."""
+    histograms = {m: acceptance_histogram(rs) for m, rs in lanes.items()}
+    width = max((len(h) for h in histograms.values()), default=0)
+    if width == 0:
+        return ""
+    rows = []
+    for method, counts in histograms.items():
+        total = sum(counts) or 1
+        cells = "".join(
+            f"<td title='{c} rounds'><span class='sage-bar' style='height:{int(30 * c / total)}px;width:8px;"
+            f"background:{DOTS.get(method, '#334155')}'></span><br>{c}</td>"
+            for c in (*counts, *([0] * (width - len(counts))))
+        )
+        rows.append(f"<tr><td>{_esc(SHORT.get(method, method))}</td>{cells}</tr>")
+    head = "".join(f"<th>{n}</th>" for n in range(width))
+    return (
+        "<table class='sage-table sage-histogram'><caption>Acceptance histogram: how many rounds accepted 0, 1, 2, "
+        "… draft tokens (bars: the share of each side's rounds).</caption>"
+        f"<tr><th>accepted</th>{head}</tr>{''.join(rows)}</table>"
     )
 
 

@@ -117,6 +117,13 @@ class RoundExplained:
     def log_k(self) -> float:
         return math.log(len(self.top_probs)) if len(self.top_probs) > 1 else 0.0
 
+    @property
+    def measured_alpha(self) -> float:
+        """1 − H / log k from the round's entropy (the α that shaped the tree, `alpha`, unless it was held)."""
+        if self.entropy is None or self.log_k == 0:
+            return self.alpha if self.alpha is not None else 0.0
+        return min(1.0, max(0.0, 1.0 - self.entropy / self.log_k))
+
 
 def sage_config_from(header_sage: Mapping[str, Any] | None) -> SageConfig:
     """The run's SAGE configuration from its trace header (defaults where a field is missing)."""

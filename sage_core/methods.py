@@ -368,6 +368,23 @@ def colour(method: str) -> str:
     return spec.colour if spec else "#334155"
 
 
+class ByMethod(Mapping[str, str]):
+    """One field of every registered method, by name, read from the registry as it is now (a method
+    registered later is in it too): `ByMethod("short")["sage"] == "SAGE"`."""
+
+    def __init__(self, field: str) -> None:
+        self.field = field
+
+    def __getitem__(self, name: str) -> str:
+        return str(getattr(_BY_NAME[name], self.field))
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(method_names())
+
+    def __len__(self) -> int:
+        return len(_BY_NAME)
+
+
 def in_order(methods: Iterable[str]) -> list[str]:
     """The known methods among `methods`, once each, in column order."""
     wanted = set(methods)

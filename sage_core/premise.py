@@ -121,6 +121,20 @@ class Calibration:
     token_lag1: float | None
     round_lag1: float | None
 
+    def meaning(self) -> str:
+        """One sentence on what the figures say about this input (or these answers)."""
+        if self.alpha_accept is None or self.token_lag1 is None:
+            return (f"{self.rounds} rounds where α did not choose the tree and {self.tokens} token pairs: too few "
+                    "(or too uniform) to test the premise on this input.")  # fmt: skip
+        predicts, persists = _strength(self.alpha_accept), _strength(self.token_lag1)
+        holds = self.alpha_accept >= 0.3 and self.token_lag1 >= 0.3
+        return (
+            f"The draft's confidence {predicts} predicts how much is accepted (r = {self.alpha_accept:+.2f}) and "
+            f"its uncertainty {persists} comes in stretches (r = {self.token_lag1:+.2f} from one token to the "
+            "next): " + ("the premise holds here, so shaping the tree by entropy can pay."
+                         if holds else "the premise is weak here, so an entropy-shaped tree has little to go on.")
+        )  # fmt: skip
+
 
 def round_alpha(record: RoundRecord) -> float | None:
     """The draft's measured α after the root (1 − H / log k of its renormalised top-k), whatever α shaped
@@ -225,7 +239,7 @@ class AdaptationBought:
 
     def sentence(self) -> str:
         """One plain sentence; it says so when adaptation bought nothing measurable here."""
-        held = f" at α = {self.frozen_alpha:.2f}" if self.frozen_alpha is not None else ""
+        held = f" at {self.frozen_alpha:.2f}" if self.frozen_alpha is not None else ""
         figures = (f"τ {self.sage_tau:.2f} against {self.frozen_tau:.2f} (Δτ {self.delta_tau:+.2f}), wall time "
                    f"{self.sage_seconds:.2f} s against {self.frozen_seconds:.2f} s "
                    f"(Δ {self.delta_seconds * 1000:+.0f} ms)")  # fmt: skip

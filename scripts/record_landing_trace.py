@@ -21,8 +21,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 from app.handlers import last  # noqa: E402
 from app.models import LoadedPair, warm_up  # noqa: E402
-from app.race import race_steps, save_race  # noqa: E402
-from sage_core import SageConfig, load_media, load_pair  # noqa: E402
+from app.race import RaceRequest, race_steps, save_race  # noqa: E402
+from sage_core import load_media, load_pair  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> Path:
@@ -43,8 +43,8 @@ def main(argv: list[str] | None = None) -> Path:
         pair.draft.name = f"builtin-{Path(args.draft).name.removesuffix('-draft')}"
     warm_up(pair)
     media = load_media(ROOT / "assets" / "examples" / args.example)
-    steps = race_steps(pair, media, example["prompt"], args.methods.split(","), args.max_new_tokens, SageConfig(),
-                       LoadedPair(pair).token_texts, source="a recorded race")  # fmt: skip
+    request = RaceRequest(media, example["prompt"], tuple(args.methods.split(",")), args.max_new_tokens)
+    steps = race_steps(pair, request, LoadedPair(pair).token_texts, source="a recorded race")
     data = last(steps)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

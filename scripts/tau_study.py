@@ -7,10 +7,16 @@
 
 For each prompt (fresh scenes from a seed never used in training: detailed image descriptions,
 chart descriptions and narrated videos, in turn) every method decodes greedily to the end.
-Every drafting method of the registry runs (SD-Chain, SD-Tree, SAGE and EAGLE-2's dynamic tree;
---methods picks some). Per method it prints, with 95% intervals over prompts (mean ± 1.96·sd/√n of the per-prompt
-means): τ (the paper's accepted draft tokens per round, bonus excluded), tokens per target
-forward (τ + 1 on full rounds) and the tree nodes each round verifies. It also prints the
+Every drafting method of the registry runs (SD-Chain, SD-Tree, SAGE, EAGLE-2's dynamic tree and the ablation
+lanes sage-frozen and best-first; --methods takes any registry names). Per method it prints, with 95% intervals
+over prompts (mean ± 1.96·sd/√n of the per-prompt means): τ (the paper's accepted draft tokens per round, bonus
+excluded), tokens per target forward (τ + 1 on full rounds) and the tree nodes each round verifies; then each
+method's Δτ against SAGE, paired per prompt, with its interval; each method's acceptance histogram (how often
+0, 1, 2, … draft tokens were accepted); and the calibration picture (sage_core/premise.py): corr(α, accepted
+length) pooled over the rounds of a lane whose trees α does not choose (the chain when it runs) and over
+SAGE's, α binned against the mean accepted length with counts, SAGE's mean α (sage-frozen's default holds the
+built-in pair's), and the lag-1 autocorrelation of the draft's entropy token by token along the answers and
+round by round. It also prints the
 spread of the draft's entropy within each SAGE answer (max − min over its rounds, nats) and
 checks that every method's tokens equal plain decoding's (lossless). And the paper's premise
 over the prompts (sage_core/premise.py): per SAGE answer, the correlation of α with the accepted
@@ -37,10 +43,15 @@ import torch  # noqa: E402
 from sage_core import DecodeConfig, decode, load_media, load_pair  # noqa: E402
 from sage_core.builtin.quality import example_media  # noqa: E402
 from sage_core.builtin.scenes import LONG_KINDS, make_examples  # noqa: E402
-from sage_core.methods import DRAFTING_METHODS, method_spec, short_name  # noqa: E402
-from sage_core.premise import pearson, premise_of  # noqa: E402
-
-METHODS = DRAFTING_METHODS
+from sage_core.method_settings import FrozenSageConfig  # noqa: E402
+from sage_core.methods import drafting_methods, method_spec, short_name  # noqa: E402
+from sage_core.premise import (  # noqa: E402
+    acceptance_histogram,
+    calibration_of,
+    pearson,
+    premise_of,
+    round_alpha,
+)
 
 
 def interval(values: list[float]) -> tuple[float, float]:
@@ -78,6 +89,61 @@ def pooled_premise(answers: list[list]) -> dict:
     return {"rounds": len(alphas), "alpha_accept": alpha_accept, "entropy_lag1": lag, "pairs": len(before)}
 
 
+def delta_lines(per_prompt: dict[str, dict[str, list[float]]]) -> dict:
+    """Each method's τ minus SAGE's, paired per prompt: the mean difference and its 95% interval."""
+    out: dict = {}
+    if "sage" not in per_prompt:
+        return out
+    for method, values in per_prompt.items():
+        if method == "sage":
+            continue
+        deltas = [t - s for t, s in zip(values["tau"], per_prompt["sage"]["tau"], strict=True)]
+        mean, half = interval(deltas)
+        nodes = statistics.fmean(values["nodes"]) - statistics.fmean(per_prompt["sage"]["nodes"])
+        print(f"Δτ {short_name(method)} − SAGE: {mean:+.2f} ± {half:.2f} (paired over {len(deltas)} prompts; "
+              f"{nodes:+.1f} nodes per round)")  # fmt: skip
+        out[method] = {"mean": mean, "half_width": half, "nodes_per_round": nodes}
+    return out
+
+
+def histogram_lines(lanes: dict[str, list]) -> dict:
+    """Per method: how often 0, 1, 2, … draft tokens were accepted, over every round of every answer."""
+    out = {}
+    for method, records in lanes.items():
+        counts = acceptance_histogram(records)
+        total = sum(counts) or 1
+        shares = " ".join(f"{n}:{100 * c / total:.0f}%" for n, c in enumerate(counts))
+        print(f"accepted per round, {short_name(method)}: {shares} ({sum(counts)} rounds)")
+        out[method] = list(counts)
+    return out
+
+
+def calibration_lines(lanes: dict[str, list]) -> dict:
+    """The calibration picture over every answer pooled (sage_core.premise.calibration_of)."""
+    picture = calibration_of(lanes)
+    shown = ["–" if v is None else f"{v:+.2f}" for v in (picture.alpha_accept, picture.sage_alpha_accept)]
+    where = short_name(picture.lane) if picture.lane else "no lane whose trees α does not choose"
+    print(f"corr(α, accepted length) pooled: {shown[0]} on {where}'s {picture.rounds} rounds (α does not choose "
+          f"the tree there), {shown[1]} on SAGE's {picture.sage_rounds} rounds (α also set the depth)")  # fmt: skip
+    bins = ", ".join(f"[{b.low:g}, {b.high:g}{']' if b.high == 1 else ')'}: {b.mean_accepted:.2f} (n={b.rounds})"
+                     for b in picture.bins if b.mean_accepted is not None)  # fmt: skip
+    print(f"α against mean accepted length, on {where}'s rounds: {bins}")
+    lags = ["–" if v is None else f"{v:+.2f}" for v in (picture.token_lag1, picture.round_lag1)]
+    print(f"lag-1 autocorr of the draft's entropy: per token {lags[0]} ({picture.tokens} pairs along the answers), "
+          f"per round {lags[1]}")  # fmt: skip
+    sage_alphas = [a for r in lanes.get("sage", []) if r.phase == "decode" and (a := round_alpha(r)) is not None]
+    if sage_alphas:
+        print(f"SAGE's mean α: {statistics.fmean(sage_alphas):.3f} over {len(sage_alphas)} rounds "
+              f"(sage-frozen defaults to {FrozenSageConfig.alpha:g}; --frozen-alpha sets it)")  # fmt: skip
+    return {
+        "lane": picture.lane, "rounds": picture.rounds, "alpha_accept": picture.alpha_accept,
+        "sage_alpha_accept": picture.sage_alpha_accept, "token_entropy_lag1": picture.token_lag1,
+        "tokens": picture.tokens, "round_entropy_lag1": picture.round_lag1,
+        "bins": [[b.low, b.high, b.rounds, b.mean_accepted] for b in picture.bins],
+        "sage_mean_alpha": statistics.fmean(sage_alphas) if sage_alphas else None,
+    }  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--target", default="builtin")
@@ -86,12 +152,15 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--seed", type=int, default=31337)
     parser.add_argument("--max-new-tokens", type=int, default=128)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--methods", default=",".join(DRAFTING_METHODS), help="drafting methods to compare")
+    parser.add_argument("--methods", default=",".join(drafting_methods()), help="methods to compare (registry names)")
+    parser.add_argument("--frozen-alpha", type=float, default=FrozenSageConfig.alpha,
+                        help="the α sage-frozen holds (default: the built-in pair's mean α under SAGE)")  # fmt: skip
     parser.add_argument("--json", help="also write the figures to this file")
     parser.add_argument("--shipped", action="store_true", help="the shipped long examples, not fresh scenes")
     args = parser.parse_args(argv)
     try:
         methods = [method_spec(m).name for m in args.methods.split(",")]
+        frozen = FrozenSageConfig(args.frozen_alpha)
     except ValueError as error:
         parser.error(str(error))
     torch.set_num_threads(args.threads)
@@ -107,12 +176,15 @@ def main(argv: list[str] | None = None) -> dict:
     premises = []
     pooled: list[list] = []  # each SAGE answer's rounds with alpha and entropy
     mismatches: list[str] = []
+    lanes: dict[str, list] = {m: [] for m in methods}  # every method's records, answer after answer
     started = time.perf_counter()
     for index, (media, question) in enumerate(prompts):
         reference = decode(pair, media, question, DecodeConfig("ar", args.max_new_tokens)).run_to_end()
         for method in methods:
-            run = decode(pair, media, question, DecodeConfig(method, args.max_new_tokens))
+            config = DecodeConfig(method, args.max_new_tokens).with_settings({"sage-frozen": frozen})
+            run = decode(pair, media, question, config)
             summary = run.run_to_end()
+            lanes[method] += run.records
             rounds = [r for r in run.records if r.phase == "decode"]
             per_prompt[method]["tau"].append(summary.mean_accepted)
             per_prompt[method]["tpf"].append(summary.tokens_per_forward)
@@ -153,6 +225,9 @@ def main(argv: list[str] | None = None) -> dict:
     if widths:
         print(f"SAGE's planned root width W(alpha): median {statistics.median(widths):g} over {len(widths)} rounds")
         figures["planned_width_median"] = statistics.median(widths)
+    figures["delta_vs_sage"] = delta_lines(per_prompt)
+    figures["acceptance_histogram"] = histogram_lines(lanes)
+    figures["calibration"] = calibration_lines(lanes)
     figures["premise"] = premise_lines(premises)
     figures["premise"]["pooled"] = pooled_premise(pooled)
     print(f"lossless (every method's tokens == plain decoding's): {mismatches or 'yes'}")

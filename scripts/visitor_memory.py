@@ -98,14 +98,13 @@ def page_races(url: str, video: Path, races: int, tokens: int) -> list[dict[str,
 
 
 def stepped_race(video: Path, tokens: int) -> dict[str, float]:
-    from app.race import live_stepper
-    from sage_core import SageConfig, load_media, load_pair
+    from app.race import RaceRequest, live_stepper
+    from sage_core import load_media, load_pair
 
     pair = load_pair("builtin", "builtin", "cpu")
     media = load_media(video)
     before = settled_mb()
-    stepper = live_stepper(pair, media, "describe the video.", ["sage", "static"], tokens, SageConfig(),
-                           prune_ratio=0.9)  # fmt: skip
+    stepper = live_stepper(pair, RaceRequest(media, "describe the video.", ("sage", "static"), tokens, prune_ratio=0.9))
     del media
     stepper.step()
     stepper.step()

@@ -119,6 +119,11 @@ def test_sage_frozen_holds_alpha_and_shapes_its_trees_with_sages_rules(pair, ima
         assert record.planned_depth == planned_depth(0.37, 3, record.depth_max)
     entropies = {round(r.entropy, 6) for r in shaped if r.entropy is not None}
     assert len(entropies) > 1  # the draft's entropy moved; the shape did not follow it
+    from app.explain_view import explain_html
+
+    page = explain_html(run.records, shaped[0].round, {}, "sage-frozen", SageConfig(window=3), settings=frozen)
+    assert "SAGE without adaptation: α is held at 0.370 for the whole answer" in page
+    assert "the shape used α = <b>0.370</b>, held fixed" in page and "D(α)" in page
 
 
 def test_best_first_verifies_sages_node_count(pair, image, monkeypatch) -> None:

@@ -10,9 +10,9 @@ from PIL import Image
 
 from app.panels import DIMMED, draft_view_caption, draft_view_image
 from app.pruning_panel import show_draft_view
-from app.race import race_steps, resolve_prune_ratio
+from app.race import RaceRequest, race_steps, resolve_prune_ratio
 from app.render import lane_html
-from sage_core import SageConfig, load_pair
+from sage_core import load_pair
 from sage_core.errors import InputError
 from sage_core.media import Media, image_media
 
@@ -52,7 +52,7 @@ def test_a_pruned_race_has_the_same_texts_labels_and_a_picture(tiny_root, image,
     pair = load_pair(tiny_folder(tiny_root, "qwen2_vl", "target"), tiny_folder(tiny_root, "qwen2_vl", "noised"), "cpu")
     media = image if kind == "image" else video
     ratio = resolve_prune_ratio("paper", 0.0, kind)
-    races = list(race_steps(pair, media, "Describe it.", ["sage", "static", "ar"], 12, SageConfig(), prune_ratio=ratio))
+    races = list(race_steps(pair, RaceRequest(media, "Describe it.", ("sage", "static", "ar"), 12, prune_ratio=ratio)))
     data = races[-1]
     texts = {lane.method: lane.text for lane in data.lanes}
     assert texts["sage"] == texts["static"] == texts["ar"]

@@ -48,7 +48,7 @@ def test_benchmark_runs_every_method_and_writes_its_reports(tiny_root, tmp_path,
     ) == 0  # fmt: skip
     report = json.loads(out_json.read_text())
     rows = {row["method"]: row for row in report["summary"]}
-    assert set(rows) == {"ar", "chain", "static", "sage", "dynamic", "generate", "assisted"}
+    assert set(rows) == {"ar", "chain", "static", "sage", "sage-cost", "dynamic", "generate", "assisted"}
     assert all(row["same_as_generate"] for row in rows.values())
     # Interleaved: the two repeats run the methods in different orders.
     orders = [[r["method"] for r in report["runs"] if r["repeat"] == k] for k in (0, 1)]
@@ -290,7 +290,9 @@ def test_the_tau_study_compares_every_drafting_method_and_checks_the_premise(cap
         pytest.skip("built-in pair not trained")
     study = runpy.run_path(str(SCRIPT.parent / "tau_study.py"), run_name="tau_study")["main"]
     figures = study(["--n", "2", "--max-new-tokens", "48", "--threads", "1"])
-    assert set(figures["methods"]) == {"chain", "static", "sage", "dynamic"} and figures["lossless"]
+    assert set(figures["methods"]) == {"chain", "static", "sage", "dynamic", "sage-frozen", "best-first"}
+    assert figures["lossless"] and set(figures["delta_vs_sage"]) == set(figures["methods"]) - {"sage"}
+    assert figures["calibration"]["lane"] == "chain" and figures["acceptance_histogram"]["sage"]
     assert figures["methods"]["dynamic"]["nodes_per_round"] <= 59
     pooled = figures["premise"]["pooled"]
     assert pooled["rounds"] >= 4 and pooled["pairs"] == pooled["rounds"] - 2  # lag pairs stay within an answer

@@ -21,7 +21,6 @@ from sage_core import (
     BackendError,
     DecodeConfig,
     InputError,
-    SageConfig,
     decode,
     drafting,
     load_pair,
@@ -253,7 +252,7 @@ def test_processors_are_alike_only_when_they_make_the_same_inputs(tiny_root, tmp
 def test_a_race_runs_each_processor_once_and_charges_each_side_its_own_share(
     tiny_root, image, monkeypatch, tmp_path, alike
 ):
-    from app.race import race_steps
+    from app.race import RaceRequest, race_steps
 
     draft = (
         tiny_folder(tiny_root, "qwen3_vl", "noised") if alike else _draft_with_another_processor(tiny_root, tmp_path)
@@ -270,7 +269,7 @@ def test_a_race_runs_each_processor_once_and_charges_each_side_its_own_share(
             return real(media, prompt)
 
         monkeypatch.setattr(model, "prepare", counting)
-    *_, data = race_steps(pair, image, "Describe the picture.", ["sage", "static", "chain", "ar"], 16, SageConfig())
+    *_, data = race_steps(pair, RaceRequest(image, "Describe the picture.", ("sage", "static", "chain", "ar"), 16))
     # processors alike: the draft reads the target's tensors, and its processor never runs
     assert calls == {"target": 1, "draft": 0 if alike else 1}
     headers = {lane.method: lane.header for lane in data.lanes}

@@ -148,3 +148,35 @@ def test_the_race_api_takes_the_toys_setting_and_the_explainer_describes_its_rou
     with pytest.raises(AppError, match=r"the toy chain's length must be a whole number in \[1, 5\], not 7"):
         client.predict(image=handle_file(picture), prompt="What is it?", methods=["toy-chain", "ar"],
                        max_new_tokens=TOKENS, toy_length=7, api_name="/race")  # fmt: skip
+
+
+def test_one_request_from_the_page_to_the_race_and_no_long_parameter_lists():
+    """The /race API's parameters are the race's field list (then the settings' old names), and no function
+    of the handlers or the race takes more than 8 parameters: the request travels whole."""
+    import ast
+    import inspect
+
+    from app.handlers import Handlers, race_api_function
+    from app.inputs import old_field_names, race_fields
+
+    api = inspect.signature(race_api_function(Handlers(None, None)))  # type: ignore[arg-type]
+    assert tuple(api.parameters) == (*race_fields(), *old_field_names())
+    root = Path(__file__).resolve().parent.parent / "app"
+    long = []
+    for name in ("handlers.py", "race.py", "inputs.py", "ui.py"):
+        for node in ast.walk(ast.parse((root / name).read_text())):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                count = len(node.args.posonlyargs) + len(node.args.args) + len(node.args.kwonlyargs)
+                count -= bool(node.args.args and node.args.args[0].arg in ("self", "cls"))
+                if count > 8:
+                    long.append(f"{name}:{node.name} ({count})")
+    assert long == []
+
+
+def test_a_registered_methods_setting_is_a_race_field_and_a_page_control(toy):
+    from app.inputs import RaceForm, race_fields
+
+    assert "toy_length" in race_fields()
+    assert RaceForm(toy_length=4).toy_length == 4 and RaceForm().toy_length == 2
+    with pytest.raises(Exception, match="unknown race input 'toy_size'"):
+        RaceForm(toy_size=4)

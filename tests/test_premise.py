@@ -46,3 +46,71 @@ def test_the_premise_on_recorded_rounds():
     flat = premise_of([record(i + 1, 0.5, 0.5, 2) for i in range(6)])
     assert flat.alpha_accept is None and "too few (or too uniform)" in flat.meaning()
     assert not math.isnan(premise.entropy_lag1)
+
+
+# -- the calibration picture, what adaptation bought, the acceptance histogram --------------------------
+
+
+def lane_record(method: str, step: int, top: tuple[float, ...], accepted: int, path: tuple[float, ...] = (),
+                seconds: float = 0.0) -> RoundRecord:  # fmt: skip
+    from dataclasses import replace
+
+    return replace(record(step, None, None, accepted), method=method, root_top_probs=top,
+                   root_top_tokens=tuple(range(len(top))), path_entropies=path, total_seconds=seconds)  # fmt: skip
+
+
+def test_alpha_is_measured_from_the_roots_top_k_and_binned_on_a_lane_alpha_does_not_shape():
+    from sage_core.premise import alpha_bins, calibration_of, round_alpha
+
+    sure, unsure = (0.97, 0.01, 0.01, 0.01), (0.25, 0.25, 0.25, 0.25)
+    assert round_alpha(lane_record("chain", 1, unsure, 0)) == pytest.approx(0.0)
+    sure_alpha = 1 + sum(p * math.log(p) for p in sure) / math.log(4)
+    assert round_alpha(lane_record("chain", 1, sure, 0)) == pytest.approx(sure_alpha)
+    chain = [lane_record("chain", i + 1, sure if i % 2 else unsure, 5 if i % 2 else 1) for i in range(8)]
+    sage = [lane_record("sage", i + 1, sure if i % 3 else unsure, 2) for i in range(8)]
+    static = [lane_record("static", i + 1, unsure, 3) for i in range(8)]
+    picture = calibration_of({"sage": sage, "static": static, "chain": chain})
+    assert picture.lane == "chain"  # the chain before the static tree; never SAGE, whose α shapes its trees
+    assert picture.rounds == 8 and picture.alpha_accept == pytest.approx(1.0)
+    assert picture.sage_rounds == 8 and picture.sage_alpha_accept is None  # SAGE accepted 2 on every round
+    counted = {(b.low, b.rounds, b.mean_accepted) for b in picture.bins if b.rounds}
+    assert 0.8 < sure_alpha < 0.9 and counted == {(0.0, 4, 1.0), (0.8, 4, 5.0)}
+    assert alpha_bins([(1.0, 7)])[-1].rounds == 1  # the last bin is closed
+    assert calibration_of({"sage": sage}).lane is None
+
+
+def test_entropy_is_autocorrelated_token_by_token_and_a_gap_breaks_the_run():
+    from sage_core.premise import calibration_of, lag1, token_entropies
+
+    rising = [lane_record("chain", 1, (0.5, 0.5), 2, (0.1, 0.2, 0.3)),
+              lane_record("chain", 2, (0.5, 0.5), 2, (0.4, 0.5)),  # the last accepted node was not expanded
+              lane_record("chain", 3, (0.5, 0.5), 1, (0.6, 0.7))]  # fmt: skip
+    assert token_entropies(rising) == [[0.1, 0.2, 0.3, 0.4, 0.5], [0.6, 0.7]]
+    assert lag1([[1, 2, 3, 4, 5], [9, 8]]) == (pearson([1, 2, 3, 4, 9], [2, 3, 4, 5, 8]), 5)
+    picture = calibration_of({"chain": rising})
+    assert picture.tokens == 5 and picture.token_lag1 == pytest.approx(1.0)
+
+
+def test_what_adaptation_bought_says_nothing_when_it_is_nothing():
+    from sage_core.premise import adaptation_bought
+
+    sage = [lane_record("sage", 1, (0.5, 0.5), 4, seconds=1.0), lane_record("sage", 2, (0.5, 0.5), 6, seconds=2.0)]
+    same = [lane_record("sage-frozen", 1, (0.5, 0.5), 5, seconds=1.0),
+            lane_record("sage-frozen", 2, (0.5, 0.5), 5, seconds=2.01)]  # fmt: skip
+    nothing = adaptation_bought(sage, same, 0.85)
+    assert nothing is not None and nothing.delta_tau == 0 and nothing.delta_seconds == pytest.approx(-0.01)
+    assert "nothing measurable" in nothing.sentence() and "α held at 0.85" in nothing.sentence()
+    worse = [lane_record("sage-frozen", 1, (0.5, 0.5), 3, seconds=1.5),
+             lane_record("sage-frozen", 2, (0.5, 0.5), 3, seconds=3.0)]  # fmt: skip
+    bought = adaptation_bought(sage, worse)
+    assert bought is not None and bought.delta_tau == pytest.approx(2.0)
+    assert "accepted more draft tokens" in bought.sentence() and "Δτ +2.00" in bought.sentence()
+    assert adaptation_bought(sage, []) is None
+
+
+def test_the_acceptance_histogram_counts_rounds_by_accepted_length():
+    from sage_core.premise import acceptance_histogram
+
+    rounds = [record(0, None, None, 0)] + [record(i + 1, 0.5, 0.5, n) for i, n in enumerate([0, 2, 2, 5])]
+    assert acceptance_histogram(rounds) == (1, 0, 2, 0, 0, 1)
+    assert acceptance_histogram([]) == ()

@@ -402,11 +402,11 @@ def test_a_sampled_race_says_exact_in_distribution_and_a_greedy_one_stays_lossle
     from app import render
     from app.handlers import last
     from app.inputs import sampling_settings
-    from app.race import race_steps
+    from app.race import RaceRequest, race_steps
 
     pair = _real_pair(str(tiny_root))
     sampling = sampling_settings(0.8, 4)
-    data = last(race_steps(pair, image, PROMPT, ["sage", "static"], 12, SageConfig(), sampling=sampling))
+    data = last(race_steps(pair, RaceRequest(image, PROMPT, ("sage", "static"), 12, sampling=sampling)))
     recorded = {"temperature": 0.8, "top_p": 1.0, "top_k": 50, "seed": 4}
     assert all(lane.header.sampling == recorded for lane in data.lanes)
     html = render.badge_html(data)
@@ -422,7 +422,7 @@ def test_a_sampled_race_says_exact_in_distribution_and_a_greedy_one_stays_lossle
     first = lane.records[step].accept_probs[0]
     assert any(f"acceptance probability {first:.3f}" in h for h in hovers)
     greedy = last(
-        race_steps(pair, image, PROMPT, ["sage", "static"], 12, SageConfig(), sampling=sampling_settings(0, 4))
+        race_steps(pair, RaceRequest(image, PROMPT, ("sage", "static"), 12, sampling=sampling_settings(0, 4)))
     )
     assert "Lossless" in render.badge_html(greedy) and "identical" in render.badge_html(greedy)
     with pytest.raises(ConfigError, match="temperature"):

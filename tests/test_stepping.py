@@ -8,9 +8,9 @@ import weakref
 
 import pytest
 
-from app.race import live_stepper
+from app.race import RaceRequest, live_stepper
 from app.stepping import SteppedRaces
-from sage_core import SageConfig, load_media, load_pair
+from sage_core import load_media, load_pair
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +36,7 @@ def caches_of(stepper) -> list[weakref.ref]:
 
 
 def start(pair, media, key: str):
-    stepper = live_stepper(pair, media, "describe the image.", ["sage", "static"], 24, SageConfig(), key=key)
+    stepper = live_stepper(pair, RaceRequest(media, "describe the image.", ("sage", "static"), 24), key=key)
     stepper.step()  # the prefill: the caches now exist
     return stepper
 
