@@ -57,6 +57,7 @@ METHOD_DASH: dict[str, str] = {
     "ar": "longdash",
     "sage-frozen": "longdashdot",
     "best-first": "8px,3px,2px,3px,2px,3px",
+    "sage-cost": "2px,2px",
 }
 METHOD_MARKER: dict[str, str] = {
     "sage": "circle",
@@ -66,6 +67,7 @@ METHOD_MARKER: dict[str, str] = {
     "ar": "x",
     "sage-frozen": "star",
     "best-first": "pentagon",
+    "sage-cost": "star-diamond",
 }
 #: Each method's colour (the registry's `MethodSpec.colour` is set from these; the palette test checks both).
 METHOD_COLOURS: dict[str, str] = {
@@ -77,6 +79,7 @@ METHOD_COLOURS: dict[str, str] = {
     # The ablation lanes: dark purple and dark green, apart from the five above under every condition.
     "sage-frozen": "#400060",
     "best-first": "#004000",
+    "sage-cost": "#E0C000",  # gold
 }
 #: The smallest CIEDE2000 distance allowed between two series drawn together, under every condition.
 MIN_DELTA_E = 12.0

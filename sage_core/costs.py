@@ -19,10 +19,14 @@ can stand beside the measured one.
 
 from __future__ import annotations
 
+import functools
+import math
 import statistics
 import time
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -35,6 +39,9 @@ from .prepared import prepare_inputs, with_draft_inputs
 from .records import RoundRecord
 from .timing import synchronize
 from .trees import Tree
+
+if TYPE_CHECKING:
+    from .proposers import Drafter
 
 COST_SIZES: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
 TREE_WIDTH = 4  # the measured trees: the root's first 4 children, then 4 children per node in order
@@ -205,3 +212,69 @@ def predicted_speedups(curve: CostCurve, runs: Mapping[str, Sequence[RoundRecord
     if mine is None:
         return {}
     return {m: mine / r for m, r in rates.items() if m != lead and r}
+
+
+#: Curves measured for runs, per target model: {(backend, the draft model's id): curve}. Keyed weakly, so a
+#: pair that is let go takes its curves with it; a curve describes models and a device, never a user.
+_RUN_CURVES: weakref.WeakKeyDictionary[torch.nn.Module, dict[tuple[str, int], CostCurve]] = weakref.WeakKeyDictionary()
+#: The run-time measurement: passes over every size in turn (so a busy moment of the machine hits all
+#: sizes alike), each point the fastest of its passes (interference only ever adds time).
+RUN_PASSES = 7
+
+
+def _fastest_pass_curve(
+    target: ModelBackend, target_state: KVState, draft: ModelBackend, draft_state: KVState, root: int, vocab: int,
+    devices: Sequence[torch.device], sizes: tuple[int, ...] = COST_SIZES, passes: int = RUN_PASSES,
+) -> tuple[float, tuple[float, ...], tuple[float, ...]]:  # fmt: skip
+    """The one-token step, the verify and draft-level times (ms): the fastest of `passes` interleaved passes
+    after one untimed one; the verify and draft-level times then as the straight line (cost = a + b * nodes,
+    b >= 0) fitted to them by least squares, so one point timed at a busy moment does not make one size
+    look dearer than its neighbours (on a busy 2-core machine single points were off by half)."""
+    trees = {n: measured_tree(n, root) for n in sizes}
+    runs: list[Callable[[], object]] = [lambda: _verify_once(target, target_state, root, measured_tree(0, root))]
+    runs += [functools.partial(_verify_once, target, target_state, root, trees[n]) for n in sizes]
+    runs += [functools.partial(_draft_level_once, draft, draft_state, root, n, vocab) for n in sizes]
+    best = [math.inf] * len(runs)
+    with torch.inference_mode():
+        for number in range(passes + 1):
+            for index, run in enumerate(runs):
+                milliseconds = _median_ms(run, devices, 1, 0)
+                if number:
+                    best[index] = min(best[index], milliseconds)
+    return best[0], line_fit(sizes, best[1 : 1 + len(sizes)]), line_fit(sizes, best[1 + len(sizes) :])
+
+
+def line_fit(sizes: Sequence[int], values: Sequence[float]) -> tuple[float, ...]:
+    """The least-squares line through (size, value), its slope at least 0, read at each size."""
+    mean_x, mean_y = statistics.fmean(sizes), statistics.fmean(values)
+    spread = sum((x - mean_x) ** 2 for x in sizes)
+    slope = (
+        max(0.0, sum((x - mean_x) * (y - mean_y) for x, y in zip(sizes, values, strict=True)) / spread)
+        if spread
+        else 0.0
+    )
+    intercept = mean_y - slope * mean_x
+    if intercept <= 0:  # a line through the origin's side: keep the smallest measured cost as the floor
+        intercept = min(values)
+    return tuple(intercept + slope * x for x in sizes)
+
+
+def remember_curve(pair: ModelPair, backend: str, curve: CostCurve) -> None:
+    """Let runs of this pair on this backend use a curve measured elsewhere (the app's warm-up)."""
+    _RUN_CURVES.setdefault(pair.target.model, {})[(backend, id(pair.draft.model))] = curve
+
+
+def costs_for_run(
+    pair: ModelPair, backend: str, target: ModelBackend, target_state: KVState, drafter: Drafter, root: int
+) -> CostCurve:
+    """The pair's cost curve on this backend: measured on this run's prefilled caches the first time (they are
+    left as they were), remembered for the pair's later runs."""
+    known = _RUN_CURVES.get(pair.target.model, {}).get((backend, id(pair.draft.model)))
+    if known is not None:
+        return known
+    dtype = str(pair.target.dtype).removeprefix("torch.")
+    one, verify, levels = _fastest_pass_curve(target, target_state, drafter.backend, drafter.state, root,
+                                              drafter.vocab, pair.devices)  # fmt: skip
+    curve = CostCurve(str(pair.device), dtype, backend, COST_SIZES, one, verify, levels)
+    remember_curve(pair, backend, curve)
+    return curve

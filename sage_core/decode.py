@@ -21,6 +21,7 @@ import torch
 from .arguments import check_decode_arguments
 from .backends import ModelBackend, open_backend
 from .config import DecodeConfig
+from .costs import costs_for_run
 from .drafting import DraftedTree
 from .errors import InputError
 from .media import Media
@@ -212,8 +213,11 @@ class DecodeRun:
         first = verifier.verify(EMPTY_TREE, logits[None]).bonus_token  # waits for the target
         verify_seconds = laps.lap()
         drafter = self._prefill_draft(scores, reserve, verifier.warp)
+        proposer = self.proposer
+        if getattr(proposer, "needs_costs", False) and drafter is not None:  # sage-cost: measured once per pair
+            proposer.use_costs(costs_for_run(pair, config.backend, target, target_state, drafter, first))  # type: ignore[attr-defined]
         prefill_seconds = laps.stop()
-        loop = _Loop(target, target_state, drafter, self.proposer, verifier,
+        loop = _Loop(target, target_state, drafter, proposer, verifier,
                      TextStream(pair.target.tokenizer), frozenset(pair.target.eos_token_ids), config.max_new_tokens,
                      pending=[first])  # fmt: skip
         new_tokens = loop.emit([first])

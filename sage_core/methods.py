@@ -153,6 +153,28 @@ def _best_first_proposer(settings: None, config: DecodeConfig) -> Proposer:
     return BestFirstProposer(config.sage)
 
 
+def _sage_cost_proposer(settings: None, config: DecodeConfig) -> Proposer:
+    from .sage_cost import SageCostProposer  # SAGE's settings (config.sage) shape it; N_max is its cap
+
+    return SageCostProposer(config.sage)
+
+
+def _sage_cost_round(record: RoundRecord, settings: Any) -> str:
+    """sage-cost's round: the entropy's shape, then the budgets weighed and their expected tokens per second."""
+    if record.budget_chosen is None or record.alpha is None:
+        return "SAGE-cost: SAGE's shape, each round's node budget chosen by expected tokens per second."
+    weighed = ", ".join(
+        f"{n} nodes (depth {d}): {e:.2f} accepted expected, {r:.0f} tokens/s"
+        + (" (chosen)" if n == record.budget_chosen else "")
+        for n, d, e, r in zip(record.budget_nodes, record.budget_depths, record.budget_expected, record.budget_rates,
+                              strict=True)
+    )  # fmt: skip
+    return (f"SAGE-cost: α = {record.alpha:.3f} from this round's draft entropy shaped the candidates (depth at most "
+            f"D(α) = {record.planned_depth}, root width W(α) = {record.planned_width}); each budget weighed by "
+            f"expected tokens per second (calibrated acceptance over the measured cost of drafting and verifying "
+            f"it): {weighed}. It verified the best: {record.budget_chosen} nodes.")  # fmt: skip
+
+
 def _frozen_round(record: RoundRecord, settings: Any) -> str:
     if record.planned_depth is None or record.alpha is None:
         return "SAGE without adaptation: its first round uses the static tree, as SAGE's does."
@@ -234,6 +256,10 @@ BUILTIN: tuple[MethodSpec, ...] = (
                "SAGE's node count, best cumulative probability first, no entropy shaping (ablation)", "#004000", 1,
                drafts=True, proposer=_best_first_proposer, pruned_label="Best-first + pruning", explainer="rerank",
                describe=_best_first_round, ablation=True),
+    MethodSpec("sage-cost", "SAGE-cost (SAGE's shape, budget by measured cost)", "SAGE-cost",
+               "SAGE's shape; each round's node budget maximises expected tokens/s on this device", "#E0C000", 0,
+               drafts=True, proposer=_sage_cost_proposer, pruned_label="SAGE-cost + pruning", explainer="tree",
+               describe=_sage_cost_round),
 )  # fmt: skip
 
 # The registry: process-wide, filled at import with the built-in methods; `register` adds one.

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from .backends import ModelBackend
+from .budget import BudgetChoice, budget_fields
 from .config import STATIC_TREE, DecodeConfig, DynamicConfig, SageConfig
 from .drafting import Chooser, DraftedTree, Expand, TopK, feed_committed, grow_tree, template_chooser, top_candidates
 from .methods import method_spec
@@ -87,6 +88,7 @@ class RoundShape:
     root_top: TopK | None = None  # the draft's top-k after the root
     levels: tuple[LevelDecision, ...] = ()  # SAGE's online rule, level by level
     rerank: Rerank | None = None  # the dynamic tree's rerank
+    budget: BudgetChoice | None = None  # sage-cost's budgets weighed (budget.py)
 
     def record_fields(self) -> dict[str, Any]:
         """The round record's policy and teaching fields."""
@@ -96,6 +98,8 @@ class RoundShape:
             "root_top_tokens": self.root_top[0] if self.root_top else (),
             "root_top_probs": self.root_top[1] if self.root_top else (),
         }  # fmt: skip
+        if self.budget is not None:
+            fields |= budget_fields(self.budget)
         if self.rerank is not None:
             return fields | _rerank_fields(self.rerank)
         return fields | _level_fields(self.levels)

@@ -149,6 +149,14 @@ class RoundRecord:
     # and the D_max it set for the next round.
     window_mean: float | None = None
     next_depth_max: int | None = None
+    # sage-cost (budget.py): the budgets it weighed (node counts, best first by calibrated path
+    # probability), the depth each reaches, its expected accepted length and expected tokens per
+    # second by the measured cost curve, and the node count it chose (None for other methods).
+    budget_nodes: tuple[int, ...] = ()
+    budget_depths: tuple[int, ...] = ()
+    budget_expected: tuple[float, ...] = ()
+    budget_rates: tuple[float, ...] = ()
+    budget_chosen: int | None = None
     # The draft's entropy (nats, of its renormalised top-k) after the root and after each accepted node:
     # its uncertainty about each new token of the round, in answer order (shorter where a node was not
     # expanded; empty without a draft, and in traces written before it was recorded).
@@ -539,7 +547,7 @@ def record_problem(record: RoundRecord) -> str | None:
         return "each tried node needs an acceptance probability in [0, 1]"
     if not all(is_text(t) for t in record.new_token_texts) or len(record.new_token_texts) != len(record.new_tokens):
         return "each new token needs its text"
-    return _path_problem(record) or _teaching_problem(record)
+    return _path_problem(record) or _teaching_problem(record) or _budget_problem(record)
 
 
 def _path_problem(record: RoundRecord) -> str | None:
@@ -602,4 +610,18 @@ def _teaching_problem(record: RoundRecord) -> str | None:
         return "the path's entropies need at most one entry for the root and one per accepted node"
     if not all(_is_number(h, 0.0, 100.0) for h in entropies):
         return "the path's entropies must be finite, non-negative numbers"
+    return None
+
+
+def _budget_problem(record: RoundRecord) -> str | None:
+    """What is wrong with a record's budget fields (sage-cost), or None."""
+    columns = (record.budget_nodes, record.budget_depths, record.budget_expected, record.budget_rates)
+    if not all(isinstance(c, tuple) for c in columns) or len({len(c) for c in columns}) != 1:
+        return "the budgets weighed need one node count, depth, expectation and rate each"
+    if not all(_is_int(v, 1) for v in (*record.budget_nodes, *record.budget_depths)):
+        return "the budgets' node counts and depths must be positive integers"
+    if not all(_is_number(v) for v in (*record.budget_expected, *record.budget_rates)):
+        return "the budgets' expectations and rates must be finite, non-negative numbers"
+    if record.budget_chosen is not None and record.budget_chosen not in record.budget_nodes:
+        return "the budget chosen must be one of the budgets weighed"
     return None

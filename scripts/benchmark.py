@@ -53,6 +53,15 @@ visual tokens. `--frames` and `--video-pixels` give a video more visual tokens
     python scripts/benchmark.py --kinds narrate --frames 16 --video-pixels 409600 \
         --methods ar,static,sage --prune-ratios 0,0.5,0.8,0.9
 
+`--sweep` runs the budget sweep instead (sage_core/sweep.py): τ, tokens per target forward and
+decode-only speedup against the node budget (`--sweep-budgets`, default 4,8,12,16,24,32,48,64) for
+SAGE, the dynamic tree and the same-budget best-first tree, with `sage-cost`'s chosen budgets marked,
+on the first `--sweep-examples` examples (default 3: with `--kinds describe,chart,narrate`, one of each),
+`--sweep-repeats` timed runs each (default 1, after a warm-up); it prints the table and the cost curve, and
+`--sweep-plot docs/sweep.html` draws them (Plotly; a .png beside it when chromium is there), e.g.
+
+    python scripts/benchmark.py --sweep --kinds describe,chart,narrate --sweep-plot docs/sweep.html
+
 `--temperatures 0,0.7,1.0` repeats all of it per temperature: 0 is greedy;
 above 0 every method samples (ours: speculative sampling, exact in
 distribution; `generate` and `assisted`: do_sample=True with the same
@@ -91,6 +100,7 @@ from sage_core.errors import SageError  # noqa: E402
 from sage_core.media import DEFAULT_FRAMES  # noqa: E402
 from sage_core.methods import drafts, method_names, specs  # noqa: E402
 from sage_core.records import RoundRecord  # noqa: E402
+from sage_core.sweep import SWEEP_BUDGETS, sweep  # noqa: E402
 from sage_core.timing import synchronize  # noqa: E402
 
 PEERS = ("generate", "assisted")
@@ -341,7 +351,7 @@ def summarize_at(
         row: dict[str, Any] = {"method": label(method, temperature), "temperature": temperature}
         for field in ("e2e", "decode"):
             row[f"tokens_per_s_{field}"] = list(speeds[(method, field)].values())
-            for base in ("generate", "ar", "assisted", "static", "chain", "dynamic"):
+            for base in ("generate", "ar", "assisted", "static", "chain", "dynamic", "sage", "best-first"):
                 if base in methods:
                     ratios = [speeds[(method, field)][e] / speeds[(base, field)][e] for e in examples]
                     row[f"x_{base}_{field}"] = ratios
@@ -364,36 +374,51 @@ def summarize_at(
     return rows
 
 
-#: What SAGE is compared with under the table (the row's ``x_<base>_*`` ratios), and how it is named.
+#: What SAGE and sage-cost are compared with under the table (the row's ``x_<base>_*`` ratios), and how named.
 SAGE_AGAINST = (("assisted", "transformers' assisted generation"), ("static", "the static tree"),
-                ("chain", "the 5-token chain"), ("dynamic", "the dynamic tree (EAGLE-2)"))  # fmt: skip
+                ("chain", "the 5-token chain"), ("dynamic", "the dynamic tree (EAGLE-2)"),
+                ("best-first", "the best-first tree"), ("sage", "the paper's SAGE"))  # fmt: skip
+LEADS = (("sage", "SAGE"), ("sage-cost", "sage-cost"))
 
 
 def sage_lines(rows: Sequence[dict[str, Any]]) -> str:
-    """SAGE against assisted generation, the static tree and the chain, where they ran: the median over
-    examples (with its spread) of the per-example ratio of tokens per second, end to end and decode only."""
+    """SAGE and sage-cost against the other methods that ran: the median over examples (with its spread) of the
+    per-example ratio of tokens per second, end to end and decode only; then each method's efficiency."""
     lines = ""
-    for sage in (row for row in rows if row["method"].split()[0] == "sage"):
-        at = "" if sage["temperature"] == 0 else f" at temperature {sage['temperature']:g} (both sampling)"
-        for base, name in SAGE_AGAINST:
-            if f"x_{base}_e2e" in sage:
-                lines += (f"\n\nSAGE over {name}{at}: {spread(sage[f'x_{base}_e2e'])} end to end, "
-                          f"{spread(sage[f'x_{base}_decode'])} decode only.")  # fmt: skip
-    return lines
+    for lead, lead_name in LEADS:
+        for row in (row for row in rows if row["method"].split()[0] == lead):
+            at = "" if row["temperature"] == 0 else f" at temperature {row['temperature']:g} (both sampling)"
+            for base, name in SAGE_AGAINST:
+                if base != lead and f"x_{base}_e2e" in row:
+                    lines += (f"\n\n{lead_name} over {name}{at}: {spread(row[f'x_{base}_e2e'])} end to end, "
+                              f"{spread(row[f'x_{base}_decode'])} decode only.")  # fmt: skip
+    return lines + efficiency_lines(rows)
+
+
+def efficiency_lines(rows: Sequence[dict[str, Any]]) -> str:
+    """Each drafting method's efficiency: its speedup over plain decoding (`ar`, median of the per-example
+    ratios) divided by its tokens per target forward, end to end and decode only."""
+    drafting = [row for row in rows if "x_ar_e2e" in row and row.get("tokens_per_forward") and row.get("tau")]
+    out = [f"{row['method']} {statistics.median(row['x_ar_e2e']) / row['tokens_per_forward']:.2f} / "
+           f"{statistics.median(row['x_ar_decode']) / row['tokens_per_forward']:.2f}" for row in drafting]  # fmt: skip
+    return "\n\nEfficiency (speedup over plain decoding ÷ tokens per target forward; end to end / decode only): " + (
+        ", ".join(out) + "." if out else "n/a."
+    )
 
 
 def cost_lines(curve: CostCurve | None, records: dict[str, list[RoundRecord]], rows: Sequence[dict[str, Any]]) -> str:
-    """The measured cost curve, and SAGE's decode-only speedups it predicts (from the profiled runs' rounds of
-    every example) beside the measured ones (median of the per-example ratios)."""
+    """The measured cost curve, and the decode-only speedups of SAGE and sage-cost it predicts (from the profiled
+    runs' rounds of every example) beside the measured ones (median of the per-example ratios)."""
     if curve is None:
         return ""
     lines = curve.lines()
-    predicted = predicted_speedups(curve, records, "sage") if "sage" in records else {}
-    sage = next((row for row in rows if row["method"] == "sage"), {})
-    for method, value in predicted.items():
-        measured = sage.get(f"x_{method}_decode")
-        shown = f", measured {statistics.median(measured):.2f}×" if measured else ""
-        lines.append(f"SAGE over {method}, decode only: {value:.2f}× predicted by these costs{shown}")
+    for lead, lead_name in LEADS:
+        predicted = predicted_speedups(curve, records, lead) if lead in records else {}
+        mine = next((row for row in rows if row["method"] == lead), {})
+        for method, value in predicted.items():
+            measured = mine.get(f"x_{method}_decode")
+            shown = f", measured {statistics.median(measured):.2f}×" if measured else ""
+            lines.append(f"{lead_name} over {method}, decode only: {value:.2f}× predicted by these costs{shown}")
     return "\n".join(lines) + "\n\n"
 
 
@@ -479,6 +504,67 @@ def markdown(rows: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+# -- the budget sweep ----------------------------------------------------------
+
+
+def spread_kinds(examples: Sequence[dict[str, Any]], count: int) -> list[dict[str, Any]]:
+    """`count` examples, taking the kinds in turn (one of each kind before a second of any)."""
+    by_kind: dict[str, list[dict[str, Any]]] = {}
+    for example in examples:
+        by_kind.setdefault(example.get("kind", ""), []).append(example)
+    turns = [e for rank in range(len(examples)) for group in by_kind.values() for e in group[rank : rank + 1]]
+    return turns[:count]
+
+
+def budget_sweep(args: argparse.Namespace, pair: ModelPair, examples: Sequence[dict[str, Any]], base: Path) -> int:
+    """--sweep: the sweep's table and the cost curve (printed), and its figure (--sweep-plot)."""
+    budgets = [int(b) for b in args.sweep_budgets.split(",")]
+    cases = []
+    for example in examples:
+        media = load_media(base / example["file"], frames=args.frames)
+        cases.append((example["file"], prepare(pair, media, example["prompt"])))
+    curve = measure_costs(pair, cases[0][1].media, cases[0][1].prompt, args.backend)
+    print(f"target {args.target}  draft {args.draft}  device {pair.device}  dtype {pair.target.dtype}  "
+          f"threads {torch.get_num_threads()}", file=sys.stderr)  # fmt: skip
+    result = sweep(pair, cases, budgets, max_new_tokens=args.max_new_tokens, repeats=args.sweep_repeats,
+                   backend=args.backend, progress=lambda line: print(line, file=sys.stderr))  # fmt: skip
+    print(
+        f"\nThe budget sweep: {len(cases)} examples ({', '.join(name for name, _ in cases)}), "
+        f"{args.sweep_repeats} timed repeat(s) after a warm-up, decode-only speedup = median over examples\n"
+    )
+    print("\n".join(curve.lines()) + "\n")
+    print("\n".join(result.lines()))
+    if args.sweep_plot:
+        write_sweep_plot(result, curve, Path(args.sweep_plot), f"{args.target} / {args.draft}")
+    return 0
+
+
+def write_sweep_plot(result: Any, curve: CostCurve, path: Path, pair_name: str) -> None:
+    """The sweep's figure as HTML (Plotly from its CDN) and, when chromium is there, a PNG beside it."""
+    import shutil
+    import tempfile
+
+    sys.path.insert(0, str(ROOT))
+    from app.sweep_panel import sweep_figure
+
+    fig = sweep_figure(result, curve, f"The budget sweep, {pair_name}, on {curve.device} ({curve.dtype})")
+    fig.write_html(path, include_plotlyjs="cdn")
+    browser = shutil.which("chromium")
+    if browser is None:
+        return
+    from playwright.sync_api import sync_playwright
+
+    with tempfile.TemporaryDirectory() as scratch, sync_playwright() as p:
+        page_file = Path(scratch) / "sweep.html"
+        fig.write_html(page_file, include_plotlyjs=True)
+        chromium = p.chromium.launch(executable_path=browser, args=["--no-sandbox", "--disable-gpu"])
+        page = chromium.new_page(viewport={"width": int(fig.layout.width) + 40, "height": 440})
+        page.goto(page_file.as_uri())
+        page.wait_for_timeout(1500)
+        page.screenshot(path=str(path.with_suffix(".png")), full_page=True)
+        chromium.close()
+
+
 # -- main ---------------------------------------------------------------------
 
 
@@ -516,6 +602,11 @@ def main() -> int:
     parser.add_argument(
         "--long-prompt", default="", help="also run each example with about N[,N...] text tokens of padding"
     )
+    parser.add_argument("--sweep", action="store_true", help="run the budget sweep instead (module docstring)")
+    parser.add_argument("--sweep-budgets", default=",".join(str(b) for b in SWEEP_BUDGETS))
+    parser.add_argument("--sweep-examples", type=int, default=3, help="the sweep's examples: the first N chosen")
+    parser.add_argument("--sweep-repeats", type=int, default=1, help="timed runs per setting and example")
+    parser.add_argument("--sweep-plot", help="write the sweep's figure here (.html; a .png beside it if it can)")
     parser.add_argument("--json", help="write every run and the summary here")
     parser.add_argument("--markdown", help="write the summary table here")
     args = parser.parse_args()
@@ -560,6 +651,8 @@ def main() -> int:
         if args.threads < 1:
             parser.error("--threads must be >= 1")
         torch.set_num_threads(args.threads)
+    if args.sweep:
+        return budget_sweep(args, pair, spread_kinds(examples, args.sweep_examples), base)
     print(f"target {args.target}  draft {args.draft}  device {pair.device}  dtype {pair.target.dtype}  "
           f"threads {torch.get_num_threads()}  "
           f"backend {args.backend}", file=sys.stderr)  # fmt: skip

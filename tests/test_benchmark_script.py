@@ -48,7 +48,7 @@ def test_benchmark_runs_every_method_and_writes_its_reports(tiny_root, tmp_path,
     ) == 0  # fmt: skip
     report = json.loads(out_json.read_text())
     rows = {row["method"]: row for row in report["summary"]}
-    assert set(rows) == {"ar", "chain", "static", "sage", "dynamic", "generate", "assisted"}
+    assert set(rows) == {"ar", "chain", "static", "sage", "sage-cost", "dynamic", "generate", "assisted"}
     assert all(row["same_as_generate"] for row in rows.values())
     # Interleaved: the two repeats run the methods in different orders.
     orders = [[r["method"] for r in report["runs"] if r["repeat"] == k] for k in (0, 1)]
@@ -235,13 +235,30 @@ def test_sage_is_compared_with_the_static_tree_and_the_chain_example_by_example(
     ]
     rows = bench["summarize"](runs, [], ["sage", "static", "chain"], [0.0])
     lines = bench["sage_lines"](rows).strip().split("\n\n")
-    assert lines == [
+    assert lines[:-1] == [
         "SAGE over the static tree: 1.50 [1.00–2.00] end to end, 1.50 [1.00–2.00] decode only.",
         "SAGE over the 5-token chain: 1.00 [0.50–4.00] end to end, 1.00 [0.50–4.00] decode only.",
     ]
+    assert lines[-1].startswith("Efficiency") and lines[-1].endswith("n/a.")  # no plain decoding ran
     # without the static tree, no line for it
     only_chain = bench["summarize"]([r for r in runs if r.method != "static"], [], ["sage", "chain"], [0.0])
     assert "static tree" not in bench["sage_lines"](only_chain)
+
+
+def test_sage_cost_is_compared_with_every_method_and_efficiency_is_speedup_per_forward():
+    bench = runpy.run_path(str(SCRIPT), run_name="benchmark")
+    Run = bench["Run"]
+    # One example; ar 10 tokens in 2 s, sage in 1 s (5 tokens a forward), sage-cost in 0.8 s (4 a forward).
+    runs = [
+        Run("a", "ar", 0, (1,) * 10, 2.0, 1.0),
+        Run("a", "sage", 0, (1,) * 10, 1.0, 0.5, mean_accepted=4.0, tokens_per_forward=5.0),
+        Run("a", "sage-cost", 0, (1,) * 10, 0.8, 0.4, mean_accepted=3.0, tokens_per_forward=4.0),
+    ]
+    rows = bench["summarize"](runs, [], ["sage-cost", "sage", "ar"], [0.0])
+    lines = bench["sage_lines"](rows).strip().split("\n\n")
+    assert "sage-cost over the paper's SAGE: 1.25 [1.25–1.25] end to end, 1.25 [1.25–1.25] decode only." in lines
+    # efficiency: sage-cost 2.5x plain / 4 = 0.62 (both ways), sage 2.0x / 5 = 0.40
+    assert lines[-1].endswith("sage-cost 0.62 / 0.62, sage 0.40 / 0.40.")
 
 
 def test_the_tau_study_compares_every_drafting_method_and_checks_the_premise(capsys):

@@ -113,7 +113,7 @@ def test_every_method_equals_greedy_generate(tiny_root, image, video, family, dr
 
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("family", FAMILIES)
-@pytest.mark.parametrize("method", ["chain", "static", "sage", "dynamic", "sage-frozen", "best-first"])
+@pytest.mark.parametrize("method", ["chain", "static", "sage", "dynamic", "sage-frozen", "best-first", "sage-cost"])
 def test_limit_and_eos_inside_an_accepted_path(tiny_root, image, family, method, backend):
     pair = _pair(str(tiny_root), family, "copy")
     long = reference(pair, image, PROMPTS[0], 20)

@@ -294,7 +294,7 @@ def exact_reference(tiny_root, image) -> dict[Tokens, float]:
     return exact
 
 
-@pytest.mark.parametrize("method", ["chain", "static", "sage", "dynamic", "sage-frozen", "best-first"])
+@pytest.mark.parametrize("method", ["chain", "static", "sage", "dynamic", "sage-frozen", "best-first", "sage-cost"])
 def test_decoding_samples_exactly_as_the_target(oracle, exact_reference, method):
     """1,000 runs of the decode loop: the first three tokens are distributed as the target's own sampling."""
     counts = decode_counts(oracle, method, RUNS)
@@ -337,7 +337,9 @@ def test_warper_processes_logits_exactly_as_generate(tiny_root, image, settings,
         assert torch.equal(mine[kept], processed[kept])
 
 
-@pytest.mark.parametrize("method", ["ar", "chain", "static", "sage", "dynamic", "sage-frozen", "best-first"])
+@pytest.mark.parametrize(
+    "method", ["ar", "chain", "static", "sage", "dynamic", "sage-frozen", "best-first", "sage-cost"]
+)
 def test_sampling_from_a_point_mass_is_greedy_decoding(tiny_root, image, method):
     """top-k 1 leaves one token: the sampling verifier, on the real caches, must give greedy generate's tokens."""
     pair = _real_pair(str(tiny_root))

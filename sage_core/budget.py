@@ -1,0 +1,249 @@
+"""The budget model of `sage-cost`: how many of a candidate tree's nodes to verify, by expected tokens per second.
+
+SAGE sizes its tree from the draft's entropy alone (paper §3.2); what a node costs
+never enters. Here a round's budget (how many nodes, and so how deep the tree
+reaches) is the one that maximises
+
+    expected tokens per second = (1 + E[accepted length]) / (modelled round time)
+
+(the bonus token is the 1), as CaDDTree (arXiv 2606.01813) chooses each round's
+budget from modelled draft and verify latency:
+
+- **Expected accepted length.** Under greedy verification a node is accepted
+  exactly when every node on its path is, so E[accepted] = the sum over the
+  verified nodes of P(its path is accepted). Each node's factor is its draft
+  probability *calibrated for the pair* (`Calibration`): the share of the
+  nodes drafted with about that probability that the target accepted, learned
+  from the run's own verdicts (every node whose parent was accepted was tried:
+  accepted or not), starting from the draft's own probability (a prior worth
+  `PRIOR_WEIGHT` nodes per bin). Its table is in every round's record.
+- **Round time.** `CostCurve` (costs.py), measured on this device and dtype: the
+  draft's feed of the committed tokens, one draft level per tree level above the
+  deepest (over that level's nodes), and the target's verification of the nodes.
+
+Candidates are ordered by calibrated path probability (ties: shallower first);
+a node's factor is at most 1, so it never ranks above its parent and every
+prefix of the order is a tree. `choose_budget` weighs each prefix size up to the
+cap and keeps the best. Pure numbers: tests/test_budget.py checks them by hand.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+from .costs import CostCurve
+from .trees import ROOT, Tree
+
+#: The calibration's bins of draft probability: [0, 0.1), [0.1, 0.2), ... [0.9, 1].
+CALIBRATION_BINS = 10
+#: How many nodes' worth of belief the draft's own probability gets in each bin before verdicts come in.
+PRIOR_WEIGHT = 4.0
+#: The budgets a round's record lists beside the one chosen (the sweep's node counts).
+SHOWN_BUDGETS: tuple[int, ...] = (4, 8, 12, 16, 24, 32, 48, 64)
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """P(the target accepts a node | its parent was accepted), by the node's draft probability, in bins.
+
+    `tried[b]` nodes of bin b were tried, `accepted[b]` of them accepted, `prob_sum[b]` their draft
+    probabilities summed. A bin's rate is (accepted + PRIOR_WEIGHT * mean draft probability) /
+    (tried + PRIOR_WEIGHT): the draft's own probability until verdicts say otherwise. The rates are
+    then made non-decreasing in the draft probability (pooling adjacent bins that disagree, weighted
+    by their evidence), so a less likely sibling never ranks above a likelier one, and read between
+    the bins' centres by linear interpolation (from 0 at probability 0; above the last centre the last
+    segment's slope, at most 1). Without verdicts, the rate of p is p.
+    """
+
+    tried: tuple[int, ...] = (0,) * CALIBRATION_BINS
+    accepted: tuple[int, ...] = (0,) * CALIBRATION_BINS
+    prob_sum: tuple[float, ...] = (0.0,) * CALIBRATION_BINS
+
+    @staticmethod
+    def bin_of(prob: float) -> int:
+        return min(CALIBRATION_BINS - 1, max(0, int(prob * CALIBRATION_BINS)))
+
+    @cached_property
+    def bin_rates(self) -> tuple[float, ...]:
+        """Each bin's rate at its centre, made non-decreasing (pool adjacent violators)."""
+        blocks: list[list[float]] = []  # [rate, weight, bins]
+        for b in range(CALIBRATION_BINS):
+            mean = self.prob_sum[b] / self.tried[b] if self.tried[b] else (b + 0.5) / CALIBRATION_BINS
+            weight = self.tried[b] + PRIOR_WEIGHT
+            blocks.append([(self.accepted[b] + PRIOR_WEIGHT * mean) / weight, weight, 1])
+            while len(blocks) > 1 and blocks[-2][0] > blocks[-1][0]:
+                rate, weight, bins = blocks.pop()
+                low = blocks[-1]
+                low[0] = (low[0] * low[1] + rate * weight) / (low[1] + weight)
+                low[1] += weight
+                low[2] += bins
+        return tuple(rate for rate, _, bins in blocks for _ in range(int(bins)))
+
+    def rate(self, prob: float) -> float:
+        """The calibrated probability that a node drafted with `prob` is accepted (its parent accepted)."""
+        rates, width = self.bin_rates, 1.0 / CALIBRATION_BINS
+        position = prob / width - 0.5  # in bin centres: 0 at the first centre
+        if position <= 0:
+            return rates[0] * max(prob, 0.0) / (0.5 * width)
+        low = min(int(position), CALIBRATION_BINS - 2)
+        value = rates[low] + (rates[low + 1] - rates[low]) * (position - low)
+        return min(max(value, rates[-1] if position >= CALIBRATION_BINS - 1 else value), 1.0)
+
+    def after(self, probs: Sequence[float], outcomes: Sequence[bool]) -> Calibration:
+        """The calibration with these tried nodes' draft probabilities and verdicts added."""
+        tried, accepted, prob_sum = list(self.tried), list(self.accepted), list(self.prob_sum)
+        for prob, outcome in zip(probs, outcomes, strict=True):
+            b = self.bin_of(prob)
+            tried[b] += 1
+            accepted[b] += outcome
+            prob_sum[b] += prob
+        return Calibration(tuple(tried), tuple(accepted), tuple(prob_sum))
+
+    def rows(self) -> list[tuple[float, float, int, float]]:
+        """Per bin with verdicts: (mean draft probability, accepted share, nodes tried, calibrated rate)."""
+        out = []
+        for b in range(CALIBRATION_BINS):
+            if self.tried[b]:
+                mean = self.prob_sum[b] / self.tried[b]
+                out.append((mean, self.accepted[b] / self.tried[b], self.tried[b], self.rate(mean)))
+        return out
+
+
+def tried_outcomes(tree: Tree, accepted_nodes: Sequence[int]) -> tuple[tuple[float, ...], tuple[bool, ...]]:
+    """The nodes a verdict tried (those whose parent was the root or accepted): their draft probabilities
+    and whether each was accepted."""
+    on_path = set(accepted_nodes)
+    tried = [n for n, parent in enumerate(tree.parents) if parent == ROOT or parent in on_path]
+    return tuple(tree.draft_probs[n] for n in tried), tuple(n in on_path for n in tried)
+
+
+@dataclass(frozen=True)
+class BudgetOption:
+    """One budget weighed: the first `nodes` candidates, the depth they reach, and what the model expects."""
+
+    nodes: int
+    depth: int
+    expected_accepted: float
+    round_ms: float
+
+    @property
+    def tokens_per_s(self) -> float:
+        return 1000 * (1 + self.expected_accepted) / self.round_ms if self.round_ms > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class BudgetChoice:
+    """Every prefix size weighed (1 .. the cap) of the candidates' calibrated order, and the best.
+
+    Parallel tuples (a round weighs up to 64 budgets a level; `options` builds the records on demand):
+    the first i + 1 nodes of `order` reach `depths[i]`, are expected to have `expected[i]` accepted
+    and cost `round_ms[i]`."""
+
+    order: tuple[int, ...]  # candidate nodes, best first (each after its parent)
+    depths: tuple[int, ...]
+    expected: tuple[float, ...]
+    round_ms: tuple[float, ...]
+    best: int  # index of the chosen prefix
+
+    def option(self, index: int) -> BudgetOption:
+        return BudgetOption(index + 1, self.depths[index], self.expected[index], self.round_ms[index])
+
+    @property
+    def options(self) -> tuple[BudgetOption, ...]:
+        return tuple(self.option(i) for i in range(len(self.depths)))
+
+    @property
+    def chosen(self) -> BudgetOption:
+        return self.option(self.best)
+
+    @property
+    def kept(self) -> frozenset[int]:
+        return frozenset(self.order[: self.best + 1])
+
+    def shown(self, budgets: Sequence[int] = SHOWN_BUDGETS) -> tuple[BudgetOption, ...]:
+        """The options at the listed budgets (those the candidates reach) and the chosen one, by size."""
+        sizes = {n for n in budgets if n <= len(self.depths)} | {self.best + 1}
+        return tuple(self.option(n - 1) for n in sorted(sizes))
+
+
+def path_probs(tree: Tree, calibration: Calibration) -> tuple[float, ...]:
+    """Each node's calibrated probability that its whole path is accepted."""
+    out: list[float] = []
+    for parent, prob in zip(tree.parents, tree.draft_probs, strict=True):
+        out.append(calibration.rate(prob) * (1.0 if parent == ROOT else out[parent]))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class RoundCosts:
+    """A cost curve read at every node count up to `most` (ms): a round's choice looks them up."""
+
+    draft: tuple[float, ...]  # draft[n]: a draft level (or the feed) over n nodes
+    verify: tuple[float, ...]  # verify[n]: the verification of n nodes
+
+    @classmethod
+    def of(cls, curve: CostCurve, most: int) -> RoundCosts:
+        span = range(most + 1)
+        return cls(tuple(curve.draft_at(n) for n in span), tuple(curve.verify_at(n) for n in span))
+
+
+def choose_budget(
+    candidates: Tree, costs: CostCurve | RoundCosts, calibration: Calibration, node_cap: int, fed: int = 1
+) -> BudgetChoice:
+    """The prefix of the candidates (by calibrated path probability) with the most expected tokens per second.
+
+    A prefix of n nodes reaching depth d costs the draft's feed of `fed` committed tokens, a draft level
+    over each of its levels 1 .. d - 1, and a verification of n nodes (`CostCurve.round_ms`'s model).
+    """
+    if not len(candidates) or node_cap < 1:
+        raise ValueError("the budget needs at least one candidate and a cap of at least one node")
+    size = min(node_cap, len(candidates))
+    table = costs if isinstance(costs, RoundCosts) else RoundCosts.of(costs, max(size, fed))
+    return weigh_prefixes(path_probs(candidates, calibration), candidates.depths, table, node_cap, fed)
+
+
+def weigh_prefixes(
+    paths: Sequence[float], node_depths: Sequence[int], costs: RoundCosts, node_cap: int, fed: int
+) -> BudgetChoice:
+    """`choose_budget` on the candidates' calibrated path probabilities and depths (a round's growth keeps
+    them as it drafts). The drafting cost is kept up to date node by node: ancestors come first, so a
+    node is at most one level below the deepest so far."""
+    size = min(node_cap, len(paths))
+    draft, verify = costs.draft, costs.verify
+    order = tuple(sorted(range(len(paths)), key=lambda i: (-paths[i], node_depths[i], i)))
+    per_level = [0] * (max(node_depths) + 2)
+    expected, deepest, drafting = 0.0, 0, draft[min(fed, len(draft) - 1)]
+    depths, expectations, round_ms = [], [], []
+    best, best_rate = 0, -1.0
+    for index in range(size):
+        node = order[index]
+        depth = node_depths[node]
+        if depth > deepest:  # the level above becomes one the draft must run
+            drafting += draft[per_level[deepest]] if deepest else 0.0
+            deepest = depth
+        elif depth < deepest:
+            drafting += draft[per_level[depth] + 1] - draft[per_level[depth]]
+        per_level[depth] += 1
+        expected += paths[node]
+        cost = max(drafting + verify[index + 1], 1e-9)  # all zero (best-first): the largest prefix wins
+        depths.append(deepest)
+        expectations.append(expected)
+        round_ms.append(cost)
+        if (1 + expected) / cost > best_rate:
+            best, best_rate = index, (1 + expected) / cost
+    return BudgetChoice(order, tuple(depths), tuple(expectations), tuple(round_ms), best)
+
+
+def budget_fields(choice: BudgetChoice) -> dict[str, tuple[int, ...] | tuple[float, ...] | int]:
+    """A round record's budget fields: the budgets shown (`SHOWN_BUDGETS` and the chosen one), the depth
+    each reaches, its expected accepted length and expected tokens per second, and the chosen node count."""
+    shown = choice.shown()
+    return {
+        "budget_nodes": tuple(o.nodes for o in shown),
+        "budget_depths": tuple(o.depth for o in shown),
+        "budget_expected": tuple(round(o.expected_accepted, 4) for o in shown),
+        "budget_rates": tuple(round(o.tokens_per_s, 2) for o in shown),
+        "budget_chosen": choice.chosen.nodes,
+    }

@@ -1,0 +1,169 @@
+"""The budget sweep (the figure DDTree's authors draw): τ, tokens per target forward and decode-only speedup
+against the node budget, for SAGE, the dynamic tree and a same-budget best-first tree, with the budgets
+`sage-cost` chose marked.
+
+Each method is run at each budget of `SWEEP_BUDGETS` on the same prepared inputs, plain decoding beside
+them; runs are interleaved (each repeat rotates the order), so a busy machine hits all of them alike. The
+decode-only speedup is a run's tokens per second after the prefill over plain decoding's on the same
+example (median over repeats), then the median over examples. The budget a method is given:
+
+- SAGE: its node budget N_max (`SageConfig.node_budget`; the paper's 64);
+- the dynamic tree: the nodes it verifies (`DynamicConfig.total_tokens`; EAGLE-2's 59);
+- best-first: the N drafted nodes of highest cumulative draft probability, grown level by level
+  (`sage_cost.FixedBestFirstProposer`, registered for the sweep's runs as `best-first-n`; the registry's
+  `best-first` lane takes SAGE's node count each round, and drafts SAGE's tree to count it).
+
+Every run of an example must give the same tokens (all greedy, all lossless); the sweep checks it.
+
+`sage-cost` runs once per example with its own choice every round; the sweep marks the mean node count
+it verified, with its τ, tokens per forward and speedup.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Sequence
+from contextlib import nullcontext
+from dataclasses import dataclass, replace
+
+from .config import DecodeConfig, DynamicConfig, SageConfig
+from .decode import DecodeRun
+from .methods import MethodSpec, is_method, registered
+from .models import ModelPair
+from .prepared import PreparedInputs
+from .proposers import Proposer
+from .records import RoundRecord
+
+SWEEP_BUDGETS: tuple[int, ...] = (4, 8, 12, 16, 24, 32, 48, 64)
+SWEEP_METHODS: tuple[str, ...] = ("sage", "dynamic", "best-first")
+
+
+def _fixed_best_first(settings: None, config: DecodeConfig) -> Proposer:
+    from .sage_cost import FixedBestFirstProposer
+
+    return FixedBestFirstProposer(config.sage)
+
+
+#: The sweep's same-budget best-first tree, registered only while a sweep runs.
+FIXED_BEST_FIRST = MethodSpec(
+    "best-first-n", "Best-first tree (N_max nodes)", "Best-first N",
+    "the N_max drafted nodes of highest cumulative probability, no entropy shaping (the budget sweep)", "#16a34a",
+    9, drafts=True, proposer=_fixed_best_first, ablation=True,
+)  # fmt: skip
+
+
+def budget_config(method: str, budget: int, max_new_tokens: int, backend: str = "fast") -> DecodeConfig:
+    """The settings that give `method` a budget of `budget` nodes (module docstring)."""
+    base = DecodeConfig("sage", max_new_tokens, backend=backend)  # type: ignore[arg-type]
+    if method == "sage":
+        return replace(base, sage=SageConfig(node_budget=budget))
+    if method == "dynamic":
+        return replace(base, method="dynamic", dynamic=DynamicConfig(total_tokens=budget))
+    if method == "best-first":
+        return replace(base, method=FIXED_BEST_FIRST.name, sage=SageConfig(node_budget=budget))
+    raise ValueError(f"the sweep has no budget for {method!r}")
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    """One method at one budget (or sage-cost at its own), over the examples."""
+
+    method: str
+    budget: float  # the budget given; for sage-cost the mean node count it chose
+    tau: float  # accepted draft tokens per round (bonus excluded), pooled over the examples' rounds
+    tokens_per_forward: float  # committed tokens per target forward, the prefill's included
+    nodes: float  # mean verified nodes per round
+    speedup: float  # decode-only tokens/s over plain decoding's: median over examples
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    points: tuple[SweepPoint, ...]
+    chosen: SweepPoint | None  # sage-cost's
+    examples: int
+    repeats: int
+
+    def lines(self) -> list[str]:
+        """The sweep as a text table, one row per method and budget, sage-cost's choice last."""
+        out = ["| method | budget | τ | tokens/forward | nodes/round | decode speedup × plain |", "|---" * 6 + "|"]
+        rows = [*self.points, *([self.chosen] if self.chosen else [])]
+        for p in rows:
+            budget = f"{p.budget:.0f}" if p.method != "sage-cost" else f"chosen, mean {p.budget:.1f}"
+            out.append(f"| {p.method} | {budget} | {p.tau:.2f} | {p.tokens_per_forward:.2f} | {p.nodes:.1f} | "
+                       f"{p.speedup:.2f} |")  # fmt: skip
+        return out
+
+
+def _decode_rate(run: DecodeRun) -> float:
+    summary = run.run_to_end()
+    return summary.decode_tokens_per_second
+
+
+def sweep(
+    pair: ModelPair,
+    cases: Sequence[tuple[str, PreparedInputs]],
+    budgets: Sequence[int] = SWEEP_BUDGETS,
+    methods: Sequence[str] = SWEEP_METHODS,
+    max_new_tokens: int = 128,
+    repeats: int = 1,
+    backend: str = "fast",
+    progress: Callable[[str], None] = lambda line: None,
+) -> SweepResult:
+    """Run the sweep on these prepared examples (module docstring); a warm-up run of each setting first."""
+    with nullcontext() if is_method(FIXED_BEST_FIRST.name) else registered(FIXED_BEST_FIRST):
+        settings = {(m, b): budget_config(m, b, max_new_tokens, backend) for m in methods for b in budgets}
+        settings[("ar", 0)] = DecodeConfig("ar", max_new_tokens, backend=backend)  # type: ignore[arg-type]
+        settings[("sage-cost", 0)] = DecodeConfig("sage-cost", max_new_tokens, backend=backend)  # type: ignore[arg-type]
+        return _sweep(pair, cases, settings, list(settings), budgets, methods, repeats, progress)
+
+
+def _sweep(
+    pair: ModelPair, cases: Sequence[tuple[str, PreparedInputs]], settings: dict[tuple[str, int], DecodeConfig],
+    keys: list[tuple[str, int]], budgets: Sequence[int], methods: Sequence[str], repeats: int,
+    progress: Callable[[str], None],
+) -> SweepResult:  # fmt: skip
+    rates: dict[tuple[str, int], list[float]] = {key: [] for key in keys}  # per example: median decode tok/s
+    records: dict[tuple[str, int], list[list[RoundRecord]]] = {key: [] for key in keys}
+    for name, prepared in cases:
+        per_run: dict[tuple[str, int], list[float]] = {key: [] for key in keys}
+        tokens: set[tuple[int, ...]] = set()
+        for repeat in range(repeats + 1):  # the first pass warms up
+            shift = repeat % len(keys)
+            for key in keys[shift:] + keys[:shift]:
+                run = DecodeRun(pair, prepared.media, prepared.prompt, settings[key], prepared)
+                rate = _decode_rate(run)
+                tokens.add(tuple(t for r in run.records for t in r.new_tokens))
+                if repeat:
+                    per_run[key].append(rate)
+                elif key != ("ar", 0):
+                    records[key].append(run.records)
+        if len(tokens) != 1:
+            raise AssertionError(f"{name}: the sweep's greedy runs disagree ({len(tokens)} different outputs)")
+        for key in keys:
+            rates[key].append(statistics.median(per_run[key]))
+        progress(f"  sweep {name}: done")
+    return _result(rates, records, budgets, methods, len(cases), repeats)
+
+
+def _point(method: str, budget: float, runs: list[list[RoundRecord]], speedups: list[float]) -> SweepPoint:
+    rounds = [r for run in runs for r in run if r.phase == "decode"]
+    forwards = sum(len(run) for run in runs)
+    tokens = sum(len(r.new_tokens) for run in runs for r in run)
+    tau = statistics.fmean(r.accepted_length for r in rounds) if rounds else 0.0
+    nodes = statistics.fmean(r.node_count for r in rounds) if rounds else 0.0
+    return SweepPoint(method, budget, tau, tokens / forwards, nodes, statistics.median(speedups))
+
+
+def _result(
+    rates: dict[tuple[str, int], list[float]], records: dict[tuple[str, int], list[list[RoundRecord]]],
+    budgets: Sequence[int], methods: Sequence[str], examples: int, repeats: int,
+) -> SweepResult:  # fmt: skip
+    plain = rates[("ar", 0)]
+    speedup = {key: [r / p for r, p in zip(values, plain, strict=True)] for key, values in rates.items()}
+    points = tuple(_point(m, b, records[(m, b)], speedup[(m, b)]) for m in methods for b in budgets)
+    cost_runs = records[("sage-cost", 0)]
+    chosen_nodes = [r.budget_chosen for run in cost_runs for r in run if r.budget_chosen is not None]
+    chosen = None
+    if chosen_nodes:
+        chosen = _point("sage-cost", statistics.fmean(chosen_nodes), cost_runs, speedup[("sage-cost", 0)])
+    return SweepResult(points, chosen, examples, repeats)

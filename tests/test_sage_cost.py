@@ -1,0 +1,96 @@
+"""sage-cost on real tiny models: the cost curve sizes its trees, its records say why, and they replay.
+
+(Losslessness and exact sampling: the shared suites, tests/test_lossless.py and tests/test_sampling.py,
+run every registry method. The budget model itself: tests/test_budget.py.)
+"""
+
+from __future__ import annotations
+
+import functools
+import statistics
+from pathlib import Path
+
+import pytest
+from conftest import tiny_folder
+
+from sage_core import DecodeConfig, decode, load_pair
+from sage_core.costs import COST_SIZES, CostCurve, remember_curve
+from sage_core.models import ModelPair
+from sage_core.records import parse_trace, trace_lines
+
+PROMPT = "Describe the picture."
+
+
+@functools.cache
+def _pair(root: str, draft_kind: str) -> ModelPair:
+    return load_pair(tiny_folder(Path(root), "qwen2_vl", "target"), tiny_folder(Path(root), "qwen2_vl", draft_kind),
+                     "cpu", "float32")  # fmt: skip
+
+
+def fake_curve(per_node_ms: float) -> CostCurve:
+    """A one-token step of 2 ms, verification 2 ms + `per_node_ms` a node, a draft level 0.05 ms."""
+    verify = tuple(2.0 + per_node_ms * n for n in COST_SIZES)
+    return CostCurve("cpu", "float32", "fast", COST_SIZES, 2.0, verify, (0.05,) * len(COST_SIZES))
+
+
+def nodes_with(pair: ModelPair, image, curve: CostCurve) -> tuple[float, list]:
+    remember_curve(pair, "fast", curve)
+    run = decode(pair, image, PROMPT, DecodeConfig("sage-cost", 40))
+    run.run_to_end()
+    rounds = [r for r in run.records if r.phase == "decode"]
+    return statistics.fmean(r.node_count for r in rounds), run
+
+
+def test_the_cost_curve_sizes_the_trees(tiny_root, image):
+    pair = _pair(str(tiny_root), "noised")
+    flat, flat_run = nodes_with(pair, image, fake_curve(0.0))
+    steep, steep_run = nodes_with(pair, image, fake_curve(2.0))
+    assert flat > 3 * steep, (flat, steep)
+    assert steep <= 2.0
+    # Same output whatever the curve (both are the target's greedy tokens).
+    assert [r.new_tokens for r in flat_run.records] != [] and flat_run.run_to_end().token_ids == (
+        steep_run.run_to_end().token_ids
+    )
+
+
+def test_each_round_records_the_budgets_it_weighed(tiny_root, image):
+    pair = _pair(str(tiny_root), "noised")
+    _, run = nodes_with(pair, image, fake_curve(0.3))
+    for record in (r for r in run.records if r.phase == "decode"):
+        assert record.budget_chosen == record.node_count  # the tree verified is the budget chosen
+        assert record.budget_chosen in record.budget_nodes
+        assert len(record.budget_nodes) == len(record.budget_rates) == len(record.budget_expected)
+        best = record.budget_nodes[record.budget_rates.index(max(record.budget_rates))]
+        assert best == record.budget_chosen  # the chosen one has the highest expected tokens/s shown
+        assert record.alpha is not None and record.planned_depth is not None  # SAGE's entropy shape
+        assert record.depth <= record.planned_depth
+    header, replayed = parse_trace(list(trace_lines(run.header, run.records)))
+    assert header.method == "sage-cost" and replayed == run.records
+
+
+def test_a_trace_with_a_budget_not_weighed_is_refused(tiny_root, image):
+    from dataclasses import replace
+
+    from sage_core.errors import TraceError
+
+    pair = _pair(str(tiny_root), "noised")
+    _, run = nodes_with(pair, image, fake_curve(0.3))
+    records = list(run.records)
+    records[1] = replace(records[1], budget_chosen=999)
+    with pytest.raises(TraceError, match="budget chosen"):
+        parse_trace(list(trace_lines(run.header, records)))
+
+
+def test_the_explainer_shows_the_budgets_weighed_and_their_rates(tiny_root, image):
+    from sage_core.explain import explain_round
+    from sage_core.method_settings import SageConfig
+
+    pair = _pair(str(tiny_root), "noised")
+    _, run = nodes_with(pair, image, fake_curve(0.3))
+    record = next(r for r in run.records if r.phase == "decode")
+    text = explain_round(record, SageConfig()).description
+    assert text.startswith("SAGE-cost: α = ")
+    for nodes, rate in zip(record.budget_nodes, record.budget_rates, strict=True):
+        assert f"{nodes} nodes (depth " in text and f"{rate:.0f} tokens/s" in text
+    assert f"It verified the best: {record.budget_chosen} nodes." in text
+    assert "(chosen)" in text

@@ -1,0 +1,54 @@
+"""The budget sweep (sage_core/sweep.py) on tiny models, and its figure (app/sweep_panel.py)."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+from conftest import tiny_folder
+
+from sage_core import load_pair, prepare_inputs
+from sage_core.costs import COST_SIZES, CostCurve, remember_curve
+from sage_core.methods import is_method
+from sage_core.models import ModelPair
+from sage_core.sweep import sweep
+
+
+@functools.cache
+def _pair(root: str) -> ModelPair:
+    return load_pair(tiny_folder(Path(root), "qwen2_vl", "target"), tiny_folder(Path(root), "qwen2_vl", "noised"),
+                     "cpu", "float32")  # fmt: skip
+
+
+def test_the_sweep_runs_every_method_at_every_budget_and_marks_sage_costs_choice(tiny_root, image):
+    pair = _pair(str(tiny_root))
+    flat = CostCurve("cpu", "float32", "fast", COST_SIZES, 2.0, (2.0,) * len(COST_SIZES), (0.01,) * len(COST_SIZES))
+    remember_curve(pair, "fast", flat)
+    cases = [("image", prepare_inputs(pair, image, "Describe the picture."))]
+    result = sweep(pair, cases, budgets=(4, 16), max_new_tokens=24)
+    assert [(p.method, p.budget) for p in result.points] == [
+        ("sage", 4), ("sage", 16), ("dynamic", 4), ("dynamic", 16), ("best-first", 4), ("best-first", 16),
+    ]  # fmt: skip
+    fixed = {p.budget: p for p in result.points if p.method == "best-first"}
+    dynamic = {p.budget: p for p in result.points if p.method == "dynamic"}
+    assert dynamic[4].nodes <= 4 and fixed[4].nodes <= 4 < fixed[16].nodes <= 16  # the budget is the tree's size
+    assert all(p.speedup > 0 and p.tokens_per_forward >= 1 for p in result.points)
+    assert result.chosen is not None and result.chosen.method == "sage-cost" and result.chosen.budget >= 1
+    assert not is_method("best-first-n")  # the sweep's lane is registered only while it runs
+    table = result.lines()
+    assert table[0].startswith("| method | budget | τ") and any("chosen, mean" in line for line in table)
+
+
+def test_the_sweep_figure_draws_three_panels_and_the_cost_curve(tiny_root, image):
+    from app.sweep_panel import sweep_figure
+    from sage_core.sweep import SweepPoint, SweepResult
+
+    points = tuple(SweepPoint(m, b, 1.0 + b / 10, 2.0, b, 1.5) for m in ("sage", "dynamic") for b in (4, 8))
+    chosen = SweepPoint("sage-cost", 6.5, 1.7, 2.5, 6.5, 1.8)
+    curve = CostCurve("cpu", "float32", "fast", (1, 2), 2.0, (2.2, 2.6), (0.1, 0.2))
+    fig = sweep_figure(SweepResult(points, chosen, 1, 1), curve)
+    names = [trace.name for trace in fig.data]
+    assert names.count("SAGE") == 3 and names.count("sage-cost (its mean choice)") == 3
+    stars = [trace for trace in fig.data if trace.name == "sage-cost (its mean choice)"]
+    assert [tuple(s.y) for s in stars] == [(1.7,), (2.5,), (1.8,)] and all(tuple(s.x) == (6.5,) for s in stars)
+    assert tuple(fig.data[-1].y) == (1.1, 1.3)  # the cost curve in one-token steps
