@@ -101,27 +101,35 @@ def accounted(record: RoundRecord, config: SageConfig) -> set[str]:
     spec = method_spec(record.method)
     if spec.template is not None:
         ok.add(str(len(spec.template)))
+    # The α the round's tree was shaped from: measured from the root's entropy, or (sage-frozen) the one held.
+    alphas = [confidence(probs)[1]] if probs else []
+    if record.alpha is not None and spec.alpha_free:
+        alphas.append(record.alpha)
     if record.alpha is not None and probs:
-        entropy, alpha = confidence(probs)
-        ok |= {f"{entropy:.3f}", f"{alpha:.3f}", f"{math.log(len(probs)):.3f}", f"{1 - alpha:.3f}"}
+        entropy = confidence(probs)[0]
+        ok |= {f"{entropy:.3f}", f"{math.log(len(probs)):.3f}"}
+        ok |= {f"{alpha:.3f}" for alpha in alphas} | {f"{1 - alpha:.3f}" for alpha in alphas}
         if record.planned_depth is None:
             ok.add("25")  # SAGE's first round: the static tree
     if record.alpha is not None and record.planned_depth is not None and record.depth_max is not None:
-        alpha = confidence(probs)[1]
         ok |= {str(config.depth_min), str(record.depth_max), str(config.width_min), str(config.width_max)}
-        ok |= {f"{config.depth_min + alpha * (record.depth_max - config.depth_min):.2f}",
-               str(planned_depth(alpha, config.depth_min, record.depth_max)),
-               f"{config.width_min + (1 - alpha) * (config.width_max - config.width_min):.2f}",
-               str(planned_width(alpha, config.width_min, config.width_max))}  # fmt: skip
+        for alpha in alphas:
+            ok |= {f"{config.depth_min + alpha * (record.depth_max - config.depth_min):.2f}",
+                   str(planned_depth(alpha, config.depth_min, record.depth_max)),
+                   f"{config.width_min + (1 - alpha) * (config.width_max - config.width_min):.2f}",
+                   str(planned_width(alpha, config.width_min, config.width_max))}  # fmt: skip
     ok |= _levels(record, config, tree_depths)
     ok |= {f"{p:.2f}" for p in record.cut_probs}
-    if record.method == "dynamic":
+    if method_spec(record.method).explainer == "rerank":
         levels = range(1, len(record.level_thresholds) + 1)
         ok |= {str(len(record.tree_tokens)), str(len(record.tree_tokens) + sum(record.cut_by_budget))}
         ok |= {f"{min(cum):.4f}"} | {str(level) for level in levels}
         ok |= {str(sum(1 for d in tree_depths if d == level)) for level in levels}
         ok |= {f"{c:.4f}" for c in cum} | {str(len(cum) - RERANK_LISTED)}
         ok |= {str(d) for d in record.cut_by_budget}
+    # sage-cost: the budgets it weighed, their depths, expected accepted lengths and tokens per second
+    ok |= {str(v) for v in (*record.budget_nodes, *record.budget_depths)}
+    ok |= {f"{e:.2f}" for e in record.budget_expected} | {f"{r:.0f}" for r in record.budget_rates}
     reached = {-1, *record.accepted_nodes}
     ok.add(str(sum(1 for parent in record.tree_parents if parent not in reached)))
     ok.add(str(len(record.accepted_tokens) - min(len(record.accepted_tokens), len(record.new_tokens))))
@@ -132,7 +140,7 @@ def accounted(record: RoundRecord, config: SageConfig) -> set[str]:
 
 
 def _levels(record: RoundRecord, config: SageConfig, tree_depths: list[int]) -> set[str]:
-    if not record.level_thresholds or record.method == "dynamic" or record.planned_depth is None:
+    if not record.level_thresholds or method_spec(record.method).explainer == "rerank" or record.planned_depth is None:
         return set()
     ok = {f"{config.threshold_base:g}", str(config.node_budget)}
     width = record.planned_width or 0
@@ -167,7 +175,10 @@ def check_formulas(text: str, record: RoundRecord, config: SageConfig) -> None:
     if m := re.search(FORMULAS["alpha"], text):
         k, h, log_k, alpha = int(m[1]), float(m[2]), float(m[3]), float(m[4])
         assert k == len(record.root_top_probs) and log_k == pytest.approx(math.log(k), abs=5e-4)
-        assert alpha == pytest.approx(1 - h / log_k, abs=2e-3) and alpha == pytest.approx(record.alpha, abs=5e-4)
+        assert alpha == pytest.approx(1 - h / log_k, abs=2e-3)
+        # the α measured from the root (sage-frozen measures it and holds another, its record's)
+        measured = confidence(record.root_top_probs)[1] if method_spec(record.method).alpha_free else record.alpha
+        assert alpha == pytest.approx(measured, abs=5e-4)
     if m := re.search(FORMULAS["depth"], text):
         d_min, a, d_max, d_min2, raw, depth = int(m[1]), float(m[2]), int(m[3]), int(m[4]), float(m[5]), int(m[6])
         assert d_min == d_min2 == config.depth_min and d_max == record.depth_max
