@@ -556,15 +556,24 @@ def race(context: Context, emit: Emit, left: Callable[[], float]) -> str | None:
 
 
 def budget_sweep(context: Context, emit: Emit, left: Callable[[], float]) -> str | None:
-    """The node-budget sweep and sage-cost's choices: a hook for the cost helper's `sage_core.budget`."""
-    try:
-        import sage_core.budget as budget_module  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        return "not run: this checkout has no sage_core.budget (the budget sweep / sage-cost)"
-    hook = getattr(budget_module, "gpu_check_rows", None)
-    if hook is None:
-        return "not wired: sage_core.budget has no gpu_check_rows(context, emit, left) for this section to call"
-    hook(context, emit, left)
+    """The node-budget sweep (sage_core.sweep, as `benchmark.py --sweep`) on the built-in pair: τ, tokens per
+    target forward and decode-only speedup per budget for SAGE, the dynamic tree and a best-first tree, and
+    sage-cost's own choices (the mean node count it chose, marked `chosen`)."""
+    from sage_core.prepared import prepare_inputs
+    from sage_core.sweep import sweep
+
+    if left() < (5 if context.smoke else 45):
+        return "skipped: budget"
+    pair = load_pair("builtin", "builtin", context.device.type, "float32")
+    examples = ("describe_five.png", "describe the image in detail."), ("chart.png", "describe the chart.")
+    cases = [(name, prepare_inputs(pair, load_media(ROOT / "assets" / "examples" / name), prompt))
+             for name, prompt in examples[: 1 if context.smoke else 2]]  # fmt: skip
+    budgets = (4, 12) if context.smoke else (4, 8, 12, 16, 24, 32, 48, 64)
+    result = sweep(pair, cases, budgets, max_new_tokens=12 if context.smoke else 128, repeats=1)
+    for point in (*result.points, *([result.chosen] if result.chosen else [])):
+        emit(method=point.method, budget=round(point.budget, 1), chosen=point.method == "sage-cost",
+             tau=round(point.tau, 2), tokens_per_forward=round(point.tokens_per_forward, 2),
+             nodes=round(point.nodes, 1), decode_speedup=round(point.speedup, 2))  # fmt: skip
     return None
 
 
@@ -600,6 +609,6 @@ SECTIONS: dict[str, Section] = {
     "bf16": Section(bf16, 45, 5),
     "plain": Section(plain, 45, 3),
     "race": Section(race, 90, 5),
-    "budget_sweep": Section(budget_sweep, 60, 5),
+    "budget_sweep": Section(budget_sweep, 90, 30),
     "memory": Section(memory, 60, 20),
 }
