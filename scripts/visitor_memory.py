@@ -70,11 +70,11 @@ def huge_video(path: Path, side: int = 8000, frames: int = 8) -> Path:
 
 
 def page_values(video: Any, prompt: str, tokens: int) -> list[Any]:
-    from app.inputs import RaceForm
+    from app.inputs import RACE_FIELDS, RaceForm
 
     form = RaceForm(video=video, prompt=prompt, pair="builtin", methods=["sage", "static"], max_new_tokens=tokens,
                     prune_choice="paper")  # fmt: skip
-    return [getattr(form, name) for name in form.__dataclass_fields__]
+    return [getattr(form, name) for name in RACE_FIELDS]
 
 
 def page_races(url: str, video: Path, races: int, tokens: int) -> list[dict[str, float]]:

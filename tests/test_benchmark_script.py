@@ -268,7 +268,7 @@ def test_the_tau_study_compares_every_drafting_method_and_checks_the_premise(cap
         pytest.skip("built-in pair not trained")
     study = runpy.run_path(str(SCRIPT.parent / "tau_study.py"), run_name="tau_study")["main"]
     figures = study(["--n", "2", "--max-new-tokens", "48", "--threads", "1"])
-    assert set(figures["methods"]) == {"chain", "static", "sage", "dynamic", "sage-frozen", "best-first"}
+    assert set(figures["methods"]) == {"chain", "static", "sage", "dynamic", "sage-frozen", "best-first", "sage-cost"}
     assert figures["lossless"] and set(figures["delta_vs_sage"]) == set(figures["methods"]) - {"sage"}
     assert figures["calibration"]["lane"] == "chain" and figures["acceptance_histogram"]["sage"]
     assert figures["methods"]["dynamic"]["nodes_per_round"] <= 59

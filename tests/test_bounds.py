@@ -179,7 +179,7 @@ def test_values_gradios_components_refuse_reach_the_handlers_sentence(url, clien
         (
             6,
             ["sage", "beam"],
-            "unknown method 'beam'; choose from ar, chain, static, sage, dynamic, sage-frozen, best-first",
+            "unknown method 'beam'; choose from ar, chain, static, sage, dynamic, sage-frozen, best-first, sage-cost",
         ),
     ):
         inputs = {"prune_choice": "chosen"} if index == 15 else {}
