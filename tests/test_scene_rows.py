@@ -104,3 +104,15 @@ def test_the_training_mix_draws_rows_and_jpegs_only_when_asked():
     png = script.draw_example(a, script.DataMix(rows=1.0))
     saved = script.draw_example(b, script.DataMix(rows=1.0, jpeg=1.0))
     assert saved.answer == png.answer and saved.image.tobytes() != png.image.tobytes()
+
+
+def test_rows_and_pictures_saved_as_jpegs_stay_inside_the_pairs_world():
+    """The note for pictures outside the world (a photo) must not fire on a saved JPEG or a row picture."""
+    from sage_core.builtin.world import IN_WORLD_SHARE, world_share
+
+    rng = random.Random(12)
+    for kind in ("describe", "chart", ROW_KIND):
+        for _ in range(8):
+            image = make_example(rng, kind).image
+            assert world_share(image) >= IN_WORLD_SHARE
+            assert world_share(jpeg(image, 70)) >= IN_WORLD_SHARE

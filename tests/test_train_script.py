@@ -144,6 +144,7 @@ def full_recipe_runs(out: Path, work: Path) -> list[list[str]]:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1500)  # eleven runs, each loading, saving and evaluating a pair (past 600 s on a busy CPU)
 def test_the_full_recipe_chains_its_runs(tmp_path):
     """scripts/train_builtin_pair_full.sh, each stage cut to 2 steps: run 2 trains run 1's target
     on, run 3 distils run 1's draft from run 2's target, run 4 trains that pair on and lands it in
