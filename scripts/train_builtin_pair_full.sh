@@ -14,7 +14,7 @@
 #      27.4 minutes wall), then run 6's sure draft distilled 6 minutes from it on the first runs' mix
 #      (seed 1357: 6.3 minutes wall). The hesitant draft stays run 4's.
 #   8. (not shipped, off unless asked for with --from) a continuation stage with its own budget (at
-#      most 100 minutes wall on top of the 237; 79 used): run 7's target trained on a world with
+#      most 100 minutes wall on top of the 237; 73.4 used): run 7's target trained on a world with
 #      stretches (two rows of shapes to read, "--rows") and on pictures saved as JPEGs ("--jpeg"),
 #      then both drafts distilled from it (seeds 8642, 9753, 7531). See the pair's README, "Run 8".
 # Every run checkpoints and resumes: the same command run again continues where it stopped (a
