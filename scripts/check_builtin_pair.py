@@ -10,6 +10,8 @@ on the target's answers) with simulated tokens per target pass for greedy specul
     python scripts/check_builtin_pair.py --style hand      # shape scenes drawn as by hand
     python scripts/check_builtin_pair.py --style paraphrased  # questions worded as no training template
     python scripts/check_builtin_pair.py --draft-dir assets/builtin/hesitant-draft  # another draft
+    python scripts/check_builtin_pair.py --style rows     # two rows of shapes to read (scenes.ROW_KIND)
+    python scripts/check_builtin_pair.py --jpeg 85        # every picture saved as a JPEG of quality 85 first
 
 Accuracy is per fact: a long answer (a detailed description, a chart, a narrated video) states
 several facts (each object with its size, colour, shape and place; the count; each bar's value;
@@ -31,8 +33,10 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 
+from dataclasses import replace  # noqa: E402
+
 from sage_core.builtin.quality import agreement, evaluate  # noqa: E402
-from sage_core.builtin.scenes import DEFAULT, HAND_DRAWN, SHIFTED, make_examples  # noqa: E402
+from sage_core.builtin.scenes import DEFAULT, HAND_DRAWN, ROW_KIND, SHIFTED, jpeg, make_examples  # noqa: E402
 from sage_core.builtin.wording import held_out_examples  # noqa: E402
 
 #: The kinds of a shape scene (what a hand-drawn picture is asked).
@@ -46,6 +50,8 @@ def check_examples(style: str, seed: int, n: int) -> list:
         return make_examples(seed, n, kinds=SCENE_KINDS, style=HAND_DRAWN)
     if style == "paraphrased":
         return held_out_examples(seed, n)
+    if style == "rows":
+        return make_examples(seed, n, kinds=(ROW_KIND,))
     return make_examples(seed, n, style=SHIFTED if style == "shifted" else DEFAULT)
 
 
@@ -56,8 +62,9 @@ def main(argv=None) -> dict:
     ap.add_argument("--dir", default=str(ROOT / "assets" / "builtin"))
     ap.add_argument("--n", type=int, default=300)
     ap.add_argument("--seed", type=int, default=20250)
-    ap.add_argument("--style", choices=("default", "shifted", "hand", "paraphrased"), default="default",
-                    help="drawing ranges, hand-drawn shapes, or held-out question wordings")  # fmt: skip
+    ap.add_argument("--style", choices=("default", "shifted", "hand", "paraphrased", "rows"), default="default",
+                    help="drawing ranges, hand-drawn shapes, held-out question wordings, or rows to read")  # fmt: skip
+    ap.add_argument("--jpeg", type=int, default=0, help="save every picture as a JPEG of this quality first (1-100)")
     ap.add_argument("--draft-dir", help="the draft's folder (default DIR/draft)")
     ap.add_argument("--target-only", action="store_true", help="grade the target alone (no draft, no agreement)")
     ap.add_argument("--threads", type=int, default=2)
@@ -77,17 +84,22 @@ def main(argv=None) -> dict:
     n_d = sum(p.numel() for p in draft.parameters())
     print(f"target {n_t:,} params, draft {n_d:,} params ({n_t / n_d:.1f}x)")
 
+    if not 0 <= args.jpeg <= 100:
+        ap.error("--jpeg must be a quality between 1 and 100 (0: no JPEG)")
     examples = check_examples(args.style, args.seed, args.n)
+    if args.jpeg:  # pictures only: a clip's frames stay as drawn
+        examples = [e if e.frames else replace(e, image=jpeg(e.image, args.jpeg)) for e in examples]
     t0 = time.time()
     res_t = evaluate(target, processor, examples)
     if args.target_only:
         print(f"{'kind':<10} {'target':>7}")
         for k, v in res_t["per_kind"].items():
             print(f"{k:<10} {v:>7.3f}")
-        print(f"{'facts':<10} {res_t['accuracy']:>7.3f}   (n={args.n}, seed={args.seed}, {args.style})")
+        jpeg_note = f", JPEG {args.jpeg}" if args.jpeg else ""
+        print(f"{'facts':<10} {res_t['accuracy']:>7.3f}   (n={args.n}, seed={args.seed}, {args.style}{jpeg_note})")
         print(f"{'answers':<10} {res_t['answer_accuracy']:>7.3f}   (every fact right)")
         print(f"check took {time.time() - t0:.0f} s")
-        figures = {"n": args.n, "seed": args.seed, "style": args.style,
+        figures = {"n": args.n, "seed": args.seed, "style": args.style, "jpeg": args.jpeg,
                    "target": {k: res_t[k] for k in ("accuracy", "answer_accuracy", "per_kind")}}  # fmt: skip
         if args.json:
             Path(args.json).write_text(json.dumps(figures, indent=2))
@@ -98,7 +110,7 @@ def main(argv=None) -> dict:
     print(f"{'kind':<10} {'target':>7} {'draft':>7}")
     for k in kinds:
         print(f"{k:<10} {res_t['per_kind'][k]:>7.3f} {res_d['per_kind'][k]:>7.3f}")
-    where = f"n={args.n}, seed={args.seed}, {args.style}"
+    where = f"n={args.n}, seed={args.seed}, {args.style}" + (f", JPEG {args.jpeg}" if args.jpeg else "")
     print(f"{'facts':<10} {res_t['accuracy']:>7.3f} {res_d['accuracy']:>7.3f}   ({where})")
     print(f"{'answers':<10} {res_t['answer_accuracy']:>7.3f} {res_d['answer_accuracy']:>7.3f}   (every fact right)")
     print("draft/target next-token agreement (teacher-forced on the target's answers):")

@@ -4,6 +4,7 @@
     python scripts/tau_study.py --n 300 --json tau.json
     python scripts/tau_study.py --draft assets/builtin/hesitant-draft   # another draft
     python scripts/tau_study.py --shipped     # the shipped long examples (assets/examples) instead
+    python scripts/tau_study.py --kinds describe,chart,narrate,row   # with run 8's rows to read
 
 For each prompt (fresh scenes from a seed never used in training: detailed image descriptions,
 chart descriptions and narrated videos, in turn) every method decodes greedily to the end.
@@ -42,7 +43,7 @@ import torch  # noqa: E402
 
 from sage_core import DecodeConfig, decode, load_media, load_pair  # noqa: E402
 from sage_core.builtin.quality import example_media  # noqa: E402
-from sage_core.builtin.scenes import LONG_KINDS, make_examples  # noqa: E402
+from sage_core.builtin.scenes import LONG_KINDS, ROW_KIND, make_examples  # noqa: E402
 from sage_core.method_settings import FrozenSageConfig  # noqa: E402
 from sage_core.methods import drafting_methods, method_spec, short_name  # noqa: E402
 from sage_core.premise import (  # noqa: E402
@@ -157,7 +158,11 @@ def main(argv: list[str] | None = None) -> dict:
                         help="the α sage-frozen holds (default: the built-in pair's mean α under SAGE)")  # fmt: skip
     parser.add_argument("--json", help="also write the figures to this file")
     parser.add_argument("--shipped", action="store_true", help="the shipped long examples, not fresh scenes")
+    parser.add_argument("--kinds", default=",".join(LONG_KINDS), help="the fresh prompts' kinds, in turn")
     args = parser.parse_args(argv)
+    kinds = tuple(args.kinds.split(","))
+    if not set(kinds) <= {*LONG_KINDS, ROW_KIND}:
+        parser.error(f"--kinds: choose from {', '.join((*LONG_KINDS, ROW_KIND))}")
     try:
         methods = [method_spec(m).name for m in args.methods.split(",")]
         frozen = FrozenSageConfig(args.frozen_alpha)
@@ -167,7 +172,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     pair = load_pair(args.target, args.draft, "cpu", "float32")
     prompts = shipped_long_examples() if args.shipped else [
-        (example_media(scene), scene.question) for scene in make_examples(args.seed, args.n, kinds=LONG_KINDS)
+        (example_media(scene), scene.question) for scene in make_examples(args.seed, args.n, kinds=kinds)
     ]  # fmt: skip
     args.n = len(prompts)
     per_prompt: dict[str, dict[str, list[float]]] = {m: {"tau": [], "tpf": [], "nodes": []} for m in methods}
@@ -201,9 +206,7 @@ def main(argv: list[str] | None = None) -> dict:
     elapsed = time.perf_counter() - started
 
     what = (
-        "shipped long examples"
-        if args.shipped
-        else f"fresh long-answer prompts (seed {args.seed}: {', '.join(LONG_KINDS)})"
+        "shipped long examples" if args.shipped else f"fresh long-answer prompts (seed {args.seed}: {', '.join(kinds)})"
     )
     print(f"{args.n} {what}, greedy, {elapsed:.0f} s")
     print(f"{'method':<20}{'tau (95% CI)':>18}{'tokens/forward':>20}{'nodes/round':>14}")

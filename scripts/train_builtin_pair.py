@@ -81,7 +81,7 @@ import math
 import os
 import random
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -99,9 +99,11 @@ from sage_core.builtin.scenes import (  # noqa: E402  # noqa: E402
     COLOURS,
     DEFAULT,
     HAND_DRAWN,
+    ROW_KIND,
     SHAPES,
     SHIFTED,
     SIZES,
+    jpeg,
     make_example,
     make_examples,
     vocabulary,
@@ -390,17 +392,23 @@ class DataMix:
     """Shares of the image examples drawn otherwise (run 4; all 0 in runs 1-3, whose data stream
     they leave untouched): ``lone`` a scene of one object (for "this" / "it" questions),
     ``hand`` shapes drawn as by hand, ``shifted`` the SHIFTED drawing ranges, ``reworded`` the
-    question in other words (``sage_core.builtin.wording``)."""
+    question in other words (``sage_core.builtin.wording``). Run 8: ``rows`` a picture of two rows
+    of shapes to read (``scenes.ROW_KIND``) instead of the weighted kind, ``jpeg`` the picture saved
+    as a JPEG of quality 70-98 and read back (0 in runs 1-7)."""
 
     lone: float = 0.0
     hand: float = 0.0
     shifted: float = 0.0
     reworded: float = 0.0
+    rows: float = 0.0
+    jpeg: float = 0.0
 
 
 def draw_example(rng: random.Random, mix: DataMix = DataMix()):
     """A weighted-random image example, drawn and worded as ``mix`` says."""
     kind = rng.choices(IMAGE_KINDS, list(KIND_WEIGHTS.values()))[0]
+    if mix.rows and rng.random() < mix.rows:
+        kind = ROW_KIND
     style = DEFAULT
     if mix.hand and rng.random() < mix.hand:
         style = HAND_DRAWN
@@ -412,6 +420,8 @@ def draw_example(rng: random.Random, mix: DataMix = DataMix()):
         example = make_example(rng, kind, style)
     if mix.reworded and rng.random() < mix.reworded:
         example = reword(rng, example)
+    if mix.jpeg and rng.random() < mix.jpeg:
+        example = replace(example, image=jpeg(example.image, rng.randint(70, 98)))
     return example
 
 
@@ -585,7 +595,9 @@ def main(argv=None):
     ap.add_argument("--draft-layers", type=int, default=0, help="keep only the first N text layers of --init-draft")
     ap.add_argument("--draft-name", default="draft", help="the draft's folder under OUT (e.g. hesitant-draft)")
     shares = (("lone", "scenes of one object"), ("hand-drawn", "shapes drawn as by hand"),
-              ("shifted", "the shifted drawing ranges"), ("reworded", "questions in other words"))  # fmt: skip
+              ("shifted", "the shifted drawing ranges"), ("reworded", "questions in other words"),
+              ("rows", "two rows of shapes to read (run 8)"),
+              ("jpeg", "the picture saved as a JPEG of quality 70-98 (run 8)"))  # fmt: skip
     for share, what in shares:
         ap.add_argument(f"--{share}", type=float, default=0.0, help=f"share of image examples with {what}")
     args = ap.parse_args(argv)
@@ -595,10 +607,10 @@ def main(argv=None):
             ap.error(f"--{flag.replace('_', '-')} must be >= 0")
     if args.vision_lr <= 0:
         ap.error("--vision-lr must be > 0")
-    for flag in ("lone", "hand_drawn", "shifted", "reworded"):
+    for flag in ("lone", "hand_drawn", "shifted", "reworded", "rows", "jpeg"):
         if not 0.0 <= getattr(args, flag) <= 1.0:
             ap.error(f"--{flag.replace('_', '-')} must be between 0 and 1")
-    mix = DataMix(args.lone, args.hand_drawn, args.shifted, args.reworded)
+    mix = DataMix(args.lone, args.hand_drawn, args.shifted, args.reworded, args.rows, args.jpeg)
 
     torch.set_num_threads(args.threads)
     random.seed(args.seed)
@@ -610,6 +622,9 @@ def main(argv=None):
     tok = processor.tokenizer
     log(f"vocabulary {len(tok)} tokens; eos <|im_end|> = {tok.eos_token_id}, pad = {tok.pad_token_id}")
     eval_examples = make_examples(args.seed + 999_983, args.eval_n)  # held out (training uses seed-derived rngs)
+    if mix.rows:  # row pictures among them too, spread so that the progress evaluations' first third has some
+        for i, example in enumerate(make_examples(args.seed + 999_979, max(args.eval_n // 6, 3), kinds=(ROW_KIND,))):
+            eval_examples.insert(7 * i, example)
 
     target = load_model(args.init_target) if args.init_target else build_model(TARGET_CFG, tok, args.seed)
     draft = load_model(args.init_draft) if args.init_draft else build_model(DRAFT_CFG, tok, args.seed + 1)

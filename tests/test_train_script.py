@@ -144,17 +144,20 @@ def full_recipe_runs(out: Path, work: Path) -> list[list[str]]:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1500)  # eleven runs, each loading, saving and evaluating a pair (past 600 s on a busy CPU)
 def test_the_full_recipe_chains_its_runs(tmp_path):
     """scripts/train_builtin_pair_full.sh, each stage cut to 2 steps: run 2 trains run 1's target
     on, run 3 distils run 1's draft from run 2's target, run 4 trains that pair on and lands it in
     OUT, the next makes the hesitant draft (one layer) beside it, run 6 distils the sure draft on, and
-    run 7 trains the target on (in WORK) and distils the sure draft from it into OUT."""
+    run 7 trains the target on (in WORK) and distils the sure draft from it into OUT; run 8 trains
+    that target on the world with rows to read and JPEGs (in WORK), and distils both drafts from it
+    into OUT."""
     from safetensors.torch import load_file
 
     script = load_script()
     out, work = tmp_path / "pair", tmp_path / "work"
     runs = full_recipe_runs(out, work)
-    assert len(runs) == 8
+    assert len(runs) == 11
     tiny = ["--batch-size", "2", "--eval-n", "8", "--threads", "1"]
 
     def weights(folder: Path) -> dict[str, torch.Tensor]:
@@ -168,11 +171,14 @@ def test_the_full_recipe_chains_its_runs(tmp_path):
 
     before_run_6: dict[str, dict[str, torch.Tensor]] = {}
     before_run_7: dict[str, dict[str, torch.Tensor]] = {}
+    after_run_7: dict[str, dict[str, torch.Tensor]] = {}
     for index, args in enumerate(runs):
         if index == 5:
             before_run_6 = {role: weights(out / role) for role in ("target", "draft")}
         if index == 6:
             before_run_7 = {role: weights(out / role) for role in ("target", "draft", "hesitant-draft")}
+        if index == 8:
+            after_run_7 = {role: weights(out / role) for role in ("target", "draft", "hesitant-draft")}
         steps = []
         for stage in ("target-vision", "target", "draft-vision", "draft"):
             minutes = args[args.index(f"--{stage}-minutes") + 1] if f"--{stage}-minutes" in args else "1"
@@ -191,10 +197,16 @@ def test_the_full_recipe_chains_its_runs(tmp_path):
     assert not same(before_run_6["draft"], before_run_7["draft"])  # and distilled the sure draft on
     run7 = work / "run7"
     assert not same(before_run_7["target"], weights(run7 / "target"))  # run 7 trained the target on
-    assert same(weights(run7 / "target"), weights(out / "target"))  # which lands in OUT
     assert same(before_run_7["draft"], weights(run7 / "draft"))  # its first step left the draft alone
-    assert not same(before_run_7["draft"], weights(out / "draft"))  # its second distilled it on
-    assert same(before_run_7["hesitant-draft"], weights(out / "hesitant-draft"))  # the hesitant draft stays
+    assert not same(before_run_7["draft"], after_run_7["draft"])  # its second distilled it on
+    assert same(before_run_7["hesitant-draft"], after_run_7["hesitant-draft"])  # run 7 kept the hesitant draft
+    assert same(weights(run7 / "target"), after_run_7["target"])  # run 7's target landed in OUT
+    run8 = work / "run8"
+    assert not same(after_run_7["target"], weights(run8 / "target"))  # run 8 trained the target on
+    assert same(weights(run8 / "target"), weights(out / "target"))  # which lands in OUT
+    assert not same(after_run_7["draft"], weights(out / "draft"))  # and distilled both drafts from it
+    assert not same(after_run_7["hesitant-draft"], weights(out / "hesitant-draft"))
+    assert "--rows" in runs[8] and "--jpeg" in runs[8] and "--rows" in runs[10]
     pair = load_pair(str(out / "target"), str(out / "draft"), device="cpu", dtype="float32")
     assert type(pair.draft.processor).__name__ == "Qwen3VLProcessor"
     hesitant = load_pair(str(out / "target"), str(out / "hesitant-draft"), device="cpu", dtype="float32")

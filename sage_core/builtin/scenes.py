@@ -31,6 +31,11 @@ Questions (``Example.kind``):
 ``video``     "what happens in the video?"                 -> "the red circle moves to the right."
 ``narrate``   "describe the video."  -> what is there at first, what happens, what is there at
               the end
+``row``       "read the shapes."  -> two rows of 4-6 small shapes of one colour each, read left to
+              right: "the red shapes in the top read : circle cross cross square triangle." Not in
+              ``KINDS`` (the fresh-scene checks stay as they were); training draws it with ``--rows``.
+              Its answers are *stretches*: 4-6 shape words in a row, every one of which needs
+              looking, between long sentences of template the draft predicts word for word.
 
 Long answers mix words the draft is sure of (the template) with words it is not (colours,
 places, counts, values): that is what makes its entropy rise and fall within one answer.
@@ -43,6 +48,7 @@ scales, offsets and canvas sizes outside the training ranges (the robustness che
 
 from __future__ import annotations
 
+import io
 import itertools
 import math
 import os
@@ -100,6 +106,13 @@ KINDS = (
 )
 #: The kinds whose answers are long (graded fact by fact).
 LONG_KINDS = ("describe", "chart", "narrate")
+#: Two rows of small shapes read left to right (``row_scene``): a long answer whose hard words come in
+#: stretches. Kept out of ``KINDS`` and ``LONG_KINDS`` so that every seeded set of examples made before
+#: it stays as it was.
+ROW_KIND = "row"
+#: Shapes per row (inclusive) and the canvas's aspect ratios (width / height) of a row picture.
+ROW_LENGTH = (4, 6)
+ROW_ASPECTS = (1.5, 1.75, 2.0)
 VIDEO_KINDS = ("video", "narrate")
 VIDEO_FPS = 4.0
 MAX_OBJECTS = 6
@@ -196,6 +209,9 @@ NARRATE_THEN = {
     "disappear": "then the {colour} {shape} disappears.",
     "recolour": "then the {colour} {shape} turns {new}.",
 }
+ROW_Q = ("read the shapes.", "read the shapes in this picture.", "what shapes are there? read the picture.")
+ROW_LINE = "the {colour} shapes in the {row} read : {shapes}."
+ROW_CLOSE = "the top shapes are {top} and the bottom shapes are {bottom}."
 NARRATE_END1 = "at the end there is a {o}."
 NARRATE_END2 = "at the end there are two shapes, a {o1} and a {o2}."
 
@@ -205,7 +221,7 @@ ALL_TEMPLATES = (
     DESCRIBE_COUNT1, DESCRIBE_COUNTN, *BAR_Q_HIGH, *BAR_Q_LOW, *BAR_Q_VALUE, *BAR_Q_COUNT, BAR_A_HIGH,
     BAR_A_LOW, BAR_A_VALUE, BAR_A_COUNT, *CHART_Q, CHART_OPEN, CHART_VALUE, CHART_CLOSE, *TEXT_Q, TEXT_A,
     *VIDEO_Q, *NARRATE_Q, *VIDEO_A.values(), NARRATE_FIRST1, NARRATE_FIRST2, *NARRATE_THEN.values(),
-    NARRATE_END1, NARRATE_END2,
+    NARRATE_END1, NARRATE_END2, *ROW_Q, ROW_LINE, ROW_CLOSE,
 )  # fmt: skip
 
 
@@ -268,7 +284,7 @@ class Example:
 
     @property
     def long(self) -> bool:
-        return self.kind in LONG_KINDS
+        return self.kind in LONG_KINDS or self.kind == ROW_KIND
 
 
 def _norm_tokens(text: str) -> list[str]:
@@ -291,6 +307,8 @@ def fact_score(example: Example, generated_answer: str) -> tuple[int, int]:
     fact, right when every phrase appears in order and no forbidden word does.
     """
     toks = _norm_tokens(generated_answer)
+    if example.kind == ROW_KIND:
+        return _row_score(example, toks)
     if example.long:
         return sum(_find(toks, f) >= 0 for f in example.facts), len(example.facts)
     if any(f in toks for f in example.forbidden):
@@ -301,6 +319,27 @@ def fact_score(example: Example, generated_answer: str) -> tuple[int, int]:
         if pos < 0:
             return 0, 1
     return 1, 1
+
+
+def rows_of(example: Example) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """A row picture's rows, top then bottom: (colour, shapes left to right)."""
+    colours = list(dict.fromkeys(t.colour for t in example.objects))
+    return tuple((c, tuple(t.shape for t in example.objects if t.colour == c)) for c in colours)
+
+
+def _row_score(example: Example, toks: list[str]) -> tuple[int, int]:
+    """Per row: its colour named with it (one fact), each shape in its place (one fact each) and
+    the row's length (one fact)."""
+    right = total = 0
+    for name, (colour, shapes) in zip(("top", "bottom"), rows_of(example), strict=True):
+        total += 2 + len(shapes)
+        right += _find(toks, f"{colour} shapes in the {name} read") >= 0
+        start = _find(toks, f"in the {name} read")
+        if start < 0:
+            continue
+        said = list(itertools.takewhile(lambda w: w in SHAPES, toks[start:]))
+        right += sum(a == b for a, b in zip(said, shapes, strict=False)) + (len(said) == len(shapes))
+    return right, total
 
 
 def grade(example: Example, generated_answer: str) -> bool:
@@ -433,6 +472,59 @@ def shape_scene(
         cx, cy, r = where
         _draw_shape(label_draw, t.shape, i + 1, cx, cy, r)
     return img, tuple(things), background, label_map
+
+
+def row_scene(rng: random.Random, style: Style = DEFAULT) -> tuple[Image.Image, tuple[Thing, ...], str, Image.Image]:
+    """Two rows of 4-6 small shapes on a wide canvas, each row in one colour (the two differ), the
+    shapes drawn independently (repeats allowed, so no shape can be guessed from the others); returns
+    the image, the objects (top row left to right, then the bottom row), the background and the
+    label map. Each object's ``cell`` is the 3x3 cell of its centre (for the per-token labels)."""
+    area = rng.randint(*style.canvas) ** 2
+    aspect = rng.choice(ROW_ASPECTS)
+    w, h = round((area * aspect) ** 0.5), round((area / aspect) ** 0.5)
+    background = rng.choice(list(BACKGROUNDS))
+    img = Image.new("RGB", (w, h), BACKGROUNDS[background])
+    draw, label_map = ImageDraw.Draw(img), Image.new("L", (w, h), 0)
+    label_draw = ImageDraw.Draw(label_map)
+    things: list[Thing] = []
+    for r, colour in enumerate(rng.sample(list(COLOURS), 2)):
+        n = rng.randint(*ROW_LENGTH)
+        slot, band = w / n, h / 2
+        radius = min(slot, band) * rng.uniform(0.3, 0.42)
+        cy = band * (r + 0.5) + rng.uniform(-0.1, 0.1) * band
+        for i in range(n):
+            cx = slot * (i + 0.5) + rng.uniform(-0.08, 0.08) * slot
+            cell = min(int(cy * 3 / h), 2) * 3 + min(int(cx * 3 / w), 2)
+            thing = Thing(colour, rng.choice(SHAPES), "small", cell)
+            where = (cx, cy, radius * rng.uniform(0.9, 1.1))
+            if style.hand:
+                _draw_hand(rng, draw, thing.shape, COLOURS[colour], where)
+            else:
+                _draw_thing(draw, thing, where)
+            _draw_shape(label_draw, thing.shape, len(things) + 1, *where)
+            things.append(thing)
+    return img, tuple(things), background, label_map
+
+
+def ask_rows(rng: random.Random, image: Image.Image, things: tuple[Thing, ...], background: str) -> Example:
+    """ "read the shapes." about a :func:`row_scene`: the opening of a description, each row's shapes
+    left to right, and the two colours again."""
+    example = Example(image, rng.choice(ROW_Q), "", ROW_KIND, objects=things)
+    (top, first), (bottom, second) = rows_of(example)
+    lines = [ROW_LINE.format(colour=c, row=name, shapes=" ".join(shapes))
+             for name, (c, shapes) in (("top", (top, first)), ("bottom", (bottom, second)))]  # fmt: skip
+    opening = DESCRIBE_OPEN.format(aspect=aspect_name(image), background=background)
+    answer = " ".join([opening, *lines, ROW_CLOSE.format(top=top, bottom=bottom)])
+    facts = (f"{top} shapes in the top read", f"{bottom} shapes in the bottom read")
+    return replace(example, answer=answer, facts=facts)
+
+
+def jpeg(image: Image.Image, quality: int) -> Image.Image:
+    """``image`` saved as a JPEG of ``quality`` and read back (as a visitor's saved picture is)."""
+    buffer = io.BytesIO()
+    image.save(buffer, "JPEG", quality=quality)
+    buffer.seek(0)
+    return Image.open(buffer).convert("RGB")
 
 
 def bar_chart(
@@ -690,6 +782,9 @@ def make_example(rng: random.Random, kind: str | None = None, style: Style = DEF
             text_image(rng, text, style), rng.choice(TEXT_Q), TEXT_A.format(text=text), kind, (text,),
             _others(text, WORDS), (text,),
         )  # fmt: skip
+    if kind == ROW_KIND:
+        image, things, background, label_map = row_scene(rng, style)
+        return replace(ask_rows(rng, image, things, background), labels=label_map)
     if kind not in KINDS:
         raise ValueError(f"unknown kind {kind!r}")
     low = 2 if kind == "describe" else 1

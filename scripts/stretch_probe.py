@@ -1,0 +1,212 @@
+"""Where the draft hesitates along an answer: SAGE's premise measured token by token and on a chain's rounds.
+
+    PYTHONPATH=. python3 scripts/stretch_probe.py                       # the shipped pair, 60 long answers
+    PYTHONPATH=. python3 scripts/stretch_probe.py --kinds row --n 40    # the row pictures alone
+    PYTHONPATH=. python3 scripts/stretch_probe.py --dir /work/world-ckpt/pair --decode sage,chain,static
+
+For each fresh example (seed never used in training; ``--kinds`` in turn) the target answers greedily
+(batched ``generate``); the draft is then teacher-forced on that answer, and at every answer position
+its top-k (k = SAGE's candidates, 10) entropy and α = 1 - H / log k are read (the quantities SAGE's
+policy reads at a round's root). Printed, per kind and pooled:
+
+* **lag-1 autocorrelation of the draft's per-token entropy** along the answers (pairs within an
+  answer, pooled; and the mean of the per-answer figures): does hesitation come in stretches?
+* **a 5-token chain's rounds, simulated exactly for greedy decoding**: each round starts after the
+  last committed token, the chain is the draft's greedy continuation, the accepted length is the
+  run of draft tokens equal to the target's; corr(α at the round's root, accepted length), pooled,
+  where α does not choose the tree (no confound), and the chain's τ.
+* with ``--decode``: the methods decoded for real (``sage_core.decode``, float32, greedy), τ with a
+  95 % interval over prompts, SAGE's own rounds' corr(α, accepted length) and lag-1 autocorrelation
+  of the round entropy (pooled), and whether every method's tokens equal plain decoding's.
+
+Counts, not times (scripts/benchmark.py measures speed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import time
+from pathlib import Path
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+
+from sage_core.builtin.quality import example_media, generate_answers  # noqa: E402
+from sage_core.builtin.scenes import LONG_KINDS, ROW_KIND, make_examples  # noqa: E402
+from sage_core.config import SageConfig  # noqa: E402
+from sage_core.models import chat_prompt, processor_inputs  # noqa: E402
+from sage_core.policy import confidence  # noqa: E402
+from sage_core.premise import pearson  # noqa: E402
+
+CHAIN = 5
+
+
+def interval(values: list[float]) -> tuple[float, float]:
+    mean = statistics.fmean(values)
+    half = 1.96 * statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else float("nan")
+    return mean, half
+
+
+@torch.no_grad()
+def token_series(target, draft, processor, example, answer: list[int], k: int) -> dict:
+    """The draft's top-k entropy, α and greedy agreement at every answer position (teacher-forced)."""
+    medium = example_media(example)
+    enc = processor_inputs(processor, [chat_prompt(processor, medium.kind, example.question)], [medium])
+    n = enc["input_ids"].shape[1]
+    ids = torch.cat([enc["input_ids"], torch.tensor([answer])], dim=1)
+    feed = dict(
+        enc,
+        input_ids=ids,
+        attention_mask=torch.ones_like(ids),
+        mm_token_type_ids=torch.cat([enc["mm_token_type_ids"], torch.zeros(1, len(answer), dtype=torch.long)], 1),
+    )
+    t_pred = target(**feed).logits[0, n - 1 : -1].argmax(-1)
+    logits = draft(**feed).logits[0, n - 1 : -1].float()
+    probs = logits.softmax(-1)
+    top = probs.topk(k, -1).values.tolist()
+    entropy, alpha = zip(*(confidence(p) for p in top), strict=True)
+    return {"entropy": list(entropy), "alpha": list(alpha), "match": (logits.argmax(-1) == t_pred).tolist()}
+
+
+def chain_rounds(series: dict, depth: int = CHAIN) -> list[tuple[float, int]]:
+    """(α at the root, accepted length) of each round of greedy chain speculation with ``depth`` draft
+    tokens. Position 0 is the prefill's token; a round starting at position s drafts s, s+1, ...;
+    the target's token after the accepted run (the bonus) is committed too."""
+    match, alpha = series["match"], series["alpha"]
+    rounds, start = [], 1
+    while start < len(match):
+        run = 0
+        while run < depth and start + run < len(match) and match[start + run]:
+            run += 1
+        rounds.append((alpha[start], run))
+        start += run + 1
+    return rounds
+
+
+def lag1(answers: list[list[float]]) -> tuple[float | None, float | None, int]:
+    """Pooled lag-1 autocorrelation (pairs within an answer), the mean of the per-answer ones, pairs."""
+    before = [x for a in answers for x in a[:-1]]
+    after = [x for a in answers for x in a[1:]]
+    per = [r for a in answers if (r := pearson(a[:-1], a[1:])) is not None]
+    return pearson(before, after), (statistics.fmean(per) if per else None), len(before)
+
+
+def summarise(name: str, rows: list[dict]) -> dict:
+    entropies = [r["series"]["entropy"][1:] for r in rows]  # position 0 is the prefill's token
+    pooled, mean_per, pairs = lag1(entropies)
+    rounds = [x for r in rows for x in r["chain"]]
+    corr = pearson([a for a, _ in rounds], [float(n) for _, n in rounds])
+    tau = statistics.fmean(n for _, n in rounds) if rounds else float("nan")
+    flat = [h for e in entropies for h in e]
+    out = {
+        "answers": len(rows),
+        "tokens": len(flat),
+        "entropy_mean": statistics.fmean(flat) if flat else float("nan"),
+        "entropy_lag1_pooled": pooled,
+        "entropy_lag1_per_answer_mean": mean_per,
+        "pairs": pairs,
+        "chain_rounds": len(rounds),
+        "chain_alpha_accept": corr,
+        "chain_tau": tau,
+        "facts_right": sum(r["right"] for r in rows) / max(sum(r["facts"] for r in rows), 1),
+    }
+    show = lambda v: "–" if v is None else f"{v:+.2f}"  # noqa: E731
+    print(
+        f"{name:<9} {len(rows):>4} answers {len(flat):>5} tokens | entropy lag-1 pooled {show(pooled)}, "
+        f"per answer {show(mean_per)} | chain-{CHAIN}: corr(α, accepted) {show(corr)} over {len(rounds)} rounds, "
+        f"τ {tau:.2f} | target facts {out['facts_right']:.3f}"
+    )
+    return out
+
+
+def decode_study(target_dir: str, draft_dir: str, examples, methods: list[str], max_new: int) -> dict:
+    from sage_core import DecodeConfig, decode, load_pair
+    from sage_core.methods import method_spec
+
+    pair = load_pair(target_dir, draft_dir, "cpu", "float32")
+    taus: dict[str, list[float]] = {m: [] for m in methods}
+    sage_rounds: list[list] = []
+    mismatches = []
+    for index, example in enumerate(examples):
+        media = example_media(example)
+        reference = decode(pair, media, example.question, DecodeConfig("ar", max_new)).run_to_end()
+        for method in methods:
+            run = decode(pair, media, example.question, DecodeConfig(method_spec(method).name, max_new))
+            summary = run.run_to_end()
+            taus[method].append(summary.mean_accepted)
+            if summary.token_ids != reference.token_ids:
+                mismatches.append(f"{index}:{method}")
+            if method == "sage":
+                sage_rounds.append([r for r in run.records if r.phase == "decode" and r.alpha is not None])
+    out: dict = {"methods": {}, "lossless": not mismatches, "mismatches": mismatches}
+    for method in methods:
+        mean, half = interval(taus[method])
+        out["methods"][method] = {"tau": mean, "half_width": half}
+        print(f"  decode {method:<10} τ {mean:.2f} ± {half:.2f}")
+    if sage_rounds:
+        alphas = [r.alpha for rs in sage_rounds for r in rs]
+        accepted = [float(r.accepted_length) for rs in sage_rounds for r in rs]
+        before = [r.entropy for rs in sage_rounds for r in rs[:-1]]
+        lag = pearson(before, [r.entropy for rs in sage_rounds for r in rs[1:]])
+        out["sage_alpha_accept"], out["sage_round_entropy_lag1"] = pearson(alphas, accepted), lag
+        print(f"  SAGE's own {len(alphas)} rounds: corr(α, accepted) {out['sage_alpha_accept']}, "
+              f"lag-1 autocorr(round entropy) {lag}")  # fmt: skip
+    print(f"  lossless: {mismatches or 'yes'}")
+    return out
+
+
+def main(argv: list[str] | None = None) -> dict:
+    from transformers import AutoModelForImageTextToText, AutoProcessor
+
+    from sage_core.builtin.scenes import fact_score
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--dir", default=str(ROOT / "assets" / "builtin"))
+    ap.add_argument("--draft-dir", help="the draft's folder (default DIR/draft)")
+    ap.add_argument("--n", type=int, default=60)
+    ap.add_argument("--seed", type=int, default=31337)
+    ap.add_argument("--kinds", default=",".join((*LONG_KINDS, ROW_KIND)))
+    ap.add_argument("--decode", default="", help="also decode for real with these methods (e.g. sage,chain,static)")
+    ap.add_argument("--max-new-tokens", type=int, default=128)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--json")
+    args = ap.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    d = Path(args.dir)
+    draft_dir = args.draft_dir or str(d / "draft")
+    processor = AutoProcessor.from_pretrained(d / "target")
+    target = AutoModelForImageTextToText.from_pretrained(d / "target").eval()
+    draft = AutoModelForImageTextToText.from_pretrained(draft_dir).eval()
+    k = SageConfig().candidates
+    kinds = tuple(args.kinds.split(","))
+    examples = make_examples(args.seed, args.n, kinds=kinds)
+    started = time.perf_counter()
+    texts, answers = generate_answers(target, processor, examples, args.max_new_tokens)
+    rows = []
+    for e, text, ans in zip(examples, texts, answers, strict=True):
+        series = token_series(target, draft, processor, e, ans, k)
+        right, facts = fact_score(e, text)
+        rows.append({"kind": e.kind, "series": series, "chain": chain_rounds(series), "right": right, "facts": facts})
+    print(f"{args.n} fresh examples (seed {args.seed}: {', '.join(kinds)}), draft {draft_dir}, top-{k} entropy")
+    figures: dict = {"n": args.n, "seed": args.seed, "kinds": {}}
+    for kind in kinds:
+        figures["kinds"][kind] = summarise(kind, [r for r in rows if r["kind"] == kind])
+    figures["pooled"] = summarise("pooled", rows)
+    if args.decode:
+        figures["decode"] = decode_study(str(d / "target"), draft_dir, examples, args.decode.split(","),
+                                         args.max_new_tokens)  # fmt: skip
+    print(f"took {time.perf_counter() - started:.0f} s")
+    if args.json:
+        Path(args.json).write_text(json.dumps(figures, indent=2) + "\n")
+    return figures
+
+
+if __name__ == "__main__":
+    main()
