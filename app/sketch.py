@@ -140,18 +140,28 @@ def sketch_file(value: Any, folder: Path = SKETCH_DIR) -> str | None:
     return str(path)
 
 
-def use_sketch(value: Any, prompt: Any) -> tuple[Any, Any, Any, Any]:
-    """The image input, the video input, the prompt and the status after a stroke: the drawing, no clip,
-    a description asked for when the prompt is empty, and the status unchanged (a drawing too large
-    leaves the inputs as they were and says why)."""
+def forget_sketch(path: Any, folder: Path = SKETCH_DIR) -> None:
+    """Remove a visitor's saved drawing (their state's `delete_callback`, and when they draw the next one);
+    only a file of the drawings' folder is ever removed."""
+    if isinstance(path, str) and Path(path).parent == folder:
+        Path(path).unlink(missing_ok=True)
+
+
+def use_sketch(value: Any, prompt: Any, previous: Any = None) -> tuple[Any, Any, Any, Any, Any]:
+    """The image input, the video input, the prompt, the status and the visitor's saved drawing after a
+    stroke: the drawing, no clip, a description asked for when the prompt is empty, and the status
+    unchanged (a drawing too large leaves the inputs as they were and says why). The visitor's previous
+    drawing is removed, so a visitor holds one file at most, and it goes with their state."""
     if isinstance(value, TooLarge):
-        return gr.update(), gr.update(), gr.update(), error_html(str(value))
+        return gr.update(), gr.update(), gr.update(), error_html(str(value)), previous
     path = sketch_file(value)
+    forget_sketch(previous)
     wanted = prompt if isinstance(prompt, str) and prompt.strip() else (SKETCH_PROMPT if path else prompt)
-    return path, None, wanted, gr.update()
+    return path, None, wanted, gr.update(), path
 
 
 def wire_sketch(page: Page, sketch: gr.Sketchpad) -> None:
     """Each change of the drawing becomes the race's picture (outside the queue: the work is bounded)."""
-    sketch.change(use_sketch, [sketch, page.prompt], [page.image, page.video, page.prompt, page.status],
+    drawn = gr.State(None, delete_callback=forget_sketch)  # the visitor's saved drawing, removed with them
+    sketch.change(use_sketch, [sketch, page.prompt, drawn], [page.image, page.video, page.prompt, page.status, drawn],
                   queue=False, api_visibility="private")  # fmt: skip

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 
 import gradio as gr
@@ -37,10 +38,26 @@ def test_nothing_drawn_is_no_picture_and_a_prompt_is_asked_for_only_when_empty(t
     assert sketch.sketch_file({"composite": empty, "layers": []}, tmp_path) is None
     assert sketch.sketch_file(None, tmp_path) is None
     as_array = {"composite": np.asarray(strokes()), "layers": []}
-    image, video, prompt, _ = sketch.use_sketch(as_array, "")
+    image, video, prompt, _, saved = sketch.use_sketch(as_array, "")
+    assert saved == image
     assert image is not None and video is None and prompt == sketch.SKETCH_PROMPT
     assert sketch.use_sketch(as_array, "how many shapes are there?")[2] == "how many shapes are there?"
     assert sketch.use_sketch({"composite": empty}, "")[:2] == (None, None)
+
+
+def test_a_visitor_holds_one_saved_drawing_and_it_goes_with_their_state():
+    """Each stroke's drawing replaces the visitor's previous file; the state's delete callback removes the
+    last one; nothing outside the drawings' folder is ever removed."""
+    as_array = {"composite": np.asarray(strokes()), "layers": []}
+    first = sketch.use_sketch(as_array, "")[4]
+    second = sketch.use_sketch(as_array, "", first)[4]
+    assert first != second and not Path(first).exists() and Path(second).exists()
+    sketch.forget_sketch(second)  # what the visitor's gr.State calls when it is deleted
+    assert not Path(second).exists()
+    elsewhere = Path(tempfile.mkdtemp()) / "keep.png"
+    elsewhere.write_bytes(b"x")
+    sketch.forget_sketch(str(elsewhere))
+    assert elsewhere.exists()
 
 
 def test_the_brush_offers_the_world_colours():
