@@ -584,36 +584,21 @@ class Handlers:
         lane = data.lane(method) if data is not None and method else None
         if data is None or lane is None:
             return {}
-        step_number = None if step is None else int(step)
-        return {
-            self.page.fig_tree: tree_figure(lane.records, step_number, data.token_texts, lane.method, data.replay),
-            self.page.explain: explain_html(
-                lane.records,
-                step_number,
-                data.token_texts,
-                lane.method,
-                sage_of(data, lane.method),
-                data.replay,
-                settings_of(data, lane.method),
-            ),
-        }
+        return self.tree_view(data, lane, None if step is None else int(step))
+
+    def tree_view(self, data: RaceData, lane: Any, step: int | None) -> Update:
+        """The tree panel and the explainer for one lane at one round (None: its latest)."""
+        explained = explain_html(lane.records, step, data.token_texts, lane.method, sage_of(data, lane.method),
+                                 data.replay, settings_of(data, lane.method))  # fmt: skip
+        figure = tree_figure(lane.records, step, data.token_texts, lane.method, data.replay)
+        return {self.page.fig_tree: figure, self.page.explain: explained}
 
     def show_lane(self, data: RaceData | None, method: str | None) -> Update:
         _, slider, chosen = self.tree_controls(data, method)
         lane = data.lane(chosen) if data is not None and chosen else None
         if data is None or lane is None:
             return {}
-        figure = tree_figure(lane.records, None, data.token_texts, lane.method, data.replay)
-        explained = explain_html(
-            lane.records,
-            None,
-            data.token_texts,
-            lane.method,
-            sage_of(data, lane.method),
-            data.replay,
-            settings_of(data, lane.method),
-        )
-        return {self.page.fig_tree: figure, self.page.explain: explained, self.page.tree_round: slider}
+        return {**self.tree_view(data, lane, None), self.page.tree_round: slider}
 
     # -- the teaching mode's Step: one round at a time on every side --
 

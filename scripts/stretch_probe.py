@@ -38,10 +38,9 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 
-from sage_core.builtin.quality import example_media, generate_answers  # noqa: E402
+from sage_core.builtin.quality import example_media, generate_answers, teacher_forced_feed  # noqa: E402
 from sage_core.builtin.scenes import LONG_KINDS, ROW_KIND, make_examples  # noqa: E402
 from sage_core.config import SageConfig  # noqa: E402
-from sage_core.models import chat_prompt, processor_inputs  # noqa: E402
 from sage_core.policy import confidence  # noqa: E402
 from sage_core.premise import pearson  # noqa: E402
 
@@ -57,16 +56,7 @@ def interval(values: list[float]) -> tuple[float, float]:
 @torch.no_grad()
 def token_series(target, draft, processor, example, answer: list[int], k: int) -> dict:
     """The draft's top-k entropy, α and greedy agreement at every answer position (teacher-forced)."""
-    medium = example_media(example)
-    enc = processor_inputs(processor, [chat_prompt(processor, medium.kind, example.question)], [medium])
-    n = enc["input_ids"].shape[1]
-    ids = torch.cat([enc["input_ids"], torch.tensor([answer])], dim=1)
-    feed = dict(
-        enc,
-        input_ids=ids,
-        attention_mask=torch.ones_like(ids),
-        mm_token_type_ids=torch.cat([enc["mm_token_type_ids"], torch.zeros(1, len(answer), dtype=torch.long)], 1),
-    )
+    n, feed = teacher_forced_feed(processor, example, answer)
     t_pred = target(**feed).logits[0, n - 1 : -1].argmax(-1)
     logits = draft(**feed).logits[0, n - 1 : -1].float()
     probs = logits.softmax(-1)

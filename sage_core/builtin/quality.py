@@ -102,6 +102,19 @@ def _tokens_per_pass(matches: list[bool], k: int) -> float:
 
 
 @torch.no_grad()
+def teacher_forced_feed(processor: Any, example: Any, answer: list[int]) -> tuple[int, dict]:
+    """The prompt's length and one forward's inputs: the example's prompt followed by `answer` (teacher forcing),
+    so logits[0, n - 1 : -1] predict the answer's tokens."""
+    medium = example_media(example)
+    enc = processor_inputs(processor, [chat_prompt(processor, medium.kind, example.question)], [medium])
+    n = enc["input_ids"].shape[1]
+    ids = torch.cat([enc["input_ids"], torch.tensor([answer])], dim=1)
+    extra = torch.zeros(1, len(answer), dtype=torch.long)
+    feed = dict(enc, input_ids=ids, attention_mask=torch.ones_like(ids),
+                mm_token_type_ids=torch.cat([enc["mm_token_type_ids"], extra], 1))  # fmt: skip
+    return n, feed
+
+
 def agreement(
     target: Any, draft: Any, processor: Any, examples: Sequence[Example], target_answer_ids: Sequence[list[int]]
 ) -> dict:
@@ -121,16 +134,7 @@ def agreement(
     for e, ans in zip(examples, target_answer_ids, strict=True):
         if not ans:
             continue
-        medium = example_media(e)
-        enc = processor_inputs(processor, [chat_prompt(processor, medium.kind, e.question)], [medium])
-        n = enc["input_ids"].shape[1]
-        ids = torch.cat([enc["input_ids"], torch.tensor([ans])], dim=1)
-        feed = dict(
-            enc,
-            input_ids=ids,
-            attention_mask=torch.ones_like(ids),
-            mm_token_type_ids=torch.cat([enc["mm_token_type_ids"], torch.zeros(1, len(ans), dtype=torch.long)], 1),
-        )
+        n, feed = teacher_forced_feed(processor, e, ans)
         t_pred = target(**feed).logits[0, n - 1 : -1].argmax(-1)
         d_pred = draft(**feed).logits[0, n - 1 : -1].argmax(-1)
         match = (t_pred == d_pred).tolist()
