@@ -487,7 +487,7 @@ class Handlers:
         try:
             request = self.request(form)
             choice = request.pair
-            notes = notes_html(race_notes(choice.target, request.media))
+            notes = notes_html(race_notes(choice.target, request.media, request.prompt))
             if notes:  # said before the race, before any load
                 yield self.status_only(notes + pair_status(choice, "Starting the race with"))
             if not models.PAIRS.loaded(choice.target, choice.draft):
@@ -512,7 +512,7 @@ class Handlers:
     def race_to_end(self, form: RaceForm) -> dict:
         request = self.request(form)
         budget = Budget(self.settings.limits.max_race_seconds)
-        notes = race_notes(request.pair.target, request.media)
+        notes = race_notes(request.pair.target, request.media, request.prompt)
         return race_result(last(budget.spend(self.race(request, self.load_for(request)))), notes=notes)
 
     # -- replays --

@@ -3,13 +3,16 @@
 With the built-in pair a picture from outside its synthetic world gets a note
 (`sage_core.builtin.world.outside_world`): what the pair knows, that the race
 stays lossless but the answer will be nonsense, and that the GPU pairs read
-photos. The `/race` answer carries the same sentences as `notes`.
+photos. A question the pair was not taught for its picture gets one too
+(`sage_core.builtin.asking.question_note`: why, and which questions to ask).
+The `/race` answer carries the same sentences as `notes`.
 """
 
 from __future__ import annotations
 
 import html
 
+from sage_core.builtin.asking import question_note
 from sage_core.builtin.world import outside_world
 from sage_core.media import Media
 
@@ -26,11 +29,14 @@ OUTSIDE_WORLD_NOTE = (
 )
 
 
-def race_notes(target: str, media: Media) -> list[str]:
-    """The sentences to show before a race of `media` on the pair whose target is `target`."""
-    if target == BUILTIN_TARGET and outside_world(media):
+def race_notes(target: str, media: Media, prompt: str = "") -> list[str]:
+    """The sentences to show before a race of `media` and `prompt` on the pair whose target is `target`:
+    for the built-in pair, the photo note, else the untaught question's note (or none)."""
+    if target != BUILTIN_TARGET:
+        return []
+    if outside_world(media):
         return list(OUTSIDE_WORLD_NOTE)
-    return []
+    return list(question_note(prompt, media))
 
 
 def notes_html(notes: list[str]) -> str:
