@@ -29,7 +29,7 @@ import torch
 from PIL import Image
 
 from sage_core import DecodeConfig, ModelPair, SageError, decode, image_media, load_pair
-from sage_core.costs import CostCurve, measure_costs
+from sage_core.costs import CostCurve, measure_cost_spread
 from sage_core.errors import ConfigError, ModelLoadError
 from sage_core.models.presets import GPU_PRESETS
 
@@ -325,10 +325,11 @@ def warm_up(pair: ModelPair) -> CostCurve | None:
 
 
 def measure_warm_costs(pair: ModelPair) -> CostCurve | None:
-    """The cost curve after the warm-up (sage_core.costs); None, logged, when it cannot be measured."""
+    """The cost curve after the warm-up, with each point's spread over interleaved passes (sage_core.costs);
+    None, logged, when it cannot be measured."""
     media = image_media(Image.new("RGB", (112, 112), (255, 255, 255)), "warm-up")
     try:
-        return measure_costs(pair, media, WARM_UP_PROMPT)
+        return measure_cost_spread(pair, media, WARM_UP_PROMPT)
     except (RuntimeError, ValueError) as error:
         log.warning("the cost curve could not be measured: %s", error)
         return None

@@ -59,6 +59,7 @@ CSS = """
 .sage-status.replay { background: #fef3c7; color: #78350f; border: 1px solid #fcd34d; }
 .sage-why summary { cursor: pointer; font-size: 13px; color: #1e3a8a; }
 .sage-why { font-size: 13px; margin-top: 4px; }
+.sage-table td.sage-noise { color: #94a3b8; text-decoration: line-through dotted; }
 .sage-headline-note { font-size: 14px; font-weight: 600; }
 .sage-headline { font-size: 20px; font-weight: 700; color: #4c1d95; margin: 8px 0 2px 0; }
 """
@@ -320,7 +321,9 @@ def table_html(data: RaceData | None) -> str:
     figures = lane_figures(data)
     lead = lead_method(figures)
     overall, decode_only = speedups_of(figures), speedups_of(figures, decode_only=True)
-    predicted = predicted_speedups(data.costs, data.records_by_method(), lead) if data.costs else {}
+    # (the curve's predictions only when none of its points is noise: a noisy point would be read as a cost)
+    trusted = data.costs is not None and not data.costs.noisy
+    predicted = predicted_speedups(data.costs, data.records_by_method(), lead) if trusted and data.costs else {}
     rows = []
     for method, f in figures.items():
         if method == lead:
@@ -328,7 +331,7 @@ def table_html(data: RaceData | None) -> str:
         else:
             speed = f"{overall[method]:.2f}×" if method in overall else "–"
             decode_speed = f"{decode_only[method]:.2f}×" if method in decode_only else "–"
-        if data.costs is not None:
+        if trusted:
             decode_speed += (
                 f" <span title='predicted by the measured costs'>({predicted[method]:.2f}×)</span>"
                 if (method in predicted)
@@ -353,27 +356,57 @@ def table_html(data: RaceData | None) -> str:
         "tokens / target forward counts the bonus (= τ + 1 per round, prefill included). Time is each side's "
         "own device-synchronised time, prefill included; decode-only leaves the prefill out."
         + (" In brackets: the decode-only speedup the measured cost curve predicts from each side's rounds "
-           "(tree sizes and tokens per round)." if data.costs is not None else "")
+           "(tree sizes and tokens per round)." if trusted else "")
+        + (" No predicted speedups: the cost curve below has points that are noise." if data.costs is not None
+           and not trusted else "")
     )  # fmt: skip
     table = f"<table class='sage-table'><caption>{caption}</caption>{head}{''.join(rows)}</table>"
     return wrap(table + costs_html(data.costs, data.replay) + premise_html(data))
 
 
 def costs_html(curve: CostCurve | None, replay: bool = False) -> str:
-    """The measured verification cost curve: a tree of N nodes against the one-token step, and a draft level."""
+    """The measured verification cost curve: a tree of N nodes against the one-token step, and a draft level;
+    each time's spread when it was measured, and a point that is noise (`CostCurve.noise`) flagged as such."""
     if curve is None:
         return ""
     source = "recorded with the race" if replay else "measured at the warm-up"
+    noise, step_noise = curve.noise(), curve.step_noise()
+    spread = curve.verify_spread_ms or (0.0,) * len(curve.sizes)
+    draft_spread = curve.draft_spread_ms or (0.0,) * len(curve.sizes)
     cells = "".join(f"<th>{n}</th>" for n in curve.sizes)
-    verify = "".join(f"<td>{v:.2f} ({v / curve.one_token_ms:.2f}×)</td>" for v in curve.verify_ms)
-    draft = "".join(f"<td>{v:.2f}</td>" for v in curve.draft_level_ms)
+    verify = "".join(
+        _cost_cell(f"{v:.2f}{_spread(s)} ({v / curve.one_token_ms:.2f}×)", why)
+        for v, s, why in zip(curve.verify_ms, spread, noise, strict=True)
+    )
+    draft = "".join(f"<td>{v:.2f}{_spread(s)}</td>" for v, s in zip(curve.draft_level_ms, draft_spread, strict=True))
+    how = (
+        f"medians of {curve.repeats} interleaved runs, ± half their interquartile range"
+        if curve.repeats
+        else "medians of synchronised runs"
+    )
+    step = f"{curve.one_token_ms:.2f}{_spread(curve.one_token_spread_ms)} ms" + (" ⚠ noise" if step_noise else "")
+    flagged = [why for why in (step_noise, *noise) if why]
+    warning = (
+        f" <b>⚠ Noise, not a cost</b> (greyed; a bigger tree never costs less, and a busy machine only adds "
+        f"time): {_esc('; '.join(flagged))}." if flagged else ""
+    )  # fmt: skip
     return (
         f"<table class='sage-table'><caption>Verification cost ({source}, {_esc(curve.device)}, "
-        f"{_esc(curve.dtype)}, medians of synchronised runs): a target forward over a tree of N nodes in ms "
-        f"(× the one-token step of {curve.one_token_ms:.2f} ms), and a draft level of N nodes.</caption>"
+        f"{_esc(curve.dtype)}, {how}): a target forward over a tree of N nodes in ms "
+        f"(× the one-token step of {step}), and a draft level of N nodes.{warning}</caption>"
         f"<tr><th>nodes</th>{cells}</tr><tr><td>verify</td>{verify}</tr><tr><td>draft level</td>{draft}</tr>"
         "</table>"
     )
+
+
+def _spread(ms: float) -> str:
+    return f" ±{ms / 2:.2f}" if ms > 0 else ""
+
+
+def _cost_cell(text: str, why: str) -> str:
+    if not why:
+        return f"<td>{text}</td>"
+    return f"<td class='sage-noise' title='{_esc(why)}: noise, not a cost'>⚠ {text}</td>"
 
 
 def premise_html(data: RaceData) -> str:

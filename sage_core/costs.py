@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import numpy
 import torch
 
 from .backends import ModelBackend, open_backend
@@ -44,6 +45,10 @@ if TYPE_CHECKING:
     from .proposers import Drafter
 
 COST_SIZES: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
+#: A time is noise when its runs' interquartile range is above this share of their median (`CostCurve.noise`).
+NOISY_SPREAD = 0.25
+#: ... or when it is dearer than a larger tree's by more than the two spreads and this share of the larger.
+MONOTONE_SLACK = 0.1
 TREE_WIDTH = 4  # the measured trees: the root's first 4 children, then 4 children per node in order
 
 
@@ -58,6 +63,40 @@ class CostCurve:
     one_token_ms: float
     verify_ms: tuple[float, ...]
     draft_level_ms: tuple[float, ...]
+    #: The spread of each time: the interquartile range of its `repeats` runs, ms (`measure_cost_spread`;
+    #: empty or 0 when the curve was measured without it).
+    one_token_spread_ms: float = 0.0
+    verify_spread_ms: tuple[float, ...] = ()
+    draft_spread_ms: tuple[float, ...] = ()
+    repeats: int = 0
+
+    def noise(self) -> tuple[str, ...]:
+        """Per size, why its verification time is noise rather than a cost ("" when it is not): a spread
+        above `NOISY_SPREAD` of its median, or dearer than a larger tree's time beyond both spreads (and
+        `MONOTONE_SLACK`): a bigger tree never costs less, and interference only ever adds time."""
+        spread = self.verify_spread_ms or (0.0,) * len(self.sizes)
+        out = []
+        for i, (size, ms) in enumerate(zip(self.sizes, self.verify_ms, strict=True)):
+            dearer = [n for j, n in enumerate(self.sizes) if j > i and ms - self.verify_ms[j]
+                      > max(spread[i] + spread[j], MONOTONE_SLACK * self.verify_ms[j])]  # fmt: skip
+            if ms > 0 and spread[i] > NOISY_SPREAD * ms:
+                out.append(f"{size} nodes: runs spread over {spread[i] / ms:.0%} of the median")
+            elif dearer:
+                out.append(f"{size} nodes: dearer than {dearer[-1]} nodes beyond the spread")
+            else:
+                out.append("")
+        return tuple(out)
+
+    def step_noise(self) -> str:
+        """Why the one-token step's time is noise ("" when it is not): its spread above `NOISY_SPREAD`."""
+        ms = self.one_token_ms
+        if ms > 0 and self.one_token_spread_ms > NOISY_SPREAD * ms:
+            return f"the one-token step: runs spread over {self.one_token_spread_ms / ms:.0%} of the median"
+        return ""
+
+    @property
+    def noisy(self) -> bool:
+        return bool(self.step_noise() or any(self.noise()))
 
     def verify_at(self, nodes: int) -> float:
         """A round's verification of `nodes` nodes (0: plain decoding's one-token step)."""
@@ -93,6 +132,48 @@ class CostCurve:
             out.append(f"  {size:>3} nodes: verify {verify:7.2f} ms ({ratio:4.2f} one-token steps), "
                        f"draft level {draft:6.2f} ms")  # fmt: skip
         return out
+
+
+def measure_cost_spread(
+    pair: ModelPair, media: Media, prompt: str, backend: Backend = "fast", passes: int = 9, warmup: int = 2
+) -> CostCurve:
+    """The curve of `measure_costs` with a spread: `passes` passes over every time in turn after `warmup`
+    untimed ones (so a busy moment of the machine hits every size alike), each time the median of its
+    passes and its spread their interquartile range; `CostCurve.noise` then names the points that are noise."""
+    if passes < 4 or warmup < 0:
+        raise ValueError("the spread needs at least 4 passes and warmup >= 0")
+    prepared = with_draft_inputs(pair, prepare_inputs(pair, media, prompt))
+    target, draft = open_backend(pair.target, backend), open_backend(pair.draft, backend, draft=True)
+    assert prepared.draft is not None
+    with torch.inference_mode():
+        target_state, logits = target.prefill(prepared.target, COST_SIZES[-1] + 2)
+        draft_state = draft.prefill(prepared.draft, COST_SIZES[-1] + 2)[0]
+    root, vocab = int(logits.argmax()), pair.shared_vocab_size
+    trees = [measured_tree(n, root) for n in (0, *COST_SIZES)]
+    runs = [functools.partial(_verify_once, target, target_state, root, tree) for tree in trees]
+    runs += [functools.partial(_draft_level_once, draft, draft_state, root, n, vocab) for n in COST_SIZES]
+    medians, spreads = _interleaved(runs, pair.devices, passes, warmup)
+    n = len(COST_SIZES)
+    dtype = str(pair.target.dtype).removeprefix("torch.")
+    return CostCurve(
+        str(pair.device), dtype, backend, COST_SIZES, medians[0], tuple(medians[1 : 1 + n]),
+        tuple(medians[1 + n :]), spreads[0], tuple(spreads[1 : 1 + n]), tuple(spreads[1 + n :]), passes,
+    )  # fmt: skip
+
+
+def _interleaved(
+    runs: Sequence[Callable[[], object]], devices: Sequence[torch.device], passes: int, warmup: int
+) -> tuple[list[float], list[float]]:
+    """Each run's median time and interquartile range (ms) over `passes` passes over all of them in turn."""
+    times: list[list[float]] = [[] for _ in runs]
+    with torch.inference_mode():
+        for number in range(warmup + passes):
+            for run, kept in zip(runs, times, strict=True):
+                milliseconds = _median_ms(run, devices, 1, 0)
+                if number >= warmup:
+                    kept.append(milliseconds)
+    spreads = [float(numpy.percentile(ms, 75) - numpy.percentile(ms, 25)) for ms in times]
+    return [statistics.median(ms) for ms in times], spreads
 
 
 def _interpolate(sizes: Sequence[int], values: Sequence[float], at: int) -> float:

@@ -1,0 +1,88 @@
+"""The cost curve with its spread: measured over interleaved passes, and a point that is noise flagged.
+
+A 1-node verification once read "10.21x a one-token step" and a 2-node one "8.08x" on a busy
+machine: noise shown as fact. `measure_cost_spread` times every point in turn over several passes
+(median and interquartile range); `CostCurve.noise` names a point whose spread is large or which is
+dearer than a larger tree beyond the spreads; the app's table greys and names it and then shows no
+predicted speedups; the spread travels with a race's trace."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from app_records import synthetic_race
+from conftest import tiny_folder
+
+from app import render
+from app.race import parse_race, race_trace_lines
+from sage_core import load_pair
+from sage_core.costs import COST_SIZES, NOISY_SPREAD, CostCurve, measure_cost_spread
+from sage_core.records import TraceError
+
+SIZES = (1, 2, 4, 8)
+
+
+def curve(verify: tuple[float, ...], spread: tuple[float, ...] = (), step_spread: float = 0.0) -> CostCurve:
+    draft = (0.5, 0.6, 0.7, 0.9)
+    return CostCurve("cpu", "float32", "fast", SIZES, 1.0, verify, draft, step_spread, spread, (0.01,) * 4, 9)
+
+
+def test_the_busy_machine_case_is_flagged_and_a_clean_curve_is_not():
+    busy = curve((10.21, 8.08, 1.6, 1.9), (0.2, 0.3, 0.05, 0.05))
+    noise = busy.noise()
+    assert noise[0].startswith("1 nodes: dearer than 8 nodes") and noise[1].startswith("2 nodes: dearer than 8")
+    assert noise[2:] == ("", "") and busy.noisy
+    clean = curve((1.2, 1.4, 1.6, 1.9), (0.05, 0.05, 0.05, 0.1))
+    assert clean.noise() == ("",) * 4 and not clean.noisy
+
+
+def test_a_dip_within_the_spread_or_the_slack_is_not_noise_and_a_wide_spread_is():
+    assert curve((1.5, 1.4, 1.6, 1.9), (0.1, 0.1, 0.05, 0.05)).noise() == ("",) * 4  # 0.1 within 0.2
+    assert curve((1.5, 1.4, 1.6, 1.9)).noise() == ("",) * 4  # no spread measured: within 10 % of 1.4
+    assert curve((1.6, 1.4, 1.6, 1.9)).noise()[0] == "1 nodes: dearer than 2 nodes beyond the spread"
+    wide = curve((1.2, 1.4, 1.6, 1.9), (0.05, NOISY_SPREAD * 1.4 * 1.2, 0.05, 0.1), step_spread=0.5)
+    assert wide.noise()[1].startswith("2 nodes: runs spread over 30%") and wide.step_noise()
+
+
+def test_the_table_greys_and_names_noise_and_then_predicts_nothing():
+    data = synthetic_race()
+    data.costs = curve((10.21, 8.08, 1.6, 1.9), (0.2, 0.3, 0.05, 0.05))
+    html = render.table_html(data)
+    assert "⚠ Noise, not a cost" in html and "1 nodes: dearer than 8 nodes" in html
+    assert html.count("class='sage-noise'") == 2 and "10.21 ±0.10 (10.21×)" in html
+    assert "medians of 9 interleaved runs, ± half their interquartile range" in html
+    assert "No predicted speedups" in html and "In brackets" not in html
+    data.costs = curve((1.2, 1.4, 1.6, 1.9), (0.05, 0.05, 0.05, 0.1))
+    html = render.table_html(data)
+    assert "sage-noise" not in html and "Noise" not in html and "In brackets" in html and "1.20 ±0.03" in html
+
+
+def test_the_spread_travels_with_the_trace_and_an_old_curve_still_loads():
+    data = synthetic_race()
+    data.costs = curve((10.21, 8.08, 1.6, 1.9), (0.2, 0.3, 0.05, 0.05))
+    lines = list(race_trace_lines(data))
+    assert parse_race(lines).costs == data.costs
+    meta = json.loads(lines[0])
+    old = {k: v for k, v in meta["race"]["costs"].items() if "spread" not in k and k != "repeats"}
+    meta["race"]["costs"] = old
+    assert parse_race([json.dumps(meta), *lines[1:]]).costs == CostCurve(**{
+        **old, **{k: tuple(old[k]) for k in ("sizes", "verify_ms", "draft_level_ms")}})  # fmt: skip
+    meta["race"]["costs"] = {**old, "verify_spread_ms": [0.1]}
+    with pytest.raises(TraceError, match="cost curve"):
+        parse_race([json.dumps(meta), *lines[1:]])
+
+
+def test_the_spread_is_measured_on_the_device(tiny_root, image):
+    pair = load_pair(tiny_folder(tiny_root, "qwen2_5_vl", "target"), tiny_folder(tiny_root, "qwen2_5_vl", "noised"),
+                     "cpu", "float32")  # fmt: skip
+    measured = measure_cost_spread(pair, image, "Describe the picture.", passes=4, warmup=1)
+    assert measured.sizes == COST_SIZES and measured.repeats == 4
+    assert len(measured.verify_spread_ms) == len(measured.draft_spread_ms) == len(COST_SIZES)
+    times = (measured.one_token_ms, *measured.verify_ms, *measured.draft_level_ms)
+    spreads = (measured.one_token_spread_ms, *measured.verify_spread_ms, *measured.draft_spread_ms)
+    assert all(math.isfinite(v) and v > 0 for v in times) and all(s >= 0 for s in spreads)
+    assert len(measured.noise()) == len(COST_SIZES)
+    with pytest.raises(ValueError, match="at least 4 passes"):
+        measure_cost_spread(pair, image, "Describe the picture.", passes=2)
