@@ -7,7 +7,8 @@ by Chromium (Playwright), so both show the same pictures.
 
     python -m app.export race.jsonl --html race.html --gif race.gif
 
-The page's "Export for slides" button writes the HTML of the race on screen (`slides_file`).
+The page's "Export for slides" buttons write the HTML of the race on screen (`slides_file`) and its GIF
+(`gif_file`, when the server has Chromium).
 
 Every frame is drawn by the app's own pure renderers (`render`, `panels`, `explain_view`) from the
 recorded records; nothing is measured here.
@@ -219,9 +220,30 @@ def slides_file(data: RaceData | None, folder: Path = TRACE_DIR, max_age: float 
     return gr.update(visible=True, value=str(path)), status_html(note)
 
 
+def gif_file(data: RaceData | None, folder: Path = TRACE_DIR, max_age: float = TRACE_MAX_AGE) -> Any:
+    """The page's "… as a GIF": the race on screen filmed round by round by Chromium on the server (or a
+    sentence saying why not: nothing to export, no browser there)."""
+    if data is None or not any(lane.records for lane in data.lanes):
+        return gr.update(visible=False, value=None), error_html("Nothing to export yet: run or replay a race first.")
+    folder.mkdir(parents=True, exist_ok=True)
+    remove_older(folder, "sage-slides-*.gif", max_age)
+    path = folder / f"sage-slides-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}.gif"
+    try:
+        save_gif(save_html(data, path.with_suffix(".html")), path)
+    except ExportError as error:
+        return gr.update(visible=False, value=None), error_html(str(error))
+    finally:
+        path.with_suffix(".html").unlink(missing_ok=True)
+    note = f"Saved the race as an animated GIF, one round a frame ({FRAME_MS} ms each, the end held)."
+    return gr.update(visible=True, value=str(path)), status_html(note)
+
+
 def wire_export(page: Page) -> None:
-    """The Export for slides button: the race in the page's state, as a file to download."""
+    """The Export for slides buttons: the race in the page's state, as an HTML replay or a GIF to download."""
     page.slides.click(slides_file, [page.state], [page.slides_file, page.status], api_visibility="private")
+    if page.gif is not None:  # (one film at a time: Chromium on the server)
+        page.gif.click(gif_file, [page.state], [page.slides_file, page.status], api_visibility="private",
+                       concurrency_limit=1, concurrency_id="sage-gif")  # fmt: skip
 
 
 def main(argv: Sequence[str] | None = None) -> int:

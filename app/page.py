@@ -321,6 +321,7 @@ class Page:
     old_names: tuple[Any, ...] = ()
     slides: Any = None  # "Export for slides": the race on screen as one offline HTML replay (app/export.py)
     slides_file: Any = None
+    gif: Any = None  # "… as an animated GIF" of the same race (filmed by Chromium on the server)
 
     @property
     def race_inputs(self) -> list[Any]:
@@ -436,7 +437,8 @@ def build_page(
                 download = gr.DownloadButton("⬇ Download trace (JSON lines)", visible=False, size="sm")
                 slides = gr.Button("Export for slides: one HTML file that replays offline", size="sm",
                                    elem_id="export-slides")  # fmt: skip
-            slides_file = gr.File(label="Slides (HTML replay)", visible=False, elem_id="slides-file")
+                gif = gr.Button("… or an animated GIF", size="sm", elem_id="export-gif")
+            slides_file = gr.File(label="For slides (HTML replay or GIF)", visible=False, elem_id="slides-file")
     return Page(
         state=state, stepper=stepper, media_tabs=media_tabs, image=image, video=video, gallery=gallery, prompt=prompt,
         start=start, step=step, stop=stop, pair=pair, methods=methods, max_new=max_new,
@@ -449,5 +451,5 @@ def build_page(
         fig_accepted=fig_accepted, fig_confidence=fig_confidence, fig_shapes=fig_shapes, tree_lane=tree_lane,
         tree_round=tree_round, fig_tree=fig_tree, explain=explain, api_race=gr.Button(visible=False),
         api_replay=gr.Button(visible=False), api_result=gr.JSON(visible=False), sketch=sketch, slides=slides,
-        slides_file=slides_file,
+        slides_file=slides_file, gif=gif,
     )  # fmt: skip

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import shutil
+from pathlib import Path
 
 import pytest
 from app_records import synthetic_race
@@ -100,4 +101,28 @@ def test_the_pages_export_button_writes_the_race_on_screen(tmp_path):
     assert "sage-frames" in (tmp_path / update["value"].split("/")[-1]).read_text()
     assert "replays offline" in status
     update, status = export.slides_file(None, folder=tmp_path)
+    assert update["visible"] is False and "Nothing to export yet" in status
+
+
+def test_the_pages_gif_button_films_the_race_on_screen_or_says_why_not(tmp_path, monkeypatch):
+    filmed: list[str] = []
+
+    def film(html_path, gif_path, size=export.GIF_SIZE):
+        assert "sage-frames" in Path(html_path).read_text()  # the same replay the HTML export writes
+        filmed.append(str(gif_path))
+        Path(gif_path).write_bytes(b"GIF89a")
+        return Path(gif_path)
+
+    monkeypatch.setattr(export, "save_gif", film)
+    update, status = export.gif_file(synthetic_race(), folder=tmp_path)
+    assert update["visible"] is True and update["value"] == filmed[0] and update["value"].endswith(".gif")
+    assert "animated GIF" in status and list(tmp_path.glob("*.html")) == []  # (the page it filmed is gone)
+
+    def no_browser(html_path, gif_path, size=export.GIF_SIZE):
+        raise export.ExportError("a GIF needs a Chromium browser (Error)")
+
+    monkeypatch.setattr(export, "save_gif", no_browser)
+    update, status = export.gif_file(synthetic_race(), folder=tmp_path)
+    assert update["visible"] is False and "needs a Chromium browser" in status
+    update, status = export.gif_file(None, folder=tmp_path)
     assert update["visible"] is False and "Nothing to export yet" in status
