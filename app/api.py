@@ -15,7 +15,8 @@ from typing import Any
 from sage_core.methods import drafts
 
 from .panels import all_figures, speedups
-from .race import RaceData, race_trace_lines
+from .race import RaceData
+from .race_trace import race_trace_lines
 from .render import LaneFigures, verdict
 
 

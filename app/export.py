@@ -39,7 +39,8 @@ from .handlers import TRACE_DIR, TRACE_MAX_AGE, sage_of
 from .inputs import remove_older
 from .page import Page
 from .panels import all_figures
-from .race import Lane, RaceData, load_race
+from .race import Lane, RaceData
+from .race_trace import load_race
 from .render import CSS, badge_html, error_html, headline_html, race_html, status_html
 
 PANEL_ORDER = ("confidence", "tree", "shapes", "accepted", "race")

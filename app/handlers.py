@@ -68,12 +68,11 @@ from .race import (
     RaceData,
     RaceStepper,
     live_stepper,
-    load_race,
     race_steps,
     replay_stepper,
     replay_steps,
-    save_race,
 )
+from .race_trace import load_race, save_race
 from .render import (
     badge_html,
     error_html,

@@ -26,7 +26,8 @@ from pydantic import BaseModel
 
 from .handlers import Handlers, Update, replay_status
 from .page import Page
-from .race import RaceData, load_race, replay_steps
+from .race import RaceData, replay_steps
+from .race_trace import load_race
 from .render import status_html
 
 ROOT = Path(__file__).resolve().parent.parent

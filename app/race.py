@@ -14,21 +14,16 @@ A replay reads a recorded race back and hands the records out at their
 recorded pace, each side on its own recorded clock (as if each had the
 device to itself), with no model loaded.
 
-Race traces are JSON lines: one `{"race": {...}}` line (format, methods, the
-text of every token seen in a draft tree, for the tree panel), then each
-run as `sage_core` writes a single-run trace (its header line, then its
-records). A plain single-run trace of the CLI loads too.
+A race is saved and read back as a trace by `app.race_trace`.
 """
 
 from __future__ import annotations
 
 import functools
-import json
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
+from dataclasses import dataclass, field
 from typing import Any
 
 from sage_core import (
@@ -48,20 +43,10 @@ from sage_core.config import SamplingConfig, check_prune_ratio, shown
 from sage_core.costs import CostCurve
 from sage_core.errors import InputError
 from sage_core.media import thumbnail
-from sage_core.methods import drafts, in_order, method_names
+from sage_core.methods import drafts, in_order
 from sage_core.models import VisualBox
 from sage_core.pruning import PAPER_RATIOS
-from sage_core.records import (
-    MAX_TRACE_BYTES,
-    TraceError,
-    is_text,
-    json_line,
-    parse_trace_rows,
-    read_trace_text,
-    trace_lines,
-)
 
-RACE_FORMAT = "sage-race/1"
 #: The draft-view picture's height: the race keeps its medium shrunk to this, no larger.
 DRAFT_VIEW_HEIGHT = 150
 
@@ -386,103 +371,3 @@ def replay_steps(
                 sleep(wait)
         data.lanes[index].records.append(record)
         yield data
-
-
-# -- race traces ---------------------------------------------------------------------
-
-
-def race_trace_lines(data: RaceData) -> Iterator[str]:
-    """The JSON lines of a race: the race line, then each run's trace."""
-    texts = {str(k): v for k, v in sorted(data.token_texts.items())}
-    meta: dict[str, Any] = {"format": RACE_FORMAT, "methods": data.methods, "token_texts": texts}
-    if data.costs is not None:
-        meta["costs"] = asdict(data.costs)
-    yield json.dumps({"race": meta})
-    for lane in data.lanes:
-        if lane.header is not None and lane.records:
-            yield from trace_lines(lane.header, lane.records)
-
-
-def save_race(data: RaceData, path: str | Path) -> Path:
-    path = Path(path)
-    path.write_text("\n".join(race_trace_lines(data)) + "\n", encoding="utf-8")
-    return path
-
-
-def load_race(path: str | Path, max_bytes: int = MAX_TRACE_BYTES) -> RaceData:
-    """Read a race trace (or a single-run trace) of at most `max_bytes`; raises TraceError when it is neither."""
-    return parse_race(read_trace_text(path, max_bytes).splitlines(), source=Path(path).name)
-
-
-def parse_race(lines: Sequence[str], source: str = "") -> RaceData:
-    """A race from its JSON lines, every field checked (`sage_core.records.parse_trace`); TraceError else."""
-    rows = [json_line(line, number) for number, line in enumerate((line for line in lines if line.strip()), 1)]
-    if not rows:
-        raise TraceError("the trace file is empty")
-    texts: dict[int, str] = {}
-    costs = None
-    if "race" in rows[0]:
-        texts = _race_meta(rows[0]["race"])
-        costs = _race_costs(rows[0]["race"])
-        rows = rows[1:]
-    starts = [i for i, row in enumerate(rows) if "header" in row]
-    if not starts or starts[0] != 0:
-        raise TraceError("not a SAGE trace: it must start with a header line")
-    lanes = []
-    for begin, end in zip(starts, [*starts[1:], len(rows)], strict=True):
-        header, records = parse_trace_rows(rows[begin:end])
-        lanes.append(Lane(header.method, header, records))
-    methods = [lane.method for lane in lanes]
-    if len(set(methods)) != len(methods):
-        raise TraceError("a race trace holds one run per method")
-    first = lanes[0].header
-    assert first is not None
-    for lane in lanes[1:]:
-        assert lane.header is not None
-        if (lane.header.prompt, lane.header.media) != (first.prompt, first.media):
-            raise TraceError("the runs in this trace decode different inputs; a race compares one prompt")
-    lanes.sort(key=lambda lane: method_names().index(lane.method))  # the registry's column order
-    for lane in lanes:
-        for record in lane.records:
-            for token, text in zip(record.new_tokens, record.new_token_texts, strict=True):
-                texts.setdefault(token, text)
-    return RaceData(lanes=lanes, token_texts=texts, replay=True, source=source, costs=costs)
-
-
-def _race_meta(meta: object) -> dict[int, str]:
-    """The race line's token texts, checked: its format, token ids as keys, texts as values."""
-    if not isinstance(meta, dict) or meta.get("format") != RACE_FORMAT:
-        found = meta.get("format") if isinstance(meta, dict) else None
-        raise TraceError(f"unsupported race format {found!r} (expected {RACE_FORMAT})")
-    texts = meta.get("token_texts") or {}
-    if not isinstance(texts, dict):
-        raise TraceError("the race line's token_texts must map token ids to texts")
-    checked: dict[int, str] = {}
-    for key, text in texts.items():
-        if not (isinstance(key, str) and key.isascii() and key.isdigit()) or not is_text(text):
-            raise TraceError(f"the race line's token_texts must map token ids to texts, not {key[:20]!r}")
-        checked[int(key)] = text
-    return checked
-
-
-def _race_costs(meta: dict) -> CostCurve | None:
-    """The race line's recorded cost curve (absent in races recorded before it), checked."""
-    costs = meta.get("costs")
-    if costs is None:
-        return None
-    try:
-        lists = ("sizes", "verify_ms", "draft_level_ms", "verify_spread_ms", "draft_spread_ms")  # (spreads: optional)
-        curve = CostCurve(**{**costs, **{k: tuple(costs[k]) for k in lists if k in costs or k in lists[:3]}})
-    except (TypeError, KeyError) as error:
-        raise TraceError(f"the race line's cost curve is not valid: {error}") from error
-    numbers = (curve.one_token_ms, *curve.verify_ms, *curve.draft_level_ms, curve.one_token_spread_ms,
-               *curve.verify_spread_ms, *curve.draft_spread_ms)  # fmt: skip
-    if not (
-        curve.sizes
-        and len(curve.sizes) == len(curve.verify_ms) == len(curve.draft_level_ms)
-        and all(len(s) in (0, len(curve.sizes)) for s in (curve.verify_spread_ms, curve.draft_spread_ms))
-        and all(type(n) is int and n >= 1 for n in (*curve.sizes, curve.repeats + 1))
-        and all(isinstance(v, int | float) and 0 <= v < 1e6 for v in numbers)
-    ):
-        raise TraceError("the race line's cost curve needs node counts >= 1 and finite times per count")
-    return curve

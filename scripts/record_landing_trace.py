@@ -1,7 +1,7 @@
 """Record the race the app shows on landing (assets/landing/race.jsonl and its picture).
 
 A live race of the built-in pair on a shipped long example, recorded with the app's own race
-code and trace writer (`app.race.race_steps`, `app.race.save_race`), after a warm-up, on this
+code and trace writer (`app.race.race_steps`, `app.race_trace.save_race`), after a warm-up, on this
 machine. The page shows it, labelled as a recording, with its picture and prompt in the inputs,
 until the visitor starts a race. Re-run it whenever the built-in pair or the decoding changes:
 
@@ -24,7 +24,8 @@ ROOT = Path(__file__).resolve().parents[1]
 from app.handlers import last  # noqa: E402
 from app.landing import LANDING_PICTURE, LANDING_TRACE  # noqa: E402
 from app.models import LoadedPair, warm_up  # noqa: E402
-from app.race import RaceRequest, race_steps, save_race  # noqa: E402
+from app.race import RaceRequest, race_steps  # noqa: E402
+from app.race_trace import save_race  # noqa: E402
 from sage_core import load_media, load_pair  # noqa: E402
 
 

@@ -26,7 +26,7 @@ from gradio_client.exceptions import AppError
 from app import handlers, models
 from app.inputs import Limits, load_examples
 from app.models import CustomModels
-from app.race import parse_race
+from app.race_trace import parse_race
 
 LIMITS = Limits(max_upload_mb=1, max_video_seconds=5, max_trace_mb=0.5)
 TOKENS = 12

@@ -20,7 +20,8 @@ from app.handlers import Handlers, Settings
 from app.inputs import Limits
 from app.models import CustomModels
 from app.page import Page
-from app.race import REPLAY_MAX_WAIT, Lane, RaceData, load_race, parse_race, race_trace_lines, replay_steps
+from app.race import REPLAY_MAX_WAIT, Lane, RaceData, replay_steps
+from app.race_trace import load_race, parse_race, race_trace_lines
 from app.ui import last
 from sage_core import save_trace
 from sage_core.errors import ModelLoadError

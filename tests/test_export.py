@@ -10,7 +10,7 @@ import pytest
 from app_records import synthetic_race
 
 from app import export
-from app.race import load_race
+from app.race_trace import load_race
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",

@@ -130,7 +130,7 @@ def client(toy, pair_folders) -> Iterator[Client]:
 
 def test_the_race_api_takes_the_toys_setting_and_the_explainer_describes_its_rounds(toy, client, picture):
     from app.explain_view import explain_html
-    from app.race import parse_race
+    from app.race_trace import parse_race
 
     raced = client.predict(image=handle_file(picture), prompt="What is it?", methods=["toy-chain", "ar"],
                            max_new_tokens=TOKENS, toy_length=2, api_name="/race")  # fmt: skip

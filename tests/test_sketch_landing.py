@@ -11,7 +11,7 @@ import numpy as np
 from PIL import Image, ImageDraw
 
 from app import landing, sketch
-from app.race import load_race
+from app.race_trace import load_race
 from sage_core.builtin.scenes import COLOURS
 
 OLD_LANDING = Path(__file__).resolve().parent / "data" / "race-old-names.jsonl"

@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pytest
 from app_records import header, sage_records, static_records, synthetic_race
 
-from app.race import parse_race, race_trace_lines
+from app.race_trace import parse_race, race_trace_lines
 from sage_core.errors import TraceError
 from sage_core.records import parse_trace, trace_lines
 

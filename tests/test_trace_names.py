@@ -18,7 +18,7 @@ from app_records import header, sage_records
 from conftest import tiny_folder
 from PIL import Image
 
-from app.race import load_race, parse_race, race_trace_lines
+from app.race_trace import load_race, parse_race, race_trace_lines
 from sage_core import DecodeConfig, DynamicConfig, SageConfig, decode, load_pair, load_trace, save_trace
 from sage_core.cli import build_parser, main
 from sage_core.errors import TraceError
