@@ -612,6 +612,7 @@ class Handlers:
                 request = self.request(form)
                 loaded = self.load_for(request, progress)
                 stepper = live_stepper(loaded.pair, request, loaded.token_texts, models.RACE_SLOT, key, loaded.costs)
+                stepper.notes = notes_html(race_notes(request.pair.target, request.media, request.prompt))
             return self.stepped(stepper, tree_lane)
         except Exception as error:
             return {self.page.status: error_html(user_message(error))}
@@ -634,7 +635,8 @@ class Handlers:
         else:
             self.stepped_races.stepped(stepper)
         trace = save_trace_file(data) if stepper.finished and not data.replay else None
-        return self.view(data, stepping_status(stepper), tree_lane, trace=trace) | {self.page.stepper: stepper}
+        status = stepper.notes + stepping_status(stepper)
+        return self.view(data, status, tree_lane, trace=trace) | {self.page.stepper: stepper}
 
     def pick_example(self, selected: gr.SelectData) -> Update:
         page = self.page

@@ -246,6 +246,7 @@ class RaceStepper:
         self._exhausted: set[int] = set()  # sides with no more steps (a stopped recording ends unfinished)
         self.runs: list[DecodeRun] = []  # a live stepper's runs (their caches), released by `drop`
         self.dropped = False
+        self.notes = ""  # the race's notes (app/notes.py), shown above every step's status
 
     def release(self) -> None:
         """Release the runs and their caches (the records so far are kept); the stepper steps no more."""

@@ -139,3 +139,31 @@ def test_the_race_answer_carries_the_question_note_and_stays_lossless():
                                pair="builtin", methods=["sage", "ar"], max_new_tokens=8)  # fmt: skip
     assert answer["notes"] and "picture of shapes" in answer["notes"][0] and "describe the chart." in answer["notes"][2]
     assert answer["lossless"]["identical"] and answer["token_ids"]["sage"] == answer["token_ids"]["ar"]
+
+
+@pytest.mark.skipif(not builtin_available(), reason="built-in pair not trained")
+def test_the_page_says_it_beside_a_live_race_and_beside_every_step(tmp_path, monkeypatch):
+    from dataclasses import fields
+    from types import SimpleNamespace
+
+    from app import handlers as handlers_module
+    from app import models
+    from app.handlers import Handlers, Settings
+    from app.inputs import Limits, RaceForm
+    from app.page import Page
+
+    monkeypatch.setattr(handlers_module, "TRACE_DIR", tmp_path)
+    page = SimpleNamespace(**{f.name: f.name for f in fields(Page)})  # each component stood in by its name
+    settings = Settings(Limits(), models.presets(), "builtin", models.CustomModels(), [], text_interval=0.0,
+                        figure_interval=0.0)  # fmt: skip
+    handlers = Handlers(page, settings)  # type: ignore[arg-type]
+    form = RaceForm(image=str(EXAMPLES / "chart.png"), prompt="describe the image in detail.", pair="builtin",
+                    methods=["sage", "ar"], max_new_tokens=6)  # fmt: skip
+    first = next(iter(handlers.race_live(form, None)))
+    assert "race-note" in first["status"] and "picture of shapes" in first["status"]
+    update = handlers.step_live(form, None, None)
+    assert "race-note" in update["status"] and "Stepping" in update["status"]
+    again = handlers.step_live(form, None, update["stepper"])
+    assert "race-note" in again["status"]
+    fine = handlers.step_live(form.replace(prompt="describe the chart."), None, None)
+    assert "race-note" not in fine["status"]
