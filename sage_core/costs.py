@@ -127,10 +127,12 @@ class CostCurve:
         """The curve as text lines (the benchmark prints them)."""
         out = [f"verification cost on {self.device} ({self.dtype}, backend {self.backend}): "
                f"one-token step {self.one_token_ms:.2f} ms"]  # fmt: skip
-        for size, verify, draft in zip(self.sizes, self.verify_ms, self.draft_level_ms, strict=True):
+        rows = zip(self.sizes, self.verify_ms, self.draft_level_ms, self.noise(), strict=True)
+        for size, verify, draft, noise in rows:
             ratio = verify / self.one_token_ms if self.one_token_ms > 0 else float("nan")
+            flag = f"  [noise: {noise.split(': ', 1)[1]}]" if noise else ""
             out.append(f"  {size:>3} nodes: verify {verify:7.2f} ms ({ratio:4.2f} one-token steps), "
-                       f"draft level {draft:6.2f} ms")  # fmt: skip
+                       f"draft level {draft:6.2f} ms{flag}")  # fmt: skip
         return out
 
 

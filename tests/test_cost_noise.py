@@ -34,6 +34,7 @@ def test_the_busy_machine_case_is_flagged_and_a_clean_curve_is_not():
     noise = busy.noise()
     assert noise[0].startswith("1 nodes: dearer than 8 nodes") and noise[1].startswith("2 nodes: dearer than 8")
     assert noise[2:] == ("", "") and busy.noisy
+    assert busy.lines()[1].endswith("[noise: dearer than 8 nodes beyond the spread]") and "noise" not in busy.lines()[3]
     clean = curve((1.2, 1.4, 1.6, 1.9), (0.05, 0.05, 0.05, 0.1))
     assert clean.noise() == ("",) * 4 and not clean.noisy
 
