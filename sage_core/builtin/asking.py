@@ -11,7 +11,8 @@ numbers, no closing marks), it *is* one of the training questions about the pict
 the note gives the first reason that holds:
 
 1. **Unknown words**: a word outside the vocabulary, other than the few filler words the training
-   wordings themselves contain ("please", "kind", ...), is a word the pair cannot read.
+   wordings themselves contain ("please", "kind", ...), is a word the pair cannot read (the race
+   then refuses the prompt anyway, naming the word: ``sage_core.prepared.check_vocabulary``).
 2. **Another picture's question**: the training questions the prompt is closest to (the share of
    its word pairs found among one kind's training questions) are about another kind of picture
    ("describe the image in detail." about a chart).
