@@ -90,18 +90,18 @@ from typing import Any
 import torch
 from transformers import LogitsProcessor, LogitsProcessorList
 
-ROOT = Path(__file__).resolve().parent.parent
+from sage_core import DecodeConfig, ModelPair, PreparedInputs, decode, load_media, load_pair
+from sage_core import prepare_inputs as prepare
+from sage_core.config import BACKENDS, SamplingConfig
+from sage_core.costs import CostCurve, measure_costs, predicted_speedups
+from sage_core.errors import SageError
+from sage_core.media import DEFAULT_FRAMES
+from sage_core.methods import drafts, method_names, specs
+from sage_core.records import RoundRecord
+from sage_core.sweep import SWEEP_BUDGETS, sweep
+from sage_core.timing import synchronize
 
-from sage_core import DecodeConfig, ModelPair, PreparedInputs, decode, load_media, load_pair  # noqa: E402
-from sage_core import prepare_inputs as prepare  # noqa: E402
-from sage_core.config import BACKENDS, SamplingConfig  # noqa: E402
-from sage_core.costs import CostCurve, measure_costs, predicted_speedups  # noqa: E402
-from sage_core.errors import SageError  # noqa: E402
-from sage_core.media import DEFAULT_FRAMES  # noqa: E402
-from sage_core.methods import drafts, method_names, specs  # noqa: E402
-from sage_core.records import RoundRecord  # noqa: E402
-from sage_core.sweep import SWEEP_BUDGETS, sweep  # noqa: E402
-from sage_core.timing import synchronize  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 PEERS = ("generate", "assisted")
 #: Our methods benchmarked unless --methods names others (the ablation lanes only when named).

@@ -92,10 +92,8 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import torch
 import torch.nn.functional as F
 
-ROOT = Path(__file__).resolve().parents[1]
-
-from sage_core.builtin.quality import agreement, evaluate, example_media  # noqa: E402
-from sage_core.builtin.scenes import (  # noqa: E402  # noqa: E402
+from sage_core.builtin.quality import agreement, evaluate, example_media
+from sage_core.builtin.scenes import (
     COLOURS,
     DEFAULT,
     HAND_DRAWN,
@@ -108,8 +106,10 @@ from sage_core.builtin.scenes import (  # noqa: E402  # noqa: E402
     make_examples,
     vocabulary,
 )
-from sage_core.builtin.wording import LONE, lone_example, reword  # noqa: E402
-from sage_core.models import processor_inputs  # noqa: E402
+from sage_core.builtin.wording import LONE, lone_example, reword
+from sage_core.models import processor_inputs
+
+ROOT = Path(__file__).resolve().parents[1]
 
 #: Vision patches of 8 px (not the hub models' 16): the shapes are drawn anywhere at any scale, and
 #: finer patches let a vision tower this small tell a cross from a square at any offset.
