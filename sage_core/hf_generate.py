@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from .config import METHODS, OLD_SAGE_NAMES, DecodeConfig, SageConfig
+from .config import METHODS, OLD_SAGE_NAMES, Backend, DecodeConfig, SageConfig
 from .decode import DecodeRun
 from .errors import GenerateError
 from .media import Media
@@ -88,7 +88,7 @@ def generate(
     negative_prompt_ids: torch.Tensor | None = None,
     negative_prompt_attention_mask: torch.Tensor | None = None,
     method: str = "sage",
-    backend: str = "fast",
+    backend: Backend = "fast",
     prune_ratio: float = 0.0,
     sage_config: SageConfig | None = None,
     tokenizer: Any = None,
@@ -116,7 +116,7 @@ def generate(
         raise GenerateError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
     if method != "ar" and assistant_model is None:
         raise GenerateError(f"method {method!r} drafts: pass the draft model as assistant_model")
-    decode_config = DecodeConfig(method, max_new, sage, backend=backend, prune_ratio=prune_ratio)  # type: ignore[arg-type]
+    decode_config = DecodeConfig(method, max_new, sage, backend=backend, prune_ratio=prune_ratio)
     target = _vlm(model, tokenizer, "target")
     draft = _vlm(assistant_model, assistant_tokenizer or tokenizer, "draft") if assistant_model is not None else target
     pair = check_pair(target, draft)
@@ -139,7 +139,7 @@ def generate(
     if config.return_dict_in_generate:
         from transformers.generation.utils import GenerateDecoderOnlyOutput
 
-        return GenerateDecoderOnlyOutput(sequences=sequences)  # type: ignore[arg-type]
+        return GenerateDecoderOnlyOutput(sequences=sequences)  # type: ignore[arg-type]  # transformers types it a LongTensor
     return sequences
 
 

@@ -85,14 +85,14 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 from transformers import LogitsProcessor, LogitsProcessorList
 
 from sage_core import DecodeConfig, ModelPair, PreparedInputs, decode, load_media, load_pair
 from sage_core import prepare_inputs as prepare
-from sage_core.config import BACKENDS, SamplingConfig
+from sage_core.config import BACKENDS, Backend, SamplingConfig
 from sage_core.costs import CostCurve, measure_costs, predicted_speedups
 from sage_core.errors import SageError
 from sage_core.media import DEFAULT_FRAMES
@@ -120,7 +120,7 @@ def method_config(method: str, max_new: int, backend: str = "fast", sampling: Sa
     method, _, on = method.partition(ON)
     name, _, ratio = method.partition(PRUNED)
     prune = float(ratio) if ratio else 0.0
-    return DecodeConfig(name, max_new, prune_ratio=prune, backend=on or backend, sampling=sampling)  # type: ignore[arg-type]
+    return DecodeConfig(name, max_new, prune_ratio=prune, backend=cast(Backend, on or backend), sampling=sampling)
 
 
 def label(method: str, temperature: float) -> str:

@@ -242,8 +242,8 @@ def keep_record(
     new = (inputs, key, value, decay, beta)
     if record is not None:
         old = (record.inputs, record.keys, record.values, record.decays, record.betas)
-        new = tuple(torch.cat([before, after]) for before, after in zip(old, new, strict=True))  # type: ignore[assignment]
-    scratch.layers[index] = LayerScratch(*new, held=deepest)
+        inputs, key, value, decay, beta = (torch.cat([before, after]) for before, after in zip(old, new, strict=True))
+    scratch.layers[index] = LayerScratch(inputs, key, value, decay, beta, held=deepest)
 
 
 def install(model: Any, layer_class: str) -> None:
