@@ -17,6 +17,7 @@ here that the records do not hold.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -320,6 +321,41 @@ def pick_round(records: Sequence[RoundRecord], number: int | None) -> RoundRecor
     return steps[-1]
 
 
+@dataclass(frozen=True)
+class _TreePlot:
+    """One round's tree laid out for the panel: every node's, cut candidate's and the bonus token's place."""
+
+    record: RoundRecord
+    token_texts: Mapping[int, str]
+    cut: list[tuple[int, int, float, str]]  # (parent, token, draft p, rule) of each candidate the policy cut
+    ys: list[float]  # nodes, cut candidates, the bonus when emitted, the root last
+    last: int  # the last accepted node (-1: the root), where the bonus hangs
+    bonus_emitted: bool
+
+    @classmethod
+    def of(cls, record: RoundRecord, token_texts: Mapping[int, str]) -> _TreePlot:
+        # The bonus token (the target's own next token) is drawn as one more child of the last accepted node;
+        # it is emitted unless the output ended inside the accepted path (end-of-sequence, token limit).
+        last = record.accepted_nodes[-1] if record.accepted_nodes else -1
+        bonus_emitted = len(record.new_tokens) > record.draft_token_count
+        # Candidates the policy cut are drawn greyed beside the kept nodes (leaves after them).
+        cut = list(zip(record.cut_parents, record.cut_tokens, record.cut_probs, record.cut_rules, strict=True))
+        ys = tree_layout((*record.tree.parents, *(c[0] for c in cut), *((last,) if bonus_emitted else ())))
+        return cls(record, token_texts, cut, ys, last, bonus_emitted)
+
+    def pos(self, node: int) -> tuple[float, float]:
+        return (0.0, self.ys[-1]) if node == -1 else (float(self.record.tree.depths[node]), self.ys[node])
+
+    def text_of(self, token: int | None) -> str:
+        if token is None:
+            return "?"
+        return self.token_texts.get(token, f"#{token}")
+
+    def cut_x(self) -> list[float]:
+        depths = self.record.tree.depths
+        return [0.0 if parent == -1 else float(depths[parent]) for parent, *_ in self.cut]
+
+
 def tree_figure(
     records: Sequence[RoundRecord],
     step: int | None,
@@ -334,61 +370,79 @@ def tree_figure(
     if record is None or not record.tree_tokens:
         return _empty(f"② Draft tree ({label})", "no draft tree yet", replay=replay)
     tree = record.tree
-    by_round = {r.round: r for r in records}
-    before = by_round.get(record.round - 1)
+    before = {r.round: r for r in records}.get(record.round - 1)
     root_token = before.new_tokens[-1] if before is not None and before.new_tokens else None
-    # The bonus token (the target's own next token) is drawn as one more child of the last accepted node;
-    # it is emitted unless the output ended inside the accepted path (end-of-sequence, token limit).
-    last = record.accepted_nodes[-1] if record.accepted_nodes else -1
-    bonus_emitted = len(record.new_tokens) > record.draft_token_count
-    # Candidates the policy cut are drawn greyed beside the kept nodes (leaves after them).
-    cut = list(zip(record.cut_parents, record.cut_tokens, record.cut_probs, record.cut_rules, strict=True))
-    ys = tree_layout((*tree.parents, *(c[0] for c in cut), *((last,) if bonus_emitted else ())))
-    bonus_y, root_y = ys[-2], ys[-1]
-    cut_ys = ys[len(tree) : len(tree) + len(cut)]
-    depths = tree.depths
-    cumulative = tree.cumulative_probs()
-    accepted = set(record.accepted_nodes)
-
-    def pos(node: int) -> tuple[float, float]:
-        return (0.0, root_y) if node == -1 else (float(depths[node]), ys[node])
-
-    def text_of(token: int | None) -> str:
-        if token is None:
-            return "?"
-        return token_texts.get(token, f"#{token}")
-
+    plot = _TreePlot.of(record, token_texts)
     fig = go.Figure()
+    _edge_traces(fig, plot)
+    _cut_traces(fig, plot)
+    _node_trace(fig, plot)
+    bonus_x = _root_and_bonus_traces(fig, plot, root_token)
+    leaves = max(plot.ys) + 1 if plot.ys else 1
+    height = int(min(900, max(HEIGHT + 60, 120 + 24 * leaves)))
+    deepest = max([tree.depth, bonus_x, *(x + 1 for x in plot.cut_x())])
+    fig.update_xaxes(title_text="depth", tickvals=list(range(int(deepest) + 1)), range=[-1.6, deepest + 1.4],
+                     zeroline=False)  # fmt: skip
+    fig.update_yaxes(visible=False, autorange="reversed")
+    ending = (
+        " + <span style='color:#8a5a00'>bonus</span>"
+        if plot.bonus_emitted
+        else f"<br>ended ({record.finish_reason}): no bonus"
+    )
+    title = (
+        f"② {label} draft tree, round {record.round}:<br>{len(tree)} nodes, depth {tree.depth}, "
+        f"<span style='color:#00573f'>accepted {record.accepted_length}</span>{ending}"
+    )
+    return _layout(fig, title, height=height, replay=replay)
+
+
+def _edge_traces(fig: go.Figure, plot: _TreePlot) -> None:
+    """The tree's edges: the rejected ones thin, the accepted path thick."""
+    accepted = set(plot.record.accepted_nodes)
     for group, edge_colour, width in ((False, REJECTED, 1.2), (True, ACCEPTED, 3.5)):
         xs: list[float | None] = []
         ys_line: list[float | None] = []
-        for node, parent in enumerate(tree.parents):
+        for node, parent in enumerate(plot.record.tree.parents):
             if (node in accepted) == group:
-                (x0, y0), (x1, y1) = pos(parent), pos(node)
+                (x0, y0), (x1, y1) = plot.pos(parent), plot.pos(node)
                 xs += [x0, x1, None]
                 ys_line += [y0, y1, None]
         fig.add_trace(go.Scatter(x=xs, y=ys_line, mode="lines", line=dict(color=edge_colour, width=width),
                                  hoverinfo="skip", showlegend=False))  # fmt: skip
-    if cut:
-        cut_x = [0.0 if parent == -1 else float(depths[parent]) for parent, *_ in cut]
-        xs, ys_line = [], []
-        for (parent, *_), x, y in zip(cut, cut_x, cut_ys, strict=True):
-            (x0, y0) = pos(parent)
-            xs += [x0, x + 1, None]
-            ys_line += [y0, y, None]
-        fig.add_trace(go.Scatter(x=xs, y=ys_line, mode="lines", line=dict(color=CUT, width=1, dash="dot"),
-                                 hoverinfo="skip", showlegend=False))  # fmt: skip
-        fig.add_trace(
-            go.Scatter(
-                x=[x + 1 for x in cut_x], y=cut_ys, mode="markers+text", name="cut",
-                text=[display_token(text_of(token), 10) for _, token, _, _ in cut], textposition="middle right",
-                textfont=dict(size=TEXT_PX, color=CUT),
-                marker=dict(size=7, color="white", symbol="x-thin-open", line=dict(width=1.5, color=CUT)),
-                hovertext=[f"not in the tree: token {display_token(text_of(token))!s} (id {token})<br>"
-                           f"draft p = {prob:.3f}<br>{CUT_REASONS.get(rule, rule)}" for _, token, prob, rule in cut],
-                hoverinfo="text", showlegend=False,
-            )
-        )  # fmt: skip
+
+
+def _cut_traces(fig: go.Figure, plot: _TreePlot) -> None:
+    """The candidates the policy cut, greyed and dotted beside the kept nodes."""
+    if not plot.cut:
+        return
+    cut, cut_x = plot.cut, plot.cut_x()
+    tree_size = len(plot.record.tree)
+    cut_ys = plot.ys[tree_size : tree_size + len(cut)]
+    xs: list[float | None] = []
+    ys_line: list[float | None] = []
+    for (parent, *_), x, y in zip(cut, cut_x, cut_ys, strict=True):
+        (x0, y0) = plot.pos(parent)
+        xs += [x0, x + 1, None]
+        ys_line += [y0, y, None]
+    fig.add_trace(go.Scatter(x=xs, y=ys_line, mode="lines", line=dict(color=CUT, width=1, dash="dot"),
+                             hoverinfo="skip", showlegend=False))  # fmt: skip
+    fig.add_trace(
+        go.Scatter(
+            x=[x + 1 for x in cut_x], y=cut_ys, mode="markers+text", name="cut",
+            text=[display_token(plot.text_of(token), 10) for _, token, _, _ in cut], textposition="middle right",
+            textfont=dict(size=TEXT_PX, color=CUT),
+            marker=dict(size=7, color="white", symbol="x-thin-open", line=dict(width=1.5, color=CUT)),
+            hovertext=[f"not in the tree: token {display_token(plot.text_of(token))!s} (id {token})<br>"
+                       f"draft p = {prob:.3f}<br>{CUT_REASONS.get(rule, rule)}" for _, token, prob, rule in cut],
+            hoverinfo="text", showlegend=False,
+        )
+    )  # fmt: skip
+
+
+def _node_trace(fig: go.Figure, plot: _TreePlot) -> None:
+    """The drafted nodes: accepted ones large and green, with each node's numbers on hover."""
+    record, tree = plot.record, plot.record.tree
+    depths, cumulative, accepted = tree.depths, tree.cumulative_probs(), set(record.accepted_nodes)
     nodes = range(len(tree))
     tried = dict(zip(record.tried_nodes, record.accept_probs, strict=True))  # sampling only
 
@@ -399,15 +453,15 @@ def tree_figure(
         return f"{verdict} (acceptance probability {tried[n]:.3f})" if n in tried else "not tried"
 
     hover = [
-        f"node {n} · depth {depths[n]}<br>token {display_token(text_of(tree.tokens[n]))!s} (id {tree.tokens[n]})"
+        f"node {n} · depth {depths[n]}<br>token {display_token(plot.text_of(tree.tokens[n]))!s} (id {tree.tokens[n]})"
         f"<br>draft p = {tree.draft_probs[n]:.3f} · cumulative {cumulative[n]:.3f}"
         f"<br>{outcome(n)}"
         for n in nodes
     ]
     fig.add_trace(
         go.Scatter(
-            x=[depths[n] for n in nodes], y=[ys[n] for n in nodes], mode="markers+text",
-            text=[display_token(text_of(tree.tokens[n]), 10) for n in nodes], textposition="middle right",
+            x=[depths[n] for n in nodes], y=[plot.ys[n] for n in nodes], mode="markers+text",
+            text=[display_token(plot.text_of(tree.tokens[n]), 10) for n in nodes], textposition="middle right",
             textfont=dict(size=[TEXT_PX + 2 if n in accepted else TEXT_PX for n in nodes],
                           color=["#00573f" if n in accepted else "#334155" for n in nodes]),
             marker=dict(size=[15 if n in accepted else 9 for n in nodes],
@@ -417,43 +471,32 @@ def tree_figure(
             hovertext=hover, hoverinfo="text", name="draft nodes", showlegend=False,
         )
     )  # fmt: skip
-    root_text = display_token(text_of(root_token), 10) if root_token is not None else "root"
+
+
+def _root_and_bonus_traces(fig: go.Figure, plot: _TreePlot, root_token: int | None) -> float:
+    """The root (the last committed token) and, when emitted, the bonus token; the bonus's depth."""
+    root_text = display_token(plot.text_of(root_token), 10) if root_token is not None else "root"
     fig.add_trace(
-        go.Scatter(x=[0], y=[root_y], mode="markers+text", text=[root_text], textposition="middle left",
+        go.Scatter(x=[0], y=[plot.ys[-1]], mode="markers+text", text=[root_text], textposition="middle left",
                    marker=dict(size=14, color="#1e293b", symbol="square"),
                    hovertext=["root: the last committed token"], hoverinfo="text", showlegend=False)
     )  # fmt: skip
-    (lx, ly) = pos(last)
-    bonus_x = lx + 1.0
-    if bonus_emitted:
+    (lx, ly) = plot.pos(plot.last)
+    bonus_x, bonus_y, bonus = lx + 1.0, plot.ys[-2], plot.record.bonus_token
+    if plot.bonus_emitted:
         fig.add_trace(
             go.Scatter(x=[lx, bonus_x], y=[ly, bonus_y], mode="lines", line=dict(color=BONUS, width=2.5, dash="dot"),
                        hoverinfo="skip", showlegend=False)
         )  # fmt: skip
         fig.add_trace(
             go.Scatter(x=[bonus_x], y=[bonus_y], mode="markers+text",
-                       text=[display_token(text_of(record.bonus_token), 10)], textposition="middle right",
+                       text=[display_token(plot.text_of(bonus), 10)], textposition="middle right",
                        textfont=dict(size=TEXT_PX + 2, color="#8a5a00"),
                        marker=dict(size=16, color=BONUS, symbol="diamond"),
                        name="bonus", hoverinfo="text", showlegend=False,
-                       hovertext=[f"bonus: the target's own token after the accepted path, id {record.bonus_token}"])
+                       hovertext=[f"bonus: the target's own token after the accepted path, id {bonus}"])
         )  # fmt: skip
-    leaves = max(ys) + 1 if ys else 1
-    height = int(min(900, max(HEIGHT + 60, 120 + 24 * leaves)))
-    deepest = max([tree.depth, bonus_x, *(x + 1 for x in (cut_x if cut else ()))])
-    fig.update_xaxes(title_text="depth", tickvals=list(range(int(deepest) + 1)), range=[-1.6, deepest + 1.4],
-                     zeroline=False)  # fmt: skip
-    fig.update_yaxes(visible=False, autorange="reversed")
-    ending = (
-        " + <span style='color:#8a5a00'>bonus</span>"
-        if bonus_emitted
-        else f"<br>ended ({record.finish_reason}): no bonus"
-    )
-    title = (
-        f"② {label} draft tree, round {record.round}:<br>{len(tree)} nodes, depth {tree.depth}, "
-        f"<span style='color:#00573f'>accepted {record.accepted_length}</span>{ending}"
-    )
-    return _layout(fig, title, height=height, replay=replay)
+    return bonus_x
 
 
 # -- 4. accepted length per round -------------------------------------------------------------
