@@ -75,7 +75,7 @@ class _TokenizerOnly:
     tokenizer: Any
 
 
-def generate(
+def generate(  # noqa: PLR0913  (transformers' generate() signature, which a custom_generate must take)
     model: Any,
     inputs: torch.Tensor | None = None,
     generation_config: Any = None,
@@ -125,6 +125,12 @@ def generate(
     on_draft = {k: v.to(draft.device) if isinstance(v, torch.Tensor) else v for k, v in model_inputs.items()}
     prepared = PreparedInputs(media, "", on_target, on_draft if method != "ar" else None, 0.0, 0.0)
     run = DecodeRun(pair, media, "", decode_config, prepared)
+    return _decoded(run, input_ids, streamer, bool(config.return_dict_in_generate))
+
+
+def _decoded(run: DecodeRun, input_ids: torch.Tensor, streamer: Any, return_dict: bool) -> Any:
+    """Run the decode, the new tokens streamed as they come; the prompt and its answer as `generate()`
+    returns them."""
     if streamer is not None:
         streamer.put(input_ids.cpu())
     new_tokens: list[int] = []
@@ -136,7 +142,7 @@ def generate(
         streamer.end()
     added = torch.tensor([new_tokens], dtype=input_ids.dtype, device=input_ids.device)
     sequences = torch.cat([input_ids, added], dim=1)
-    if config.return_dict_in_generate:
+    if return_dict:
         from transformers.generation.utils import GenerateDecoderOnlyOutput
 
         return GenerateDecoderOnlyOutput(sequences=sequences)  # type: ignore[arg-type]  # transformers types it a LongTensor

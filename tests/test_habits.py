@@ -63,28 +63,6 @@ def test_the_wheel_lists_every_subpackage_of_sage_core() -> None:
     assert "sage_core.assets" in listed
 
 
-#: The decode path: the loop, the proposers and their drafting, the verifiers, the backends and forwards.
-DECODE_PATH = (
-    "decode", "proposers", "drafting", "policy", "verify", "sampling", "backends", "lean", "lean_merged",
-    "kvcache", "timing", "trees", "models/vlm", "models/masks",
-)  # fmt: skip
-
-
-def test_every_function_of_the_decode_path_fits_a_screen() -> None:
-    """At most 60 lines each, docstring included, so the loop reads as the paper's round."""
-    import ast
-
-    long = []
-    for module in DECODE_PATH:
-        path = ROOT / "sage_core" / f"{module}.py"
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-                lines = (node.end_lineno or node.lineno) - node.lineno + 1
-                if lines > 60:
-                    long.append(f"{module}.py: {node.name} ({lines} lines)")
-    assert not long, long
-
-
 def test_the_decode_loop_names_no_method() -> None:
     """`DecodeRun`'s round and prefill hold no method's name: each method is its proposer (proposers.py)."""
     import ast
