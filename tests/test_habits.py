@@ -12,12 +12,15 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_pre_commit_runs_the_pinned_ruff_lint_and_format() -> None:
+def test_pre_commit_runs_the_pinned_ruff_lint_and_format_and_the_duplicate_check() -> None:
     pinned = re.search(r"^ruff==(\S+)$", (ROOT / "requirements-dev.txt").read_text(), re.M)
     assert pinned is not None
-    (repo,) = yaml.safe_load((ROOT / ".pre-commit-config.yaml").read_text())["repos"]
+    repo, local = yaml.safe_load((ROOT / ".pre-commit-config.yaml").read_text())["repos"]
     assert repo["repo"].endswith("astral-sh/ruff-pre-commit") and repo["rev"] == f"v{pinned.group(1)}"
     assert {hook["id"] for hook in repo["hooks"]} == {"ruff-check", "ruff-format"}
+    (duplicates,) = local["hooks"]
+    assert local["repo"] == "local" and duplicates["entry"] == "python3 scripts/duplicates.py"
+    assert "python3 scripts/duplicates.py" in (ROOT / ".ci" / "run").read_text()
 
 
 def test_mypy_and_pytest_settings() -> None:

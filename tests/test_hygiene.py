@@ -215,3 +215,24 @@ def test_no_import_cycle_within_sage_core_or_app() -> None:
         print(f"\nimport cycles in {package}: {len(found)} ({len(graph)} modules, {edges} module-level imports)")
         assert graph and edges > len(graph) // 2  # the graph was read, not empty
         assert not found, found
+
+
+# -- duplicate code ---------------------------------------------------------------------------
+
+
+def test_no_duplicate_code_and_the_check_finds_a_copy(tmp_path: Path) -> None:
+    """scripts/duplicates.py (pre-commit and .ci/run) is clean on the tree, and finds a copied block."""
+    from scripts import duplicates
+
+    excluded = {ROOT / name for name in duplicates.EXCLUDED}
+    files = [path for path in python_files(*duplicates.DEFAULT_PATHS) if path not in excluded]
+    found = duplicates.duplicates(files)
+    print(f"\nduplicate code (runs of {duplicates.MIN_LINES}+ code lines): {len(found)} in {len(files)} files")
+    assert not found, found
+    block = "\n".join(f"    total = total * {n} + len(name) - {n}" for n in range(duplicates.MIN_LINES + 2))
+    for name in ("one", "two"):
+        (tmp_path / f"{name}.py").write_text(
+            f"def {name}(name: str) -> int:\n    total = 0\n{block}\n    return total\n"
+        )
+    ((length, spans),) = duplicates.duplicates(sorted(tmp_path.glob("*.py")))
+    assert length == duplicates.MIN_LINES + 4 and len(spans) == 2  # every line but the def
