@@ -172,17 +172,28 @@ def confidence_figure(lanes: Lanes, replay: bool = False, sage: SageConfig | Non
         message = "waiting for SAGE's first round" if "sage" in lanes else "SAGE is not in this race"
         return _empty(title, message, replay=replay)
     fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.08, row_heights=[0.4, 0.35, 0.25])
+    _shape_rows(fig, steps)
+    _window_row(fig, steps, sage or SageConfig())
+    fig.update_yaxes(title_text="H, α", row=1, col=1, rangemode="tozero")
+    fig.update_yaxes(title_text="D, W", row=2, col=1, rangemode="tozero")
+    fig.update_xaxes(title_text="round", row=3, col=1)
+    _round_ticks(fig, steps)
+    return _layout(fig, title, height=HEIGHT + 120, replay=replay)
+
+
+def _shape_rows(fig: go.Figure, steps: Sequence[RoundRecord]) -> None:
+    """Rows 1 and 2: H and α per round; the planned D(α) and W(α), the root's drawn width, and D_max."""
     x = [r.round for r in steps]
-    fig.add_trace(go.Scatter(x=x, y=[r.entropy for r in steps], name="entropy H (nats)", mode="lines+markers",
-                             **series_style(SERIES["entropy"])), row=1, col=1)  # fmt: skip
-    fig.add_trace(go.Scatter(x=x, y=[r.alpha for r in steps], name="confidence α", mode="lines+markers",
-                             **series_style(SERIES["alpha"])), row=1, col=1)  # fmt: skip
     planned = [r for r in steps if r.planned_depth is not None]
     px = [r.round for r in planned]
-    fig.add_trace(go.Scatter(x=px, y=[r.planned_depth for r in planned], name="D(α)", mode="lines+markers",
-                             **series_style(SERIES["depth"], "hv")), row=2, col=1)  # fmt: skip
-    fig.add_trace(go.Scatter(x=px, y=[r.planned_width for r in planned], name="W(α)", mode="lines+markers",
-                             **series_style(SERIES["width"], "hv")), row=2, col=1)  # fmt: skip
+    lines = (  # (x, y, name, style, row), in the legend's order
+        (x, [r.entropy for r in steps], "entropy H (nats)", series_style(SERIES["entropy"]), 1),
+        (x, [r.alpha for r in steps], "confidence α", series_style(SERIES["alpha"]), 1),
+        (px, [r.planned_depth for r in planned], "D(α)", series_style(SERIES["depth"], "hv"), 2),
+        (px, [r.planned_width for r in planned], "W(α)", series_style(SERIES["width"], "hv"), 2),
+    )
+    for xs, ys, name, style, row in lines:
+        fig.add_trace(go.Scatter(x=xs, y=ys, name=name, mode="lines+markers", **style), row=row, col=1)
     fig.add_trace(
         go.Scatter(x=px, y=[r.root_width for r in planned], name="root width", mode="markers",
                    marker=dict(color=SERIES["width"].colour, symbol="square-open", size=12, line=dict(width=2)),
@@ -192,12 +203,6 @@ def confidence_figure(lanes: Lanes, replay: bool = False, sage: SageConfig | Non
     fig.add_trace(go.Scatter(x=x, y=[r.depth_max for r in steps], name="D_max", mode="lines",
                              line=dict(color=SERIES["depth_max"].colour, dash="dot", shape="hv", width=1.5)),
                   row=2, col=1)  # fmt: skip
-    _window_row(fig, steps, sage or SageConfig())
-    fig.update_yaxes(title_text="H, α", row=1, col=1, rangemode="tozero")
-    fig.update_yaxes(title_text="D, W", row=2, col=1, rangemode="tozero")
-    fig.update_xaxes(title_text="round", row=3, col=1)
-    _round_ticks(fig, steps)
-    return _layout(fig, title, height=HEIGHT + 120, replay=replay)
 
 
 def width_note(record: RoundRecord) -> str:
@@ -215,16 +220,7 @@ def _window_row(fig: go.Figure, steps: Sequence[RoundRecord], sage: SageConfig) 
     """Row 3: the acceptance window's mean when it closed, against the paper's thresholds, and each D_max move."""
     closed = [r for r in steps if r.window_mean is not None]
     x = [r.round for r in steps]
-    for level, name, dash, side in (
-        (sage.lower_below, "below: D_max falls", "dash", "left"),
-        (sage.raise_above, "above: D_max rises", "dot", "right"),
-    ):
-        fig.add_trace(go.Scatter(x=[min(x), max(x)], y=[level, level], mode="lines", name=f"{level:g}: {name}",
-                                 line=dict(color=GREY, dash=dash, width=1.5), hoverinfo="name",
-                                 showlegend=False), row=3, col=1)  # fmt: skip
-        fig.add_annotation(x=max(x) if side == "right" else min(x), y=level, text=f"{level:g} ({name})",
-                           showarrow=False, xanchor=side, yanchor="bottom" if side == "right" else "top",
-                           font=dict(size=TEXT_PX, color="#475569"), row=3, col=1)  # fmt: skip
+    _window_thresholds(fig, x, sage)
     if not closed:
         fig.add_annotation(x=(min(x) + max(x)) / 2, y=0.05, xanchor="center", yanchor="bottom", showarrow=False,
                            text=f"window of {sage.window} rounds: its mean τ appears when it closes",
@@ -245,6 +241,20 @@ def _window_row(fig: go.Figure, steps: Sequence[RoundRecord], sage: SageConfig) 
     )  # fmt: skip
     top = max([sage.raise_above + 1, *(r.window_mean or 0.0 for r in closed)])
     fig.update_yaxes(title_text="mean τ", row=3, col=1, range=[0, top + 0.8])
+
+
+def _window_thresholds(fig: go.Figure, x: Sequence[int], sage: SageConfig) -> None:
+    """Row 3's two thresholds: below the lower one D_max falls, above the upper one it rises."""
+    for level, name, dash, side in (
+        (sage.lower_below, "below: D_max falls", "dash", "left"),
+        (sage.raise_above, "above: D_max rises", "dot", "right"),
+    ):
+        fig.add_trace(go.Scatter(x=[min(x), max(x)], y=[level, level], mode="lines", name=f"{level:g}: {name}",
+                                 line=dict(color=GREY, dash=dash, width=1.5), hoverinfo="name",
+                                 showlegend=False), row=3, col=1)  # fmt: skip
+        fig.add_annotation(x=max(x) if side == "right" else min(x), y=level, text=f"{level:g} ({name})",
+                           showarrow=False, xanchor=side, yanchor="bottom" if side == "right" else "top",
+                           font=dict(size=TEXT_PX, color="#475569"), row=3, col=1)  # fmt: skip
 
 
 def _move_text(record: RoundRecord) -> str:

@@ -81,7 +81,7 @@ import math
 import os
 import random
 import time
-from dataclasses import dataclass, replace
+from dataclasses import astuple, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -447,9 +447,7 @@ def pretrain_vision(stage: Stage, model, processor, rng):
     (the first run of this generation: shape and place questions at chance after 68 minutes);
     per-token labels teach it both in minutes (about 1 s a step). ``stage.steps``: a fixed step count
     instead of ``stage.minutes``. Resumes: skipped when ``stage.checkpoint`` exists."""
-    name, lr, minutes, steps, batch_size, checkpoint = (
-        stage.name, stage.lr, stage.minutes, stage.steps, stage.batch_size, stage.checkpoint,
-    )  # fmt: skip
+    name, lr, minutes, steps, batch_size, checkpoint = astuple(stage)
     visual = model.model.visual
     if checkpoint.exists():
         visual.load_state_dict(torch.load(checkpoint, weights_only=False))
@@ -506,9 +504,7 @@ def train(stage: Stage, model, processor, rng, eval_examples, teacher=None, aux_
     merged tokens predicts the shape, cell, colour and size drawn there; the head is discarded):
     dense labels that teach the vision tower shapes and places far faster than the answer tokens
     alone."""
-    name, lr, minutes, steps, batch_size, checkpoint = (
-        stage.name, stage.lr, stage.minutes, stage.steps, stage.batch_size, stage.checkpoint,
-    )  # fmt: skip
+    name, lr, minutes, steps, batch_size, checkpoint = astuple(stage)
     head, captured, hook = attach_aux_head(model.model.visual)
     opt = torch.optim.AdamW([*model.parameters(), *head.parameters()], lr=lr, betas=(0.9, 0.98), weight_decay=0.01)
     budget = minutes * 60.0

@@ -21,6 +21,12 @@ MAX_PARAMETERS = 8
 #: Functions of sage_core and app allowed over MAX_LINES, each with its reason.
 LONG_ALLOWED = {
     "app/page.py:build_page": "one gr.Blocks layout: its `with` nesting is the page's, read top to bottom",
+    "app/ui.py:wire": "the page's events, one listener each, as ruff format lays their arguments out",
+    "sage_core/cli.py:build_parser": "the command line, one add_argument per flag",
+    # Over 60 once ruff format lays their calls out, and refactored on another branch of the same issue
+    # (one prefill; the lean forward under models/): drop these when it merges.
+    "sage_core/decode.py:_prefill": "pending: one prefill with the scoring and pruning options",
+    "sage_core/lean.py:fused": "pending: the lean forward's refactor",
     # The test-model builders are leaving the wheel for a test-support package (another branch of the same
     # issue); drop these four when they go.
     "sage_core/tiny_models.py:build_config": "one table-like config per family",
