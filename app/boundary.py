@@ -21,7 +21,7 @@ import logging
 import re
 import uuid
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import gradio as gr
 import torch
@@ -118,7 +118,7 @@ def refusals_as_sentences(demo: gr.Blocks) -> None:
                 raise
             raise gr.Error(sentence, print_exception=False) from error
 
-    demo.preprocess_data = preprocess_data  # type: ignore[method-assign]
+    demo.preprocess_data = preprocess_data  # type: ignore[method-assign]  # Gradio has no hook for bad input
 
 
 def with_defaults(block_fn: Any, inputs: list[Any]) -> list[Any]:
@@ -142,4 +142,4 @@ def guard(fn: F) -> F:
         except Exception as error:
             raise api_error(error) from error
 
-    return guarded  # type: ignore[return-value]
+    return cast(F, guarded)

@@ -74,21 +74,12 @@ def _box(body: str) -> str:
 
 
 def _policy(e: RoundExplained, text: TokenText) -> list[str]:
-    out: list[str] = []
     if e.kind == "plain":
         return ["<p>Plain decoding: one target forward, one new token. No draft, no tree.</p>"]
+    out: list[str] = []
     if e.description:  # the method's own sentence (its registry entry's)
         out.append(f"<p>{html.escape(e.description)}</p>")
-    if e.top_probs:
-        out.append(f"<h4>The draft's top-{len(e.top_probs)} after the root</h4><table>")
-        top = max(e.top_probs)
-        for token, prob in zip(e.top_tokens, e.top_probs, strict=True):
-            width = int(160 * prob / top) if top > 0 else 0
-            out.append(
-                f"<tr><td class='f'>{text(token)}</td><td><span class='bar' style='width:{width}px'></span></td>"
-                f"<td class='f'>{prob:.3f}</td></tr>"
-            )
-        out.append("</table>")
+    out += _top_table(e, text)
     if e.explainer == "rerank":
         return out + _dynamic(e, text)
     if e.explainer == "tree":
@@ -99,51 +90,14 @@ def _policy(e: RoundExplained, text: TokenText) -> list[str]:
         out.append(f"<p>Fixed tree ({name}, {e.fixed_tree_nodes} nodes): the same shape every round, "
                    "whatever the draft's confidence.</p>")  # fmt: skip
         return out
-    if e.entropy is not None and e.alpha is not None:
-        out.append(
-            "<h4>Confidence</h4><div class='f'>"
-            f"H = {e.entropy:.3f} nats<br>"
-            f"α = 1 − H / log {len(e.top_probs)} = 1 − {e.entropy:.3f} / {e.log_k:.3f} = <b>{e.measured_alpha:.3f}</b>"
-            + (
-                f"; the shape used α = <b>{e.alpha:.3f}</b>, held fixed"
-                if abs(e.measured_alpha - e.alpha) > 5e-4
-                else ""
-            )
-            + "</div>"
-        )
+    out += _confidence(e)
     if e.kind == "sage-first":
         out.append(f"<p>SAGE's first round uses the static tree ({e.fixed_tree_nodes} nodes), as in the paper; "
                    "from the next round α shapes the tree.</p>")  # fmt: skip
         return out
-    if e.depth is not None and e.depth_raw is not None and e.width_raw is not None and e.alpha is not None:
-        out.append(
-            "<h4>Shape</h4><div class='f'>"
-            f"D(α) = D_min + α·(D_max − D_min) = {e.depth_min} + {e.alpha:.3f}·({e.depth_max} − {e.depth_min}) "
-            f"= {e.depth_raw:.2f} → <b>{e.depth}</b><br>"
-            f"W(α) = W_min + (1 − α)·(W_max − W_min) = {e.width_min} + {1 - e.alpha:.3f}·({e.width_max} − "
-            f"{e.width_min}) = {e.width_raw:.2f} → <b>{e.width}</b></div>"
-        )
+    out += _shape(e)
     if e.levels:
-        out.append(
-            "<h4>Level by level</h4><div class='muted'>The root offers W_1 = W(α) children; a node at level "
-            "l − 1 offers W_l = W(α)·(1/l)·(0.5 + P_parent) for l ≥ 2 (rounded, at least 1). A kept child's "
-            f"cumulative probability must exceed θ_l = {e.threshold_base:g}·l/D; at most {e.node_budget} nodes "
-            "(the budget). So a level can keep fewer than its widths offer: the cut columns say why.</div><table>"
-            "<tr><th>l</th><th>θ_l</th><th>W_l per parent</th><th>kept</th>"
-            "<th>cut: width · threshold · budget</th></tr>"
-        )
-        for level in e.levels:
-            widths = ", ".join(
-                f"{'root' if w.node == -1 else f'#{w.node}'}: {w.raw:.2f}→{w.width}" for w in level.widths[:6]
-            )
-            if len(level.widths) > 6:
-                widths += f", … ({len(level.widths)} parents)"
-            out.append(
-                f"<tr><td>{level.level}</td><td class='f'>{e.threshold_base:g}·{level.level}/{e.depth} = "
-                f"{level.threshold:.4f}</td><td class='f'>{widths}</td><td>{level.kept}</td>"
-                f"<td>{level.cut_by_width} · {level.cut_by_threshold} · {level.cut_by_budget}</td></tr>"
-            )
-        out.append("</table>")
+        out += _levels(e)
     elif e.kind == "sage-template":
         out.append("<p class='muted'>Template shape: the tree was planned from the previous round's draft.</p>")
     if e.cut:
@@ -152,6 +106,73 @@ def _policy(e: RoundExplained, text: TokenText) -> list[str]:
             for c in e.cut[:8]
         )
         out.append(f"<div class='muted'>Best candidates cut: {shown}</div>")
+    return out
+
+
+def _top_table(e: RoundExplained, text: TokenText) -> list[str]:
+    """The draft's top-k after the root, as bars."""
+    if not e.top_probs:
+        return []
+    out = [f"<h4>The draft's top-{len(e.top_probs)} after the root</h4><table>"]
+    top = max(e.top_probs)
+    for token, prob in zip(e.top_tokens, e.top_probs, strict=True):
+        width = int(160 * prob / top) if top > 0 else 0
+        out.append(
+            f"<tr><td class='f'>{text(token)}</td><td><span class='bar' style='width:{width}px'></span></td>"
+            f"<td class='f'>{prob:.3f}</td></tr>"
+        )
+    out.append("</table>")
+    return out
+
+
+def _confidence(e: RoundExplained) -> list[str]:
+    """SAGE's α from the root's entropy (and the α the shape used, when held fixed)."""
+    if e.entropy is None or e.alpha is None:
+        return []
+    return [
+        "<h4>Confidence</h4><div class='f'>"
+        f"H = {e.entropy:.3f} nats<br>"
+        f"α = 1 − H / log {len(e.top_probs)} = 1 − {e.entropy:.3f} / {e.log_k:.3f} = <b>{e.measured_alpha:.3f}</b>"
+        + (f"; the shape used α = <b>{e.alpha:.3f}</b>, held fixed" if abs(e.measured_alpha - e.alpha) > 5e-4 else "")
+        + "</div>"
+    ]
+
+
+def _shape(e: RoundExplained) -> list[str]:
+    """D(α) and W(α) with their numbers."""
+    if e.depth is None or e.depth_raw is None or e.width_raw is None or e.alpha is None:
+        return []
+    return [
+        "<h4>Shape</h4><div class='f'>"
+        f"D(α) = D_min + α·(D_max − D_min) = {e.depth_min} + {e.alpha:.3f}·({e.depth_max} − {e.depth_min}) "
+        f"= {e.depth_raw:.2f} → <b>{e.depth}</b><br>"
+        f"W(α) = W_min + (1 − α)·(W_max − W_min) = {e.width_min} + {1 - e.alpha:.3f}·({e.width_max} − "
+        f"{e.width_min}) = {e.width_raw:.2f} → <b>{e.width}</b></div>"
+    ]
+
+
+def _levels(e: RoundExplained) -> list[str]:
+    """The tree level by level: thresholds, widths per parent, what each rule cut."""
+    out = [
+        "<h4>Level by level</h4><div class='muted'>The root offers W_1 = W(α) children; a node at level "
+        "l − 1 offers W_l = W(α)·(1/l)·(0.5 + P_parent) for l ≥ 2 (rounded, at least 1). A kept child's "
+        f"cumulative probability must exceed θ_l = {e.threshold_base:g}·l/D; at most {e.node_budget} nodes "
+        "(the budget). So a level can keep fewer than its widths offer: the cut columns say why.</div><table>"
+        "<tr><th>l</th><th>θ_l</th><th>W_l per parent</th><th>kept</th>"
+        "<th>cut: width · threshold · budget</th></tr>"
+    ]
+    for level in e.levels:
+        widths = ", ".join(
+            f"{'root' if w.node == -1 else f'#{w.node}'}: {w.raw:.2f}→{w.width}" for w in level.widths[:6]
+        )
+        if len(level.widths) > 6:
+            widths += f", … ({len(level.widths)} parents)"
+        out.append(
+            f"<tr><td>{level.level}</td><td class='f'>{e.threshold_base:g}·{level.level}/{e.depth} = "
+            f"{level.threshold:.4f}</td><td class='f'>{widths}</td><td>{level.kept}</td>"
+            f"<td>{level.cut_by_width} · {level.cut_by_threshold} · {level.cut_by_budget}</td></tr>"
+        )
+    out.append("</table>")
     return out
 
 

@@ -40,6 +40,7 @@ import gradio as gr
 from sage_core import METHOD_LABELS, SageConfig
 from sage_core.errors import SageError
 from sage_core.explain import sage_config_from
+from sage_core.method_settings import as_float
 from sage_core.methods import drafts, form_settings, specs
 from sage_core.prepared import check_vocabulary
 from sage_core.records import settings_of_header
@@ -127,10 +128,8 @@ def save_trace_file(data: RaceData, folder: Path = TRACE_DIR, max_age: float = T
 
 
 def replay_speed(value: object) -> float:
-    try:
-        speed = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        speed = math.nan
+    number = as_float(value)
+    speed = math.nan if number is None else number
     if not math.isfinite(speed) or not 0 <= speed <= MAX_REPLAY_SPEED:
         raise InputProblem(f"the replay speed must be a number in [0, {MAX_REPLAY_SPEED:g}] (0: no waiting)")
     return speed
@@ -307,7 +306,7 @@ def race_api_function(handlers: Handlers) -> Callable[..., dict]:
         bound.apply_defaults()
         return handlers.race_api_answer(RaceForm(**bound.arguments))
 
-    race_api.__signature__ = signature  # type: ignore[attr-defined]
+    race_api.__signature__ = signature  # type: ignore[attr-defined]  # what Gradio reads the API's fields from
     race_api.__doc__ = race_api_doc()
     return race_api
 

@@ -22,6 +22,7 @@ from typing import Any
 from sage_core import Media, SageError, load_media
 from sage_core.config import (
     SamplingConfig,
+    as_float,
     as_whole,
     check_max_new_tokens,
     check_prompt,
@@ -183,7 +184,7 @@ class RaceForm:
     def __eq__(self, other: object) -> bool:
         return isinstance(other, RaceForm) and self.values == other.values
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]  # unhashable, as __eq__ compares values; typeshed wants a method
 
     def __repr__(self) -> str:
         return f"RaceForm({', '.join(f'{k}={v!r}' for k, v in self.values.items())})"
@@ -230,12 +231,11 @@ def open_media(path: str, limits: Limits) -> Media:
 def sampling_settings(temperature: object, seed: object) -> SamplingConfig:
     """A race's sampling settings from the temperature slider and the seed box (0 = greedy; ConfigError when
     out of range). An empty seed picks a fresh one, recorded in the trace."""
-    try:
-        value = float(temperature.strip()) if isinstance(temperature, str) else float(temperature)  # type: ignore[arg-type]
-    except (TypeError, ValueError, OverflowError) as error:
-        raise ConfigError(f"the temperature must be a number, not {shown(temperature)}") from error
-    number = None if seed is None or seed == "" else as_whole(seed)
-    return SamplingConfig(temperature=value, seed=number)  # type: ignore[arg-type]
+    value = as_float(temperature)
+    if value is None:
+        raise ConfigError(f"the temperature must be a number, not {shown(temperature)}")
+    number: Any = None if seed is None or seed == "" else as_whole(seed)  # SamplingConfig checks it
+    return SamplingConfig(temperature=value, seed=number)
 
 
 def check_methods(methods: object) -> tuple[str, ...]:

@@ -17,6 +17,7 @@ here that the records do not hold.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -171,17 +172,28 @@ def confidence_figure(lanes: Lanes, replay: bool = False, sage: SageConfig | Non
         message = "waiting for SAGE's first round" if "sage" in lanes else "SAGE is not in this race"
         return _empty(title, message, replay=replay)
     fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.08, row_heights=[0.4, 0.35, 0.25])
+    _shape_rows(fig, steps)
+    _window_row(fig, steps, sage or SageConfig())
+    fig.update_yaxes(title_text="H, α", row=1, col=1, rangemode="tozero")
+    fig.update_yaxes(title_text="D, W", row=2, col=1, rangemode="tozero")
+    fig.update_xaxes(title_text="round", row=3, col=1)
+    _round_ticks(fig, steps)
+    return _layout(fig, title, height=HEIGHT + 120, replay=replay)
+
+
+def _shape_rows(fig: go.Figure, steps: Sequence[RoundRecord]) -> None:
+    """Rows 1 and 2: H and α per round; the planned D(α) and W(α), the root's drawn width, and D_max."""
     x = [r.round for r in steps]
-    fig.add_trace(go.Scatter(x=x, y=[r.entropy for r in steps], name="entropy H (nats)", mode="lines+markers",
-                             **series_style(SERIES["entropy"])), row=1, col=1)  # fmt: skip
-    fig.add_trace(go.Scatter(x=x, y=[r.alpha for r in steps], name="confidence α", mode="lines+markers",
-                             **series_style(SERIES["alpha"])), row=1, col=1)  # fmt: skip
     planned = [r for r in steps if r.planned_depth is not None]
     px = [r.round for r in planned]
-    fig.add_trace(go.Scatter(x=px, y=[r.planned_depth for r in planned], name="D(α)", mode="lines+markers",
-                             **series_style(SERIES["depth"], "hv")), row=2, col=1)  # fmt: skip
-    fig.add_trace(go.Scatter(x=px, y=[r.planned_width for r in planned], name="W(α)", mode="lines+markers",
-                             **series_style(SERIES["width"], "hv")), row=2, col=1)  # fmt: skip
+    lines = (  # (x, y, name, style, row), in the legend's order
+        (x, [r.entropy for r in steps], "entropy H (nats)", series_style(SERIES["entropy"]), 1),
+        (x, [r.alpha for r in steps], "confidence α", series_style(SERIES["alpha"]), 1),
+        (px, [r.planned_depth for r in planned], "D(α)", series_style(SERIES["depth"], "hv"), 2),
+        (px, [r.planned_width for r in planned], "W(α)", series_style(SERIES["width"], "hv"), 2),
+    )
+    for xs, ys, name, style, row in lines:
+        fig.add_trace(go.Scatter(x=xs, y=ys, name=name, mode="lines+markers", **style), row=row, col=1)
     fig.add_trace(
         go.Scatter(x=px, y=[r.root_width for r in planned], name="root width", mode="markers",
                    marker=dict(color=SERIES["width"].colour, symbol="square-open", size=12, line=dict(width=2)),
@@ -191,12 +203,6 @@ def confidence_figure(lanes: Lanes, replay: bool = False, sage: SageConfig | Non
     fig.add_trace(go.Scatter(x=x, y=[r.depth_max for r in steps], name="D_max", mode="lines",
                              line=dict(color=SERIES["depth_max"].colour, dash="dot", shape="hv", width=1.5)),
                   row=2, col=1)  # fmt: skip
-    _window_row(fig, steps, sage or SageConfig())
-    fig.update_yaxes(title_text="H, α", row=1, col=1, rangemode="tozero")
-    fig.update_yaxes(title_text="D, W", row=2, col=1, rangemode="tozero")
-    fig.update_xaxes(title_text="round", row=3, col=1)
-    _round_ticks(fig, steps)
-    return _layout(fig, title, height=HEIGHT + 120, replay=replay)
 
 
 def width_note(record: RoundRecord) -> str:
@@ -214,16 +220,7 @@ def _window_row(fig: go.Figure, steps: Sequence[RoundRecord], sage: SageConfig) 
     """Row 3: the acceptance window's mean when it closed, against the paper's thresholds, and each D_max move."""
     closed = [r for r in steps if r.window_mean is not None]
     x = [r.round for r in steps]
-    for level, name, dash, side in (
-        (sage.lower_below, "below: D_max falls", "dash", "left"),
-        (sage.raise_above, "above: D_max rises", "dot", "right"),
-    ):
-        fig.add_trace(go.Scatter(x=[min(x), max(x)], y=[level, level], mode="lines", name=f"{level:g}: {name}",
-                                 line=dict(color=GREY, dash=dash, width=1.5), hoverinfo="name",
-                                 showlegend=False), row=3, col=1)  # fmt: skip
-        fig.add_annotation(x=max(x) if side == "right" else min(x), y=level, text=f"{level:g} ({name})",
-                           showarrow=False, xanchor=side, yanchor="bottom" if side == "right" else "top",
-                           font=dict(size=TEXT_PX, color="#475569"), row=3, col=1)  # fmt: skip
+    _window_thresholds(fig, x, sage)
     if not closed:
         fig.add_annotation(x=(min(x) + max(x)) / 2, y=0.05, xanchor="center", yanchor="bottom", showarrow=False,
                            text=f"window of {sage.window} rounds: its mean τ appears when it closes",
@@ -244,6 +241,20 @@ def _window_row(fig: go.Figure, steps: Sequence[RoundRecord], sage: SageConfig) 
     )  # fmt: skip
     top = max([sage.raise_above + 1, *(r.window_mean or 0.0 for r in closed)])
     fig.update_yaxes(title_text="mean τ", row=3, col=1, range=[0, top + 0.8])
+
+
+def _window_thresholds(fig: go.Figure, x: Sequence[int], sage: SageConfig) -> None:
+    """Row 3's two thresholds: below the lower one D_max falls, above the upper one it rises."""
+    for level, name, dash, side in (
+        (sage.lower_below, "below: D_max falls", "dash", "left"),
+        (sage.raise_above, "above: D_max rises", "dot", "right"),
+    ):
+        fig.add_trace(go.Scatter(x=[min(x), max(x)], y=[level, level], mode="lines", name=f"{level:g}: {name}",
+                                 line=dict(color=GREY, dash=dash, width=1.5), hoverinfo="name",
+                                 showlegend=False), row=3, col=1)  # fmt: skip
+        fig.add_annotation(x=max(x) if side == "right" else min(x), y=level, text=f"{level:g} ({name})",
+                           showarrow=False, xanchor=side, yanchor="bottom" if side == "right" else "top",
+                           font=dict(size=TEXT_PX, color="#475569"), row=3, col=1)  # fmt: skip
 
 
 def _move_text(record: RoundRecord) -> str:
@@ -320,6 +331,41 @@ def pick_round(records: Sequence[RoundRecord], number: int | None) -> RoundRecor
     return steps[-1]
 
 
+@dataclass(frozen=True)
+class _TreePlot:
+    """One round's tree laid out for the panel: every node's, cut candidate's and the bonus token's place."""
+
+    record: RoundRecord
+    token_texts: Mapping[int, str]
+    cut: list[tuple[int, int, float, str]]  # (parent, token, draft p, rule) of each candidate the policy cut
+    ys: list[float]  # nodes, cut candidates, the bonus when emitted, the root last
+    last: int  # the last accepted node (-1: the root), where the bonus hangs
+    bonus_emitted: bool
+
+    @classmethod
+    def of(cls, record: RoundRecord, token_texts: Mapping[int, str]) -> _TreePlot:
+        # The bonus token (the target's own next token) is drawn as one more child of the last accepted node;
+        # it is emitted unless the output ended inside the accepted path (end-of-sequence, token limit).
+        last = record.accepted_nodes[-1] if record.accepted_nodes else -1
+        bonus_emitted = len(record.new_tokens) > record.draft_token_count
+        # Candidates the policy cut are drawn greyed beside the kept nodes (leaves after them).
+        cut = list(zip(record.cut_parents, record.cut_tokens, record.cut_probs, record.cut_rules, strict=True))
+        ys = tree_layout((*record.tree.parents, *(c[0] for c in cut), *((last,) if bonus_emitted else ())))
+        return cls(record, token_texts, cut, ys, last, bonus_emitted)
+
+    def pos(self, node: int) -> tuple[float, float]:
+        return (0.0, self.ys[-1]) if node == -1 else (float(self.record.tree.depths[node]), self.ys[node])
+
+    def text_of(self, token: int | None) -> str:
+        if token is None:
+            return "?"
+        return self.token_texts.get(token, f"#{token}")
+
+    def cut_x(self) -> list[float]:
+        depths = self.record.tree.depths
+        return [0.0 if parent == -1 else float(depths[parent]) for parent, *_ in self.cut]
+
+
 def tree_figure(
     records: Sequence[RoundRecord],
     step: int | None,
@@ -334,61 +380,79 @@ def tree_figure(
     if record is None or not record.tree_tokens:
         return _empty(f"② Draft tree ({label})", "no draft tree yet", replay=replay)
     tree = record.tree
-    by_round = {r.round: r for r in records}
-    before = by_round.get(record.round - 1)
+    before = {r.round: r for r in records}.get(record.round - 1)
     root_token = before.new_tokens[-1] if before is not None and before.new_tokens else None
-    # The bonus token (the target's own next token) is drawn as one more child of the last accepted node;
-    # it is emitted unless the output ended inside the accepted path (end-of-sequence, token limit).
-    last = record.accepted_nodes[-1] if record.accepted_nodes else -1
-    bonus_emitted = len(record.new_tokens) > record.draft_token_count
-    # Candidates the policy cut are drawn greyed beside the kept nodes (leaves after them).
-    cut = list(zip(record.cut_parents, record.cut_tokens, record.cut_probs, record.cut_rules, strict=True))
-    ys = tree_layout((*tree.parents, *(c[0] for c in cut), *((last,) if bonus_emitted else ())))
-    bonus_y, root_y = ys[-2], ys[-1]
-    cut_ys = ys[len(tree) : len(tree) + len(cut)]
-    depths = tree.depths
-    cumulative = tree.cumulative_probs()
-    accepted = set(record.accepted_nodes)
-
-    def pos(node: int) -> tuple[float, float]:
-        return (0.0, root_y) if node == -1 else (float(depths[node]), ys[node])
-
-    def text_of(token: int | None) -> str:
-        if token is None:
-            return "?"
-        return token_texts.get(token, f"#{token}")
-
+    plot = _TreePlot.of(record, token_texts)
     fig = go.Figure()
+    _edge_traces(fig, plot)
+    _cut_traces(fig, plot)
+    _node_trace(fig, plot)
+    bonus_x = _root_and_bonus_traces(fig, plot, root_token)
+    leaves = max(plot.ys) + 1 if plot.ys else 1
+    height = int(min(900, max(HEIGHT + 60, 120 + 24 * leaves)))
+    deepest = max([tree.depth, bonus_x, *(x + 1 for x in plot.cut_x())])
+    fig.update_xaxes(title_text="depth", tickvals=list(range(int(deepest) + 1)), range=[-1.6, deepest + 1.4],
+                     zeroline=False)  # fmt: skip
+    fig.update_yaxes(visible=False, autorange="reversed")
+    ending = (
+        " + <span style='color:#8a5a00'>bonus</span>"
+        if plot.bonus_emitted
+        else f"<br>ended ({record.finish_reason}): no bonus"
+    )
+    title = (
+        f"② {label} draft tree, round {record.round}:<br>{len(tree)} nodes, depth {tree.depth}, "
+        f"<span style='color:#00573f'>accepted {record.accepted_length}</span>{ending}"
+    )
+    return _layout(fig, title, height=height, replay=replay)
+
+
+def _edge_traces(fig: go.Figure, plot: _TreePlot) -> None:
+    """The tree's edges: the rejected ones thin, the accepted path thick."""
+    accepted = set(plot.record.accepted_nodes)
     for group, edge_colour, width in ((False, REJECTED, 1.2), (True, ACCEPTED, 3.5)):
         xs: list[float | None] = []
         ys_line: list[float | None] = []
-        for node, parent in enumerate(tree.parents):
+        for node, parent in enumerate(plot.record.tree.parents):
             if (node in accepted) == group:
-                (x0, y0), (x1, y1) = pos(parent), pos(node)
+                (x0, y0), (x1, y1) = plot.pos(parent), plot.pos(node)
                 xs += [x0, x1, None]
                 ys_line += [y0, y1, None]
         fig.add_trace(go.Scatter(x=xs, y=ys_line, mode="lines", line=dict(color=edge_colour, width=width),
                                  hoverinfo="skip", showlegend=False))  # fmt: skip
-    if cut:
-        cut_x = [0.0 if parent == -1 else float(depths[parent]) for parent, *_ in cut]
-        xs, ys_line = [], []
-        for (parent, *_), x, y in zip(cut, cut_x, cut_ys, strict=True):
-            (x0, y0) = pos(parent)
-            xs += [x0, x + 1, None]
-            ys_line += [y0, y, None]
-        fig.add_trace(go.Scatter(x=xs, y=ys_line, mode="lines", line=dict(color=CUT, width=1, dash="dot"),
-                                 hoverinfo="skip", showlegend=False))  # fmt: skip
-        fig.add_trace(
-            go.Scatter(
-                x=[x + 1 for x in cut_x], y=cut_ys, mode="markers+text", name="cut",
-                text=[display_token(text_of(token), 10) for _, token, _, _ in cut], textposition="middle right",
-                textfont=dict(size=TEXT_PX, color=CUT),
-                marker=dict(size=7, color="white", symbol="x-thin-open", line=dict(width=1.5, color=CUT)),
-                hovertext=[f"not in the tree: token {display_token(text_of(token))!s} (id {token})<br>"
-                           f"draft p = {prob:.3f}<br>{CUT_REASONS.get(rule, rule)}" for _, token, prob, rule in cut],
-                hoverinfo="text", showlegend=False,
-            )
-        )  # fmt: skip
+
+
+def _cut_traces(fig: go.Figure, plot: _TreePlot) -> None:
+    """The candidates the policy cut, greyed and dotted beside the kept nodes."""
+    if not plot.cut:
+        return
+    cut, cut_x = plot.cut, plot.cut_x()
+    tree_size = len(plot.record.tree)
+    cut_ys = plot.ys[tree_size : tree_size + len(cut)]
+    xs: list[float | None] = []
+    ys_line: list[float | None] = []
+    for (parent, *_), x, y in zip(cut, cut_x, cut_ys, strict=True):
+        (x0, y0) = plot.pos(parent)
+        xs += [x0, x + 1, None]
+        ys_line += [y0, y, None]
+    fig.add_trace(go.Scatter(x=xs, y=ys_line, mode="lines", line=dict(color=CUT, width=1, dash="dot"),
+                             hoverinfo="skip", showlegend=False))  # fmt: skip
+    fig.add_trace(
+        go.Scatter(
+            x=[x + 1 for x in cut_x], y=cut_ys, mode="markers+text", name="cut",
+            text=[display_token(plot.text_of(token), 10) for _, token, _, _ in cut], textposition="middle right",
+            textfont=dict(size=TEXT_PX, color=CUT),
+            marker=dict(size=7, color="white", symbol="x-thin-open", line=dict(width=1.5, color=CUT)),
+            hovertext=[f"not in the tree: token {display_token(plot.text_of(token))!s} (id {token})<br>"
+                       f"draft p = {prob:.3f}<br>{CUT_REASONS.get(rule, rule)}" for _, token, prob, rule in cut],
+            hoverinfo="text", showlegend=False,
+        )
+    )  # fmt: skip
+
+
+def _node_trace(fig: go.Figure, plot: _TreePlot) -> None:
+    """The drafted nodes: accepted ones large and green, with each node's numbers on hover."""
+    record, tree = plot.record, plot.record.tree
+    depths, cumulative, accepted = tree.depths, tree.cumulative_probs(), set(record.accepted_nodes)
     nodes = range(len(tree))
     tried = dict(zip(record.tried_nodes, record.accept_probs, strict=True))  # sampling only
 
@@ -399,15 +463,15 @@ def tree_figure(
         return f"{verdict} (acceptance probability {tried[n]:.3f})" if n in tried else "not tried"
 
     hover = [
-        f"node {n} · depth {depths[n]}<br>token {display_token(text_of(tree.tokens[n]))!s} (id {tree.tokens[n]})"
+        f"node {n} · depth {depths[n]}<br>token {display_token(plot.text_of(tree.tokens[n]))!s} (id {tree.tokens[n]})"
         f"<br>draft p = {tree.draft_probs[n]:.3f} · cumulative {cumulative[n]:.3f}"
         f"<br>{outcome(n)}"
         for n in nodes
     ]
     fig.add_trace(
         go.Scatter(
-            x=[depths[n] for n in nodes], y=[ys[n] for n in nodes], mode="markers+text",
-            text=[display_token(text_of(tree.tokens[n]), 10) for n in nodes], textposition="middle right",
+            x=[depths[n] for n in nodes], y=[plot.ys[n] for n in nodes], mode="markers+text",
+            text=[display_token(plot.text_of(tree.tokens[n]), 10) for n in nodes], textposition="middle right",
             textfont=dict(size=[TEXT_PX + 2 if n in accepted else TEXT_PX for n in nodes],
                           color=["#00573f" if n in accepted else "#334155" for n in nodes]),
             marker=dict(size=[15 if n in accepted else 9 for n in nodes],
@@ -417,43 +481,32 @@ def tree_figure(
             hovertext=hover, hoverinfo="text", name="draft nodes", showlegend=False,
         )
     )  # fmt: skip
-    root_text = display_token(text_of(root_token), 10) if root_token is not None else "root"
+
+
+def _root_and_bonus_traces(fig: go.Figure, plot: _TreePlot, root_token: int | None) -> float:
+    """The root (the last committed token) and, when emitted, the bonus token; the bonus's depth."""
+    root_text = display_token(plot.text_of(root_token), 10) if root_token is not None else "root"
     fig.add_trace(
-        go.Scatter(x=[0], y=[root_y], mode="markers+text", text=[root_text], textposition="middle left",
+        go.Scatter(x=[0], y=[plot.ys[-1]], mode="markers+text", text=[root_text], textposition="middle left",
                    marker=dict(size=14, color="#1e293b", symbol="square"),
                    hovertext=["root: the last committed token"], hoverinfo="text", showlegend=False)
     )  # fmt: skip
-    (lx, ly) = pos(last)
-    bonus_x = lx + 1.0
-    if bonus_emitted:
+    (lx, ly) = plot.pos(plot.last)
+    bonus_x, bonus_y, bonus = lx + 1.0, plot.ys[-2], plot.record.bonus_token
+    if plot.bonus_emitted:
         fig.add_trace(
             go.Scatter(x=[lx, bonus_x], y=[ly, bonus_y], mode="lines", line=dict(color=BONUS, width=2.5, dash="dot"),
                        hoverinfo="skip", showlegend=False)
         )  # fmt: skip
         fig.add_trace(
             go.Scatter(x=[bonus_x], y=[bonus_y], mode="markers+text",
-                       text=[display_token(text_of(record.bonus_token), 10)], textposition="middle right",
+                       text=[display_token(plot.text_of(bonus), 10)], textposition="middle right",
                        textfont=dict(size=TEXT_PX + 2, color="#8a5a00"),
                        marker=dict(size=16, color=BONUS, symbol="diamond"),
                        name="bonus", hoverinfo="text", showlegend=False,
-                       hovertext=[f"bonus: the target's own token after the accepted path, id {record.bonus_token}"])
+                       hovertext=[f"bonus: the target's own token after the accepted path, id {bonus}"])
         )  # fmt: skip
-    leaves = max(ys) + 1 if ys else 1
-    height = int(min(900, max(HEIGHT + 60, 120 + 24 * leaves)))
-    deepest = max([tree.depth, bonus_x, *(x + 1 for x in (cut_x if cut else ()))])
-    fig.update_xaxes(title_text="depth", tickvals=list(range(int(deepest) + 1)), range=[-1.6, deepest + 1.4],
-                     zeroline=False)  # fmt: skip
-    fig.update_yaxes(visible=False, autorange="reversed")
-    ending = (
-        " + <span style='color:#8a5a00'>bonus</span>"
-        if bonus_emitted
-        else f"<br>ended ({record.finish_reason}): no bonus"
-    )
-    title = (
-        f"② {label} draft tree, round {record.round}:<br>{len(tree)} nodes, depth {tree.depth}, "
-        f"<span style='color:#00573f'>accepted {record.accepted_length}</span>{ending}"
-    )
-    return _layout(fig, title, height=height, replay=replay)
+    return bonus_x
 
 
 # -- 4. accepted length per round -------------------------------------------------------------

@@ -251,23 +251,25 @@ def badge_html(data: RaceData | None) -> str:
             "texts differ; every method's output is distributed exactly as the target's own sampling "
             "(tests/test_sampling.py checks it with chi-square tests and negative controls)</small></div>"
         )
-    result = verdict(data) if data is not None else None
+    if data is None:
+        return wrap("<div class='sage-badge wait'>Losslessness: waiting for a race</div>")
+    result = verdict(data)
     if result is None:
-        if data is not None and len(data.lanes) == 1:
+        if len(data.lanes) == 1:
             return wrap("<div class='sage-badge wait'>Losslessness: one method only, nothing to compare</div>")
         return wrap("<div class='sage-badge wait'>Losslessness: waiting for a race</div>")
-    speculative = [SHORT.get(lane.method, lane.method) for lane in data.lanes if drafts(lane.method)]  # type: ignore[union-attr]
+    speculative = [SHORT.get(lane.method, lane.method) for lane in data.lanes if drafts(lane.method)]
     names = ", ".join(speculative[:-1]) + " and " + speculative[-1] if len(speculative) > 1 else speculative[0]
-    with_ar = any(not drafts(lane.method) for lane in data.lanes)  # type: ignore[union-attr]
+    with_ar = any(not drafts(lane.method) for lane in data.lanes)
     if result.identical:
         scope = "identical token for token" + (" (and identical to plain decoding)" if with_ar else "")
-        if data.finished:  # type: ignore[union-attr]
+        if data.finished:
             return wrap(
                 f"<div class='sage-badge ok'>✔ Lossless: {names} outputs are {scope}"
                 f"<small>{result.compared} tokens compared; greedy speculative decoding must equal the "
                 "target's own greedy output</small></div>"
             )
-        lead = "■ Stopped:" if data.stopped else "…"  # type: ignore[union-attr]
+        lead = "■ Stopped:" if data.stopped else "…"
         return wrap(
             f"<div class='sage-badge wait'>{lead} {names}: identical so far"
             f"<small>{result.compared} tokens compared</small></div>"

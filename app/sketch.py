@@ -86,7 +86,7 @@ def checked(pad: gr.Sketchpad) -> gr.Sketchpad:
         with DECODING:
             return stock(payload)
 
-    pad.preprocess = preprocess  # type: ignore[method-assign]
+    pad.preprocess = preprocess  # type: ignore[method-assign]  # Gradio has no hook before it decodes a picture
     return pad
 
 

@@ -16,7 +16,7 @@ import inspect
 import math
 import os
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, SupportsFloat, TypeVar
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -49,8 +49,8 @@ def race_seconds(max_new_tokens: object, methods: object, pair: object) -> int:
     (a preset key: the built-in pairs start with "builtin"); odd values ask for the most a valid
     race could need, so the handler can refuse them itself."""
     try:
-        tokens = float(max_new_tokens)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
+        tokens = float(max_new_tokens) if isinstance(max_new_tokens, str | SupportsFloat) else math.nan
+    except ValueError:
         tokens = math.nan
     tokens = tokens if math.isfinite(tokens) and tokens >= 1 else FALLBACK_TOKENS
     sides = len(set(methods)) if isinstance(methods, list | tuple | set) and methods else DEFAULT_METHODS

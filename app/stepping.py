@@ -54,5 +54,5 @@ class SteppedRaces:
             return len(self._races)
 
     def _prune(self) -> None:
-        for key in [key for key, ref in self._races.items() if ref() is None or ref().dropped]:  # type: ignore[union-attr]
+        for key in [key for key, ref in self._races.items() if (race := ref()) is None or race.dropped]:
             del self._races[key]

@@ -196,7 +196,7 @@ def queued(demo: gr.Blocks, limits: Limits | None = None) -> gr.Blocks:
             answer = BUSY.format(waiting=len(queue), limit=queue.max_size)
         return accepted, answer, state
 
-    queue.push = push  # type: ignore[method-assign]
+    queue.push = push  # type: ignore[method-assign]  # Gradio's queue has no hook for a full queue's answer
     return demo
 
 

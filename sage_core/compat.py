@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import inspect
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from importlib import metadata
+from typing import Any, Protocol
 
 from packaging.version import Version
 
@@ -58,10 +59,14 @@ def check_versions(installed: Mapping[str, str] | None = None) -> None:
         raise VersionError(problem)
 
 
-def cache_keyword(model: object) -> str:
+class _Forwarding(Protocol):
+    forward: Callable[..., Any]
+
+
+def cache_keyword(model: _Forwarding) -> str:
     """The name under which `model`'s forward takes the KV cache: `cache` (transformers >= 5.24) or
     `past_key_values` (5.17)."""
-    parameters = inspect.signature(model.forward).parameters  # type: ignore[attr-defined]
+    parameters = inspect.signature(model.forward).parameters
     return "cache" if "cache" in parameters else "past_key_values"
 
 

@@ -21,6 +21,7 @@ from .method_settings import OLD_SAGE_NAMES as OLD_SAGE_NAMES
 from .method_settings import SAGE_RANGES as SAGE_RANGES
 from .method_settings import DynamicConfig as DynamicConfig
 from .method_settings import SageConfig as SageConfig
+from .method_settings import as_float
 from .method_settings import as_whole as as_whole
 from .method_settings import is_whole_in as is_whole_in
 from .method_settings import shown as shown
@@ -184,15 +185,12 @@ def check_max_new_tokens(value: object, limit: int = MAX_NEW_TOKENS_LIMIT) -> in
     number = as_whole(value)
     if not is_whole_in(number, 1, limit):
         raise ConfigError(f"max new tokens must be a whole number in [1, {limit}], not {shown(value)}")
-    return int(number)  # type: ignore[call-overload]
+    return int(number)
 
 
 def check_prune_ratio(value: object) -> float:
     """The pruning ratio as a number in [0, MAX_PRUNE_RATIO] (a form's "0.5" included); ConfigError else."""
-    try:
-        ratio = float(value.strip()) if isinstance(value, str) else float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError, OverflowError):
-        ratio = None
+    ratio = as_float(value)
     if isinstance(value, bool) or ratio is None:
         raise ConfigError(f"the pruning ratio must be a number in [0, 1), not {shown(value)}")
     if not 0.0 <= ratio <= MAX_PRUNE_RATIO:

@@ -215,7 +215,7 @@ class DecodeRun:
         drafter = self._prefill_draft(scores, reserve, verifier.warp)
         proposer = self.proposer
         if getattr(proposer, "needs_costs", False) and drafter is not None:  # sage-cost: measured once per pair
-            proposer.use_costs(costs_for_run(pair, config.backend, target, target_state, drafter, first))  # type: ignore[attr-defined]
+            proposer.use_costs(costs_for_run(pair, config.backend, target, target_state, drafter, first))  # type: ignore[attr-defined]  # needs_costs says it has it
         prefill_seconds = laps.stop()
         loop = _Loop(target, target_state, drafter, proposer, verifier,
                      TextStream(pair.target.tokenizer), frozenset(pair.target.eos_token_ids), config.max_new_tokens,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import torch
 
@@ -34,6 +35,22 @@ class DraftedTree:
 
 
 TopK = tuple[tuple[int, ...], tuple[float, ...]]  # (tokens, probabilities), most likely first
+
+
+class DraftSide(Protocol):
+    """What a tree is grown with (`proposers.Drafter`): the draft's backend and cache, the shared
+    vocabulary, the warp (sampling) and the tokens that end the sequence."""
+
+    @property
+    def backend(self) -> ModelBackend: ...
+    @property
+    def state(self) -> KVState: ...
+    @property
+    def vocab(self) -> int: ...
+    @property
+    def warp(self) -> Warp | None: ...
+    @property
+    def stop(self) -> Collection[int]: ...
 
 
 def top_candidates(logits: torch.Tensor, k: int, vocab: int, warp: Warp | None = None) -> list[TopK]:
@@ -74,30 +91,20 @@ def feed_committed(draft: ModelBackend, state: KVState, pending: Sequence[int]) 
     return logits[-1]
 
 
-def grow_tree(
-    draft: ModelBackend,
-    state: KVState,
-    root: TopK,
-    choose: Chooser,
-    max_depth: int,
-    top: int,
-    vocab: int,
-    expand: Expand,
-    warp: Warp | None = None,
-    stop: Collection[int] = (),
-) -> DraftedTree:
+def grow_tree(side: DraftSide, root: TopK, choose: Chooser, max_depth: int, top: int, expand: Expand) -> DraftedTree:
     """Grow a tree level by level under the draft's tree attention.
 
-    `state` has the root committed last; `root` is the draft's top-k after
+    `side.state` has the root committed last; `root` is the draft's top-k after
     it. Each level runs one draft forward over the nodes chosen for
     expansion (one device-to-host copy of its top-k); their KV entries are
     scratch and are dropped at the end (the draft is fed the accepted tokens
     next round). `expand(node, level, cumulative)` says whether a node of
     `level` (with that cumulative draft probability) gets children; a level
     with no node to expand ends the tree without a draft forward. A node whose
-    token is in `stop` (the target's end-of-sequence ids) is never expanded:
+    token is in `side.stop` (the target's end-of-sequence ids) is never expanded:
     nothing after it could be accepted.
     """
+    draft, state, vocab, warp, stop = side.backend, side.state, side.vocab, side.warp, side.stop
     root_position = state.committed - 1
     nodes: list[Candidate] = []  # each with its parent, token, draft probability and cumulative probability
     scratch_of: dict[int, int] = {ROOT: -1}  # node -> its index among the draft's scratch entries

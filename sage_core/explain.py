@@ -177,68 +177,9 @@ def explain_round(record: RoundRecord, config: SageConfig, settings: Any = None)
     method's settings, for its registry entry's sentence)."""
     spec = method_spec(record.method)
     kind = round_kind(record, config)
-    alpha = record.alpha
-    depth_raw = width_raw = None
-    if alpha is not None and record.depth_max is not None and record.planned_depth is not None:
-        depth_raw = config.depth_min + alpha * (record.depth_max - config.depth_min)
-        width_raw = config.width_min + (1.0 - alpha) * (config.width_max - config.width_min)
-    tree = record.tree
-    depths = tree.depths if tree.tokens else ()
-    probs = record.tree_draft_probs
-
-    def level_of(node: int) -> int:
-        return 1 if node == ROOT else depths[node] + 1
-
-    def parent_prob(node: int) -> float:
-        return 1.0 if node == ROOT else probs[node]
-
-    levels = []
-    offers = list(zip(record.offer_parents, record.offer_widths, strict=True))
-    for index, threshold in enumerate(record.level_thresholds):
-        level = index + 1
-        widths = []
-        for node, width in offers:
-            if level_of(node) != level:
-                continue
-            raw = (
-                float(record.planned_width or 0)
-                if level == 1
-                else (record.planned_width or 0) * (0.5 + parent_prob(node)) / level
-            )
-            widths.append(ParentWidth(node, parent_prob(node), raw, width))
-        levels.append(
-            LevelExplained(
-                level=level,
-                threshold=threshold,
-                widths=tuple(widths),
-                kept=sum(1 for d in depths if d == level),
-                cut_by_width=_at(record.cut_by_width, index),
-                cut_by_threshold=_at(record.cut_by_threshold, index),
-                cut_by_budget=_at(record.cut_by_budget, index),
-            )
-        )
-    cut = tuple(
-        CutCandidate(parent, level_of(parent), token, prob, rule)
-        for parent, token, prob, rule in zip(
-            record.cut_parents, record.cut_tokens, record.cut_probs, record.cut_rules, strict=True
-        )
-    )
-    choices = record.target_choices
-    accepted = set(record.accepted_nodes)
-    nodes = []
-    for node, (token, parent) in enumerate(zip(tree.tokens, tree.parents, strict=True)):
-        choice = choices[1 + parent] if choices else None
-        nodes.append(
-            NodeCheck(
-                node=node,
-                parent=parent,
-                depth=depths[node],
-                token=token,
-                target_choice=choice,
-                agreed=None if choice is None else choice == token,
-                accepted=node in accepted,
-            )
-        )
+    alpha, (depth_raw, width_raw) = record.alpha, _raw_shape(record, config)
+    tree, choices = record.tree, record.target_choices
+    depths = tree.depths
     template = spec.template if spec.explainer == "fixed" else None
     fixed = len(template) if template else len(STATIC_TREE) if kind == "sage-first" else 0
     cumulative = tree.cumulative_probs()
@@ -263,9 +204,14 @@ def explain_round(record: RoundRecord, config: SageConfig, settings: Any = None)
         width=record.planned_width,
         threshold_base=config.threshold_base,
         node_budget=config.node_budget,
-        levels=tuple(levels),
-        cut=cut,
-        nodes=tuple(nodes),
+        levels=_levels_explained(record),
+        cut=tuple(
+            CutCandidate(parent, _level_of(record, parent), token, prob, rule)
+            for parent, token, prob, rule in zip(
+                record.cut_parents, record.cut_tokens, record.cut_probs, record.cut_rules, strict=True
+            )
+        ),
+        nodes=_node_checks(record),
         root_choice=choices[0] if choices else None,
         accepted_nodes=record.accepted_nodes,
         accepted_tokens=record.accepted_tokens,
@@ -284,6 +230,77 @@ def explain_round(record: RoundRecord, config: SageConfig, settings: Any = None)
         emitted_tokens=record.new_tokens,
         finish_reason=record.finish_reason,
     )
+
+
+def _raw_shape(record: RoundRecord, config: SageConfig) -> tuple[float | None, float | None]:
+    """D(α) and W(α) before rounding, when the round planned its shape from α."""
+    alpha = record.alpha
+    if alpha is None or record.depth_max is None or record.planned_depth is None:
+        return None, None
+    depth_raw = config.depth_min + alpha * (record.depth_max - config.depth_min)
+    return depth_raw, config.width_min + (1.0 - alpha) * (config.width_max - config.width_min)
+
+
+def _level_of(record: RoundRecord, node: int) -> int:
+    """The level of `node`'s children (1 under the root)."""
+    return 1 if node == ROOT else record.tree.depths[node] + 1
+
+
+def _levels_explained(record: RoundRecord) -> tuple[LevelExplained, ...]:
+    """SAGE's online rule level by level: the threshold, each parent's offered width, what was kept and cut."""
+    depths = record.tree.depths if record.tree.tokens else ()
+    probs = record.tree_draft_probs
+
+    def parent_prob(node: int) -> float:
+        return 1.0 if node == ROOT else probs[node]
+
+    levels = []
+    offers = list(zip(record.offer_parents, record.offer_widths, strict=True))
+    for index, threshold in enumerate(record.level_thresholds):
+        level = index + 1
+        widths = []
+        for node, width in offers:
+            if _level_of(record, node) != level:
+                continue
+            raw = (
+                float(record.planned_width or 0)
+                if level == 1
+                else (record.planned_width or 0) * (0.5 + parent_prob(node)) / level
+            )
+            widths.append(ParentWidth(node, parent_prob(node), raw, width))
+        levels.append(
+            LevelExplained(
+                level=level,
+                threshold=threshold,
+                widths=tuple(widths),
+                kept=sum(1 for d in depths if d == level),
+                cut_by_width=_at(record.cut_by_width, index),
+                cut_by_threshold=_at(record.cut_by_threshold, index),
+                cut_by_budget=_at(record.cut_by_budget, index),
+            )
+        )
+    return tuple(levels)
+
+
+def _node_checks(record: RoundRecord) -> tuple[NodeCheck, ...]:
+    """Each drafted node against the target's choice after its parent."""
+    tree, choices, accepted = record.tree, record.target_choices, set(record.accepted_nodes)
+    depths = tree.depths if tree.tokens else ()
+    nodes = []
+    for node, (token, parent) in enumerate(zip(tree.tokens, tree.parents, strict=True)):
+        choice = choices[1 + parent] if choices else None
+        nodes.append(
+            NodeCheck(
+                node=node,
+                parent=parent,
+                depth=depths[node],
+                token=token,
+                target_choice=choice,
+                agreed=None if choice is None else choice == token,
+                accepted=node in accepted,
+            )
+        )
+    return tuple(nodes)
 
 
 def _at(values: tuple[int, ...], index: int) -> int:

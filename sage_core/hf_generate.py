@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from .config import METHODS, OLD_SAGE_NAMES, DecodeConfig, SageConfig
+from .config import METHODS, OLD_SAGE_NAMES, Backend, DecodeConfig, SageConfig
 from .decode import DecodeRun
 from .errors import GenerateError
 from .media import Media
@@ -75,7 +75,7 @@ class _TokenizerOnly:
     tokenizer: Any
 
 
-def generate(
+def generate(  # noqa: PLR0913  (transformers' generate() signature, which a custom_generate must take)
     model: Any,
     inputs: torch.Tensor | None = None,
     generation_config: Any = None,
@@ -88,7 +88,7 @@ def generate(
     negative_prompt_ids: torch.Tensor | None = None,
     negative_prompt_attention_mask: torch.Tensor | None = None,
     method: str = "sage",
-    backend: str = "fast",
+    backend: Backend = "fast",
     prune_ratio: float = 0.0,
     sage_config: SageConfig | None = None,
     tokenizer: Any = None,
@@ -116,7 +116,7 @@ def generate(
         raise GenerateError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
     if method != "ar" and assistant_model is None:
         raise GenerateError(f"method {method!r} drafts: pass the draft model as assistant_model")
-    decode_config = DecodeConfig(method, max_new, sage, backend=backend, prune_ratio=prune_ratio)  # type: ignore[arg-type]
+    decode_config = DecodeConfig(method, max_new, sage, backend=backend, prune_ratio=prune_ratio)
     target = _vlm(model, tokenizer, "target")
     draft = _vlm(assistant_model, assistant_tokenizer or tokenizer, "draft") if assistant_model is not None else target
     pair = check_pair(target, draft)
@@ -125,6 +125,12 @@ def generate(
     on_draft = {k: v.to(draft.device) if isinstance(v, torch.Tensor) else v for k, v in model_inputs.items()}
     prepared = PreparedInputs(media, "", on_target, on_draft if method != "ar" else None, 0.0, 0.0)
     run = DecodeRun(pair, media, "", decode_config, prepared)
+    return _decoded(run, input_ids, streamer, bool(config.return_dict_in_generate))
+
+
+def _decoded(run: DecodeRun, input_ids: torch.Tensor, streamer: Any, return_dict: bool) -> Any:
+    """Run the decode, the new tokens streamed as they come; the prompt and its answer as `generate()`
+    returns them."""
     if streamer is not None:
         streamer.put(input_ids.cpu())
     new_tokens: list[int] = []
@@ -136,10 +142,10 @@ def generate(
         streamer.end()
     added = torch.tensor([new_tokens], dtype=input_ids.dtype, device=input_ids.device)
     sequences = torch.cat([input_ids, added], dim=1)
-    if config.return_dict_in_generate:
+    if return_dict:
         from transformers.generation.utils import GenerateDecoderOnlyOutput
 
-        return GenerateDecoderOnlyOutput(sequences=sequences)  # type: ignore[arg-type]
+        return GenerateDecoderOnlyOutput(sequences=sequences)  # type: ignore[arg-type]  # transformers types it a LongTensor
     return sequences
 
 

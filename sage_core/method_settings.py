@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal, SupportsFloat, SupportsIndex, TypeGuard
 
 from .errors import ConfigError
 
@@ -118,7 +118,8 @@ class SageConfig:
     def from_form(cls, values: Mapping[str, object]) -> SageConfig:
         """SAGE's settings from a form or a JSON call ("8", 8.0 and 8 alike); checked as every SageConfig is."""
         named = with_current_names(values, OLD_SAGE_NAMES)
-        return cls(**{name: as_whole(value) for name, value in named.items()})  # type: ignore[arg-type]
+        settings: dict[str, Any] = {name: as_whole(value) for name, value in named.items()}
+        return cls(**settings)
 
 
 @dataclass(frozen=True)
@@ -154,7 +155,8 @@ class DynamicConfig:
     def from_form(cls, values: Mapping[str, object]) -> DynamicConfig:
         """The dynamic tree's settings from a form or a JSON call ("5", 5.0 and 5 alike); checked as always."""
         named = with_current_names(values, OLD_DYNAMIC_NAMES)
-        return cls(**{name: as_whole(value) for name, value in named.items()})  # type: ignore[arg-type]
+        settings: dict[str, Any] = {name: as_whole(value) for name, value in named.items()}
+        return cls(**settings)
 
 
 #: sage-frozen's α unless set: the built-in pair's mean α over SAGE's own rounds (root entropy, top-10):
@@ -197,16 +199,28 @@ def as_whole(value: object) -> object:
     """A whole number as an int ("8", 8.0, 8); anything else as it came (the check then names it)."""
     if isinstance(value, int):  # bool included: the check names it
         return value
-    try:
-        number = float(value.strip()) if isinstance(value, str) else float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError, OverflowError):
+    number = as_float(value)
+    if number is None:
         return value
     if isinstance(value, str) and value.strip().lstrip("+-").isdigit():
         return int(value.strip())  # exact, however long
     return int(number) if number.is_integer() else value
 
 
-def is_whole_in(value: object, low: int, high: int) -> bool:
+def as_float(value: object) -> float | None:
+    """A number as float() reads it ("0.5" with spaces around, 0.5, 1, numpy's scalars); None where float()
+    refuses it (the check then names the value)."""
+    if isinstance(value, str):
+        value = value.strip()
+    if not isinstance(value, str | bytes | bytearray | SupportsFloat | SupportsIndex):
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError, OverflowError):  # numpy's arrays of more than one number among them
+        return None
+
+
+def is_whole_in(value: object, low: int, high: int) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
 
 

@@ -27,6 +27,7 @@ from .method_settings import (
     DynamicConfig,
     FrozenSageConfig,
     SageConfig,
+    as_float,
     as_whole,
     shown,
     with_current_names,
@@ -68,10 +69,8 @@ class Setting:
             return value
         if self.whole:
             return as_whole(value)
-        try:
-            return float(value.strip()) if isinstance(value, str) else float(value)  # type: ignore[arg-type]
-        except (TypeError, ValueError, OverflowError):
-            return value
+        number = as_float(value)
+        return value if number is None else number
 
 
 #: Makes a method's proposer for one run: (its settings, the run's whole configuration) -> Proposer.

@@ -63,7 +63,7 @@ class Drafter:
         return top_candidates(feed_committed(self.backend, self.state, pending), k, self.vocab, self.warp)[0]
 
     def grow(self, root: TopK, choose: Chooser, depth: int, k: int, expand: Expand) -> DraftedTree:
-        return grow_tree(self.backend, self.state, root, choose, depth, k, self.vocab, expand, self.warp, self.stop)
+        return grow_tree(self, root, choose, depth, k, expand)
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
 
-from .config import DecodeConfig, DynamicConfig, SageConfig
+from .config import Backend, DecodeConfig, DynamicConfig, SageConfig
 from .decode import DecodeRun
 from .methods import MethodSpec, is_method, registered
 from .models import ModelPair
@@ -52,9 +52,9 @@ FIXED_BEST_FIRST = MethodSpec(
 )  # fmt: skip
 
 
-def budget_config(method: str, budget: int, max_new_tokens: int, backend: str = "fast") -> DecodeConfig:
+def budget_config(method: str, budget: int, max_new_tokens: int, backend: Backend = "fast") -> DecodeConfig:
     """The settings that give `method` a budget of `budget` nodes (module docstring)."""
-    base = DecodeConfig("sage", max_new_tokens, backend=backend)  # type: ignore[arg-type]
+    base = DecodeConfig("sage", max_new_tokens, backend=backend)
     if method == "sage":
         return replace(base, sage=SageConfig(node_budget=budget))
     if method == "dynamic":
@@ -106,14 +106,14 @@ def sweep(
     methods: Sequence[str] = SWEEP_METHODS,
     max_new_tokens: int = 128,
     repeats: int = 1,
-    backend: str = "fast",
+    backend: Backend = "fast",
     progress: Callable[[str], None] = lambda line: None,
 ) -> SweepResult:
     """Run the sweep on these prepared examples (module docstring); a warm-up run of each setting first."""
     with nullcontext() if is_method(FIXED_BEST_FIRST.name) else registered(FIXED_BEST_FIRST):
         settings = {(m, b): budget_config(m, b, max_new_tokens, backend) for m in methods for b in budgets}
-        settings[("ar", 0)] = DecodeConfig("ar", max_new_tokens, backend=backend)  # type: ignore[arg-type]
-        settings[("sage-cost", 0)] = DecodeConfig("sage-cost", max_new_tokens, backend=backend)  # type: ignore[arg-type]
+        settings[("ar", 0)] = DecodeConfig("ar", max_new_tokens, backend=backend)
+        settings[("sage-cost", 0)] = DecodeConfig("sage-cost", max_new_tokens, backend=backend)
         return _sweep(pair, cases, settings, list(settings), budgets, methods, repeats, progress)
 
 

@@ -85,23 +85,23 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 from transformers import LogitsProcessor, LogitsProcessorList
 
-ROOT = Path(__file__).resolve().parent.parent
+from sage_core import DecodeConfig, ModelPair, PreparedInputs, decode, load_media, load_pair
+from sage_core import prepare_inputs as prepare
+from sage_core.config import BACKENDS, Backend, SamplingConfig
+from sage_core.costs import CostCurve, measure_costs, predicted_speedups
+from sage_core.errors import SageError
+from sage_core.media import DEFAULT_FRAMES
+from sage_core.methods import drafts, method_names, specs
+from sage_core.records import RoundRecord
+from sage_core.sweep import SWEEP_BUDGETS, sweep
+from sage_core.timing import synchronize
 
-from sage_core import DecodeConfig, ModelPair, PreparedInputs, decode, load_media, load_pair  # noqa: E402
-from sage_core import prepare_inputs as prepare  # noqa: E402
-from sage_core.config import BACKENDS, SamplingConfig  # noqa: E402
-from sage_core.costs import CostCurve, measure_costs, predicted_speedups  # noqa: E402
-from sage_core.errors import SageError  # noqa: E402
-from sage_core.media import DEFAULT_FRAMES  # noqa: E402
-from sage_core.methods import drafts, method_names, specs  # noqa: E402
-from sage_core.records import RoundRecord  # noqa: E402
-from sage_core.sweep import SWEEP_BUDGETS, sweep  # noqa: E402
-from sage_core.timing import synchronize  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 PEERS = ("generate", "assisted")
 #: Our methods benchmarked unless --methods names others (the ablation lanes only when named).
@@ -120,7 +120,7 @@ def method_config(method: str, max_new: int, backend: str = "fast", sampling: Sa
     method, _, on = method.partition(ON)
     name, _, ratio = method.partition(PRUNED)
     prune = float(ratio) if ratio else 0.0
-    return DecodeConfig(name, max_new, prune_ratio=prune, backend=on or backend, sampling=sampling)  # type: ignore[arg-type]
+    return DecodeConfig(name, max_new, prune_ratio=prune, backend=cast(Backend, on or backend), sampling=sampling)
 
 
 def label(method: str, temperature: float) -> str:
@@ -568,7 +568,7 @@ def write_sweep_plot(result: Any, curve: CostCurve, path: Path, pair_name: str) 
 # -- main ---------------------------------------------------------------------
 
 
-def main() -> int:
+def parse_args() -> tuple[argparse.ArgumentParser, argparse.Namespace]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--target", default="builtin")
     parser.add_argument("--draft", default="builtin")
@@ -610,7 +610,49 @@ def main() -> int:
     parser.add_argument("--json", help="write every run and the summary here")
     parser.add_argument("--markdown", help="write the summary table here")
     args = parser.parse_args()
+    return parser, args
 
+
+@dataclass(frozen=True)
+class Plan:
+    """What the command line asks for, checked: the methods (on their backends, pruned), the sampling
+    settings per temperature, the examples and the prompt paddings."""
+
+    methods: list[str]
+    backends: list[Backend]
+    settings: dict[float, SamplingConfig]
+    examples: list[dict[str, Any]]
+    base: Path  # the examples' folder
+    pads: list[int]
+
+    @property
+    def temperatures(self) -> list[float]:
+        return list(self.settings)
+
+
+def plan_of(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Plan:
+    """The checked plan; parser.error (exit 2 with one sentence) on a bad argument."""
+    methods, backends = methods_of(parser, args)
+    try:
+        temperatures = list(dict.fromkeys(float(t) for t in args.temperatures.split(",")))
+        settings = {t: SamplingConfig(t, args.top_p, args.top_k_sampling) for t in temperatures}
+    except ValueError as error:
+        parser.error(f"--temperatures, --top-p, --top-k-sampling: {error}")
+    examples = json.loads(Path(args.examples).read_text())
+    if args.kinds:
+        kinds = set(args.kinds.split(","))
+        examples = [e for e in examples if e.get("kind") in kinds]
+        if not examples:
+            parser.error(f"no example of the kinds {args.kinds!r} in {args.examples}")
+    try:
+        pads = [0] + [int(n) for n in args.long_prompt.split(",") if n.strip()]
+    except ValueError:
+        parser.error(f"--long-prompt takes token counts, e.g. 500,1500, not {args.long_prompt!r}")
+    return Plan(methods, backends, settings, examples, Path(args.examples).parent, pads)
+
+
+def methods_of(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tuple[list[str], list[Backend]]:
+    """--methods with --prune-ratios and --backend applied, and the backends."""
     methods = args.methods.split(",")
     unknown = set(methods) - {*method_names(), *PEERS}
     if unknown:
@@ -625,24 +667,23 @@ def main() -> int:
     backends = list(dict.fromkeys(args.backend.split(",")))
     if set(backends) - set(BACKENDS):
         parser.error(f"--backend: choose from {', '.join(BACKENDS)}, not {args.backend!r}")
-    methods = on_backends(methods, backends)
-    base_backend = backends[0]
-    try:
-        temperatures = list(dict.fromkeys(float(t) for t in args.temperatures.split(",")))
-        settings = {t: SamplingConfig(t, args.top_p, args.top_k_sampling) for t in temperatures}
-    except ValueError as error:
-        parser.error(f"--temperatures, --top-p, --top-k-sampling: {error}")
-    examples = json.loads(Path(args.examples).read_text())
-    if args.kinds:
-        kinds = set(args.kinds.split(","))
-        examples = [e for e in examples if e.get("kind") in kinds]
-        if not examples:
-            parser.error(f"no example of the kinds {args.kinds!r} in {args.examples}")
-    base = Path(args.examples).parent
-    try:
-        pads = [0] + [int(n) for n in args.long_prompt.split(",") if n.strip()]
-    except ValueError:
-        parser.error(f"--long-prompt takes token counts, e.g. 500,1500, not {args.long_prompt!r}")
+    return on_backends(methods, backends), cast(list[Backend], backends)  # each checked against BACKENDS
+
+
+@dataclass
+class Measured:
+    """What the runs measured: every timed run, every profiled run's rounds, the records kept for the
+    cost lines, and the cost curve (measured once, before the first drafting method runs)."""
+
+    runs: list[Run] = dataclasses.field(default_factory=list)
+    rounds: list[Rounds] = dataclasses.field(default_factory=list)
+    profiled_records: dict[str, list] = dataclasses.field(default_factory=dict)
+    curve: CostCurve | None = None
+
+
+def main() -> int:
+    parser, args = parse_args()
+    plan = plan_of(parser, args)
     pair = load_pair(args.target, args.draft, args.device, args.dtype)
     if args.video_pixels:
         for model in (pair.target, pair.draft):
@@ -652,54 +693,67 @@ def main() -> int:
             parser.error("--threads must be >= 1")
         torch.set_num_threads(args.threads)
     if args.sweep:
-        return budget_sweep(args, pair, spread_kinds(examples, args.sweep_examples), base)
+        return budget_sweep(args, pair, spread_kinds(plan.examples, args.sweep_examples), plan.base)
     print(f"target {args.target}  draft {args.draft}  device {pair.device}  dtype {pair.target.dtype}  "
           f"threads {torch.get_num_threads()}  "
           f"backend {args.backend}", file=sys.stderr)  # fmt: skip
-    runs: list[Run] = []
-    rounds: list[Rounds] = []
-    profiled_records: dict[str, list] = {}
-    curve = None
-    for example, pad in ((e, p) for e in examples for p in pads):
+    measured = Measured()
+    for example, pad in ((e, p) for e in plan.examples for p in plan.pads):
         name = example["file"] + (f"+{pad}tok" if pad else "")
-        media = load_media(base / example["file"], frames=args.frames)
+        media = load_media(plan.base / example["file"], frames=args.frames)
         try:
             prepared = prepare(pair, media, padded(pair.target.tokenizer, example["prompt"], pad))
         except SageError as error:
             parser.error(f"{name}: {error}")
-        prompt_tokens = int(prepared.target["input_ids"].shape[1])
-        if curve is None and any(drafts(m) for m in methods):
-            curve = measure_costs(pair, media, prepared.prompt, base_backend)
-
-        def one(method: str, repeat: int, temperature: float) -> Run:
-            runner = run_peer if method in PEERS else run_ours
-            sampling = replace(settings[temperature], seed=None if temperature == 0 else repeat + 1)
-            run = runner(pair, prepared, method, args.max_new_tokens, name, repeat, base_backend, sampling)  # noqa: B023
-            return replace(run, pad_tokens=pad, prompt_tokens=prompt_tokens)  # noqa: B023
-
-        for temperature in temperatures:
-            for method in methods:
-                one(method, -1, temperature)  # warm-up
-            for repeat in range(args.repeats):
-                shift = repeat % len(methods)
-                for method in methods[shift:] + methods[:shift]:
-                    runs.append(one(method, repeat, temperature))
-            for method in methods:
-                if method not in PEERS:
-                    sampling = replace(settings[temperature], seed=None if temperature == 0 else 0)
-                    keep = profiled_records.setdefault(method, []) if temperature == 0 and pad == 0 else None
-                    profiled = profile_rounds(pair, prepared, method, args.max_new_tokens, name, base_backend, sampling,
-                                              keep)  # fmt: skip
-                    rounds.append(replace(profiled, pad_tokens=pad, prompt_tokens=prompt_tokens))
+        if measured.curve is None and any(drafts(m) for m in plan.methods):
+            measured.curve = measure_costs(pair, media, prepared.prompt, plan.backends[0])
+        bench_example(args, plan, pair, prepared, name, pad, measured)
         print(f"  {name}: done", file=sys.stderr)
-    rows = summarize(runs, rounds, methods, temperatures)
-    table = cost_lines(curve, profiled_records, rows) + markdown(rows)
+    return write_reports(args, plan, pair, measured)
+
+
+def bench_example(
+    args: argparse.Namespace, plan: Plan, pair: ModelPair, prepared: PreparedInputs, name: str, pad: int,
+    measured: Measured,
+) -> None:  # fmt: skip
+    """One example (with `pad` tokens of padding): every method at every temperature, a warm-up and then
+    `--repeats` timed runs in rotating order, then one profiled run of each of our methods."""
+    base_backend, methods = plan.backends[0], plan.methods
+    prompt_tokens = int(prepared.target["input_ids"].shape[1])
+
+    def one(method: str, repeat: int, temperature: float) -> Run:
+        runner = run_peer if method in PEERS else run_ours
+        sampling = replace(plan.settings[temperature], seed=None if temperature == 0 else repeat + 1)
+        run = runner(pair, prepared, method, args.max_new_tokens, name, repeat, base_backend, sampling)
+        return replace(run, pad_tokens=pad, prompt_tokens=prompt_tokens)
+
+    for temperature in plan.temperatures:
+        for method in methods:
+            one(method, -1, temperature)  # warm-up
+        for repeat in range(args.repeats):
+            shift = repeat % len(methods)
+            for method in methods[shift:] + methods[:shift]:
+                measured.runs.append(one(method, repeat, temperature))
+        for method in methods:
+            if method not in PEERS:
+                sampling = replace(plan.settings[temperature], seed=None if temperature == 0 else 0)
+                keep = measured.profiled_records.setdefault(method, []) if temperature == 0 and pad == 0 else None
+                profiled = profile_rounds(pair, prepared, method, args.max_new_tokens, name, base_backend, sampling,
+                                          keep)  # fmt: skip
+                measured.rounds.append(replace(profiled, pad_tokens=pad, prompt_tokens=prompt_tokens))
+
+
+def write_reports(args: argparse.Namespace, plan: Plan, pair: ModelPair, measured: Measured) -> int:
+    """The summary table (printed; --markdown, --json); exit status 1 if any output differed from generate's."""
+    runs, rounds, curve, temperatures = measured.runs, measured.rounds, measured.curve, plan.temperatures
+    rows = summarize(runs, rounds, plan.methods, temperatures)
+    table = cost_lines(curve, measured.profiled_records, rows) + markdown(rows)
     table += sage_lines(rows)
-    table += backend_lines(rows, backends)
-    print(f"\n{len(examples)} examples, {args.repeats} repeats, median over examples [min–max]\n")
-    if len(pads) > 1:
+    table += backend_lines(rows, plan.backends)
+    print(f"\n{len(plan.examples)} examples, {args.repeats} repeats, median over examples [min–max]\n")
+    if len(plan.pads) > 1:
         table += "\n\nStep time against context (--long-prompt), median over examples:\n\n"
-        table += context_table(runs, rounds, methods, temperatures)
+        table += context_table(runs, rounds, plan.methods, temperatures)
     print(table)
     if args.markdown:
         Path(args.markdown).write_text(table + "\n", encoding="utf-8")

@@ -25,19 +25,18 @@ import argparse
 import json
 import os
 import time
+from dataclasses import replace
 from pathlib import Path
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import torch
 
+from sage_core.builtin.quality import agreement, evaluate
+from sage_core.builtin.scenes import DEFAULT, HAND_DRAWN, ROW_KIND, SHIFTED, jpeg, make_examples
+from sage_core.builtin.wording import held_out_examples
+
 ROOT = Path(__file__).resolve().parents[1]
-
-from dataclasses import replace  # noqa: E402
-
-from sage_core.builtin.quality import agreement, evaluate  # noqa: E402
-from sage_core.builtin.scenes import DEFAULT, HAND_DRAWN, ROW_KIND, SHIFTED, jpeg, make_examples  # noqa: E402
-from sage_core.builtin.wording import held_out_examples  # noqa: E402
 
 #: The kinds of a shape scene (what a hand-drawn picture is asked).
 SCENE_KINDS = ("shape", "colour", "count", "position", "size", "describe")

@@ -49,13 +49,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-for _path in (str(ROOT), str(ROOT / "scripts")):  # a plain checkout: no install needed
-    if _path not in sys.path:
-        sys.path.insert(0, _path)
+# A plain checkout, no install needed: the repository on the import path (scripts/ is already there, as the
+# script's own folder).
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import gpu_figures as figures  # noqa: E402
-import torch  # noqa: E402
+import gpu_figures as figures
+import torch
 
 DEFAULT_BUDGET_S = 480.0
 

@@ -19,14 +19,14 @@ from pathlib import Path
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-ROOT = Path(__file__).resolve().parents[1]
+from app.handlers import last
+from app.landing import LANDING_PICTURE, LANDING_TRACE
+from app.models import LoadedPair, warm_up
+from app.race import RaceRequest, race_steps
+from app.race_trace import save_race
+from sage_core import load_media, load_pair
 
-from app.handlers import last  # noqa: E402
-from app.landing import LANDING_PICTURE, LANDING_TRACE  # noqa: E402
-from app.models import LoadedPair, warm_up  # noqa: E402
-from app.race import RaceRequest, race_steps  # noqa: E402
-from app.race_trace import save_race  # noqa: E402
-from sage_core import load_media, load_pair  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def main(argv: list[str] | None = None) -> Path:

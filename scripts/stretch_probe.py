@@ -36,13 +36,13 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
+from sage_core.builtin.quality import example_media, generate_answers, teacher_forced_feed
+from sage_core.builtin.scenes import LONG_KINDS, ROW_KIND, make_examples
+from sage_core.config import SageConfig
+from sage_core.policy import confidence
+from sage_core.premise import pearson
 
-from sage_core.builtin.quality import example_media, generate_answers, teacher_forced_feed  # noqa: E402
-from sage_core.builtin.scenes import LONG_KINDS, ROW_KIND, make_examples  # noqa: E402
-from sage_core.config import SageConfig  # noqa: E402
-from sage_core.policy import confidence  # noqa: E402
-from sage_core.premise import pearson  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 CHAIN = 5
 

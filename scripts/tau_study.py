@@ -37,22 +37,22 @@ import statistics
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+import torch
 
-import torch  # noqa: E402
-
-from sage_core import DecodeConfig, decode, load_media, load_pair  # noqa: E402
-from sage_core.builtin.quality import example_media  # noqa: E402
-from sage_core.builtin.scenes import LONG_KINDS, ROW_KIND, make_examples  # noqa: E402
-from sage_core.method_settings import FrozenSageConfig  # noqa: E402
-from sage_core.methods import drafting_methods, method_spec, short_name  # noqa: E402
-from sage_core.premise import (  # noqa: E402
+from sage_core import DecodeConfig, decode, load_media, load_pair
+from sage_core.builtin.quality import example_media
+from sage_core.builtin.scenes import LONG_KINDS, ROW_KIND, make_examples
+from sage_core.method_settings import FrozenSageConfig
+from sage_core.methods import drafting_methods, method_spec, short_name
+from sage_core.premise import (
     acceptance_histogram,
     calibration_of,
     pearson,
     premise_of,
     round_alpha,
 )
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def interval(values: list[float]) -> tuple[float, float]:

@@ -81,7 +81,7 @@ import math
 import os
 import random
 import time
-from dataclasses import dataclass, replace
+from dataclasses import astuple, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -92,10 +92,8 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import torch
 import torch.nn.functional as F
 
-ROOT = Path(__file__).resolve().parents[1]
-
-from sage_core.builtin.quality import agreement, evaluate, example_media  # noqa: E402
-from sage_core.builtin.scenes import (  # noqa: E402  # noqa: E402
+from sage_core.builtin.quality import agreement, evaluate, example_media
+from sage_core.builtin.scenes import (
     COLOURS,
     DEFAULT,
     HAND_DRAWN,
@@ -108,8 +106,10 @@ from sage_core.builtin.scenes import (  # noqa: E402  # noqa: E402
     make_examples,
     vocabulary,
 )
-from sage_core.builtin.wording import LONE, lone_example, reword  # noqa: E402
-from sage_core.models import processor_inputs  # noqa: E402
+from sage_core.builtin.wording import LONE, lone_example, reword
+from sage_core.models import processor_inputs
+
+ROOT = Path(__file__).resolve().parents[1]
 
 #: Vision patches of 8 px (not the hub models' 16): the shapes are drawn anywhere at any scale, and
 #: finer patches let a vision tower this small tell a cross from a square at any offset.
@@ -425,14 +425,29 @@ def draw_example(rng: random.Random, mix: DataMix = DataMix()):
     return example
 
 
-def pretrain_vision(name, model, processor, rng, lr, minutes, checkpoint, batch_size=32, steps=0):
+@dataclass(frozen=True)
+class Stage:
+    """One training stage of a model: its name in the log, its schedule (the peak learning rate; minutes
+    of training time, or a fixed step count instead when `steps` > 0; the batch size) and the file it
+    checkpoints to (a rerun resumes from there)."""
+
+    name: str
+    lr: float
+    minutes: float
+    steps: int
+    batch_size: int
+    checkpoint: Path
+
+
+def pretrain_vision(stage: Stage, model, processor, rng):
     """Stage 0: the vision tower alone, with the auxiliary per-token heads, on shape scenes and charts.
 
     The answer tokens carry a shape or a place once per object, so a vision tower trained from
     scratch through the language model learns colours quickly and shapes and places hardly at all
     (the first run of this generation: shape and place questions at chance after 68 minutes);
-    per-token labels teach it both in minutes (about 1 s a step). ``steps``: a fixed step count
-    instead of ``minutes``. Resumes: skipped when ``checkpoint`` exists."""
+    per-token labels teach it both in minutes (about 1 s a step). ``stage.steps``: a fixed step count
+    instead of ``stage.minutes``. Resumes: skipped when ``stage.checkpoint`` exists."""
+    name, lr, minutes, steps, batch_size, checkpoint = astuple(stage)
     visual = model.model.visual
     if checkpoint.exists():
         visual.load_state_dict(torch.load(checkpoint, weights_only=False))
@@ -480,17 +495,16 @@ def lr_factor(frac: float, step: int, warmup: int = 100, hold: float = 0.65, flo
     return floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * t))
 
 
-def train(
-    name, model, processor, rng, lr, minutes, steps, batch_size, eval_examples, checkpoint, teacher=None,
-    aux_weight=0.0, mix=DataMix(),
-):  # fmt: skip
-    """Train ``model`` for ``minutes`` of training time (or ``steps``), checkpointing to ``checkpoint``
-    every CHECKPOINT_EVERY_S and resuming from it when it exists (same data stream: the rng is saved).
+def train(stage: Stage, model, processor, rng, eval_examples, teacher=None, aux_weight=0.0, mix=DataMix()):
+    """Train ``model`` for ``stage.minutes`` of training time (or ``stage.steps``), checkpointing to
+    ``stage.checkpoint`` every CHECKPOINT_EVERY_S and resuming from it when it exists (same data stream:
+    the rng is saved).
 
     ``aux_weight``: weight of the auxiliary per-token loss (a linear head on the vision tower's
     merged tokens predicts the shape, cell, colour and size drawn there; the head is discarded):
     dense labels that teach the vision tower shapes and places far faster than the answer tokens
     alone."""
+    name, lr, minutes, steps, batch_size, checkpoint = astuple(stage)
     head, captured, hook = attach_aux_head(model.model.visual)
     opt = torch.optim.AdamW([*model.parameters(), *head.parameters()], lr=lr, betas=(0.9, 0.98), weight_decay=0.01)
     budget = minutes * 60.0
@@ -569,7 +583,7 @@ def train(
     return step, train_time
 
 
-def main(argv=None):
+def parse_args(argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=str(ROOT / "assets" / "builtin"))
     ap.add_argument("--seed", type=int, default=1234)
@@ -610,6 +624,11 @@ def main(argv=None):
     for flag in ("lone", "hand_drawn", "shifted", "reworded", "rows", "jpeg"):
         if not 0.0 <= getattr(args, flag) <= 1.0:
             ap.error(f"--{flag.replace('_', '-')} must be between 0 and 1")
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
     mix = DataMix(args.lone, args.hand_drawn, args.shifted, args.reworded, args.rows, args.jpeg)
 
     torch.set_num_threads(args.threads)
@@ -621,10 +640,7 @@ def main(argv=None):
     processor = build_processor()
     tok = processor.tokenizer
     log(f"vocabulary {len(tok)} tokens; eos <|im_end|> = {tok.eos_token_id}, pad = {tok.pad_token_id}")
-    eval_examples = make_examples(args.seed + 999_983, args.eval_n)  # held out (training uses seed-derived rngs)
-    if mix.rows:  # row pictures among them too, spread so that the progress evaluations' first third has some
-        for i, example in enumerate(make_examples(args.seed + 999_979, max(args.eval_n // 6, 3), kinds=(ROW_KIND,))):
-            eval_examples.insert(7 * i, example)
+    eval_examples = evaluation_examples(args.seed, args.eval_n, mix)
 
     target = load_model(args.init_target) if args.init_target else build_model(TARGET_CFG, tok, args.seed)
     draft = load_model(args.init_draft) if args.init_draft else build_model(DRAFT_CFG, tok, args.seed + 1)
@@ -634,55 +650,14 @@ def main(argv=None):
     n_d = sum(p.numel() for p in draft.parameters())
     log(f"target {n_t / 1e6:.3f} M params, draft {n_d / 1e6:.3f} M params ({n_t / n_d:.1f}x smaller)")
 
-    t_steps = t_time = 0
-    if args.target_vision_minutes > 0 or args.target_vision_steps > 0:
-        pretrain_vision(
-            "target", target, processor, random.Random(args.seed + 7), args.vision_lr, args.target_vision_minutes,
-            checkpoints / "target-vision.pt", steps=args.target_vision_steps,
-        )  # fmt: skip
-    if args.target_minutes > 0 or args.target_steps > 0:
-        t_steps, t_time = train(
-            "target",
-            target,
-            processor,
-            random.Random(args.seed),
-            args.target_lr,
-            args.target_minutes,
-            args.target_steps,
-            args.batch_size,
-            eval_examples,
-            checkpoints / "target.pt",
-            aux_weight=args.aux_weight,
-            mix=mix,
-        )
+    t_steps, t_time = train_side(args, "target", target, processor, checkpoints, eval_examples, mix)
     for p in target.parameters():
         p.requires_grad_(False)
     save(target, processor, out / "target", args.save_dtype)
     res_t = evaluate(target, processor, eval_examples)
     log(f"target final: acc {res_t['accuracy']:.3f} " + " ".join(f"{k} {v:.2f}" for k, v in res_t["per_kind"].items()))
 
-    d_steps = d_time = 0
-    if args.draft_vision_minutes > 0 or args.draft_vision_steps > 0:
-        pretrain_vision(
-            "draft", draft, processor, random.Random(args.seed + 8), args.vision_lr, args.draft_vision_minutes,
-            checkpoints / "draft-vision.pt", steps=args.draft_vision_steps,
-        )  # fmt: skip
-    if args.draft_minutes > 0 or args.draft_steps > 0:
-        d_steps, d_time = train(
-            "draft",
-            draft,
-            processor,
-            random.Random(args.seed + 1),
-            args.draft_lr,
-            args.draft_minutes,
-            args.draft_steps,
-            args.batch_size,
-            eval_examples,
-            checkpoints / "draft.pt",
-            teacher=target,
-            aux_weight=args.aux_weight,
-            mix=mix,
-        )
+    d_steps, d_time = train_side(args, "draft", draft, processor, checkpoints, eval_examples, mix, teacher=target)
     save(draft, processor, out / args.draft_name, args.save_dtype)
     res_d = evaluate(draft, processor, eval_examples)
     log(f"draft final: acc {res_d['accuracy']:.3f} " + " ".join(f"{k} {v:.2f}" for k, v in res_d["per_kind"].items()))
@@ -692,6 +667,35 @@ def main(argv=None):
         f"summary: target {t_steps} steps / {t_time / 60:.1f} min, draft {d_steps} steps / {d_time / 60:.1f} min, "
         f"total wall {(time.time() - t_start) / 60:.1f} min"
     )
+
+
+def evaluation_examples(seed: int, n: int, mix: DataMix) -> list:
+    """The held-out examples (training uses seed-derived rngs); with --rows, row pictures among them too,
+    spread so that the progress evaluations' first third has some."""
+    eval_examples = make_examples(seed + 999_983, n)
+    if mix.rows:
+        for i, example in enumerate(make_examples(seed + 999_979, max(n // 6, 3), kinds=(ROW_KIND,))):
+            eval_examples.insert(7 * i, example)
+    return eval_examples
+
+
+#: Per side: the offset of its vision stage's and its training's rng seeds from --seed.
+SEED_OFFSETS = {"target": (7, 0), "draft": (8, 1)}
+
+
+def train_side(args, side: str, model, processor, checkpoints: Path, eval_examples, mix: DataMix, teacher=None):
+    """The target's or the draft's stages (each skipped at zero minutes and zero steps): the vision tower
+    alone, then the whole model (the draft distilled from `teacher`); (steps, minutes of training)."""
+    vision_seed, seed = (args.seed + offset for offset in SEED_OFFSETS[side])
+    vision_minutes, vision_steps = getattr(args, f"{side}_vision_minutes"), getattr(args, f"{side}_vision_steps")
+    minutes, steps = getattr(args, f"{side}_minutes"), getattr(args, f"{side}_steps")
+    if vision_minutes > 0 or vision_steps > 0:
+        vision = Stage(side, args.vision_lr, vision_minutes, vision_steps, 32, checkpoints / f"{side}-vision.pt")
+        pretrain_vision(vision, model, processor, random.Random(vision_seed))
+    if not (minutes > 0 or steps > 0):
+        return 0, 0
+    stage = Stage(side, getattr(args, f"{side}_lr"), minutes, steps, args.batch_size, checkpoints / f"{side}.pt")
+    return train(stage, model, processor, random.Random(seed), eval_examples, teacher, args.aux_weight, mix)
 
 
 def keep_layers(model, n: int) -> None:

@@ -89,14 +89,14 @@ def brute_force_best(budget: int, depth: int) -> set[tuple[int, ...]]:
 
 @pytest.mark.parametrize(("budget", "depth"), [(1, 4), (5, 4), (12, 5), (30, 4), (39, 3)])
 def test_best_first_keeps_the_budgets_most_likely_paths(budget: int, depth: int) -> None:
-    drafted = best_first(FakeDrafter(), fake_top(()), budget, TOP, depth)  # type: ignore[arg-type]
+    drafted = best_first(FakeDrafter(), fake_top(()), budget, TOP, depth)
     kept, _ = rerank_tree(drafted, budget)
     assert len(kept.tree) == budget
     assert token_paths(kept.tree) == brute_force_best(budget, depth)
 
 
 def test_best_first_drafts_fewer_nodes_than_the_whole_tree() -> None:
-    drafted = best_first(FakeDrafter(), fake_top(()), 8, TOP, 6)  # type: ignore[arg-type]
+    drafted = best_first(FakeDrafter(), fake_top(()), 8, TOP, 6)
     assert len(drafted.tree) < sum(TOP**level for level in range(1, 7)) / 10
 
 

@@ -491,7 +491,7 @@ def handlers_on_a_stand_in_page() -> Handlers:
     """The handlers with each component stood in by its name (they answer with updates keyed by component)."""
     page = SimpleNamespace(**{f.name: f.name for f in fields(Page)})
     settings = Settings(Limits(), [], "builtin", CustomModels(), [], text_interval=0.0, figure_interval=0.0)
-    return Handlers(page, settings)  # type: ignore[arg-type]
+    return Handlers(page, settings)
 
 
 def unfinished_race() -> RaceData:

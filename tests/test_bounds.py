@@ -85,7 +85,7 @@ def test_the_cli_the_api_and_the_page_give_the_librarys_sentence(
         values = base_values(uploaded(url, example[0]), str(value))
         assert raw_race(url, values) == expected
         kind, outputs = raw_call(url, "race_live", [*values, None])
-        assert kind == "complete" and expected in html.unescape(outputs[0])  # type: ignore[index]
+        assert kind == "complete" and expected in html.unescape(outputs[0])
         return
     # the API
     with pytest.raises(AppError) as refused:

@@ -76,7 +76,7 @@ def tree_paths(tree: Tree) -> set[tuple[int, ...]]:
 )  # fmt: skip
 def test_the_dynamic_tree_is_eagle2s(config, stop):
     draft = FakeDraft()
-    drafter = Drafter(draft, FakeState(), VOCAB, None, stop)  # type: ignore[arg-type]
+    drafter = Drafter(draft, FakeState(), VOCAB, None, stop)
     proposal = DynamicProposer(config).propose(drafter, [7])
     tree = proposal.tree
     assert len(tree) == config.total_tokens
@@ -125,4 +125,4 @@ def test_the_settings_choose_the_proposer():
     assert isinstance(make_proposer(DecodeConfig("dynamic")), DynamicProposer)
     assert make_proposer(DecodeConfig("dynamic", dynamic=DynamicConfig(candidates=7))).candidates == 7
     with pytest.raises(ConfigError, match="unknown method 'eagle'; choose one of ar, chain, static, sage, dynamic"):
-        DecodeConfig("eagle")  # type: ignore[arg-type]
+        DecodeConfig("eagle")

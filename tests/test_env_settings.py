@@ -61,9 +61,9 @@ def test_off_skips_the_measurement_and_on_makes_it(monkeypatch):
     monkeypatch.setattr(models, "decode", lambda *args, **kwargs: SimpleNamespace(run_to_end=lambda: None))
     monkeypatch.setattr(models, "measure_warm_costs", lambda pair: measured.append(pair) or "the curve")
     monkeypatch.setenv("SAGE_APP_COST_CURVE", "off")
-    assert models.warm_up("pair") is None and measured == []  # type: ignore[arg-type]
+    assert models.warm_up("pair") is None and measured == []
     monkeypatch.delenv("SAGE_APP_COST_CURVE")
-    assert models.warm_up("pair") == "the curve" and measured == ["pair"]  # type: ignore[arg-type]
+    assert models.warm_up("pair") == "the curve" and measured == ["pair"]
 
 
 @pytest.mark.parametrize(

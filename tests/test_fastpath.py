@@ -360,7 +360,7 @@ def test_the_plain_backend_keeps_transformers_cache_and_commits_the_same_rows(ti
 
 def test_an_unknown_backend_is_refused():
     with pytest.raises(ValueError, match="unknown backend"):
-        DecodeConfig(backend="turbo")  # type: ignore[arg-type]
+        DecodeConfig(backend="turbo")
 
 
 def test_cli_parses_the_backend():
@@ -516,7 +516,7 @@ def test_the_fast_backends_fuse_the_drafts_forward_only(tiny_root, image, monkey
         "_compiled_halves",
         lambda: (counted(lean_module._attention_in), counted(lean_module._attention_out)),
     )
-    config = DecodeConfig("sage", max_new_tokens=12, backend=backend)  # type: ignore[arg-type]
+    config = DecodeConfig("sage", max_new_tokens=12, backend=backend)
     decode(pair, image, "Describe the picture.", config).run_to_end()
     compiled = backend == "compiled"
     assert all(not fused and not compiled_call for name, fused, compiled_call in calls if name == "target")

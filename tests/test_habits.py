@@ -12,12 +12,15 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_pre_commit_runs_the_pinned_ruff_lint_and_format() -> None:
+def test_pre_commit_runs_the_pinned_ruff_lint_and_format_and_the_duplicate_check() -> None:
     pinned = re.search(r"^ruff==(\S+)$", (ROOT / "requirements-dev.txt").read_text(), re.M)
     assert pinned is not None
-    (repo,) = yaml.safe_load((ROOT / ".pre-commit-config.yaml").read_text())["repos"]
+    repo, local = yaml.safe_load((ROOT / ".pre-commit-config.yaml").read_text())["repos"]
     assert repo["repo"].endswith("astral-sh/ruff-pre-commit") and repo["rev"] == f"v{pinned.group(1)}"
     assert {hook["id"] for hook in repo["hooks"]} == {"ruff-check", "ruff-format"}
+    (duplicates,) = local["hooks"]
+    assert local["repo"] == "local" and duplicates["entry"] == "python3 scripts/duplicates.py"
+    assert "python3 scripts/duplicates.py" in (ROOT / ".ci" / "run").read_text()
 
 
 def test_mypy_and_pytest_settings() -> None:
@@ -61,28 +64,6 @@ def test_the_wheel_lists_every_subpackage_of_sage_core() -> None:
     }
     assert found <= listed, sorted(found - listed)
     assert "sage_core.assets" in listed
-
-
-#: The decode path: the loop, the proposers and their drafting, the verifiers, the backends and forwards.
-DECODE_PATH = (
-    "decode", "proposers", "drafting", "policy", "verify", "sampling", "backends", "lean", "lean_merged",
-    "kvcache", "timing", "trees", "models/vlm", "models/masks",
-)  # fmt: skip
-
-
-def test_every_function_of_the_decode_path_fits_a_screen() -> None:
-    """At most 60 lines each, docstring included, so the loop reads as the paper's round."""
-    import ast
-
-    long = []
-    for module in DECODE_PATH:
-        path = ROOT / "sage_core" / f"{module}.py"
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-                lines = (node.end_lineno or node.lineno) - node.lineno + 1
-                if lines > 60:
-                    long.append(f"{module}.py: {node.name} ({lines} lines)")
-    assert not long, long
 
 
 def test_the_decode_loop_names_no_method() -> None:

@@ -24,7 +24,7 @@ def test_the_menu_offers_the_hesitant_pair_after_the_built_in_one():
 def test_a_race_with_it_names_its_draft_without_the_path():
     example = next(e for e in load_examples() if not e.is_video)
     settings = Settings(Limits(), models.presets(), "builtin", models.CustomModels(), load_examples())
-    handlers = Handlers(None, settings)  # type: ignore[arg-type] (a request draws no page)
+    handlers = Handlers(None, settings)  # a request draws no page
     form = RaceForm(image=example.file, prompt=example.prompt, pair=models.BUILTIN_HESITANT.key,
                     methods=["sage", "static"], max_new_tokens=8)  # fmt: skip
     request = handlers.request(form)

@@ -47,7 +47,7 @@ def grey_scene() -> np.ndarray:
 
 def read_back(tmp_path: Path, image: Image.Image, name: str, **save: object) -> np.ndarray:
     path = tmp_path / name
-    image.save(path, **save)  # type: ignore[arg-type]
+    image.save(path, **save)
     loaded = load_media(path)
     assert loaded.image is not None and loaded.image.mode == "RGB"
     return np.asarray(loaded.image)
@@ -140,7 +140,7 @@ def test_video_frames_are_capped_in_pixels(tmp_path: Path) -> None:
     assert f"frames shrunk from 2400x1600 to {width}x{height} (the cap is 2,073,600 pixels a frame)" in video.describe()
     small = tmp_path / "small.avi"
     write_video(small, 64, 48)
-    assert load_media(small, frames=2).frames.shape[1:3] == (48, 64)  # type: ignore[union-attr]
+    assert load_media(small, frames=2).frames.shape[1:3] == (48, 64)
 
 
 def test_video_with_huge_frames_is_refused_before_decoding(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

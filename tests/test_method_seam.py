@@ -98,7 +98,7 @@ def greedy_ids(pair_folders: tuple[str, str], picture: str, prompt: str) -> list
     inputs = pair.target.prepare(load_media(picture), prompt)
     with torch.no_grad():
         out = pair.target.model.generate(**inputs, do_sample=False, max_new_tokens=TOKENS)
-    return out[0, inputs["input_ids"].shape[1] :].tolist()  # type: ignore[no-any-return]
+    return out[0, inputs["input_ids"].shape[1] :].tolist()
 
 
 def test_the_cli_runs_the_toy_with_its_flag_and_refuses_a_bad_value(toy, pair_folders, picture, capsys, tmp_path):
@@ -159,7 +159,7 @@ def test_one_request_from_the_page_to_the_race_and_no_long_parameter_lists():
     from app.handlers import Handlers, race_api_function
     from app.inputs import old_field_names, race_fields
 
-    api = inspect.signature(race_api_function(Handlers(None, None)))  # type: ignore[arg-type]
+    api = inspect.signature(race_api_function(Handlers(None, None)))
     assert tuple(api.parameters) == (*race_fields(), *old_field_names())
     root = Path(__file__).resolve().parent.parent / "app"
     long = []

@@ -95,7 +95,7 @@ class _Record:
 def test_a_runs_rounds_become_shapes():
     tree = Tree((5, 6, 7, 8), (-1, -1, 0, 2), (0.5, 0.4, 0.9, 0.8))  # depths 1, 1, 2, 3
     records = [_Record("prefill", tree, 0), _Record("decode", tree, 2), _Record("decode", Tree((), (), ()), 0)]
-    assert shapes_of(records) == [RoundShape(2.0, (2.0, 1.0, 1.0))]  # type: ignore[arg-type]
+    assert shapes_of(records) == [RoundShape(2.0, (2.0, 1.0, 1.0))]
 
 
 def test_the_paper_rows_name_their_source():

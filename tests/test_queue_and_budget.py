@@ -137,8 +137,8 @@ def test_the_page_says_the_race_reached_its_budget(monkeypatch):
             return name
 
     handlers = Handlers.__new__(Handlers)
-    handlers.page = FakePage()  # type: ignore[assignment]
-    handlers.settings = Settings(Limits(), [], "builtin", None, [])  # type: ignore[arg-type]
+    handlers.page = FakePage()
+    handlers.settings = Settings(Limits(), [], "builtin", None, [])
     monkeypatch.setattr(handlers_module, "save_trace_file", lambda data: "trace.jsonl")
     ticks = iter(range(1000))
     budget = Budget(3.0, clock=lambda: float(next(ticks)))
@@ -186,8 +186,8 @@ def test_a_page_replay_sends_what_changed_not_the_whole_text(monkeypatch):
             return name
 
     handlers = Handlers.__new__(Handlers)
-    handlers.page = FakePage()  # type: ignore[assignment]
-    handlers.settings = Settings(Limits(), [], "builtin", None, [], text_interval=0.0, figure_interval=3600.0)  # type: ignore[arg-type]
+    handlers.page = FakePage()
+    handlers.settings = Settings(Limits(), [], "builtin", None, [], text_interval=0.0, figure_interval=3600.0)
     monkeypatch.setattr(handlers_module, "save_trace_file", lambda data: "trace.jsonl")
     updates = list(handlers.stream(replay_steps(long_race(1000), 0.0), "replaying", None))
     streamed, final = updates[:-1], updates[-1]

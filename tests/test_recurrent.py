@@ -212,7 +212,7 @@ def test_the_app_races_every_method_on_a_custom_qwen3_5_pair(tiny_root, monkeypa
         image=str(image), prompt="hi", pair=CUSTOM_KEY, custom_target=target.name, custom_draft=draft.name,
         methods=list(METHODS), max_new_tokens=8,
     )  # fmt: skip
-    result = Handlers(page, settings).race_to_end(form)  # type: ignore[arg-type]
+    result = Handlers(page, settings).race_to_end(form)
     assert sorted(result["methods"]) == sorted(METHODS)
     assert all(ids == result["token_ids"]["ar"] for ids in result["token_ids"].values()) and result["token_ids"]["ar"]
     assert result["lossless"]["identical"], result["lossless"]

@@ -271,7 +271,7 @@ def target_sampling_distribution(pair: ModelPair, media: Media, steps: int) -> d
 def oracle(tiny_root, image) -> tuple[ModelPair, PreparedInputs]:
     """The tiny pair behind sequence oracles (shared by the tests below), with its prepared inputs."""
     pair = _real_pair(str(tiny_root))
-    oracle_pair = ModelPair(SequenceOracle(pair.target), SequenceOracle(pair.draft))  # type: ignore[arg-type]
+    oracle_pair = ModelPair(SequenceOracle(pair.target), SequenceOracle(pair.draft))
     return oracle_pair, prepare_inputs(oracle_pair, image, PROMPT)
 
 

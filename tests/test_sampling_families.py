@@ -53,7 +53,7 @@ CASES = [
 @pytest.mark.parametrize(("family", "method", "runs"), CASES)
 def test_new_layer_kinds_sample_exactly_as_the_target(tiny_root, image, family, method, runs):
     pair = _pair(str(tiny_root), family)
-    pair = ModelPair(SequenceOracle(pair.target), SequenceOracle(pair.draft))  # type: ignore[arg-type]
+    pair = ModelPair(SequenceOracle(pair.target), SequenceOracle(pair.draft))
     prepared = prepare_inputs(pair, image, PROMPT)
     counts: Counter[Tokens] = Counter()
     for seed in range(runs):

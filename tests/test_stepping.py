@@ -77,7 +77,7 @@ def test_a_dropped_race_tells_its_visitor(pair, media):
         def __getattr__(self, name: str) -> str:
             return name
 
-    handlers.page = FakePage()  # type: ignore[assignment]
+    handlers.page = FakePage()
     stepper = start(pair, media, "x")
     stepper.drop()
     update = handlers.step_live(RaceForm(), None, stepper)

@@ -95,7 +95,7 @@ def test_the_race_answer_carries_the_notes():
 
     offered = models.presets()
     settings = Settings(Limits(), offered, "builtin", models.CustomModels(), load_examples())
-    handlers = Handlers(None, settings)  # type: ignore[arg-type] (the API handler draws no page)
+    handlers = Handlers(None, settings)  # the API handler draws no page
     photo = handlers.race_api(image=str(GRADIO_IMAGES / "cheetah1.jpg"), prompt="describe the image in detail.",
                               pair="builtin", methods=["sage", "ar"], max_new_tokens=8)  # fmt: skip
     assert photo["notes"] == list(OUTSIDE_WORLD_NOTE)

@@ -99,7 +99,7 @@ def processors_alike(first: Any, second: Any) -> bool:
     return settings(one) == settings(two)
 
 
-def load_pair(
+def load_pair(  # noqa: PLR0913  (the library's documented entry: VLM.load's placement keywords, from_pretrained's)
     target: str = "builtin",
     draft: str = "builtin",
     device: str = "auto",

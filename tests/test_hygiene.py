@@ -1,0 +1,244 @@
+"""The suppressions and shapes CI holds, counted and printed (`pytest tests/test_hygiene.py -s` shows the
+counts): `# fmt: skip` the exception, every `# type: ignore` with its reason, no `E402` noqa, functions of
+`sage_core` and `app` at most 60 lines and 8 parameters outside short named lists, and no import cycle
+within `sage_core` or within `app` (module-level imports)."""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCES = ("sage_core", "app", "scripts", "tests", "custom_generate", "app.py")
+
+MAX_FMT_SKIP = 40
+MAX_TYPE_IGNORE = 15
+MAX_LINES = 60
+MAX_PARAMETERS = 8
+
+#: Functions of sage_core and app allowed over MAX_LINES, each with its reason.
+LONG_ALLOWED = {
+    "app/page.py:build_page": "one gr.Blocks layout: its `with` nesting is the page's, read top to bottom",
+    "app/ui.py:wire": "the page's events, one listener each, as ruff format lays their arguments out",
+    "sage_core/cli.py:build_parser": "the command line, one add_argument per flag",
+    # Over 60 once ruff format lays their calls out, and refactored on another branch of the same issue
+    # (one prefill; the lean forward under models/): drop these when it merges.
+    "sage_core/decode.py:_prefill": "pending: one prefill with the scoring and pruning options",
+    "sage_core/lean.py:fused": "pending: the lean forward's refactor",
+    # The test-model builders are leaving the wheel for a test-support package (another branch of the same
+    # issue); drop these four when they go.
+    "sage_core/tiny_models.py:build_config": "one table-like config per family",
+    "sage_core/tiny_models.py:build_processor": "one table-like processor per family",
+    "sage_core/tiny_models.py:_extra_config": "one table-like config per family",
+    "sage_core/tiny_models.py:_extra_processor": "one table-like processor per family",
+}
+
+#: Functions allowed over MAX_PARAMETERS: signatures others impose, each with its reason (the same names
+#: carry `noqa: PLR0913` for ruff).
+MANY_PARAMETERS_ALLOWED = {
+    "sage_core/hf_generate.py:generate": "transformers' generate() signature, which a custom_generate must take",
+    "sage_core/models/pair.py:load_pair": "the library's documented entry: from_pretrained's placement keywords",
+    # Refactored on other branches of the same issue (ruff's per-file-ignores in pyproject say the same):
+    # drop these when they merge.
+    "sage_core/lean.py:_attention_in": "pending: the lean forward's refactor",
+    "sage_core/lean.py:_attention_out": "pending: the lean forward's refactor",
+    "sage_core/costs.py:curve_on_prefilled": "pending: the cost measurement's refactor",
+    "sage_core/costs.py:_fastest_pass_curve": "pending: the cost measurement's refactor",
+}
+
+
+def python_files(*tops: str) -> list[Path]:
+    files: list[Path] = []
+    for top in tops:
+        path = ROOT / top
+        files += [path] if path.is_file() else sorted(p for p in path.rglob("*.py") if "__pycache__" not in p.parts)
+    return files
+
+
+def comment_lines(pattern: str) -> list[tuple[str, str]]:
+    """(file:line, the line) of every line of the sources with a comment matching `pattern`."""
+    found = []
+    for path in python_files(*SOURCES):
+        if path == Path(__file__).resolve():  # this file names them
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if re.search(r"#\s*" + pattern, line):
+                found.append((f"{path.relative_to(ROOT)}:{number}", line))
+    return found
+
+
+def functions(*tops: str) -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
+    """("path:name", node) of every function and method, nested ones included."""
+    for path in python_files(*tops):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                yield f"{path.relative_to(ROOT).as_posix()}:{node.name}", node
+
+
+def length(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    return (node.end_lineno or node.lineno) - node.lineno + 1
+
+
+def parameter_count(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    """As ruff's PLR0913 counts them: every named parameter (self included), not *args or **kwargs."""
+    arguments = node.args
+    return len(arguments.posonlyargs) + len(arguments.args) + len(arguments.kwonlyargs)
+
+
+def test_fmt_skip_is_the_exception() -> None:
+    skips = comment_lines(r"fmt:\s*skip")
+    print(f"\n# fmt: skip: {len(skips)} (at most {MAX_FMT_SKIP})")
+    assert len(skips) <= MAX_FMT_SKIP, [where for where, _ in skips]
+
+
+def test_every_type_ignore_says_why() -> None:
+    ignores = comment_lines(r"type:\s*ignore")
+    print(f"\n# type: ignore: {len(ignores)} (at most {MAX_TYPE_IGNORE}), each with its reason")
+    assert len(ignores) <= MAX_TYPE_IGNORE, [where for where, _ in ignores]
+    unexplained = [
+        where for where, line in ignores if not re.search(r"#\s*type:\s*ignore\[[\w-]+(,\s*[\w-]+)*\]\s+#\s*\w", line)
+    ]
+    assert not unexplained, unexplained  # a code in brackets, then `# why`
+
+
+def test_no_e402_noqa_imports_at_the_top() -> None:
+    e402 = comment_lines(r"noqa:[^#\n]*E402")
+    print(f"\nnoqa: E402: {len(e402)}")
+    assert not e402, [where for where, _ in e402]
+
+
+def test_functions_of_sage_core_and_app_fit_a_screen() -> None:
+    """At most 60 lines each, docstring included, outside LONG_ALLOWED; every allowed one still exists and
+    is still long (so the list stays short)."""
+    lengths = {name: length(node) for name, node in functions("sage_core", "app")}
+    long = sorted(f"{name} ({lines} lines)" for name, lines in lengths.items() if lines > MAX_LINES)
+    print(f"\nfunctions over {MAX_LINES} lines in sage_core and app: {len(long)}, allowed {len(LONG_ALLOWED)}")
+    assert not [entry for entry in long if entry.split(" ")[0] not in LONG_ALLOWED], long
+    stale = [name for name in LONG_ALLOWED if lengths.get(name, 0) <= MAX_LINES]
+    assert not stale, f"no longer over {MAX_LINES} lines (or gone): drop from LONG_ALLOWED: {stale}"
+
+
+def test_no_function_takes_more_than_eight_parameters() -> None:
+    counts = {name: parameter_count(node) for name, node in functions("sage_core", "app", "scripts", "custom_generate")}
+    many = sorted(f"{name} ({n})" for name, n in counts.items() if n > MAX_PARAMETERS)
+    print(f"\nfunctions over {MAX_PARAMETERS} parameters: {len(many)}, allowed {len(MANY_PARAMETERS_ALLOWED)}")
+    assert not [entry for entry in many if entry.split(" ")[0] not in MANY_PARAMETERS_ALLOWED], many
+    stale = [name for name in MANY_PARAMETERS_ALLOWED if counts.get(name, 0) <= MAX_PARAMETERS]
+    assert not stale, f"no longer over {MAX_PARAMETERS} parameters (or gone): drop them: {stale}"
+
+
+# -- import cycles ----------------------------------------------------------------------------
+
+
+def modules_of(package: str) -> dict[str, Path]:
+    """Module name -> file, for every module of `package` (a package by its __init__.py)."""
+    found = {}
+    for path in python_files(package):
+        parts = list(path.relative_to(ROOT).with_suffix("").parts)
+        found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
+def module_level_imports(tree: ast.Module) -> Iterator[ast.Import | ast.ImportFrom]:
+    """The imports run when the module is imported: top level and in a top-level try (not under
+    `if TYPE_CHECKING:`, not inside functions)."""
+    for node in tree.body:
+        body = [node]
+        if isinstance(node, ast.Try):
+            body = [*node.body, *(statement for handler in node.handlers for statement in handler.body)]
+        yield from (n for n in body if isinstance(n, ast.Import | ast.ImportFrom))
+
+
+def import_graph(package: str) -> dict[str, set[str]]:
+    """Module -> the modules of the same package it imports at module level."""
+    modules = modules_of(package)
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        here = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+        imported: set[str] = set()
+        for node in module_level_imports(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                imported |= {alias.name for alias in node.names}
+                continue
+            anchor = here[: len(here) - node.level + 1] if node.level else []
+            base = ".".join([*anchor, *([node.module] if node.module else [])])
+            imported |= {base, *(f"{base}.{alias.name}" for alias in node.names)}
+        graph[name] = {other for other in imported if other in modules and other != name}
+    return graph
+
+
+def cycles(graph: Mapping[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm, iteratively)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+    for start in graph:
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        while work:
+            node, successors = work[-1]
+            following = next(successors, None)
+            if following is not None:
+                if following not in index:
+                    index[following] = low[following] = len(index)
+                    stack.append(following)
+                    work.append((following, iter(sorted(graph[following]))))
+                elif following in stack:
+                    low[node] = min(low[node], index[following])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
+    assert cycles(graph) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_cycle_within_sage_core_or_app() -> None:
+    for package in ("sage_core", "app"):
+        graph = import_graph(package)
+        found = cycles(graph)
+        edges = sum(len(targets) for targets in graph.values())
+        print(f"\nimport cycles in {package}: {len(found)} ({len(graph)} modules, {edges} module-level imports)")
+        assert graph and edges > len(graph) // 2  # the graph was read, not empty
+        assert not found, found
+
+
+# -- duplicate code ---------------------------------------------------------------------------
+
+
+def test_no_duplicate_code_and_the_check_finds_a_copy(tmp_path: Path) -> None:
+    """scripts/duplicates.py (pre-commit and .ci/run) is clean on the tree, and finds a copied block."""
+    from scripts import duplicates
+
+    excluded = {ROOT / name for name in duplicates.EXCLUDED}
+    files = [path for path in python_files(*duplicates.DEFAULT_PATHS) if path not in excluded]
+    found = duplicates.duplicates(files)
+    print(f"\nduplicate code (runs of {duplicates.MIN_LINES}+ code lines): {len(found)} in {len(files)} files")
+    assert not found, found
+    block = "\n".join(f"    total = total * {n} + len(name) - {n}" for n in range(duplicates.MIN_LINES + 2))
+    for name in ("one", "two"):
+        (tmp_path / f"{name}.py").write_text(
+            f"def {name}(name: str) -> int:\n    total = 0\n{block}\n    return total\n"
+        )
+    ((length, spans),) = duplicates.duplicates(sorted(tmp_path.glob("*.py")))
+    assert length == duplicates.MIN_LINES + 4 and len(spans) == 2  # every line but the def
