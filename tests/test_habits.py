@@ -65,8 +65,9 @@ def test_the_wheel_lists_every_subpackage_of_sage_core() -> None:
 
 #: The decode path: the loop, the proposers and their drafting, the verifiers, the backends and forwards.
 DECODE_PATH = (
-    "decode", "proposers", "drafting", "policy", "verify", "sampling", "backends", "lean", "lean_merged",
-    "kvcache", "timing", "trees", "models/vlm", "models/masks",
+    "decode", "proposers", "drafting", "policy", "verify", "sampling", "backends", "models/lean",
+    "models/lean_merged", "models/lean_weights", "models/kvcache", "models/caches", "models/forwards", "timing",
+    "trees", "models/vlm", "models/masks",
 )  # fmt: skip
 
 
