@@ -51,7 +51,7 @@ class SequenceOracle:
         return getattr(self.inner, name)
 
     def prefill(self, inputs: Mapping[str, Any], reserve: int = 256, **options: Any) -> Prefilled:
-        assert not options, "the oracle neither scores nor prunes"
+        assert not any(options.values()), "the oracle neither scores nor prunes"
         if self.prefilled is None:
             self.prefilled = self.inner.prefill(inputs, reserve=64)
             self.inputs = inputs
