@@ -22,7 +22,7 @@ from .family import VisualBox
 from .forwards import LEAN, Forward, TreeBatch
 from .lean import LeanText
 from .loading import first_line, load_model
-from .masks import additive_mask, in_batch_depth, key_positions, rows_from_parents, tree_mask_on_host
+from .masks import additive_mask, in_batch_depth, rows_from_parents, tree_mask_on_host
 from .prompts import chat_prompt, check_media, processor_inputs
 from .registry import FAMILIES
 from .visual import last_logits_only, pruned_prefill, scored_prefill, visual_positions
@@ -155,10 +155,7 @@ class VLM:
         head = self.model.get_output_embeddings() if logits_to_keep > 1 else None
         with last_logits_only(head):
             output = self.model(**inputs, **{self.cache_keyword: cache}, use_cache=True, logits_to_keep=logits_to_keep)
-        offset = 0
-        deltas = getattr(self.model.model, "rope_deltas", None) if self.uses_rope_deltas else None
-        if deltas is not None:  # None after a text-only prompt: positions are sequential
-            offset = int(deltas.reshape(-1)[0])
+        offset = self.spec.position_offset(self.model)
         state = KVState(cache=cache, committed=inputs["input_ids"].shape[1], position_offset=offset, strategy=strategy)
         return state, output.logits[0, -1].float()
 
@@ -255,10 +252,8 @@ class VLM:
         sequence_positions = tuple(positions)
         positions = [p + state.position_offset for p in positions]  # the M-RoPE delta
         input_ids, position_ids, rows, mask = _tree_inputs(state, tokens, positions, parents, self.dtype, self.device)
-        masks: torch.Tensor | dict[str, torch.Tensor] | None = mask
-        if mask is not None and self.spec.windows_by_mask:  # each layer type's own mask
-            keys = key_positions(state.committed, (*state.scratch_positions, *sequence_positions), mask.device)
-            masks = self.spec.layer_masks(self.model.config, mask, sequence_positions, keys)
+        config = self.model.config
+        masks = self.spec.tree_masks(config, mask, state.committed, state.scratch_positions, sequence_positions)
         state.scratch_positions += sequence_positions
         # positions: (1, N), the M-RoPE delta included; the Qwen models expand it to their 3 axes.
         return TreeBatch(input_ids, position_ids, mask, masks, rows, max(positions, default=0) + 1)
