@@ -58,7 +58,7 @@ class SequenceOracle:
             self.table[()] = self.prefilled[1]
         assert inputs is self.inputs, "one oracle answers for one prompt"
         state = SequenceState(committed=int(inputs["input_ids"].shape[1]))
-        return Prefilled(state, self.table[()])  # type: ignore[arg-type]  # token bookkeeping, not a cache
+        return Prefilled(state, self.table[()])  # type: ignore[arg-type]  # a SequenceState: token bookkeeping, not a cache
 
     def extend(
         self,

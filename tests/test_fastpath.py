@@ -338,7 +338,7 @@ def test_the_plain_backend_keeps_transformers_cache_and_commits_the_same_rows(ti
     states = {}
     for name in ("fast", "plain"):
         backend = open_backend(vlm, name)
-        assert backend.cache.name == ("growing" if name == "plain" else "in-place")  # type: ignore[attr-defined]
+        assert backend.cache.name == ("growing" if name == "plain" else "in-place")
         state = backend.prefill(inputs, 64).state
         start = state.committed
         logits = backend.extend(

@@ -69,7 +69,7 @@ def greedy(pair: ModelPair, image, prompt: str) -> list[int]:
     inputs = pair.target.prepare(image, prompt)
     with torch.no_grad():
         out = pair.target.model.generate(**inputs, do_sample=False, max_new_tokens=TOKENS)
-    return out[0, inputs["input_ids"].shape[1] :].tolist()  # type: ignore[no-any-return]
+    return out[0, inputs["input_ids"].shape[1] :].tolist()
 
 
 def files_naming(name: str) -> list[str]:
