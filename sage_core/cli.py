@@ -24,6 +24,8 @@ from .config import BACKENDS, DecodeConfig, SamplingConfig, check_max_new_tokens
 from .errors import InputError, SageError
 from .media import DEFAULT_FRAMES, load_media
 from .methods import method_names, specs
+from .models.caches import CACHE_STRATEGIES
+from .models.forwards import FORWARDS
 from .models.presets import GPU_PRESETS
 from .records import record_to_dict, save_trace, summarize
 
@@ -86,10 +88,19 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--dtype", default="auto", help="auto | float32 | bfloat16 | float16")
     gen.add_argument(
         "--backend", choices=BACKENDS, default="fast",
-        help="fast (caches grown in place, masks built on the device, the lean text forward: exact for the "
-        "target, fused for the draft), compiled (fast with the draft's forward through torch.compile; the first "
-        "rounds compile), fast-hf (the fast path with transformers' forward) or plain (transformers' own cache and "
-        "masks)",
+        help="a preset of --cache and --forward: fast (in-place, fused: the lean text forward, exact for the "
+        "target, fused for the draft), compiled (in-place, compiled: the draft's forward through torch.compile; "
+        "the first rounds compile), fast-hf (in-place, transformers) or plain (growing, transformers)",
+    )  # fmt: skip
+    gen.add_argument(
+        "--cache", choices=tuple(CACHE_STRATEGIES),
+        help="the cache strategy instead of the preset's: in-place (buffers sized at the prefill, commits that move "
+        "only the accepted rows) or growing (transformers' DynamicCache)",
+    )  # fmt: skip
+    gen.add_argument(
+        "--forward", choices=tuple(FORWARDS),
+        help="the forward instead of the preset's: transformers, lean (transformers' bit for bit), fused or "
+        "compiled (a draft's only: the target then runs lean)",
     )  # fmt: skip
     place = gen.add_argument_group("placement of a target that does not fit one device (accelerate)")
     place.add_argument("--device-map", help="auto | balanced | sequential: spread the target over the GPUs (and CPU)")
@@ -156,7 +167,7 @@ def generate(args: argparse.Namespace) -> int:
     sampling = SamplingConfig(temperature=args.temperature, top_p=args.top_p, top_k=args.top_k_sampling, seed=args.seed)
     config = DecodeConfig(
         method=args.method, max_new_tokens=check_max_new_tokens(args.max_new_tokens), backend=args.backend,
-        prune_ratio=args.prune_ratio, sampling=sampling,
+        cache=args.cache, forward=args.forward, prune_ratio=args.prune_ratio, sampling=sampling,
     ).with_settings(method_settings(args))  # fmt: skip
     if args.trace and not Path(args.trace).resolve().parent.is_dir():
         raise InputError(f"--trace {args.trace}: the folder {Path(args.trace).parent} does not exist")

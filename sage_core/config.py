@@ -38,14 +38,21 @@ from .trees import CHAIN_TREE as CHAIN_TREE
 from .trees import STATIC_TREE as STATIC_TREE
 from .trees import RankPath as RankPath
 
-# How the loop talks to the models (backends.py): "fast" (caches grown in place, masks built
-# on the device, commits that move only the accepted rows, and the lean text forward of lean.py
-# where the model allows it: the target's bit for bit, the draft's fused), "compiled" (the same,
-# with the draft's fused forward through torch.compile), "fast-hf" (the fast path with
-# transformers' own forward for both) or "plain" (transformers' own DynamicCache and host-built
-# masks). All are lossless.
+# How the loop talks to the models (backends.py): a cache strategy and a forward, chosen separately;
+# these four names are presets of the two (all lossless): "fast" (caches grown in place, commits that
+# move only the accepted rows, the lean text forward of models/lean.py: the target's bit for bit, the
+# draft's fused), "compiled" (the same, with the draft's fused forward through torch.compile),
+# "fast-hf" (the same cache with transformers' own forward for both) and "plain" (transformers' own
+# DynamicCache and forward). `DecodeConfig.cache` / `.forward` replace either half.
 Backend = Literal["fast", "compiled", "fast-hf", "plain"]
 BACKENDS: tuple[Backend, ...] = ("fast", "compiled", "fast-hf", "plain")
+#: Each preset's (cache strategy, forward), by their names in models/caches.py and models/forwards.py.
+BACKEND_PRESETS: dict[str, tuple[str, str]] = {
+    "fast": ("in-place", "fused"),
+    "compiled": ("in-place", "compiled"),
+    "fast-hf": ("in-place", "transformers"),
+    "plain": ("growing", "transformers"),
+}
 
 MIN_TEMPERATURE = 0.01
 MAX_TEMPERATURE = 2.0
@@ -111,6 +118,10 @@ class DecodeConfig:
     # largest rank is 3, so 10 is plenty).
     template_candidates: int = 10
     backend: Backend = "fast"
+    # Either half of the backend preset replaced (backends.py): a cache strategy ("in-place", "growing",
+    # or one registered) and a forward ("transformers", "lean", "fused", "compiled", or one registered).
+    cache: str | None = None
+    forward: str | None = None
     # Draft-side visual token pruning (SpecVLM; pruning.py): the share of the
     # visual tokens the draft does not read (0 = off; the paper prunes 0.8 of an
     # image's, 0.9 of a video's). The target always reads them all.
@@ -138,6 +149,9 @@ class DecodeConfig:
                 raise ConfigError(f"the settings given for {name!r} are not the ones its registry entry names")
         if self.backend not in BACKENDS:
             raise ConfigError(f"unknown backend {self.backend!r}; choose one of {', '.join(BACKENDS)}")
+        for name, value in (("cache", self.cache), ("forward", self.forward)):
+            if value is not None and not isinstance(value, str):
+                raise ConfigError(f"{name} must be the name of a registered {name} (backends.py), not {shown(value)}")
         check_prune_ratio(self.prune_ratio)
         if self.prune_ratio > 0 and not drafts(self.method):
             raise ConfigError(

@@ -241,8 +241,9 @@ def measure_costs(
     target, draft = open_backend(pair.target, backend), open_backend(pair.draft, backend, draft=True)
     assert prepared.draft is not None
     with torch.inference_mode():
-        target_state, logits = target.prefill(prepared.target, sizes[-1] + 2)
-        draft_state = draft.prefill(prepared.draft, sizes[-1] + 2)[0]
+        prefilled = target.prefill(prepared.target, sizes[-1] + 2)
+        target_state, logits = prefilled.state, prefilled.logits
+        draft_state = draft.prefill(prepared.draft, sizes[-1] + 2).state
     dtype = str(pair.target.dtype).removeprefix("torch.")
     timing = _Timing(pair.devices, sizes, repeats, warmup)
     one, verify_ms, level_ms = timing.curve(target, target_state, draft, draft_state, int(logits.argmax()),

@@ -2,7 +2,8 @@
 
 Each round (paper §3.1): 1. draft a tree, 2. verify it in one target
 forward under tree attention, 3. accept the longest path the target agrees
-with plus its bonus token, 4. commit the path to both caches, 5. adapt
+with plus its bonus token, 4. commit the path to the target's cache (the
+draft dropped its tree and reads the path next round), 5. adapt
 (SAGE: confidence from the draft's entropy reshapes the next tree). The
 loop names no method: step 1 and step 5 are the proposer's (proposers.py:
 plain decoding drafts the empty tree), step 3 (and the first token) the
@@ -19,7 +20,7 @@ from typing import Any
 import torch
 
 from .arguments import check_decode_arguments
-from .backends import ModelBackend, open_backend
+from .backends import BackendChoice, ModelBackend, open_backend
 from .config import DecodeConfig
 from .costs import costs_for_run
 from .drafting import DraftedTree
@@ -83,6 +84,7 @@ class DecodeRun:
         check_decode_arguments(pair, media, prompt, config, prepared)  # each of its type, or one sentence
         check_vocabulary(pair.target, prompt, f"the model {pair.target.name}")  # unknown words named
         check_method(pair, config.method, config.prune_ratio)  # what a family cannot run, refused
+        self.backend = BackendChoice.of(config.backend, config.cache, config.forward)  # an unknown name refused
         uses_draft = drafts(config.method)
         self.proposer = make_proposer(config)  # the run's one proposer (SAGE's window lives in it)
         top = self.proposer.candidates
@@ -199,23 +201,20 @@ class DecodeRun:
         or a sample) is the first new token. The record splits its time: target prefill (as
         "verify"), draft prefill (as "draft"), and the processors' preparation (only in the total)."""
         pair, config = self.pair, self.config
-        target = open_backend(pair.target, config.backend)
+        target = open_backend(pair.target, self.backend)
         verifier = make_verifier(config.sampling, self.seed)  # greedy or sampling: the loop does not ask
         reserve = _cache_reserve(config.max_new_tokens, self.proposer)
         laps = Laps(pair.devices)
         # With pruning the target's prefill also scores the visual tokens, and the draft reads only
         # the kept ones (pruning.py).
-        scores = None
-        if config.prune_ratio > 0:
-            target_state, logits, scores = target.prefill_scored(self.target_inputs, reserve)
-        else:
-            target_state, logits = target.prefill(self.target_inputs, reserve)
+        prefilled = target.prefill(self.target_inputs, reserve, scored=config.prune_ratio > 0)
+        target_state, logits, scores = prefilled.state, prefilled.logits, prefilled.visual_scores
         first = verifier.verify(EMPTY_TREE, logits[None]).bonus_token  # waits for the target
         verify_seconds = laps.lap()
         drafter = self._prefill_draft(scores, reserve, verifier.warp)
         proposer = self.proposer
         if getattr(proposer, "needs_costs", False) and drafter is not None:  # sage-cost: measured once per pair
-            proposer.use_costs(costs_for_run(pair, config.backend, target, target_state, drafter, first))  # type: ignore[attr-defined]  # needs_costs says it has it
+            proposer.use_costs(costs_for_run(pair, self.backend.label, target, target_state, drafter, first))  # type: ignore[attr-defined]  # needs_costs says it has it
         prefill_seconds = laps.stop()
         loop = _Loop(target, target_state, drafter, proposer, verifier,
                      TextStream(pair.target.tokenizer), frozenset(pair.target.eos_token_ids), config.max_new_tokens,
@@ -239,13 +238,13 @@ class DecodeRun:
         if self.draft_inputs is None:
             return None
         pair, config = self.pair, self.config
-        draft = open_backend(pair.draft, config.backend, draft=True)
+        draft = open_backend(pair.draft, self.backend, draft=True)
+        kept = None
         if scores is not None:
             kept = select_visual_tokens(scores.tolist(), config.prune_ratio, config.prune_attention_share)
-            state = draft.prefill_pruned(self.draft_inputs, kept, reserve)[0]
+        state = draft.prefill(self.draft_inputs, reserve, kept_visual=kept).state
+        if kept is not None:
             self.header = replace(self.header, draft_prompt_tokens=state.committed, kept_visual_indices=kept)
-        else:
-            state = draft.prefill(self.draft_inputs, reserve)[0]
         return Drafter(draft, state, pair.shared_vocab_size, warp, frozenset(pair.target.eos_token_ids))
 
 

@@ -33,7 +33,7 @@ the rounds of the profiled runs, beside the measured one.
 of the fast path, `--backend fast-hf` the fast path with transformers' forward
 instead of the lean one, `--backend compiled` the fast path with the draft's
 forward through torch.compile (its compilation falls in the warm-up runs)
-(sage_core/backends.py, sage_core/lean.py). Several backends, `--backend
+(sage_core/backends.py, sage_core/models/lean.py). Several backends, `--backend
 fast,compiled`, run each of our methods on each, interleaved in the same
 repeats (the second backend's named `sage@compiled`), and print each against
 itself on the first backend (median and spread of the per-example ratio). `--long-prompt 500,1500` also runs

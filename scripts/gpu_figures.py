@@ -23,6 +23,7 @@ from sage_core import DecodeConfig, SageError, decode, load_media, load_pair
 from sage_core.config import Backend
 from sage_core.methods import DRAFTING_METHODS, METHODS
 from sage_core.models import VLM, KVState, check_pair
+from sage_core.models.forwards import COMPILED, FUSED, LEAN, TRANSFORMERS
 from sage_core.models.presets import gpu_preset
 from sage_core.predict import PAPER_TAUS, CostPoints, RoundShape, predict, shapes_of
 from sage_core.trees import CHAIN_TREE, STATIC_TREE, RankPath
@@ -221,7 +222,7 @@ def level_ms(vlm: VLM, state: KVState, width: int, repeats: int, compiled: bool 
 
     def once() -> None:
         tokens, positions = [base] * width, [state.committed] * width
-        logits = vlm.extend(state, tokens, positions, parents=[-1] * width, fused=True, compiled=compiled)
+        logits = vlm.extend(state, tokens, positions, parents=[-1] * width, forward=COMPILED if compiled else FUSED)
         logits.softmax(-1).topk(10).values.tolist()
         vlm.commit(state, [])
 
@@ -504,7 +505,8 @@ def plain(context: Context, emit: Emit, left: Callable[[], float]) -> str | None
                 state, logits = target.prefill(inputs, reserve=new_tokens + 8)
                 tokens = [int(logits.argmax())]
                 for _ in range(new_tokens - 1):
-                    logits = target.extend(state, [tokens[-1]], [state.committed], parents=[-1], lean=lean)
+                    forward = LEAN if lean else TRANSFORMERS
+                    logits = target.extend(state, [tokens[-1]], [state.committed], parents=[-1], forward=forward)
                     tokens.append(int(logits[0].argmax()))
                     target.commit(state, [0])
             made["lean" if lean else "transformers"] = tokens

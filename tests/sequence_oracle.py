@@ -20,6 +20,7 @@ from typing import Any
 
 import torch
 
+from sage_core.backends import Prefilled
 from sage_core.models import VLM
 
 Tokens = tuple[int, ...]
@@ -49,13 +50,15 @@ class SequenceOracle:
     def __getattr__(self, name: str) -> Any:  # name, tokenizer, eos_token_ids, device, ...
         return getattr(self.inner, name)
 
-    def prefill(self, inputs: Mapping[str, Any], reserve: int = 256) -> tuple[SequenceState, torch.Tensor]:
+    def prefill(self, inputs: Mapping[str, Any], reserve: int = 256, **options: Any) -> Prefilled:
+        assert not any(options.values()), "the oracle neither scores nor prunes"
         if self.prefilled is None:
             self.prefilled = self.inner.prefill(inputs, reserve=64)
             self.inputs = inputs
             self.table[()] = self.prefilled[1]
         assert inputs is self.inputs, "one oracle answers for one prompt"
-        return SequenceState(committed=int(inputs["input_ids"].shape[1])), self.table[()]
+        state = SequenceState(committed=int(inputs["input_ids"].shape[1]))
+        return Prefilled(state, self.table[()])  # type: ignore[arg-type]  # a SequenceState: token bookkeeping, not a cache
 
     def extend(
         self,

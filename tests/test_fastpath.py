@@ -27,10 +27,11 @@ from sage_core import (
     prepare_inputs,
     timing,
 )
-from sage_core import lean as lean_module
-from sage_core.kvcache import GrowingLayer, move_rows
-from sage_core.lean import LeanText
 from sage_core.models import VLM, check_pair, processors_alike
+from sage_core.models import lean as lean_module
+from sage_core.models.forwards import COMPILED, FUSED, TRANSFORMERS
+from sage_core.models.kvcache import GrowingLayer, move_rows
+from sage_core.models.lean import LeanText
 from sage_core.models.masks import additive_mask, in_batch_depth, rows_from_parents, rows_on_host
 from sage_core.tiny_models import model_class
 from sage_core.trees import Tree
@@ -330,15 +331,15 @@ def test_the_plain_backend_keeps_transformers_cache_and_commits_the_same_rows(ti
     the fast one its GrowingLayers; after the same tree and a non-prefix commit their caches agree."""
     from transformers.cache_utils import DynamicLayer
 
-    from sage_core.backends import PlainBackend, open_backend
+    from sage_core.backends import open_backend
 
     vlm = _vlm(str(tiny_root), family, "target")
     inputs = vlm.prepare(image, "Describe the picture.")
     states = {}
     for name in ("fast", "plain"):
         backend = open_backend(vlm, name)
-        assert isinstance(backend, PlainBackend) == (name == "plain")
-        state, _ = backend.prefill(inputs, 64)
+        assert backend.cache.name == ("growing" if name == "plain" else "in-place")
+        state = backend.prefill(inputs, 64).state
         start = state.committed
         logits = backend.extend(
             state,
@@ -422,7 +423,8 @@ def test_the_lean_forward_equals_transformers_forward_bit_for_bit(tiny_root, ima
     inputs = vlm.prepare(image, "Describe the picture.")
     logits, caches = {}, {}
     for lean in (True, False):
-        logits[lean], caches[lean] = token_tree_and_level(vlm, inputs, level_at=5, lean=lean)
+        options = {} if lean else {"forward": TRANSFORMERS}
+        logits[lean], caches[lean] = token_tree_and_level(vlm, inputs, level_at=5, **options)
     assert torch.equal(logits[True], logits[False])
     for (keys, values), (plain_keys, plain_values) in zip(caches[True], caches[False], strict=True):
         assert torch.equal(keys, plain_keys) and torch.equal(values, plain_values)
@@ -460,7 +462,8 @@ def test_the_lean_forward_carries_every_bias(tiny_root, image):
     logits = []
     for lean in (True, False):
         state, _ = vlm.prefill(inputs, reserve=8)
-        logits.append(vlm.extend(state, [39, 40], [state.committed] * 2, parents=[-1, 0], lean=lean))
+        options = {} if lean else {"forward": TRANSFORMERS}
+        logits.append(vlm.extend(state, [39, 40], [state.committed] * 2, parents=[-1, 0], **options))
     assert torch.equal(logits[0], logits[1])
 
 
@@ -478,7 +481,9 @@ def test_the_drafts_fused_forward_computes_the_same_logits_to_rounding(tiny_root
     inputs = vlm.prepare(image, "Describe the picture.")
     logits, caches = {}, {}
     for fused in (True, False):  # the level sits past the rotary table's first 1,024 positions
-        logits[fused], caches[fused] = token_tree_and_level(vlm, inputs, level_at=3000, fused=fused, lean=fused)
+        logits[fused], caches[fused] = token_tree_and_level(
+            vlm, inputs, level_at=3000, forward=FUSED if fused else TRANSFORMERS
+        )
     torch.testing.assert_close(logits[True], logits[False], rtol=1e-5, atol=1e-5)
     assert torch.equal(logits[True].argmax(-1), logits[False].argmax(-1))
     for (keys, values), (plain_keys, plain_values) in zip(caches[True], caches[False], strict=True):
@@ -546,8 +551,8 @@ def test_the_compiled_draft_forward_computes_the_fused_forwards_logits(tiny_root
     vlm = _vlm(str(tiny_root), "qwen2_5_vl", "unrelated")
     assert vlm.lean is not None and vlm.lean.compilable
     inputs = vlm.prepare(image, "Describe the picture.")
-    eager = token_tree_and_level(vlm, inputs, level_at=7, fused=True)
-    compiled = token_tree_and_level(vlm, inputs, level_at=7, fused=True, compiled=True)
+    eager = token_tree_and_level(vlm, inputs, level_at=7, forward=FUSED)
+    compiled = token_tree_and_level(vlm, inputs, level_at=7, forward=COMPILED)
     torch.testing.assert_close(compiled[0], eager[0], rtol=1e-5, atol=1e-5)
     assert torch.equal(compiled[0].argmax(-1), eager[0].argmax(-1))
     for (keys, values), (eager_keys, eager_values) in zip(compiled[1], eager[1], strict=True):
@@ -604,16 +609,16 @@ def test_a_small_drafts_merged_forward_computes_the_fused_forwards_logits(tiny_r
     """A small draft runs its merged forward (lean_merged.py: the projections merged, the norms' weights
     folded in); a draft whose merged copy would pass the size limit keeps the fused one. Both give the
     same logits and caches to rounding, and the same top tokens."""
-    from sage_core import lean_merged
+    from sage_core.models import lean_merged
 
     vlm = _vlm(str(tiny_root), family, "unrelated")
     assert vlm.lean is not None and vlm.lean.merged() is not None
     inputs = vlm.prepare(image, "Describe the picture.")
-    merged = token_tree_and_level(vlm, inputs, level_at=9, fused=True)
+    merged = token_tree_and_level(vlm, inputs, level_at=9, forward=FUSED)
     monkeypatch.setattr(lean_merged, "MERGED_LIMIT_BYTES", 0)
     monkeypatch.setattr(vlm, "lean", LeanText.of(vlm.model))  # the cached model gets its own back after
     assert vlm.lean is not None and vlm.lean.merged() is None
-    fused = token_tree_and_level(vlm, inputs, level_at=9, fused=True)
+    fused = token_tree_and_level(vlm, inputs, level_at=9, forward=FUSED)
     torch.testing.assert_close(merged[0], fused[0], rtol=1e-5, atol=1e-5)
     assert torch.equal(merged[0].argmax(-1), fused[0].argmax(-1))
     for (keys, values), (fused_keys, fused_values) in zip(merged[1], fused[1], strict=True):
@@ -625,7 +630,7 @@ def test_a_small_drafts_merged_forward_computes_the_fused_forwards_logits(tiny_r
 def test_the_merged_forwards_norm_does_not_overflow_in_half_precision(dtype):
     """The merged forward's RMSNorm leaves its factor sqrt(width) to the weights after it and sums the
     squares in float32: hidden states whose squares overflow float16 still normalise."""
-    from sage_core.lean_merged import _normalized
+    from sage_core.models.lean_merged import _normalized
 
     hidden = torch.linspace(-300.0, 300.0, 2 * 64).view(2, 64).to(dtype)
     expected = torch.nn.functional.rms_norm(hidden.float(), (64,), None, 1e-6) / 64**0.5

@@ -26,7 +26,6 @@ LONG_ALLOWED = {
     # Over 60 once ruff format lays their calls out, and refactored on another branch of the same issue
     # (one prefill; the lean forward under models/): drop these when it merges.
     "sage_core/decode.py:_prefill": "pending: one prefill with the scoring and pruning options",
-    "sage_core/lean.py:fused": "pending: the lean forward's refactor",
     # The test-model builders are leaving the wheel for a test-support package (another branch of the same
     # issue); drop these four when they go.
     "sage_core/tiny_models.py:build_config": "one table-like config per family",
@@ -42,8 +41,6 @@ MANY_PARAMETERS_ALLOWED = {
     "sage_core/models/pair.py:load_pair": "the library's documented entry: from_pretrained's placement keywords",
     # Refactored on other branches of the same issue (ruff's per-file-ignores in pyproject say the same):
     # drop these when they merge.
-    "sage_core/lean.py:_attention_in": "pending: the lean forward's refactor",
-    "sage_core/lean.py:_attention_out": "pending: the lean forward's refactor",
     "sage_core/costs.py:curve_on_prefilled": "pending: the cost measurement's refactor",
     "sage_core/costs.py:_fastest_pass_curve": "pending: the cost measurement's refactor",
 }

@@ -13,7 +13,7 @@ from conftest import tiny_folder
 from test_tree_attention import ROOT_TOKEN, TREE, path_logits, tree_logits
 
 from sage_core.models import VLM, recurrent
-from sage_core.models import vlm as vlm_module
+from sage_core.models import caches as caches_module
 
 FAMILY = "qwen3_5"
 CLOSE = 3e-5  # a node against its path as a chain or step by step: float32 rounding of logits up to about 10
@@ -77,10 +77,10 @@ def test_a_siblings_state_or_input_is_caught(vlm, image, monkeypatch):
         scratch.plan = recurrent.Plan(**{**scratch.plan.__dict__, "windows": windows, "on_device": {}})
 
     for wrong in (sibling_state, sibling_window):
-        monkeypatch.setattr(vlm_module, "plan_forward", wrong)
+        monkeypatch.setattr(caches_module, "plan_forward", wrong)
         state, _ = vlm.prefill(inputs)
         logits = tree_logits(vlm, state, TREE)
-        monkeypatch.setattr(vlm_module, "plan_forward", plan)
+        monkeypatch.setattr(caches_module, "plan_forward", plan)
         error = worst_error(vlm, inputs, logits)
         assert error > WRONG, wrong.__name__
 

@@ -5,9 +5,14 @@
 - `visual.py`: the visual tokens, their attention scores and the pruned prefill (pruning's hooks);
 - `masks.py`: tree masks from parent indices;
 - `vlm.py`: the forwards (`prefill`, `extend`, `commit`) of a loaded model;
+- `caches.py`: the cache strategies (in place, growing, the hybrid family's recurrent state) and `KVState`;
+  `kvcache.py` their layers and row moves; `recurrent.py` the linear-attention layers' tree forward;
+- `forwards.py`: the forwards after the prefill (transformers', lean, fused, compiled); `lean.py`,
+  `lean_merged.py` and `lean_weights.py` the lean ones;
 - `pair.py`: a target and its draft;
-- `family.py` and one module per family (`qwen.py`, `llava.py`, ...), registered in `registry.py`:
-  what differs between families (positions, visual token ids, boxes, processor inputs, refusals).
+- `family.py` and the family modules (`qwen.py`, `llava.py`, ...; related families share one), registered
+  in `registry.py`: what differs between families (positions, visual token ids, boxes, processor inputs,
+  refusals, the cache strategy).
 """
 
 from .family import Family, VisualBox

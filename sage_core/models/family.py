@@ -4,7 +4,7 @@ A family module (`qwen.py`, `llava.py`, ...) describes one `model_type`: its mod
 transformers, whether its positions carry M-RoPE deltas, which token ids mark the image and video
 in the prompt, where each visual token looks (for the pruning view), what its processor needs
 for a video, and which configurations the shared tree forward cannot run. Everything else (the
-forwards, the masks, the cache, the pruning hooks) is shared (`vlm.py`, `masks.py`, `visual.py`).
+forwards, the masks, the caches, the pruning hooks) is shared (`vlm.py`, `masks.py`, `visual.py`).
 Adding a family is a module with one `Family` subclass, registered in `registry.py`, plus its tests.
 """
 
@@ -17,7 +17,8 @@ from typing import Any
 import torch
 
 from ..errors import ModelLoadError
-from .masks import windowed
+from .caches import CacheStrategy
+from .masks import key_positions, windowed
 from .visual import rotate_half_rope
 
 # (first frame, last frame, x0, y0, x1, y1): the sampled frames a visual token covers, its box in fractions
@@ -45,7 +46,6 @@ class Family:
     rope_deltas: bool = False
     video: bool = True
     windows_by_mask: bool = False
-    recurrent: bool = False  # linear-attention layers with a recurrent state (recurrent.py)
     prunable: bool = True  # the pruning hooks (visual.py) know its attention layers
 
     def visual_token_ids(self, config: Any) -> set[int]:
@@ -90,6 +90,33 @@ class Family:
             return mask
         window = int(config.get_text_config().sliding_window)
         return {"full_attention": mask, "sliding_attention": windowed(mask, query_positions, key_positions, window)}
+
+    def cache_strategy(self, chosen: CacheStrategy, config: Any) -> CacheStrategy:
+        """The cache strategy a run of a model of this config uses when `chosen` is asked for: `chosen`
+        itself (Qwen3.5: its recurrent state over `chosen`'s cache, caches.py)."""
+        return chosen
+
+    def tree_masks(
+        self,
+        config: Any,
+        mask: torch.Tensor | None,
+        committed: int,
+        scratch_positions: Sequence[int],
+        query_positions: Sequence[int],
+    ) -> torch.Tensor | dict[str, torch.Tensor] | None:
+        """A tree forward's masks as transformers' forward takes them: the mask itself, or with sliding
+        windows kept by mask each layer type's (`layer_masks`; keys: the committed entries, then the
+        scratch's and the new tokens' sequence positions)."""
+        if mask is None or not self.windows_by_mask:
+            return mask
+        keys = key_positions(committed, (*scratch_positions, *query_positions), mask.device)
+        return self.layer_masks(config, mask, query_positions, keys)
+
+    def position_offset(self, model: Any) -> int:
+        """The M-RoPE delta the prefill left on `model.model.rope_deltas` (0 for plain positions, or after a
+        text-only prompt, where positions are sequential)."""
+        deltas = getattr(model.model, "rope_deltas", None) if self.rope_deltas else None
+        return 0 if deltas is None else int(deltas.reshape(-1)[0])
 
     def prepare(self, model: Any) -> None:
         """Fit a loaded model for the forwards after the prefill (nothing by default; Qwen3.5: the

@@ -209,7 +209,7 @@ def tree_forward(module: Any, hidden_states: torch.Tensor, cache: Any, scratch: 
     for nodes, slots in levels:
         states = advance(states.index_select(0, slots), key[nodes], value[nodes], decay[nodes], beta[nodes])
         output[nodes] = (states * query[nodes].unsqueeze(-1)).sum(dim=-2)
-    keep_record(scratch, index, record, (inputs, key, value, decay, beta), states)
+    keep_record(scratch, index, record, Steps(inputs, key, value, decay, beta), states)
     output = module.norm(output.to(hidden_states.dtype).reshape(-1, value_dim), z.reshape(-1, value_dim))
     return module.out_proj(output.reshape(1, count, -1))
 
@@ -227,19 +227,28 @@ def source_state(
     return replay(committed, record, scratch.path(entry))
 
 
-#: The new entries' step inputs, as `LayerScratch` records them: convolution input, key, value, exp(g), beta.
-StepInputs = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
+@dataclass(frozen=True)
+class Steps:
+    """The new entries' step inputs in one layer: convolution inputs (N, conv), l2-normalised keys
+    (N, H, Dk), values (N, H, Dv), exp(g) and beta (N, H)."""
+
+    inputs: torch.Tensor
+    keys: torch.Tensor
+    values: torch.Tensor
+    decays: torch.Tensor
+    betas: torch.Tensor
 
 
 def keep_record(
-    scratch: RecurrentScratch, index: int, record: LayerScratch | None, new: StepInputs, deepest: torch.Tensor
+    scratch: RecurrentScratch, index: int, record: LayerScratch | None, steps: Steps, deepest: torch.Tensor
 ) -> None:
     """Append the new entries' step inputs to the layer's record and keep the deepest level's states."""
-    inputs, key, value, decay, beta = new
+    parts = [steps.inputs, steps.keys, steps.values, steps.decays, steps.betas]
     if record is not None:
-        old = (record.inputs, record.keys, record.values, record.decays, record.betas)
-        inputs, key, value, decay, beta = (torch.cat([before, after]) for before, after in zip(old, new, strict=True))
-    scratch.layers[index] = LayerScratch(inputs, key, value, decay, beta, held=deepest)
+        old = [record.inputs, record.keys, record.values, record.decays, record.betas]
+        parts = [torch.cat([before, after]) for before, after in zip(old, parts, strict=True)]
+    inputs, keys, values, decays, betas = parts
+    scratch.layers[index] = LayerScratch(inputs, keys, values, decays, betas, held=deepest)
 
 
 def install(model: Any, layer_class: str) -> None:

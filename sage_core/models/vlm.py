@@ -1,31 +1,29 @@
-"""The forwards of a loaded model: the prefill as `generate` runs it, tree forwards after the
-cache (an additive float mask from parent indices, positions = sequence index + depth plus the
-family's M-RoPE delta), and the commit that compacts the KV cache (`kvcache.py`: grown in place)
-to the accepted path by moving only the rows out of place. The decoding algorithm never touches
-cache internals; it calls `prefill`, `extend` and `commit`."""
+"""The forwards of a loaded model: the prefill as `generate` runs it, into the cache a cache
+strategy makes (`caches.py`), tree forwards after the cache (an additive float mask from parent
+indices, positions = sequence index + depth plus the family's M-RoPE delta) through a forward
+(`forwards.py`), and the commit of the strategy that made the cache. The decoding algorithm never
+touches cache internals; it calls a backend's `prefill`, `extend` and `commit` (`backends.py`)."""
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
 import torch
-from transformers import DynamicCache
 
 from ..compat import cache_keyword
 from ..config import check_prompt
 from ..errors import InputError, MediaError
-from ..kvcache import growing_cache, move_rows
-from ..lean import LeanText
 from ..media import Media
+from .caches import IN_PLACE, CacheStrategy, KVState
 from .family import VisualBox
+from .forwards import LEAN, Forward, TreeBatch
+from .lean import LeanText
 from .loading import first_line, load_model
-from .masks import additive_mask, in_batch_depth, key_positions, rows_from_parents, tree_mask_on_host
+from .masks import additive_mask, in_batch_depth, rows_from_parents, tree_mask_on_host
 from .prompts import chat_prompt, check_media, processor_inputs
-from .recurrent import commit_states, crop_attention, plan_forward
 from .registry import FAMILIES
 from .visual import last_logits_only, pruned_prefill, scored_prefill, visual_positions
 
@@ -45,27 +43,6 @@ def inference(function: Callable[_P, _R]) -> Callable[_P, _R]:
             return function(*args, **kwargs)
 
     return run
-
-
-@dataclass
-class KVState:
-    """One model's cache in one run.
-
-    The cache holds `committed` positions of the output sequence, then
-    `scratch` entries for tree nodes that are not (yet) committed.
-    `position_offset` is the M-RoPE delta of the Qwen families (0 else).
-    `scratch_rows` says which scratch entries each scratch entry sees (its
-    ancestors and itself): a (scratch, scratch) bool tensor on the device, or
-    None while there is no scratch. The committed entries sit at their cache
-    index (as the target's own decoding sees them).
-    """
-
-    cache: DynamicCache
-    committed: int
-    position_offset: int
-    scratch: int = 0
-    scratch_rows: torch.Tensor | None = None
-    scratch_positions: tuple[int, ...] = ()  # each scratch entry's sequence position (for sliding windows)
 
 
 class VLM:
@@ -161,28 +138,25 @@ class VLM:
         self,
         inputs: Mapping[str, Any],
         reserve: int = 256,
-        cache: DynamicCache | None = None,
+        strategy: CacheStrategy = IN_PLACE,
         logits_to_keep: int = 1,
     ) -> tuple[KVState, torch.Tensor]:
         """The prompt forward, as `generate` runs it; returns the last position's logits.
 
         Only the last position's logits are computed (`logits_to_keep=1`): the full
         (prompt, vocab) matrix would cost gigabytes on a long video prompt.
-        The cache has room for `reserve` more entries (the run's new tokens and
-        scratch) before it must grow; `cache` replaces it (the plain backend's).
+        The cache is `strategy`'s (as the family runs it: `Family.cache_strategy`), with room
+        for `reserve` more entries (the run's new tokens and scratch) where it is sized ahead.
         `logits_to_keep`: more trailing rows through every layer, where the pruning scores need them
         (`Family.scored_rows`); the lm_head still reads the last row only (`last_logits_only`).
         """
-        if cache is None:
-            cache = growing_cache(self.model.config, reserve, self.spec.windows_by_mask)
+        strategy = self.spec.cache_strategy(strategy, self.model.config)
+        cache = strategy.new_cache(self.model.config, reserve, self.spec.windows_by_mask)
         head = self.model.get_output_embeddings() if logits_to_keep > 1 else None
         with last_logits_only(head):
             output = self.model(**inputs, **{self.cache_keyword: cache}, use_cache=True, logits_to_keep=logits_to_keep)
-        offset = 0
-        deltas = getattr(self.model.model, "rope_deltas", None) if self.uses_rope_deltas else None
-        if deltas is not None:  # None after a text-only prompt: positions are sequential
-            offset = int(deltas.reshape(-1)[0])
-        state = KVState(cache=cache, committed=inputs["input_ids"].shape[1], position_offset=offset)
+        offset = self.spec.position_offset(self.model)
+        state = KVState(cache=cache, committed=inputs["input_ids"].shape[1], position_offset=offset, strategy=strategy)
         return state, output.logits[0, -1].float()
 
     # -- draft-side visual token pruning (visual.py, pruning.py) --------------
@@ -200,7 +174,7 @@ class VLM:
 
     @torch.inference_mode()
     def prefill_scored(
-        self, inputs: Mapping[str, Any], reserve: int = 256, cache: DynamicCache | None = None
+        self, inputs: Mapping[str, Any], reserve: int = 256, strategy: CacheStrategy = IN_PLACE
     ) -> tuple[KVState, torch.Tensor, torch.Tensor]:
         """`prefill`, plus each visual token's score (visual.py: `scored_prefill`); (V,) float32."""
         language_model = self.spec.language_model(self.model)
@@ -211,7 +185,7 @@ class VLM:
             language_model,
             visual,
             self.device,
-            lambda: self.prefill(inputs, reserve, cache, logits_to_keep=rows),
+            lambda: self.prefill(inputs, reserve, strategy, logits_to_keep=rows),
             self.spec.rotary,
         )
 
@@ -221,7 +195,7 @@ class VLM:
         inputs: Mapping[str, Any],
         kept_visual: Sequence[int],
         reserve: int = 256,
-        cache: DynamicCache | None = None,
+        strategy: CacheStrategy = IN_PLACE,
     ) -> tuple[KVState, torch.Tensor]:
         """`prefill` on the prompt without the visual tokens not in `kept_visual` (indices among them).
 
@@ -234,7 +208,7 @@ class VLM:
             self.visual_positions(inputs),
             length,
             kept_visual,
-            lambda: self.prefill(inputs, reserve, cache),
+            lambda: self.prefill(inputs, reserve, strategy),
         )
         state.committed = kept
         state.position_offset += length - kept
@@ -248,9 +222,7 @@ class VLM:
         positions: Sequence[int],
         *,
         parents: Sequence[int],
-        lean: bool = True,
-        fused: bool = False,
-        compiled: bool = False,
+        forward: Forward = LEAN,
     ) -> torch.Tensor:
         """Feed new tokens after the cache; returns their logits, (N, vocab).
 
@@ -263,63 +235,45 @@ class VLM:
         the device from this one small tensor (on a CPU, from the list with
         numpy: `tree_mask_on_host`).
 
-        The forward is `lean.py`'s where the model allows it (and `lean`), else transformers'.
-        `fused`: the lean forward's fused variant, for a draft only (its rounding is not
-        transformers' own; see `LeanText.fused`); `compiled`: that variant through torch.compile.
+        `forward` computes the logits (forwards.py): by default `lean.py`'s where the model
+        allows it, else transformers'. The cache's strategy is told first (`before_forward`).
         """
-        count = len(tokens)
+        state.strategy.before_forward(state, parents)
+        batch = self._tree_batch(state, tokens, positions, parents)
+        logits = forward(self, batch, state.cache)[0]
+        state.scratch += len(tokens)
+        state.scratch_rows = batch.rows
+        return logits if logits.dtype == torch.float32 else logits.float()
+
+    def _tree_batch(
+        self, state: KVState, tokens: Sequence[int], positions: Sequence[int], parents: Sequence[int]
+    ) -> TreeBatch:
+        """`extend`'s tensors (`TreeBatch`); the state learns the new entries' sequence positions."""
         sequence_positions = tuple(positions)
-        if self.spec.recurrent:
-            plan_recurrent(self, state, parents)
         positions = [p + state.position_offset for p in positions]  # the M-RoPE delta
-        input_ids, position_ids, rows, mask = _tree_inputs(state, tokens, positions, parents, self.dtype,
-                                                           self.device, fused)  # fmt: skip
-        masks: torch.Tensor | dict[str, torch.Tensor] | None = mask
-        if mask is not None and self.spec.windows_by_mask:  # each layer type's own mask
-            keys = key_positions(state.committed, (*state.scratch_positions, *sequence_positions), mask.device)
-            masks = self.spec.layer_masks(self.model.config, mask, sequence_positions, keys)
+        input_ids, position_ids, rows, mask = _tree_inputs(state, tokens, positions, parents, self.dtype, self.device)
+        config = self.model.config
+        masks = self.spec.tree_masks(config, mask, state.committed, state.scratch_positions, sequence_positions)
         state.scratch_positions += sequence_positions
         # positions: (1, N), the M-RoPE delta included; the Qwen models expand it to their 3 axes.
-        if lean and self.lean is not None:
-            fused_up_to = max(positions) + 1 if fused else None
-            logits = self.lean.forward(
-                input_ids, position_ids, mask, state.cache, fused_up_to=fused_up_to, compiled=compiled
-            )
-        else:
-            cache = {self.cache_keyword: state.cache}
-            logits = self.model(
-                input_ids=input_ids, position_ids=position_ids, attention_mask=masks, **cache, use_cache=True
-            ).logits
-        state.scratch += count
-        state.scratch_rows = rows
-        logits = logits[0]
-        return logits if logits.dtype == torch.float32 else logits.float()
+        return TreeBatch(input_ids, position_ids, mask, masks, rows, max(positions, default=0) + 1)
 
     @inference
     def commit(self, state: KVState, keep: Sequence[int]) -> None:
-        """Keep the listed scratch entries (in order) as committed; drop the rest.
-
-        Only the kept rows that are not already in place move; the rest of the
-        scratch is cut off. Nothing before the scratch is copied.
-        """
-        keep = list(keep)
-        if self.spec.recurrent:
-            recurrent_commit(state, keep)
-            return
-        first_moved = next((i for i, entry in enumerate(keep) if entry != i), len(keep))
-        start = state.committed
-        move_rows(state.cache, [start + entry for entry in keep[first_moved:]], start + first_moved)
-        dropped = state.scratch - len(keep)
-        if dropped:
-            state.cache.crop(-dropped)
-        state.committed += len(keep)
-        clear_scratch(state)
+        """Keep the listed scratch entries (in order) as committed; drop the rest: the commit of the
+        strategy that made the cache (`caches.py`; the in-place one moves only the kept rows that are
+        not already in place and cuts the rest of the scratch off)."""
+        state.strategy.commit(state, list(keep))
 
 
 def _tree_inputs(
-    state: KVState, tokens: Sequence[int], positions: Sequence[int], parents: Sequence[int],
-    dtype: torch.dtype, device: torch.device, fused: bool,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None]:  # fmt: skip
+    state: KVState,
+    tokens: Sequence[int],
+    positions: Sequence[int],
+    parents: Sequence[int],
+    dtype: torch.dtype,
+    device: torch.device,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None]:
     """`extend`'s tensors: the ids and positions (1, N), the scratch rows after the new tokens, and
     the additive mask (None where every new token sees every entry, as in `generate`)."""
     count, mask = len(tokens), None
@@ -334,8 +288,6 @@ def _tree_inputs(
             rows = torch.ones((1, 1), dtype=torch.bool)
         else:
             rows, mask = tree_mask_on_host(state.scratch_rows, parents, state.committed, dtype)
-            if fused and count == 1 and bool(rows.numpy()[-1].all()):
-                mask = None  # a draft token that sees every entry (its rounding may differ)
     elif alone:
         # Plain decoding, or a draft fed one token: no mask, and the model attends as in `generate`.
         input_ids = torch.tensor([list(tokens)], dtype=torch.long, device=device)
@@ -348,29 +300,3 @@ def _tree_inputs(
         rows = rows_from_parents(state.scratch_rows, packed[2], in_batch_depth(parents, state.scratch))
         mask = additive_mask(rows[state.scratch :], state.committed, dtype)
     return input_ids, position_ids, rows, mask
-
-
-def clear_scratch(state: KVState) -> None:
-    """No scratch any more (after a commit)."""
-    state.scratch = 0
-    state.scratch_rows = None
-    state.scratch_positions = ()
-
-
-def plan_recurrent(vlm: VLM, state: KVState, parents: Sequence[int]) -> None:
-    """A model with linear-attention layers: what they read in this forward, each new token continuing
-    its parent's recurrent state (recurrent.py)."""
-    kernel = int(vlm.model.config.get_text_config().linear_conv_kernel_dim)
-    plan_forward(state.cache, state.scratch, parents, kernel)
-
-
-def recurrent_commit(state: KVState, keep: list[int]) -> None:
-    """A commit on a model with linear-attention layers: those take the kept path's states
-    (recurrent.py), the attention layers keep the kept rows as any commit does."""
-    commit_states(state.cache, keep)
-    first_moved = next((i for i, entry in enumerate(keep) if entry != i), len(keep))
-    start = state.committed
-    move_rows(state.cache, [start + entry for entry in keep[first_moved:]], start + first_moved)
-    crop_attention(state.cache, state.scratch - len(keep))
-    state.committed += len(keep)
-    clear_scratch(state)

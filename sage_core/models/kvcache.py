@@ -1,5 +1,5 @@
-"""The KV cache of one run, for the adapter: full-attention layers whose keys
-and values grow in place, and the row moves of a commit.
+"""The KV caches of one run (the cache strategies of `caches.py`): full-attention layers whose
+keys and values grow in place, transformers' own layers, and the row moves of a commit.
 
 Transformers' `DynamicLayer` appends by `torch.cat`, which copies the whole
 cache on every forward: O(context) work per draft level and per
@@ -7,7 +7,8 @@ verification. `GrowingLayer` keeps its keys and values in buffers with room
 to spare (sized at the prefill for the whole run) and exposes the filled
 rows as views, so appending writes only the new rows and cropping only
 shortens the views. RoPE is applied before caching, so rows can be moved to
-other indices and keep their positions (hf-notes.md).
+other indices and keep their positions (tests/test_fastpath.py checks a commit that
+moves rows against the cache of step-by-step decoding).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The decode-time text forward without transformers' module machinery (part of the adapter).
+"""The decode-time text forward without transformers' module machinery (`forwards.py`'s "lean" and "fused").
 
 A forward of the text decoder for a few new tokens after the cache (a draft level, a tree
 verification, a plain decoding step) runs the same operations as transformers' own forward,
@@ -20,7 +20,7 @@ in fewer operations (about 2.1-2.2 ms a forward against 3.5 ms with transformers
 its rounding may differ from transformers', which only a draft can afford. The prefill, with
 its vision tower and DeepStack features, stays transformers' own.
 
-`LeanText.of(model)` returns None, and the adapter keeps transformers' forward, for anything it
+`LeanText.of(model)` returns None, and the lean forwards fall back to transformers' forward, for anything it
 does not know to be safe: another decoder class, a RoPE type other than the default, sliding
 windows, an attention implementation other than sdpa or eager, accelerate hooks (a model placed
 or offloaded by a device map moves its weights in those hooks), or layers on several devices.
@@ -36,8 +36,9 @@ import torch
 import torch.nn.functional as F
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
-from .errors import BackendError
+from ..errors import BackendError
 from .lean_merged import MergedDraft
+from .lean_weights import AttentionIn, AttentionOut, TextWeights
 
 # The text decoders whose layers are Qwen2's or Qwen3's (LLaVA-OneVision's and InternVL's language model
 # is Qwen2), or LLaMA's and Mistral's, the same operations (LLaVA 1.5 / NeXT / NeXT-Video, Mistral 3);
@@ -66,83 +67,39 @@ def rotate_half(x: torch.Tensor) -> torch.Tensor:
     return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
 
 
-class _Layer:
-    """One decoder layer's weights and settings, read once."""
-
-    def __init__(self, layer: Any) -> None:
-        attention, mlp = layer.self_attn, layer.mlp
-        self.attention = attention  # transformers' attention functions read settings from it
-        self.input_norm = (layer.input_layernorm.weight, layer.input_layernorm.variance_epsilon)
-        self.post_norm = (layer.post_attention_layernorm.weight, layer.post_attention_layernorm.variance_epsilon)
-        self.q = (attention.q_proj.weight, attention.q_proj.bias)
-        self.k = (attention.k_proj.weight, attention.k_proj.bias)
-        self.v = (attention.v_proj.weight, attention.v_proj.bias)
-        self.o = (attention.o_proj.weight, attention.o_proj.bias)
-        q_norm, k_norm = getattr(attention, "q_norm", None), getattr(attention, "k_norm", None)
-        self.q_norm = None if q_norm is None else (q_norm.weight, q_norm.variance_epsilon)
-        self.k_norm = None if k_norm is None else (k_norm.weight, k_norm.variance_epsilon)
-        self.head_dim: int = attention.head_dim
-        self.scaling: float = attention.scaling
-        self.gate = (mlp.gate_proj.weight, mlp.gate_proj.bias)
-        self.up = (mlp.up_proj.weight, mlp.up_proj.bias)
-        self.down = (mlp.down_proj.weight, mlp.down_proj.bias)
-        self.act = mlp.act_fn
-
-
-#: The activation modules that compute `F.silu` (torch's, and transformers' `ACT2FN["silu"]`).
-SILU_MODULES = ("SiLU", "SiLUActivation")
-
-Weights = tuple[torch.Tensor, torch.Tensor | None]
-Norm = tuple[torch.Tensor, float]
-
-
 def _attention_in(
-    hidden: torch.Tensor,
-    cos: torch.Tensor,
-    sin: torch.Tensor,
-    input_norm: Norm,
-    q: Weights,
-    k: Weights,
-    v: Weights,
-    q_norm: Norm | None,
-    k_norm: Norm | None,
-    head_dim: int,
+    hidden: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, weights: AttentionIn
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The fused forward's layer up to the cache update: norm, projections, q/k norms, RoPE."""
     batch, count, width = hidden.shape
-    x = F.rms_norm(hidden, (width,), *input_norm)
+    head_dim = weights.head_dim
+    x = F.rms_norm(hidden, (width,), *weights.input_norm)
     shape = (batch, count, -1, head_dim)
-    query = F.linear(x, *q).view(shape)
-    key = F.linear(x, *k).view(shape)
-    value = F.linear(x, *v).view(shape).transpose(1, 2)
-    if q_norm is not None and k_norm is not None:
-        query = F.rms_norm(query, (head_dim,), *q_norm)
-        key = F.rms_norm(key, (head_dim,), *k_norm)
+    query = F.linear(x, *weights.q).view(shape)
+    key = F.linear(x, *weights.k).view(shape)
+    value = F.linear(x, *weights.v).view(shape).transpose(1, 2)
+    if weights.q_norm is not None and weights.k_norm is not None:
+        query = F.rms_norm(query, (head_dim,), *weights.q_norm)
+        key = F.rms_norm(key, (head_dim,), *weights.k_norm)
     query, key = query.transpose(1, 2), key.transpose(1, 2)
     return query * cos + rotate_half(query) * sin, key * cos + rotate_half(key) * sin, value
 
 
 def _attention_out(
     hidden: torch.Tensor,
-    query: torch.Tensor,
-    key: torch.Tensor,
-    value: torch.Tensor,
+    attended: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
     mask: torch.Tensor | None,
-    scaling: float,
-    o: Weights,
-    post_norm: Norm,
-    gate: Weights,
-    up: Weights,
-    down: Weights,
+    weights: AttentionOut,
     act: Any,
 ) -> torch.Tensor:
-    """The fused forward's layer after the cache update: attention (SDPA, grouped heads), the output
-    projection, norm and gated MLP."""
+    """The fused forward's layer after the cache update: attention (SDPA, grouped heads) of the
+    `attended` query, keys and values, the output projection, norm and gated MLP."""
     batch, count, width = hidden.shape
-    out = F.scaled_dot_product_attention(query, key, value, attn_mask=mask, scale=scaling, enable_gqa=True)
-    hidden = hidden + F.linear(out.transpose(1, 2).reshape(batch, count, -1), *o)
-    x = F.rms_norm(hidden, (width,), *post_norm)
-    return hidden + F.linear(act(F.linear(x, *gate)) * F.linear(x, *up), *down)
+    query, key, value = attended
+    out = F.scaled_dot_product_attention(query, key, value, attn_mask=mask, scale=weights.scaling, enable_gqa=True)
+    hidden = hidden + F.linear(out.transpose(1, 2).reshape(batch, count, -1), *weights.o)
+    x = F.rms_norm(hidden, (width,), *weights.post_norm)
+    return hidden + F.linear(act(F.linear(x, *weights.gate)) * F.linear(x, *weights.up), *weights.down)
 
 
 @functools.cache
@@ -158,18 +115,16 @@ class LeanText:
 
     def __init__(self, model: Any) -> None:
         text = model.model.language_model
-        config = text.config
-        self.embedding = text.embed_tokens.weight
-        self.layers = [_Layer(layer) for layer in text.layers]
-        self.norm = (text.norm.weight, text.norm.variance_epsilon)
-        head = model.get_output_embeddings()
-        self.head = (head.weight, head.bias)
+        self.weights = TextWeights.of(model)
+        self.embedding = self.weights.embedding
+        self.layers = self.weights.layers
+        self.norm = self.weights.norm
+        self.head = self.weights.head
         self.inv_freq: torch.Tensor = text.rotary_emb.inv_freq
         self.attention_scaling: float = text.rotary_emb.attention_scaling
         family = sys.modules[type(text.layers[0].self_attn).__module__]
-        self.attend = ALL_ATTENTION_FUNCTIONS.get_interface(config._attn_implementation, family.eager_attention_forward)
-        # the fused forward's rotary table: cos and sin of every position below its length
-        self._rotary: tuple[torch.Tensor, torch.Tensor] | None = None
+        implementation = text.config._attn_implementation
+        self.attend = ALL_ATTENTION_FUNCTIONS.get_interface(implementation, family.eager_attention_forward)
         # a small draft's forward with merged projections (lean_merged.py), made at its first fused forward
         self._merged: MergedDraft | bool | None = False
 
@@ -278,28 +233,14 @@ class LeanText:
             return merged.forward(input_ids, position_ids, attention_mask, cache, positions_below)
         before, after = _compiled_halves() if compiled else (_attention_in, _attention_out)
         hidden = F.embedding(input_ids, self.embedding)
-        cos_table, sin_table = self._rotary_table(positions_below, hidden)
+        cos_table, sin_table = self.weights.rotary.below(positions_below, hidden)
         cos, sin = cos_table[position_ids][:, None], sin_table[position_ids][:, None]  # (1, 1, N, D)
         try:
             for index, layer in enumerate(self.layers):
-                query, key, value = before(
-                    hidden,
-                    cos,
-                    sin,
-                    layer.input_norm,
-                    layer.q,
-                    layer.k,
-                    layer.v,
-                    layer.q_norm,
-                    layer.k_norm,
-                    layer.head_dim,
-                )
+                query, key, value = before(hidden, cos, sin, layer.before)
                 key, value = cache.update(key, value, index)
                 act = F.silu if compiled else layer.act
-                hidden = after(
-                    hidden, query, key, value, attention_mask, layer.scaling, layer.o, layer.post_norm,
-                    layer.gate, layer.up, layer.down, act,
-                )  # fmt: skip
+                hidden = after(hidden, (query, key, value), attention_mask, layer.after, act)
         except torch._dynamo.exc.BackendCompilerFailed as error:  # e.g. no working C++ compiler
             inner = getattr(error, "inner_exception", None) or error
             reason = f"{type(inner).__name__}: {(str(inner).strip().splitlines() or [''])[0][:300]}"
@@ -312,26 +253,10 @@ class LeanText:
     def merged(self) -> MergedDraft | None:
         """The merged forward of a small draft (made once; None for a large one or where it does not apply)."""
         if self._merged is False:
-            self._merged = MergedDraft.of(self)
+            self._merged = MergedDraft.of(self.weights)
         return self._merged if isinstance(self._merged, MergedDraft) else None
 
     @property
     def compilable(self) -> bool:
         """Whether `fused(compiled=True)` computes the same function: every layer's MLP uses SiLU."""
-        return all(type(layer.act).__name__ in SILU_MODULES for layer in self.layers)
-
-    def _rotary_table(self, positions_below: int, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """cos and sin (P, D) of positions 0..P-1, P >= `positions_below`, on `like`'s device and dtype."""
-        table = self._rotary
-        if (
-            table is None
-            or table[0].shape[0] < positions_below
-            or (table[0].device, table[0].dtype) != (like.device, like.dtype)
-        ):
-            length = max(1024, 1 << max(positions_below - 1, 1).bit_length())
-            inv_freq = self.inv_freq.to(device=like.device, dtype=torch.float)
-            freqs = torch.arange(length, device=like.device, dtype=torch.float)[:, None] * inv_freq
-            angles = torch.cat((freqs, freqs), dim=-1)
-            cos, sin = angles.cos() * self.attention_scaling, angles.sin() * self.attention_scaling
-            table = self._rotary = (cos.to(like.dtype), sin.to(like.dtype))
-        return table
+        return all(layer.silu for layer in self.layers)

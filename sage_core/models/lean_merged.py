@@ -22,13 +22,12 @@ The merged matrices are a copy of the draft's weights, so only a draft whose cop
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 import torch
 import torch.nn.functional as F
 
-if TYPE_CHECKING:
-    from .lean import LeanText, _Layer
+from .lean_weights import LayerWeights, TextWeights
 
 #: The most bytes a draft's merged copies may take (the q/k/v and gate/up matrices of every layer).
 MERGED_LIMIT_BYTES = 64 * 2**20
@@ -76,7 +75,7 @@ def _side_by_side(weights: list[tuple[torch.Tensor, torch.Tensor | None]], norm:
     return matrix, torch.cat(biases)
 
 
-def _merge(layer: _Layer) -> _MergedLayer | None:
+def _merge(layer: LayerWeights) -> _MergedLayer | None:
     """One layer merged, or None where the q and k norms differ in epsilon (they run as one)."""
     qk_norm, qk_eps = None, 0.0
     if layer.q_norm is not None and layer.k_norm is not None:
@@ -90,11 +89,10 @@ def _merge(layer: _Layer) -> _MergedLayer | None:
         return None
     qkv, qkv_bias = _side_by_side([layer.q, layer.k, layer.v], layer.input_norm[0])
     gate_up, gate_up_bias = _side_by_side([layer.gate, layer.up], layer.post_norm[0])
-    silu = type(layer.act).__name__ in ("SiLU", "SiLUActivation")
     return _MergedLayer(
         qkv, qkv_bias, layer.q[0].shape[0] + layer.k[0].shape[0], qk_norm, qk_eps,
         layer.input_norm[1], layer.post_norm[1], layer.o[0].t(), layer.o[1], gate_up, gate_up_bias,
-        layer.down[0].t(), layer.down[1], F.silu if silu else layer.act,
+        layer.down[0].t(), layer.down[1], F.silu if layer.silu else layer.act,
         layer.q[0].shape[0] // layer.head_dim, layer.head_dim, layer.scaling,
     )  # fmt: skip
 
@@ -136,7 +134,7 @@ def _layer_forward(
 class MergedDraft:
     """A small draft's text forward with merged projections (see the module docstring)."""
 
-    def __init__(self, text: LeanText, layers: list[_MergedLayer]) -> None:
+    def __init__(self, text: TextWeights, layers: list[_MergedLayer]) -> None:
         self.text = text
         self.layers = layers
         head_dim = layers[0].head_dim
@@ -144,8 +142,8 @@ class MergedDraft:
         self._sign = torch.cat((-torch.ones(head_dim // 2), torch.ones(head_dim - head_dim // 2)))
 
     @classmethod
-    def of(cls, text: LeanText) -> MergedDraft | None:
-        """The merged forward of a lean text decoder, or None when its copy would be too large."""
+    def of(cls, text: TextWeights) -> MergedDraft | None:
+        """The merged forward of a lean text decoder's weights, or None when its copy would be too large."""
         copied = sum(
             weight.numel() * weight.element_size()
             for layer in text.layers
@@ -168,7 +166,7 @@ class MergedDraft:
     ) -> torch.Tensor:
         """Logits (1, N, vocab) of N new tokens, as `LeanText.fused` takes and returns them."""
         hidden = F.embedding(input_ids[0], self.text.embedding)
-        cos_table, sin_table = self.text._rotary_table(positions_below, hidden)
+        cos_table, sin_table = self.text.rotary.below(positions_below, hidden)
         positions = position_ids[0]
         sign = self._sign
         if (sign.device, sign.dtype) != (hidden.device, hidden.dtype):

@@ -1,0 +1,121 @@
+"""A cache strategy is one class and its registration: a toy strategy defined here, and nowhere else, runs a
+lossless decode through the library and the command line.
+
+The toy keeps transformers' own `DynamicCache` and commits by rebuilding every layer from the committed
+rows and the kept ones (`index_select`), whatever was kept, and counts its commits. Nothing outside this
+module names it: `register_cache_strategy` offers it to `DecodeConfig(cache=...)`, `open_backend` and the
+CLI's `--cache`.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from conftest import tiny_folder
+from transformers import DynamicCache
+
+from sage_core import DecodeConfig, decode, load_pair
+from sage_core.cli import main
+from sage_core.errors import ConfigError
+from sage_core.models import KVState, ModelPair
+from sage_core.models.caches import clear_scratch, register_cache_strategy, unregister_cache_strategy
+
+ROOT = Path(__file__).resolve().parent.parent
+TOKENS = 16
+PROMPT = "Describe the picture."
+
+
+@dataclass
+class RebuiltEveryCommit:
+    """transformers' `DynamicCache`; a commit rebuilds every layer from the committed and the kept rows."""
+
+    name: str = "toy-rebuilt"
+    commits: list[int] = field(default_factory=list)  # the kept entries of each commit
+
+    def new_cache(self, config: Any, reserve: int, windows_by_mask: bool) -> DynamicCache:
+        return DynamicCache(config=config)
+
+    def before_forward(self, state: KVState, parents: Sequence[int]) -> None:
+        pass
+
+    def commit(self, state: KVState, keep: Sequence[int]) -> None:
+        self.commits.append(len(keep))
+        for layer in state.cache.layers:
+            rows: Any = layer
+            device = rows.keys.device
+            kept = torch.tensor(list(keep), dtype=torch.long, device=device) + state.committed
+            index = torch.cat([torch.arange(state.committed, device=device), kept])
+            rows.keys, rows.values = rows.keys.index_select(-2, index), rows.values.index_select(-2, index)
+        state.committed += len(keep)
+        clear_scratch(state)
+
+
+@pytest.fixture(scope="module")
+def toy() -> Iterator[RebuiltEveryCommit]:
+    strategy = RebuiltEveryCommit()
+    register_cache_strategy(strategy)
+    try:
+        yield strategy
+    finally:
+        unregister_cache_strategy(strategy.name)
+
+
+@pytest.fixture(scope="module")
+def pair(tiny_root: Path) -> ModelPair:
+    return load_pair(tiny_folder(tiny_root, "qwen3_vl", "target"), tiny_folder(tiny_root, "qwen3_vl", "noised"), "cpu")
+
+
+def greedy(pair: ModelPair, image, prompt: str) -> list[int]:
+    inputs = pair.target.prepare(image, prompt)
+    with torch.no_grad():
+        out = pair.target.model.generate(**inputs, do_sample=False, max_new_tokens=TOKENS)
+    return out[0, inputs["input_ids"].shape[1] :].tolist()
+
+
+def files_naming(name: str) -> list[str]:
+    """The repository's files (tracked or not, but not ignored) that name `name`."""
+    listed = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.split()
+    return sorted(
+        path for path in listed if (ROOT / path).is_file() and name in (ROOT / path).read_text(errors="ignore")
+    )
+
+
+def test_the_toy_cache_strategy_needs_this_module_only(toy):
+    files = files_naming(toy.name)
+    print(f"files the toy cache strategy needed: {len(files)} ({', '.join(files)})")
+    assert files == ["tests/test_cache_seam.py"]
+
+
+@pytest.mark.parametrize(("method", "forward"), [("sage", None), ("chain", "transformers"), ("ar", None)])
+def test_a_decode_on_the_toy_cache_strategy_equals_greedy_generate(toy, pair, image, method, forward):
+    """Both models' caches are the toy's, with the preset's forwards or transformers'; every round commits
+    through it, and the output is the target's own."""
+    toy.commits.clear()
+    config = DecodeConfig(method, TOKENS, cache=toy.name, forward=forward)
+    summary = decode(pair, image, PROMPT, config).run_to_end()
+    assert list(summary.token_ids) == greedy(pair, image, PROMPT)
+    assert len(toy.commits) >= summary.rounds - 1 and sum(toy.commits) >= len(summary.token_ids) - 1
+
+
+def test_the_cli_offers_the_toy_cache_strategy_and_refuses_an_unknown_one(toy, pair, tmp_path, capsys):
+    from PIL import Image
+
+    from sage_core import load_media
+
+    picture = tmp_path / "picture.png"
+    Image.new("RGB", (48, 48), (40, 200, 40)).save(picture)
+    models = ["--target", pair.target.name, "--draft", pair.draft.name, "--device", "cpu"]
+    common = ["generate", *models, "--image", str(picture), "--prompt", PROMPT, "--max-new-tokens", str(TOKENS)]
+    assert main([*common, "--cache", toy.name, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["token_ids"] == greedy(pair, load_media(str(picture)), PROMPT)
+    with pytest.raises(ConfigError, match="unknown cache strategy 'nope'; choose one of in-place, growing"):
+        decode(pair, load_media(str(picture)), PROMPT, DecodeConfig("sage", TOKENS, cache="nope"))

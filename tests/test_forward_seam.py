@@ -1,0 +1,113 @@
+"""A forward is one class and its registration: a toy forward defined here, and nowhere else, runs a
+lossless decode through the library and the command line.
+
+The toy computes the logits in two steps, transformers' text decoder and then the LM head, and counts
+the new tokens it reads. Nothing outside this module names it: `register_forward` offers it to
+`DecodeConfig(forward=...)`, `open_backend` and the CLI's `--forward`.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+import torch
+from conftest import tiny_folder
+
+from sage_core import DecodeConfig, decode, load_pair
+from sage_core.cli import main
+from sage_core.errors import ConfigError
+from sage_core.models import ModelPair
+from sage_core.models.forwards import TextModel, TreeBatch, register_forward, unregister_forward
+
+ROOT = Path(__file__).resolve().parent.parent
+TOKENS = 16
+PROMPT = "Describe the picture."
+
+
+@dataclass
+class TwoStepForward:
+    """transformers' text decoder, then the LM head: the logits transformers' forward computes."""
+
+    name: str = "toy-two-step"
+    exact: bool = True  # the same operations as transformers' forward, so a target may run it
+    tokens_read: list[int] = field(default_factory=list)
+
+    def __call__(self, vlm: TextModel, batch: TreeBatch, cache: object) -> torch.Tensor:
+        self.tokens_read.append(int(batch.input_ids.shape[1]))
+        decoder = vlm.model.model  # the text decoder with the vision tower (which new text tokens skip)
+        hidden = decoder(
+            input_ids=batch.input_ids,
+            position_ids=batch.position_ids,
+            attention_mask=batch.layer_masks,
+            **{vlm.cache_keyword: cache},
+            use_cache=True,
+        ).last_hidden_state
+        return vlm.model.get_output_embeddings()(hidden)
+
+
+@pytest.fixture(scope="module")
+def toy() -> Iterator[TwoStepForward]:
+    forward = TwoStepForward()
+    register_forward(forward)
+    try:
+        yield forward
+    finally:
+        unregister_forward(forward.name)
+
+
+@pytest.fixture(scope="module")
+def pair(tiny_root: Path) -> ModelPair:
+    return load_pair(tiny_folder(tiny_root, "qwen3_vl", "target"), tiny_folder(tiny_root, "qwen3_vl", "noised"), "cpu")
+
+
+def greedy(pair: ModelPair, image, prompt: str) -> list[int]:
+    inputs = pair.target.prepare(image, prompt)
+    with torch.no_grad():
+        out = pair.target.model.generate(**inputs, do_sample=False, max_new_tokens=TOKENS)
+    return out[0, inputs["input_ids"].shape[1] :].tolist()
+
+
+def files_naming(name: str) -> list[str]:
+    """The repository's files (tracked or not, but not ignored) that name `name`."""
+    listed = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.split()
+    return sorted(
+        path for path in listed if (ROOT / path).is_file() and name in (ROOT / path).read_text(errors="ignore")
+    )
+
+
+def test_the_toy_forward_needs_this_module_only(toy):
+    files = files_naming(toy.name)
+    print(f"files the toy forward needed: {len(files)} ({', '.join(files)})")
+    assert files == ["tests/test_forward_seam.py"]
+
+
+@pytest.mark.parametrize(("method", "cache"), [("sage", None), ("static", "growing")])
+def test_a_decode_on_the_toy_forward_equals_greedy_generate(toy, pair, image, method, cache):
+    """Both models run it (it is exact), on either cache strategy, and the output is the target's own."""
+    toy.tokens_read.clear()
+    config = DecodeConfig(method, TOKENS, forward=toy.name, cache=cache)
+    summary = decode(pair, image, PROMPT, config).run_to_end()
+    assert list(summary.token_ids) == greedy(pair, image, PROMPT)
+    assert len(toy.tokens_read) >= summary.rounds and max(toy.tokens_read) > 1  # verifications and levels
+
+
+def test_the_cli_offers_the_toy_forward_and_refuses_an_unknown_one(toy, pair, tmp_path, capsys):
+    from PIL import Image
+
+    from sage_core import load_media
+
+    picture = tmp_path / "picture.png"
+    Image.new("RGB", (48, 48), (200, 40, 40)).save(picture)
+    models = ["--target", pair.target.name, "--draft", pair.draft.name, "--device", "cpu"]
+    common = ["generate", *models, "--image", str(picture), "--prompt", PROMPT, "--max-new-tokens", str(TOKENS)]
+    assert main([*common, "--forward", toy.name, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["token_ids"] == greedy(pair, load_media(str(picture)), PROMPT)
+    with pytest.raises(ConfigError, match="unknown forward 'nope'; choose one of transformers, lean, fused, compiled"):
+        decode(pair, load_media(str(picture)), PROMPT, DecodeConfig("sage", TOKENS, forward="nope"))
