@@ -148,8 +148,9 @@ def measure_cost_spread(
     target, draft = open_backend(pair.target, backend), open_backend(pair.draft, backend, draft=True)
     assert prepared.draft is not None
     with torch.inference_mode():
-        target_state, logits = target.prefill(prepared.target, COST_SIZES[-1] + 2)
-        draft_state = draft.prefill(prepared.draft, COST_SIZES[-1] + 2)[0]
+        prefilled = target.prefill(prepared.target, COST_SIZES[-1] + 2)
+        target_state, logits = prefilled.state, prefilled.logits
+        draft_state = draft.prefill(prepared.draft, COST_SIZES[-1] + 2).state
     root, vocab = int(logits.argmax()), pair.shared_vocab_size
     trees = [measured_tree(n, root) for n in (0, *COST_SIZES)]
     runs = [functools.partial(_verify_once, target, target_state, root, tree) for tree in trees]
