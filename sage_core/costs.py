@@ -58,6 +58,8 @@ class CostCurve:
     one_token_ms: float
     verify_ms: tuple[float, ...]
     draft_level_ms: tuple[float, ...]
+    # What a decode round costs besides its forwards (ms); None: sage-cost learns it from the run's own rounds.
+    round_overhead_ms: float | None = None
 
     def verify_at(self, nodes: int) -> float:
         """A round's verification of `nodes` nodes (0: plain decoding's one-token step)."""
