@@ -32,7 +32,7 @@ cap and keeps the best. Pure numbers: tests/test_budget.py checks them by hand.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 from .costs import CostCurve
@@ -113,6 +113,37 @@ class Calibration:
         return out
 
 
+@dataclass(frozen=True)
+class RankCalibration:
+    """Two calibrations: one for the draft's most likely child of a node (rank 0), one for its other
+    children. A hesitant draft spreads its probability thin, yet its first choice is the target's far more
+    often than a runner-up drafted with the same probability: one table would blur the two."""
+
+    first: Calibration = field(default_factory=Calibration)
+    others: Calibration = field(default_factory=Calibration)
+
+    def rate(self, prob: float, rank: int) -> float:
+        return (self.first if rank == 0 else self.others).rate(prob)
+
+    def after(self, probs: Sequence[float], ranks: Sequence[int], outcomes: Sequence[bool]) -> RankCalibration:
+        """The calibration with these tried nodes (draft probability, rank among siblings, verdict) added."""
+        tables = []
+        for table, first in ((self.first, True), (self.others, False)):
+            mine = [i for i, rank in enumerate(ranks) if (rank == 0) == first]
+            tables.append(table.after([probs[i] for i in mine], [outcomes[i] for i in mine]))
+        return RankCalibration(*tables)
+
+
+def sibling_ranks(tree: Tree) -> tuple[int, ...]:
+    """Each node's rank among its parent's children (the draft offers them most likely first)."""
+    seen: dict[int, int] = {}
+    ranks = []
+    for parent in tree.parents:
+        ranks.append(seen.get(parent, 0))
+        seen[parent] = ranks[-1] + 1
+    return tuple(ranks)
+
+
 def tried_outcomes(tree: Tree, accepted_nodes: Sequence[int]) -> tuple[tuple[float, ...], tuple[bool, ...]]:
     """The nodes a verdict tried (those whose parent was the root or accepted): their draft probabilities
     and whether each was accepted."""
@@ -123,15 +154,18 @@ def tried_outcomes(tree: Tree, accepted_nodes: Sequence[int]) -> tuple[tuple[flo
 
 def drafted_outcomes(
     tree: Tree, path: Sequence[int], choices: Sequence[int]
-) -> tuple[tuple[float, ...], tuple[bool, ...]]:
+) -> tuple[tuple[float, ...], tuple[int, ...], tuple[bool, ...]]:
     """Every node the draft offered under the root or a node of the accepted `path`, verified or cut by the
     budget: its draft probability and whether it is the target's choice after its parent (`choices`: the
-    target's token after the root and after each node of the path, i.e. the accepted tokens and the bonus).
+    target's token after the root and after each node of the path, i.e. the accepted tokens and the bonus),
+    with its rank among its siblings.
     Under greedy verification that is exactly whether the target would have accepted it; a node the budget
     cut gets its verdict too, so bins the budget rarely verifies are calibrated all the same."""
     after = {ROOT: choices[0]} | {node: choices[i + 1] for i, node in enumerate(path)}
     tried = [n for n, parent in enumerate(tree.parents) if parent in after]
-    return tuple(tree.draft_probs[n] for n in tried), tuple(tree.tokens[n] == after[tree.parents[n]] for n in tried)
+    ranks = sibling_ranks(tree)
+    return (tuple(tree.draft_probs[n] for n in tried), tuple(ranks[n] for n in tried),
+            tuple(tree.tokens[n] == after[tree.parents[n]] for n in tried))  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import replace
 
-from .budget import BudgetChoice, Calibration, RoundCosts, drafted_outcomes, weigh_prefixes
+from .budget import BudgetChoice, RankCalibration, RoundCosts, drafted_outcomes, weigh_prefixes
 from .config import SageConfig
 from .costs import COST_SIZES, CostCurve
 from .drafting import DraftedTree
@@ -59,7 +59,7 @@ class SageCostProposer:
         self.max_depth = config.depth_max_limit
         # A level drafts on at most N_max nodes; the cost curve's measurement verifies up to 64 (+ the root).
         self.max_nodes = max(config.node_budget * config.depth_max_limit, COST_SIZES[-1] + 1)
-        self.calibration = Calibration()
+        self.calibration = RankCalibration()
         self.curve: CostCurve | None = None
         self.costs: RoundCosts | None = None
         self.residuals: deque[float] = deque(maxlen=OVERHEAD_ROUNDS)  # measured - modelled round ms
@@ -105,8 +105,8 @@ class SageCostProposer:
         assert self.offered is not None
         drafted, kept = self.offered  # the verified tree's node i is the drafted tree's kept[i]
         path = [kept[n] for n in verdict.accepted_nodes]
-        probs, outcomes = drafted_outcomes(drafted, path, (*verdict.accepted_tokens, verdict.bonus_token))
-        self.calibration = self.calibration.after(probs, outcomes)
+        probs, ranks, outcomes = drafted_outcomes(drafted, path, (*verdict.accepted_tokens, verdict.bonus_token))
+        self.calibration = self.calibration.after(probs, ranks, outcomes)
         choice = proposal.shape.budget
         if self.started is not None and self.costs is not None and choice is not None:
             measured = 1000 * (time.perf_counter() - self.started)
@@ -120,7 +120,7 @@ class _Growth:
     budget model picks what to expand."""
 
     def __init__(
-        self, costs: RoundCosts, calibration: Calibration, width: int | None, node_cap: int, fed: int
+        self, costs: RoundCosts, calibration: RankCalibration, width: int | None, node_cap: int, fed: int
     ) -> None:  # fmt: skip
         self.costs, self.calibration, self.width, self.node_cap, self.fed = costs, calibration, width, node_cap, fed
         self.paths: list[float] = []  # each candidate's calibrated path probability
@@ -138,7 +138,7 @@ class _Growth:
             for r in range(min(offers, len(node.top_tokens))):
                 prob = node.top_probs[r]
                 offered.append(Candidate(node.node, node.top_tokens[r], prob, node.cumulative * prob))
-                self.paths.append(above * rate(prob))
+                self.paths.append(above * rate(prob, r))
         if not offered:
             return []
         self.depths += [level] * len(offered)
@@ -171,7 +171,7 @@ class FixedBestFirstProposer:
         sage = self.config
         root = drafter.root(pending, sage.candidates)
         # With every cost zero the best prefix is the whole cap; the calibration is the draft's own.
-        growth = _Growth(self.free, Calibration(), None, sage.node_budget, 0)
+        growth = _Growth(self.free, RankCalibration(), None, sage.node_budget, 0)
         drafted = drafter.grow(root, growth.choose, sage.depth_max_limit, sage.candidates, growth.expand)
         assert growth.choice is not None
         return Proposal(keep_nodes(drafted, growth.choice.kept), RoundShape(root_top=root))

@@ -8,6 +8,7 @@ import pytest
 
 from sage_core.budget import (
     Calibration,
+    RankCalibration,
     RoundCosts,
     choose_budget,
     drafted_outcomes,
@@ -164,11 +165,20 @@ def test_tried_nodes_are_the_children_of_the_accepted_path() -> None:
 
 def test_drafted_nodes_the_budget_cut_get_verdicts_too() -> None:
     # The target chose 5 after the root (node 0: accepted), then 9 after node 0 (node 2 rejected: bonus 9).
-    assert drafted_outcomes(SMALL, (0,), (5, 9)) == ((0.8, 0.1, 0.5), (True, False, False))
-    # Nothing accepted, the bonus is 6: node 1 would have been accepted, had the budget kept it.
-    assert drafted_outcomes(SMALL, (), (6,)) == ((0.8, 0.1), (False, True))
+    assert drafted_outcomes(SMALL, (0,), (5, 9)) == ((0.8, 0.1, 0.5), (0, 1, 0), (True, False, False))
+    # Nothing accepted, the bonus is 6: node 1 (the root's second child) would have been accepted.
+    assert drafted_outcomes(SMALL, (), (6,)) == ((0.8, 0.1), (0, 1), (False, True))
     # Under greedy verification the verified nodes' verdicts are the same as the verifier's.
-    assert drafted_outcomes(SMALL, (0,), (5, 9)) == tried_outcomes(SMALL, (0,))
+    probs, _, outcomes = drafted_outcomes(SMALL, (0,), (5, 9))
+    assert (probs, outcomes) == tried_outcomes(SMALL, (0,))
+
+
+def test_a_first_choice_and_a_runner_up_are_calibrated_apart() -> None:
+    # Twenty first choices drafted at 0.35 all accepted, twenty runners-up at 0.35 none: one table gives
+    # both the same rate; apart, the first choice rates far above it and the runner-up far below.
+    calibration = RankCalibration().after((0.35,) * 40, (0,) * 20 + (1,) * 20, (True,) * 20 + (False,) * 20)
+    pooled = Calibration().after((0.35,) * 40, (True,) * 20 + (False,) * 20).rate(0.35)
+    assert calibration.rate(0.35, 0) > pooled + 0.2 > calibration.rate(0.35, 1) + 0.4
 
 
 def test_shown_budgets_hold_the_chosen_one() -> None:
