@@ -85,6 +85,7 @@ from .render import (
     table_html,
 )
 from .stepping import DROPPED, SteppedRaces
+from .sweep_panel import sweep_figure
 
 TRACE_DIR = Path(tempfile.gettempdir()) / "sage-app-traces"
 #: Trace files the app wrote are removed after this many seconds (Gradio serves its own copy meanwhile).
@@ -636,6 +637,16 @@ class Handlers:
         trace = save_trace_file(data) if stepper.finished and not data.replay else None
         status = stepper.notes + stepping_status(stepper)
         return self.view(data, status, tree_lane, trace=trace) | {self.page.stepper: stepper}
+
+    def show_sweep(self, pair: Any, custom_target: Any, custom_draft: Any) -> Update:
+        """The budget sweep of the chosen pair beside its warm-up cost curve (the pair loaded first when needed;
+        the sweep measured the first time it is asked for: `models.measured_sweep`)."""
+        choice = self.choice(RaceForm(pair=pair, custom_target=custom_target, custom_draft=custom_draft))
+        loaded = self.load(choice)
+        result = models.measured_sweep(loaded)
+        title = f"The budget sweep, {choice.shown[0]} / {choice.shown[1]}"
+        note = f"<p class='sage-note'>{html.escape(loaded.sweep_note)} The star: sage-cost's mean choice.</p>"
+        return {self.page.fig_sweep: sweep_figure(result, loaded.costs, title), self.page.sweep_note: note}
 
     def pick_example(self, selected: gr.SelectData) -> Update:
         page = self.page

@@ -20,6 +20,7 @@ import logging
 import os
 import re
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -28,12 +29,13 @@ from pathlib import Path
 import torch
 from PIL import Image
 
-from sage_core import DecodeConfig, ModelPair, SageError, decode, image_media, load_pair
-from sage_core.costs import CostCurve, measure_cost_spread
+from sage_core import DecodeConfig, ModelPair, SageError, decode, image_media, load_media, load_pair, prepare_inputs
+from sage_core.costs import CostCurve, measure_cost_spread, remember_curve
 from sage_core.errors import ConfigError, ModelLoadError
 from sage_core.models.presets import GPU_PRESETS
+from sage_core.sweep import SweepResult, sweep
 
-from .inputs import env_switch
+from .inputs import env_switch, load_examples
 from .spaces_compat import ZERO_GPU
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -190,6 +192,9 @@ class LoadedPair:
     pair: ModelPair
     # The verification cost curve measured at the warm-up, on the pair's device and dtype (None: not measured).
     costs: CostCurve | None = None
+    # The budget sweep measured on this machine the first time it was asked for (`measured_sweep`), and how.
+    sweep: SweepResult | None = None
+    sweep_note: str = ""
 
     def token_texts(self, tokens: Sequence[int]) -> list[str]:
         tokenizer = self.pair.target.tokenizer
@@ -329,10 +334,37 @@ def measure_warm_costs(pair: ModelPair) -> CostCurve | None:
     None, logged, when it cannot be measured."""
     media = image_media(Image.new("RGB", (112, 112), (255, 255, 255)), "warm-up")
     try:
-        return measure_cost_spread(pair, media, WARM_UP_PROMPT)
+        curve = measure_cost_spread(pair, media, WARM_UP_PROMPT)
     except (RuntimeError, ValueError) as error:
         log.warning("the cost curve could not be measured: %s", error)
         return None
+    remember_curve(pair, DecodeConfig().backend, curve)  # sage-cost's races weigh their budgets by it
+    return curve
+
+
+#: The app's budget sweep: a few budgets on one example, short answers (seconds on a CPU for the built-in pair).
+SWEEP_BUDGETS: tuple[int, ...] = (4, 8, 16, 32, 64)
+SWEEP_TOKENS = 32
+
+
+def measured_sweep(loaded: LoadedPair) -> SweepResult:
+    """The pair's budget sweep (sage_core.sweep), measured the first time it is asked for, in the race slot
+    (no race runs beside it, so its times are its own); `loaded.sweep_note` says how it was measured."""
+    with RACE_SLOT:
+        if loaded.sweep is None:
+            example = next((e for e in load_examples() if not e.is_video), None)
+            prompt = example.prompt if example else WARM_UP_PROMPT
+            media = load_media(example.file) if example else image_media(Image.new("RGB", (112, 112), "white"), "")
+            name = Path(example.file).name if example else "a white picture"
+            prepared = prepare_inputs(loaded.pair, media, prompt)
+            loaded.sweep = sweep(loaded.pair, [(name, prepared)], SWEEP_BUDGETS, max_new_tokens=SWEEP_TOKENS)
+            pair = loaded.pair
+            loaded.sweep_note = (
+                f"Measured on this machine ({pair.device}, {str(pair.target.dtype).removeprefix('torch.')}) at "
+                f"{time.strftime('%H:%M UTC', time.gmtime())}: one example ({name}), answers of up to "
+                f"{SWEEP_TOKENS} tokens, one timed run per budget after a warm-up run (rough on a busy machine)."
+            )
+    return loaded.sweep
 
 
 # One GPU holds one pair at a time; a CPU can keep a few small ones.

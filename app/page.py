@@ -205,6 +205,16 @@ def _panel(name: str) -> gr.Plot:
     return plot
 
 
+def sweep_outputs() -> tuple[gr.Button, gr.HTML, gr.Plot]:
+    """The budget sweep's button, its note and its figure, folded (app/sweep_panel.py)."""
+    with gr.Accordion("The budget sweep of this pair: τ and speed against the node budget", open=False):
+        show = gr.Button("Measure the sweep for the chosen pair (seconds on a CPU, once per pair)", size="sm",
+                         elem_id="sweep-show")  # fmt: skip
+        note = _html("", elem_id="sweep-note")
+        plot = gr.Plot(show_label=False, elem_id="panel-sweep")
+    return show, note, plot
+
+
 def _tour(panel: str) -> None:
     with gr.Accordion("What to look for", open=False, elem_classes=["sage-tour"]):
         gr.Markdown(TOUR[panel])
@@ -322,6 +332,10 @@ class Page:
     slides: Any = None  # "Export for slides": the race on screen as one offline HTML replay (app/export.py)
     slides_file: Any = None
     gif: Any = None  # "… as an animated GIF" of the same race (filmed by Chromium on the server)
+    # The budget sweep of the chosen pair beside its cost curve (measured when first asked for; app/sweep_panel.py)
+    sweep_show: Any = None
+    sweep_note: Any = None
+    fig_sweep: Any = None
 
     @property
     def race_inputs(self) -> list[Any]:
@@ -439,6 +453,7 @@ def build_page(
                                    elem_id="export-slides")  # fmt: skip
                 gif = gr.Button("… or an animated GIF", size="sm", elem_id="export-gif")
             slides_file = gr.File(label="For slides (HTML replay or GIF)", visible=False, elem_id="slides-file")
+            sweep_show, sweep_note, fig_sweep = sweep_outputs()
     return Page(
         state=state, stepper=stepper, media_tabs=media_tabs, image=image, video=video, gallery=gallery, prompt=prompt,
         start=start, step=step, stop=stop, pair=pair, methods=methods, max_new=max_new,
@@ -451,5 +466,5 @@ def build_page(
         fig_accepted=fig_accepted, fig_confidence=fig_confidence, fig_shapes=fig_shapes, tree_lane=tree_lane,
         tree_round=tree_round, fig_tree=fig_tree, explain=explain, api_race=gr.Button(visible=False),
         api_replay=gr.Button(visible=False), api_result=gr.JSON(visible=False), sketch=sketch, slides=slides,
-        slides_file=slides_file, gif=gif,
+        slides_file=slides_file, gif=gif, sweep_show=sweep_show, sweep_note=sweep_note, fig_sweep=fig_sweep,
     )  # fmt: skip

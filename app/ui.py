@@ -135,6 +135,9 @@ def wire(page: Page, handlers: Handlers) -> None:
     page.gallery.select(controls(handlers.pick_example, page), None,
                         [page.image, page.video, page.prompt, page.media_tabs, page.status], queue=False,
                         api_visibility="private")  # fmt: skip
+    page.sweep_show.click(controls(handlers.show_sweep, page), [page.pair, page.custom_target, page.custom_draft],
+                          [page.fig_sweep, page.sweep_note, page.status], concurrency_id="race",
+                          concurrency_limit=RACE_CONCURRENCY, api_visibility="private")  # fmt: skip
     page.tree_round.input(controls(handlers.show_tree, page), [page.state, page.tree_lane, page.tree_round],
                          [page.fig_tree, page.explain, page.status], queue=False,
                          api_visibility="private")  # fmt: skip

@@ -14,9 +14,11 @@ budget from modelled draft and verify latency:
   verified nodes of P(its path is accepted). Each node's factor is its draft
   probability *calibrated for the pair* (`Calibration`): the share of the
   nodes drafted with about that probability that the target accepted, learned
-  from the run's own verdicts (every node whose parent was accepted was tried:
-  accepted or not), starting from the draft's own probability (a prior worth
-  `PRIOR_WEIGHT` nodes per bin). Its table is in every round's record.
+  from the run's own verdicts, starting from the draft's own probability (a
+  prior worth `PRIOR_WEIGHT` nodes per bin). Every node the draft offered under
+  the root or an accepted node counts (`drafted_outcomes`), the ones the budget
+  cut included: the target's choice after their parent is known, so the bins
+  the budget seldom verifies (a hesitant draft's low probabilities) learn too.
 - **Round time.** `CostCurve` (costs.py), measured on this device and dtype: the
   draft's feed of the committed tokens, one draft level per tree level above the
   deepest (over that level's nodes), and the target's verification of the nodes.
@@ -30,7 +32,7 @@ cap and keeps the best. Pure numbers: tests/test_budget.py checks them by hand.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 from .costs import CostCurve
@@ -111,12 +113,59 @@ class Calibration:
         return out
 
 
+@dataclass(frozen=True)
+class RankCalibration:
+    """Two calibrations: one for the draft's most likely child of a node (rank 0), one for its other
+    children. A hesitant draft spreads its probability thin, yet its first choice is the target's far more
+    often than a runner-up drafted with the same probability: one table would blur the two."""
+
+    first: Calibration = field(default_factory=Calibration)
+    others: Calibration = field(default_factory=Calibration)
+
+    def rate(self, prob: float, rank: int) -> float:
+        return (self.first if rank == 0 else self.others).rate(prob)
+
+    def after(self, probs: Sequence[float], ranks: Sequence[int], outcomes: Sequence[bool]) -> RankCalibration:
+        """The calibration with these tried nodes (draft probability, rank among siblings, verdict) added."""
+        tables = []
+        for table, first in ((self.first, True), (self.others, False)):
+            mine = [i for i, rank in enumerate(ranks) if (rank == 0) == first]
+            tables.append(table.after([probs[i] for i in mine], [outcomes[i] for i in mine]))
+        return RankCalibration(*tables)
+
+
+def sibling_ranks(tree: Tree) -> tuple[int, ...]:
+    """Each node's rank among its parent's children (the draft offers them most likely first)."""
+    seen: dict[int, int] = {}
+    ranks = []
+    for parent in tree.parents:
+        ranks.append(seen.get(parent, 0))
+        seen[parent] = ranks[-1] + 1
+    return tuple(ranks)
+
+
 def tried_outcomes(tree: Tree, accepted_nodes: Sequence[int]) -> tuple[tuple[float, ...], tuple[bool, ...]]:
     """The nodes a verdict tried (those whose parent was the root or accepted): their draft probabilities
     and whether each was accepted."""
     on_path = set(accepted_nodes)
     tried = [n for n, parent in enumerate(tree.parents) if parent == ROOT or parent in on_path]
     return tuple(tree.draft_probs[n] for n in tried), tuple(n in on_path for n in tried)
+
+
+def drafted_outcomes(
+    tree: Tree, path: Sequence[int], choices: Sequence[int]
+) -> tuple[tuple[float, ...], tuple[int, ...], tuple[bool, ...]]:
+    """Every node the draft offered under the root or a node of the accepted `path`, verified or cut by the
+    budget: its draft probability and whether it is the target's choice after its parent (`choices`: the
+    target's token after the root and after each node of the path, i.e. the accepted tokens and the bonus),
+    with its rank among its siblings.
+    Under greedy verification that is exactly whether the target would have accepted it; a node the budget
+    cut gets its verdict too, so bins the budget rarely verifies are calibrated all the same."""
+    after = {ROOT: choices[0]} | {node: choices[i + 1] for i, node in enumerate(path)}
+    tried = [n for n, parent in enumerate(tree.parents) if parent in after]
+    ranks = sibling_ranks(tree)
+    return (tuple(tree.draft_probs[n] for n in tried), tuple(ranks[n] for n in tried),
+            tuple(tree.tokens[n] == after[tree.parents[n]] for n in tried))  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -178,15 +227,18 @@ def path_probs(tree: Tree, calibration: Calibration) -> tuple[float, ...]:
 
 @dataclass(frozen=True)
 class RoundCosts:
-    """A cost curve read at every node count up to `most` (ms): a round's choice looks them up."""
+    """A cost curve read at every node count up to `most` (ms): a round's choice looks them up. `overhead`:
+    what every round costs besides its forwards (the loop's own work: acceptance, commits, records), the
+    same for any budget; it makes a bigger tree's extra nodes relatively cheaper."""
 
     draft: tuple[float, ...]  # draft[n]: a draft level (or the feed) over n nodes
     verify: tuple[float, ...]  # verify[n]: the verification of n nodes
+    overhead: float = 0.0
 
     @classmethod
-    def of(cls, curve: CostCurve, most: int) -> RoundCosts:
+    def of(cls, curve: CostCurve, most: int, overhead: float = 0.0) -> RoundCosts:
         span = range(most + 1)
-        return cls(tuple(curve.draft_at(n) for n in span), tuple(curve.verify_at(n) for n in span))
+        return cls(tuple(curve.draft_at(n) for n in span), tuple(curve.verify_at(n) for n in span), overhead)
 
 
 def choose_budget(
@@ -195,7 +247,8 @@ def choose_budget(
     """The prefix of the candidates (by calibrated path probability) with the most expected tokens per second.
 
     A prefix of n nodes reaching depth d costs the draft's feed of `fed` committed tokens, a draft level
-    over each of its levels 1 .. d - 1, and a verification of n nodes (`CostCurve.round_ms`'s model).
+    over each of its levels 1 .. d - 1, a verification of n nodes (`CostCurve.round_ms`'s model) and the
+    round's fixed overhead (`RoundCosts.overhead`).
     """
     if not len(candidates) or node_cap < 1:
         raise ValueError("the budget needs at least one candidate and a cap of at least one node")
@@ -214,7 +267,7 @@ def weigh_prefixes(
     draft, verify = costs.draft, costs.verify
     order = tuple(sorted(range(len(paths)), key=lambda i: (-paths[i], node_depths[i], i)))
     per_level = [0] * (max(node_depths) + 2)
-    expected, deepest, drafting = 0.0, 0, draft[min(fed, len(draft) - 1)]
+    expected, deepest, drafting = 0.0, 0, draft[min(fed, len(draft) - 1)] + costs.overhead
     depths, expectations, round_ms = [], [], []
     best, best_rate = 0, -1.0
     for index in range(size):

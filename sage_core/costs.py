@@ -97,6 +97,8 @@ class CostCurve:
     @property
     def noisy(self) -> bool:
         return bool(self.step_noise() or any(self.noise()))
+    # What a decode round costs besides its forwards (ms); None: sage-cost learns it from the run's own rounds.
+    round_overhead_ms: float | None = None
 
     def verify_at(self, nodes: int) -> float:
         """A round's verification of `nodes` nodes (0: plain decoding's one-token step)."""
@@ -247,9 +249,32 @@ def measure_costs(
         draft_state = draft.prefill(prepared.draft, sizes[-1] + 2).state
     dtype = str(pair.target.dtype).removeprefix("torch.")
     timing = _Timing(pair.devices, sizes, repeats, warmup)
-    one, verify_ms, level_ms = timing.curve(target, target_state, draft, draft_state, int(logits.argmax()),
-                                            pair.shared_vocab_size)  # fmt: skip
+    caches = PrefilledCaches(target, target_state, draft, draft_state, int(logits.argmax()), pair.shared_vocab_size)
+    one, verify_ms, level_ms = timing.curve(caches)
     return CostCurve(str(pair.device), dtype, backend, sizes, one, verify_ms, level_ms)
+
+
+@dataclass(frozen=True)
+class PrefilledCaches:
+    """Both models' caches after a prompt's prefill, the token a round's root would be and the shared
+    vocabulary: what the timings run on (every timed forward's scratch entries are dropped after it)."""
+
+    target: ModelBackend
+    target_state: KVState
+    draft: ModelBackend
+    draft_state: KVState
+    root: int
+    vocab: int
+
+    def verify_run(self, nodes: int) -> Callable[[], None]:
+        """One verification of a measured tree of `nodes` nodes (0: the one-token step)."""
+        return functools.partial(
+            _verify_once, self.target, self.target_state, self.root, measured_tree(nodes, self.root)
+        )
+
+    def level_run(self, nodes: int) -> Callable[[], None]:
+        """One draft level over `nodes` nodes and its top-k."""
+        return functools.partial(_draft_level_once, self.draft, self.draft_state, self.root, nodes, self.vocab)
 
 
 @dataclass(frozen=True)
@@ -259,35 +284,35 @@ class _Timing:
     repeats: int
     warmup: int
 
-    def curve(
-        self, target: ModelBackend, target_state: KVState, draft: ModelBackend, draft_state: KVState, root: int,
-        vocab: int,
-    ) -> tuple[float, tuple[float, ...], tuple[float, ...]]:  # fmt: skip
+    def curve(self, caches: PrefilledCaches) -> tuple[float, tuple[float, ...], tuple[float, ...]]:
         """The one-token step, the verify times and the draft-level times (ms) on prefilled caches."""
         with torch.inference_mode():
-            one = self.verify(target, target_state, root, 0)
-            verify = tuple(self.verify(target, target_state, root, n) for n in self.sizes)
-            levels = tuple(self.level(draft, draft_state, root, n, vocab) for n in self.sizes)
+            one = self.median(caches.verify_run(0))
+            verify = tuple(self.median(caches.verify_run(n)) for n in self.sizes)
+            levels = tuple(self.median(caches.level_run(n)) for n in self.sizes)
         return one, verify, levels
 
-    def verify(self, target: ModelBackend, state: KVState, root: int, nodes: int) -> float:
-        tree = measured_tree(nodes, root)
-        return _median_ms(lambda: _verify_once(target, state, root, tree), self.devices, self.repeats, self.warmup)
-
-    def level(self, draft: ModelBackend, state: KVState, token: int, nodes: int, vocab: int) -> float:
-        once = lambda: _draft_level_once(draft, state, token, nodes, vocab)  # noqa: E731
-        return _median_ms(once, self.devices, self.repeats, self.warmup)
+    def median(self, run: Callable[[], object]) -> float:
+        return _median_ms(run, self.devices, self.repeats, self.warmup)
 
 
-def curve_on_prefilled(
-    target: ModelBackend, target_state: KVState, draft: ModelBackend, draft_state: KVState, *, root: int, vocab: int,
-    device: torch.device, dtype: str, backend: str, sizes: Sequence[int] = COST_SIZES, repeats: int = 5,
-    warmup: int = 2,
-) -> CostCurve:  # fmt: skip
-    """The curve on caches a caller prefilled itself (scripts/gpu_check.py: text-only prompts, no processors)."""
-    timing = _Timing((device,), tuple(sorted(set(sizes))), repeats, warmup)
-    one, verify_ms, level_ms = timing.curve(target, target_state, draft, draft_state, root, vocab)
-    return CostCurve(str(device), dtype, backend, timing.sizes, one, verify_ms, level_ms)
+@dataclass(frozen=True)
+class CurveSettings:
+    """How a curve on prefilled caches is measured and labelled (`curve_on_prefilled`)."""
+
+    device: torch.device
+    dtype: str
+    backend: str
+    sizes: Sequence[int] = COST_SIZES
+    repeats: int = 5
+    warmup: int = 2
+
+
+def curve_on_prefilled(caches: PrefilledCaches, settings: CurveSettings) -> CostCurve:
+    """The curve on caches a caller prefilled itself (text-only prompts, no processors)."""
+    timing = _Timing((settings.device,), tuple(sorted(set(settings.sizes))), settings.repeats, settings.warmup)
+    one, verify_ms, level_ms = timing.curve(caches)
+    return CostCurve(str(settings.device), settings.dtype, settings.backend, timing.sizes, one, verify_ms, level_ms)
 
 
 def predicted_speedups(curve: CostCurve, runs: Mapping[str, Sequence[RoundRecord]], lead: str) -> dict[str, float]:
@@ -308,17 +333,16 @@ RUN_PASSES = 7
 
 
 def _fastest_pass_curve(
-    target: ModelBackend, target_state: KVState, draft: ModelBackend, draft_state: KVState, root: int, vocab: int,
-    devices: Sequence[torch.device], sizes: tuple[int, ...] = COST_SIZES, passes: int = RUN_PASSES,
-) -> tuple[float, tuple[float, ...], tuple[float, ...]]:  # fmt: skip
+    caches: PrefilledCaches,
+    devices: Sequence[torch.device],
+    sizes: tuple[int, ...] = COST_SIZES,
+    passes: int = RUN_PASSES,
+) -> tuple[float, tuple[float, ...], tuple[float, ...]]:
     """The one-token step, the verify and draft-level times (ms): the fastest of `passes` interleaved passes
     after one untimed one; the verify and draft-level times then as the straight line (cost = a + b * nodes,
     b >= 0) fitted to them by least squares, so one point timed at a busy moment does not make one size
     look dearer than its neighbours (on a busy 2-core machine single points were off by half)."""
-    trees = {n: measured_tree(n, root) for n in sizes}
-    runs: list[Callable[[], object]] = [lambda: _verify_once(target, target_state, root, measured_tree(0, root))]
-    runs += [functools.partial(_verify_once, target, target_state, root, trees[n]) for n in sizes]
-    runs += [functools.partial(_draft_level_once, draft, draft_state, root, n, vocab) for n in sizes]
+    runs = [caches.verify_run(0), *(caches.verify_run(n) for n in sizes), *(caches.level_run(n) for n in sizes)]
     best = [math.inf] * len(runs)
     with torch.inference_mode():
         for number in range(passes + 1):
@@ -358,8 +382,8 @@ def costs_for_run(
     if known is not None:
         return known
     dtype = str(pair.target.dtype).removeprefix("torch.")
-    one, verify, levels = _fastest_pass_curve(target, target_state, drafter.backend, drafter.state, root,
-                                              drafter.vocab, pair.devices)  # fmt: skip
+    caches = PrefilledCaches(target, target_state, drafter.backend, drafter.state, root, drafter.vocab)
+    one, verify, levels = _fastest_pass_curve(caches, pair.devices)
     curve = CostCurve(str(pair.device), dtype, backend, COST_SIZES, one, verify, levels)
     remember_curve(pair, backend, curve)
     return curve

@@ -14,18 +14,28 @@ the newest level that the best prefix keeps are expanded (one draft forward),
 and the tree stops growing when the best prefix keeps none of them (greedy
 stopping, as CaDDTree). The round verifies the best prefix of all candidates.
 
-Calibration: from the run's own verdicts (a fresh run starts from the draft's own
+Calibration: from the run's own verdicts, cut nodes included (a fresh run starts from the draft's own
 probabilities). The cost curve: measured once per pair, backend and device, on the
 caches of the first run that needs it (after its prefill; costs.costs_for_run).
+The round's overhead (its work outside the forwards: acceptance, commits, the
+draft's top-k; about a one-token step's half on a CPU) is in every budget's cost
+too, so it is spread over more tokens when a tree is bigger: learned from the
+run's own rounds (the median of the latest `OVERHEAD_ROUNDS` rounds' measured time
+beyond the modelled one, at least 0 and at most a one-token step), or the curve's
+`round_overhead_ms` when it gives one.
 The tree depends only on the draft's outputs, past verdicts and the curve, never on
 this round's target logits: greedy output stays the target's, sampling stays exact.
 """
 
 from __future__ import annotations
 
+import statistics
+import time
+from collections import deque
 from collections.abc import Sequence
+from dataclasses import replace
 
-from .budget import BudgetChoice, Calibration, RoundCosts, tried_outcomes, weigh_prefixes
+from .budget import BudgetChoice, RankCalibration, RoundCosts, drafted_outcomes, weigh_prefixes
 from .config import SageConfig
 from .costs import COST_SIZES, CostCurve
 from .drafting import DraftedTree
@@ -33,6 +43,9 @@ from .policy import Candidate, Expansion, confidence, level_width, planned_depth
 from .proposers import Adaptation, Drafter, Proposal, RoundShape
 from .trees import ROOT, Tree
 from .verify import Verdict
+
+#: How many of the latest rounds the learned round overhead is the median of.
+OVERHEAD_ROUNDS = 16
 
 
 class SageCostProposer:
@@ -46,19 +59,32 @@ class SageCostProposer:
         self.max_depth = config.depth_max_limit
         # A level drafts on at most N_max nodes; the cost curve's measurement verifies up to 64 (+ the root).
         self.max_nodes = max(config.node_budget * config.depth_max_limit, COST_SIZES[-1] + 1)
-        self.calibration = Calibration()
+        self.calibration = RankCalibration()
         self.curve: CostCurve | None = None
         self.costs: RoundCosts | None = None
+        self.residuals: deque[float] = deque(maxlen=OVERHEAD_ROUNDS)  # measured - modelled round ms
+        self.started: float | None = None  # when this round's proposal began (perf_counter)
+        self.offered: tuple[Tree, tuple[int, ...]] | None = None  # this round's drafted tree, its kept nodes
         if curve is not None:
             self.use_costs(curve)
 
     def use_costs(self, curve: CostCurve) -> None:
         """The cost curve the next rounds are weighed by (it may change between rounds)."""
         self.curve = curve
-        self.costs = RoundCosts.of(curve, self.config.node_budget + self.config.candidates * self.config.width_max)
+        most = self.config.node_budget + self.config.candidates * self.config.width_max
+        self.costs = RoundCosts.of(curve, most, self.round_overhead())
+
+    def round_overhead(self) -> float:
+        """The curve's round overhead, or the one learned from this run's rounds (0 before the first)."""
+        assert self.curve is not None
+        if self.curve.round_overhead_ms is not None:
+            return self.curve.round_overhead_ms
+        learned = statistics.median(self.residuals) if self.residuals else 0.0
+        return min(max(learned, 0.0), self.curve.one_token_ms)
 
     def propose(self, drafter: Drafter | None, pending: Sequence[int]) -> Proposal:
         assert drafter is not None and self.costs is not None, "sage-cost drafts with a draft and a cost curve"
+        self.started = time.perf_counter()
         sage = self.config
         root = drafter.root(pending, sage.candidates)
         entropy, alpha = confidence(root[1])
@@ -68,13 +94,24 @@ class SageCostProposer:
         drafted = drafter.grow(root, growth.choose, depth, sage.candidates, growth.expand)
         choice = growth.choice
         assert choice is not None  # level 1 always offers the root's best candidate
+        self.offered = (drafted.tree, tuple(sorted(choice.kept)))
         shape = RoundShape(entropy, alpha, sage.depth_max_limit, depth, width, root, budget=choice)
         return Proposal(keep_nodes(drafted, choice.kept), shape)
 
     def observe(self, proposal: Proposal, verdict: Verdict) -> Adaptation:
-        """The verdict calibrates the draft: the nodes it tried, accepted or not."""
-        probs, outcomes = tried_outcomes(proposal.tree, verdict.accepted_nodes)
-        self.calibration = self.calibration.after(probs, outcomes)
+        """The verdict calibrates the draft (every drafted node under the root or the accepted path, verified
+        or cut: `budget.drafted_outcomes`); the round's time beyond its modelled cost updates the round
+        overhead."""
+        assert self.offered is not None
+        drafted, kept = self.offered  # the verified tree's node i is the drafted tree's kept[i]
+        path = [kept[n] for n in verdict.accepted_nodes]
+        probs, ranks, outcomes = drafted_outcomes(drafted, path, (*verdict.accepted_tokens, verdict.bonus_token))
+        self.calibration = self.calibration.after(probs, ranks, outcomes)
+        choice = proposal.shape.budget
+        if self.started is not None and self.costs is not None and choice is not None:
+            measured = 1000 * (time.perf_counter() - self.started)
+            self.residuals.append(measured - (choice.chosen.round_ms - self.costs.overhead))
+            self.costs = replace(self.costs, overhead=self.round_overhead())
         return Adaptation()
 
 
@@ -83,7 +120,7 @@ class _Growth:
     budget model picks what to expand."""
 
     def __init__(
-        self, costs: RoundCosts, calibration: Calibration, width: int | None, node_cap: int, fed: int
+        self, costs: RoundCosts, calibration: RankCalibration, width: int | None, node_cap: int, fed: int
     ) -> None:  # fmt: skip
         self.costs, self.calibration, self.width, self.node_cap, self.fed = costs, calibration, width, node_cap, fed
         self.paths: list[float] = []  # each candidate's calibrated path probability
@@ -101,7 +138,7 @@ class _Growth:
             for r in range(min(offers, len(node.top_tokens))):
                 prob = node.top_probs[r]
                 offered.append(Candidate(node.node, node.top_tokens[r], prob, node.cumulative * prob))
-                self.paths.append(above * rate(prob))
+                self.paths.append(above * rate(prob, r))
         if not offered:
             return []
         self.depths += [level] * len(offered)
@@ -134,7 +171,7 @@ class FixedBestFirstProposer:
         sage = self.config
         root = drafter.root(pending, sage.candidates)
         # With every cost zero the best prefix is the whole cap; the calibration is the draft's own.
-        growth = _Growth(self.free, Calibration(), None, sage.node_budget, 0)
+        growth = _Growth(self.free, RankCalibration(), None, sage.node_budget, 0)
         drafted = drafter.grow(root, growth.choose, sage.depth_max_limit, sage.candidates, growth.expand)
         assert growth.choice is not None
         return Proposal(keep_nodes(drafted, growth.choice.kept), RoundShape(root_top=root))

@@ -5,7 +5,7 @@
     python scripts/benchmark.py --target Qwen/Qwen2.5-VL-7B-Instruct --draft Qwen/Qwen2.5-VL-3B-Instruct
 
 Methods: ours (every method of the registry, sage_core/methods.py: `ar`, `chain`, `static`, `sage`,
-`dynamic`; the ablation lanes `sage-frozen` and `best-first` when --methods names them) and transformers' peers:
+`sage-cost`, `dynamic`, and the ablation lanes `sage-frozen` and `best-first`) and transformers' peers:
 `generate` (`model.generate(do_sample=False)`, plain greedy) and `assisted`
 (`generate(assistant_model=<the same draft>)`, transformers' assisted
 generation with its default candidate schedule). Every method reads the same
@@ -104,8 +104,9 @@ from sage_core.timing import synchronize
 ROOT = Path(__file__).resolve().parent.parent
 
 PEERS = ("generate", "assisted")
-#: Our methods benchmarked unless --methods names others (the ablation lanes only when named).
-BENCHMARKED = tuple(spec.name for spec in specs() if not spec.ablation)
+#: Our methods benchmarked unless --methods names others: every method of the registry, the ablation lanes
+#: included (sage-cost must lead them too).
+BENCHMARKED = tuple(spec.name for spec in specs())
 PRUNED = "+prune"  # a method name with a ratio: "sage+prune0.9"
 ON = "@"  # one of our methods on another backend than the first: "sage@compiled"
 FILLER = "the picture. "  # --long-prompt pads with this text
@@ -351,7 +352,17 @@ def summarize_at(
         row: dict[str, Any] = {"method": label(method, temperature), "temperature": temperature}
         for field in ("e2e", "decode"):
             row[f"tokens_per_s_{field}"] = list(speeds[(method, field)].values())
-            for base in ("generate", "ar", "assisted", "static", "chain", "dynamic", "sage", "best-first"):
+            for base in (
+                "generate",
+                "ar",
+                "assisted",
+                "static",
+                "chain",
+                "dynamic",
+                "sage",
+                "sage-frozen",
+                "best-first",
+            ):
                 if base in methods:
                     ratios = [speeds[(method, field)][e] / speeds[(base, field)][e] for e in examples]
                     row[f"x_{base}_{field}"] = ratios
@@ -377,7 +388,8 @@ def summarize_at(
 #: What SAGE and sage-cost are compared with under the table (the row's ``x_<base>_*`` ratios), and how named.
 SAGE_AGAINST = (("assisted", "transformers' assisted generation"), ("static", "the static tree"),
                 ("chain", "the 5-token chain"), ("dynamic", "the dynamic tree (EAGLE-2)"),
-                ("best-first", "the best-first tree"), ("sage", "the paper's SAGE"))  # fmt: skip
+                ("sage-frozen", "SAGE with α frozen"), ("best-first", "the best-first tree"),
+                ("sage", "the paper's SAGE"))  # fmt: skip
 LEADS = (("sage", "SAGE"), ("sage-cost", "sage-cost"))
 
 

@@ -48,7 +48,9 @@ def test_benchmark_runs_every_method_and_writes_its_reports(tiny_root, tmp_path,
     ) == 0  # fmt: skip
     report = json.loads(out_json.read_text())
     rows = {row["method"]: row for row in report["summary"]}
-    assert set(rows) == {"ar", "chain", "static", "sage", "sage-cost", "dynamic", "generate", "assisted"}
+    # Every registry method by default, the ablation lanes included (sage-cost is compared with them too).
+    assert set(rows) == {"ar", "chain", "static", "sage", "sage-cost", "dynamic", "sage-frozen", "best-first",
+                         "generate", "assisted"}  # fmt: skip
     assert all(row["same_as_generate"] for row in rows.values())
     # Interleaved: the two repeats run the methods in different orders.
     orders = [[r["method"] for r in report["runs"] if r["repeat"] == k] for k in (0, 1)]
@@ -57,6 +59,8 @@ def test_benchmark_runs_every_method_and_writes_its_reports(tiny_root, tmp_path,
     assert 0 <= sage["outside_forwards_ms"] < sage["step_ms"] and sage["verify_ms"] > 0 and sage["draft_ms"] > 0
     assert "| sage |" in out_md.read_text()
     assert "SAGE over the dynamic tree (EAGLE-2)" in out_md.read_text()
+    assert "sage-cost over SAGE with α frozen" in out_md.read_text()
+    assert "sage-cost over the best-first tree" in out_md.read_text()
     curve = report["cost_curve"]  # measured on the first example, printed before the table
     assert curve["sizes"] == [1, 2, 4, 8, 16, 32, 64] and all(ms > 0 for ms in curve["verify_ms"])
     assert "64 nodes: verify" in out_md.read_text()

@@ -6,7 +6,15 @@ import itertools
 
 import pytest
 
-from sage_core.budget import Calibration, choose_budget, path_probs, tried_outcomes
+from sage_core.budget import (
+    Calibration,
+    RankCalibration,
+    RoundCosts,
+    choose_budget,
+    drafted_outcomes,
+    path_probs,
+    tried_outcomes,
+)
 from sage_core.costs import CostCurve
 from sage_core.trees import Tree
 
@@ -39,6 +47,16 @@ def test_a_flatter_curve_keeps_all_three() -> None:
     choice = choose_budget(SMALL, curve((10, 10.5, 11), (1, 1, 1)), Calibration(), node_cap=64)
     assert [round(o.tokens_per_s, 1) for o in choice.options] == [163.6, 176.0, 180.4]
     assert (choice.chosen.nodes, choice.chosen.depth) == (3, 2)
+
+
+def test_a_round_overhead_spreads_over_a_bigger_tree() -> None:
+    # The steep curve kept one node; 20 ms of work per round besides the forwards make node 2 pay:
+    # n=1: 1.8 / (1 + 10 + 20) = 58.1 tok/s, n=2: 2.2 / (2 + 12 + 20) = 64.7, n=3: 2.3 / (2 + 14 + 20) = 63.9.
+    steep = curve((10, 12, 16), (1, 1, 1))
+    table = RoundCosts.of(steep, 3, overhead=20.0)
+    choice = choose_budget(SMALL, table, Calibration(), node_cap=64)
+    assert [round(o.tokens_per_s, 1) for o in choice.options] == [58.1, 64.7, 63.9]
+    assert choice.chosen.nodes == 2 and choose_budget(SMALL, steep, Calibration(), node_cap=64).chosen.nodes == 1
 
 
 def test_the_cap_bounds_the_budget() -> None:
@@ -143,6 +161,24 @@ def test_tried_nodes_are_the_children_of_the_accepted_path() -> None:
     # Accepted: node 0. Tried: 0 and 1 (the root's children) and 2 (node 0's child); 2 was rejected.
     assert tried_outcomes(SMALL, (0,)) == ((0.8, 0.1, 0.5), (True, False, False))
     assert tried_outcomes(SMALL, ()) == ((0.8, 0.1), (False, False))
+
+
+def test_drafted_nodes_the_budget_cut_get_verdicts_too() -> None:
+    # The target chose 5 after the root (node 0: accepted), then 9 after node 0 (node 2 rejected: bonus 9).
+    assert drafted_outcomes(SMALL, (0,), (5, 9)) == ((0.8, 0.1, 0.5), (0, 1, 0), (True, False, False))
+    # Nothing accepted, the bonus is 6: node 1 (the root's second child) would have been accepted.
+    assert drafted_outcomes(SMALL, (), (6,)) == ((0.8, 0.1), (0, 1), (False, True))
+    # Under greedy verification the verified nodes' verdicts are the same as the verifier's.
+    probs, _, outcomes = drafted_outcomes(SMALL, (0,), (5, 9))
+    assert (probs, outcomes) == tried_outcomes(SMALL, (0,))
+
+
+def test_a_first_choice_and_a_runner_up_are_calibrated_apart() -> None:
+    # Twenty first choices drafted at 0.35 all accepted, twenty runners-up at 0.35 none: one table gives
+    # both the same rate; apart, the first choice rates far above it and the runner-up far below.
+    calibration = RankCalibration().after((0.35,) * 40, (0,) * 20 + (1,) * 20, (True,) * 20 + (False,) * 20)
+    pooled = Calibration().after((0.35,) * 40, (True,) * 20 + (False,) * 20).rate(0.35)
+    assert calibration.rate(0.35, 0) > pooled + 0.2 > calibration.rate(0.35, 1) + 0.4
 
 
 def test_shown_budgets_hold_the_chosen_one() -> None:

@@ -41,8 +41,6 @@ MANY_PARAMETERS_ALLOWED = {
     "sage_core/models/pair.py:load_pair": "the library's documented entry: from_pretrained's placement keywords",
     # Refactored on other branches of the same issue (ruff's per-file-ignores in pyproject say the same):
     # drop these when they merge.
-    "sage_core/costs.py:curve_on_prefilled": "pending: the cost measurement's refactor",
-    "sage_core/costs.py:_fastest_pass_curve": "pending: the cost measurement's refactor",
 }
 
 

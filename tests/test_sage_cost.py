@@ -27,10 +27,11 @@ def _pair(root: str, draft_kind: str) -> ModelPair:
                      "cpu", "float32")  # fmt: skip
 
 
-def fake_curve(per_node_ms: float) -> CostCurve:
-    """A one-token step of 2 ms, verification 2 ms + `per_node_ms` a node, a draft level 0.05 ms."""
+def fake_curve(per_node_ms: float, overhead: float | None = 0.0) -> CostCurve:
+    """A one-token step of 2 ms, verification 2 ms + `per_node_ms` a node, a draft level 0.05 ms, and
+    `overhead` ms a round besides the forwards (None: learned from the run's rounds)."""
     verify = tuple(2.0 + per_node_ms * n for n in COST_SIZES)
-    return CostCurve("cpu", "float32", "fast", COST_SIZES, 2.0, verify, (0.05,) * len(COST_SIZES))
+    return CostCurve("cpu", "float32", "fast", COST_SIZES, 2.0, verify, (0.05,) * len(COST_SIZES), overhead)
 
 
 def nodes_with(pair: ModelPair, image, curve: CostCurve) -> tuple[float, list]:
@@ -51,6 +52,37 @@ def test_the_cost_curve_sizes_the_trees(tiny_root, image):
     assert [r.new_tokens for r in flat_run.records] != [] and flat_run.run_to_end().token_ids == (
         steep_run.run_to_end().token_ids
     )
+
+
+def test_the_round_overhead_is_learned_from_the_runs_rounds():
+    from sage_core.config import SageConfig
+    from sage_core.sage_cost import OVERHEAD_ROUNDS, SageCostProposer
+
+    proposer = SageCostProposer(SageConfig(), fake_curve(2.0, None))
+    assert proposer.round_overhead() == 0.0  # nothing measured yet
+    proposer.residuals.extend((0.5, 1.5, 0.9))
+    assert proposer.round_overhead() == 0.9  # the median of the rounds' time beyond the model
+    proposer.residuals.extend((5.0,) * OVERHEAD_ROUNDS)
+    assert proposer.round_overhead() == 2.0  # at most a one-token step
+    proposer.residuals.extend((-1.0,) * OVERHEAD_ROUNDS)
+    assert proposer.round_overhead() == 0.0  # never below nothing
+    fixed = SageCostProposer(SageConfig(), fake_curve(2.0, 0.7))
+    fixed.residuals.extend((5.0,) * 3)
+    assert fixed.round_overhead() == 0.7  # the curve's own, when it gives one
+
+
+def test_a_run_learns_its_overhead_and_stays_lossless(tiny_root, image):
+    pair = _pair(str(tiny_root), "noised")
+    _, learned = nodes_with(pair, image, fake_curve(0.5, None))
+    _, fixed = nodes_with(pair, image, fake_curve(0.5))
+    assert learned.run_to_end().token_ids == fixed.run_to_end().token_ids
+    from sage_core.sage_cost import OVERHEAD_ROUNDS
+
+    rounds = [r for r in learned.records if r.phase == "decode"]
+    proposer = learned.proposer
+    assert len(proposer.residuals) == min(len(rounds), OVERHEAD_ROUNDS)  # one measurement a round
+    assert proposer.costs.overhead == proposer.round_overhead()  # the next round would weigh by it
+    assert fixed.proposer.costs.overhead == 0.0
 
 
 def test_each_round_records_the_budgets_it_weighed(tiny_root, image):

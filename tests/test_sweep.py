@@ -52,3 +52,39 @@ def test_the_sweep_figure_draws_three_panels_and_the_cost_curve(tiny_root, image
     stars = [trace for trace in fig.data if trace.name == "sage-cost (its mean choice)"]
     assert [tuple(s.y) for s in stars] == [(1.7,), (2.5,), (1.8,)] and all(tuple(s.x) == (6.5,) for s in stars)
     assert tuple(fig.data[-1].y) == (1.1, 1.3)  # the cost curve in one-token steps
+
+
+def test_the_app_measures_the_pairs_sweep_once_and_draws_it_beside_the_warm_up_curve(tiny_root, monkeypatch):
+    from dataclasses import fields
+    from types import SimpleNamespace
+
+    import sage_core.costs
+    from app import models
+    from app.handlers import Handlers, Settings
+    from app.inputs import Limits
+    from app.page import Page
+
+    def no_second_measurement(*args, **kwargs):
+        raise AssertionError("sage-cost measured its own curve: the warm-up's was not passed on")
+
+    monkeypatch.setattr(models, "SWEEP_BUDGETS", (4, 16))
+    monkeypatch.setattr(models, "SWEEP_TOKENS", 8)
+    monkeypatch.setattr(models, "PAIRS", models.PairCache(1))
+    monkeypatch.setattr(sage_core.costs, "_fastest_pass_curve", no_second_measurement)
+    target, draft = (
+        Path(tiny_folder(tiny_root, "qwen2_vl", "target")),
+        Path(tiny_folder(tiny_root, "qwen2_vl", "noised")),
+    )
+    settings = Settings(Limits(), [], models.CUSTOM_KEY, models.CustomModels(folder=target.parent), [])
+    page = SimpleNamespace(**{f.name: f.name for f in fields(Page)})
+    handlers = Handlers(page, settings)  # type: ignore[arg-type]
+    update = handlers.show_sweep(models.CUSTOM_KEY, target.name, draft.name)
+    names = {trace.name for trace in update["fig_sweep"].data}
+    assert {"verify / one-token step", "sage-cost (its mean choice)"} <= names  # the cost curve beside the sweep
+    assert "Measured on this machine (cpu, float32) at " in update["sweep_note"]
+    (loaded,) = models.PAIRS._pairs.values()
+    assert loaded.sweep is not None and loaded.costs is not None
+    assert sorted({p.budget for p in loaded.sweep.points}) == [4, 16]
+    measured = loaded.sweep
+    again = handlers.show_sweep(models.CUSTOM_KEY, target.name, draft.name)
+    assert loaded.sweep is measured and again["sweep_note"] == update["sweep_note"]  # measured once per pair
