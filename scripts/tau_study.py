@@ -33,9 +33,12 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import statistics
 import time
 from pathlib import Path
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # threads that wait do not spin on a shared CPU
 
 ROOT = Path(__file__).resolve().parent.parent
 
