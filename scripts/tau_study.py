@@ -158,7 +158,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--methods", default=",".join(drafting_methods()), help="methods to compare (registry names)")
     parser.add_argument("--frozen-alpha", type=float, default=FrozenSageConfig.alpha,
-                        help="the α sage-frozen holds (default: the built-in pair's mean α under SAGE)")  # fmt: skip
+                        help="the α sage-frozen holds (default: SAGE's tree size on the built-in pair)")  # fmt: skip
     parser.add_argument("--json", help="also write the figures to this file")
     parser.add_argument("--shipped", action="store_true", help="the shipped long examples, not fresh scenes")
     parser.add_argument("--kinds", default=",".join(LONG_KINDS), help="the fresh prompts' kinds, in turn")
