@@ -43,6 +43,7 @@ WORDED_FACTS = 0.85  # the issue's goal for held-out wordings: run 9 measured 0.
 # hand-drawn scenes: run 9 measured 0.893 on these 36 and 0.872 on the 150 of the full check (counts of
 # drawings are what the pair still misses most)
 HAND_FACTS = 0.8
+UNSEEN_FACTS = 0.45  # hand-written questions about one shape: the floor under run 9's 0.555 (goal 0.85)
 pytestmark = pytest.mark.skipif(not (BUILTIN_TARGET / "config.json").exists(), reason="built-in pair not trained")
 
 
@@ -240,3 +241,15 @@ def test_the_target_answers_questions_worded_as_no_training_template():
 
 def test_the_target_describes_hand_drawn_scenes():
     assert worded_and_drawn_facts()[1] >= HAND_FACTS
+
+
+def test_the_target_answers_some_hand_written_questions_about_one_shape():
+    """The 30 hand-written wordings of wording.UNSEEN, once each. A floor, not the goal: run 9 states 0.555 of
+    their facts on the 150 of the full check (`--style unseen`; the goal is 0.85): descriptions of one shape
+    invent a second, and sizes and places asked in other words get the shape's name (assets/builtin/README.md)."""
+    from sage_core.builtin.wording import unseen_examples
+
+    target = pair().target
+    unseen = evaluate(target.model, target.processor, unseen_examples(seed=780, n=30))
+    print(f"\nfacts right on 30 hand-written questions about one shape: {unseen['accuracy']:.3f}")
+    assert unseen["accuracy"] >= UNSEEN_FACTS
