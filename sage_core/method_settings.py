@@ -159,19 +159,24 @@ class DynamicConfig:
         return cls(**settings)
 
 
-#: sage-frozen's α unless set: the built-in pair's mean α over SAGE's own rounds (root entropy, top-10):
-#: 0.965 over 209 rounds of 30 fresh long answers (scripts/tau_study.py --n 30, seed 31337, sure draft).
-#: Measure it again when the pair is retrained (the study prints "SAGE's mean α").
-FROZEN_ALPHA = 0.965
-FROZEN_ALPHA_SOURCE = "the built-in pair's mean α under SAGE, measured by scripts/tau_study.py"
+#: sage-frozen's α unless set: the α whose frozen trees match SAGE's own in size on the built-in pair (run 9, sure
+#: draft; scripts/tau_study.py --kinds describe,chart,narrate,row, 120 fresh long answers, seed 31337): held at
+#: 0.89 every tree is 7 deep, 11.2 nodes a round against SAGE's 11.5. SAGE's mean α (0.915 over 295 rounds of 40
+#: other answers, seed 4242; 0.909 over the study's 870) lies just above 0.9, where D(α) = 3 + 5α rounds up to
+#: D_max: held there every tree is full depth, 12.4 nodes a round, larger than SAGE's average tree (and it accepts
+#: 0.17 more a round, where the node-matched 0.89 accepts 0.35 less: assets/builtin/README.md, "Run 9"). Measure
+#: it again when the pair is retrained; the hesitant draft's mean α is 0.76.
+FROZEN_ALPHA = 0.89
+FROZEN_ALPHA_SOURCE = "the α whose frozen trees match SAGE's in size on the built-in pair (scripts/tau_study.py)"
 
 
 @dataclass(frozen=True)
 class FrozenSageConfig:
     """`sage-frozen`, an ablation lane: SAGE's own policy (its settings are SAGE's) with α held at `alpha`
-    for the whole answer instead of read from each round's draft entropy. The default is the built-in
-    pair's mean α under SAGE, so its trees are SAGE's on average; set it to another pair's mean
-    (scripts/tau_study.py prints SAGE's) to race SAGE against itself without adaptation there."""
+    for the whole answer instead of read from each round's draft entropy. The default is the α whose trees
+    match SAGE's in size on the built-in pair (near its mean α, on the side of D(α)'s rounding that gives
+    SAGE's node count); for another pair start from its mean α (scripts/tau_study.py prints SAGE's mean α
+    and each lane's nodes per round) to race SAGE against itself without adaptation there."""
 
     alpha: float = FROZEN_ALPHA
 

@@ -238,18 +238,22 @@ class AdaptationBought:
         return self.sage_seconds - self.frozen_seconds
 
     def sentence(self) -> str:
-        """One plain sentence; it says so when adaptation bought nothing measurable here."""
+        """One plain sentence; it says so when adaptation bought nothing measurable here, and names each
+        difference that is measurable (τ, wall time) in its own direction."""
         held = f" at {self.frozen_alpha:.2f}" if self.frozen_alpha is not None else ""
         figures = (f"τ {self.sage_tau:.2f} against {self.frozen_tau:.2f} (Δτ {self.delta_tau:+.2f}), wall time "
                    f"{self.sage_seconds:.2f} s against {self.frozen_seconds:.2f} s "
                    f"(Δ {self.delta_seconds * 1000:+.0f} ms)")  # fmt: skip
-        faster = self.frozen_seconds > 0 and -self.delta_seconds / self.frozen_seconds >= NOTICEABLE_TIME
-        if abs(self.delta_tau) < NOTICEABLE_TAU and not faster:
+        verdicts = []
+        if abs(self.delta_tau) >= NOTICEABLE_TAU:
+            verdicts.append(f"accepted {'more' if self.delta_tau > 0 else 'fewer'} draft tokens per round")
+        if self.frozen_seconds > 0 and abs(self.delta_seconds) / self.frozen_seconds >= NOTICEABLE_TIME:
+            verdicts.append(f"finished {'sooner' if self.delta_seconds < 0 else 'later'}")
+        if not verdicts:
             return (f"What adaptation bought on this input: nothing measurable. SAGE reading the entropy every "
                     f"round against SAGE with α held{held}: {figures}.")  # fmt: skip
-        verdict = "more" if self.delta_tau > 0 else "fewer"
-        return (f"What adaptation bought on this input: SAGE reading the entropy every round accepted {verdict} "
-                f"draft tokens per round than SAGE with α held{held}: {figures}.")  # fmt: skip
+        return (f"What adaptation bought on this input: SAGE reading the entropy every round {' and '.join(verdicts)}"
+                f" than SAGE with α held{held}: {figures}.")  # fmt: skip
 
 
 #: Below these a single race's difference is called nothing (one input, no interval): 0.1 accepted tokens per

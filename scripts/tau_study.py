@@ -33,9 +33,12 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import statistics
 import time
 from pathlib import Path
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # threads that wait do not spin on a shared CPU
 
 import torch
 
@@ -155,7 +158,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--methods", default=",".join(drafting_methods()), help="methods to compare (registry names)")
     parser.add_argument("--frozen-alpha", type=float, default=FrozenSageConfig.alpha,
-                        help="the α sage-frozen holds (default: the built-in pair's mean α under SAGE)")  # fmt: skip
+                        help="the α sage-frozen holds (default: SAGE's tree size on the built-in pair)")  # fmt: skip
     parser.add_argument("--json", help="also write the figures to this file")
     parser.add_argument("--shipped", action="store_true", help="the shipped long examples, not fresh scenes")
     parser.add_argument("--kinds", default=",".join(LONG_KINDS), help="the fresh prompts' kinds, in turn")

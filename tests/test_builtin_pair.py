@@ -1,9 +1,9 @@
 """The built-in pair (assets/builtin, generation 2, the second recipe trained longer, then on reworded
-questions and drawings) and its hesitant draft: it loads
+questions and drawings, then on a world with rows of shapes to read: run 9) and its hesitant draft: it loads
 through the real path, fits a Space, answers fresh scenes fact by fact (also drawn at other
-scales and canvas sizes), its draft is right often but not always, every method is lossless on
-the shipped examples, and long answers give SAGE something to adapt to (the draft's entropy
-rises and falls within them).
+scales and canvas sizes), its draft is right often but not always, every shipped example is answered
+right, every method is lossless on the shipped examples, and long answers give SAGE something to
+adapt to (the draft's entropy rises and falls within them).
 
 The full figures come from scripts/check_builtin_pair.py (300 scenes) and scripts/tau_study.py
 (the paper's comparison); these tests check the same things on smaller samples."""
@@ -21,6 +21,7 @@ import torch
 from sage_core import DecodeConfig, decode, load_media, load_pair
 from sage_core.builtin.quality import evaluate, example_media
 from sage_core.builtin.scenes import LONG_KINDS, SHIFTED, example_picks, fact_score, make_examples
+from sage_core.methods import METHODS
 from sage_core.models import BUILTIN_TARGET, ModelPair
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
@@ -29,19 +30,20 @@ MAX_NEW_TOKENS = 128
 # Floors set from what the shipped pair measured (printed by the tests; full figures in
 # assets/builtin/README.md), below the issue's goals (90 % / 85 %), which this pair does not reach
 # (it hardly reads text, and crowded small canvases cost it counts).
-TARGET_FACTS = 0.8  # run 4's pair measured 0.895 on these 66 scenes; 0.902 on the 300 of the full check
-SHIFTED_FACTS = 0.7  # measured 0.873 on these 66 scenes; 0.843 on the 150 of the full check (goal 0.85)
-EXAMPLES_FACTS = 0.75  # share of the shipped examples' facts stated right: measured 45 of 52
+TARGET_FACTS = 0.8  # run 9's pair measured 0.912 on these 66 scenes; 0.899 on the 300 of the full check
+SHIFTED_FACTS = 0.7  # measured 0.856 on these 66 scenes; 0.848 on the 150 of the full check (goal 0.85)
+EXAMPLES_FACTS = 0.75  # share of the shipped examples' facts stated right: measured 52 of 52 (run 7: 45)
 # The hesitant draft (assets/builtin/hesitant-draft) on the 7 shipped long examples: the issue's
 # goals (a median planned root width of 3 or more, most answers spanning 1.5 nats, SAGE's tau at
-# least the static tree's), which it meets (measured: median 3, 7 of 7, 4.07 against 3.43).
+# least the static tree's), which it meets (run 9 measured: median 3, 6 of 7, 4.21 against 3.50).
 HESITANT_WIDTH_MEDIAN = 3
 HESITANT_WIDE_SPANS = 4  # of 7: most
 HESITANT_TAU_RATIO = 1.0
-WORDED_FACTS = 0.85  # the issue's goal for held-out wordings: measured 0.926 here, 0.937 on 150
-# hand-drawn scenes: measured 0.857 on these 36, but 0.793 on the 150 of the full check, under the
-# issue's 0.85 (counts and shapes of drawings are what the pair still misses)
+WORDED_FACTS = 0.85  # the issue's goal for held-out wordings: run 9 measured 0.956 here, 0.941 on 150
+# hand-drawn scenes: run 9 measured 0.893 on these 36 and 0.872 on the 150 of the full check (counts of
+# drawings are what the pair still misses most)
 HAND_FACTS = 0.8
+UNSEEN_FACTS = 0.45  # hand-written questions about one shape: the floor under run 9's 0.555 (goal 0.85)
 pytestmark = pytest.mark.skipif(not (BUILTIN_TARGET / "config.json").exists(), reason="built-in pair not trained")
 
 
@@ -96,6 +98,17 @@ def test_target_holds_up_on_scenes_drawn_at_other_scales_and_canvas_sizes():
     assert target >= SHIFTED_FACTS
 
 
+@functools.cache
+def shipped_answers() -> dict[str, str]:
+    """The pair's greedy answer to every shipped example, loaded from its file as the app loads it (clips from mp4)."""
+    picks = example_picks()
+    answers = {}
+    for name, truth in picks:
+        media = load_media(EXAMPLES / name)
+        answers[name] = decode(pair(), media, truth.question, DecodeConfig("ar", MAX_NEW_TOKENS)).run_to_end().text
+    return answers
+
+
 def test_the_shipped_examples_are_answered_from_their_files():
     """Every shipped example, loaded from its file as the app loads it (the clips from mp4)."""
     picks = example_picks()
@@ -103,25 +116,34 @@ def test_the_shipped_examples_are_answered_from_their_files():
     assert sum(truth.long for _, truth in picks) >= 6 and len(picks) >= 10
     right = total = 0
     for name, truth in picks:
-        media = load_media(EXAMPLES / name)
-        summary = decode(pair(), media, truth.question, DecodeConfig("ar", MAX_NEW_TOKENS)).run_to_end()
-        facts_right, facts = fact_score(truth, summary.text)
+        facts_right, facts = fact_score(truth, shipped_answers()[name])
         right, total = right + facts_right, total + facts
-        print(f"\n{name}: {facts_right}/{facts} facts: {summary.text!r}\n  truth: {truth.answer!r}")
+        print(f"\n{name}: {facts_right}/{facts} facts: {shipped_answers()[name]!r}\n  truth: {truth.answer!r}")
     print(f"\nshipped examples: {right} of {total} facts right")
     assert right >= EXAMPLES_FACTS * total
+
+
+@pytest.mark.parametrize("name", [e["file"] for e in examples()])
+def test_every_shipped_example_is_answered_right(name):
+    """What a visitor clicks first: the pair's greedy answer states every fact of the example's scene (graded
+    by the pair's fact grader against the scene examples.json was written from)."""
+    truth = dict(example_picks())[name]
+    assert truth.answer == next(e["answer"] for e in examples() if e["file"] == name)
+    facts_right, facts = fact_score(truth, shipped_answers()[name])
+    assert facts_right == facts, f"{name}: {shipped_answers()[name]!r}; truth {truth.answer!r}"
 
 
 @pytest.mark.parametrize("draft", DRAFTS, ids=lambda d: Path(d).name)
 @pytest.mark.parametrize("example", examples(), ids=lambda e: e["file"])
 def test_every_method_is_lossless_on_the_examples(example, draft):
-    """With the sure draft and with the hesitant one: every method gives the target's greedy output."""
+    """With the sure draft and with the hesitant one: every method of the registry (the ablation lanes and
+    sage-cost included) gives the target's greedy output."""
     media = load_media(EXAMPLES / example["file"])
     inputs = pair().target.prepare(media, example["prompt"])
     with torch.no_grad():
         output = pair().target.model.generate(**inputs, do_sample=False, max_new_tokens=MAX_NEW_TOKENS)
     expected = output[0, inputs["input_ids"].shape[1] :].tolist()
-    for method in ("ar", "chain", "static", "sage"):
+    for method in METHODS:
         summary = decode(pair(draft), media, example["prompt"], DecodeConfig(method, MAX_NEW_TOKENS)).run_to_end()
         assert list(summary.token_ids) == expected, (example["file"], method, draft)
 
@@ -146,17 +168,17 @@ def test_long_answers_take_many_rounds_and_sage_accepts_at_least_as_much_as_the_
     print(f"\ntau on 12 fresh long answers: SAGE {tau['sage']:.2f}, static {tau['static']:.2f}; rounds {per_answer}")
     assert statistics.median(per_answer) >= 6  # a race is many rounds, not two
     assert tau["sage"] >= 2.0
-    assert tau["sage"] >= tau["static"]  # measured 6.36 against 4.56 (run 7)
+    assert tau["sage"] >= tau["static"]  # measured 6.02 against 4.58 (run 9; run 7: 6.36 against 4.56)
 
 
 def test_the_draft_entropy_rises_and_falls_within_long_answers():
     """SAGE's signal: within long answers the draft's entropy rises and falls.
 
     The span of 1.5 nats on most long answers is the hesitant draft's (test below): this sure draft
-    (run 7: distilled 6 more minutes from run 7's target, 95.3 % next-token agreement) is sure at the
-    root of most rounds, which is what makes it fast (SAGE 1.93x plain decoding, scripts/benchmark.py).
-    Floors under what the sure drafts measured on these 12 answers: run 7's 4 span 1 nat or more, the
-    widest 1.72; run 6's 3 and 1.33 (run 4's draft: 5 and 1.5; runs 1-3's: 6 and 1.7)."""
+    (run 9: distilled 150 more steps from run 9's target, 92.8 % next-token agreement) is sure at the
+    root of most rounds, which is what makes it fast (scripts/benchmark.py).
+    Floors under what the sure drafts measured on these 12 answers: run 9's 3 span 1 nat or more, the
+    widest 1.69; run 7's 4 and 1.72; run 6's 3 and 1.33 (run 4's draft: 5 and 1.5; runs 1-3's: 6 and 1.7)."""
     spreads = []
     for runs in long_answer_rounds()["sage"]:
         entropies = [r.entropy for r in runs if r.entropy is not None]
@@ -219,3 +241,15 @@ def test_the_target_answers_questions_worded_as_no_training_template():
 
 def test_the_target_describes_hand_drawn_scenes():
     assert worded_and_drawn_facts()[1] >= HAND_FACTS
+
+
+def test_the_target_answers_some_hand_written_questions_about_one_shape():
+    """The 30 hand-written wordings of wording.UNSEEN, once each. A floor, not the goal: run 9 states 0.555 of
+    their facts on the 150 of the full check (`--style unseen`; the goal is 0.85): descriptions of one shape
+    invent a second, and sizes and places asked in other words get the shape's name (assets/builtin/README.md)."""
+    from sage_core.builtin.wording import unseen_examples
+
+    target = pair().target
+    unseen = evaluate(target.model, target.processor, unseen_examples(seed=780, n=30))
+    print(f"\nfacts right on 30 hand-written questions about one shape: {unseen['accuracy']:.3f}")
+    assert unseen["accuracy"] >= UNSEEN_FACTS

@@ -104,7 +104,16 @@ def test_what_adaptation_bought_says_nothing_when_it_is_nothing():
              lane_record("sage-frozen", 2, (0.5, 0.5), 3, seconds=3.0)]  # fmt: skip
     bought = adaptation_bought(sage, worse)
     assert bought is not None and bought.delta_tau == pytest.approx(2.0)
-    assert "accepted more draft tokens" in bought.sentence() and "Δτ +2.00" in bought.sentence()
+    assert "accepted more draft tokens per round and finished sooner than" in bought.sentence()
+    assert "Δτ +2.00" in bought.sentence()
+    # the same τ, but a wall time measurably shorter (or longer): said as time, never as "fewer tokens"
+    slower = [lane_record("sage-frozen", 1, (0.5, 0.5), 5, seconds=1.5),
+              lane_record("sage-frozen", 2, (0.5, 0.5), 5, seconds=2.2)]  # fmt: skip
+    sooner = adaptation_bought(sage, slower)
+    assert sooner is not None and sooner.delta_tau == 0
+    assert "round finished sooner than" in sooner.sentence() and "tokens" not in sooner.sentence().split(":")[1]
+    later = adaptation_bought(slower, sage)
+    assert later is not None and "finished later" in later.sentence() and "more draft" not in later.sentence()
     assert adaptation_bought(sage, []) is None
 
 

@@ -3,10 +3,20 @@
 from __future__ import annotations
 
 import random
+import re
 
 from sage_core.builtin import scenes
 from sage_core.builtin.scenes import COLOURS, HAND_DRAWN, make_example
-from sage_core.builtin.wording import HELD_OUT, LONE, LONE_HELD_OUT, TRAINING, lone_example, reword
+from sage_core.builtin.wording import (
+    HELD_OUT,
+    LONE,
+    LONE_HELD_OUT,
+    TRAINING,
+    UNSEEN,
+    lone_example,
+    reword,
+    unseen_examples,
+)
 
 
 def test_hand_drawn_scenes_draw_each_object_in_its_colour_in_its_cell():
@@ -89,3 +99,37 @@ def _fill_ins(example):
     return [(t.colour, t.shape, t.place) for t in example.objects] + [
         (t.colour, "shape", t.place) for t in example.objects
     ]
+
+
+def _template_pattern(template: str) -> re.Pattern[str]:
+    """A template as a pattern: each slot any word the world fills slots with (a colour, a shape, "shape", a
+    place, a number), case and the closing mark ignored."""
+    fillers = [*scenes.COLOURS, *scenes.SHAPES, "shape", *scenes.PLACES, *scenes.NUMBER_WORDS.values()]
+    slot = "(?:" + "|".join(re.escape(f) for f in sorted(fillers, key=len, reverse=True)) + ")"
+    parts = re.split(r"\{[a-z]+\}", template.lower().rstrip("?. "))
+    return re.compile(slot.join(re.escape(p) for p in parts) + r"[?.]?", re.IGNORECASE)
+
+
+def test_unseen_wordings_are_produced_by_no_template_of_the_project():
+    """The hand-written questions match no training, held-out or scene template, even with any slot
+    filled by any words (so no run has seen them as they are asked)."""
+    templates = [w for pool in (*TRAINING.values(), *LONE.values(), *HELD_OUT.values(), *LONE_HELD_OUT.values())
+                 for w in pool]  # fmt: skip
+    templates += [t for name in dir(scenes) if name.endswith("_Q") for t in getattr(scenes, name)]
+    patterns = [_template_pattern(t) for t in templates]
+    unseen = [w for pool in UNSEEN.values() for w in pool]
+    assert len(unseen) >= 24 and len(set(unseen)) == len(unseen)
+    assert _template_pattern("what shape is the {colour} object?").fullmatch("What shape is the red object")
+    for wording in unseen:
+        assert not any(p.fullmatch(wording) for p in patterns), wording
+
+
+def test_the_unseen_check_asks_each_hand_written_wording_about_one_shape():
+    examples = unseen_examples(seed=5, n=60)
+    unseen = [w for pool in UNSEEN.values() for w in pool]
+    assert [e.question for e in examples] == unseen + unseen
+    assert all(len(e.objects) == 1 for e in examples)
+    assert {e.kind for e in examples} == set(UNSEEN)
+    kinds = {w: k for k, pool in UNSEEN.items() for w in pool}
+    assert all(e.kind == kinds[e.question] for e in examples)
+    assert unseen_examples(seed=5, n=60) == examples  # seeded

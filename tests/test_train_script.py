@@ -144,20 +144,20 @@ def full_recipe_runs(out: Path, work: Path) -> list[list[str]]:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(1500)  # eleven runs, each loading, saving and evaluating a pair (past 600 s on a busy CPU)
+@pytest.mark.timeout(1900)  # fourteen runs, each loading, saving and evaluating a pair (past 600 s on a busy CPU)
 def test_the_full_recipe_chains_its_runs(tmp_path):
     """scripts/train_builtin_pair_full.sh, each stage cut to 2 steps: run 2 trains run 1's target
     on, run 3 distils run 1's draft from run 2's target, run 4 trains that pair on and lands it in
     OUT, the next makes the hesitant draft (one layer) beside it, run 6 distils the sure draft on, and
     run 7 trains the target on (in WORK) and distils the sure draft from it into OUT; run 8 trains
     that target on the world with rows to read and JPEGs (in WORK), and distils both drafts from it
-    into OUT."""
+    into OUT; run 9 trains run 8's target on (in WORK) and distils both drafts on from it into OUT."""
     from safetensors.torch import load_file
 
     script = load_script()
     out, work = tmp_path / "pair", tmp_path / "work"
     runs = full_recipe_runs(out, work)
-    assert len(runs) == 11
+    assert len(runs) == 14
     tiny = ["--batch-size", "2", "--eval-n", "8", "--threads", "1"]
 
     def weights(folder: Path) -> dict[str, torch.Tensor]:
@@ -172,6 +172,7 @@ def test_the_full_recipe_chains_its_runs(tmp_path):
     before_run_6: dict[str, dict[str, torch.Tensor]] = {}
     before_run_7: dict[str, dict[str, torch.Tensor]] = {}
     after_run_7: dict[str, dict[str, torch.Tensor]] = {}
+    after_run_8: dict[str, dict[str, torch.Tensor]] = {}
     for index, args in enumerate(runs):
         if index == 5:
             before_run_6 = {role: weights(out / role) for role in ("target", "draft")}
@@ -179,6 +180,8 @@ def test_the_full_recipe_chains_its_runs(tmp_path):
             before_run_7 = {role: weights(out / role) for role in ("target", "draft", "hesitant-draft")}
         if index == 8:
             after_run_7 = {role: weights(out / role) for role in ("target", "draft", "hesitant-draft")}
+        if index == 11:
+            after_run_8 = {role: weights(out / role) for role in ("target", "draft", "hesitant-draft")}
         steps = []
         for stage in ("target-vision", "target", "draft-vision", "draft"):
             minutes = args[args.index(f"--{stage}-minutes") + 1] if f"--{stage}-minutes" in args else "1"
@@ -203,10 +206,16 @@ def test_the_full_recipe_chains_its_runs(tmp_path):
     assert same(weights(run7 / "target"), after_run_7["target"])  # run 7's target landed in OUT
     run8 = work / "run8"
     assert not same(after_run_7["target"], weights(run8 / "target"))  # run 8 trained the target on
-    assert same(weights(run8 / "target"), weights(out / "target"))  # which lands in OUT
-    assert not same(after_run_7["draft"], weights(out / "draft"))  # and distilled both drafts from it
-    assert not same(after_run_7["hesitant-draft"], weights(out / "hesitant-draft"))
+    assert same(weights(run8 / "target"), after_run_8["target"])  # which lands in OUT
+    assert not same(after_run_7["draft"], after_run_8["draft"])  # and distilled both drafts from it
+    assert not same(after_run_7["hesitant-draft"], after_run_8["hesitant-draft"])
     assert "--rows" in runs[8] and "--jpeg" in runs[8] and "--rows" in runs[10]
+    run9 = work / "run9"
+    assert not same(weights(run8 / "target"), weights(run9 / "target"))  # run 9 trained run 8's target on
+    assert same(weights(run9 / "target"), weights(out / "target"))  # which lands in OUT
+    assert not same(after_run_8["draft"], weights(out / "draft"))  # and distilled both drafts on from it
+    assert not same(after_run_8["hesitant-draft"], weights(out / "hesitant-draft"))
+    assert "--target-steps" in runs[11] and "--hand-drawn" in runs[11] and "--rows" in runs[13]
     pair = load_pair(str(out / "target"), str(out / "draft"), device="cpu", dtype="float32")
     assert type(pair.draft.processor).__name__ == "Qwen3VLProcessor"
     hesitant = load_pair(str(out / "target"), str(out / "hesitant-draft"), device="cpu", dtype="float32")
@@ -266,3 +275,28 @@ def test_a_smaller_draft_keeps_the_first_layers_and_still_runs():
     assert draft(input_ids=ids).logits.shape == (1, 5, len(processor.tokenizer))
     with pytest.raises(SystemExit):
         script.keep_layers(draft, 2)
+
+
+@pytest.mark.parametrize(("start", "seeds"), [(None, 14), ("8", ["8642", "9753", "7531", "1133", "2244", "3355"]),
+                                              ("9", ["1133", "2244", "3355"])])  # fmt: skip
+def test_the_recipe_starts_where_it_is_told(tmp_path, start, seeds):
+    """`--from 8` runs the continuation stage (runs 8 and 9) on the pair in OUT, `--from 9` run 9 alone, and
+    no `--from` every run; each `train` recorded by a stand-in `python` on the PATH (nothing trains)."""
+    import os
+    import subprocess
+
+    calls = tmp_path / "calls.txt"
+    fake = tmp_path / "bin" / "python"
+    fake.parent.mkdir()
+    fake.write_text(f'#!/bin/sh\necho "$@" >> {calls}\n')
+    fake.chmod(0o755)
+    args = ["bash", str(ROOT / "scripts" / "train_builtin_pair_full.sh"), *(["--from", start] if start else [])]
+    env = {**os.environ, "PATH": f"{fake.parent}:{os.environ['PATH']}"}
+    subprocess.run([*args, str(tmp_path / "out"), str(tmp_path / "work")], check=True, env=env, timeout=60)
+    lines = calls.read_text().splitlines()
+    if isinstance(seeds, int):
+        assert len(lines) == seeds
+        return
+    assert [line.split("--seed ")[1].split()[0] for line in lines] == seeds
+    assert f"--init-target {tmp_path / 'work' / 'run8' / 'target'}" in lines[-3]  # run 9 continues run 8's target
+    assert f"--out {tmp_path / 'out'} " in lines[-1] + " "  # and lands both drafts in OUT

@@ -5,6 +5,8 @@ other word orders, "what's", short forms such as "shape?", "color" for "colour",
 question mark, "this" / "it" for a lone shape); the answer and the facts stay as they are.
 ``TRAINING`` wordings are what the training sees; ``HELD_OUT`` wordings no training template has,
 and are what the quality check grades (``scripts/check_builtin_pair.py --style paraphrased``).
+``UNSEEN`` wordings were written by hand, not by filling a template, about a picture of one shape (as a
+visitor asks about a shape they drew or rendered); no run trains on them (``--style unseen``).
 
 Words outside the pair's vocabulary ("please", "do", "kind") become one unknown token; the
 training wordings use some of them, so that the pair learns to read past them.
@@ -94,6 +96,24 @@ LONE_HELD_OUT: dict[str, tuple[str, ...]] = {
     "position": ("where is this?",),
 }  # fmt: skip
 REWORDED_KINDS = ("shape", "colour", "count", "position", "size", "describe", "bar", "chart")
+#: Questions written by hand about a picture of one shape, each as it stands (no slots, no surface changes):
+#: what a visitor types, in words no template of the project produces (a test checks); some words are outside
+#: the vocabulary ("name", "drawn", "located"), as a visitor's are. The fixed set the unseen-wordings check asks.
+UNSEEN: dict[str, tuple[str, ...]] = {
+    "shape": ("can you tell me what shape this is?", "name the shape in the picture.", "what shape do i see here?",
+              "what is the shape drawn here?", "is this a circle, a square, a triangle or a cross?"),
+    "colour": ("what colour does this shape have?", "which colour is used here?", "tell me the color of the object.",
+               "what is the colour of the thing in the picture?", "the shape here is which colour?"),
+    "size": ("is the shape big or little?", "would you call this shape large or small?", "how large is the object?",
+             "is the object in the picture small?", "what size is this shape?"),
+    "position": ("where in the picture is the shape?", "where is the object located?",
+                 "which part of the picture is the shape in?", "where has the shape been drawn?",
+                 "what is the position of the shape?"),
+    "count": ("how many shapes can i see?", "what is the number of shapes?", "how many things are drawn here?",
+              "count how many shapes there are.", "how many objects does the picture have?"),
+    "describe": ("what does this picture show?", "tell me about this image.", "explain what is in the picture.",
+                 "what is shown here?", "can you describe this picture?"),
+}  # fmt: skip
 
 
 def _subject(example: Example) -> Any:
@@ -163,4 +183,16 @@ def held_out_examples(seed: int, n: int, style: Style = DEFAULT) -> list[Example
         lone = kind in LONE_HELD_OUT and i // len(REWORDED_KINDS) % 3 == 0
         example = lone_example(rng, kind, style) if lone else make_example(rng, kind, style)
         out.append(reword(rng, example, held_out=True))
+    return out
+
+
+def unseen_examples(seed: int, n: int, style: Style = DEFAULT) -> list[Example]:
+    """``n`` questions in the hand-written ``UNSEEN`` wordings, in turn, each about a fresh picture of one
+    shape (the answer and the facts are the scene's own)."""
+    rng = random.Random(seed)
+    wordings = [(kind, question) for kind, pool in UNSEEN.items() for question in pool]
+    out = []
+    for i in range(n):
+        kind, question = wordings[i % len(wordings)]
+        out.append(replace(lone_example(rng, kind, style), question=question))
     return out
