@@ -31,7 +31,8 @@ def fake_curve(per_node_ms: float, overhead: float | None = 0.0) -> CostCurve:
     """A one-token step of 2 ms, verification 2 ms + `per_node_ms` a node, a draft level 0.05 ms, and
     `overhead` ms a round besides the forwards (None: learned from the run's rounds)."""
     verify = tuple(2.0 + per_node_ms * n for n in COST_SIZES)
-    return CostCurve("cpu", "float32", "fast", COST_SIZES, 2.0, verify, (0.05,) * len(COST_SIZES), round_overhead_ms=overhead)
+    draft = (0.05,) * len(COST_SIZES)
+    return CostCurve("cpu", "float32", "fast", COST_SIZES, 2.0, verify, draft, round_overhead_ms=overhead)
 
 
 def nodes_with(pair: ModelPair, image, curve: CostCurve) -> tuple[float, list]:
