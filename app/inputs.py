@@ -20,15 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from sage_core import Media, SageError, load_media
-from sage_core.config import (
-    SamplingConfig,
-    as_whole,
-    check_max_new_tokens,
-    check_prompt,
-    shown,
-)
+from sage_core.config import SamplingConfig, check_max_new_tokens, check_prompt
 from sage_core.errors import ConfigError
 from sage_core.media import VIDEO_SUFFIXES
+from sage_core.method_settings import as_whole, shown
 from sage_core.methods import MethodSpec, form_settings, is_method, registered_names, specs
 
 from .race import Choice, RaceRequest, order_methods, resolve_prune_ratio

@@ -24,10 +24,12 @@ from typing import Any
 
 import torch
 
-from .config import METHODS, OLD_SAGE_NAMES, DecodeConfig, SageConfig
+from .config import DecodeConfig
 from .decode import DecodeRun
 from .errors import GenerateError
 from .media import Media
+from .method_settings import OLD_SAGE_NAMES, SageConfig
+from .methods import METHODS
 from .models import FAMILIES, VLM, check_pair
 from .models.loading import input_device
 from .prepared import PreparedInputs

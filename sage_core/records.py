@@ -21,17 +21,9 @@ from dataclasses import MISSING, asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, Literal
 
-from .config import (
-    OLD_DYNAMIC_NAMES,
-    OLD_SAGE_NAMES,
-    DynamicConfig,
-    SageConfig,
-    SamplingConfig,
-    check_max_new_tokens,
-    check_prune_ratio,
-    with_current_names,
-)
+from .config import SamplingConfig, check_max_new_tokens, check_prune_ratio
 from .errors import ConfigError, TraceError
+from .method_settings import OLD_DYNAMIC_NAMES, OLD_SAGE_NAMES, DynamicConfig, SageConfig, with_current_names
 from .methods import is_method, method_spec, registered_names
 from .trees import Tree
 
@@ -73,7 +65,7 @@ class RunHeader:
     # The sampling settings (config.SamplingConfig) with the seed the run used
     # (None when greedy). Absent in traces written before sampling existed: greedy.
     sampling: dict[str, Any] | None = None
-    # The dynamic tree's settings (config.DynamicConfig: depth, candidates, total_tokens), written by
+    # The dynamic tree's settings (method_settings.DynamicConfig: depth, candidates, total_tokens), written by
     # every run as the SAGE settings are. None in traces written before they were recorded.
     dynamic: dict[str, Any] | None = None
     # The settings of the run's own method (its registry entry's class; SAGE's are `sage` as well). None

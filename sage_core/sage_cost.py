@@ -26,9 +26,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .budget import BudgetChoice, Calibration, RoundCosts, tried_outcomes, weigh_prefixes
-from .config import SageConfig
 from .costs import COST_SIZES, CostCurve
 from .drafting import DraftedTree
+from .method_settings import SageConfig
 from .policy import Candidate, Expansion, confidence, level_width, planned_depth, planned_width
 from .proposers import Adaptation, Drafter, Proposal, RoundShape
 from .trees import ROOT, Tree

@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 from sage_core.builtin.quality import example_media, generate_answers, teacher_forced_feed  # noqa: E402
 from sage_core.builtin.scenes import LONG_KINDS, ROW_KIND, make_examples  # noqa: E402
-from sage_core.config import SageConfig  # noqa: E402
+from sage_core.method_settings import SageConfig  # noqa: E402
 from sage_core.policy import confidence  # noqa: E402
 from sage_core.premise import pearson  # noqa: E402
 

@@ -15,8 +15,9 @@ from gradio_client.exceptions import AppError
 
 from app.inputs import RACE_FIELDS, Limits, load_examples
 from sage_core.cli import main
-from sage_core.config import DecodeConfig, DynamicConfig, SageConfig, SamplingConfig, check_max_new_tokens, check_prompt
+from sage_core.config import DecodeConfig, SamplingConfig, check_max_new_tokens, check_prompt
 from sage_core.errors import SageError
+from sage_core.method_settings import DynamicConfig, SageConfig
 
 LIMITS = Limits(max_upload_mb=1, max_video_seconds=5, max_trace_mb=0.5)
 HUGE = 10**400

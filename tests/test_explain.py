@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from sage_core import DecodeConfig, decode, load_media, load_pair
-from sage_core.config import SageConfig
 from sage_core.explain import explain_round, sage_config_from
+from sage_core.method_settings import SageConfig
 from sage_core.models import BUILTIN_TARGET, ModelPair
 from sage_core.policy import (
     DepthWindow,

@@ -39,7 +39,7 @@ def test_pip_install_gives_an_importable_package_and_the_sage_command(tmp_path: 
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     probe = (
-        "import json, sage_core, sage_core.adapter as a; "
+        "import json, sage_core, sage_core.models.loading as a; "
         "print(json.dumps([sage_core.__version__, sage_core.__file__, str(a.BUILTIN_TARGET), str(a.BUILTIN_DRAFT)]))"
     )
     imported = run(python, "-c", probe, cwd=elsewhere)

@@ -14,8 +14,9 @@ from conftest import tiny_folder
 from PIL import Image
 
 from sage_core import DecodeConfig, SageConfig, SageError, decode, load_pair
-from sage_core.config import DynamicConfig, SamplingConfig
+from sage_core.config import SamplingConfig
 from sage_core.errors import ConfigError, InputError, ModelLoadError
+from sage_core.method_settings import DynamicConfig
 from sage_core.models import ModelPair
 
 ROOT = Path(__file__).resolve().parent.parent
