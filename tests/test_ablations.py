@@ -8,7 +8,6 @@ import random
 from pathlib import Path
 
 import pytest
-from conftest import tiny_folder
 
 from sage_core import DecodeConfig, SageConfig, decode, load_pair
 from sage_core.ablations import best_first
@@ -19,6 +18,7 @@ from sage_core.methods import method_spec
 from sage_core.policy import Candidate, Expansion, planned_depth
 from sage_core.proposers import rerank_tree
 from sage_core.trees import Tree
+from sage_testkit.pairs import tiny_folder
 
 TOP = 3
 

@@ -10,7 +10,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import tiny_folder
 from PIL import Image
 
 from sage_core import DecodeConfig, SageConfig, SageError, decode, load_pair
@@ -18,6 +17,7 @@ from sage_core.config import SamplingConfig
 from sage_core.errors import ConfigError, InputError, ModelLoadError
 from sage_core.method_settings import DynamicConfig
 from sage_core.models import ModelPair
+from sage_testkit.pairs import tiny_folder
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILTIN = ROOT / "assets" / "builtin"
@@ -96,8 +96,8 @@ def test_load_pair_refuses_wrong_argument_types_by_name(arguments: tuple, said: 
 
 
 @pytest.mark.skipif(not (BUILTIN / "target" / "config.json").is_file(), reason="the built-in pair is not trained")
-def test_decode_names_the_built_in_pairs_unknown_words(image) -> None:
-    pair = load_pair("builtin", "builtin", "cpu", "float32")
+def test_decode_names_the_built_in_pairs_unknown_words(image, builtin_pair) -> None:
+    pair = builtin_pair
     with pytest.raises(InputError) as refused:
         decode(pair, image, "describe the zebra and the xylophone.", DecodeConfig(max_new_tokens=4))
     assert "has no token for 'zebra', 'xylophone'" in one_sentence(refused)

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import tiny_folder
 from gradio_client import Client, handle_file
 from gradio_client.exceptions import AppError
 from PIL import Image
@@ -30,6 +29,7 @@ from sage_core.methods import MethodSpec, Setting, registered
 from sage_core.models import load_pair
 from sage_core.proposers import Adaptation, Drafter, Proposal, RoundShape
 from sage_core.verify import Verdict
+from sage_testkit.pairs import tiny_folder
 
 TOKENS = 10
 

@@ -11,12 +11,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import tiny_folder
 from PIL import Image
 
 from sage_core import DecodeConfig, decode, load_pair, load_trace, save_trace, summarize
 from sage_core.cli import main
 from sage_core.records import TraceError, parse_trace
+from sage_testkit.pairs import tiny_folder
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -42,8 +42,8 @@ def video_file(tmp_path_factory) -> Path:
     return path
 
 
-def test_trace_round_trip(tiny_root, image, tmp_path):
-    pair = load_pair(tiny_folder(tiny_root, "qwen2_vl", "target"), tiny_folder(tiny_root, "qwen2_vl", "noised"), "cpu")
+def test_trace_round_trip(tiny_pair, image, tmp_path):
+    pair = tiny_pair("qwen2_vl")
     run = decode(pair, image, "Describe the picture.", DecodeConfig("sage", 20))
     summary = run.run_to_end()
     path = tmp_path / "run.jsonl"

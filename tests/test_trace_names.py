@@ -15,11 +15,10 @@ from pathlib import Path
 
 import pytest
 from app_records import header, sage_records
-from conftest import tiny_folder
 from PIL import Image
 
 from app.race import load_race, parse_race, race_trace_lines
-from sage_core import DecodeConfig, DynamicConfig, SageConfig, decode, load_pair, load_trace, save_trace
+from sage_core import DecodeConfig, DynamicConfig, SageConfig, decode, load_trace, save_trace
 from sage_core.cli import build_parser, main
 from sage_core.errors import TraceError
 from sage_core.explain import sage_config_from
@@ -121,8 +120,8 @@ def test_a_header_with_impossible_dynamic_settings_is_refused(dynamic, message):
         parse_trace([json.dumps(row), *lines[1:]])
 
 
-def test_a_run_records_the_dynamic_tree_settings_it_used(tiny_root, image, tmp_path):
-    pair = load_pair(tiny_folder(tiny_root, "qwen2_vl", "target"), tiny_folder(tiny_root, "qwen2_vl", "noised"), "cpu")
+def test_a_run_records_the_dynamic_tree_settings_it_used(tiny_pair, image, tmp_path):
+    pair = tiny_pair("qwen2_vl")
     settings = DynamicConfig(depth=3, candidates=4, total_tokens=9)
     run = decode(pair, image, "Describe the picture.", DecodeConfig("dynamic", 12, dynamic=settings))
     run.run_to_end()
