@@ -46,21 +46,14 @@ from sage_core import (
 )
 from sage_core.config import SamplingConfig, check_prune_ratio
 from sage_core.costs import CostCurve
-from sage_core.errors import InputError
+from sage_core.errors import InputError, TraceError
 from sage_core.media import thumbnail
 from sage_core.method_settings import shown
 from sage_core.methods import drafts, in_order, method_names
 from sage_core.models import VisualBox
 from sage_core.pruning import PAPER_RATIOS
-from sage_core.records import (
-    MAX_TRACE_BYTES,
-    TraceError,
-    is_text,
-    json_line,
-    parse_trace_rows,
-    read_trace_text,
-    trace_lines,
-)
+from sage_core.records import trace_lines
+from sage_core.trace_check import MAX_TRACE_BYTES, is_text, json_line, parse_trace_rows, read_trace_text
 
 RACE_FORMAT = "sage-race/1"
 #: The draft-view picture's height: the race keeps its medium shrunk to this, no larger.
@@ -416,7 +409,7 @@ def load_race(path: str | Path, max_bytes: int = MAX_TRACE_BYTES) -> RaceData:
 
 
 def parse_race(lines: Sequence[str], source: str = "") -> RaceData:
-    """A race from its JSON lines, every field checked (`sage_core.records.parse_trace`); TraceError else."""
+    """A race from its JSON lines, every field checked (`sage_core.trace_check.parse_trace`); TraceError else."""
     rows = [json_line(line, number) for number, line in enumerate((line for line in lines if line.strip()), 1)]
     if not rows:
         raise TraceError("the trace file is empty")

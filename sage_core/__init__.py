@@ -22,7 +22,8 @@ from .method_settings import DynamicConfig, SageConfig
 from .methods import METHOD_LABELS, METHODS
 from .models import VLM, ModelPair, check_pair, load_pair
 from .prepared import PreparedInputs, prepare_inputs
-from .records import RoundRecord, RunHeader, RunSummary, load_trace, parse_trace, save_trace, summarize
+from .records import RoundRecord, RunHeader, RunSummary, save_trace, summarize
+from .trace_check import load_trace, parse_trace
 from .trees import CHAIN_TREE, STATIC_TREE, Tree
 
 __all__ = [

@@ -150,7 +150,10 @@ def _sage_config(given: SageConfig | None, kwargs: dict[str, Any]) -> SageConfig
     names = {f.name for f in fields(SageConfig)}
     changes = {}
     for key in [k for k in kwargs if k.startswith(SAGE_PREFIX)]:
-        name = OLD_SAGE_NAMES.get(key.removeprefix(SAGE_PREFIX), key.removeprefix(SAGE_PREFIX))  # sage_top_k too
+        name = key.removeprefix(SAGE_PREFIX)
+        if name in OLD_SAGE_NAMES:  # sage_top_k: now sage_candidates
+            new = SAGE_PREFIX + OLD_SAGE_NAMES[name]
+            raise GenerateError(f"{key!r} is the old name of SAGE's {new!r}, no longer read: pass {new!r} instead")
         if name not in names:
             raise GenerateError(f"unknown SAGE setting {key!r}; the settings are {', '.join(sorted(names))} (prefixed)")
         changes[name] = kwargs.pop(key)

@@ -141,8 +141,8 @@ def raw_call(url: str, api: str, values: list) -> tuple[str, object]:
 
 
 def raw_race(url: str, values: list) -> str:
-    """The /race API's answer to the page's race inputs, and None for `top_k` (the old name of `candidates`)."""
-    kind, error = raw_call(url, "race", [*values, None])
+    """The /race API's answer to the page's race inputs."""
+    kind, error = raw_call(url, "race", values)
     assert kind == "error", error
     return str(error)
 

@@ -23,7 +23,8 @@ from sage_core.policy import (
     planned_depth,
     planned_width,
 )
-from sage_core.records import RoundRecord, parse_trace, record_from_dict, record_to_dict, trace_lines
+from sage_core.records import RoundRecord, record_from_dict, record_to_dict, trace_lines
+from sage_core.trace_check import parse_trace
 from sage_testkit.pairs import builtin_pair
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "assets" / "examples"

@@ -157,10 +157,10 @@ def test_one_request_from_the_page_to_the_race_and_no_long_parameter_lists():
     import inspect
 
     from app.handlers import Handlers, race_api_function
-    from app.inputs import old_field_names, race_fields
+    from app.inputs import race_fields
 
     api = inspect.signature(race_api_function(Handlers(None, None)))  # type: ignore[arg-type]
-    assert tuple(api.parameters) == (*race_fields(), *old_field_names())
+    assert tuple(api.parameters) == race_fields()
     root = Path(__file__).resolve().parent.parent / "app"
     long = []
     for name in ("handlers.py", "race.py", "inputs.py", "ui.py"):

@@ -16,7 +16,7 @@ from sage_core import DecodeConfig, decode, load_trace
 from sage_core.cli import main
 from sage_core.models import VLM
 from sage_core.pruning import keep_budget, select_visual_tokens
-from sage_core.records import parse_trace
+from sage_core.trace_check import parse_trace
 from sage_testkit.pairs import (
     ADDED_NEW,
     DRAFT_METHODS,

@@ -15,7 +15,8 @@ from PIL import Image
 
 from sage_core import DecodeConfig, decode, load_pair, load_trace, save_trace, summarize
 from sage_core.cli import main
-from sage_core.records import TraceError, parse_trace
+from sage_core.errors import TraceError
+from sage_core.trace_check import parse_trace
 from sage_testkit.pairs import tiny_folder
 
 ROOT = Path(__file__).resolve().parent.parent

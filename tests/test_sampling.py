@@ -47,8 +47,9 @@ from sage_core.config import SamplingConfig
 from sage_core.errors import ConfigError, InputError
 from sage_core.models import ModelPair
 from sage_core.prepared import PreparedInputs, prepare_inputs
-from sage_core.records import load_trace, parse_trace, save_trace, trace_lines
+from sage_core.records import save_trace, trace_lines
 from sage_core.sampling import SamplingVerifier, Warper, _sample, make_verifier
+from sage_core.trace_check import load_trace, parse_trace
 from sage_core.trees import ROOT, Tree
 from sage_core.verify import GreedyVerifier
 from sage_testkit.pairs import tiny_pair
