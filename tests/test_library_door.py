@@ -5,7 +5,6 @@ files is refused at load, naming the folder."""
 
 from __future__ import annotations
 
-import functools
 import shutil
 from pathlib import Path
 
@@ -16,18 +15,10 @@ from sage_core import DecodeConfig, SageConfig, SageError, decode, load_pair
 from sage_core.config import SamplingConfig
 from sage_core.errors import ConfigError, InputError, ModelLoadError
 from sage_core.method_settings import DynamicConfig
-from sage_core.models import ModelPair
 from sage_testkit.pairs import tiny_folder
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILTIN = ROOT / "assets" / "builtin"
-
-
-@functools.cache
-def _pair(root: str) -> ModelPair:
-    folder = Path(root)
-    return load_pair(tiny_folder(folder, "qwen2_vl", "target"), tiny_folder(folder, "qwen2_vl", "noised"), "cpu",
-                     "float32")  # fmt: skip
 
 
 def one_sentence(error: pytest.ExceptionInfo) -> str:
@@ -61,8 +52,8 @@ def test_decode_config_refuses_wrong_parts_by_name(settings: dict, said: str) ->
     DecodeConfig(sage=SageConfig(depth_max=5), sampling=SamplingConfig(), dynamic=DynamicConfig(), prune_ratio=0.5)
 
 
-def test_decode_refuses_wrong_argument_types_by_name(tiny_root, image) -> None:
-    pair, config, picture = _pair(str(tiny_root)), DecodeConfig(max_new_tokens=4), ROOT / "assets" / "examples"
+def test_decode_refuses_wrong_argument_types_by_name(tiny_pair, image) -> None:
+    pair, config, picture = tiny_pair("qwen2_vl"), DecodeConfig(max_new_tokens=4), ROOT / "assets" / "examples"
     path = str(picture / "describe_five.png")
     cases = [
         ((pair, path, "describe it", config), f"Media, not a str: call sage_core.load_media('{path}')"),
