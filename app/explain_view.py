@@ -12,8 +12,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from sage_core import RoundRecord
-from sage_core.config import SageConfig
 from sage_core.explain import RoundExplained, explain_round
+from sage_core.method_settings import SageConfig
 from sage_core.methods import method_spec
 
 from .palette import CUT

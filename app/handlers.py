@@ -43,7 +43,7 @@ from sage_core.explain import sage_config_from
 from sage_core.method_settings import as_float
 from sage_core.methods import drafts, form_settings, specs
 from sage_core.prepared import check_vocabulary
-from sage_core.records import settings_of_header
+from sage_core.trace_check import settings_of_header
 
 from . import models
 from .api import race_result
@@ -57,7 +57,6 @@ from .inputs import (
     RaceForm,
     RaceRequest,
     check_request,
-    old_field_names,
     race_defaults,
     race_fields,
     remove_older,
@@ -282,24 +281,23 @@ RACE_API_ARGS = {
 
 def race_api_doc() -> str:
     """The /race API's docstring (an MCP client's tool description): the common inputs, the registered
-    methods, each method's settings and their old names."""
+    methods and each method's settings."""
     methods = ", ".join(f'"{spec.name}" ({spec.short})' for spec in specs())
     described = {**RACE_API_ARGS, "methods": f"two or more of {methods}."}
     settings = {s.name: s.help for _, s in form_settings()}
     lines = [f"    {name}: {described.get(name) or settings.get(name, '')}" for name in race_fields()]
-    lines += [f"    {old}: the old name of `{new}`, still read (when given, it wins)." for old, new in
-              old_field_names().items()]  # fmt: skip
     return RACE_API_DOC.format(args="\n".join(lines))
 
 
 def race_api_function(handlers: Handlers) -> Callable[..., dict]:
-    """The /race API as one function whose parameters are the race's inputs (`race_fields()`, then the old
-    names of settings), at their defaults: Gradio names the API's parameters, and an MCP client its tool's,
+    """The /race API as one function whose parameters are the race's inputs (`race_fields()`), at their
+    defaults: Gradio names the API's parameters, and an MCP client its tool's,
     from this signature and docstring, so a registered method's settings are fields of the API too."""
     defaults = {**race_defaults(), "max_new_tokens": DEFAULT_MAX_NEW_TOKENS}
-    old = old_field_names()
-    parameters = [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=value)
-                  for name, value in [*defaults.items(), *dict.fromkeys(old).items()]]  # fmt: skip
+    parameters = [
+        inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=value)
+        for name, value in defaults.items()
+    ]
     signature = inspect.Signature(parameters)
 
     def race_api(*args: Any, **kwargs: Any) -> dict:

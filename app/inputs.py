@@ -20,16 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from sage_core import Media, SageError, load_media
-from sage_core.config import (
-    SamplingConfig,
-    as_float,
-    as_whole,
-    check_max_new_tokens,
-    check_prompt,
-    shown,
-)
+from sage_core.config import SamplingConfig, check_max_new_tokens, check_prompt
 from sage_core.errors import ConfigError
 from sage_core.media import VIDEO_SUFFIXES
+from sage_core.method_settings import as_float, as_whole, shown
 from sage_core.methods import MethodSpec, form_settings, is_method, registered_names, specs
 
 from .race import Choice, RaceRequest, order_methods, resolve_prune_ratio
@@ -146,31 +140,31 @@ def race_fields() -> tuple[str, ...]:
     return tuple(race_defaults())
 
 
-def old_field_names() -> dict[str, str]:
-    """The names race inputs had before (still read, hidden): old name -> its name now."""
-    return {old: s.name for _, s in form_settings() for old in s.old_names}
-
-
 #: The race's inputs with the built-in methods (`race_fields()` reads the registry as it is now).
 RACE_FIELDS = race_fields()
+
+
+#: Race inputs renamed (one word for one thing), no longer read: a caller who sends one is told its name now.
+RENAMED_INPUTS = {"top_k": "candidates"}
 
 
 class RaceForm:
     """A race's inputs as the page or the API sends them, by name and unchecked (`check_request` checks them).
 
-    `RaceForm(prompt=..., methods=[...], depth_max=8)`: any of `race_fields()` (a setting under an old
-    name included, which wins when given); the rest take their defaults. Read them as attributes."""
+    `RaceForm(prompt=..., methods=[...], depth_max=8)`: any of `race_fields()`; the rest take their
+    defaults. Read them as attributes."""
 
     def __init__(self, **values: Any) -> None:
-        defaults, old = race_defaults(), old_field_names()
-        unknown = [name for name in values if name not in defaults and name not in old]
+        defaults = race_defaults()
+        unknown = [name for name in values if name not in defaults]
+        if unknown and unknown[0] in RENAMED_INPUTS:
+            new = RENAMED_INPUTS[unknown[0]]
+            raise InputProblem(
+                f"{shown(unknown[0])} is the old name of {shown(new)}, no longer read: send {shown(new)}"
+            )
         if unknown:
             raise InputProblem(f"unknown race input {shown(unknown[0])}; the inputs are {', '.join(defaults)}")
-        current = {name: value for name, value in values.items() if name not in old}
-        for name, new in old.items():
-            if values.get(name) is not None:
-                current[new] = values[name]
-        object.__setattr__(self, "values", {**defaults, **current})
+        object.__setattr__(self, "values", {**defaults, **values})
 
     def __getattr__(self, name: str) -> Any:
         try:

@@ -14,7 +14,7 @@ import gradio as gr
 from sage_core.config import MAX_TEMPERATURE
 from sage_core.methods import RACE_DEFAULT, MethodSpec, Setting, specs
 
-from .inputs import DEFAULT_PROMPT, Example, Limits, old_field_names, race_fields
+from .inputs import DEFAULT_PROMPT, Example, Limits, race_fields
 from .pruning_panel import draft_view_outputs, pruning_controls
 from .render import CSS, badge_html, race_html, status_html
 from .sketch import sketch_pad
@@ -327,8 +327,6 @@ class Page:
     api_replay: gr.Button
     api_result: gr.JSON
     sketch: Any = None  # the Draw tab's pad (app/sketch.py)
-    # Hidden inputs of the /race API for settings under their old names (`inputs.old_field_names()`).
-    old_names: tuple[Any, ...] = ()
     slides: Any = None  # "Export for slides": the race on screen as one offline HTML replay (app/export.py)
     slides_file: Any = None
     gif: Any = None  # "… as an animated GIF" of the same race (filmed by Chromium on the server)
@@ -459,7 +457,7 @@ def build_page(
         start=start, step=step, stop=stop, pair=pair, methods=methods, max_new=max_new,
         temperature=temperature, seed=seed, prune_choice=prune_choice, prune_chosen=prune_chosen,
         draft_seen=draft_seen, draft_note=draft_note,
-        settings=settings, old_names=tuple(gr.Number(None, visible=False) for _ in old_field_names()),
+        settings=settings,
         custom_target=custom_target, custom_draft=custom_draft, trace_in=trace_in, speed=speed, replay=replay,
         replay_step=replay_step,
         status=status, verdict=verdict, lanes=lanes, table=table, download=download, fig_race=fig_race,

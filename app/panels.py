@@ -27,8 +27,8 @@ from plotly.io.json import to_json_plotly
 from plotly.subplots import make_subplots
 
 from sage_core import Media, RoundRecord, RunHeader, summarize
-from sage_core.config import SageConfig
 from sage_core.media import thumbnail
+from sage_core.method_settings import SageConfig
 from sage_core.methods import drafts
 from sage_core.models import VisualBox
 

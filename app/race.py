@@ -39,10 +39,11 @@ from sage_core import (
     prepare_inputs,
     summarize,
 )
-from sage_core.config import SamplingConfig, check_prune_ratio, shown
+from sage_core.config import SamplingConfig, check_prune_ratio
 from sage_core.costs import CostCurve
 from sage_core.errors import InputError
 from sage_core.media import thumbnail
+from sage_core.method_settings import shown
 from sage_core.methods import drafts, in_order
 from sage_core.models import VisualBox
 from sage_core.pruning import PAPER_RATIOS

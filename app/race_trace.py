@@ -15,16 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from sage_core.costs import CostCurve
+from sage_core.errors import TraceError
 from sage_core.methods import method_names
-from sage_core.records import (
-    MAX_TRACE_BYTES,
-    TraceError,
-    is_text,
-    json_line,
-    parse_trace_rows,
-    read_trace_text,
-    trace_lines,
-)
+from sage_core.records import trace_lines
+from sage_core.trace_check import MAX_TRACE_BYTES, is_text, json_line, parse_trace_rows, read_trace_text
 
 from .race import Lane, RaceData
 
@@ -55,7 +49,7 @@ def load_race(path: str | Path, max_bytes: int = MAX_TRACE_BYTES) -> RaceData:
 
 
 def parse_race(lines: Sequence[str], source: str = "") -> RaceData:
-    """A race from its JSON lines, every field checked (`sage_core.records.parse_trace`); TraceError else."""
+    """A race from its JSON lines, every field checked (`sage_core.trace_check.parse_trace`); TraceError else."""
     rows = [json_line(line, number) for number, line in enumerate((line for line in lines if line.strip()), 1)]
     if not rows:
         raise TraceError("the trace file is empty")
@@ -123,6 +117,8 @@ def _race_costs(meta: dict) -> CostCurve | None:
         and all(len(s) in (0, len(curve.sizes)) for s in (curve.verify_spread_ms, curve.draft_spread_ms))
         and all(type(n) is int and n >= 1 for n in (*curve.sizes, curve.repeats + 1))
         and all(isinstance(v, int | float) and 0 <= v < 1e6 for v in numbers)
+        and (curve.round_overhead_ms is None or (isinstance(curve.round_overhead_ms, int | float)
+                                                 and 0 <= curve.round_overhead_ms < 1e6))
     ):
         raise TraceError("the race line's cost curve needs node counts >= 1 and finite times per count")
     return curve

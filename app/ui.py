@@ -144,7 +144,7 @@ def wire(page: Page, handlers: Handlers) -> None:
     page.tree_lane.input(controls(handlers.show_lane, page), [page.state, page.tree_lane],
                          [page.fig_tree, page.explain, page.tree_round, page.status], queue=False,
                          api_visibility="private")  # fmt: skip
-    page.api_race.click(gpu_for_race(guard(race_api_function(handlers))), [*page.race_inputs, *page.old_names],
+    page.api_race.click(gpu_for_race(guard(race_api_function(handlers))), page.race_inputs,
                         page.api_result, api_name="race", concurrency_id="race",
                         concurrency_limit=RACE_CONCURRENCY)  # fmt: skip
     page.api_replay.click(guard(handlers.replay_api), [page.trace_in, page.speed], page.api_result,

@@ -14,14 +14,17 @@ output equals the target's own greedy decoding.
 __version__ = "0.1.0"
 
 from . import compat  # noqa: F401  (first: a VersionError sentence when torch or transformers is out of range)
-from .config import CHAIN_TREE, METHOD_LABELS, METHODS, STATIC_TREE, DecodeConfig, DynamicConfig, SageConfig
+from .config import DecodeConfig
 from .decode import DecodeRun, decode
 from .errors import BackendError, InputError, MediaError, ModelLoadError, PairMismatchError, SageError, VersionError
 from .media import Media, image_media, load_media
+from .method_settings import DynamicConfig, SageConfig
+from .methods import METHOD_LABELS, METHODS
 from .models import VLM, ModelPair, check_pair, load_pair
 from .prepared import PreparedInputs, prepare_inputs
-from .records import RoundRecord, RunHeader, RunSummary, load_trace, parse_trace, save_trace, summarize
-from .trees import Tree
+from .records import RoundRecord, RunHeader, RunSummary, save_trace, summarize
+from .trace_check import load_trace, parse_trace
+from .trees import CHAIN_TREE, STATIC_TREE, Tree
 
 __all__ = [
     "CHAIN_TREE",

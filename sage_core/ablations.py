@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from .config import SageConfig
 from .drafting import DraftedTree, TopK
+from .method_settings import SageConfig
 from .policy import Candidate, Expansion
 from .proposers import Adaptation, Drafter, Proposal, SageProposer, rerank_tree
 from .trees import STATIC_TREE

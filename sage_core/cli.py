@@ -37,9 +37,24 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"error: {message} (see --help)\n")
 
 
+#: Flags renamed (one word for one thing) and their names now. They are no longer read, but stay known, hidden:
+#: argparse would otherwise take `--top-k` for an abbreviation of `--top-k-sampling`.
+RENAMED_FLAGS = {"--top-k": "--candidates", "--dynamic-top-k": "--dynamic-candidates"}
+
+
+class RenamedFlag(argparse.Action):
+    """A flag under its old name: refused, in one sentence naming the new one."""
+
+    def __call__(
+        self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option: str | None = None
+    ) -> None:
+        new = RENAMED_FLAGS[str(option)]
+        parser.error(f"{option} is the old name of {new}, no longer read: use {new}")
+
+
 def add_method_settings(gen: argparse.ArgumentParser) -> None:
     """One flag per setting of every registered method (`MethodSpec.controls`), at the settings' defaults;
-    a setting's old names still set it, unlisted in --help."""
+    the renamed flags refuse, unlisted in --help."""
     for spec in specs():
         if not spec.controls:
             continue
@@ -51,9 +66,8 @@ def add_method_settings(gen: argparse.ArgumentParser) -> None:
                 "--" + setting.name.replace("_", "-"), type=kind, choices=setting.choices or None,
                 default=getattr(defaults, setting.field), help=setting.help,
             )  # fmt: skip
-            for old in (*setting.old_names, *setting.old_flags):
-                gen.add_argument("--" + old.replace("_", "-"), type=kind, dest=setting.name,
-                                 default=argparse.SUPPRESS, help=argparse.SUPPRESS)  # fmt: skip
+    for old in RENAMED_FLAGS:
+        gen.add_argument(old, action=RenamedFlag, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
 
 
 def method_settings(args: argparse.Namespace) -> dict[str, Any]:

@@ -12,31 +12,8 @@ from typing import Any, Literal
 
 from .arguments import check_part
 from .errors import ConfigError, InputError
-
-# The tree settings of SAGE and the dynamic tree, and the shared checks (method_settings.py).
-from .method_settings import DYNAMIC_RANGES as DYNAMIC_RANGES
-from .method_settings import FLOAT_FIELDS as FLOAT_FIELDS
-from .method_settings import OLD_DYNAMIC_NAMES as OLD_DYNAMIC_NAMES
-from .method_settings import OLD_SAGE_NAMES as OLD_SAGE_NAMES
-from .method_settings import SAGE_RANGES as SAGE_RANGES
-from .method_settings import DynamicConfig as DynamicConfig
-from .method_settings import SageConfig as SageConfig
-from .method_settings import as_float
-from .method_settings import as_whole as as_whole
-from .method_settings import is_whole_in as is_whole_in
-from .method_settings import shown as shown
-from .method_settings import with_current_names as with_current_names
-
-# The methods, their labels and trees live in one registry (methods.py); these names stay here too.
-from .methods import METHOD_LABELS as METHOD_LABELS
-from .methods import METHODS as METHODS
-from .methods import PRUNED_METHOD_LABELS as PRUNED_METHOD_LABELS
-from .methods import Method as Method
-from .methods import drafts, method_spec
-from .methods import method_label as method_label
-from .trees import CHAIN_TREE as CHAIN_TREE
-from .trees import STATIC_TREE as STATIC_TREE
-from .trees import RankPath as RankPath
+from .method_settings import DynamicConfig, SageConfig, as_float, as_whole, is_whole_in, shown
+from .methods import Method, drafts, method_spec
 
 # How the loop talks to the models (backends.py): a cache strategy and a forward, chosen separately;
 # these four names are presets of the two (all lossless): "fast" (caches grown in place, commits that

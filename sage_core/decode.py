@@ -31,7 +31,7 @@ from .models import KVState, ModelPair
 from .models.pair import check_method
 from .policy import topk_entropy
 from .prepared import PreparedInputs, check_vocabulary, prepare_inputs, with_draft_inputs
-from .proposers import Drafter, Proposer, SagePlanner, make_proposer
+from .proposers import Drafter, Proposer, make_proposer
 from .pruning import select_visual_tokens
 from .records import FinishReason, RoundRecord, RunHeader, RunSummary, summarize
 from .sampling import make_verifier, resolve_seed
@@ -39,7 +39,7 @@ from .timing import Laps
 from .trees import EMPTY_TREE, ROOT, Tree
 from .verify import Verifier, Warp
 
-__all__ = ["DecodeRun", "SagePlanner", "TextStream", "decode"]
+__all__ = ["DecodeRun", "TextStream", "decode"]
 
 DETOKENIZE_CONTEXT = 6  # tokens of left context when decoding one token's text
 

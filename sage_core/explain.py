@@ -13,10 +13,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .config import STATIC_TREE, SageConfig
+from .method_settings import SageConfig
 from .methods import method_spec
 from .records import RoundRecord
-from .trees import ROOT
+from .trees import ROOT, STATIC_TREE
 
 #: "prefill", "plain", SAGE's "sage-first" / "sage-template" / "sage-online", a fixed tree's or a reranked
 #: tree's method name ("chain", "static", "dynamic"), or "tree" for any other method's round.

@@ -24,10 +24,12 @@ from typing import Any
 
 import torch
 
-from .config import METHODS, OLD_SAGE_NAMES, Backend, DecodeConfig, SageConfig
+from .config import Backend, DecodeConfig
 from .decode import DecodeRun
 from .errors import GenerateError
 from .media import Media
+from .method_settings import OLD_SAGE_NAMES, SageConfig
+from .methods import METHODS
 from .models import FAMILIES, VLM, check_pair
 from .models.loading import input_device
 from .prepared import PreparedInputs
@@ -154,7 +156,10 @@ def _sage_config(given: SageConfig | None, kwargs: dict[str, Any]) -> SageConfig
     names = {f.name for f in fields(SageConfig)}
     changes = {}
     for key in [k for k in kwargs if k.startswith(SAGE_PREFIX)]:
-        name = OLD_SAGE_NAMES.get(key.removeprefix(SAGE_PREFIX), key.removeprefix(SAGE_PREFIX))  # sage_top_k too
+        name = key.removeprefix(SAGE_PREFIX)
+        if name in OLD_SAGE_NAMES:  # sage_top_k: now sage_candidates
+            new = SAGE_PREFIX + OLD_SAGE_NAMES[name]
+            raise GenerateError(f"{key!r} is the old name of SAGE's {new!r}, no longer read: pass {new!r} instead")
         if name not in names:
             raise GenerateError(f"unknown SAGE setting {key!r}; the settings are {', '.join(sorted(names))} (prefixed)")
         changes[name] = kwargs.pop(key)

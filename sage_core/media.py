@@ -3,7 +3,7 @@
 Video frames are sampled by us at the evenly spaced indices
 round(linspace(0, count - 1, N)) and handed to the processor with their
 metadata (native fps, frame count, indices), so each family gets its
-temporal positions right (see adapter.py).
+temporal positions right (see models/prompts.py).
 
 Pictures are read as a viewer shows them (`as_shown`): the EXIF orientation
 applied (phone photos), transparency composited on white, 16-bit and float

@@ -9,7 +9,7 @@ class without importing the decode configuration; config.py re-exports every nam
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, SupportsFloat, SupportsIndex, TypeGuard
 
@@ -31,9 +31,11 @@ SAGE_RANGES: dict[str, tuple[int, int]] = {
 # The range of each dynamic tree setting (DynamicConfig); the page's sliders read these too.
 DYNAMIC_RANGES: dict[str, tuple[int, int]] = {"depth": (1, 10), "candidates": (1, 50), "total_tokens": (1, 256)}
 FLOAT_FIELDS = ("threshold_base", "initial_alpha", "lower_below", "raise_above")
-# Names settings had before they were renamed (one word for one thing), and their names now: a trace
-# written before, or a caller using an old name, is read under the new one.
+# SAGE's settings under the names they had before they were renamed (one word for one thing), and their
+# names now. A trace written before is still read under the new names (trace_check.py; docs/cli-and-library.md
+# says until when); a caller who passes an old name gets one sentence naming the new one (`refuse_old_names`).
 OLD_SAGE_NAMES: dict[str, str] = {"top_k": "candidates", "expansion_threshold": "threshold_base"}
+#: the dynamic tree's `candidates` was `top_k` on the command line and the /race API (no trace holds it)
 OLD_DYNAMIC_NAMES: dict[str, str] = {"top_k": "candidates"}
 
 
@@ -117,8 +119,8 @@ class SageConfig:
     @classmethod
     def from_form(cls, values: Mapping[str, object]) -> SageConfig:
         """SAGE's settings from a form or a JSON call ("8", 8.0 and 8 alike); checked as every SageConfig is."""
-        named = with_current_names(values, OLD_SAGE_NAMES)
-        settings: dict[str, Any] = {name: as_whole(value) for name, value in named.items()}
+        refuse_old_names(values, OLD_SAGE_NAMES, "SAGE's")
+        settings: dict[str, Any] = {name: as_whole(value) for name, value in values.items()}
         return cls(**settings)
 
 
@@ -154,8 +156,8 @@ class DynamicConfig:
     @classmethod
     def from_form(cls, values: Mapping[str, object]) -> DynamicConfig:
         """The dynamic tree's settings from a form or a JSON call ("5", 5.0 and 5 alike); checked as always."""
-        named = with_current_names(values, OLD_DYNAMIC_NAMES)
-        settings: dict[str, Any] = {name: as_whole(value) for name, value in named.items()}
+        refuse_old_names(values, OLD_DYNAMIC_NAMES, "the dynamic tree's")
+        settings: dict[str, Any] = {name: as_whole(value) for name, value in values.items()}
         return cls(**settings)
 
 
@@ -187,9 +189,17 @@ class FrozenSageConfig:
             raise ConfigError(f"sage-frozen's α must be a number in [0, 1], not {shown(value)}")
 
 
+def refuse_old_names(names: Iterable[str], old_names: Mapping[str, str], whose: str) -> None:
+    """One sentence (ConfigError) for a caller who names a setting as it was called before it was renamed."""
+    for name in names:
+        if name in old_names:
+            new = old_names[name]
+            raise ConfigError(f"{name!r} is the old name of {whose} {new!r}, no longer read: pass {new!r} instead")
+
+
 def with_current_names(values: Mapping[str, object], old_names: Mapping[str, str]) -> dict[str, object]:
-    """Settings under their current names: a value under an old name is read under its new one, unless the
-    new name is given too (it wins)."""
+    """A trace's fields under their current names: a value under an old name is read under its new one,
+    unless the new name is given too (it wins)."""
     current = {name: value for name, value in values.items() if name not in old_names}
     for old, new in old_names.items():
         if old in values and new not in values:

@@ -22,7 +22,6 @@ from .errors import ConfigError
 from .method_settings import (
     DYNAMIC_RANGES,
     FROZEN_ALPHA_SOURCE,
-    OLD_SAGE_NAMES,
     SAGE_RANGES,
     DynamicConfig,
     FrozenSageConfig,
@@ -30,7 +29,6 @@ from .method_settings import (
     as_float,
     as_whole,
     shown,
-    with_current_names,
 )
 from .trees import CHAIN_TREE, STATIC_TREE, RankPath
 
@@ -60,8 +58,6 @@ class Setting:
     whole: bool = True  # a whole number (else a real number in [low, high])
     choices: tuple[str, ...] = ()  # a choice among these (then low/high are unused)
     form: bool = True  # also an app control and a /race field (False: the command line only)
-    old_names: tuple[str, ...] = ()  # names it had before, still read (hidden) on every surface
-    old_flags: tuple[str, ...] = ()  # names it had before on the command line only
 
     def read(self, value: object) -> object:
         """The value as the settings class takes it ("8", 8.0 and 8 alike for a whole number)."""
@@ -115,8 +111,6 @@ class MethodSpec:
         if self.settings is None:
             return None
         names = {s.name: s for s in self.controls}
-        for setting in self.controls:
-            values = with_current_names(values, dict.fromkeys(setting.old_names, setting.name))
         given = {names[n].field: names[n].read(v) for n, v in values.items() if n in names}
         if hasattr(self.settings, "from_form"):
             return self.settings.from_form(given)
@@ -207,7 +201,7 @@ SAGE_CONTROLS: tuple[Setting, ...] = (
            SAGE_RANGES),
     _whole("candidates", "candidates", "Candidates k per node (its entropy gives α)",
            "SAGE's k, the draft's candidates per node, whose entropy gives its confidence (paper: 10).",
-           SAGE_RANGES, old_names=tuple(old for old, new in OLD_SAGE_NAMES.items() if new == "candidates")),
+           SAGE_RANGES),
     _whole("window", "window", "Acceptance window", "rounds in the acceptance window that moves D_max (paper: 10).",
            SAGE_RANGES, form=False),
     Setting("shape", "shape", "Shape", "online (grown from this round's draft) or template (planned from the last)",
@@ -221,7 +215,7 @@ DYNAMIC_CONTROLS: tuple[Setting, ...] = (
            "the dynamic tree's levels expanded below the first (EAGLE-2: 5), in [1, 10].", DYNAMIC_RANGES),
     _whole("dynamic_candidates", "candidates", "Dynamic tree: candidates per node",
            "the dynamic tree's frontier nodes expanded per level and children each (EAGLE-2's top_k: 10), in [1, 50].",
-           DYNAMIC_RANGES, old_flags=("dynamic_top_k",)),
+           DYNAMIC_RANGES),
     _whole("dynamic_total_tokens", "total_tokens", "Dynamic tree: nodes verified",
            "the dynamic tree's nodes verified after the rerank (EAGLE-2: 59), in [1, 256].", DYNAMIC_RANGES),
 )  # fmt: skip

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
-from .config import SageConfig
+from .method_settings import SageConfig
 
 
 def round_half_up(value: float) -> int:

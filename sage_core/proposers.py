@@ -26,8 +26,9 @@ from typing import Any, Protocol
 
 from .backends import ModelBackend
 from .budget import BudgetChoice, budget_fields
-from .config import STATIC_TREE, DecodeConfig, DynamicConfig, SageConfig
+from .config import DecodeConfig
 from .drafting import Chooser, DraftedTree, Expand, TopK, feed_committed, grow_tree, template_chooser, top_candidates
+from .method_settings import DynamicConfig, SageConfig
 from .methods import method_spec
 from .models import KVState
 from .policy import (
@@ -43,7 +44,7 @@ from .policy import (
     planned_depth,
     planned_width,
 )
-from .trees import EMPTY_TREE, ROOT, RankPath, Tree
+from .trees import EMPTY_TREE, ROOT, STATIC_TREE, RankPath, Tree
 from .verify import Verdict, Warp
 
 
@@ -327,7 +328,7 @@ class SageProposer:
 
 
 class DynamicProposer:
-    """EAGLE-2's dynamic draft tree on the same draft model (Li et al. 2024, §4; config.DynamicConfig).
+    """EAGLE-2's dynamic draft tree on the same draft model (Li et al. 2024, §4; method_settings.DynamicConfig).
 
     Expansion: the root's top-k are level 1; at each of `depth` levels the `candidates` nodes of the
     newest level with the highest cumulative probability (the product of the draft's

@@ -6,7 +6,7 @@ draft keeps is decided by the target ("verifier-guided"): during the target's
 prefill each visual token is scored by the attention it receives from the
 text tokens that follow the last visual token (the question and the
 assistant header), averaged over every head, those text queries and every
-decoder layer (the adapter computes this from one hook per layer, see
+decoder layer (the model package computes this from one hook per layer, see
 `VLM.prefill_scored`). Then, as SpecVLM's `inference.py` does:
 
 1. stage I keeps the highest-scored tokens until they hold `attention_share`

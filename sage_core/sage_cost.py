@@ -36,9 +36,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from .budget import BudgetChoice, RankCalibration, RoundCosts, drafted_outcomes, weigh_prefixes
-from .config import SageConfig
 from .costs import COST_SIZES, CostCurve
 from .drafting import DraftedTree
+from .method_settings import SageConfig
 from .policy import Candidate, Expansion, confidence, level_width, planned_depth, planned_width
 from .proposers import Adaptation, Drafter, Proposal, RoundShape
 from .trees import ROOT, Tree

@@ -26,8 +26,9 @@ from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
 
-from .config import Backend, DecodeConfig, DynamicConfig, SageConfig
+from .config import Backend, DecodeConfig
 from .decode import DecodeRun
+from .method_settings import DynamicConfig, SageConfig
 from .methods import MethodSpec, is_method, registered
 from .models import ModelPair
 from .prepared import PreparedInputs

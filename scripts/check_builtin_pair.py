@@ -1,6 +1,6 @@
 """Quality check of the built-in model pair on freshly generated scenes.
 
-Greedy answers (``generate(do_sample=False)``, inputs built like the app's adapter) from the
+Greedy answers (``generate(do_sample=False)``, inputs built like the app's, by sage_core/models/prompts.py) from the
 target and the draft on N examples from a seed the training never used; prints accuracy per
 kind and overall for both, and the draft's next-token agreement with the target (teacher-forced
 on the target's answers) with simulated tokens per target pass for greedy speculation.

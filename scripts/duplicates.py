@@ -21,12 +21,7 @@ DEFAULT_PATHS = ("sage_core", "app", "scripts", "custom_generate", "app.py")
 MIN_LINES = 8
 
 #: Left out, each with its reason; a path here that is gone fails the check (so the list stays short).
-EXCLUDED = {
-    # Leaving sage_core on another branch of the same issue (the re-export and the test-model builders,
-    # whose per-family configs repeat by design): drop these when it merges.
-    "sage_core/adapter.py": "a re-export of sage_core.models, being removed",
-    "sage_core/tiny_models.py": "test-model builders, moving to a test-support package",
-}
+EXCLUDED: dict[str, str] = {}
 
 Line = tuple[Path, int, str]  # file, line number, the stripped text
 

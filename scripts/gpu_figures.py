@@ -120,7 +120,7 @@ def build(shape: str, device: torch.device, layers: int | None = None) -> VLM:
     from transformers import Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration
 
     if shape in SMOKE_SIZES:
-        from sage_core.tiny_models import build_config
+        from sage_testkit.tiny_models import build_config
 
         config: Any = build_config("qwen2_5_vl", SMOKE_SIZES[shape])
         if layers is not None:
@@ -426,7 +426,7 @@ def bf16_pair(context: Context, kind: str) -> Any:
     bfloat16, and a draft that is a copy of it (`copy`) or a copy with noised weights (`noised`)."""
     from transformers import GenerationConfig, Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration
 
-    from sage_core.tiny_models import SPECIAL_TOKENS, build_config, build_processor
+    from sage_testkit.tiny_models import SPECIAL_TOKENS, build_config, build_processor
 
     config: Any = build_config("qwen2_5_vl", "small")
     if not context.smoke:

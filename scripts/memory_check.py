@@ -1,12 +1,14 @@
 """Peak memory and decode-step time against prompt length, with each family's real vocabulary.
 
-    python scripts/memory_check.py                      # CPU: peak RSS, in a fresh process per case
-    python scripts/memory_check.py --device cuda        # CUDA: torch.cuda.max_memory_allocated
-    python scripts/memory_check.py --family gemma3      # one family of a new kind (or --family all)
+    PYTHONPATH=. python scripts/memory_check.py                  # CPU: peak RSS, in a fresh process per case
+    PYTHONPATH=. python scripts/memory_check.py --device cuda    # CUDA: torch.cuda.max_memory_allocated
+    PYTHONPATH=. python scripts/memory_check.py --family gemma3  # one family of a new kind (or --family all)
+
+(From the checkout: the tiny models come from the test support, sage_testkit/, which is not installed.)
 
 Issue 9's case: with a model of Qwen's vocabulary (151,936 rows) and a 1,970-token prompt,
 one SAGE run once peaked 2.2 GB above the same run on a 34-token prompt (the prefill computed
-every position's logits). Here a tiny pair of the family (sage_core/tiny_models.py) padded to
+every position's logits). Here a tiny pair of the family (sage_testkit/tiny_models.py) padded to
 its real vocabulary decodes a short and a long prompt (text padding up to --long-tokens) with
 SAGE (the chain for a family that refuses trees); each case runs in its own process after a
 warm-up, the peak is measured around the run only (on the CPU: VmHWM reset through
@@ -50,7 +52,7 @@ FILLER = "the quick brown fox jumps over the lazy dog. "
 def build_pair(folder: Path, family: str = "qwen2_5_vl", vocab: int | None = None) -> tuple[str, str]:
     """A tiny target and draft of `family` whose embeddings and lm_heads have `vocab` rows (default:
     the family's published vocabulary, `FAMILY_VOCABS`)."""
-    from sage_core.tiny_models import build_config, build_tiny_vlm
+    from sage_testkit.tiny_models import build_config, build_tiny_vlm
 
     padding = (vocab or {**FAMILY_VOCABS, **OTHER_VOCABS}[family]) - build_config(family).get_text_config().vocab_size
     target = build_tiny_vlm(family, folder / f"{family}-target", seed=0, size="small", vocab_padding=padding)

@@ -38,7 +38,7 @@ import torch
 
 from sage_core.builtin.quality import example_media, generate_answers, teacher_forced_feed
 from sage_core.builtin.scenes import LONG_KINDS, ROW_KIND, make_examples
-from sage_core.config import SageConfig
+from sage_core.method_settings import SageConfig
 from sage_core.policy import confidence
 from sage_core.premise import pearson
 

@@ -1,26 +1,25 @@
-"""Shared fixtures: tiny random models of every family, saved to folders (each built once a session).
+"""Shared fixtures. The helpers behind them live in the test-support package (sage_testkit/, not
+installed): tiny random models of every family saved to folders (each built once a session), the
+built-in pair, the test image and video, the target's greedy answer, and a model-free toy pair.
 
-The project's real loading path (`VLM.load` -> `from_pretrained` and
-`AutoProcessor.from_pretrained`) runs on them, offline.
+The project's real loading path (`VLM.load` -> `from_pretrained` and `AutoProcessor.from_pretrained`)
+runs on the tiny folders, offline. A test module imports from sage_testkit, never from another test
+module or from this file.
 """
 
 from __future__ import annotations
 
-import functools
+from collections.abc import Callable
 from pathlib import Path
 
-import numpy as np
 import pytest
 import torch
-from PIL import Image
 
-from sage_core.media import Media, image_media
-from sage_core.tiny_models import ALL_FAMILIES, EXTRA_FAMILIES, FAMILIES, build_tiny_vlm, model_class
+from sage_core.media import Media
+from sage_core.models import ModelPair
+from sage_testkit import pairs, toy
 
 torch.set_num_threads(1)  # tiny models: threads only add overhead
-
-# How the draft relates to the target.
-DRAFT_KINDS = ("copy", "noised", "unrelated")
 
 
 @pytest.fixture(scope="session")
@@ -28,63 +27,39 @@ def tiny_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("tiny")
 
 
-_BUILT: dict[tuple[str, str], str] = {}
+@pytest.fixture(scope="session")
+def tiny_pair(tiny_root: Path) -> Callable[..., ModelPair]:
+    """`tiny_pair(family, draft_kind="noised")`: the float32 CPU pair of that family, loaded once."""
+
+    def load(family: str, draft_kind: str = "noised") -> ModelPair:
+        return pairs.tiny_pair(str(tiny_root), family, draft_kind)
+
+    return load
 
 
-def tiny_folder(root: Path, family: str, kind: str) -> str:
-    """Build (once per session) the target or a draft of `family`."""
-    key = (family, kind)
-    if key not in _BUILT:
-        folder = root / f"{family}-{kind}"
-        if kind in ("target", "copy"):
-            build_tiny_vlm(family, folder, seed=0, size="small")
-        elif kind == "unrelated":
-            build_tiny_vlm(family, folder, seed=1, size="smaller")
-        elif kind == "padded":
-            build_tiny_vlm(family, folder, seed=1, size="smaller", vocab_padding=5)
-        elif kind == "noised":
-            build_tiny_vlm(family, folder, seed=0, size="small")
-            model = model_class(family).from_pretrained(folder, dtype=torch.float32)
-            generator = torch.Generator().manual_seed(7)
-            with torch.no_grad():
-                for param in model.parameters():
-                    param.add_(torch.randn(param.shape, generator=generator) * param.std() * NOISE)
-            model.save_pretrained(folder)
-        else:
-            raise ValueError(kind)
-        _BUILT[key] = str(folder)
-    return _BUILT[key]
+@pytest.fixture(scope="session")
+def builtin_pair() -> ModelPair:
+    """The project's trained pair (assets/builtin), float32 on the CPU."""
+    return pairs.builtin_pair()
 
 
-NOISE = 0.1
+@pytest.fixture(scope="session")
+def greedy() -> Callable[[ModelPair, Media, str, int], list[int]]:
+    """`greedy(pair, media, prompt, max_new_tokens)`: the target's own `generate(do_sample=False)`."""
+    return pairs.greedy
 
 
-@functools.cache
-def image_and_video() -> dict[str, Media]:
-    """The test image and video, made once (the fixtures below hand out the same objects)."""
-    pixels = (np.random.RandomState(0).rand(56, 56, 3) * 255).astype("uint8")
-    frames = (np.random.RandomState(1).rand(8, 56, 56, 3) * 255).astype("uint8")
-    return {
-        "image": image_media(Image.fromarray(pixels), "noise.png"),
-        "video": Media(
-            kind="video",
-            name="noise.mp4",
-            frames=frames,
-            fps=4.0,
-            total_frames=16,
-            frame_indices=tuple(range(0, 16, 2)),
-        ),
-    }
+@pytest.fixture
+def toy_pair() -> ModelPair:
+    """A model-free pair (sage_testkit/toy.py): the draft agrees with the target often, not always."""
+    return toy.toy_pair()
 
 
 @pytest.fixture(scope="session")
 def image() -> Media:
-    return image_and_video()["image"]
+    return pairs.image_and_video()["image"]
 
 
 @pytest.fixture(scope="session")
 def video() -> Media:
-    return image_and_video()["video"]
-
-
-__all__ = ["ALL_FAMILIES", "DRAFT_KINDS", "EXTRA_FAMILIES", "FAMILIES", "tiny_folder"]
+    return pairs.image_and_video()["video"]

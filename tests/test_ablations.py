@@ -5,12 +5,10 @@ method; here, that each does what it says."""
 from __future__ import annotations
 
 import random
-from pathlib import Path
 
 import pytest
-from conftest import tiny_folder
 
-from sage_core import DecodeConfig, SageConfig, decode, load_pair
+from sage_core import DecodeConfig, SageConfig, decode
 from sage_core.ablations import best_first
 from sage_core.drafting import DraftedTree
 from sage_core.errors import ConfigError
@@ -101,9 +99,8 @@ def test_best_first_drafts_fewer_nodes_than_the_whole_tree() -> None:
 
 
 @pytest.fixture(scope="module")
-def pair(tiny_root: Path):
-    return load_pair(tiny_folder(tiny_root, "qwen2_vl", "target"), tiny_folder(tiny_root, "qwen2_vl", "noised"),
-                     "cpu", "float32")  # fmt: skip
+def pair(tiny_pair):
+    return tiny_pair("qwen2_vl")
 
 
 def test_sage_frozen_holds_alpha_and_shapes_its_trees_with_sages_rules(pair, image) -> None:

@@ -179,8 +179,6 @@ BAD_INPUTS = [
     ("SAGE setting 'x'", {"image": "example", "depth_min": "x"}, "depth_min must be a whole number"),
     ("candidates 100000", {"image": "example", "candidates": 100000},
      "candidates must be a whole number in \\[2, 20\\], not 100000"),
-    ("old name top_k 100000", {"image": "example", "top_k": 100000},
-     "candidates must be a whole number in \\[2, 20\\], not 100000"),
     ("dynamic depth 0", {"image": "example", "dynamic_depth": 0},
      "invalid dynamic tree settings: depth must be a whole number in \\[1, 10\\], not 0"),
     ("dynamic total tokens 257", {"image": "example", "methods": ["sage", "dynamic"], "dynamic_total_tokens": 257},
@@ -232,17 +230,17 @@ def test_bad_input_gets_its_message_and_the_app_keeps_serving(
     assert good["texts"]["sage"] == good["texts"]["static"] != ""
 
 
-def test_the_race_uses_its_dynamic_tree_settings_and_reads_top_k_as_candidates(client, example):
+def test_the_race_uses_its_dynamic_tree_settings_and_sages_candidates(client, example):
     answer = client.predict(
         image=handle_file(example[0]), prompt=example[1], methods=["static", "dynamic"], max_new_tokens=6,
-        dynamic_depth=2, dynamic_total_tokens=5, top_k=12, api_name="/race",
+        dynamic_depth=2, dynamic_total_tokens=5, candidates=12, api_name="/race",
     )  # fmt: skip
     lanes = {lane.method: lane for lane in parse_race(answer["trace"].splitlines()).lanes}
     dynamic, static = lanes["dynamic"], lanes["static"]
     assert dynamic.header is not None and static.header is not None
     assert dynamic.header.dynamic == {"depth": 2, "candidates": 10, "total_tokens": 5}
     assert all(r.node_count <= 5 for r in dynamic.records) and any(r.node_count == 5 for r in dynamic.records)
-    assert static.header.sage["candidates"] == 12  # `top_k`, the old name, still sets SAGE's k
+    assert static.header.sage["candidates"] == 12
     assert answer["texts"]["dynamic"] == answer["texts"]["static"] != ""
 
 

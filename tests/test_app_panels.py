@@ -24,8 +24,8 @@ from app.race import REPLAY_MAX_WAIT, Lane, RaceData, replay_steps
 from app.race_trace import load_race, parse_race, race_trace_lines
 from app.ui import last
 from sage_core import save_trace
-from sage_core.errors import ModelLoadError
-from sage_core.records import MAX_TREE_DEPTH, MAX_TREE_NODES, TraceError
+from sage_core.errors import ModelLoadError, TraceError
+from sage_core.trace_check import MAX_TREE_DEPTH, MAX_TREE_NODES
 
 
 def traces(fig) -> list:

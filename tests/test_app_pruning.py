@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import tiny_folder
 from PIL import Image
 
 from app.panels import DIMMED, draft_view_caption, draft_view_image
 from app.pruning_panel import show_draft_view
 from app.race import RaceRequest, race_steps, resolve_prune_ratio
 from app.render import lane_html
-from sage_core import load_pair
 from sage_core.errors import InputError
 from sage_core.media import Media, image_media
 
@@ -48,8 +46,8 @@ def test_the_picture_dims_the_pruned_patches():
 
 
 @pytest.mark.parametrize("kind", ["image", "video"])
-def test_a_pruned_race_has_the_same_texts_labels_and_a_picture(tiny_root, image, video, kind):
-    pair = load_pair(tiny_folder(tiny_root, "qwen2_vl", "target"), tiny_folder(tiny_root, "qwen2_vl", "noised"), "cpu")
+def test_a_pruned_race_has_the_same_texts_labels_and_a_picture(tiny_pair, image, video, kind):
+    pair = tiny_pair("qwen2_vl")
     media = image if kind == "image" else video
     ratio = resolve_prune_ratio("paper", 0.0, kind)
     races = list(race_steps(pair, RaceRequest(media, "Describe it.", ("sage", "static", "ar"), 12, prune_ratio=ratio)))

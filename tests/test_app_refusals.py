@@ -18,13 +18,13 @@ from pathlib import Path
 
 import pytest
 from app_server import form_values, running_app
-from conftest import tiny_folder
 from gradio_client import Client, handle_file
 from gradio_client.exceptions import AppError
 
 from app.models import CustomModels
 from sage_core import DecodeConfig, SageError, decode, load_media, load_pair
 from sage_core.cli import main
+from sage_testkit.pairs import tiny_folder
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "assets" / "examples"
 IMAGE = str(next(EXAMPLES.glob("*.png")))

@@ -179,7 +179,7 @@ def raw_call(url: str, values: list) -> tuple[str, str]:
 
 @pytest.mark.slow
 def test_a_raw_call_that_leaves_off_trailing_values_gets_their_defaults(url):
-    """21 of the form's 22 values and no top_k raced (it answered a blank error), and so does image and
+    """All of the form's values but the last raced (it once answered a blank error), and so does image and
     prompt alone; a call whose values are wrong still gets its sentence."""
     example = next(e for e in load_examples() if not e.is_video)
     with open(example.file, "rb") as handle:

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import tiny_folder
 from PIL import Image
+
+from sage_testkit.pairs import tiny_folder
 
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "benchmark.py"
 

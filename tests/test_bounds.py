@@ -15,8 +15,9 @@ from gradio_client.exceptions import AppError
 
 from app.inputs import RACE_FIELDS, Limits, load_examples
 from sage_core.cli import main
-from sage_core.config import DecodeConfig, DynamicConfig, SageConfig, SamplingConfig, check_max_new_tokens, check_prompt
+from sage_core.config import DecodeConfig, SamplingConfig, check_max_new_tokens, check_prompt
 from sage_core.errors import SageError
+from sage_core.method_settings import DynamicConfig, SageConfig
 
 LIMITS = Limits(max_upload_mb=1, max_video_seconds=5, max_trace_mb=0.5)
 HUGE = 10**400
@@ -140,8 +141,8 @@ def raw_call(url: str, api: str, values: list) -> tuple[str, object]:
 
 
 def raw_race(url: str, values: list) -> str:
-    """The /race API's answer to the page's race inputs, and None for `top_k` (the old name of `candidates`)."""
-    kind, error = raw_call(url, "race", [*values, None])
+    """The /race API's answer to the page's race inputs."""
+    kind, error = raw_call(url, "race", values)
     assert kind == "error", error
     return str(error)
 

@@ -18,7 +18,6 @@ from typing import Any
 
 import pytest
 import torch
-from conftest import tiny_folder
 from transformers import DynamicCache
 
 from sage_core import DecodeConfig, decode, load_pair
@@ -26,6 +25,7 @@ from sage_core.cli import main
 from sage_core.errors import ConfigError
 from sage_core.models import KVState, ModelPair
 from sage_core.models.caches import clear_scratch, register_cache_strategy, unregister_cache_strategy
+from sage_testkit.pairs import tiny_folder
 
 ROOT = Path(__file__).resolve().parent.parent
 TOKENS = 16

@@ -86,9 +86,8 @@ def test_the_cache_goes_under_the_forwards_own_name(name):
 def test_the_cache_name_of_a_real_model_is_in_its_forward(tiny_root):
     import inspect
 
-    from conftest import tiny_folder
-
     from sage_core.models import VLM
+    from sage_testkit.pairs import tiny_folder
 
     vlm = VLM.load(str(tiny_folder(tiny_root, "qwen2_5_vl", "target")), device="cpu", dtype="float32")
     assert vlm.cache_keyword in inspect.signature(vlm.model.forward).parameters

@@ -5,11 +5,11 @@ from __future__ import annotations
 import math
 
 import pytest
-from conftest import tiny_folder
-from test_premise import record
 
 from sage_core import load_pair
 from sage_core.costs import COST_SIZES, CostCurve, measure_costs, measured_tree, predicted_speedups
+from sage_testkit.pairs import tiny_folder
+from sage_testkit.references import chain_record
 
 CURVE = CostCurve("cpu", "float32", "fast", (1, 2, 4), 1.0, (1.2, 1.4, 2.2), (0.5, 0.6, 1.0))
 
@@ -23,11 +23,11 @@ def test_the_curve_interpolates_and_extends_by_hand():
 
 
 def test_a_round_costs_its_feed_its_levels_and_its_verification():
-    chain = record(1, 0.5, 0.5, 3)  # a chain of 3 nodes: feed + 2 levels of 1 node + verify 3 nodes
+    chain = chain_record(1, 0.5, 0.5, 3)  # a chain of 3 nodes: feed + 2 levels of 1 node + verify 3 nodes
     assert CURVE.round_ms(chain) == pytest.approx(0.5 + 0.5 + 0.5 + 1.8)
     # Two such rounds of 4 new tokens each: 8 tokens in 2 * 3.3 ms.
-    assert CURVE.predicted_rate([record(0, None, None, 0), chain, chain]) == pytest.approx(1000 * 8 / 6.6)
-    plain = record(1, None, None, 0)  # the empty tree: one token per one-token step
+    assert CURVE.predicted_rate([chain_record(0, None, None, 0), chain, chain]) == pytest.approx(1000 * 8 / 6.6)
+    plain = chain_record(1, None, None, 0)  # the empty tree: one token per one-token step
     assert CURVE.predicted_rate([plain]) == pytest.approx(1000.0)
     speedups = predicted_speedups(CURVE, {"sage": [chain], "ar": [plain]}, "sage")
     assert speedups == {"ar": pytest.approx((1000 * 4 / 3.3) / 1000.0)}

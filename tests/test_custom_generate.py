@@ -4,20 +4,19 @@ trust_remote_code=True)` runs SAGE from custom_generate/generate.py and returns 
 
 from __future__ import annotations
 
-import functools
 import importlib.metadata
 from pathlib import Path
 
 import pytest
 import torch
-from conftest import FAMILIES, tiny_folder
 
-from sage_core import load_pair
 from sage_core.media import Media
-from sage_core.models import ModelPair
+from sage_testkit.pairs import tiny_pair
+from sage_testkit.references import ENTRY_MAX_NEW, plain, through_entry
+from sage_testkit.tiny_models import FAMILIES
 
 ROOT = Path(__file__).resolve().parent.parent
-MAX_NEW = 24
+MAX_NEW = ENTRY_MAX_NEW
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -29,29 +28,10 @@ def installed() -> None:
         pytest.fail("the package is not installed: `pip install -e .` (requirements-dev.txt does it)")
 
 
-@functools.cache
-def _pair(root: str, family: str, draft_kind: str) -> ModelPair:
-    folder = Path(root)
-    return load_pair(tiny_folder(folder, family, "target"), tiny_folder(folder, family, draft_kind), "cpu", "float32")
-
-
-def through_entry(pair: ModelPair, inputs: dict, **settings: object) -> torch.Tensor:
-    settings = {"do_sample": False, "max_new_tokens": MAX_NEW, **settings}
-    with torch.no_grad():
-        return pair.target.model.generate(
-            **inputs, assistant_model=pair.draft.model, custom_generate=str(ROOT), trust_remote_code=True, **settings
-        )
-
-
-def plain(pair: ModelPair, inputs: dict) -> torch.Tensor:
-    with torch.no_grad():
-        return pair.target.model.generate(**inputs, do_sample=False, max_new_tokens=MAX_NEW)
-
-
 @pytest.mark.parametrize("family", FAMILIES)
 @pytest.mark.parametrize("kind", ["image", "video"])
 def test_entry_point_equals_plain_greedy_generate(tiny_root, image: Media, video: Media, family: str, kind: str):
-    pair = _pair(str(tiny_root), family, "noised")
+    pair = tiny_pair(str(tiny_root), family, "noised")
     inputs = pair.target.prepare(image if kind == "image" else video, "Describe the picture.")
     expected = plain(pair, inputs)
     for method in ("sage", "static"):
@@ -63,7 +43,7 @@ def test_entry_point_equals_plain_greedy_generate(tiny_root, image: Media, video
 def test_entry_point_runs_sage_and_takes_its_settings(tiny_root, image: Media):
     """With the target itself as draft every drafted token is accepted: far fewer target forwards than
     tokens, which plain decoding cannot do; SAGE's settings arrive (a bad one is refused by SAGE's checks)."""
-    pair = _pair(str(tiny_root), "qwen2_5_vl", "copy")
+    pair = tiny_pair(str(tiny_root), "qwen2_5_vl", "copy")
     inputs = pair.target.prepare(image, "Describe the picture.")
     expected = plain(pair, inputs)
     forwards = [0]
@@ -91,7 +71,7 @@ def test_entry_point_runs_sage_and_takes_its_settings(tiny_root, image: Media):
     ],
 )
 def test_entry_point_refuses_what_would_not_be_greedy(tiny_root, image: Media, settings: dict, message: str):
-    pair = _pair(str(tiny_root), "qwen2_vl", "noised")
+    pair = tiny_pair(str(tiny_root), "qwen2_vl", "noised")
     inputs = pair.target.prepare(image, "Describe the picture.")
     with pytest.raises(ValueError, match=message):
         through_entry(pair, inputs, **settings)
@@ -101,7 +81,7 @@ def test_a_generation_config_object_is_read_as_generate_reads_it(tiny_root, imag
     """Its unset fields are unset (the checkpoint's end of sequence stays), as plain generate() has it."""
     from transformers import GenerationConfig
 
-    pair = _pair(str(tiny_root), "qwen2_vl", "noised")
+    pair = tiny_pair(str(tiny_root), "qwen2_vl", "noised")
     inputs = pair.target.prepare(image, "Describe the picture.")
     config = GenerationConfig(max_new_tokens=8, do_sample=False)
     with torch.no_grad():
@@ -129,7 +109,7 @@ def test_outputs_and_caches_sage_does_not_keep_are_refused_in_one_sentence(tiny_
         from transformers import DynamicCache
 
         settings = {"past_key_values": DynamicCache()}
-    pair = _pair(str(tiny_root), "qwen2_vl", "noised")
+    pair = tiny_pair(str(tiny_root), "qwen2_vl", "noised")
     inputs = pair.target.prepare(image, "Describe the picture.")
     with pytest.raises(GenerateError, match=message) as refused:
         through_entry(pair, inputs, **settings)
@@ -140,7 +120,7 @@ def test_a_checkpoint_that_samples_is_told_the_two_arguments_and_the_readme_snip
     """A real checkpoint's generation_config.json (Qwen2.5-VL's: do_sample true, repetition_penalty 1.05)."""
     from sage_core.errors import GenerateError
 
-    pair = _pair(str(tiny_root), "qwen2_5_vl", "noised")
+    pair = tiny_pair(str(tiny_root), "qwen2_5_vl", "noised")
     inputs = pair.target.prepare(image, "Describe the picture.")
     config = pair.target.model.generation_config
     saved = (config.do_sample, config.repetition_penalty)

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from sage_core import DecodeConfig, decode, load_media, load_pair
-from sage_core.config import SageConfig
+from sage_core import DecodeConfig, decode, load_media
 from sage_core.explain import explain_round, sage_config_from
-from sage_core.models import BUILTIN_TARGET, ModelPair
+from sage_core.method_settings import SageConfig
+from sage_core.models import BUILTIN_TARGET
 from sage_core.policy import (
     DepthWindow,
     confidence,
@@ -23,7 +23,9 @@ from sage_core.policy import (
     planned_depth,
     planned_width,
 )
-from sage_core.records import RoundRecord, parse_trace, record_from_dict, record_to_dict, trace_lines
+from sage_core.records import RoundRecord, record_from_dict, record_to_dict, trace_lines
+from sage_core.trace_check import parse_trace
+from sage_testkit.pairs import builtin_pair
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "assets" / "examples"
 pytestmark = pytest.mark.skipif(not (BUILTIN_TARGET / "config.json").exists(), reason="built-in pair not trained")
@@ -32,16 +34,11 @@ SAGE = SageConfig(window=3)
 
 
 @functools.cache
-def pair() -> ModelPair:
-    return load_pair("builtin", "builtin", device="cpu", dtype="float32")
-
-
-@functools.cache
 def recorded(method: str) -> tuple[RoundRecord, ...]:
     """A long answer (a detailed description of a shipped example), decoded by `method`."""
     example = next(e for e in json.loads((EXAMPLES / "examples.json").read_text()) if "detail" in e["prompt"])
     media = load_media(EXAMPLES / example["file"])
-    run = decode(pair(), media, example["prompt"], DecodeConfig(method=method, max_new_tokens=96, sage=SAGE))
+    run = decode(builtin_pair(), media, example["prompt"], DecodeConfig(method=method, max_new_tokens=96, sage=SAGE))
     run.run_to_end()
     return tuple(run.records)
 
@@ -189,12 +186,12 @@ def test_nodes_below_the_next_threshold_get_no_draft_forward_and_the_trees_stay_
     example = next(e for e in json.loads((EXAMPLES / "examples.json").read_text()) if "detail" in e["prompt"])
     media = load_media(EXAMPLES / example["file"])
     calls = []
-    real_extend = pair().draft.extend
-    monkeypatch.setattr(pair().draft, "extend", lambda *a, **k: calls.append(1) or real_extend(*a, **k))
+    real_extend = builtin_pair().draft.extend
+    monkeypatch.setattr(builtin_pair().draft, "extend", lambda *a, **k: calls.append(1) or real_extend(*a, **k))
 
     def trees() -> tuple[list, int]:
         calls.clear()
-        run = decode(pair(), media, example["prompt"], DecodeConfig(max_new_tokens=96, sage=SAGE))
+        run = decode(builtin_pair(), media, example["prompt"], DecodeConfig(max_new_tokens=96, sage=SAGE))
         run.run_to_end()
         return [(r.tree_tokens, r.tree_parents, r.accepted_nodes) for r in run.records], len(calls)
 

@@ -20,7 +20,7 @@ import pytest
 from app.explain_view import RERANK_LISTED, explain_html
 from app.models import HESITANT_DRAFT_DIR
 from sage_core import DecodeConfig, decode, load_media, load_pair
-from sage_core.config import SageConfig
+from sage_core.method_settings import SageConfig
 from sage_core.methods import METHODS, method_spec
 from sage_core.models import BUILTIN_TARGET, ModelPair
 from sage_core.policy import confidence, level_threshold, level_width, planned_depth, planned_width

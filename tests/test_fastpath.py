@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import FAMILIES, tiny_folder
 from transformers import DynamicCache
 
 from sage_core import (
@@ -33,8 +32,9 @@ from sage_core.models.forwards import COMPILED, FUSED, TRANSFORMERS
 from sage_core.models.kvcache import GrowingLayer, move_rows
 from sage_core.models.lean import LeanText
 from sage_core.models.masks import additive_mask, in_batch_depth, rows_from_parents, rows_on_host
-from sage_core.tiny_models import model_class
 from sage_core.trees import Tree
+from sage_testkit.pairs import tiny_folder
+from sage_testkit.tiny_models import FAMILIES, model_class
 
 # The families whose decoder the lean forward knows (Qwen2, Qwen3, LLaMA, Mistral text models)
 LEAN_FAMILIES = (*FAMILIES, "internvl", "llava", "llava_next", "llava_next_video", "mistral3")
@@ -71,7 +71,7 @@ TREE = Tree(tokens=(40, 41, 42, 43, 44, 45, 46), parents=(-1, -1, 0, 1, 1, 2, 4)
 
 
 def old_mask(committed: int, scratch: int, visible: list[tuple[int, ...]], dtype: torch.dtype) -> torch.Tensor:
-    """The mask as the adapter wrote it out before: a dense float matrix from Python lists."""
+    """The mask as the model code wrote it out before: a dense float matrix from Python lists."""
     count = len(visible)
     mask = torch.full((count, committed + scratch + count), torch.finfo(dtype).min, dtype=dtype)
     mask[:, :committed] = 0

@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import tiny_folder
 
 from sage_core import DecodeConfig, decode, load_pair
 from sage_core.cli import main
 from sage_core.errors import ConfigError
 from sage_core.models import ModelPair
 from sage_core.models.forwards import TextModel, TreeBatch, register_forward, unregister_forward
+from sage_testkit.pairs import tiny_folder
 
 ROOT = Path(__file__).resolve().parent.parent
 TOKENS = 16

@@ -26,12 +26,6 @@ LONG_ALLOWED = {
     # Over 60 once ruff format lays their calls out, and refactored on another branch of the same issue
     # (one prefill; the lean forward under models/): drop these when it merges.
     "sage_core/decode.py:_prefill": "pending: one prefill with the scoring and pruning options",
-    # The test-model builders are leaving the wheel for a test-support package (another branch of the same
-    # issue); drop these four when they go.
-    "sage_core/tiny_models.py:build_config": "one table-like config per family",
-    "sage_core/tiny_models.py:build_processor": "one table-like processor per family",
-    "sage_core/tiny_models.py:_extra_config": "one table-like config per family",
-    "sage_core/tiny_models.py:_extra_processor": "one table-like processor per family",
 }
 
 #: Functions allowed over MAX_PARAMETERS: signatures others impose, each with its reason (the same names

@@ -39,12 +39,16 @@ def test_pip_install_gives_an_importable_package_and_the_sage_command(tmp_path: 
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     probe = (
-        "import json, sage_core, sage_core.adapter as a; "
-        "print(json.dumps([sage_core.__version__, sage_core.__file__, str(a.BUILTIN_TARGET), str(a.BUILTIN_DRAFT)]))"
+        "import importlib.metadata as m, json, sage_core, sage_core.models.loading as a; "
+        "print(json.dumps([sage_core.__version__, sage_core.__file__, str(a.BUILTIN_TARGET), str(a.BUILTIN_DRAFT), "
+        "sorted(str(f) for f in m.files('sage-demo') if str(f).endswith('.py'))]))"
     )
     imported = run(python, "-c", probe, cwd=elsewhere)
     assert imported.returncode == 0, imported.stderr
-    version, module, target, draft = json.loads(imported.stdout)
+    version, module, target, draft, code = json.loads(imported.stdout)
+    # the installed code: the library, without the test support (sage_testkit/: tiny models, fixtures' helpers)
+    assert {f.split("/")[0] for f in code} == {"sage_core"} and "sage_core/records.py" in code, code
+    assert not any("tiny_models" in f or "testkit" in f for f in code), code
     assert tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dynamic"] == ["version"]
     assert version == run(python, "-c", "import importlib.metadata as m; print(m.version('sage-demo'))",
                           cwd=elsewhere).stdout.strip()  # fmt: skip

@@ -5,28 +5,20 @@ files is refused at load, naming the folder."""
 
 from __future__ import annotations
 
-import functools
 import shutil
 from pathlib import Path
 
 import pytest
-from conftest import tiny_folder
 from PIL import Image
 
 from sage_core import DecodeConfig, SageConfig, SageError, decode, load_pair
-from sage_core.config import DynamicConfig, SamplingConfig
+from sage_core.config import SamplingConfig
 from sage_core.errors import ConfigError, InputError, ModelLoadError
-from sage_core.models import ModelPair
+from sage_core.method_settings import DynamicConfig
+from sage_testkit.pairs import tiny_folder
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILTIN = ROOT / "assets" / "builtin"
-
-
-@functools.cache
-def _pair(root: str) -> ModelPair:
-    folder = Path(root)
-    return load_pair(tiny_folder(folder, "qwen2_vl", "target"), tiny_folder(folder, "qwen2_vl", "noised"), "cpu",
-                     "float32")  # fmt: skip
 
 
 def one_sentence(error: pytest.ExceptionInfo) -> str:
@@ -60,8 +52,8 @@ def test_decode_config_refuses_wrong_parts_by_name(settings: dict, said: str) ->
     DecodeConfig(sage=SageConfig(depth_max=5), sampling=SamplingConfig(), dynamic=DynamicConfig(), prune_ratio=0.5)
 
 
-def test_decode_refuses_wrong_argument_types_by_name(tiny_root, image) -> None:
-    pair, config, picture = _pair(str(tiny_root)), DecodeConfig(max_new_tokens=4), ROOT / "assets" / "examples"
+def test_decode_refuses_wrong_argument_types_by_name(tiny_pair, image) -> None:
+    pair, config, picture = tiny_pair("qwen2_vl"), DecodeConfig(max_new_tokens=4), ROOT / "assets" / "examples"
     path = str(picture / "describe_five.png")
     cases = [
         ((pair, path, "describe it", config), f"Media, not a str: call sage_core.load_media('{path}')"),
@@ -95,8 +87,8 @@ def test_load_pair_refuses_wrong_argument_types_by_name(arguments: tuple, said: 
 
 
 @pytest.mark.skipif(not (BUILTIN / "target" / "config.json").is_file(), reason="the built-in pair is not trained")
-def test_decode_names_the_built_in_pairs_unknown_words(image) -> None:
-    pair = load_pair("builtin", "builtin", "cpu", "float32")
+def test_decode_names_the_built_in_pairs_unknown_words(image, builtin_pair) -> None:
+    pair = builtin_pair
     with pytest.raises(InputError) as refused:
         decode(pair, image, "describe the zebra and the xylophone.", DecodeConfig(max_new_tokens=4))
     assert "has no token for 'zebra', 'xylophone'" in one_sentence(refused)

@@ -6,49 +6,24 @@ path with transformers' forward, and transformers' plain cache and masks)."""
 
 from __future__ import annotations
 
-import functools
-
 import pytest
-import torch
-from conftest import DRAFT_KINDS, EXTRA_FAMILIES, FAMILIES, tiny_folder
 
-from sage_core import METHODS, DecodeConfig, decode, load_pair
+from sage_core import METHODS, DecodeConfig, decode
 from sage_core.config import BACKENDS
 from sage_core.errors import MediaError
-from sage_core.media import Media
-from sage_core.models import ModelPair
+from sage_testkit.pairs import (
+    ADDED_NEW,
+    DRAFT_KINDS,
+    DRAFT_METHODS,
+    PROMPTS,
+    check_pruned_prompt,
+    greedy,
+    greedy_answer,
+    tiny_pair,
+)
+from sage_testkit.tiny_models import EXTRA_FAMILIES, FAMILIES
 
-DRAFT_METHODS = tuple(m for m in METHODS if m != "ar")
-PROMPTS = ("Describe the picture.", "What colour is it?")
 MAX_NEW = 24
-
-
-@functools.cache
-def _pair(root: str, family: str, draft_kind: str) -> ModelPair:
-    from pathlib import Path
-
-    return load_pair(
-        tiny_folder(Path(root), family, "target"), tiny_folder(Path(root), family, draft_kind), "cpu", "float32"
-    )
-
-
-def reference(pair: ModelPair, media: Media, prompt: str, max_new_tokens: int) -> list[int]:
-    inputs = pair.target.prepare(media, prompt)
-    with torch.no_grad():
-        output = pair.target.model.generate(**inputs, do_sample=False, max_new_tokens=max_new_tokens)
-    return output[0, inputs["input_ids"].shape[1] :].tolist()
-
-
-def check_pruned_prompt(header, prune_ratio: float) -> None:
-    """The draft's prompt lost round(V * ratio) of the V visual tokens (at least one kept), and the
-    kept ones the header lists are that many distinct visual tokens."""
-    visual = header.visual_tokens
-    kept = max(1, round(visual * (1 - prune_ratio)))
-    assert visual > 0 and header.prune_ratio == prune_ratio
-    assert header.draft_prompt_tokens == header.prompt_tokens - (visual - kept)
-    assert header.draft_prompt_tokens < header.prompt_tokens
-    indices = header.kept_visual_indices
-    assert len(indices) == kept and list(indices) == sorted(set(indices)) and indices[0] >= 0 and indices[-1] < visual
 
 
 def greedy_chain_length(record) -> int:
@@ -74,12 +49,12 @@ DRAFTS = [(kind, 0.0, backend) for backend in BACKENDS for kind in DRAFT_KINDS] 
 @pytest.mark.parametrize("family", FAMILIES)
 @pytest.mark.parametrize(("draft_kind", "prune_ratio", "backend"), DRAFTS)
 def test_every_method_equals_greedy_generate(tiny_root, image, video, family, draft_kind, prune_ratio, backend):
-    pair = _pair(str(tiny_root), family, draft_kind)
+    pair = tiny_pair(str(tiny_root), family, draft_kind)
     cases = [(image, PROMPTS[0]), (image, PROMPTS[1]), (video, PROMPTS[0])]
     methods = METHODS if prune_ratio == 0 else DRAFT_METHODS  # `ar` has no draft to prune
     taus: dict[str, list[float]] = {m: [] for m in methods}
     for media, prompt in cases:
-        expected = reference(pair, media, prompt, MAX_NEW)
+        expected = greedy(pair, media, prompt, MAX_NEW)
         for method in methods:
             config = DecodeConfig(method=method, max_new_tokens=MAX_NEW, prune_ratio=prune_ratio, backend=backend)
             run = decode(pair, media, prompt, config)
@@ -115,13 +90,13 @@ def test_every_method_equals_greedy_generate(tiny_root, image, video, family, dr
 @pytest.mark.parametrize("family", FAMILIES)
 @pytest.mark.parametrize("method", ["chain", "static", "sage", "dynamic", "sage-frozen", "best-first", "sage-cost"])
 def test_limit_and_eos_inside_an_accepted_path(tiny_root, image, family, method, backend):
-    pair = _pair(str(tiny_root), family, "copy")
-    long = reference(pair, image, PROMPTS[0], 20)
+    pair = tiny_pair(str(tiny_root), family, "copy")
+    long = greedy(pair, image, PROMPTS[0], 20)
     # The token limit falls inside the first accepted path (1 prefill token + up to 5 accepted + bonus).
     for limit in (1, 3, 4):
         config = DecodeConfig(method=method, max_new_tokens=limit, backend=backend)
         summary = decode(pair, image, PROMPTS[0], config).run_to_end()
-        assert list(summary.token_ids) == reference(pair, image, PROMPTS[0], limit)
+        assert list(summary.token_ids) == greedy(pair, image, PROMPTS[0], limit)
         assert summary.finish_reason == "length"
     # Make a token the target emits mid-answer the end-of-sequence token: both must stop there.
     config = pair.target.model.generation_config
@@ -129,7 +104,7 @@ def test_limit_and_eos_inside_an_accepted_path(tiny_root, image, family, method,
     stop_token = long[4] if long[4] not in long[:4] else long[2]
     try:
         config.eos_token_id = stop_token
-        expected = reference(pair, image, PROMPTS[0], 20)
+        expected = greedy(pair, image, PROMPTS[0], 20)
         assert expected[-1] == stop_token and len(expected) < 20
         summary = decode(pair, image, PROMPTS[0], DecodeConfig(method, 20, backend=backend)).run_to_end()
         assert list(summary.token_ids) == expected
@@ -141,13 +116,13 @@ def test_limit_and_eos_inside_an_accepted_path(tiny_root, image, family, method,
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("family", FAMILIES)
 def test_padded_draft_vocabulary_uses_the_shared_vocabulary(tiny_root, image, family, backend):
-    pair = _pair(str(tiny_root), family, "padded")
+    pair = tiny_pair(str(tiny_root), family, "padded")
     assert pair.draft.vocab_size == pair.target.vocab_size + 5
     assert pair.shared_vocab_size == pair.target.vocab_size
     for method in ("static", "sage", "dynamic"):
         run = decode(pair, image, PROMPTS[0], DecodeConfig(method=method, max_new_tokens=MAX_NEW, backend=backend))
         summary = run.run_to_end()
-        assert list(summary.token_ids) == reference(pair, image, PROMPTS[0], MAX_NEW)
+        assert list(summary.token_ids) == greedy(pair, image, PROMPTS[0], MAX_NEW)
         proposed = {t for r in run.records for t in r.tree_tokens}
         assert max(proposed) < pair.shared_vocab_size
 
@@ -159,37 +134,27 @@ def test_padded_draft_vocabulary_uses_the_shared_vocabulary(tiny_root, image, fa
 def test_sage_variants_are_lossless(tiny_root, image, video, shape, alpha_source, static_first_round, backend):
     from sage_core import SageConfig
 
-    pair = _pair(str(tiny_root), "qwen2_5_vl", "noised")
+    pair = tiny_pair(str(tiny_root), "qwen2_5_vl", "noised")
     sage = SageConfig(
         shape=shape, alpha_source=alpha_source, window=3, depth_max=6, static_first_round=static_first_round
     )
     for media in (image, video):
         summary = decode(pair, media, PROMPTS[1], DecodeConfig("sage", 40, sage, backend=backend)).run_to_end()
-        assert list(summary.token_ids) == reference(pair, media, PROMPTS[1], 40)
-
-
-@functools.cache
-def _greedy(root: str, family: str, kind: str, prompt: str, max_new_tokens: int) -> tuple[int, ...]:
-    """The target's greedy answer about the image or the video (`kind`), made once a session."""
-    from conftest import image_and_video
-
-    pair = _pair(root, family, "copy")
-    return tuple(reference(pair, image_and_video()[kind], prompt, max_new_tokens))
+        assert list(summary.token_ids) == greedy(pair, media, PROMPTS[1], 40)
 
 
 # The families added to the first four (the time budget of the suite): on "fast" every draft kind, on the
 # other backends the noised draft (partial acceptance: every kind of commit); pruning on "fast".
 ADDED_DRAFTS = {"fast": DRAFT_KINDS, "compiled": ("noised",), "fast-hf": ("noised",), "plain": ("noised",)}
-ADDED_NEW = 12
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("family", EXTRA_FAMILIES)
 def test_added_family_every_method_equals_greedy_generate(tiny_root, image, video, family, backend):
     for draft_kind in ADDED_DRAFTS[backend]:
-        pair = _pair(str(tiny_root), family, draft_kind)
+        pair = tiny_pair(str(tiny_root), family, draft_kind)
         for media in (image, video) if pair.target.spec.video else (image,):
-            expected = list(_greedy(str(tiny_root), family, media.kind, PROMPTS[0], ADDED_NEW))
+            expected = list(greedy_answer(str(tiny_root), family, media.kind, PROMPTS[0], ADDED_NEW))
             ratios = (0.0, 0.5) if backend == "fast" and draft_kind == "noised" else (0.0,)
             for method, prune_ratio in [(m, r) for r in ratios for m in METHODS if r == 0 or m != "ar"]:
                 config = DecodeConfig(method=method, max_new_tokens=ADDED_NEW, prune_ratio=prune_ratio, backend=backend)
@@ -210,15 +175,15 @@ def test_added_family_every_method_equals_greedy_generate(tiny_root, image, vide
 @pytest.mark.parametrize("family", FAMILIES)
 def test_nothing_is_drafted_below_an_end_of_sequence_token(tiny_root, image, family):
     """A drafted end-of-sequence token ends the sequence if accepted: no method drafts below it."""
-    pair = _pair(str(tiny_root), family, "copy")
-    long = reference(pair, image, PROMPTS[0], 24)
+    pair = tiny_pair(str(tiny_root), family, "copy")
+    long = greedy(pair, image, PROMPTS[0], 24)
     config = pair.target.model.generation_config
     saved = config.eos_token_id
     proposed = 0
     try:
         for stop_token in [t for k, t in enumerate(long) if k >= 2 and t not in long[:k]][:4]:
             config.eos_token_id = stop_token
-            expected = reference(pair, image, PROMPTS[0], 24)
+            expected = greedy(pair, image, PROMPTS[0], 24)
             for method in DRAFT_METHODS:
                 run = decode(pair, image, PROMPTS[0], DecodeConfig(method, 24))
                 assert list(run.run_to_end().token_ids) == expected, method

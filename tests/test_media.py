@@ -162,11 +162,11 @@ def test_thumbnail_is_small_and_keeps_the_aspect() -> None:
     assert shrunk.frame_indices == video.frame_indices
 
 
-def test_a_transparent_and_a_rotated_picture_get_the_plain_pictures_answer(tmp_path: Path) -> None:
+def test_a_transparent_and_a_rotated_picture_get_the_plain_pictures_answer(tmp_path: Path, builtin_pair) -> None:
     """End to end with the built-in pair: the example on a transparent background (stored black), and
     stored rotated with an EXIF orientation, are answered token for token as the plain example."""
     from app.inputs import load_examples
-    from sage_core import DecodeConfig, decode, load_pair
+    from sage_core import DecodeConfig, decode
 
     example = next(e for e in load_examples() if not e.is_video)
     shown = Image.open(example.file).convert("RGB")
@@ -179,7 +179,7 @@ def test_a_transparent_and_a_rotated_picture_get_the_plain_pictures_answer(tmp_p
     exif = Image.Exif()
     exif[0x0112] = 6
     shown.transpose(Image.Transpose.ROTATE_90).save(tmp_path / "rotated.png", exif=exif)
-    pair = load_pair("builtin", "builtin", "cpu")
+    pair = builtin_pair
 
     def answer(path: str) -> tuple[int, ...]:
         return decode(pair, load_media(path), example.prompt, DecodeConfig("static", 16)).run_to_end().token_ids

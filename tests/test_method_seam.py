@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import tiny_folder
 from gradio_client import Client, handle_file
 from gradio_client.exceptions import AppError
 from PIL import Image
@@ -30,6 +29,7 @@ from sage_core.methods import MethodSpec, Setting, registered
 from sage_core.models import load_pair
 from sage_core.proposers import Adaptation, Drafter, Proposal, RoundShape
 from sage_core.verify import Verdict
+from sage_testkit.pairs import tiny_folder
 
 TOKENS = 10
 
@@ -157,10 +157,10 @@ def test_one_request_from_the_page_to_the_race_and_no_long_parameter_lists():
     import inspect
 
     from app.handlers import Handlers, race_api_function
-    from app.inputs import old_field_names, race_fields
+    from app.inputs import race_fields
 
     api = inspect.signature(race_api_function(Handlers(None, None)))
-    assert tuple(api.parameters) == (*race_fields(), *old_field_names())
+    assert tuple(api.parameters) == race_fields()
     root = Path(__file__).resolve().parent.parent / "app"
     long = []
     for name in ("handlers.py", "race.py", "inputs.py", "ui.py"):

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from sage_core.config import SageConfig
+from sage_core.method_settings import SageConfig
 from sage_core.policy import (
     DepthWindow,
     Expansion,

@@ -11,16 +11,24 @@ import math
 
 import pytest
 import torch
-from conftest import ALL_FAMILIES, tiny_folder
-from test_lossless import _pair, reference
 
 from sage_core import DecodeConfig, decode, load_trace
 from sage_core.cli import main
 from sage_core.models import VLM
 from sage_core.models.caches import IN_PLACE, RecurrentState
 from sage_core.pruning import keep_budget, select_visual_tokens
-from sage_core.records import parse_trace
-from sage_core.tiny_models import model_class
+from sage_core.trace_check import parse_trace
+from sage_testkit.pairs import (
+    ADDED_NEW,
+    DRAFT_METHODS,
+    PROMPTS,
+    check_pruned_prompt,
+    greedy,
+    greedy_answer,
+    tiny_folder,
+    tiny_pair,
+)
+from sage_testkit.tiny_models import ALL_FAMILIES, model_class
 
 PROMPT = "Describe the picture."
 
@@ -82,7 +90,7 @@ def test_scores_in_small_chunks_of_heads_and_queries_are_the_same(tiny_root, ima
 
 
 def check_scores(tiny_root, image, video, family: str) -> None:
-    target = _pair(str(tiny_root), family, "copy").target
+    target = tiny_pair(str(tiny_root), family, "copy").target
     eager = eager_target(tiny_root, family)
     for media in media_of(target, image, video):
         inputs = target.prepare(media, PROMPT)
@@ -129,7 +137,7 @@ def masked_prefill(model: VLM, inputs, dropped: torch.Tensor):
 
 @pytest.mark.parametrize("family", ALL_FAMILIES)
 def test_pruned_prefill_keeps_original_positions(tiny_root, image, video, family):
-    pair = _pair(str(tiny_root), family, "noised")
+    pair = tiny_pair(str(tiny_root), family, "noised")
     draft = pair.draft
     if isinstance(draft.spec.cache_strategy(IN_PLACE, draft.model.config), RecurrentState):
         # no mask reaches linear-attention layers: no masked full prefill to compare with
@@ -190,14 +198,14 @@ def test_cli_json_reports_both_prompt_lengths_and_the_trace_the_kept_tokens(tiny
     kept = keep_budget(header.visual_tokens, 0.8)
     assert header.visual_tokens > 50 and len(header.kept_visual_indices) == kept
     assert result["draft_prompt_tokens"] == result["prompt_tokens"] - (header.visual_tokens - kept)
-    pair = _pair(str(tiny_root), "llava_onevision", "noised")
+    pair = tiny_pair(str(tiny_root), "llava_onevision", "noised")
     from sage_core import load_media
 
-    assert result["token_ids"] == reference(pair, load_media(path), PROMPT, 12)
+    assert result["token_ids"] == greedy(pair, load_media(path), PROMPT, 12)
 
 
 def test_old_traces_without_pruning_fields_still_load(tiny_root, image):
-    pair = _pair(str(tiny_root), "qwen2_vl", "noised")
+    pair = tiny_pair(str(tiny_root), "qwen2_vl", "noised")
     run = decode(pair, image, PROMPT, DecodeConfig("static", 6, prune_ratio=0.5))
     run.run_to_end()
     from sage_core.records import trace_lines
@@ -217,7 +225,7 @@ PARTLY_PLACED = ("idefics3", "smolvlm", "internvl")
 
 @pytest.mark.parametrize("family", ALL_FAMILIES)
 def test_every_visual_token_has_its_place_on_the_frames(tiny_root, image, video, family):
-    draft = _pair(str(tiny_root), family, "noised").draft
+    draft = tiny_pair(str(tiny_root), family, "noised").draft
     for media in media_of(draft, image, video):
         inputs = draft.prepare(media, PROMPT)
         boxes = draft.visual_token_boxes(inputs)
@@ -250,7 +258,7 @@ def test_every_family_prunes_and_one_whose_hooks_are_unknown_is_refused_in_one_s
     from sage_core.models.registry import FAMILIES
 
     assert all(family.prunable for family in FAMILIES.values())
-    pair = _pair(str(tiny_root), "gemma4", "noised")
+    pair = tiny_pair(str(tiny_root), "gemma4", "noised")
     draft = copy.copy(pair.draft)
     draft.spec = dataclasses.replace(draft.spec, prunable=False)
     refusal = "visual token pruning is not available for gemma4 models yet; turn pruning off"
@@ -265,12 +273,10 @@ def test_sliding_window_families_pruned_at_the_papers_ratios_equal_greedy_genera
     """The sliding-window families (Gemma 4 with its shared-KV layers and per-layer inputs) with the draft
     pruned at the paper's ratios: every drafting method's output is the target's own greedy output, images
     and video where the family takes one, on the fast path and on transformers' plain one."""
-    from test_lossless import ADDED_NEW, DRAFT_METHODS, PROMPTS, _greedy, check_pruned_prompt
-
     for backend, draft_kind in (("fast", "copy"), ("plain", "noised")):
-        pair = _pair(str(tiny_root), family, draft_kind)
+        pair = tiny_pair(str(tiny_root), family, draft_kind)
         for media in media_of(pair.target, image, video):
-            expected = list(_greedy(str(tiny_root), family, media.kind, PROMPTS[0], ADDED_NEW))
+            expected = list(greedy_answer(str(tiny_root), family, media.kind, PROMPTS[0], ADDED_NEW))
             ratio = 0.9 if media.kind == "video" else 0.8
             for method in DRAFT_METHODS:
                 config = DecodeConfig(method, ADDED_NEW, prune_ratio=ratio, backend=backend)
@@ -285,7 +291,7 @@ def test_pruning_a_prompt_without_visual_tokens_is_refused_in_one_sentence(tiny_
     from sage_core.errors import InputError
     from sage_core.prepared import PreparedInputs
 
-    pair = _pair(str(tiny_root), "gemma4", "noised")
+    pair = tiny_pair(str(tiny_root), "gemma4", "noised")
     processor = pair.target.processor
     text = processor.apply_chat_template(
         [{"role": "user", "content": [{"type": "text", "text": PROMPT}]}], tokenize=False, add_generation_prompt=True

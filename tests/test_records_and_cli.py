@@ -10,13 +10,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
-from conftest import tiny_folder
 from PIL import Image
 
-from sage_core import DecodeConfig, decode, load_pair, load_trace, save_trace, summarize
+from sage_core import DecodeConfig, decode, load_trace, save_trace, summarize
 from sage_core.cli import main
-from sage_core.records import TraceError, parse_trace
+from sage_core.errors import TraceError
+from sage_core.trace_check import parse_trace
+from sage_testkit.pairs import tiny_folder
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -42,8 +42,8 @@ def video_file(tmp_path_factory) -> Path:
     return path
 
 
-def test_trace_round_trip(tiny_root, image, tmp_path):
-    pair = load_pair(tiny_folder(tiny_root, "qwen2_vl", "target"), tiny_folder(tiny_root, "qwen2_vl", "noised"), "cpu")
+def test_trace_round_trip(tiny_pair, image, tmp_path):
+    pair = tiny_pair("qwen2_vl")
     run = decode(pair, image, "Describe the picture.", DecodeConfig("sage", 20))
     summary = run.run_to_end()
     path = tmp_path / "run.jsonl"
@@ -76,18 +76,16 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.parametrize("method", ["ar", "sage"])
-def test_cli_json_matches_generate(tiny_root, image_file, video_file, tmp_path, method, capsys):
+def test_cli_json_matches_generate(tiny_root, tiny_pair, greedy, image_file, video_file, tmp_path, method, capsys):
     target = tiny_folder(tiny_root, "qwen2_5_vl", "target")
     draft = tiny_folder(tiny_root, "qwen2_5_vl", "noised")
-    pair = load_pair(target, draft, "cpu")
+    pair = tiny_pair("qwen2_5_vl")  # the folders above, loaded once a session
     from sage_core import load_media
 
     for flag, path in (("--image", image_file), ("--video", video_file)):
         media = load_media(path, frames=6)
-        inputs = pair.target.prepare(media, "What moves?")
-        with torch.no_grad():
-            expected = pair.target.model.generate(**inputs, do_sample=False, max_new_tokens=16)
-        expected_ids = expected[0, inputs["input_ids"].shape[1] :].tolist()
+        expected_ids = greedy(pair, media, "What moves?", 16)
+        prompt_tokens = pair.target.prepare(media, "What moves?")["input_ids"].shape[1]
         trace = tmp_path / f"{method}.jsonl"
         code = main(["generate", "--target", target, "--draft", draft, flag, str(path), "--frames", "6",
                      "--prompt", "What moves?", "--method", method, "--max-new-tokens", "16",
@@ -98,7 +96,7 @@ def test_cli_json_matches_generate(tiny_root, image_file, video_file, tmp_path, 
         for key in ("method", "text", "rounds", "target_forwards", "mean_accepted", "tokens_per_forward",
                     "seconds", "tokens_per_second", "trace", "prompt_tokens", "draft_prompt_tokens"):  # fmt: skip
             assert key in result
-        assert result["prompt_tokens"] == inputs["input_ids"].shape[1]
+        assert result["prompt_tokens"] == prompt_tokens
         assert result["draft_prompt_tokens"] == (None if method == "ar" else result["prompt_tokens"])
         assert result["method"] == method
         assert len(result["trace"]) == result["target_forwards"] == result["rounds"] + 1

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import tiny_folder
-from test_tree_attention import ROOT_TOKEN, TREE, path_logits, tree_logits
 
 from sage_core.models import VLM, recurrent
 from sage_core.models import caches as caches_module
+from sage_testkit.pairs import PROMPTS, greedy, tiny_folder, tiny_pair
+from sage_testkit.references import ROOT_TOKEN, TREE, path_logits, plain, through_entry, tree_logits
 
 FAMILY = "qwen3_5"
 CLOSE = 3e-5  # a node against its path as a chain or step by step: float32 rounding of logits up to about 10
@@ -155,16 +155,14 @@ def off_the_first_chain(record) -> bool:
 def test_every_method_equals_greedy_generate_over_longer_answers(tiny_root, image, video, backend):
     """40 tokens, both prompts, image and video, a noised and a copy draft: every method equals the
     target's `generate(do_sample=False)`, and the trees accept paths off the draft's first chain."""
-    from test_lossless import PROMPTS, _pair, reference
-
     from sage_core import METHODS, DecodeConfig, decode
 
     off_chain = 0
     for draft_kind in ("noised", "copy"):
-        pair = _pair(str(tiny_root), FAMILY, draft_kind)
+        pair = tiny_pair(str(tiny_root), FAMILY, draft_kind)
         for media in (image, video):
             for prompt in PROMPTS:
-                expected = reference(pair, media, prompt, 40)
+                expected = greedy(pair, media, prompt, 40)
                 for method in METHODS:
                     run = decode(pair, media, prompt, DecodeConfig(method, 40, backend=backend))
                     assert list(run.run_to_end().token_ids) == expected, (draft_kind, media.kind, prompt, method)
@@ -177,8 +175,6 @@ def test_the_cli_runs_trees_on_qwen3_5(tiny_root, capsys, method):
     """Trees are no longer refused: the CLI's tree methods give the target's greedy answer (exit 0)."""
     import json
 
-    from test_lossless import _pair, reference
-
     from sage_core.cli import main
     from sage_core.media import load_image
 
@@ -187,7 +183,7 @@ def test_the_cli_runs_trees_on_qwen3_5(tiny_root, capsys, method):
     argv = ["generate", "--target", target, "--draft", draft, "--image", str(path), "--prompt", "hi", "--json"]
     assert main([*argv, "--method", method, "--device", "cpu", "--dtype", "float32", "--max-new-tokens", "8"]) == 0
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    assert result["token_ids"] == reference(_pair(str(tiny_root), FAMILY, "noised"), load_image(path), "hi", 8)
+    assert result["token_ids"] == greedy(tiny_pair(str(tiny_root), FAMILY, "noised"), load_image(path), "hi", 8)
 
 
 def test_the_app_races_every_method_on_a_custom_qwen3_5_pair(tiny_root, monkeypatch, tmp_path):
@@ -221,10 +217,7 @@ def test_the_app_races_every_method_on_a_custom_qwen3_5_pair(tiny_root, monkeypa
 def test_transformers_entry_point_runs_trees_on_qwen3_5(tiny_root, image, video):
     """`generate(custom_generate=...)` with a Qwen3.5 pair: the tree methods equal plain greedy `generate`
     (which, after the entry point wrapped the model, still runs the layers' own forward)."""
-    from test_custom_generate import plain, through_entry
-    from test_lossless import _pair
-
-    pair = _pair(str(tiny_root), FAMILY, "noised")
+    pair = tiny_pair(str(tiny_root), FAMILY, "noised")
     for media in (image, video):
         inputs = pair.target.prepare(media, "Describe the picture.")
         for method in ("sage", "static", "dynamic"):

@@ -11,12 +11,13 @@ import statistics
 from pathlib import Path
 
 import pytest
-from conftest import tiny_folder
 
 from sage_core import DecodeConfig, decode, load_pair
 from sage_core.costs import COST_SIZES, CostCurve, remember_curve
 from sage_core.models import ModelPair
-from sage_core.records import parse_trace, trace_lines
+from sage_core.records import trace_lines
+from sage_core.trace_check import parse_trace
+from sage_testkit.pairs import tiny_folder
 
 PROMPT = "Describe the picture."
 

@@ -34,52 +34,33 @@ chain (6e-24 over 1,000 runs, and 1e-23 for the static tree).
 
 from __future__ import annotations
 
-import functools
 import importlib
 import json
 from collections import Counter
-from pathlib import Path
 
 import pytest
 import torch
-from conftest import tiny_folder
 from sequence_oracle import SequenceOracle
 
-from sage_core import DecodeConfig, SageConfig, decode, load_pair
+from sage_core import DecodeConfig, SageConfig, decode
 from sage_core.config import SamplingConfig
 from sage_core.errors import ConfigError, InputError
-from sage_core.media import Media
 from sage_core.models import ModelPair
 from sage_core.prepared import PreparedInputs, prepare_inputs
-from sage_core.records import load_trace, parse_trace, save_trace, trace_lines
+from sage_core.records import save_trace, trace_lines
 from sage_core.sampling import SamplingVerifier, Warper, _sample, make_verifier
+from sage_core.trace_check import load_trace, parse_trace
 from sage_core.trees import ROOT, Tree
 from sage_core.verify import GreedyVerifier
-
-ALPHA = 1e-4
-Tokens = tuple[int, ...]
-
-
-def chi_square_p_value(counts: Counter[Tokens], probs: dict[Tokens, float]) -> float:
-    """p-value of the counts under the exact distribution `probs` (chi-square, small cells pooled)."""
-    if any(probs.get(outcome, 0.0) <= 0.0 for outcome in counts):
-        return 0.0  # an outcome of probability 0 was produced
-    n = sum(counts.values())
-    cells = sorted((p, outcome) for outcome, p in probs.items() if p > 0)[::-1]
-    observed = [counts[o] for p, o in cells if p * n >= 5]
-    expected = [p * n for p, o in cells if p * n >= 5]
-    rest_observed = sum(counts[o] for p, o in cells if p * n < 5)
-    rest_expected = sum(p * n for p, o in cells if p * n < 5)
-    if rest_expected >= 5:
-        observed.append(rest_observed)
-        expected.append(rest_expected)
-    else:  # too small to be a cell of its own
-        observed[-1] += rest_observed
-        expected[-1] += rest_expected
-    assert len(observed) >= 3, "too few cells for a meaningful test"
-    statistic = sum((o - e) ** 2 / e for o, e in zip(observed, expected, strict=True))
-    dof = torch.tensor((len(observed) - 1) / 2, dtype=torch.float64)
-    return float(torch.special.gammaincc(dof, torch.tensor(statistic / 2, dtype=torch.float64)))
+from sage_testkit.pairs import tiny_pair
+from sage_testkit.references import (
+    ALPHA,
+    DECODE_SETTINGS,
+    SAMPLING_PROMPT,
+    Tokens,
+    chi_square_p_value,
+    target_sampling_distribution,
+)
 
 
 def test_chi_square_helper_accepts_a_fair_sample_and_rejects_a_biased_one():
@@ -225,52 +206,16 @@ def test_verdict_reports_each_tried_child_and_its_acceptance_probability():
 # -- the whole decode loop on a tiny real model -------------------------------------
 
 FAMILY = "qwen2_5_vl"
-PROMPT = "What colour is it?"
-DECODE_SETTINGS = dict(temperature=0.8, top_k=4, top_p=0.95)
+PROMPT = SAMPLING_PROMPT
 STEPS = 3  # the joint distribution of the first three tokens
 RUNS = 1_000
 CONTROL_RUNS = 400
 
 
-@functools.cache
-def _real_pair(root: str) -> ModelPair:
-    return load_pair(
-        tiny_folder(Path(root), FAMILY, "target"), tiny_folder(Path(root), FAMILY, "noised"), "cpu", "float32"
-    )
-
-
-def full_forward_logits(pair: ModelPair, media: Media, tokens: Tokens) -> torch.Tensor:
-    """The target's logits after prompt + tokens, by one plain forward of the whole sequence (no cache)."""
-    inputs = dict(pair.target.prepare(media, PROMPT))
-    extra = torch.tensor([tokens], dtype=torch.long)
-    for key in ("input_ids", "attention_mask", "mm_token_type_ids", "token_type_ids"):  # those the family has
-        if key in inputs:
-            tail = extra if key == "input_ids" else (torch.ones_like(extra) if key == "attention_mask" else 0 * extra)
-            inputs[key] = torch.cat((inputs[key], tail), dim=1)
-    with torch.no_grad():
-        return pair.target.model(**inputs).logits[0, -1].float()
-
-
-def target_sampling_distribution(pair: ModelPair, media: Media, steps: int) -> dict[Tokens, float]:
-    """The exact distribution of the target's first `steps` sampled tokens (a sequence ends early at eos)."""
-    warp = Warper(SamplingConfig(**DECODE_SETTINGS))
-    eos = set(pair.target.eos_token_ids)
-    done: dict[Tokens, float] = {}
-    frontier: dict[Tokens, float] = {(): 1.0}
-    for _ in range(steps):
-        grown: dict[Tokens, float] = {}
-        for prefix, mass in frontier.items():
-            probs = torch.softmax(warp(full_forward_logits(pair, media, prefix)), dim=-1)[0].double()
-            for token in probs.nonzero().flatten().tolist():
-                (done if token in eos else grown)[(*prefix, token)] = mass * float(probs[token])
-        frontier = grown
-    return {**done, **frontier}
-
-
 @pytest.fixture(scope="module")
 def oracle(tiny_root, image) -> tuple[ModelPair, PreparedInputs]:
     """The tiny pair behind sequence oracles (shared by the tests below), with its prepared inputs."""
-    pair = _real_pair(str(tiny_root))
+    pair = tiny_pair(str(tiny_root), FAMILY, "noised")
     oracle_pair = ModelPair(SequenceOracle(pair.target), SequenceOracle(pair.draft))
     return oracle_pair, prepare_inputs(oracle_pair, image, PROMPT)
 
@@ -289,7 +234,7 @@ def decode_counts(oracle: tuple[ModelPair, PreparedInputs], method: str, runs: i
 
 @pytest.fixture(scope="module")
 def exact_reference(tiny_root, image) -> dict[Tokens, float]:
-    exact = target_sampling_distribution(_real_pair(str(tiny_root)), image, STEPS)
+    exact = target_sampling_distribution(tiny_pair(str(tiny_root), FAMILY, "noised"), image, STEPS)
     assert sum(exact.values()) == pytest.approx(1.0)
     return exact
 
@@ -320,7 +265,7 @@ def test_the_same_test_catches_a_wrong_residual_in_the_loop(oracle, exact_refere
     ],
 )
 def test_warper_processes_logits_exactly_as_generate(tiny_root, image, settings, generate_kwargs):
-    pair = _real_pair(str(tiny_root))
+    pair = tiny_pair(str(tiny_root), FAMILY, "noised")
     inputs = pair.target.prepare(image, PROMPT)
     torch.manual_seed(0)
     with torch.no_grad():
@@ -342,7 +287,7 @@ def test_warper_processes_logits_exactly_as_generate(tiny_root, image, settings,
 )
 def test_sampling_from_a_point_mass_is_greedy_decoding(tiny_root, image, method):
     """top-k 1 leaves one token: the sampling verifier, on the real caches, must give greedy generate's tokens."""
-    pair = _real_pair(str(tiny_root))
+    pair = tiny_pair(str(tiny_root), FAMILY, "noised")
     inputs = pair.target.prepare(image, PROMPT)
     with torch.no_grad():
         expected = pair.target.model.generate(**inputs, do_sample=False, max_new_tokens=20)[
@@ -357,7 +302,7 @@ def test_sampling_from_a_point_mass_is_greedy_decoding(tiny_root, image, method)
 
 
 def test_a_seed_reproduces_a_run_and_is_recorded(tiny_root, image, tmp_path):
-    pair = _real_pair(str(tiny_root))
+    pair = tiny_pair(str(tiny_root), FAMILY, "noised")
     settings = SamplingConfig(**DECODE_SETTINGS)  # no seed: the run draws one and records it
     first = decode(pair, image, PROMPT, DecodeConfig("sage", 16, sampling=settings))
     tokens = first.run_to_end().token_ids
@@ -382,7 +327,7 @@ def test_a_seed_reproduces_a_run_and_is_recorded(tiny_root, image, tmp_path):
 
 
 def test_a_trace_written_before_sampling_still_loads(tiny_root, image, tmp_path):
-    run = decode(_real_pair(str(tiny_root)), image, PROMPT, DecodeConfig("static", 6))
+    run = decode(tiny_pair(str(tiny_root), FAMILY, "noised"), image, PROMPT, DecodeConfig("static", 6))
     run.run_to_end()
     lines = []
     for line in trace_lines(run.header, run.records):
@@ -404,7 +349,7 @@ def test_a_sampled_race_says_exact_in_distribution_and_a_greedy_one_stays_lossle
     from app.inputs import sampling_settings
     from app.race import RaceRequest, race_steps
 
-    pair = _real_pair(str(tiny_root))
+    pair = tiny_pair(str(tiny_root), FAMILY, "noised")
     sampling = sampling_settings(0.8, 4)
     data = last(race_steps(pair, RaceRequest(image, PROMPT, ("sage", "static"), 12, sampling=sampling)))
     recorded = {"temperature": 0.8, "top_p": 1.0, "top_k": 50, "seed": 4}

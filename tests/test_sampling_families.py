@@ -9,30 +9,28 @@ layers too)."""
 
 from __future__ import annotations
 
-import functools
 from collections import Counter
-from pathlib import Path
 
 import pytest
-from conftest import tiny_folder
 from sequence_oracle import SequenceOracle
-from test_sampling import ALPHA, DECODE_SETTINGS, PROMPT, chi_square_p_value, target_sampling_distribution
 
-from sage_core import DecodeConfig, SageConfig, decode, load_pair
+from sage_core import DecodeConfig, SageConfig, decode
 from sage_core.config import SamplingConfig
 from sage_core.media import Media
 from sage_core.models import ModelPair
 from sage_core.prepared import prepare_inputs
+from sage_testkit.pairs import tiny_pair
+from sage_testkit.references import (
+    ALPHA,
+    DECODE_SETTINGS,
+    SAMPLING_PROMPT,
+    Tokens,
+    chi_square_p_value,
+    target_sampling_distribution,
+)
 
-Tokens = tuple[int, ...]
+PROMPT = SAMPLING_PROMPT
 STEPS = 3
-
-
-@functools.cache
-def _pair(root: str, family: str) -> ModelPair:
-    return load_pair(
-        tiny_folder(Path(root), family, "target"), tiny_folder(Path(root), family, "noised"), "cpu", "float32"
-    )
 
 
 def exact_distribution(pair: ModelPair, media: Media) -> dict[Tokens, float]:
@@ -52,7 +50,7 @@ CASES = [
 
 @pytest.mark.parametrize(("family", "method", "runs"), CASES)
 def test_new_layer_kinds_sample_exactly_as_the_target(tiny_root, image, family, method, runs):
-    pair = _pair(str(tiny_root), family)
+    pair = tiny_pair(str(tiny_root), family, "noised")
     pair = ModelPair(SequenceOracle(pair.target), SequenceOracle(pair.draft))
     prepared = prepare_inputs(pair, image, PROMPT)
     counts: Counter[Tokens] = Counter()
@@ -61,4 +59,4 @@ def test_new_layer_kinds_sample_exactly_as_the_target(tiny_root, image, family, 
             method, STEPS, SageConfig(static_first_round=False), sampling=SamplingConfig(**DECODE_SETTINGS, seed=seed)
         )
         counts[decode(pair, prepared.media, PROMPT, config, prepared).run_to_end().token_ids] += 1
-    assert chi_square_p_value(counts, exact_distribution(_pair(str(tiny_root), family), image)) > ALPHA
+    assert chi_square_p_value(counts, exact_distribution(tiny_pair(str(tiny_root), family, "noised"), image)) > ALPHA

@@ -90,9 +90,9 @@ def test_jpeg_keeps_the_picture_and_its_size_but_not_its_exact_pixels():
 
 
 def test_the_training_mix_draws_rows_and_jpegs_only_when_asked():
-    from test_train_script import load_script
+    from sage_testkit.references import load_script
 
-    script = load_script()
+    script = load_script("train_builtin_pair")
     a, b = random.Random(7), random.Random(7)
     plain = [script.draw_example(a) for _ in range(30)]
     same = [script.draw_example(b, script.DataMix()) for _ in range(30)]

@@ -10,12 +10,12 @@ import pytest
 
 from app.race import RaceRequest, live_stepper
 from app.stepping import SteppedRaces
-from sage_core import load_media, load_pair
+from sage_core import load_media
 
 
 @pytest.fixture(scope="module")
-def pair():
-    return load_pair("builtin", "builtin", "cpu")
+def pair(builtin_pair):
+    return builtin_pair
 
 
 @pytest.fixture(scope="module")

@@ -5,13 +5,12 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-from conftest import tiny_folder
-
 from sage_core import load_pair, prepare_inputs
 from sage_core.costs import COST_SIZES, CostCurve, remember_curve
 from sage_core.methods import is_method
 from sage_core.models import ModelPair
 from sage_core.sweep import sweep
+from sage_testkit.pairs import tiny_folder
 
 
 @functools.cache

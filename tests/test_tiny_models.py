@@ -1,4 +1,4 @@
-"""Tests of the tiny random-weight VLM builder in sage_core/tiny_models.py (offline, CPU, fast)."""
+"""Tests of the tiny random-weight VLM builder in sage_testkit/tiny_models.py (offline, CPU, fast)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from transformers import (
 from transformers.utils import logging as hf_logging
 
 # tests/ is on sys.path (pytest's rootdir-relative import of this folder, and conftest.py)
-from sage_core.tiny_models import EXTRA_FAMILIES, FAMILIES, SPECIAL_TOKENS, build_tiny_vlm, model_class
+from sage_testkit.tiny_models import EXTRA_FAMILIES, FAMILIES, SPECIAL_TOKENS, build_tiny_vlm, model_class
 
 hf_logging.disable_progress_bar()
 

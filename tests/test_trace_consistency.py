@@ -11,7 +11,8 @@ from app_records import header, sage_records, static_records, synthetic_race
 
 from app.race_trace import parse_race, race_trace_lines
 from sage_core.errors import TraceError
-from sage_core.records import parse_trace, trace_lines
+from sage_core.records import trace_lines
+from sage_core.trace_check import parse_trace
 
 
 def lines_of(method: str = "sage") -> list[str]:

@@ -1,5 +1,6 @@
 """Traces written before the renames still replay, read under today's names; traces written now carry
-today's names only, and the dynamic tree's settings in their header.
+today's names only, and the dynamic tree's settings in their header. A caller (form, API, flag, keyword)
+who uses an old name is told the new one.
 
 Before: a record's `step` and `step_seconds`, the SAGE settings' `top_k` and `expansion_threshold`, and
 no dynamic tree settings. Now: `round`, `round_seconds`, `candidates`, `threshold_base`, `dynamic`. The
@@ -15,15 +16,15 @@ from pathlib import Path
 
 import pytest
 from app_records import header, sage_records
-from conftest import tiny_folder
 from PIL import Image
 
 from app.race_trace import load_race, parse_race, race_trace_lines
-from sage_core import DecodeConfig, DynamicConfig, SageConfig, decode, load_pair, load_trace, save_trace
+from sage_core import DecodeConfig, DynamicConfig, SageConfig, decode, load_trace, save_trace
 from sage_core.cli import build_parser, main
 from sage_core.errors import TraceError
 from sage_core.explain import sage_config_from
-from sage_core.records import parse_trace, trace_lines
+from sage_core.records import trace_lines
+from sage_core.trace_check import parse_trace
 
 LANDING = Path(__file__).resolve().parent / "data" / "race-old-names.jsonl"  # the landing trace first shipped
 OLD_RECORD = {"round": "step", "round_seconds": "step_seconds"}
@@ -121,8 +122,8 @@ def test_a_header_with_impossible_dynamic_settings_is_refused(dynamic, message):
         parse_trace([json.dumps(row), *lines[1:]])
 
 
-def test_a_run_records_the_dynamic_tree_settings_it_used(tiny_root, image, tmp_path):
-    pair = load_pair(tiny_folder(tiny_root, "qwen2_vl", "target"), tiny_folder(tiny_root, "qwen2_vl", "noised"), "cpu")
+def test_a_run_records_the_dynamic_tree_settings_it_used(tiny_pair, image, tmp_path):
+    pair = tiny_pair("qwen2_vl")
     settings = DynamicConfig(depth=3, candidates=4, total_tokens=9)
     run = decode(pair, image, "Describe the picture.", DecodeConfig("dynamic", 12, dynamic=settings))
     run.run_to_end()
@@ -137,25 +138,39 @@ def test_a_run_records_the_dynamic_tree_settings_it_used(tiny_root, image, tmp_p
     assert other.header.dynamic == asdict(settings) and other.header.sage == asdict(SageConfig())
 
 
-def test_the_old_setting_names_are_read_where_callers_pass_them():
+def test_a_caller_using_an_old_setting_name_is_told_the_new_one():
+    """Only traces are still read under the old names; a caller who passes one gets one sentence."""
+    from app.inputs import InputProblem, RaceForm
+    from sage_core.errors import ConfigError, GenerateError
     from sage_core.hf_generate import _sage_config
 
-    old = SageConfig.from_form({"top_k": "12", "expansion_threshold": 0.2})
-    assert old == SageConfig(candidates=12, threshold_base=0.2)
-    assert SageConfig.from_form({"top_k": 12, "candidates": 14}).candidates == 14  # the new name wins
-    assert DynamicConfig.from_form({"depth": "3", "top_k": 4.0, "total_tokens": 9}) == DynamicConfig(3, 4, 9)
-    kwargs: dict = {"sage_top_k": 12, "max_new_tokens": 5}
+    for values, old, new in (({"top_k": "12"}, "top_k", "candidates"),
+                             ({"expansion_threshold": 0.2}, "expansion_threshold", "threshold_base")):  # fmt: skip
+        with pytest.raises(ConfigError, match=f"'{old}' is the old name of SAGE's '{new}', no longer read"):
+            SageConfig.from_form(values)
+    with pytest.raises(ConfigError, match="'top_k' is the old name of the dynamic tree's 'candidates'"):
+        DynamicConfig.from_form({"depth": "3", "top_k": 4.0, "total_tokens": 9})
+    assert DynamicConfig.from_form({"depth": "3", "candidates": 4.0, "total_tokens": 9}) == DynamicConfig(3, 4, 9)
+    with pytest.raises(GenerateError, match="'sage_top_k' is the old name of SAGE's 'sage_candidates'"):
+        _sage_config(None, {"sage_top_k": 12, "max_new_tokens": 5})
+    kwargs: dict = {"sage_candidates": 12, "max_new_tokens": 5}
     assert _sage_config(None, kwargs).candidates == 12 and kwargs == {"max_new_tokens": 5}
+    with pytest.raises(InputProblem, match="'top_k' is the old name of 'candidates', no longer read"):
+        RaceForm(top_k=12)
 
 
-def test_old_flag_names_are_read_but_not_listed(capsys):
-    """--top-k and --dynamic-top-k (the names before the renames) set the same settings as --candidates and
-    --dynamic-candidates; --help lists only the new names."""
+def test_old_flag_names_are_refused_and_not_listed(capsys):
+    """--top-k and --dynamic-top-k (the names before the renames) are refused in a sentence naming
+    --candidates and --dynamic-candidates (not taken for --top-k-sampling); --help lists only the new names."""
     parser = build_parser()
-    old = parser.parse_args(["generate", "--image", "x.png", "--prompt", "hi", "--top-k", "7", "--dynamic-top-k", "3"])
-    new = parser.parse_args(["generate", "--image", "x.png", "--prompt", "hi", "--candidates", "7",
-                             "--dynamic-candidates", "3"])  # fmt: skip
-    assert (old.candidates, old.dynamic_candidates) == (new.candidates, new.dynamic_candidates) == (7, 3)
+    for old, new in (("--top-k", "--candidates"), ("--dynamic-top-k", "--dynamic-candidates")):
+        with pytest.raises(SystemExit) as exited:
+            parser.parse_args(["generate", "--image", "x.png", "--prompt", "hi", old, "7"])
+        assert exited.value.code == 2
+        assert f"error: {old} is the old name of {new}, no longer read: use {new}" in capsys.readouterr().err
+    new_args = parser.parse_args(["generate", "--image", "x.png", "--prompt", "hi", "--candidates", "7",
+                                  "--dynamic-candidates", "3"])  # fmt: skip
+    assert (new_args.candidates, new_args.dynamic_candidates) == (7, 3)
     default = parser.parse_args(["generate", "--image", "x.png", "--prompt", "hi"])
     assert (default.candidates, default.dynamic_candidates) == (10, 10)
     with pytest.raises(SystemExit):
@@ -168,11 +183,12 @@ def test_old_flag_names_are_read_but_not_listed(capsys):
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
-        (["--top-k", "100000"], "candidates must be a whole number in [2, 20], not 100000"),
-        (["--method", "dynamic", "--dynamic-top-k", "0"], "candidates must be a whole number in [1, 50], not 0"),
+        (["--top-k", "100000"], "--top-k is the old name of --candidates, no longer read"),
+        (["--method", "dynamic", "--dynamic-top-k", "0"], "--dynamic-top-k is the old name of --dynamic-candidates"),
     ],
 )
 def test_an_old_flag_name_gets_the_new_names_sentence(tmp_path, flags, message, capsys):
     Image.new("RGB", (56, 56), (200, 30, 30)).save(tmp_path / "red.png")
-    assert main(["generate", "--image", str(tmp_path / "red.png"), "--prompt", "hi", "--device", "cpu", *flags]) == 2
-    assert message in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exited:  # a usage error, as argparse exits for every other
+        main(["generate", "--image", str(tmp_path / "red.png"), "--prompt", "hi", "--device", "cpu", *flags])
+    assert exited.value.code == 2 and message in capsys.readouterr().err

@@ -4,31 +4,21 @@ through the real path as a pair."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 
 from sage_core import DecodeConfig, decode, load_media, load_pair
+from sage_testkit.references import load_script
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def load_script():
-    spec = importlib.util.spec_from_file_location("train_builtin_pair", ROOT / "scripts" / "train_builtin_pair.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.slow
 def test_a_few_training_steps_save_a_loadable_float16_pair(tmp_path, capsys):
-    script = load_script()
+    script = load_script("train_builtin_pair")
     steps = str(script.VIDEO_EVERY)  # so that one of the steps is a batch of clips
     args = f"--target-steps {steps} --draft-steps {steps} --batch-size 2 --eval-n 8 --threads 1".split()
     args += ["--target-vision-steps", "2", "--draft-vision-steps", "2"]
@@ -68,7 +58,7 @@ def test_per_token_labels_name_what_is_drawn_under_each_token(kind):
 
     from sage_core.builtin.scenes import COLOURS, SHAPES, make_example
 
-    script = load_script()
+    script = load_script("train_builtin_pair")
     colours = list(COLOURS)
     checked = agreeing = background = plain = 0
     for seed in range(12):
@@ -121,7 +111,7 @@ def test_per_token_labels_name_what_is_drawn_under_each_token(kind):
 )
 def test_bad_vision_stage_settings_are_refused_with_one_message(args, message, tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_info:
-        load_script().main(["--out", str(tmp_path / "out"), *args])
+        load_script("train_builtin_pair").main(["--out", str(tmp_path / "out"), *args])
     assert exit_info.value.code == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
@@ -154,7 +144,7 @@ def test_the_full_recipe_chains_its_runs(tmp_path):
     into OUT; run 9 trains run 8's target on (in WORK) and distils both drafts on from it into OUT."""
     from safetensors.torch import load_file
 
-    script = load_script()
+    script = load_script("train_builtin_pair")
     out, work = tmp_path / "pair", tmp_path / "work"
     runs = full_recipe_runs(out, work)
     assert len(runs) == 14
@@ -239,7 +229,7 @@ def test_the_data_mix_draws_as_before_when_off_and_lone_scenes_when_asked():
 
     from sage_core.builtin.scenes import make_example
 
-    script = load_script()
+    script = load_script("train_builtin_pair")
     kinds, weights = script.IMAGE_KINDS, list(script.KIND_WEIGHTS.values())
     a, b = random.Random(5), random.Random(5)
     for _ in range(20):
@@ -263,7 +253,7 @@ def _slots(example) -> dict[str, str]:
 
 
 def test_a_smaller_draft_keeps_the_first_layers_and_still_runs():
-    script = load_script()
+    script = load_script("train_builtin_pair")
     processor = script.build_processor()
     draft = script.build_model(script.DRAFT_CFG, processor.tokenizer, seed=3)
     first_layer = draft.model.language_model.layers[0]

@@ -9,16 +9,12 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import ALL_FAMILIES, tiny_folder
 
-from sage_core.models import VLM, KVState
-from sage_core.trees import Tree
+from sage_core.models import VLM
+from sage_testkit.pairs import tiny_folder
+from sage_testkit.references import ROOT_TOKEN, TREE, path_logits, tree_logits
+from sage_testkit.tiny_models import ALL_FAMILIES
 
-# root -> 0 -> 2 -> 5
-#      -> 1 -> 3
-#           -> 4 -> 6
-TREE = Tree(tokens=(40, 41, 42, 43, 44, 45, 46), parents=(-1, -1, 0, 1, 1, 2, 4), draft_probs=(0.5,) * 7)
-ROOT_TOKEN = 39
 TOLERANCE = 1e-4
 
 
@@ -26,31 +22,6 @@ def load(root: Path, family: str, attention: str) -> VLM:
     vlm = VLM.load(tiny_folder(root, family, "target"), device="cpu", dtype="float32")
     vlm.model.set_attn_implementation(attention)
     return vlm
-
-
-def tree_logits(vlm: VLM, state: KVState, tree: Tree, parents=None, depths=None) -> torch.Tensor:
-    """The tree forward decoding runs (`extend` with parent indices) over [root, *nodes]
-    (optionally with broken parents or positions)."""
-    start = state.committed
-    depths = tree.depths if depths is None else depths
-    if parents is None:
-        parents = [-1] + [1 + p for p in tree.parents]
-    return vlm.extend(state, [ROOT_TOKEN, *tree.tokens], [start] + [start + d for d in depths], parents=parents)
-
-
-def path_logits(vlm: VLM, inputs: dict, path_tokens: list[int]) -> torch.Tensor:
-    """Plain step-by-step decoding with the model's own positions and causal mask."""
-    from transformers import DynamicCache
-
-    cache = DynamicCache(config=vlm.model.config)
-    with torch.no_grad():
-        vlm.model(**inputs, **{vlm.cache_keyword: cache}, use_cache=True)
-        logits = None
-        for token in path_tokens:  # no mask: causal; positions from the cache length (+ rope_deltas)
-            logits = vlm.model(input_ids=torch.tensor([[token]]), **{vlm.cache_keyword: cache}, use_cache=True).logits[
-                0, -1
-            ]
-    return logits
 
 
 def max_error(vlm: VLM, inputs: dict, logits: torch.Tensor) -> float:
@@ -110,7 +81,7 @@ def test_sliding_windows_are_kept_by_the_tree_mask(tiny_root, image, monkeypatch
     """Gemma 3's and 4's sliding-window layers (Gemma 4's last layers reading the first layers' cache):
     the prompt is several windows long, each node sees only the entries inside its window (the equality
     above); with the window left out of the mask the check fails."""
-    from sage_core.tiny_models import GEMMA3_WINDOW
+    from sage_testkit.tiny_models import GEMMA3_WINDOW
 
     vlm = load(tiny_root, family, "eager")
     inputs = vlm.prepare(image, "Describe the picture.")

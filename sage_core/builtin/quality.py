@@ -1,7 +1,7 @@
 """Quality checks for the built-in model pair (accuracy and draft/target agreement).
 
-Inputs are built by the adapter's own functions (``chat_prompt``, ``processor_inputs``),
-so they are exactly what the app feeds the models, batched.
+Inputs are built by the model package's own functions (``chat_prompt``, ``processor_inputs`` of
+sage_core/models/prompts.py), so they are exactly what the app feeds the models, batched.
 """
 
 from __future__ import annotations

@@ -1,0 +1,420 @@
+"""Reading a trace back: every field of every line checked before anything is used.
+
+A trace (records.py: a `RunHeader` line, then one `RoundRecord` per round) may come from a file a
+visitor uploads, so `parse_trace` refuses in one sentence (`TraceError`) whatever a run could not have
+written: wrong types, values out of range, times that go backwards or do not add up, trees whose
+parents do not form a tree, an unknown method, rounds out of order, settings the config types refuse.
+
+Traces written before some settings were renamed still read (docs/cli-and-library.md lists the old
+names and until when): the SAGE settings' `top_k` and `expansion_threshold` (method_settings.
+OLD_SAGE_NAMES) and a record's `step` and `step_seconds` (records.OLD_RECORD_NAMES) under today's
+names; a header without the dynamic tree's settings is one written before they were recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+from .config import SamplingConfig, check_max_new_tokens, check_prune_ratio
+from .errors import ConfigError, TraceError
+from .method_settings import OLD_SAGE_NAMES, DynamicConfig, SageConfig, with_current_names
+from .methods import is_method, method_spec, registered_names
+from .records import CUT_RULES, TRACE_FORMAT, RoundRecord, RunHeader, record_from_dict
+
+#: Traces larger than this are refused before they are read (the app's own limit may be lower).
+MAX_TRACE_BYTES = 64 * 2**20
+#: The largest draft tree a trace may hold; no policy plans near it (SAGE's node budget is 64, its depth 10).
+MAX_TREE_NODES = 4096
+MAX_TREE_DEPTH = 256
+
+
+def read_trace_text(path: str | Path, max_bytes: int = MAX_TRACE_BYTES) -> str:
+    """A trace file's text, refused when it is larger than `max_bytes` (checked before reading)."""
+    try:
+        size = Path(path).stat().st_size
+        if size > max_bytes:
+            raise TraceError(f"the trace file is {size / 2**20:.1f} MB; the limit is {max_bytes / 2**20:g} MB")
+        return Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise TraceError(f"cannot read the trace file ({type(error).__name__})") from error
+
+
+def json_line(line: str, number: int) -> dict[str, Any]:
+    """One line of a trace as a JSON object; TraceError when it is not one (too deeply nested included)."""
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as error:
+        raise TraceError(f"line {number} is not JSON: {error.msg}") from error
+    except RecursionError as error:
+        raise TraceError(f"line {number} is nested too deeply to be a trace line") from error
+    except ValueError as error:  # an integer of thousands of digits
+        raise TraceError(f"line {number} holds a number too long to be a trace value") from error
+    if not isinstance(row, dict):
+        raise TraceError(f"line {number} is not a JSON object")
+    return row
+
+
+def load_trace(path: str | Path, max_bytes: int = MAX_TRACE_BYTES) -> tuple[RunHeader, list[RoundRecord]]:
+    """Read a trace written by `save_trace`; raises TraceError when it is not one."""
+    return parse_trace(read_trace_text(path, max_bytes).splitlines())
+
+
+def parse_trace(lines: Sequence[str]) -> tuple[RunHeader, list[RoundRecord]]:
+    """Parse and check the JSON lines of a trace; raises TraceError when they are not one.
+
+    Every field is checked against the record types before anything is used:
+    types, ranges, finite non-negative times that never go backwards, trees
+    whose parents form a tree, a known method, rounds numbered in order.
+    """
+    rows = [json_line(line, number) for number, line in enumerate((line for line in lines if line.strip()), 1)]
+    return parse_trace_rows(rows)
+
+
+def parse_trace_rows(rows: Sequence[dict[str, Any]]) -> tuple[RunHeader, list[RoundRecord]]:
+    """`parse_trace` on lines already read as JSON objects."""
+    if not rows:
+        raise TraceError("the trace is empty")
+    try:
+        fields_of_header = dict(rows[0]["header"])
+        if isinstance(fields_of_header.get("sage"), dict):  # SAGE's settings under their old names: read
+            fields_of_header["sage"] = with_current_names(fields_of_header["sage"], OLD_SAGE_NAMES)
+        if isinstance(fields_of_header.get("kept_visual_indices"), list):
+            fields_of_header["kept_visual_indices"] = tuple(fields_of_header["kept_visual_indices"])
+        header = RunHeader(**fields_of_header)
+        records = [record_from_dict(row) for row in rows[1:]]
+    except (KeyError, TypeError, ValueError) as error:
+        raise TraceError(f"not a SAGE trace (JSON lines with a header, then round records): {error}") from error
+    problem = header_problem(header)
+    if problem is not None:
+        raise TraceError(f"the header of the trace is not valid: {problem}")
+    if not records:
+        raise TraceError("the trace holds no rounds")
+    previous_total = 0.0
+    produced = 0
+    for number, record in enumerate(records, 2):
+        index = number - 2
+        problem = record_problem(record)
+        if problem is None:
+            produced += len(record.new_tokens)
+            problem = _sequence_problem(header, record, index, len(records), previous_total, produced)
+        if problem is not None:
+            raise TraceError(f"line {number} of the {header.method!r} run is not a valid round: {problem}")
+        previous_total = record.total_seconds
+    return header, records
+
+
+def _sequence_problem(
+    header: RunHeader, record: RoundRecord, index: int, count: int, previous_total: float, produced: int
+) -> str | None:
+    """What makes a valid record wrong in its place in the run, or None."""
+    if record.method != header.method:
+        return f"it is a round of {record.method!r}, not of {header.method!r}"
+    if record.round != index:
+        return f"it is numbered {record.round}, not {index}"
+    if (record.phase == "prefill") != (index == 0):
+        return "a run is its prefill (round 0), then its rounds"
+    if record.total_seconds < previous_total:
+        return "its total time goes backwards"
+    if not math.isclose(record.total_seconds, previous_total + record.round_seconds, rel_tol=1e-6, abs_tol=1e-6):
+        return "its total time is not the rounds' times added up"
+    if record.round_seconds + 1e-6 < record.draft_seconds + record.verify_seconds:
+        return "its drafting and verification take longer than the whole round"
+    if record.total_tokens != produced:
+        return f"its running total is {record.total_tokens} tokens, but the rounds so far made {produced}"
+    if record.finish_reason is not None and index != count - 1:
+        return "only the last round may finish the run"
+    if produced > header.max_new_tokens:
+        return f"the run made {produced} tokens, more than its limit of {header.max_new_tokens}"
+    if record.finish_reason == "length" and produced != header.max_new_tokens:
+        return f"it ends the run at its token limit, but the run made {produced} of {header.max_new_tokens}"
+    return None
+
+
+#: No count, id or seed in a trace is this large (a 64-bit integer's bound).
+MAX_TRACE_INT = 2**63
+
+
+def is_text(value: Any) -> bool:
+    """Text that can be written back out: a string with no lone surrogates."""
+    if not isinstance(value, str):
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _is_int(value: Any, low: int = 0) -> bool:
+    return type(value) is int and low <= value < MAX_TRACE_INT
+
+
+def _is_number(value: Any, low: float = 0.0, high: float = math.inf) -> bool:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    if isinstance(value, int) and abs(value) >= MAX_TRACE_INT:
+        return False
+    return math.isfinite(value) and low <= value <= high
+
+
+def header_problem(header: RunHeader) -> str | None:
+    """What makes a header read from a file unusable, or None."""
+    if header.format != TRACE_FORMAT:
+        return f"unsupported trace format {header.format!r} (expected {TRACE_FORMAT})"
+    texts = (header.method, header.target, header.draft, header.prompt, header.media, header.device, header.dtype)
+    if not all(is_text(t) for t in texts):
+        return "its names, prompt and devices must be text (valid Unicode)"
+    if not is_method(header.method):
+        return f"unknown method {header.method!r}; known: {', '.join(registered_names())}"
+    if not _is_int(header.max_new_tokens, 1) or not _is_int(header.prompt_tokens):
+        return "its token counts must be whole numbers"
+    if not isinstance(header.sage, dict):
+        return "its SAGE settings must be an object"
+    if header.dynamic is not None and not isinstance(header.dynamic, dict):
+        return "its dynamic tree settings must be an object"
+    if header.settings is not None and not isinstance(header.settings, dict):
+        return "its method's settings must be an object"
+    if not _is_number(header.prepare_seconds) or not isinstance(header.prepare_shared, bool):
+        return "its preparation time must be a finite, non-negative number of seconds"
+    if header.draft_prompt_tokens is not None and not _is_int(header.draft_prompt_tokens):
+        return "the draft's prompt length must be a whole number"
+    kept = header.kept_visual_indices
+    if kept is not None and not (isinstance(kept, tuple) and all(_is_int(i) for i in kept)):
+        return "the kept visual token indices must be a list of whole numbers"
+    if not _is_number(header.prune_ratio, 0.0, 1.0) or not _is_int(header.visual_tokens):
+        return "its pruning ratio must lie in [0, 1) and its visual token count be a whole number"
+    return _sampling_problem(header.sampling) or _settings_problem(header)
+
+
+def _settings_problem(header: RunHeader) -> str | None:
+    """Whether the header's settings are ones a run could have had: checked by the config types
+    themselves (the SAGE and dynamic tree settings it names, the token limit, the pruning ratio, the
+    sampling)."""
+    known = {f.name for f in fields(SageConfig)}
+    try:
+        SageConfig(**{k: v for k, v in header.sage.items() if k in known})
+        if header.dynamic is not None:
+            DynamicConfig(**{k: v for k, v in header.dynamic.items() if k in ("depth", "candidates", "total_tokens")})
+        if header.settings is not None:
+            settings_of_header(header)
+        check_max_new_tokens(header.max_new_tokens)
+        if header.prune_ratio:
+            check_prune_ratio(header.prune_ratio)
+        if header.sampling is not None:
+            sampling = {k: v for k, v in header.sampling.items() if k in ("temperature", "top_p", "top_k", "seed")}
+            SamplingConfig(**sampling)
+    except (ConfigError, TypeError) as error:
+        return str(error)
+    return None
+
+
+def settings_of_header(header: RunHeader) -> Any:
+    """The settings the run's method ran with, from its header (SAGE's and the dynamic tree's from their
+    own fields in traces written before `settings`); None for a method without settings. A value its
+    settings class refuses raises its ConfigError."""
+    spec = method_spec(header.method)
+    if spec.settings is None:
+        return None
+    recorded = header.settings
+    if recorded is None and spec.settings_field in ("sage", "dynamic"):
+        recorded = getattr(header, spec.settings_field)
+    known = {f.name for f in fields(spec.settings)}
+    return spec.settings(**{k: v for k, v in (recorded or {}).items() if k in known})
+
+
+def _sampling_problem(sampling: Any) -> str | None:
+    """What is wrong with a header's sampling settings (None: greedy), or None."""
+    if sampling is None:
+        return None
+    if not isinstance(sampling, dict):
+        return "its sampling settings must be an object"
+    numbers = (sampling.get("temperature", 0.0), sampling.get("top_p", 1.0))
+    seed, top_k = sampling.get("seed"), sampling.get("top_k", 0)
+    if not all(_is_number(v) for v in numbers) or not _is_int(top_k) or not (seed is None or _is_int(seed)):
+        return "its sampling settings must hold a temperature, top-p, top-k and seed that are numbers"
+    return None
+
+
+def record_problem(record: RoundRecord) -> str | None:
+    """What makes a record read from a file unusable (wrong types, ranges, times, or a tree that is not
+    one), or None."""
+    return (
+        _kind_problem(record)
+        or _value_problem(record)
+        or _tree_problem(record)
+        or _verdict_problem(record)
+        or _path_problem(record)
+        or _teaching_problem(record)
+        or _budget_problem(record)
+    )
+
+
+def _kind_problem(record: RoundRecord) -> str | None:
+    """Whether the record's method, phase and finish reason are ones a run writes, and its sequences lists."""
+    if not isinstance(record.method, str) or record.phase not in ("prefill", "decode"):
+        return "its method must be text and its phase 'prefill' or 'decode'"
+    if record.finish_reason not in (None, "eos", "length"):
+        return "its finish reason must be 'eos', 'length' or null"
+    sequences = (
+        record.tree_tokens,
+        record.tree_parents,
+        record.tree_draft_probs,
+        record.accepted_nodes,
+        record.accepted_tokens,
+        record.new_tokens,
+        record.new_token_texts,
+    )
+    if not all(isinstance(seq, tuple) for seq in sequences):
+        return "its trees, paths and tokens must be lists"
+    return None
+
+
+def _value_problem(record: RoundRecord) -> str | None:
+    """Whether the record's ids, counts, times, probabilities and planned shape are in range."""
+    ints = (record.round, record.bonus_token, record.total_tokens, *record.tree_tokens, *record.accepted_tokens)
+    if not all(_is_int(v) for v in (*ints, *record.new_tokens, *record.accepted_nodes)):
+        return "token ids, rounds and node indices must be non-negative integers"
+    if not all(type(p) is int for p in record.tree_parents):
+        return "tree parents must be integers"
+    times = (record.draft_seconds, record.verify_seconds, record.round_seconds, record.total_seconds)
+    if not all(_is_number(t) for t in times):
+        return "times must be finite, non-negative numbers of seconds"
+    if not all(_is_number(p, 0.0, 1.0) for p in record.tree_draft_probs):
+        return "draft probabilities must lie in [0, 1]"
+    if record.entropy is not None and not _is_number(record.entropy):
+        return "the entropy must be a finite, non-negative number"
+    if record.alpha is not None and not _is_number(record.alpha, 0.0, 1.0):
+        return "the confidence alpha must lie in [0, 1]"
+    if not all(v is None or _is_int(v) for v in (record.depth_max, record.planned_depth, record.planned_width)):
+        return "planned depths and widths must be non-negative integers"
+    return None
+
+
+def _tree_problem(record: RoundRecord) -> str | None:
+    """Whether the tree's columns agree and its parents make a tree within the size limits."""
+    count = len(record.tree_tokens)
+    if len(record.tree_parents) != count or len(record.tree_draft_probs) != count:
+        return "the tree's tokens, parents and probabilities differ in length"
+    if count > MAX_TREE_NODES:
+        return f"its tree has {count} nodes; the limit is {MAX_TREE_NODES}"
+    if any(not -1 <= parent < index for index, parent in enumerate(record.tree_parents)):
+        return "a tree node's parent must come before it (or be the root, -1)"
+    if count and record.tree.depth > MAX_TREE_DEPTH:
+        return f"its tree is {record.tree.depth} levels deep; the limit is {MAX_TREE_DEPTH}"
+    return None
+
+
+def _verdict_problem(record: RoundRecord) -> str | None:
+    """Whether the accepted and tried nodes are in the tree, and every new token has its text."""
+    count = len(record.tree_tokens)
+    if any(not 0 <= node < count for node in record.accepted_nodes):
+        return "an accepted node is not in the tree"
+    if len(record.accepted_tokens) != len(record.accepted_nodes):
+        return "the accepted path's nodes and tokens differ in length"
+    if not all(type(v) is int and 0 <= v < count for v in record.tried_nodes):
+        return "a tried node is not in the tree"
+    if len(record.accept_probs) != len(record.tried_nodes) or not all(
+        _is_number(p, 0.0, 1.0) for p in record.accept_probs
+    ):
+        return "each tried node needs an acceptance probability in [0, 1]"
+    if not all(is_text(t) for t in record.new_token_texts) or len(record.new_token_texts) != len(record.new_tokens):
+        return "each new token needs its text"
+    return None
+
+
+def _path_problem(record: RoundRecord) -> str | None:
+    """Whether the accepted nodes form a path of the tree down from the root, with the tree's tokens, and
+    the round's new tokens are that path's tokens and then the bonus (cut only where the run finished)."""
+    parent = -1
+    for node, token in zip(record.accepted_nodes, record.accepted_tokens, strict=True):
+        if record.tree_parents[node] != parent:
+            return "the accepted nodes are not a path of the tree down from the root"
+        if record.tree_tokens[node] != token:
+            return "an accepted token is not the token of its node in the tree"
+        parent = node
+    produced = (*record.accepted_tokens, record.bonus_token)
+    if record.phase == "prefill" and (record.tree_tokens or record.accepted_nodes):
+        return "the prefill drafts no tree"
+    if not record.new_tokens:
+        return "a round adds at least one token"
+    if record.finish_reason is None and record.new_tokens != produced:
+        return "its new tokens are not the accepted tokens and then the bonus token"
+    if record.new_tokens != produced[: len(record.new_tokens)]:
+        return "its new tokens are not the accepted tokens and then the bonus token (cut where the run ended)"
+    return None
+
+
+def _teaching_problem(record: RoundRecord) -> str | None:
+    """What is wrong with a record's optional teaching fields, or None."""
+    return _teaching_value_problem(record) or _teaching_shape_problem(record) or _adaptation_problem(record)
+
+
+def _teaching_value_problem(record: RoundRecord) -> str | None:
+    """Whether the teaching fields are lists of ids, counts and probabilities in range."""
+    counts = (record.cut_by_width, record.cut_by_threshold, record.cut_by_budget)
+    whole = (record.root_top_tokens, *counts, record.offer_widths, record.cut_tokens, record.target_choices)
+    probabilities = (record.root_top_probs, record.cut_probs, record.level_thresholds)
+    parents = (record.offer_parents, record.cut_parents)
+    sequences = (*whole, *probabilities, *parents, record.cut_rules)
+    if not all(isinstance(seq, tuple) for seq in sequences):
+        return "its teaching fields must be lists"
+    if not all(_is_int(v) for seq in whole for v in seq) or not all(_is_int(v, -1) for seq in parents for v in seq):
+        return "token ids, node indices and counts must be integers"
+    if not all(_is_number(p, 0.0, 1.0) for seq in probabilities for p in seq):
+        return "draft probabilities and thresholds must lie in [0, 1]"
+    return None
+
+
+def _teaching_shape_problem(record: RoundRecord) -> str | None:
+    """Whether the teaching fields' lengths agree with each other and with the tree."""
+    count = len(record.tree_tokens)
+    if len(record.root_top_tokens) != len(record.root_top_probs):
+        return "the root's top-k tokens and probabilities differ in length"
+    counts = (record.cut_by_width, record.cut_by_threshold, record.cut_by_budget)
+    if any(len(c) not in (0, len(record.level_thresholds)) for c in counts):
+        return "the cut counts must have one entry per level"
+    if len(record.offer_parents) != len(record.offer_widths):
+        return "each offering node needs one width"
+    cut = (record.cut_parents, record.cut_tokens, record.cut_probs, record.cut_rules)
+    if len({len(c) for c in cut}) != 1:
+        return "the cut candidates' parents, tokens, probabilities and rules differ in length"
+    if any(not -1 <= parent < count for parent in (*record.offer_parents, *record.cut_parents)):
+        return "a cut candidate's parent is not in the tree"
+    if not all(isinstance(rule, str) and rule in CUT_RULES for rule in record.cut_rules):
+        return f"cut rules must be one of {', '.join(CUT_RULES)}"
+    if len(record.target_choices) not in (0, count + 1):
+        return "the target's choices need one entry for the root and one per node"
+    return None
+
+
+def _adaptation_problem(record: RoundRecord) -> str | None:
+    """Whether SAGE's window, next D_max and the path's entropies are in range."""
+    if record.window_mean is not None and not _is_number(record.window_mean):
+        return "the window's mean acceptance must be a finite, non-negative number"
+    if record.next_depth_max is not None and not _is_int(record.next_depth_max, 1):
+        return "D_max must be a positive integer"
+    entropies = record.path_entropies
+    if not isinstance(entropies, tuple) or len(entropies) > len(record.accepted_nodes) + 1:
+        return "the path's entropies need at most one entry for the root and one per accepted node"
+    if not all(_is_number(h, 0.0, 100.0) for h in entropies):
+        return "the path's entropies must be finite, non-negative numbers"
+    return None
+
+
+def _budget_problem(record: RoundRecord) -> str | None:
+    """What is wrong with a record's budget fields (sage-cost), or None."""
+    columns = (record.budget_nodes, record.budget_depths, record.budget_expected, record.budget_rates)
+    if not all(isinstance(c, tuple) for c in columns) or len({len(c) for c in columns}) != 1:
+        return "the budgets weighed need one node count, depth, expectation and rate each"
+    if not all(_is_int(v, 1) for v in (*record.budget_nodes, *record.budget_depths)):
+        return "the budgets' node counts and depths must be positive integers"
+    if not all(_is_number(v) for v in (*record.budget_expected, *record.budget_rates)):
+        return "the budgets' expectations and rates must be finite, non-negative numbers"
+    if record.budget_chosen is not None and record.budget_chosen not in record.budget_nodes:
+        return "the budget chosen must be one of the budgets weighed"
+    return None

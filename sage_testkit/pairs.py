@@ -1,0 +1,139 @@
+"""Tiny pairs for the tests: a target and its drafts of any family saved to folders (each built once a
+process), the test image and video, the built-in pair, and the target's greedy answer to compare with.
+
+The project's real loading path (`load_pair` -> `from_pretrained` and `AutoProcessor.from_pretrained`)
+runs on the folders, offline. tests/conftest.py hands these out as fixtures (`tiny_pair`, `builtin_pair`,
+`greedy`, `image`, `video`); the functions are here for the test modules that need them at import time
+(parametrisation) and for the scripts.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import numpy as np
+import torch
+from PIL import Image
+
+from sage_core import load_pair
+from sage_core.media import Media, image_media
+from sage_core.methods import METHODS
+from sage_core.models import ModelPair
+from sage_core.records import RunHeader
+
+from .tiny_models import build_tiny_vlm, model_class
+
+#: How a draft relates to its target: the same weights, the same with noise, or other weights of a
+#: smaller size (and "padded": a smaller draft whose vocabulary has 5 rows more).
+DRAFT_KINDS = ("copy", "noised", "unrelated")
+NOISE = 0.1  # the "noised" draft: each weight plus this share of its tensor's spread in Gaussian noise
+DRAFT_METHODS = tuple(m for m in METHODS if m != "ar")
+PROMPTS = ("Describe the picture.", "What colour is it?")
+ADDED_NEW = 12  # new tokens per run on the families added to the first four (the suite's time budget)
+
+_BUILT: dict[tuple[str, str, str], str] = {}
+
+
+def tiny_folder(root: Path, family: str, kind: str) -> str:
+    """Build (once per process and root) the target ("target") or a draft (a `DRAFT_KINDS` or "padded")
+    of `family` under `root`; its folder."""
+    key = (str(root), family, kind)
+    if key not in _BUILT:
+        folder = root / f"{family}-{kind}"
+        if kind in ("target", "copy"):
+            build_tiny_vlm(family, folder, seed=0, size="small")
+        elif kind == "unrelated":
+            build_tiny_vlm(family, folder, seed=1, size="smaller")
+        elif kind == "padded":
+            build_tiny_vlm(family, folder, seed=1, size="smaller", vocab_padding=5)
+        elif kind == "noised":
+            _build_noised(family, folder)
+        else:
+            raise ValueError(f"unknown draft kind {kind!r}; expected target, padded or one of {DRAFT_KINDS}")
+        _BUILT[key] = str(folder)
+    return _BUILT[key]
+
+
+def _build_noised(family: str, folder: Path) -> None:
+    build_tiny_vlm(family, folder, seed=0, size="small")
+    model = model_class(family).from_pretrained(folder, dtype=torch.float32)
+    generator = torch.Generator().manual_seed(7)
+    with torch.no_grad():
+        for param in model.parameters():
+            param.add_(torch.randn(param.shape, generator=generator) * param.std() * NOISE)
+    model.save_pretrained(folder)
+
+
+@functools.cache
+def tiny_pair(root: str, family: str, draft_kind: str) -> ModelPair:
+    """The float32 CPU pair of `family`'s target and a draft of `draft_kind`, loaded once a process."""
+    return load_pair(tiny_folder(Path(root), family, "target"), tiny_folder(Path(root), family, draft_kind),
+                     "cpu", "float32")  # fmt: skip
+
+
+@functools.cache
+def builtin_pair() -> ModelPair:
+    """The project's trained pair (assets/builtin), float32 on the CPU, loaded once a process."""
+    return load_pair("builtin", "builtin", device="cpu", dtype="float32")
+
+
+@functools.cache
+def image_and_video() -> dict[str, Media]:
+    """The test image and video, made once (the fixtures hand out the same objects)."""
+    pixels = (np.random.RandomState(0).rand(56, 56, 3) * 255).astype("uint8")
+    frames = (np.random.RandomState(1).rand(8, 56, 56, 3) * 255).astype("uint8")
+    return {
+        "image": image_media(Image.fromarray(pixels), "noise.png"),
+        "video": Media(
+            kind="video",
+            name="noise.mp4",
+            frames=frames,
+            fps=4.0,
+            total_frames=16,
+            frame_indices=tuple(range(0, 16, 2)),
+        ),
+    }
+
+
+def greedy(pair: ModelPair, media: Media, prompt: str, max_new_tokens: int) -> list[int]:
+    """The target's own `generate(do_sample=False)`: the new tokens every method must equal."""
+    inputs = pair.target.prepare(media, prompt)
+    with torch.no_grad():
+        output = pair.target.model.generate(**inputs, do_sample=False, max_new_tokens=max_new_tokens)
+    return [int(token) for token in output[0, inputs["input_ids"].shape[1] :].tolist()]
+
+
+@functools.cache
+def greedy_answer(root: str, family: str, kind: str, prompt: str, max_new_tokens: int) -> tuple[int, ...]:
+    """The target's greedy answer about the test image or video (`kind`), made once a process."""
+    return tuple(greedy(tiny_pair(root, family, "copy"), image_and_video()[kind], prompt, max_new_tokens))
+
+
+def check_pruned_prompt(header: RunHeader, prune_ratio: float) -> None:
+    """The draft's prompt lost round(V * ratio) of the V visual tokens (at least one kept), and the
+    kept ones the header lists are that many distinct visual tokens."""
+    visual = header.visual_tokens
+    kept = max(1, round(visual * (1 - prune_ratio)))
+    assert visual > 0 and header.prune_ratio == prune_ratio
+    assert header.draft_prompt_tokens == header.prompt_tokens - (visual - kept)
+    assert header.draft_prompt_tokens is not None and header.draft_prompt_tokens < header.prompt_tokens
+    indices = header.kept_visual_indices
+    assert indices is not None and len(indices) == kept and list(indices) == sorted(set(indices))
+    assert indices[0] >= 0 and indices[-1] < visual
+
+
+__all__ = [
+    "ADDED_NEW",
+    "DRAFT_KINDS",
+    "DRAFT_METHODS",
+    "NOISE",
+    "PROMPTS",
+    "builtin_pair",
+    "check_pruned_prompt",
+    "greedy",
+    "greedy_answer",
+    "image_and_video",
+    "tiny_folder",
+    "tiny_pair",
+]
