@@ -24,6 +24,7 @@ import numpy as np
 import torch
 from PIL import Image
 
+from sage_core.backends import Prefilled
 from sage_core.media import Media, image_media
 from sage_core.models import KVState, ModelPair
 
@@ -122,11 +123,13 @@ class ToyModel:
     def visual_positions(self, inputs: Mapping[str, Any]) -> torch.Tensor:
         return torch.zeros(0, dtype=torch.long)
 
-    def prefill(self, inputs: Mapping[str, Any], reserve: int = 256) -> tuple[KVState, torch.Tensor]:
+    def prefill(self, inputs: Mapping[str, Any], reserve: int = 256, **options: Any) -> Prefilled:
+        """The backends' one prefill (the toy neither scores nor prunes its visual tokens: it has none)."""
+        assert not any(options.values()), "the toy neither scores nor prunes"
         tokens = [int(t) for t in inputs["input_ids"][0]]
         self.forwards += 1
         state = KVState(cache=ToyCache(tokens), committed=len(tokens), position_offset=0)  # type: ignore[arg-type]  # the toy's own cache
-        return state, self.logits(tokens)
+        return Prefilled(state, self.logits(tokens))
 
     def extend(
         self, state: KVState, tokens: Sequence[int], positions: Sequence[int], *, parents: Sequence[int]
