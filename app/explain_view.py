@@ -87,13 +87,17 @@ def _policy(e: RoundExplained, text: TokenText) -> list[str]:
     if e.explainer == "fixed":
         spec = method_spec(e.method)
         name = f"{spec.short}: {spec.subtitle}"
-        out.append(f"<p>Fixed tree ({name}, {e.fixed_tree_nodes} nodes): the same shape every round, "
-                   "whatever the draft's confidence.</p>")  # fmt: skip
+        out.append(
+            f"<p>Fixed tree ({name}, {e.fixed_tree_nodes} nodes): the same shape every round, "
+            "whatever the draft's confidence.</p>"
+        )
         return out
     out += _confidence(e)
     if e.kind == "sage-first":
-        out.append(f"<p>SAGE's first round uses the static tree ({e.fixed_tree_nodes} nodes), as in the paper; "
-                   "from the next round α shapes the tree.</p>")  # fmt: skip
+        out.append(
+            f"<p>SAGE's first round uses the static tree ({e.fixed_tree_nodes} nodes), as in the paper; "
+            "from the next round α shapes the tree.</p>"
+        )
         return out
     out += _shape(e)
     if e.levels:
@@ -194,12 +198,16 @@ def _dynamic(e: RoundExplained, text: TokenText) -> list[str]:
     ]
     for level in e.levels:
         out.append(f"<tr><td>{level.level}</td><td>{level.kept}</td><td>{level.cut_by_budget}</td></tr>")
-    out.append("</table><h4>Kept by the rerank, best first</h4><table>"
-               "<tr><th>node</th><th>depth</th><th>token</th><th>cumulative p</th></tr>")  # fmt: skip
+    out.append(
+        "</table><h4>Kept by the rerank, best first</h4><table>"
+        "<tr><th>node</th><th>depth</th><th>token</th><th>cumulative p</th></tr>"
+    )
     for node, cumulative in e.kept_cumulative[:RERANK_LISTED]:
         check = e.nodes[node]
-        out.append(f"<tr><td>#{node}</td><td>{check.depth}</td><td class='f'>{text(check.token)}</td>"
-                   f"<td class='f'>{cumulative:.4f}</td></tr>")  # fmt: skip
+        out.append(
+            f"<tr><td>#{node}</td><td>{check.depth}</td><td class='f'>{text(check.token)}</td>"
+            f"<td class='f'>{cumulative:.4f}</td></tr>"
+        )
     out.append("</table>")
     if len(e.kept_cumulative) > RERANK_LISTED:
         out.append(f"<div class='muted'>… and {len(e.kept_cumulative) - RERANK_LISTED} more kept nodes.</div>")
@@ -228,8 +236,10 @@ def _verification(e: RoundExplained, text: TokenText) -> list[str]:
     if e.nodes:
         reached = {-1, *e.accepted_nodes}
         checked = [n for n in e.nodes if n.parent in reached]
-        out.append("<h4>Verification: one target forward over the whole tree</h4><table>"
-                   "<tr><th>depth</th><th>draft</th><th>target chose</th><th></th></tr>")  # fmt: skip
+        out.append(
+            "<h4>Verification: one target forward over the whole tree</h4><table>"
+            "<tr><th>depth</th><th>draft</th><th>target chose</th><th></th></tr>"
+        )
         for node in checked:
             if node.agreed is None:
                 verdict = "accepted" if node.accepted else "rejected"

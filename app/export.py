@@ -75,10 +75,14 @@ def frame(data: RaceData, step: int) -> dict[str, Any]:
         "verdict": headline_html(shown) + badge_html(shown),
         "figures": {name: json.loads(figures[name].to_json()) for name in PANEL_ORDER},
         "explain": explain_html(
-            lane.records if lane else [], None, shown.token_texts, tree_method, sage_of(shown, tree_method),
+            lane.records if lane else [],
+            None,
+            shown.token_texts,
+            tree_method,
+            sage_of(shown, tree_method),
             shown.replay,
         ),
-    }  # fmt: skip
+    }
 
 
 def frames(data: RaceData) -> list[dict[str, Any]]:
@@ -243,8 +247,14 @@ def wire_export(page: Page) -> None:
     """The Export for slides buttons: the race in the page's state, as an HTML replay or a GIF to download."""
     page.slides.click(slides_file, [page.state], [page.slides_file, page.status], api_visibility="private")
     if page.gif is not None:  # (one film at a time: Chromium on the server)
-        page.gif.click(gif_file, [page.state], [page.slides_file, page.status], api_visibility="private",
-                       concurrency_limit=1, concurrency_id="sage-gif")  # fmt: skip
+        page.gif.click(
+            gif_file,
+            [page.state],
+            [page.slides_file, page.status],
+            api_visibility="private",
+            concurrency_limit=1,
+            concurrency_id="sage-gif",
+        )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -218,8 +218,10 @@ def stepping_status(stepper: RaceStepper) -> str:
     data = stepper.data
     where = "the recorded trace" if data.replay else (data.header.device if data.header else "?")
     if stepper.finished:
-        return status_html(f"⏭ Stepped to the end ({html.escape(where)}): every side has finished. Walk back with the "
-                           "round slider; Start or Step again to race anew.")  # fmt: skip
+        return status_html(
+            f"⏭ Stepped to the end ({html.escape(where)}): every side has finished. Walk back with the "
+            "round slider; Start or Step again to race anew."
+        )
     what = "Round 0 is the prefill" if stepper.round == 0 else f"Round {stepper.round}"
     return status_html(
         f"⏭ <b>Stepping</b> ({html.escape(where)}): {what} on every side. Press → or ⏭ Step for the next round; the "
@@ -361,9 +363,14 @@ class Handlers:
         return radio, slider, method
 
     def view(
-        self, data: RaceData | None, status: str, tree_lane: str | None, figures: bool = True, trace: str | None = None,
+        self,
+        data: RaceData | None,
+        status: str,
+        tree_lane: str | None,
+        figures: bool = True,
+        trace: str | None = None,
         tail: int | None = None,
-    ) -> Update:  # fmt: skip
+    ) -> Update:
         """The page after a step: status, verdict, columns (each side's latest `tail` rounds while streaming),
         table, state; the panels and tree controls when `figures`; the download when a trace was written."""
         page = self.page
@@ -380,14 +387,24 @@ class Handlers:
             sage = sage_of(data, "sage" if data.lane("sage") else method)
             figs = all_figures(data.records_by_method(), data.token_texts, method or "sage", None, data.replay, sage)
             explained = explain_html(
-                lane.records if lane else [], None, data.token_texts, method or "sage", sage_of(data, method),
-                data.replay, settings_of(data, method),
-            )  # fmt: skip
+                lane.records if lane else [],
+                None,
+                data.token_texts,
+                method or "sage",
+                sage_of(data, method),
+                data.replay,
+                settings_of(data, method),
+            )
             update |= {
-                page.fig_race: figs["race"], page.fig_accepted: figs["accepted"],
-                page.fig_confidence: figs["confidence"], page.fig_shapes: figs["shapes"], page.fig_tree: figs["tree"],
-                page.explain: explained, page.tree_round: slider, page.tree_lane: radio,
-            }  # fmt: skip
+                page.fig_race: figs["race"],
+                page.fig_accepted: figs["accepted"],
+                page.fig_confidence: figs["confidence"],
+                page.fig_shapes: figs["shapes"],
+                page.fig_tree: figs["tree"],
+                page.explain: explained,
+                page.tree_round: slider,
+                page.tree_lane: radio,
+            }
         if trace:
             update[page.download] = gr.update(value=trace, visible=True)
         return update
@@ -396,9 +413,14 @@ class Handlers:
         return {self.page.status: status}
 
     def stream(
-        self, source: Iterator[RaceData], running: str, tree_lane: str | None, budget: Budget | None = None,
-        finished: Callable[[RaceData], str] | None = None, lead: str = "",
-    ) -> Iterator[Update]:  # fmt: skip
+        self,
+        source: Iterator[RaceData],
+        running: str,
+        tree_lane: str | None,
+        budget: Budget | None = None,
+        finished: Callable[[RaceData], str] | None = None,
+        lead: str = "",
+    ) -> Iterator[Update]:
         """Redraw the text often and the panels less often while `source` yields; end with everything.
         A race the visitor stopped, or one past its time `budget`, ends at once, saying so. `lead` (the
         race's notes) stays above the status."""
@@ -410,9 +432,14 @@ class Handlers:
             steps.close()  # a visitor gone (Gradio closes this generator) stops the decoding too
 
     def redraw(
-        self, source: Iterator[RaceData], running: str, tree_lane: str | None, budget: Budget,
-        finished: Callable[[RaceData], str], lead: str = "",
-    ) -> Iterator[Update]:  # fmt: skip
+        self,
+        source: Iterator[RaceData],
+        running: str,
+        tree_lane: str | None,
+        budget: Budget,
+        finished: Callable[[RaceData], str],
+        lead: str = "",
+    ) -> Iterator[Update]:
         data: RaceData | None = None
         last_text = last_figures = 0.0
         for data in source:
@@ -530,8 +557,9 @@ class Handlers:
                 note = replay_budget_note(clock.seconds_allowed) if clock.spent else ""
                 return finished_status(data, note)
 
-            yield from self.stream(replay_steps(recorded, pace, sleep=clock.sleep), playing, tree_lane,
-                                   finished=finished)  # fmt: skip
+            yield from self.stream(
+                replay_steps(recorded, pace, sleep=clock.sleep), playing, tree_lane, finished=finished
+            )
         except Exception as error:
             yield self.status_only(error_html(user_message(error)))
 
@@ -574,8 +602,11 @@ class Handlers:
         if data is None or not data.stopped:
             return {}
         page = self.page
-        return {page.status: stopped_status(data), page.verdict: headline_html(data) + badge_html(data),
-                page.lanes: race_html(data)}  # fmt: skip
+        return {
+            page.status: stopped_status(data),
+            page.verdict: headline_html(data) + badge_html(data),
+            page.lanes: race_html(data),
+        }
 
     def show_tree(self, data: RaceData | None, method: str | None, step: float | None) -> Update:
         lane = data.lane(method) if data is not None and method else None
@@ -585,8 +616,15 @@ class Handlers:
 
     def tree_view(self, data: RaceData, lane: Any, step: int | None) -> Update:
         """The tree panel and the explainer for one lane at one round (None: its latest)."""
-        explained = explain_html(lane.records, step, data.token_texts, lane.method, sage_of(data, lane.method),
-                                 data.replay, settings_of(data, lane.method))  # fmt: skip
+        explained = explain_html(
+            lane.records,
+            step,
+            data.token_texts,
+            lane.method,
+            sage_of(data, lane.method),
+            data.replay,
+            settings_of(data, lane.method),
+        )
         figure = tree_figure(lane.records, step, data.token_texts, lane.method, data.replay)
         return {self.page.fig_tree: figure, self.page.explain: explained}
 
@@ -603,8 +641,10 @@ class Handlers:
         """Advance the stepped race by one round (starting one, or a new one when the inputs changed)."""
         key = ("live", form)
         if stepper is not None and stepper.dropped:
-            return {self.page.status: status_html(DROPPED.format(limit=self.stepped_races.limit), "error"),
-                    self.page.stepper: None}  # fmt: skip
+            return {
+                self.page.status: status_html(DROPPED.format(limit=self.stepped_races.limit), "error"),
+                self.page.stepper: None,
+            }
         try:
             if stepper is None or stepper.key != key or stepper.data.replay or stepper.finished:
                 request = self.request(form)
@@ -650,10 +690,18 @@ class Handlers:
         page = self.page
         example = self.settings.examples[int(selected.index)]
         if example.is_video:
-            return {page.image: None, page.video: example.file, page.prompt: example.prompt,
-                    page.media_tabs: gr.Tabs(selected="video")}  # fmt: skip
-        return {page.image: example.file, page.video: None, page.prompt: example.prompt,
-                page.media_tabs: gr.Tabs(selected="image")}  # fmt: skip
+            return {
+                page.image: None,
+                page.video: example.file,
+                page.prompt: example.prompt,
+                page.media_tabs: gr.Tabs(selected="video"),
+            }
+        return {
+            page.image: example.file,
+            page.video: None,
+            page.prompt: example.prompt,
+            page.media_tabs: gr.Tabs(selected="image"),
+        }
 
 
 def controls(handler: Any, page: Page) -> Any:

@@ -169,6 +169,7 @@ def wire_landing(demo: gr.Blocks, page: Page, handlers: Handlers) -> None:
     for component, value in view.items():
         set_initial(component, value)
     picture = cached_picture(page.image, LANDING_PICTURE) if view else None
-    demo.load(None, None, [page.image, page.prompt], js=inputs_js(picture, prompt), queue=False,
-              api_visibility="private")  # fmt: skip
+    demo.load(
+        None, None, [page.image, page.prompt], js=inputs_js(picture, prompt), queue=False, api_visibility="private"
+    )
     page.start.click(None, None, None, js=STARTING_JS, queue=False, api_visibility="private")

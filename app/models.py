@@ -55,8 +55,12 @@ BUILTIN = Preset("builtin", "Built-in tiny pair (trained for this demo; runs on 
 HESITANT_DRAFT_DIR = BUILTIN_DIR / "hesitant-draft"
 #: The built-in target with a draft that is less sure of itself (smaller, distilled less): SAGE builds
 #: shallow, wide trees where it hesitates. Shown (and recorded) as "builtin-hesitant".
-BUILTIN_HESITANT = Preset("builtin-hesitant", "Built-in tiny pair, hesitant draft (SAGE goes wide; runs on a CPU)",
-                          "builtin", str(HESITANT_DRAFT_DIR))  # fmt: skip
+BUILTIN_HESITANT = Preset(
+    "builtin-hesitant",
+    "Built-in tiny pair, hesitant draft (SAGE goes wide; runs on a CPU)",
+    "builtin",
+    str(HESITANT_DRAFT_DIR),
+)
 # The GPU pairs of the library's presets (sage_core/models/presets.py) that fit one GPU.
 HUB_PRESETS = tuple(Preset(p.key, p.label, p.target, p.draft, needs_gpu=True) for p in GPU_PRESETS if p.single_gpu)
 CUSTOM_KEY = "custom"
@@ -269,9 +273,12 @@ class PairCache:
         stages = iter((0.05, 0.45))
         try:
             pair = load_pair(
-                target, draft, device=device, dtype=dtype,
+                target,
+                draft,
+                device=device,
+                dtype=dtype,
                 report=lambda stage: report(scrub_paths(stage, shown), next(stages, 0.5)),
-            )  # fmt: skip
+            )
             if names:
                 pair.target.name, pair.draft.name = names
             report("warming up (one short untimed decode, then the verification cost of 1 to 64 nodes)", 0.85)

@@ -208,8 +208,9 @@ def _panel(name: str) -> gr.Plot:
 def sweep_outputs() -> tuple[gr.Button, gr.HTML, gr.Plot]:
     """The budget sweep's button, its note and its figure, folded (app/sweep_panel.py)."""
     with gr.Accordion("The budget sweep of this pair: τ and speed against the node budget", open=False):
-        show = gr.Button("Measure the sweep for the chosen pair (seconds on a CPU, once per pair)", size="sm",
-                         elem_id="sweep-show")  # fmt: skip
+        show = gr.Button(
+            "Measure the sweep for the chosen pair (seconds on a CPU, once per pair)", size="sm", elem_id="sweep-show"
+        )
         note = _html("", elem_id="sweep-note")
         plot = gr.Plot(show_label=False, elem_id="panel-sweep")
     return show, note, plot
@@ -339,19 +340,41 @@ class Page:
     def race_inputs(self) -> list[Any]:
         """The race's inputs, in the order of the API's parameters (`inputs.race_fields()`)."""
         named = {
-            "image": self.image, "video": self.video, "prompt": self.prompt, "pair": self.pair,
-            "custom_target": self.custom_target, "custom_draft": self.custom_draft, "methods": self.methods,
-            "max_new_tokens": self.max_new, "prune_choice": self.prune_choice, "prune_chosen": self.prune_chosen,
-            "temperature": self.temperature, "seed": self.seed, **self.settings,
-        }  # fmt: skip
+            "image": self.image,
+            "video": self.video,
+            "prompt": self.prompt,
+            "pair": self.pair,
+            "custom_target": self.custom_target,
+            "custom_draft": self.custom_draft,
+            "methods": self.methods,
+            "max_new_tokens": self.max_new,
+            "prune_choice": self.prune_choice,
+            "prune_chosen": self.prune_chosen,
+            "temperature": self.temperature,
+            "seed": self.seed,
+            **self.settings,
+        }
         return [named[name] for name in race_fields()]
 
     @property
     def view(self) -> list[Any]:
         """Everything a race or a replay updates."""
-        return [self.status, self.verdict, self.lanes, self.table, self.fig_race, self.fig_accepted,
-                self.fig_confidence, self.fig_shapes, self.fig_tree, self.explain, self.tree_round, self.tree_lane,
-                self.download, self.state]  # fmt: skip
+        return [
+            self.status,
+            self.verdict,
+            self.lanes,
+            self.table,
+            self.fig_race,
+            self.fig_accepted,
+            self.fig_confidence,
+            self.fig_shapes,
+            self.fig_tree,
+            self.explain,
+            self.tree_round,
+            self.tree_lane,
+            self.download,
+            self.state,
+        ]
 
 
 def build_page(
@@ -370,8 +393,9 @@ def build_page(
         with gr.Column(scale=3, min_width=320, elem_id="sage-inputs"):
             with gr.Tabs() as media_tabs:
                 with gr.Tab("Image", id="image"):
-                    image = image_input(label="Image", height=190, sources=["upload", "clipboard"],
-                                        elem_id="image-input")  # fmt: skip
+                    image = image_input(
+                        label="Image", height=190, sources=["upload", "clipboard"], elem_id="image-input"
+                    )
                 with gr.Tab("Video", id="video"):
                     video = lenient(gr.Video(label="Video", height=190, sources=["upload"]))
                 with gr.Tab("Draw", id="draw", elem_id="draw-tab"):
@@ -379,9 +403,15 @@ def build_page(
             _html(EXAMPLES_NOTE)
             gallery = gr.Gallery(
                 [(e.thumbnail(), ("video: " if e.is_video else "") + e.prompt) for e in examples],
-                label="Examples", show_label=False, columns=5, height=150, allow_preview=False,
-                object_fit="contain", elem_id="examples", buttons=[],
-            )  # fmt: skip
+                label="Examples",
+                show_label=False,
+                columns=5,
+                height=150,
+                allow_preview=False,
+                object_fit="contain",
+                elem_id="examples",
+                buttons=[],
+            )
             prompt = gr.Textbox(label="Prompt", value="", placeholder=DEFAULT_PROMPT, lines=2)
             with gr.Row(elem_id="sage-controls"):
                 start = gr.Button("▶ Start race (s)", variant="primary", elem_id="start-race", min_width=120)
@@ -389,36 +419,56 @@ def build_page(
                 stop = gr.Button("■ Stop", variant="stop", elem_id="stop-race", min_width=70)
                 talk = gr.Button("Talk view (t)", elem_id="talk-toggle", min_width=110)
             talk.click(None, None, None, js="() => window.sageTalk && window.sageTalk()")
-            pair = gr.Dropdown(pair_choices, value=default_pair, label="Model pair (target + draft)",
-                               allow_custom_value=True)  # fmt: skip
-            methods = lenient(gr.CheckboxGroup(
-                [(spec.label, spec.name) for spec in specs()],
-                value=DEFAULT_METHODS,
-                label="Methods in the race",
-            ))  # fmt: skip
+            pair = gr.Dropdown(
+                pair_choices, value=default_pair, label="Model pair (target + draft)", allow_custom_value=True
+            )
+            methods = lenient(
+                gr.CheckboxGroup(
+                    [(spec.label, spec.name) for spec in specs()],
+                    value=DEFAULT_METHODS,
+                    label="Methods in the race",
+                )
+            )
             max_new = lenient(
                 gr.Slider(1, limits.max_new_tokens, value=DEFAULT_MAX_NEW_TOKENS, step=1, label="Max new tokens")
             )
             with gr.Row():
-                temperature = lenient(gr.Slider(0, MAX_TEMPERATURE, value=0, step=0.05,
-                                                label="Temperature (0 = greedy)", elem_id="temperature",
-                                                scale=3))  # fmt: skip
-                seed = lenient(gr.Number(None, label="Seed (empty: fresh)", precision=0, elem_id="seed",
-                                         scale=1, min_width=90))  # fmt: skip
+                temperature = lenient(
+                    gr.Slider(
+                        0,
+                        MAX_TEMPERATURE,
+                        value=0,
+                        step=0.05,
+                        label="Temperature (0 = greedy)",
+                        elem_id="temperature",
+                        scale=3,
+                    )
+                )
+                seed = lenient(
+                    gr.Number(None, label="Seed (empty: fresh)", precision=0, elem_id="seed", scale=1, min_width=90)
+                )
             prune_choice, prune_chosen = (lenient(control) for control in pruning_controls())
             label = "Advanced: the methods' settings" + (", custom models" if custom else "")
             with gr.Accordion(label, open=False):
                 settings = settings_controls()
-                custom_target = gr.Textbox("", label=f"Custom target ({custom}; pick 'Custom' above)",
-                                           visible=bool(custom))  # fmt: skip
-                custom_draft = gr.Textbox("", label="Custom draft (same family and tokenizer as the target)",
-                                          visible=bool(custom))  # fmt: skip
+                custom_target = gr.Textbox(
+                    "", label=f"Custom target ({custom}; pick 'Custom' above)", visible=bool(custom)
+                )
+                custom_draft = gr.Textbox(
+                    "", label="Custom draft (same family and tokenizer as the target)", visible=bool(custom)
+                )
             with gr.Accordion("Replay a recorded trace (no model needed)", open=False):
-                trace_in = gr.File(label=f"Trace (.jsonl, at most {limits.max_trace_mb:g} MB)",
-                                   file_types=[".jsonl", ".json", ".txt"], type="filepath",
-                                   elem_id="replay-file")  # fmt: skip
-                speed = lenient(gr.Slider(0.25, 50, value=1, step=0.25, label="Replay speed (× the recorded pace)",
-                                          elem_id="replay-speed"))  # fmt: skip
+                trace_in = gr.File(
+                    label=f"Trace (.jsonl, at most {limits.max_trace_mb:g} MB)",
+                    file_types=[".jsonl", ".json", ".txt"],
+                    type="filepath",
+                    elem_id="replay-file",
+                )
+                speed = lenient(
+                    gr.Slider(
+                        0.25, 50, value=1, step=0.25, label="Replay speed (× the recorded pace)", elem_id="replay-speed"
+                    )
+                )
                 with gr.Row():
                     replay = gr.Button("▶ Replay trace", elem_id="replay")
                     replay_step = gr.Button("⏭ Step through it (→)", elem_id="step-replay")
@@ -435,8 +485,16 @@ def build_page(
                 with gr.Column(scale=3, min_width=340):
                     with gr.Row(equal_height=False, elem_id="tree-controls"):
                         tree_lane = gr.Radio([], value=None, label="Draft tree of", scale=1)
-                        tree_round = gr.Slider(0, 1, value=0, step=1, label="Round (0 = prefill)", scale=2,
-                                               interactive=False, elem_id="tree-step")  # fmt: skip
+                        tree_round = gr.Slider(
+                            0,
+                            1,
+                            value=0,
+                            step=1,
+                            label="Round (0 = prefill)",
+                            scale=2,
+                            interactive=False,
+                            elem_id="tree-step",
+                        )
                     fig_tree = gr.Plot(show_label=False, elem_id="panel-tree")
                     _tour("tree")
                 with gr.Column(scale=2, min_width=340):
@@ -447,22 +505,60 @@ def build_page(
             table = _html("", elem_id="figures-table")
             with gr.Row():
                 download = gr.DownloadButton("⬇ Download trace (JSON lines)", visible=False, size="sm")
-                slides = gr.Button("Export for slides: one HTML file that replays offline", size="sm",
-                                   elem_id="export-slides")  # fmt: skip
+                slides = gr.Button(
+                    "Export for slides: one HTML file that replays offline", size="sm", elem_id="export-slides"
+                )
                 gif = gr.Button("… or an animated GIF", size="sm", elem_id="export-gif")
             slides_file = gr.File(label="For slides (HTML replay or GIF)", visible=False, elem_id="slides-file")
             sweep_show, sweep_note, fig_sweep = sweep_outputs()
     return Page(
-        state=state, stepper=stepper, media_tabs=media_tabs, image=image, video=video, gallery=gallery, prompt=prompt,
-        start=start, step=step, stop=stop, pair=pair, methods=methods, max_new=max_new,
-        temperature=temperature, seed=seed, prune_choice=prune_choice, prune_chosen=prune_chosen,
-        draft_seen=draft_seen, draft_note=draft_note,
+        state=state,
+        stepper=stepper,
+        media_tabs=media_tabs,
+        image=image,
+        video=video,
+        gallery=gallery,
+        prompt=prompt,
+        start=start,
+        step=step,
+        stop=stop,
+        pair=pair,
+        methods=methods,
+        max_new=max_new,
+        temperature=temperature,
+        seed=seed,
+        prune_choice=prune_choice,
+        prune_chosen=prune_chosen,
+        draft_seen=draft_seen,
+        draft_note=draft_note,
         settings=settings,
-        custom_target=custom_target, custom_draft=custom_draft, trace_in=trace_in, speed=speed, replay=replay,
+        custom_target=custom_target,
+        custom_draft=custom_draft,
+        trace_in=trace_in,
+        speed=speed,
+        replay=replay,
         replay_step=replay_step,
-        status=status, verdict=verdict, lanes=lanes, table=table, download=download, fig_race=fig_race,
-        fig_accepted=fig_accepted, fig_confidence=fig_confidence, fig_shapes=fig_shapes, tree_lane=tree_lane,
-        tree_round=tree_round, fig_tree=fig_tree, explain=explain, api_race=gr.Button(visible=False),
-        api_replay=gr.Button(visible=False), api_result=gr.JSON(visible=False), sketch=sketch, slides=slides,
-        slides_file=slides_file, gif=gif, sweep_show=sweep_show, sweep_note=sweep_note, fig_sweep=fig_sweep,
-    )  # fmt: skip
+        status=status,
+        verdict=verdict,
+        lanes=lanes,
+        table=table,
+        download=download,
+        fig_race=fig_race,
+        fig_accepted=fig_accepted,
+        fig_confidence=fig_confidence,
+        fig_shapes=fig_shapes,
+        tree_lane=tree_lane,
+        tree_round=tree_round,
+        fig_tree=fig_tree,
+        explain=explain,
+        api_race=gr.Button(visible=False),
+        api_replay=gr.Button(visible=False),
+        api_result=gr.JSON(visible=False),
+        sketch=sketch,
+        slides=slides,
+        slides_file=slides_file,
+        gif=gif,
+        sweep_show=sweep_show,
+        sweep_note=sweep_note,
+        fig_sweep=fig_sweep,
+    )

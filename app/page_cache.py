@@ -20,8 +20,16 @@ Message = dict[str, Any]
 #: The pages kept: the app's page and its config (what every arrival fetches).
 PATHS = frozenset({"/", "/config", "/gradio_api/info"})
 #: Request headers that change the page (its root URL); the cache key holds them.
-ADDRESS_HEADERS = frozenset({b"host", b"x-forwarded-host", b"x-forwarded-proto", b"x-forwarded-port",
-                             b"x-forwarded-prefix", b"x-forwarded-path"})  # fmt: skip
+ADDRESS_HEADERS = frozenset(
+    {
+        b"host",
+        b"x-forwarded-host",
+        b"x-forwarded-proto",
+        b"x-forwarded-port",
+        b"x-forwarded-prefix",
+        b"x-forwarded-path",
+    }
+)
 #: At most this many addresses are kept (the least recently asked for goes first).
 SIZE = 16
 

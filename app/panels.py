@@ -125,7 +125,13 @@ def _layout(fig: go.Figure, title: str, height: int = HEIGHT, replay: bool = Fal
     top = 24 + TITLE_LINE_PX * (title.count("<br>") + 1) + LEGEND_ROW_PX * rows
     fig.update_layout(
         title=dict(
-            text=title, x=0.01, xanchor="left", y=1.0, pad=dict(t=16), yref="container", yanchor="top",
+            text=title,
+            x=0.01,
+            xanchor="left",
+            y=1.0,
+            pad=dict(t=16),
+            yref="container",
+            yanchor="top",
             font=dict(size=TEXT_PX + 2),
         ),
         height=height + top,
@@ -135,7 +141,7 @@ def _layout(fig: go.Figure, title: str, height: int = HEIGHT, replay: bool = Fal
         showlegend=rows > 0,
         legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="left", x=0.0, font=dict(size=TEXT_PX)),
         hovermode="closest",
-    )  # fmt: skip
+    )
     return fig
 
 
@@ -195,14 +201,29 @@ def _shape_rows(fig: go.Figure, steps: Sequence[RoundRecord]) -> None:
     for xs, ys, name, style, row in lines:
         fig.add_trace(go.Scatter(x=xs, y=ys, name=name, mode="lines+markers", **style), row=row, col=1)
     fig.add_trace(
-        go.Scatter(x=px, y=[r.root_width for r in planned], name="root width", mode="markers",
-                   marker=dict(color=SERIES["width"].colour, symbol="square-open", size=12, line=dict(width=2)),
-                   hovertext=[width_note(r) for r in planned], hoverinfo="text"),
-        row=2, col=1,
-    )  # fmt: skip
-    fig.add_trace(go.Scatter(x=x, y=[r.depth_max for r in steps], name="D_max", mode="lines",
-                             line=dict(color=SERIES["depth_max"].colour, dash="dot", shape="hv", width=1.5)),
-                  row=2, col=1)  # fmt: skip
+        go.Scatter(
+            x=px,
+            y=[r.root_width for r in planned],
+            name="root width",
+            mode="markers",
+            marker=dict(color=SERIES["width"].colour, symbol="square-open", size=12, line=dict(width=2)),
+            hovertext=[width_note(r) for r in planned],
+            hoverinfo="text",
+        ),
+        row=2,
+        col=1,
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=x,
+            y=[r.depth_max for r in steps],
+            name="D_max",
+            mode="lines",
+            line=dict(color=SERIES["depth_max"].colour, dash="dot", shape="hv", width=1.5),
+        ),
+        row=2,
+        col=1,
+    )
 
 
 def width_note(record: RoundRecord) -> str:
@@ -222,23 +243,40 @@ def _window_row(fig: go.Figure, steps: Sequence[RoundRecord], sage: SageConfig) 
     x = [r.round for r in steps]
     _window_thresholds(fig, x, sage)
     if not closed:
-        fig.add_annotation(x=(min(x) + max(x)) / 2, y=0.05, xanchor="center", yanchor="bottom", showarrow=False,
-                           text=f"window of {sage.window} rounds: its mean τ appears when it closes",
-                           font=dict(size=TEXT_PX, color="#475569"), row=3, col=1)  # fmt: skip
+        fig.add_annotation(
+            x=(min(x) + max(x)) / 2,
+            y=0.05,
+            xanchor="center",
+            yanchor="bottom",
+            showarrow=False,
+            text=f"window of {sage.window} rounds: its mean τ appears when it closes",
+            font=dict(size=TEXT_PX, color="#475569"),
+            row=3,
+            col=1,
+        )
     window = SERIES["window"]
     fig.add_trace(
         go.Scatter(
-            x=[r.round for r in closed], y=[r.window_mean for r in closed], mode="markers+text", name="window mean τ",
+            x=[r.round for r in closed],
+            y=[r.window_mean for r in closed],
+            mode="markers+text",
+            name="window mean τ",
             showlegend=False,
             marker=dict(size=11, color=window.colour, symbol=window.marker),
-            text=[_move_text(r) for r in closed], textposition="top center", textfont=dict(size=TEXT_PX),
-            hovertext=[f"round {r.round}: mean τ of the last {sage.window} rounds = {r.window_mean:.2f}<br>"
-                       f"(< {sage.lower_below:g} lowers D_max, > {sage.raise_above:g} raises it) → "
-                       f"D_max {r.depth_max} → {r.next_depth_max}" for r in closed],
+            text=[_move_text(r) for r in closed],
+            textposition="top center",
+            textfont=dict(size=TEXT_PX),
+            hovertext=[
+                f"round {r.round}: mean τ of the last {sage.window} rounds = {r.window_mean:.2f}<br>"
+                f"(< {sage.lower_below:g} lowers D_max, > {sage.raise_above:g} raises it) → "
+                f"D_max {r.depth_max} → {r.next_depth_max}"
+                for r in closed
+            ],
             hoverinfo="text",
         ),
-        row=3, col=1,
-    )  # fmt: skip
+        row=3,
+        col=1,
+    )
     top = max([sage.raise_above + 1, *(r.window_mean or 0.0 for r in closed)])
     fig.update_yaxes(title_text="mean τ", row=3, col=1, range=[0, top + 0.8])
 
@@ -249,12 +287,30 @@ def _window_thresholds(fig: go.Figure, x: Sequence[int], sage: SageConfig) -> No
         (sage.lower_below, "below: D_max falls", "dash", "left"),
         (sage.raise_above, "above: D_max rises", "dot", "right"),
     ):
-        fig.add_trace(go.Scatter(x=[min(x), max(x)], y=[level, level], mode="lines", name=f"{level:g}: {name}",
-                                 line=dict(color=GREY, dash=dash, width=1.5), hoverinfo="name",
-                                 showlegend=False), row=3, col=1)  # fmt: skip
-        fig.add_annotation(x=max(x) if side == "right" else min(x), y=level, text=f"{level:g} ({name})",
-                           showarrow=False, xanchor=side, yanchor="bottom" if side == "right" else "top",
-                           font=dict(size=TEXT_PX, color="#475569"), row=3, col=1)  # fmt: skip
+        fig.add_trace(
+            go.Scatter(
+                x=[min(x), max(x)],
+                y=[level, level],
+                mode="lines",
+                name=f"{level:g}: {name}",
+                line=dict(color=GREY, dash=dash, width=1.5),
+                hoverinfo="name",
+                showlegend=False,
+            ),
+            row=3,
+            col=1,
+        )
+        fig.add_annotation(
+            x=max(x) if side == "right" else min(x),
+            y=level,
+            text=f"{level:g} ({name})",
+            showarrow=False,
+            xanchor=side,
+            yanchor="bottom" if side == "right" else "top",
+            font=dict(size=TEXT_PX, color="#475569"),
+            row=3,
+            col=1,
+        )
 
 
 def _move_text(record: RoundRecord) -> str:
@@ -280,12 +336,18 @@ def shape_figure(lanes: Lanes, replay: bool = False) -> go.Figure:
         for row, (attribute, _) in enumerate(SHAPE_ROWS, 1):
             fig.add_trace(
                 go.Scatter(
-                    x=x, y=[getattr(r, attribute) for r in steps], mode="lines+markers",
-                    name=short_label(method), legendgroup=method, showlegend=row == 1,
-                    line=method_line(method, 2.5, "hv"), marker=method_marker(method, 6),
+                    x=x,
+                    y=[getattr(r, attribute) for r in steps],
+                    mode="lines+markers",
+                    name=short_label(method),
+                    legendgroup=method,
+                    showlegend=row == 1,
+                    line=method_line(method, 2.5, "hv"),
+                    marker=method_marker(method, 6),
                 ),
-                row=row, col=1,
-            )  # fmt: skip
+                row=row,
+                col=1,
+            )
     for row, (_, label) in enumerate(SHAPE_ROWS, 1):
         fig.update_yaxes(title_text=label, row=row, col=1, rangemode="tozero")
     fig.update_xaxes(title_text="round", row=3, col=1)
@@ -391,8 +453,9 @@ def tree_figure(
     leaves = max(plot.ys) + 1 if plot.ys else 1
     height = int(min(900, max(HEIGHT + 60, 120 + 24 * leaves)))
     deepest = max([tree.depth, bonus_x, *(x + 1 for x in plot.cut_x())])
-    fig.update_xaxes(title_text="depth", tickvals=list(range(int(deepest) + 1)), range=[-1.6, deepest + 1.4],
-                     zeroline=False)  # fmt: skip
+    fig.update_xaxes(
+        title_text="depth", tickvals=list(range(int(deepest) + 1)), range=[-1.6, deepest + 1.4], zeroline=False
+    )
     fig.update_yaxes(visible=False, autorange="reversed")
     ending = (
         " + <span style='color:#8a5a00'>bonus</span>"
@@ -417,8 +480,16 @@ def _edge_traces(fig: go.Figure, plot: _TreePlot) -> None:
                 (x0, y0), (x1, y1) = plot.pos(parent), plot.pos(node)
                 xs += [x0, x1, None]
                 ys_line += [y0, y1, None]
-        fig.add_trace(go.Scatter(x=xs, y=ys_line, mode="lines", line=dict(color=edge_colour, width=width),
-                                 hoverinfo="skip", showlegend=False))  # fmt: skip
+        fig.add_trace(
+            go.Scatter(
+                x=xs,
+                y=ys_line,
+                mode="lines",
+                line=dict(color=edge_colour, width=width),
+                hoverinfo="skip",
+                showlegend=False,
+            )
+        )
 
 
 def _cut_traces(fig: go.Figure, plot: _TreePlot) -> None:
@@ -434,19 +505,30 @@ def _cut_traces(fig: go.Figure, plot: _TreePlot) -> None:
         (x0, y0) = plot.pos(parent)
         xs += [x0, x + 1, None]
         ys_line += [y0, y, None]
-    fig.add_trace(go.Scatter(x=xs, y=ys_line, mode="lines", line=dict(color=CUT, width=1, dash="dot"),
-                             hoverinfo="skip", showlegend=False))  # fmt: skip
     fig.add_trace(
         go.Scatter(
-            x=[x + 1 for x in cut_x], y=cut_ys, mode="markers+text", name="cut",
-            text=[display_token(plot.text_of(token), 10) for _, token, _, _ in cut], textposition="middle right",
+            x=xs, y=ys_line, mode="lines", line=dict(color=CUT, width=1, dash="dot"), hoverinfo="skip", showlegend=False
+        )
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=[x + 1 for x in cut_x],
+            y=cut_ys,
+            mode="markers+text",
+            name="cut",
+            text=[display_token(plot.text_of(token), 10) for _, token, _, _ in cut],
+            textposition="middle right",
             textfont=dict(size=TEXT_PX, color=CUT),
             marker=dict(size=7, color="white", symbol="x-thin-open", line=dict(width=1.5, color=CUT)),
-            hovertext=[f"not in the tree: token {display_token(plot.text_of(token))!s} (id {token})<br>"
-                       f"draft p = {prob:.3f}<br>{CUT_REASONS.get(rule, rule)}" for _, token, prob, rule in cut],
-            hoverinfo="text", showlegend=False,
+            hovertext=[
+                f"not in the tree: token {display_token(plot.text_of(token))!s} (id {token})<br>"
+                f"draft p = {prob:.3f}<br>{CUT_REASONS.get(rule, rule)}"
+                for _, token, prob, rule in cut
+            ],
+            hoverinfo="text",
+            showlegend=False,
         )
-    )  # fmt: skip
+    )
 
 
 def _node_trace(fig: go.Figure, plot: _TreePlot) -> None:
@@ -470,42 +552,73 @@ def _node_trace(fig: go.Figure, plot: _TreePlot) -> None:
     ]
     fig.add_trace(
         go.Scatter(
-            x=[depths[n] for n in nodes], y=[plot.ys[n] for n in nodes], mode="markers+text",
-            text=[display_token(plot.text_of(tree.tokens[n]), 10) for n in nodes], textposition="middle right",
-            textfont=dict(size=[TEXT_PX + 2 if n in accepted else TEXT_PX for n in nodes],
-                          color=["#00573f" if n in accepted else "#334155" for n in nodes]),
-            marker=dict(size=[15 if n in accepted else 9 for n in nodes],
-                        color=[ACCEPTED if n in accepted else REJECTED for n in nodes],
-                        symbol=["circle" if n in accepted else "circle-open-dot" for n in nodes],
-                        line=dict(width=1.5, color=[ACCEPTED if n in accepted else "#64748b" for n in nodes])),
-            hovertext=hover, hoverinfo="text", name="draft nodes", showlegend=False,
+            x=[depths[n] for n in nodes],
+            y=[plot.ys[n] for n in nodes],
+            mode="markers+text",
+            text=[display_token(plot.text_of(tree.tokens[n]), 10) for n in nodes],
+            textposition="middle right",
+            textfont=dict(
+                size=[TEXT_PX + 2 if n in accepted else TEXT_PX for n in nodes],
+                color=["#00573f" if n in accepted else "#334155" for n in nodes],
+            ),
+            marker=dict(
+                size=[15 if n in accepted else 9 for n in nodes],
+                color=[ACCEPTED if n in accepted else REJECTED for n in nodes],
+                symbol=["circle" if n in accepted else "circle-open-dot" for n in nodes],
+                line=dict(width=1.5, color=[ACCEPTED if n in accepted else "#64748b" for n in nodes]),
+            ),
+            hovertext=hover,
+            hoverinfo="text",
+            name="draft nodes",
+            showlegend=False,
         )
-    )  # fmt: skip
+    )
 
 
 def _root_and_bonus_traces(fig: go.Figure, plot: _TreePlot, root_token: int | None) -> float:
     """The root (the last committed token) and, when emitted, the bonus token; the bonus's depth."""
     root_text = display_token(plot.text_of(root_token), 10) if root_token is not None else "root"
     fig.add_trace(
-        go.Scatter(x=[0], y=[plot.ys[-1]], mode="markers+text", text=[root_text], textposition="middle left",
-                   marker=dict(size=14, color="#1e293b", symbol="square"),
-                   hovertext=["root: the last committed token"], hoverinfo="text", showlegend=False)
-    )  # fmt: skip
+        go.Scatter(
+            x=[0],
+            y=[plot.ys[-1]],
+            mode="markers+text",
+            text=[root_text],
+            textposition="middle left",
+            marker=dict(size=14, color="#1e293b", symbol="square"),
+            hovertext=["root: the last committed token"],
+            hoverinfo="text",
+            showlegend=False,
+        )
+    )
     (lx, ly) = plot.pos(plot.last)
     bonus_x, bonus_y, bonus = lx + 1.0, plot.ys[-2], plot.record.bonus_token
     if plot.bonus_emitted:
         fig.add_trace(
-            go.Scatter(x=[lx, bonus_x], y=[ly, bonus_y], mode="lines", line=dict(color=BONUS, width=2.5, dash="dot"),
-                       hoverinfo="skip", showlegend=False)
-        )  # fmt: skip
+            go.Scatter(
+                x=[lx, bonus_x],
+                y=[ly, bonus_y],
+                mode="lines",
+                line=dict(color=BONUS, width=2.5, dash="dot"),
+                hoverinfo="skip",
+                showlegend=False,
+            )
+        )
         fig.add_trace(
-            go.Scatter(x=[bonus_x], y=[bonus_y], mode="markers+text",
-                       text=[display_token(plot.text_of(bonus), 10)], textposition="middle right",
-                       textfont=dict(size=TEXT_PX + 2, color="#8a5a00"),
-                       marker=dict(size=16, color=BONUS, symbol="diamond"),
-                       name="bonus", hoverinfo="text", showlegend=False,
-                       hovertext=[f"bonus: the target's own token after the accepted path, id {bonus}"])
-        )  # fmt: skip
+            go.Scatter(
+                x=[bonus_x],
+                y=[bonus_y],
+                mode="markers+text",
+                text=[display_token(plot.text_of(bonus), 10)],
+                textposition="middle right",
+                textfont=dict(size=TEXT_PX + 2, color="#8a5a00"),
+                marker=dict(size=16, color=BONUS, symbol="diamond"),
+                name="bonus",
+                hoverinfo="text",
+                showlegend=False,
+                hovertext=[f"bonus: the target's own token after the accepted path, id {bonus}"],
+            )
+        )
     return bonus_x
 
 
@@ -521,10 +634,15 @@ def accepted_figure(lanes: Lanes, replay: bool = False) -> go.Figure:
     for method, steps in drafting.items():
         mean = sum(r.accepted_length for r in steps) / len(steps)
         fig.add_trace(
-            go.Scatter(x=[r.round for r in steps], y=[r.accepted_length for r in steps], mode="lines+markers",
-                       name=f"{short_label(method)} (mean τ {mean:.2f})", line=method_line(method),
-                       marker=method_marker(method))
-        )  # fmt: skip
+            go.Scatter(
+                x=[r.round for r in steps],
+                y=[r.accepted_length for r in steps],
+                mode="lines+markers",
+                name=f"{short_label(method)} (mean τ {mean:.2f})",
+                line=method_line(method),
+                marker=method_marker(method),
+            )
+        )
     fig.update_xaxes(title_text="round")
     fig.update_yaxes(title_text="accepted tokens τ", rangemode="tozero", dtick=1)
     _round_ticks(fig, [r for rs in drafting.values() for r in rs])
@@ -544,16 +662,29 @@ def race_figure(lanes: Lanes, replay: bool = False) -> go.Figure:
         summary = summarize(records)
         fig.add_trace(
             go.Scatter(
-                x=[0.0, *(r.total_seconds for r in records)], y=[0, *(r.total_tokens for r in records)],
-                mode="lines+markers", line=method_line(method, 2.5, "hv"), marker=method_marker(method, 5),
+                x=[0.0, *(r.total_seconds for r in records)],
+                y=[0, *(r.total_tokens for r in records)],
+                mode="lines+markers",
+                line=method_line(method, 2.5, "hv"),
+                marker=method_marker(method, 5),
                 name=f"{short_label(method)}: {summary.tokens_per_second:.1f} tok/s",
             )
-        )  # fmt: skip
+        )
     speedups = speedup_lines(lanes)
     if speedups:
-        fig.add_annotation(text="<br>".join(speedups), xref="paper", yref="paper", x=0.98, y=0.04,
-                           xanchor="right", yanchor="bottom", showarrow=False, align="right",
-                           font=dict(size=TEXT_PX + 1, color="#1e293b"), bgcolor="rgba(255,255,255,0.85)")  # fmt: skip
+        fig.add_annotation(
+            text="<br>".join(speedups),
+            xref="paper",
+            yref="paper",
+            x=0.98,
+            y=0.04,
+            xanchor="right",
+            yanchor="bottom",
+            showarrow=False,
+            align="right",
+            font=dict(size=TEXT_PX + 1, color="#1e293b"),
+            bgcolor="rgba(255,255,255,0.85)",
+        )
     fig.update_xaxes(title_text="seconds (synchronised, prefill included)", rangemode="tozero")
     fig.update_yaxes(title_text="tokens", rangemode="tozero")
     return _layout(fig, title, replay=replay)

@@ -164,8 +164,9 @@ class RaceRequest:
     def config(self, method: str) -> DecodeConfig:
         """The decode configuration of one side: its method, the token limit, every method's settings, the
         sampling, and the pruning when it drafts (plain decoding has no draft to prune)."""
-        return DecodeConfig(method, self.max_new_tokens, sampling=self.sampling,
-                            prune_ratio=self.prune_ratio * drafts(method)).with_settings(self.settings)  # fmt: skip
+        return DecodeConfig(
+            method, self.max_new_tokens, sampling=self.sampling, prune_ratio=self.prune_ratio * drafts(method)
+        ).with_settings(self.settings)
 
 
 def start_runs(
@@ -305,8 +306,9 @@ def live_stepper(
 
         return advance
 
-    stepper = RaceStepper(data, [advancer(lane, run) for lane, run in zip(data.lanes, runs, strict=True)], key,
-                          token_texts)  # fmt: skip
+    stepper = RaceStepper(
+        data, [advancer(lane, run) for lane, run in zip(data.lanes, runs, strict=True)], key, token_texts
+    )
     stepper.runs = runs
     return stepper
 
@@ -324,8 +326,14 @@ def replay_stepper(recorded: RaceData, key: object = None) -> RaceStepper:
 
 
 def _learn_texts(known: dict[int, str], record: RoundRecord, token_texts: Callable[[Sequence[int]], list[str]]) -> None:
-    wanted = {*record.tree_tokens, *record.new_tokens, record.bonus_token, *record.root_top_tokens,
-              *record.cut_tokens, *record.target_choices}  # fmt: skip
+    wanted = {
+        *record.tree_tokens,
+        *record.new_tokens,
+        record.bonus_token,
+        *record.root_top_tokens,
+        *record.cut_tokens,
+        *record.target_choices,
+    }
     missing = sorted(t for t in wanted if t not in known)
     if missing:
         known.update(zip(missing, token_texts(missing), strict=True))

@@ -109,16 +109,24 @@ def _race_costs(meta: dict) -> CostCurve | None:
         curve = CostCurve(**{**costs, **{k: tuple(costs[k]) for k in lists if k in costs or k in lists[:3]}})
     except (TypeError, KeyError) as error:
         raise TraceError(f"the race line's cost curve is not valid: {error}") from error
-    numbers = (curve.one_token_ms, *curve.verify_ms, *curve.draft_level_ms, curve.one_token_spread_ms,
-               *curve.verify_spread_ms, *curve.draft_spread_ms)  # fmt: skip
+    numbers = (
+        curve.one_token_ms,
+        *curve.verify_ms,
+        *curve.draft_level_ms,
+        curve.one_token_spread_ms,
+        *curve.verify_spread_ms,
+        *curve.draft_spread_ms,
+    )
     if not (
         curve.sizes
         and len(curve.sizes) == len(curve.verify_ms) == len(curve.draft_level_ms)
         and all(len(s) in (0, len(curve.sizes)) for s in (curve.verify_spread_ms, curve.draft_spread_ms))
         and all(type(n) is int and n >= 1 for n in (*curve.sizes, curve.repeats + 1))
         and all(isinstance(v, int | float) and 0 <= v < 1e6 for v in numbers)
-        and (curve.round_overhead_ms is None or (isinstance(curve.round_overhead_ms, int | float)
-                                                 and 0 <= curve.round_overhead_ms < 1e6))
+        and (
+            curve.round_overhead_ms is None
+            or (isinstance(curve.round_overhead_ms, int | float) and 0 <= curve.round_overhead_ms < 1e6)
+        )
     ):
         raise TraceError("the race line's cost curve needs node counts >= 1 and finite times per count")
     return curve

@@ -357,11 +357,18 @@ def table_html(data: RaceData | None) -> str:
         f"Figures {source}. τ = accepted draft tokens per round (paper's metric, bonus excluded); "
         "tokens / target forward counts the bonus (= τ + 1 per round, prefill included). Time is each side's "
         "own device-synchronised time, prefill included; decode-only leaves the prefill out."
-        + (" In brackets: the decode-only speedup the measured cost curve predicts from each side's rounds "
-           "(tree sizes and tokens per round)." if trusted else "")
-        + (" No predicted speedups: the cost curve below has points that are noise." if data.costs is not None
-           and not trusted else "")
-    )  # fmt: skip
+        + (
+            " In brackets: the decode-only speedup the measured cost curve predicts from each side's rounds "
+            "(tree sizes and tokens per round)."
+            if trusted
+            else ""
+        )
+        + (
+            " No predicted speedups: the cost curve below has points that are noise."
+            if data.costs is not None and not trusted
+            else ""
+        )
+    )
     table = f"<table class='sage-table'><caption>{caption}</caption>{head}{''.join(rows)}</table>"
     return wrap(table + costs_html(data.costs, data.replay) + premise_html(data))
 
@@ -390,8 +397,10 @@ def costs_html(curve: CostCurve | None, replay: bool = False) -> str:
     flagged = [why for why in (step_noise, *noise) if why]
     warning = (
         f" <b>⚠ Noise, not a cost</b> (greyed; a bigger tree never costs less, and a busy machine only adds "
-        f"time): {_esc('; '.join(flagged))}." if flagged else ""
-    )  # fmt: skip
+        f"time): {_esc('; '.join(flagged))}."
+        if flagged
+        else ""
+    )
     return (
         f"<table class='sage-table'><caption>Verification cost ({source}, {_esc(curve.device)}, "
         f"{_esc(curve.dtype)}, {how}): a target forward over a tree of N nodes in ms "

@@ -24,9 +24,12 @@ def running_app(
     """The app on a free loopback port, queued and launched as app.py does; yields its URL."""
     demo = build_demo(default_target=target, default_draft=draft, limits=limits, custom=custom, **options)
     queued(demo, limits).launch(
-        server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
+        server_name="127.0.0.1",
+        server_port=free_port(),
+        prevent_thread_lock=True,
+        quiet=True,
         **launch_options(limits),
-    )  # fmt: skip
+    )
     try:
         url = demo.local_url
         assert url is not None  # set by launch()

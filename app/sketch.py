@@ -64,11 +64,18 @@ def sketch_pad() -> gr.Sketchpad:
     """The pad: a white canvas, a brush in the six colours of the built-in world (red first)."""
     colours: list[str | tuple[str, float]] = [hex_colour(rgb) for rgb in COLOURS.values()]
     pad = gr.Sketchpad(
-        label="Draw circles, squares, triangles or crosses", type="pil",
-        image_mode="RGBA", canvas_size=CANVAS, height=300, elem_id="sketch", layers=False, transforms=(),
-        brush=gr.Brush(default_size=BRUSH_SIZE, colors=colours, default_color=hex_colour(COLOURS["red"]),
-                       color_mode="fixed"),
-    )  # fmt: skip
+        label="Draw circles, squares, triangles or crosses",
+        type="pil",
+        image_mode="RGBA",
+        canvas_size=CANVAS,
+        height=300,
+        elem_id="sketch",
+        layers=False,
+        transforms=(),
+        brush=gr.Brush(
+            default_size=BRUSH_SIZE, colors=colours, default_color=hex_colour(COLOURS["red"]), color_mode="fixed"
+        ),
+    )
     return checked(pad)
 
 
@@ -163,5 +170,10 @@ def use_sketch(value: Any, prompt: Any, previous: Any = None) -> tuple[Any, Any,
 def wire_sketch(page: Page, sketch: gr.Sketchpad) -> None:
     """Each change of the drawing becomes the race's picture (outside the queue: the work is bounded)."""
     drawn = gr.State(None, delete_callback=forget_sketch)  # the visitor's saved drawing, removed with them
-    sketch.change(use_sketch, [sketch, page.prompt, drawn], [page.image, page.video, page.prompt, page.status, drawn],
-                  queue=False, api_visibility="private")  # fmt: skip
+    sketch.change(
+        use_sketch,
+        [sketch, page.prompt, drawn],
+        [page.image, page.video, page.prompt, page.status, drawn],
+        queue=False,
+        api_visibility="private",
+    )

@@ -25,25 +25,51 @@ def sweep_figure(result: SweepResult, curve: CostCurve | None = None, title: str
     for column, (field, _) in enumerate(PANELS, 1):
         for method in methods:
             points = [p for p in result.points if p.method == method]
-            fig.add_trace(go.Scatter(
-                x=[p.budget for p in points], y=[getattr(p, field) for p in points], mode="lines+markers",
-                name=short_name(method), legendgroup=method, showlegend=column == 1,
-                line=dict(color=colour(method)),
-            ), row=1, col=column)  # fmt: skip
+            fig.add_trace(
+                go.Scatter(
+                    x=[p.budget for p in points],
+                    y=[getattr(p, field) for p in points],
+                    mode="lines+markers",
+                    name=short_name(method),
+                    legendgroup=method,
+                    showlegend=column == 1,
+                    line=dict(color=colour(method)),
+                ),
+                row=1,
+                col=column,
+            )
         if result.chosen is not None:
             chosen = result.chosen
-            fig.add_trace(go.Scatter(
-                x=[chosen.budget], y=[getattr(chosen, field)], mode="markers", name="sage-cost (its mean choice)",
-                legendgroup="sage-cost", showlegend=column == 1,
-                marker=dict(symbol="star", size=16, color=colour("sage-cost"), line=dict(color="black", width=1)),
-            ), row=1, col=column)  # fmt: skip
+            fig.add_trace(
+                go.Scatter(
+                    x=[chosen.budget],
+                    y=[getattr(chosen, field)],
+                    mode="markers",
+                    name="sage-cost (its mean choice)",
+                    legendgroup="sage-cost",
+                    showlegend=column == 1,
+                    marker=dict(symbol="star", size=16, color=colour("sage-cost"), line=dict(color="black", width=1)),
+                ),
+                row=1,
+                col=column,
+            )
         fig.update_xaxes(title_text="node budget", type="log", row=1, col=column)
     if curve is not None:
         steps = [v / curve.one_token_ms for v in curve.verify_ms]
-        fig.add_trace(go.Scatter(x=list(curve.sizes), y=steps, mode="lines+markers", name="verify / one-token step",
-                                 line=dict(color="#334155")), row=1, col=panels)  # fmt: skip
+        fig.add_trace(
+            go.Scatter(
+                x=list(curve.sizes),
+                y=steps,
+                mode="lines+markers",
+                name="verify / one-token step",
+                line=dict(color="#334155"),
+            ),
+            row=1,
+            col=panels,
+        )
         fig.update_xaxes(title_text="nodes verified", type="log", row=1, col=panels)
     heading = title or f"The budget sweep ({result.examples} examples, {result.repeats} timed repeat(s) each)"
-    fig.update_layout(title=heading, height=380, width=360 * panels, template="plotly_white",
-                      legend=dict(orientation="h", y=-0.25))  # fmt: skip
+    fig.update_layout(
+        title=heading, height=380, width=360 * panels, template="plotly_white", legend=dict(orientation="h", y=-0.25)
+    )
     return fig

@@ -99,24 +99,40 @@ def stepped_race(handlers: Handlers) -> Callable[..., Update]:
 def wire(page: Page, handlers: Handlers) -> None:
     """Connect the page's events to the handlers."""
     live = page.start.click(
-        gpu(duration=race_gpu_seconds)(live_race(handlers)), [*page.race_inputs, page.tree_lane], page.view,
+        gpu(duration=race_gpu_seconds)(live_race(handlers)),
+        [*page.race_inputs, page.tree_lane],
+        page.view,
         api_name="race_live",
-        api_visibility="undocumented", concurrency_id="race", concurrency_limit=RACE_CONCURRENCY,
-    )  # fmt: skip
+        api_visibility="undocumented",
+        concurrency_id="race",
+        concurrency_limit=RACE_CONCURRENCY,
+    )
     replaying = page.replay.click(
-        handlers.replay_live, [page.trace_in, page.speed, page.tree_lane], page.view, api_name="replay_live",
-        api_visibility="undocumented", concurrency_id="replay", concurrency_limit=REPLAY_CONCURRENCY,
-    )  # fmt: skip
+        handlers.replay_live,
+        [page.trace_in, page.speed, page.tree_lane],
+        page.view,
+        api_name="replay_live",
+        api_visibility="undocumented",
+        concurrency_id="replay",
+        concurrency_limit=REPLAY_CONCURRENCY,
+    )
     # With draft-side pruning, the picture of what the draft read follows a race (hidden otherwise).
     for event in (live, replaying):
         event.then(show_draft_view, [page.state], [page.draft_seen, page.draft_note], api_visibility="private")
     # Stop cancels the stream, then draws the stopped race once more (a streamed update sent just
     # before Stop may reach the page after Stop's own).
     stopped_view = [page.status, page.verdict, page.lanes]
-    stopping = page.stop.click(controls(handlers.stop, page), [page.state], [*stopped_view, page.download],
-                               cancels=[live, replaying], queue=False, api_visibility="private")  # fmt: skip
-    stopping.then(controls(handlers.after_stop, page), [page.state], stopped_view, queue=False,
-                  api_visibility="private")  # fmt: skip
+    stopping = page.stop.click(
+        controls(handlers.stop, page),
+        [page.state],
+        [*stopped_view, page.download],
+        cancels=[live, replaying],
+        queue=False,
+        api_visibility="private",
+    )
+    stopping.then(
+        controls(handlers.after_stop, page), [page.state], stopped_view, queue=False, api_visibility="private"
+    )
     # One stream writes a tab's components at a time: Start cancels a streaming replay, Replay a streaming
     # race, and either ends any stepped one; Step (of a race or a replay) cancels both streams.
     for button, other in ((page.start, replaying), (page.replay, live)):
@@ -124,32 +140,66 @@ def wire(page: Page, handlers: Handlers) -> None:
     for button in (page.step, page.replay_step):
         button.click(None, None, None, cancels=[live, replaying], queue=False, api_visibility="private")
     page.step.click(
-        gpu(duration=60)(stepped_race(handlers)), [*page.race_inputs, page.tree_lane, page.stepper],
-        [*page.view, page.stepper], concurrency_id="race", concurrency_limit=RACE_CONCURRENCY,
+        gpu(duration=60)(stepped_race(handlers)),
+        [*page.race_inputs, page.tree_lane, page.stepper],
+        [*page.view, page.stepper],
+        concurrency_id="race",
+        concurrency_limit=RACE_CONCURRENCY,
         api_visibility="private",
-    )  # fmt: skip
+    )
     page.replay_step.click(
-        handlers.step_replay, [page.trace_in, page.tree_lane, page.stepper], [*page.view, page.stepper],
-        concurrency_id="replay", concurrency_limit=REPLAY_CONCURRENCY, api_visibility="private",
-    )  # fmt: skip
-    page.gallery.select(controls(handlers.pick_example, page), None,
-                        [page.image, page.video, page.prompt, page.media_tabs, page.status], queue=False,
-                        api_visibility="private")  # fmt: skip
-    page.sweep_show.click(controls(handlers.show_sweep, page), [page.pair, page.custom_target, page.custom_draft],
-                          [page.fig_sweep, page.sweep_note, page.status], concurrency_id="race",
-                          concurrency_limit=RACE_CONCURRENCY, api_visibility="private")  # fmt: skip
-    page.tree_round.input(controls(handlers.show_tree, page), [page.state, page.tree_lane, page.tree_round],
-                         [page.fig_tree, page.explain, page.status], queue=False,
-                         api_visibility="private")  # fmt: skip
-    page.tree_lane.input(controls(handlers.show_lane, page), [page.state, page.tree_lane],
-                         [page.fig_tree, page.explain, page.tree_round, page.status], queue=False,
-                         api_visibility="private")  # fmt: skip
-    page.api_race.click(gpu_for_race(guard(race_api_function(handlers))), page.race_inputs,
-                        page.api_result, api_name="race", concurrency_id="race",
-                        concurrency_limit=RACE_CONCURRENCY)  # fmt: skip
-    page.api_replay.click(guard(handlers.replay_api), [page.trace_in, page.speed], page.api_result,
-                          api_name="replay", concurrency_id="replay",
-                          concurrency_limit=REPLAY_CONCURRENCY)  # fmt: skip
+        handlers.step_replay,
+        [page.trace_in, page.tree_lane, page.stepper],
+        [*page.view, page.stepper],
+        concurrency_id="replay",
+        concurrency_limit=REPLAY_CONCURRENCY,
+        api_visibility="private",
+    )
+    page.gallery.select(
+        controls(handlers.pick_example, page),
+        None,
+        [page.image, page.video, page.prompt, page.media_tabs, page.status],
+        queue=False,
+        api_visibility="private",
+    )
+    page.sweep_show.click(
+        controls(handlers.show_sweep, page),
+        [page.pair, page.custom_target, page.custom_draft],
+        [page.fig_sweep, page.sweep_note, page.status],
+        concurrency_id="race",
+        concurrency_limit=RACE_CONCURRENCY,
+        api_visibility="private",
+    )
+    page.tree_round.input(
+        controls(handlers.show_tree, page),
+        [page.state, page.tree_lane, page.tree_round],
+        [page.fig_tree, page.explain, page.status],
+        queue=False,
+        api_visibility="private",
+    )
+    page.tree_lane.input(
+        controls(handlers.show_lane, page),
+        [page.state, page.tree_lane],
+        [page.fig_tree, page.explain, page.tree_round, page.status],
+        queue=False,
+        api_visibility="private",
+    )
+    page.api_race.click(
+        gpu_for_race(guard(race_api_function(handlers))),
+        page.race_inputs,
+        page.api_result,
+        api_name="race",
+        concurrency_id="race",
+        concurrency_limit=RACE_CONCURRENCY,
+    )
+    page.api_replay.click(
+        guard(handlers.replay_api),
+        [page.trace_in, page.speed],
+        page.api_result,
+        api_name="replay",
+        concurrency_id="replay",
+        concurrency_limit=REPLAY_CONCURRENCY,
+    )
 
 
 def build_demo(
@@ -207,8 +257,7 @@ def launch_options(limits: Limits | None = None) -> dict[str, Any]:
     """What `launch` needs besides the address: Gradio refuses larger uploads before storing them; the page
     is served from memory (`page_cache`), so a crowd of arrivals does not hold up the races."""
     limits = limits or Limits.from_env()
-    return {"max_file_size": limits.max_file_bytes, "head": HEAD,
-            "app_kwargs": {"middleware": [Middleware(PageCache)]}}  # fmt: skip
+    return {"max_file_size": limits.max_file_bytes, "head": HEAD, "app_kwargs": {"middleware": [Middleware(PageCache)]}}
 
 
 __all__ = ["BUSY", "TRACE_DIR", "build_demo", "image_input", "last", "launch_options", "queued", "save_trace_file"]

@@ -164,8 +164,11 @@ def drafted_outcomes(
     after = {ROOT: choices[0]} | {node: choices[i + 1] for i, node in enumerate(path)}
     tried = [n for n, parent in enumerate(tree.parents) if parent in after]
     ranks = sibling_ranks(tree)
-    return (tuple(tree.draft_probs[n] for n in tried), tuple(ranks[n] for n in tried),
-            tuple(tree.tokens[n] == after[tree.parents[n]] for n in tried))  # fmt: skip
+    return (
+        tuple(tree.draft_probs[n] for n in tried),
+        tuple(ranks[n] for n in tried),
+        tuple(tree.tokens[n] == after[tree.parents[n]] for n in tried),
+    )
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ import traceback
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import torch
 
@@ -28,6 +28,10 @@ from .models.caches import CACHE_STRATEGIES
 from .models.forwards import FORWARDS
 from .models.presets import GPU_PRESETS
 from .records import record_to_dict, save_trace, summarize
+
+if TYPE_CHECKING:
+    from .decode import DecodeRun
+    from .records import RunSummary
 
 
 class Parser(argparse.ArgumentParser):
@@ -63,9 +67,12 @@ def add_method_settings(gen: argparse.ArgumentParser) -> None:
         for setting in spec.controls:
             kind = str if setting.choices else int if setting.whole else float
             group.add_argument(
-                "--" + setting.name.replace("_", "-"), type=kind, choices=setting.choices or None,
-                default=getattr(defaults, setting.field), help=setting.help,
-            )  # fmt: skip
+                "--" + setting.name.replace("_", "-"),
+                type=kind,
+                choices=setting.choices or None,
+                default=getattr(defaults, setting.field),
+                help=setting.help,
+            )
     for old in RENAMED_FLAGS:
         gen.add_argument(old, action=RenamedFlag, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
 
@@ -101,21 +108,25 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--device", default="auto", help="auto | cpu | cuda")
     gen.add_argument("--dtype", default="auto", help="auto | float32 | bfloat16 | float16")
     gen.add_argument(
-        "--backend", choices=BACKENDS, default="fast",
+        "--backend",
+        choices=BACKENDS,
+        default="fast",
         help="a preset of --cache and --forward: fast (in-place, fused: the lean text forward, exact for the "
         "target, fused for the draft), compiled (in-place, compiled: the draft's forward through torch.compile; "
         "the first rounds compile), fast-hf (in-place, transformers) or plain (growing, transformers)",
-    )  # fmt: skip
+    )
     gen.add_argument(
-        "--cache", choices=tuple(CACHE_STRATEGIES),
+        "--cache",
+        choices=tuple(CACHE_STRATEGIES),
         help="the cache strategy instead of the preset's: in-place (buffers sized at the prefill, commits that move "
         "only the accepted rows) or growing (transformers' DynamicCache)",
-    )  # fmt: skip
+    )
     gen.add_argument(
-        "--forward", choices=tuple(FORWARDS),
+        "--forward",
+        choices=tuple(FORWARDS),
         help="the forward instead of the preset's: transformers, lean (transformers' bit for bit), fused or "
         "compiled (a draft's only: the target then runs lean)",
-    )  # fmt: skip
+    )
     place = gen.add_argument_group("placement of a target that does not fit one device (accelerate)")
     place.add_argument("--device-map", help="auto | balanced | sequential: spread the target over the GPUs (and CPU)")
     place.add_argument("--max-memory", type=parse_max_memory, help="per device, e.g. 0=70GiB,1=70GiB,cpu=200GiB")
@@ -180,9 +191,14 @@ def generate(args: argparse.Namespace) -> int:
     check_prompt(args.prompt)
     sampling = SamplingConfig(temperature=args.temperature, top_p=args.top_p, top_k=args.top_k_sampling, seed=args.seed)
     config = DecodeConfig(
-        method=args.method, max_new_tokens=check_max_new_tokens(args.max_new_tokens), backend=args.backend,
-        cache=args.cache, forward=args.forward, prune_ratio=args.prune_ratio, sampling=sampling,
-    ).with_settings(method_settings(args))  # fmt: skip
+        method=args.method,
+        max_new_tokens=check_max_new_tokens(args.max_new_tokens),
+        backend=args.backend,
+        cache=args.cache,
+        forward=args.forward,
+        prune_ratio=args.prune_ratio,
+        sampling=sampling,
+    ).with_settings(method_settings(args))
     if args.trace and not Path(args.trace).resolve().parent.is_dir():
         raise InputError(f"--trace {args.trace}: the folder {Path(args.trace).parent} does not exist")
     media = load_media(args.image or args.video, frames=args.frames)
@@ -191,10 +207,16 @@ def generate(args: argparse.Namespace) -> int:
     if args.max_memory is not None and args.device_map is None:
         raise InputError("--max-memory needs --device-map")
     pair = load_pair(
-        args.target, args.draft, device=args.device, dtype=args.dtype, device_map=args.device_map,
-        max_memory=args.max_memory, offload_folder=args.offload_folder, draft_device=args.draft_device,
+        args.target,
+        args.draft,
+        device=args.device,
+        dtype=args.dtype,
+        device_map=args.device_map,
+        max_memory=args.max_memory,
+        offload_folder=args.offload_folder,
+        draft_device=args.draft_device,
         report=lambda stage: print(f"[{stage}]", file=sys.stderr, flush=True),
-    )  # fmt: skip
+    )
     check_vocabulary(pair.target, args.prompt, f"the model {args.target}")
     run = decode(pair, media, args.prompt, config)
     for record in run:
@@ -206,6 +228,13 @@ def generate(args: argparse.Namespace) -> int:
             save_trace(args.trace, run.header, run.records)
         except OSError as error:
             raise InputError(f"cannot write the trace to {args.trace}: {error.strerror or error}") from error
+    _report(args, run, summary, config)
+    return 0
+
+
+def _report(args: argparse.Namespace, run: DecodeRun, summary: RunSummary, config: DecodeConfig) -> None:
+    """The run's result: one JSON line (`--json`), or the figures on stderr after the streamed text."""
+    sampling = config.sampling
     if args.json:
         result = asdict(summary)
         result["token_ids"] = list(summary.token_ids)
@@ -222,7 +251,6 @@ def generate(args: argparse.Namespace) -> int:
             + ("" if sampling.greedy else f"; sampled at temperature {sampling.temperature}, seed {run.seed}"),
             file=sys.stderr,
         )
-    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -239,6 +267,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if os.environ.get("SAGE_DEBUG"):
             traceback.print_exc()
         message = (str(error).strip().splitlines() or [""])[0][:200]
-        print(f"error: internal error ({type(error).__name__}: {message}); SAGE_DEBUG=1 shows the traceback",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"error: internal error ({type(error).__name__}: {message}); SAGE_DEBUG=1 shows the traceback",
+            file=sys.stderr,
+        )
     return 2

@@ -77,8 +77,11 @@ class CostCurve:
         spread = self.verify_spread_ms or (0.0,) * len(self.sizes)
         out = []
         for i, (size, ms) in enumerate(zip(self.sizes, self.verify_ms, strict=True)):
-            dearer = [n for j, n in enumerate(self.sizes) if j > i and ms - self.verify_ms[j]
-                      > max(spread[i] + spread[j], MONOTONE_SLACK * self.verify_ms[j])]  # fmt: skip
+            dearer = [
+                n
+                for j, n in enumerate(self.sizes)
+                if j > i and ms - self.verify_ms[j] > max(spread[i] + spread[j], MONOTONE_SLACK * self.verify_ms[j])
+            ]
             if ms > 0 and spread[i] > NOISY_SPREAD * ms:
                 out.append(f"{size} nodes: runs spread over {spread[i] / ms:.0%} of the median")
             elif dearer:
@@ -97,6 +100,7 @@ class CostCurve:
     @property
     def noisy(self) -> bool:
         return bool(self.step_noise() or any(self.noise()))
+
     # What a decode round costs besides its forwards (ms); None: sage-cost learns it from the run's own rounds.
     round_overhead_ms: float | None = None
 
@@ -127,14 +131,18 @@ class CostCurve:
 
     def lines(self) -> list[str]:
         """The curve as text lines (the benchmark prints them)."""
-        out = [f"verification cost on {self.device} ({self.dtype}, backend {self.backend}): "
-               f"one-token step {self.one_token_ms:.2f} ms"]  # fmt: skip
+        out = [
+            f"verification cost on {self.device} ({self.dtype}, backend {self.backend}): "
+            f"one-token step {self.one_token_ms:.2f} ms"
+        ]
         rows = zip(self.sizes, self.verify_ms, self.draft_level_ms, self.noise(), strict=True)
         for size, verify, draft, noise in rows:
             ratio = verify / self.one_token_ms if self.one_token_ms > 0 else float("nan")
             flag = f"  [noise: {noise.split(': ', 1)[1]}]" if noise else ""
-            out.append(f"  {size:>3} nodes: verify {verify:7.2f} ms ({ratio:4.2f} one-token steps), "
-                       f"draft level {draft:6.2f} ms{flag}")  # fmt: skip
+            out.append(
+                f"  {size:>3} nodes: verify {verify:7.2f} ms ({ratio:4.2f} one-token steps), "
+                f"draft level {draft:6.2f} ms{flag}"
+            )
         return out
 
 
@@ -161,9 +169,18 @@ def measure_cost_spread(
     n = len(COST_SIZES)
     dtype = str(pair.target.dtype).removeprefix("torch.")
     return CostCurve(
-        str(pair.device), dtype, backend, COST_SIZES, medians[0], tuple(medians[1 : 1 + n]),
-        tuple(medians[1 + n :]), spreads[0], tuple(spreads[1 : 1 + n]), tuple(spreads[1 + n :]), passes,
-    )  # fmt: skip
+        str(pair.device),
+        dtype,
+        backend,
+        COST_SIZES,
+        medians[0],
+        tuple(medians[1 : 1 + n]),
+        tuple(medians[1 + n :]),
+        spreads[0],
+        tuple(spreads[1 : 1 + n]),
+        tuple(spreads[1 + n :]),
+        passes,
+    )
 
 
 def _interleaved(

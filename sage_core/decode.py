@@ -182,19 +182,31 @@ class DecodeRun:
             round_seconds = laps.stop()
         loop.total_seconds += round_seconds
         return RoundRecord(
-            method=self.config.method, round=step, phase="decode",
-            tree_tokens=tree.tokens, tree_parents=tree.parents, tree_draft_probs=tree.draft_probs,
-            accepted_nodes=verdict.accepted_nodes, accepted_tokens=verdict.accepted_tokens,
+            method=self.config.method,
+            round=step,
+            phase="decode",
+            tree_tokens=tree.tokens,
+            tree_parents=tree.parents,
+            tree_draft_probs=tree.draft_probs,
+            accepted_nodes=verdict.accepted_nodes,
+            accepted_tokens=verdict.accepted_tokens,
             bonus_token=verdict.bonus_token,
-            tried_nodes=verdict.tried_nodes, accept_probs=verdict.accept_probs,
-            new_tokens=new_tokens, new_token_texts=loop.text.push(new_tokens),
-            draft_seconds=draft_seconds, verify_seconds=verify_seconds, round_seconds=round_seconds,
-            total_tokens=loop.produced, total_seconds=loop.total_seconds, finish_reason=loop.finish,
+            tried_nodes=verdict.tried_nodes,
+            accept_probs=verdict.accept_probs,
+            new_tokens=new_tokens,
+            new_token_texts=loop.text.push(new_tokens),
+            draft_seconds=draft_seconds,
+            verify_seconds=verify_seconds,
+            round_seconds=round_seconds,
+            total_tokens=loop.produced,
+            total_seconds=loop.total_seconds,
+            finish_reason=loop.finish,
             target_choices=verdict.target_choices,
-            window_mean=adaptation.window_mean, next_depth_max=adaptation.next_depth_max,
+            window_mean=adaptation.window_mean,
+            next_depth_max=adaptation.next_depth_max,
             path_entropies=_path_entropies(proposal.drafted, verdict.accepted_nodes),
             **proposal.shape.record_fields(),
-        )  # fmt: skip
+        )
 
     def _prefill(self) -> tuple[_Loop, RoundRecord]:
         """Step 0: the target (and the draft) read the prompt; the target's choice after it (argmax,
@@ -216,21 +228,44 @@ class DecodeRun:
         if getattr(proposer, "needs_costs", False) and drafter is not None:  # sage-cost: measured once per pair
             proposer.use_costs(costs_for_run(pair, self.backend.label, target, target_state, drafter, first))  # type: ignore[attr-defined]  # needs_costs says it has it
         prefill_seconds = laps.stop()
-        loop = _Loop(target, target_state, drafter, proposer, verifier,
-                     TextStream(pair.target.tokenizer), frozenset(pair.target.eos_token_ids), config.max_new_tokens,
-                     pending=[first])  # fmt: skip
+        loop = _Loop(
+            target,
+            target_state,
+            drafter,
+            proposer,
+            verifier,
+            TextStream(pair.target.tokenizer),
+            frozenset(pair.target.eos_token_ids),
+            config.max_new_tokens,
+            pending=[first],
+        )
         new_tokens = loop.emit([first])
         seconds = self.prepare_seconds + prefill_seconds
         loop.total_seconds += seconds
         record = RoundRecord(
-            method=config.method, round=0, phase="prefill",
-            tree_tokens=(), tree_parents=(), tree_draft_probs=(),
-            entropy=None, alpha=None, depth_max=None, planned_depth=None, planned_width=None,
-            accepted_nodes=(), accepted_tokens=(), bonus_token=first,
-            new_tokens=new_tokens, new_token_texts=loop.text.push(new_tokens),
-            draft_seconds=prefill_seconds - verify_seconds, verify_seconds=verify_seconds, round_seconds=seconds,
-            total_tokens=loop.produced, total_seconds=loop.total_seconds, finish_reason=loop.finish,
-        )  # fmt: skip
+            method=config.method,
+            round=0,
+            phase="prefill",
+            tree_tokens=(),
+            tree_parents=(),
+            tree_draft_probs=(),
+            entropy=None,
+            alpha=None,
+            depth_max=None,
+            planned_depth=None,
+            planned_width=None,
+            accepted_nodes=(),
+            accepted_tokens=(),
+            bonus_token=first,
+            new_tokens=new_tokens,
+            new_token_texts=loop.text.push(new_tokens),
+            draft_seconds=prefill_seconds - verify_seconds,
+            verify_seconds=verify_seconds,
+            round_seconds=seconds,
+            total_tokens=loop.produced,
+            total_seconds=loop.total_seconds,
+            finish_reason=loop.finish,
+        )
         return loop, record
 
     def _prefill_draft(self, scores: torch.Tensor | None, reserve: int, warp: Warp | None) -> Drafter | None:

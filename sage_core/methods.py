@@ -159,13 +159,16 @@ def _sage_cost_round(record: RoundRecord, settings: Any) -> str:
     weighed = ", ".join(
         f"{n} nodes (depth {d}): {e:.2f} accepted expected, {r:.0f} tokens/s"
         + (" (chosen)" if n == record.budget_chosen else "")
-        for n, d, e, r in zip(record.budget_nodes, record.budget_depths, record.budget_expected, record.budget_rates,
-                              strict=True)
-    )  # fmt: skip
-    return (f"SAGE-cost: α = {record.alpha:.3f} from this round's draft entropy shaped the candidates (depth at most "
-            f"D(α) = {record.planned_depth}, root width W(α) = {record.planned_width}); each budget weighed by "
-            f"expected tokens per second (calibrated acceptance over the measured cost of drafting and verifying "
-            f"it): {weighed}. It verified the best: {record.budget_chosen} nodes.")  # fmt: skip
+        for n, d, e, r in zip(
+            record.budget_nodes, record.budget_depths, record.budget_expected, record.budget_rates, strict=True
+        )
+    )
+    return (
+        f"SAGE-cost: α = {record.alpha:.3f} from this round's draft entropy shaped the candidates (depth at most "
+        f"D(α) = {record.planned_depth}, root width W(α) = {record.planned_width}); each budget weighed by "
+        f"expected tokens per second (calibrated acceptance over the measured cost of drafting and verifying "
+        f"it): {weighed}. It verified the best: {record.budget_chosen} nodes."
+    )
 
 
 def _frozen_round(record: RoundRecord, settings: Any) -> str:
@@ -175,15 +178,19 @@ def _frozen_round(record: RoundRecord, settings: Any) -> str:
     if record.entropy is not None and len(record.root_top_probs) > 1:
         alpha = min(1.0, max(0.0, 1.0 - record.entropy / math.log(len(record.root_top_probs))))
         measured = f" (this round's draft entropy would give α = {alpha:.3f})"
-    return (f"SAGE without adaptation: α is held at {record.alpha:.3f} for the whole answer{measured}; SAGE's "
-            "rules shape the tree from it.")  # fmt: skip
+    return (
+        f"SAGE without adaptation: α is held at {record.alpha:.3f} for the whole answer{measured}; SAGE's "
+        "rules shape the tree from it."
+    )
 
 
 def _best_first_round(record: RoundRecord, settings: Any) -> str:
     alpha = "" if record.alpha is None else f" (α = {record.alpha:.3f})"
-    return (f"Best-first at SAGE's node count: SAGE's rule would draft {len(record.tree)} nodes this round{alpha}; "
-            f"the {len(record.tree)} drafted nodes of highest cumulative draft probability were verified instead, "
-            "with no depth or width from the entropy.")  # fmt: skip
+    return (
+        f"Best-first at SAGE's node count: SAGE's rule would draft {len(record.tree)} nodes this round{alpha}; "
+        f"the {len(record.tree)} drafted nodes of highest cumulative draft probability were verified instead, "
+        "with no depth or width from the entropy."
+    )
 
 
 def _whole(name: str, field: str, label: str, help: str, ranges: Mapping[str, tuple[int, int]], **more: Any) -> Setting:

@@ -50,18 +50,22 @@ class Premise:
     def meaning(self) -> str:
         """One sentence on what the figures say about this input."""
         if self.alpha_accept is None or self.entropy_lag1 is None:
-            return (f"{self.rounds} rounds with a recorded confidence: too few (or too uniform) to test the "
-                    "premise on this input.")  # fmt: skip
+            return (
+                f"{self.rounds} rounds with a recorded confidence: too few (or too uniform) to test the "
+                "premise on this input."
+            )
         predicts = _strength(self.alpha_accept)
         persists = _strength(self.entropy_lag1)
         return (
             f"On these {self.rounds} rounds the draft's confidence {predicts} predicts how much is accepted "
             f"(r = {self.alpha_accept:+.2f}) and its entropy {persists} carries over to the next round "
             f"(r = {self.entropy_lag1:+.2f}): "
-            + ("the premise holds here, so shaping the tree by entropy can pay."
-               if self.alpha_accept >= 0.3 and self.entropy_lag1 >= 0.3
-               else "the premise is weak here, so an entropy-shaped tree has little to go on.")
-        )  # fmt: skip
+            + (
+                "the premise holds here, so shaping the tree by entropy can pay."
+                if self.alpha_accept >= 0.3 and self.entropy_lag1 >= 0.3
+                else "the premise is weak here, so an entropy-shaped tree has little to go on."
+            )
+        )
 
 
 def _strength(r: float) -> str:
@@ -124,16 +128,22 @@ class Calibration:
     def meaning(self) -> str:
         """One sentence on what the figures say about this input (or these answers)."""
         if self.alpha_accept is None or self.token_lag1 is None:
-            return (f"{self.rounds} rounds where α did not choose the tree and {self.tokens} token pairs: too few "
-                    "(or too uniform) to test the premise on this input.")  # fmt: skip
+            return (
+                f"{self.rounds} rounds where α did not choose the tree and {self.tokens} token pairs: too few "
+                "(or too uniform) to test the premise on this input."
+            )
         predicts, persists = _strength(self.alpha_accept), _strength(self.token_lag1)
         holds = self.alpha_accept >= 0.3 and self.token_lag1 >= 0.3
         return (
             f"The draft's confidence {predicts} predicts how much is accepted (r = {self.alpha_accept:+.2f}) and "
             f"its uncertainty {persists} comes in stretches (r = {self.token_lag1:+.2f} from one token to the "
-            "next): " + ("the premise holds here, so shaping the tree by entropy can pay."
-                         if holds else "the premise is weak here, so an entropy-shaped tree has little to go on.")
-        )  # fmt: skip
+            "next): "
+            + (
+                "the premise holds here, so shaping the tree by entropy can pay."
+                if holds
+                else "the premise is weak here, so an entropy-shaped tree has little to go on."
+            )
+        )
 
 
 def round_alpha(record: RoundRecord) -> float | None:
@@ -206,10 +216,16 @@ def calibration_of(lanes: Mapping[str, Sequence[RoundRecord]], sage: str = "sage
     if not roots:
         roots = [math.log(len(r.root_top_probs)) * (1 - a) for r in any_lane if (a := round_alpha(r)) is not None]
     return Calibration(
-        lane=lane, rounds=len(pairs), alpha_accept=_corr(pairs), bins=alpha_bins(pairs),
-        sage_rounds=len(sage_pairs), sage_alpha_accept=_corr(sage_pairs),
-        tokens=tokens, token_lag1=token_lag, round_lag1=lag1([roots])[0],
-    )  # fmt: skip
+        lane=lane,
+        rounds=len(pairs),
+        alpha_accept=_corr(pairs),
+        bins=alpha_bins(pairs),
+        sage_rounds=len(sage_pairs),
+        sage_alpha_accept=_corr(sage_pairs),
+        tokens=tokens,
+        token_lag1=token_lag,
+        round_lag1=lag1([roots])[0],
+    )
 
 
 def _corr(pairs: Sequence[tuple[float, int]]) -> float | None:
@@ -241,19 +257,25 @@ class AdaptationBought:
         """One plain sentence; it says so when adaptation bought nothing measurable here, and names each
         difference that is measurable (τ, wall time) in its own direction."""
         held = f" at {self.frozen_alpha:.2f}" if self.frozen_alpha is not None else ""
-        figures = (f"τ {self.sage_tau:.2f} against {self.frozen_tau:.2f} (Δτ {self.delta_tau:+.2f}), wall time "
-                   f"{self.sage_seconds:.2f} s against {self.frozen_seconds:.2f} s "
-                   f"(Δ {self.delta_seconds * 1000:+.0f} ms)")  # fmt: skip
+        figures = (
+            f"τ {self.sage_tau:.2f} against {self.frozen_tau:.2f} (Δτ {self.delta_tau:+.2f}), wall time "
+            f"{self.sage_seconds:.2f} s against {self.frozen_seconds:.2f} s "
+            f"(Δ {self.delta_seconds * 1000:+.0f} ms)"
+        )
         verdicts = []
         if abs(self.delta_tau) >= NOTICEABLE_TAU:
             verdicts.append(f"accepted {'more' if self.delta_tau > 0 else 'fewer'} draft tokens per round")
         if self.frozen_seconds > 0 and abs(self.delta_seconds) / self.frozen_seconds >= NOTICEABLE_TIME:
             verdicts.append(f"finished {'sooner' if self.delta_seconds < 0 else 'later'}")
         if not verdicts:
-            return (f"What adaptation bought on this input: nothing measurable. SAGE reading the entropy every "
-                    f"round against SAGE with α held{held}: {figures}.")  # fmt: skip
-        return (f"What adaptation bought on this input: SAGE reading the entropy every round {' and '.join(verdicts)}"
-                f" than SAGE with α held{held}: {figures}.")  # fmt: skip
+            return (
+                f"What adaptation bought on this input: nothing measurable. SAGE reading the entropy every "
+                f"round against SAGE with α held{held}: {figures}."
+            )
+        return (
+            f"What adaptation bought on this input: SAGE reading the entropy every round {' and '.join(verdicts)}"
+            f" than SAGE with α held{held}: {figures}."
+        )
 
 
 #: Below these a single race's difference is called nothing (one input, no interval): 0.1 accepted tokens per
@@ -273,8 +295,10 @@ def adaptation_bought(
     return AdaptationBought(
         sage_tau=sum(r.accepted_length for r in sage_rounds) / len(sage_rounds),
         frozen_tau=sum(r.accepted_length for r in frozen_rounds) / len(frozen_rounds),
-        sage_seconds=sage[-1].total_seconds, frozen_seconds=frozen[-1].total_seconds, frozen_alpha=frozen_alpha,
-    )  # fmt: skip
+        sage_seconds=sage[-1].total_seconds,
+        frozen_seconds=frozen[-1].total_seconds,
+        frozen_alpha=frozen_alpha,
+    )
 
 
 # -- the acceptance histogram -------------------------------------------------------------------------

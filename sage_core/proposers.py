@@ -94,11 +94,14 @@ class RoundShape:
     def record_fields(self) -> dict[str, Any]:
         """The round record's policy and teaching fields."""
         fields: dict[str, Any] = {
-            "entropy": self.entropy, "alpha": self.alpha, "depth_max": self.depth_max,
-            "planned_depth": self.planned_depth, "planned_width": self.planned_width,
+            "entropy": self.entropy,
+            "alpha": self.alpha,
+            "depth_max": self.depth_max,
+            "planned_depth": self.planned_depth,
+            "planned_width": self.planned_width,
             "root_top_tokens": self.root_top[0] if self.root_top else (),
             "root_top_probs": self.root_top[1] if self.root_top else (),
-        }  # fmt: skip
+        }
         if self.budget is not None:
             fields |= budget_fields(self.budget)
         if self.rerank is not None:
@@ -394,11 +397,15 @@ def rerank_tree(drafted: DraftedTree, budget: int) -> tuple[DraftedTree, Rerank]
     for node in range(len(tree)):
         dropped[depths[node] - 1] += node not in kept
     listed = [
-        Candidate(ROOT if tree.parents[n] == ROOT else index[tree.parents[n]], tree.tokens[n], tree.draft_probs[n],
-                  cumulative[n])
+        Candidate(
+            ROOT if tree.parents[n] == ROOT else index[tree.parents[n]],
+            tree.tokens[n],
+            tree.draft_probs[n],
+            cumulative[n],
+        )
         for n in order
         if n not in kept and (tree.parents[n] == ROOT or tree.parents[n] in kept)
-    ][:CUT_LISTED]  # fmt: skip
+    ][:CUT_LISTED]
     cutoff = min((cumulative[o] for o in keep), default=0.0)
     return DraftedTree(reranked, dists), Rerank(cutoff, tuple(dropped), tuple(listed))
 

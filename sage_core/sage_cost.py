@@ -121,7 +121,7 @@ class _Growth:
 
     def __init__(
         self, costs: RoundCosts, calibration: RankCalibration, width: int | None, node_cap: int, fed: int
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.costs, self.calibration, self.width, self.node_cap, self.fed = costs, calibration, width, node_cap, fed
         self.paths: list[float] = []  # each candidate's calibrated path probability
         self.depths: list[int] = []

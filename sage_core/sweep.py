@@ -47,10 +47,16 @@ def _fixed_best_first(settings: None, config: DecodeConfig) -> Proposer:
 
 #: The sweep's same-budget best-first tree, registered only while a sweep runs.
 FIXED_BEST_FIRST = MethodSpec(
-    "best-first-n", "Best-first tree (N_max nodes)", "Best-first N",
-    "the N_max drafted nodes of highest cumulative probability, no entropy shaping (the budget sweep)", "#16a34a",
-    9, drafts=True, proposer=_fixed_best_first, ablation=True,
-)  # fmt: skip
+    "best-first-n",
+    "Best-first tree (N_max nodes)",
+    "Best-first N",
+    "the N_max drafted nodes of highest cumulative probability, no entropy shaping (the budget sweep)",
+    "#16a34a",
+    9,
+    drafts=True,
+    proposer=_fixed_best_first,
+    ablation=True,
+)
 
 
 def budget_config(method: str, budget: int, max_new_tokens: int, backend: Backend = "fast") -> DecodeConfig:
@@ -90,8 +96,10 @@ class SweepResult:
         rows = [*self.points, *([self.chosen] if self.chosen else [])]
         for p in rows:
             budget = f"{p.budget:.0f}" if p.method != "sage-cost" else f"chosen, mean {p.budget:.1f}"
-            out.append(f"| {p.method} | {budget} | {p.tau:.2f} | {p.tokens_per_forward:.2f} | {p.nodes:.1f} | "
-                       f"{p.speedup:.2f} |")  # fmt: skip
+            out.append(
+                f"| {p.method} | {budget} | {p.tau:.2f} | {p.tokens_per_forward:.2f} | {p.nodes:.1f} | "
+                f"{p.speedup:.2f} |"
+            )
         return out
 
 
@@ -119,10 +127,15 @@ def sweep(
 
 
 def _sweep(
-    pair: ModelPair, cases: Sequence[tuple[str, PreparedInputs]], settings: dict[tuple[str, int], DecodeConfig],
-    keys: list[tuple[str, int]], budgets: Sequence[int], methods: Sequence[str], repeats: int,
+    pair: ModelPair,
+    cases: Sequence[tuple[str, PreparedInputs]],
+    settings: dict[tuple[str, int], DecodeConfig],
+    keys: list[tuple[str, int]],
+    budgets: Sequence[int],
+    methods: Sequence[str],
+    repeats: int,
     progress: Callable[[str], None],
-) -> SweepResult:  # fmt: skip
+) -> SweepResult:
     rates: dict[tuple[str, int], list[float]] = {key: [] for key in keys}  # per example: median decode tok/s
     records: dict[tuple[str, int], list[list[RoundRecord]]] = {key: [] for key in keys}
     for name, prepared in cases:
@@ -156,9 +169,13 @@ def _point(method: str, budget: float, runs: list[list[RoundRecord]], speedups: 
 
 
 def _result(
-    rates: dict[tuple[str, int], list[float]], records: dict[tuple[str, int], list[list[RoundRecord]]],
-    budgets: Sequence[int], methods: Sequence[str], examples: int, repeats: int,
-) -> SweepResult:  # fmt: skip
+    rates: dict[tuple[str, int], list[float]],
+    records: dict[tuple[str, int], list[list[RoundRecord]]],
+    budgets: Sequence[int],
+    methods: Sequence[str],
+    examples: int,
+    repeats: int,
+) -> SweepResult:
     plain = rates[("ar", 0)]
     speedup = {key: [r / p for r, p in zip(values, plain, strict=True)] for key, values in rates.items()}
     points = tuple(_point(m, b, records[(m, b)], speedup[(m, b)]) for m in methods for b in budgets)

@@ -68,8 +68,9 @@ def _build_noised(family: str, folder: Path) -> None:
 @functools.cache
 def tiny_pair(root: str, family: str, draft_kind: str) -> ModelPair:
     """The float32 CPU pair of `family`'s target and a draft of `draft_kind`, loaded once a process."""
-    return load_pair(tiny_folder(Path(root), family, "target"), tiny_folder(Path(root), family, draft_kind),
-                     "cpu", "float32")  # fmt: skip
+    return load_pair(
+        tiny_folder(Path(root), family, "target"), tiny_folder(Path(root), family, draft_kind), "cpu", "float32"
+    )
 
 
 @functools.cache

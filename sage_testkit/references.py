@@ -144,13 +144,28 @@ def chain_record(step: int, alpha: float | None, entropy: float | None, accepted
     """A SAGE round (the prefill when `step` is 0) whose tree is a chain of `accepted` nodes, all accepted."""
     tokens = tuple(range(10, 10 + accepted))
     return RoundRecord(
-        method="sage", round=step, phase="decode" if step else "prefill",
-        tree_tokens=tokens, tree_parents=tuple(range(-1, accepted - 1)), tree_draft_probs=(0.5,) * accepted,
-        entropy=entropy, alpha=alpha, depth_max=8, planned_depth=5, planned_width=3,
-        accepted_nodes=tuple(range(accepted)), accepted_tokens=tokens, bonus_token=1,
-        new_tokens=(*tokens, 1), new_token_texts=("x",) * (accepted + 1),
-        draft_seconds=0.0, verify_seconds=0.0, round_seconds=0.0, total_tokens=0, total_seconds=0.0,
-    )  # fmt: skip
+        method="sage",
+        round=step,
+        phase="decode" if step else "prefill",
+        tree_tokens=tokens,
+        tree_parents=tuple(range(-1, accepted - 1)),
+        tree_draft_probs=(0.5,) * accepted,
+        entropy=entropy,
+        alpha=alpha,
+        depth_max=8,
+        planned_depth=5,
+        planned_width=3,
+        accepted_nodes=tuple(range(accepted)),
+        accepted_tokens=tokens,
+        bonus_token=1,
+        new_tokens=(*tokens, 1),
+        new_token_texts=("x",) * (accepted + 1),
+        draft_seconds=0.0,
+        verify_seconds=0.0,
+        round_seconds=0.0,
+        total_tokens=0,
+        total_seconds=0.0,
+    )
 
 
 def load_script(name: str) -> ModuleType:

@@ -190,19 +190,32 @@ class Rounds:
 
 
 def run_ours(
-    pair: ModelPair, prepared: PreparedInputs, method: str, max_new: int, example: str, repeat: int,
-    backend: str = "fast", sampling: SamplingConfig = GREEDY,
-) -> Run:  # fmt: skip
+    pair: ModelPair,
+    prepared: PreparedInputs,
+    method: str,
+    max_new: int,
+    example: str,
+    repeat: int,
+    backend: str = "fast",
+    sampling: SamplingConfig = GREEDY,
+) -> Run:
     config = method_config(method, max_new, backend, sampling)
     run = decode(pair, prepared.media, prepared.prompt, config, prepared)
     s = run.run_to_end()
     drafting = drafts(config.method)
     return Run(
-        example, method, repeat, s.token_ids, s.seconds, s.decode_seconds,
-        s.mean_accepted if drafting else None, s.tokens_per_forward,
-        run.records[0].draft_seconds if drafting else None, run.header.draft_prompt_tokens,
+        example,
+        method,
+        repeat,
+        s.token_ids,
+        s.seconds,
+        s.decode_seconds,
+        s.mean_accepted if drafting else None,
+        s.tokens_per_forward,
+        run.records[0].draft_seconds if drafting else None,
+        run.header.draft_prompt_tokens,
         temperature=sampling.temperature,
-    )  # fmt: skip
+    )
 
 
 class FirstCall(LogitsProcessor):
@@ -220,9 +233,15 @@ class FirstCall(LogitsProcessor):
 
 
 def run_peer(
-    pair: ModelPair, prepared: PreparedInputs, method: str, max_new: int, example: str, repeat: int,
-    backend: str = "", sampling: SamplingConfig = GREEDY,
-) -> Run:  # fmt: skip
+    pair: ModelPair,
+    prepared: PreparedInputs,
+    method: str,
+    max_new: int,
+    example: str,
+    repeat: int,
+    backend: str = "",
+    sampling: SamplingConfig = GREEDY,
+) -> Run:
     inputs = dict(prepared.target)
     prompt_length = int(inputs["input_ids"].shape[1])
     first = FirstCall(pair.device)
@@ -278,9 +297,15 @@ def forward_timer(models: Sequence[Any], devices: Sequence[torch.device]) -> Ite
 
 
 def profile_rounds(
-    pair: ModelPair, prepared: PreparedInputs, method: str, max_new: int, example: str, backend: str = "fast",
-    sampling: SamplingConfig = GREEDY, keep: list[RoundRecord] | None = None,
-) -> Rounds:  # fmt: skip
+    pair: ModelPair,
+    prepared: PreparedInputs,
+    method: str,
+    max_new: int,
+    example: str,
+    backend: str = "fast",
+    sampling: SamplingConfig = GREEDY,
+    keep: list[RoundRecord] | None = None,
+) -> Rounds:
     """One run with every forward timed: the median round's parts (its records appended to `keep`)."""
     config = method_config(method, max_new, backend, sampling)
     vlms = [pair.target, pair.draft] if drafts(config.method) else [pair.target]
@@ -299,9 +324,15 @@ def profile_rounds(
     if keep is not None:
         keep.extend(run.records)
     return Rounds(
-        example, method, len(step), _ms(draft), _ms(verify), _ms(step), _ms(outside),
+        example,
+        method,
+        len(step),
+        _ms(draft),
+        _ms(verify),
+        _ms(step),
+        _ms(outside),
         temperature=sampling.temperature,
-    )  # fmt: skip
+    )
 
 
 def _ms(seconds: Sequence[float]) -> float:
@@ -402,8 +433,10 @@ def sage_lines(rows: Sequence[dict[str, Any]]) -> str:
             at = "" if row["temperature"] == 0 else f" at temperature {row['temperature']:g} (both sampling)"
             for base, name in SAGE_AGAINST:
                 if base != lead and f"x_{base}_e2e" in row:
-                    lines += (f"\n\n{lead_name} over {name}{at}: {spread(row[f'x_{base}_e2e'])} end to end, "
-                              f"{spread(row[f'x_{base}_decode'])} decode only.")  # fmt: skip
+                    lines += (
+                        f"\n\n{lead_name} over {name}{at}: {spread(row[f'x_{base}_e2e'])} end to end, "
+                        f"{spread(row[f'x_{base}_decode'])} decode only."
+                    )
     return lines + efficiency_lines(rows)
 
 
@@ -411,8 +444,11 @@ def efficiency_lines(rows: Sequence[dict[str, Any]]) -> str:
     """Each drafting method's efficiency: its speedup over plain decoding (`ar`, median of the per-example
     ratios) divided by its tokens per target forward, end to end and decode only."""
     drafting = [row for row in rows if "x_ar_e2e" in row and row.get("tokens_per_forward") and row.get("tau")]
-    out = [f"{row['method']} {statistics.median(row['x_ar_e2e']) / row['tokens_per_forward']:.2f} / "
-           f"{statistics.median(row['x_ar_decode']) / row['tokens_per_forward']:.2f}" for row in drafting]  # fmt: skip
+    out = [
+        f"{row['method']} {statistics.median(row['x_ar_e2e']) / row['tokens_per_forward']:.2f} / "
+        f"{statistics.median(row['x_ar_decode']) / row['tokens_per_forward']:.2f}"
+        for row in drafting
+    ]
     return "\n\nEfficiency (speedup over plain decoding ÷ tokens per target forward; end to end / decode only): " + (
         ", ".join(out) + "." if out else "n/a."
     )
@@ -449,8 +485,10 @@ def backend_lines(rows: Sequence[dict[str, Any]], backends: Sequence[str]) -> st
             field: [a / b for a, b in zip(row[f"tokens_per_s_{field}"], base[f"tokens_per_s_{field}"], strict=True)]
             for field in ("e2e", "decode")
         }
-        lines += (f"\n\n{row['method']} against {base['method']} on {backends[0]}: {spread(ratios['e2e'])} end to end, "
-                  f"{spread(ratios['decode'])} decode only.")  # fmt: skip
+        lines += (
+            f"\n\n{row['method']} against {base['method']} on {backends[0]}: {spread(ratios['e2e'])} end to end, "
+            f"{spread(ratios['decode'])} decode only."
+        )
     return lines
 
 
@@ -480,8 +518,11 @@ def context_table(
             steps = [r.step_ms for r in rounds if r.pad_tokens == pad and r.method == method and r.temperature == t]
             cells.append(f"{statistics.median(steps):.1f}" if steps else "")
         for method, t in every:
-            speeds = [(len(r.tokens) - 1) / r.decode_seconds for r in mine
-                      if r.method == method and r.temperature == t and r.decode_seconds]  # fmt: skip
+            speeds = [
+                (len(r.tokens) - 1) / r.decode_seconds
+                for r in mine
+                if r.method == method and r.temperature == t and r.decode_seconds
+            ]
             cells.append(f"{statistics.median(speeds):.1f}" if speeds else "")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -490,10 +531,26 @@ def context_table(
 def markdown(rows: Sequence[dict[str, Any]]) -> str:
     has = lambda key: any(key in row for row in rows)  # noqa: E731
     head = ["method", "tok/s end to end", "tok/s decode only"]
-    head += [h for h, key in (("× generate (e2e)", "x_generate_e2e"), ("× generate (decode)", "x_generate_decode"),
-                              ("× ar (e2e)", "x_ar_e2e"), ("× ar (decode)", "x_ar_decode")) if has(key)]  # fmt: skip
-    head += ["τ", "tokens/forward", "draft prompt", "draft prefill ms", "draft ms/round", "verify ms/round",
-             "outside forwards ms/round", "same tokens"]  # fmt: skip
+    head += [
+        h
+        for h, key in (
+            ("× generate (e2e)", "x_generate_e2e"),
+            ("× generate (decode)", "x_generate_decode"),
+            ("× ar (e2e)", "x_ar_e2e"),
+            ("× ar (decode)", "x_ar_decode"),
+        )
+        if has(key)
+    ]
+    head += [
+        "τ",
+        "tokens/forward",
+        "draft prompt",
+        "draft prefill ms",
+        "draft ms/round",
+        "verify ms/round",
+        "outside forwards ms/round",
+        "same tokens",
+    ]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row in rows:
         cells = [row["method"], spread(row["tokens_per_s_e2e"]), spread(row["tokens_per_s_decode"])]
@@ -506,8 +563,11 @@ def markdown(rows: Sequence[dict[str, Any]]) -> str:
         cells.append(f"{row['draft_prefill_ms']:.1f}" if row.get("draft_prefill_ms") is not None else "")
         if "step_ms" in row:
             share = row["outside_forwards_ms"] / row["step_ms"] if row["step_ms"] else 0.0
-            cells += [f"{row['draft_ms']:.1f}", f"{row['verify_ms']:.1f}",
-                      f"{row['outside_forwards_ms']:.2f} ({share:.0%})"]  # fmt: skip
+            cells += [
+                f"{row['draft_ms']:.1f}",
+                f"{row['verify_ms']:.1f}",
+                f"{row['outside_forwards_ms']:.2f} ({share:.0%})",
+            ]
         else:
             cells += ["", "", ""]
         same = row["same_as_generate"]
@@ -536,10 +596,20 @@ def budget_sweep(args: argparse.Namespace, pair: ModelPair, examples: Sequence[d
         media = load_media(base / example["file"], frames=args.frames)
         cases.append((example["file"], prepare(pair, media, example["prompt"])))
     curve = measure_costs(pair, cases[0][1].media, cases[0][1].prompt, args.backend)
-    print(f"target {args.target}  draft {args.draft}  device {pair.device}  dtype {pair.target.dtype}  "
-          f"threads {torch.get_num_threads()}", file=sys.stderr)  # fmt: skip
-    result = sweep(pair, cases, budgets, max_new_tokens=args.max_new_tokens, repeats=args.sweep_repeats,
-                   backend=args.backend, progress=lambda line: print(line, file=sys.stderr))  # fmt: skip
+    print(
+        f"target {args.target}  draft {args.draft}  device {pair.device}  dtype {pair.target.dtype}  "
+        f"threads {torch.get_num_threads()}",
+        file=sys.stderr,
+    )
+    result = sweep(
+        pair,
+        cases,
+        budgets,
+        max_new_tokens=args.max_new_tokens,
+        repeats=args.sweep_repeats,
+        backend=args.backend,
+        progress=lambda line: print(line, file=sys.stderr),
+    )
     print(
         f"\nThe budget sweep: {len(cases)} examples ({', '.join(name for name, _ in cases)}), "
         f"{args.sweep_repeats} timed repeat(s) after a warm-up, decode-only speedup = median over examples\n"
@@ -607,10 +677,11 @@ def parse_args() -> tuple[argparse.ArgumentParser, argparse.Namespace]:
         "--threads", type=int, help="torch's intra-op CPU threads (default: torch's choice); every method uses them"
     )
     parser.add_argument(
-        "--backend", default="fast",
+        "--backend",
+        default="fast",
         help=f"how our methods run the models: {', '.join(BACKENDS)}; several (fast,compiled) run each of our "
         "methods on each, interleaved (the others as sage@compiled)",
-    )  # fmt: skip
+    )
     parser.add_argument(
         "--long-prompt", default="", help="also run each example with about N[,N...] text tokens of padding"
     )
@@ -706,9 +777,12 @@ def main() -> int:
         torch.set_num_threads(args.threads)
     if args.sweep:
         return budget_sweep(args, pair, spread_kinds(plan.examples, args.sweep_examples), plan.base)
-    print(f"target {args.target}  draft {args.draft}  device {pair.device}  dtype {pair.target.dtype}  "
-          f"threads {torch.get_num_threads()}  "
-          f"backend {args.backend}", file=sys.stderr)  # fmt: skip
+    print(
+        f"target {args.target}  draft {args.draft}  device {pair.device}  dtype {pair.target.dtype}  "
+        f"threads {torch.get_num_threads()}  "
+        f"backend {args.backend}",
+        file=sys.stderr,
+    )
     measured = Measured()
     for example, pad in ((e, p) for e in plan.examples for p in plan.pads):
         name = example["file"] + (f"+{pad}tok" if pad else "")
@@ -725,9 +799,14 @@ def main() -> int:
 
 
 def bench_example(
-    args: argparse.Namespace, plan: Plan, pair: ModelPair, prepared: PreparedInputs, name: str, pad: int,
+    args: argparse.Namespace,
+    plan: Plan,
+    pair: ModelPair,
+    prepared: PreparedInputs,
+    name: str,
+    pad: int,
     measured: Measured,
-) -> None:  # fmt: skip
+) -> None:
     """One example (with `pad` tokens of padding): every method at every temperature, a warm-up and then
     `--repeats` timed runs in rotating order, then one profiled run of each of our methods."""
     base_backend, methods = plan.backends[0], plan.methods
@@ -750,8 +829,9 @@ def bench_example(
             if method not in PEERS:
                 sampling = replace(plan.settings[temperature], seed=None if temperature == 0 else 0)
                 keep = measured.profiled_records.setdefault(method, []) if temperature == 0 and pad == 0 else None
-                profiled = profile_rounds(pair, prepared, method, args.max_new_tokens, name, base_backend, sampling,
-                                          keep)  # fmt: skip
+                profiled = profile_rounds(
+                    pair, prepared, method, args.max_new_tokens, name, base_backend, sampling, keep
+                )
                 measured.rounds.append(replace(profiled, pad_tokens=pad, prompt_tokens=prompt_tokens))
 
 
@@ -772,12 +852,21 @@ def write_reports(args: argparse.Namespace, plan: Plan, pair: ModelPair, measure
     if args.json:
         report = {
             "cost_curve": asdict(curve) if curve is not None else None,
-            "target": args.target, "draft": args.draft, "device": str(pair.device), "dtype": str(pair.target.dtype),
-            "max_new_tokens": args.max_new_tokens, "repeats": args.repeats, "backend": args.backend,
-            "temperatures": temperatures, "top_p": args.top_p, "top_k_sampling": args.top_k_sampling,
+            "target": args.target,
+            "draft": args.draft,
+            "device": str(pair.device),
+            "dtype": str(pair.target.dtype),
+            "max_new_tokens": args.max_new_tokens,
+            "repeats": args.repeats,
+            "backend": args.backend,
+            "temperatures": temperatures,
+            "top_p": args.top_p,
+            "top_k_sampling": args.top_k_sampling,
             "threads": torch.get_num_threads(),
-            "summary": rows, "runs": [asdict(r) for r in runs], "rounds": [asdict(r) for r in rounds],
-        }  # fmt: skip
+            "summary": rows,
+            "runs": [asdict(r) for r in runs],
+            "rounds": [asdict(r) for r in rounds],
+        }
         Path(args.json).write_text(json.dumps(report, indent=1), encoding="utf-8")
     return 0 if all(row["same_as_generate"] is not False for row in rows) else 1
 

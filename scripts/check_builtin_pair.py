@@ -64,9 +64,13 @@ def main(argv=None) -> dict:
     ap.add_argument("--dir", default=str(ROOT / "assets" / "builtin"))
     ap.add_argument("--n", type=int, default=300)
     ap.add_argument("--seed", type=int, default=20250)
-    ap.add_argument("--style", choices=("default", "shifted", "hand", "paraphrased", "unseen", "rows"),
-                    default="default", help="drawing ranges, hand-drawn shapes, held-out question wordings, "
-                    "hand-written questions about one shape (no template's), or rows to read")  # fmt: skip
+    ap.add_argument(
+        "--style",
+        choices=("default", "shifted", "hand", "paraphrased", "unseen", "rows"),
+        default="default",
+        help="drawing ranges, hand-drawn shapes, held-out question wordings, "
+        "hand-written questions about one shape (no template's), or rows to read",
+    )
     ap.add_argument("--jpeg", type=int, default=0, help="save every picture as a JPEG of this quality first (1-100)")
     ap.add_argument("--draft-dir", help="the draft's folder (default DIR/draft)")
     ap.add_argument("--target-only", action="store_true", help="grade the target alone (no draft, no agreement)")
@@ -102,8 +106,13 @@ def main(argv=None) -> dict:
         print(f"{'facts':<10} {res_t['accuracy']:>7.3f}   (n={args.n}, seed={args.seed}, {args.style}{jpeg_note})")
         print(f"{'answers':<10} {res_t['answer_accuracy']:>7.3f}   (every fact right)")
         print(f"check took {time.time() - t0:.0f} s")
-        figures = {"n": args.n, "seed": args.seed, "style": args.style, "jpeg": args.jpeg,
-                   "target": {k: res_t[k] for k in ("accuracy", "answer_accuracy", "per_kind")}}  # fmt: skip
+        figures = {
+            "n": args.n,
+            "seed": args.seed,
+            "style": args.style,
+            "jpeg": args.jpeg,
+            "target": {k: res_t[k] for k in ("accuracy", "answer_accuracy", "per_kind")},
+        }
         if args.json:
             Path(args.json).write_text(json.dumps(figures, indent=2))
         return figures

@@ -241,10 +241,16 @@ def versions(context: Context, emit: Emit, left: Callable[[], float]) -> str | N
     from sage_core.compat import cache_keyword
 
     name = torch.cuda.get_device_name(context.device) if context.cuda else "cpu"
-    emit(sage_core=str(Path(sage_core.__file__).parent),
-         python=platform.python_version(), torch=torch.__version__, transformers=transformers.__version__,
-         device=name, cuda=torch.version.cuda, smoke=context.smoke,
-         cache_keyword=cache_keyword(context.model(context.target_shape).model))  # fmt: skip
+    emit(
+        sage_core=str(Path(sage_core.__file__).parent),
+        python=platform.python_version(),
+        torch=torch.__version__,
+        transformers=transformers.__version__,
+        device=name,
+        cuda=torch.version.cuda,
+        smoke=context.smoke,
+        cache_keyword=cache_keyword(context.model(context.target_shape).model),
+    )
     return None
 
 
@@ -264,8 +270,16 @@ def target_costs(context: Context, target: VLM, length: int, emit: Emit) -> tupl
         for name, paths in NAMED_TREES.items():
             ms = verify_ms(target, state, parents_of(paths), context.repeats)
             depth = max(len(p) for p in paths)
-            emit(model=target.name, context=length, tree=name, nodes=len(paths), depth=depth, ms=round(ms, 3),
-                 x_one=ms / one, peak_gib=peak_gib(context))  # fmt: skip
+            emit(
+                model=target.name,
+                context=length,
+                tree=name,
+                nodes=len(paths),
+                depth=depth,
+                ms=round(ms, 3),
+                x_one=ms / one,
+                peak_gib=peak_gib(context),
+            )
     del state
     context.release()
     return one, CostPoints(context.sizes, tuple(points))
@@ -341,8 +355,14 @@ def draft(context: Context, emit: Emit, left: Callable[[], float]) -> str | None
                 for width in context.sizes:
                     ms = level_ms(vlm, state, width, context.repeats)
                     points.append(ms)
-                    emit(model=shape, context=length, kind="level", nodes=width, ms=round(ms, 3),
-                         peak_gib=peak_gib(context))  # fmt: skip
+                    emit(
+                        model=shape,
+                        context=length,
+                        kind="level",
+                        nodes=width,
+                        ms=round(ms, 3),
+                        peak_gib=peak_gib(context),
+                    )
                 first = context.compile and index == 0 and length == context.contexts[0]
                 compilable = vlm.lean is not None and vlm.lean.compilable
                 if first and compilable and left() > (30 if context.smoke else 150):
@@ -385,9 +405,15 @@ def tau(context: Context, emit: Emit, left: Callable[[], float]) -> str | None:
             emit(method=method, error=str(error))
             continue
         context.shapes[method] = shapes
-        emit(method=method, prompts=count, rounds=len(shapes), tau=_mean(s.accepted for s in shapes),
-             nodes=_mean(s.nodes for s in shapes), depth=_mean(len(s.level_widths) for s in shapes),
-             lossless=mismatches == 0)  # fmt: skip
+        emit(
+            method=method,
+            prompts=count,
+            rounds=len(shapes),
+            tau=_mean(s.accepted for s in shapes),
+            nodes=_mean(s.nodes for s in shapes),
+            depth=_mean(len(s.level_widths) for s in shapes),
+            lossless=mismatches == 0,
+        )
     return None
 
 
@@ -411,11 +437,20 @@ def predicted(context: Context, emit: Emit, left: Callable[[], float]) -> str | 
             cases += [(m, src, [RoundShape(t, w)]) for m, src, t, w in PAPER_TAUS]
             for method, tau_source, rounds in cases:
                 p = predict(method, tau_source, rounds, one, verify_points, level_points)
-                emit(target=target, draft=shape, context=length, method=method, tau=round(p.tau, 2),
-                     nodes=round(p.nodes, 1), draft_ms_per_round=round(p.draft_ms_per_round, 3),
-                     verify_ms_per_round=round(p.verify_ms_per_round, 3),
-                     draft_ms_per_token=round(p.draft_ms_per_token, 3), speedup=float(f"{p.speedup:.3g}"),
-                     tau_source=tau_source, draft_costs=draft_costs)  # fmt: skip
+                emit(
+                    target=target,
+                    draft=shape,
+                    context=length,
+                    method=method,
+                    tau=round(p.tau, 2),
+                    nodes=round(p.nodes, 1),
+                    draft_ms_per_round=round(p.draft_ms_per_round, 3),
+                    verify_ms_per_round=round(p.verify_ms_per_round, 3),
+                    draft_ms_per_token=round(p.draft_ms_per_token, 3),
+                    speedup=float(f"{p.speedup:.3g}"),
+                    tau_source=tau_source,
+                    draft_costs=draft_costs,
+                )
                 rows += 1
     return None if rows else "nothing to predict: the verify, draft or tau section did not run"
 
@@ -431,19 +466,25 @@ def bf16_pair(context: Context, kind: str) -> Any:
     config: Any = build_config("qwen2_5_vl", "small")
     if not context.smoke:
         settings = config.to_dict()
-        settings["text_config"].update(hidden_size=3584, num_attention_heads=28, num_key_value_heads=4,
-                                       intermediate_size=18944, num_hidden_layers=BF16_LAYERS,
-                                       layer_types=["full_attention"] * BF16_LAYERS, initializer_range=0.02,
-                                       rope_parameters={"rope_type": "default", "rope_theta": 1000000.0,
-                                                        "mrope_section": [16, 24, 24]})  # fmt: skip
+        settings["text_config"].update(
+            hidden_size=3584,
+            num_attention_heads=28,
+            num_key_value_heads=4,
+            intermediate_size=18944,
+            num_hidden_layers=BF16_LAYERS,
+            layer_types=["full_attention"] * BF16_LAYERS,
+            initializer_range=0.02,
+            rope_parameters={"rope_type": "default", "rope_theta": 1000000.0, "mrope_section": [16, 24, 24]},
+        )
         settings["vision_config"]["out_hidden_size"] = 3584
         config = Qwen2_5_VLConfig.from_dict(settings)
     torch.manual_seed(0)
     with torch.device(context.device):
         model = Qwen2_5_VLForConditionalGeneration._from_config(config, dtype=torch.bfloat16)
     special = SPECIAL_TOKENS["qwen2_5_vl"]
-    model.generation_config = GenerationConfig(bos_token_id=None, eos_token_id=special["<|im_end|>"],
-                                               pad_token_id=special["<|endoftext|>"])  # fmt: skip
+    model.generation_config = GenerationConfig(
+        bos_token_id=None, eos_token_id=special["<|im_end|>"], pad_token_id=special["<|endoftext|>"]
+    )
     model.eval()
     other = copy.deepcopy(model)
     if kind == "noised":
@@ -453,8 +494,9 @@ def bf16_pair(context: Context, kind: str) -> Any:
                 noise = torch.randn(param.shape, generator=generator, device=param.device, dtype=torch.float32)
                 param.add_((noise * param.float().std() * NOISE).to(param.dtype))
     processor = build_processor("qwen2_5_vl")
-    return check_pair(VLM("bf16-target", model, processor, context.device), VLM(f"bf16-{kind}", other, processor,
-                                                                                 context.device))  # fmt: skip
+    return check_pair(
+        VLM("bf16-target", model, processor, context.device), VLM(f"bf16-{kind}", other, processor, context.device)
+    )
 
 
 def bf16(context: Context, emit: Emit, left: Callable[[], float]) -> str | None:
@@ -472,8 +514,9 @@ def bf16(context: Context, emit: Emit, left: Callable[[], float]) -> str | None:
         pair = bf16_pair(context, kind)
         inputs = pair.target.prepare(media, question)
         with torch.inference_mode():
-            out = pair.target.model.generate(**inputs, do_sample=False, max_new_tokens=max_new,
-                                             return_dict_in_generate=True, output_logits=True)  # fmt: skip
+            out = pair.target.model.generate(
+                **inputs, do_sample=False, max_new_tokens=max_new, return_dict_in_generate=True, output_logits=True
+            )
         expected = out.sequences[0, inputs["input_ids"].shape[1] :].tolist()
         for method in METHODS:
             got = list(decode(pair, media, question, DecodeConfig(method, max_new)).run_to_end().token_ids)
@@ -483,9 +526,12 @@ def bf16(context: Context, emit: Emit, left: Callable[[], float]) -> str | None:
             row: dict[str, Any] = {"draft": kind, "method": method, "tokens": len(got), "identical": first is None}
             if first is not None and first < len(out.logits):
                 top = out.logits[first][0].float().topk(2).values.tolist()
-                row.update(first_divergence=first, margin=round(top[0] - top[1], 4),
-                           ours=got[first] if first < len(got) else None,
-                           generate=expected[first] if first < len(expected) else None)  # fmt: skip
+                row.update(
+                    first_divergence=first,
+                    margin=round(top[0] - top[1], 4),
+                    ours=got[first] if first < len(got) else None,
+                    generate=expected[first] if first < len(expected) else None,
+                )
             emit(**row)
         del pair, out
         context.release()
@@ -518,13 +564,22 @@ def plain(context: Context, emit: Emit, left: Callable[[], float]) -> str | None
             out = target.model.generate(**inputs, do_sample=False, max_new_tokens=new_tokens, min_new_tokens=new_tokens)
         made["generate"] = out[0, length:].tolist()
 
-    for name, fn in (("library, lean forward", ours(True)), ("library, transformers' forward", ours(False)),
-                     ("generate()", theirs)):  # fmt: skip
+    for name, fn in (
+        ("library, lean forward", ours(True)),
+        ("library, transformers' forward", ours(False)),
+        ("generate()", theirs),
+    ):
         if left() < (3 if context.smoke else 20):
             return f"stopped before {name}: budget"
         ms = timed(fn, 3)
-        emit(model=target.name, context=length, decoder=name, new_tokens=new_tokens, ms=round(ms, 1),
-             ms_per_token=round(ms / new_tokens, 3))  # fmt: skip
+        emit(
+            model=target.name,
+            context=length,
+            decoder=name,
+            new_tokens=new_tokens,
+            ms=round(ms, 1),
+            ms_per_token=round(ms / new_tokens, 3),
+        )
     same = made.get("lean") == made.get("generate") == made.get("transformers")
     emit(model=target.name, context=length, decoder="tokens equal generate()'s", same=same)
     return None
@@ -551,9 +606,15 @@ def race(context: Context, emit: Emit, left: Callable[[], float]) -> str | None:
             seconds = time.perf_counter() - started
             rate = len(summary.token_ids) / seconds
             plain_rate = plain_rate or (rate if method == "ar" else None)
-            emit(backend=backend, method=method, tokens=len(summary.token_ids), seconds=round(seconds, 3),
-                 tokens_per_s=round(rate, 1), x_plain=round(rate / plain_rate, 2) if plain_rate else None,
-                 tau=round(summary.mean_accepted, 2))  # fmt: skip
+            emit(
+                backend=backend,
+                method=method,
+                tokens=len(summary.token_ids),
+                seconds=round(seconds, 3),
+                tokens_per_s=round(rate, 1),
+                x_plain=round(rate / plain_rate, 2) if plain_rate else None,
+                tau=round(summary.mean_accepted, 2),
+            )
     return None
 
 
@@ -568,14 +629,22 @@ def budget_sweep(context: Context, emit: Emit, left: Callable[[], float]) -> str
         return "skipped: budget"
     pair = load_pair("builtin", "builtin", context.device.type, "float32")
     examples = ("describe_five.png", "describe the image in detail."), ("chart.png", "describe the chart.")
-    cases = [(name, prepare_inputs(pair, load_media(ROOT / "assets" / "examples" / name), prompt))
-             for name, prompt in examples[: 1 if context.smoke else 2]]  # fmt: skip
+    cases = [
+        (name, prepare_inputs(pair, load_media(ROOT / "assets" / "examples" / name), prompt))
+        for name, prompt in examples[: 1 if context.smoke else 2]
+    ]
     budgets = (4, 12) if context.smoke else (4, 8, 12, 16, 24, 32, 48, 64)
     result = sweep(pair, cases, budgets, max_new_tokens=12 if context.smoke else 128, repeats=1)
     for point in (*result.points, *([result.chosen] if result.chosen else [])):
-        emit(method=point.method, budget=round(point.budget, 1), chosen=point.method == "sage-cost",
-             tau=round(point.tau, 2), tokens_per_forward=round(point.tokens_per_forward, 2),
-             nodes=round(point.nodes, 1), decode_speedup=round(point.speedup, 2))  # fmt: skip
+        emit(
+            method=point.method,
+            budget=round(point.budget, 1),
+            chosen=point.method == "sage-cost",
+            tau=round(point.tau, 2),
+            tokens_per_forward=round(point.tokens_per_forward, 2),
+            nodes=round(point.nodes, 1),
+            decode_speedup=round(point.speedup, 2),
+        )
     return None
 
 

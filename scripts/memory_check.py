@@ -160,9 +160,24 @@ def measure(
     """Each case in a fresh process, so one case's peak cannot hide another's."""
     rows = []
     for pad in pads:
-        command = [sys.executable, __file__, "--case", str(pad), "--target", target, "--draft", draft,
-                   "--device", device, "--max-new-tokens", str(max_new), "--method", method,
-                   "--prune-ratio", str(prune_ratio)]  # fmt: skip
+        command = [
+            sys.executable,
+            __file__,
+            "--case",
+            str(pad),
+            "--target",
+            target,
+            "--draft",
+            draft,
+            "--device",
+            device,
+            "--max-new-tokens",
+            str(max_new),
+            "--method",
+            method,
+            "--prune-ratio",
+            str(prune_ratio),
+        ]
         # the checkout's sage_core, whatever an installed one points at
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
         out = subprocess.run(command, check=True, capture_output=True, text=True, env=env)
@@ -214,8 +229,12 @@ def growth(rows: list[dict[str, Any]]) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--family", default="qwen2_5_vl", choices=[*FAMILY_VOCABS, *OTHER_VOCABS, "all"],
-                        help="the pair's family (its published vocabulary); all: each in turn")  # fmt: skip
+    parser.add_argument(
+        "--family",
+        default="qwen2_5_vl",
+        choices=[*FAMILY_VOCABS, *OTHER_VOCABS, "all"],
+        help="the pair's family (its published vocabulary); all: each in turn",
+    )
     parser.add_argument("--long-tokens", type=int, default=1940, help="filler tokens of the long prompt")
     parser.add_argument("--max-new-tokens", type=int, default=32)
     parser.add_argument("--method", default="sage")
@@ -246,9 +265,11 @@ def main() -> int:
     for short, long in zip(rows[::2], rows[1::2], strict=True):
         steps = (short["median_step_ms"], long["median_step_ms"])
         ratio = f"; decode step {steps[1] / steps[0]:.2f}x the short prompt's" if all(steps) else ""
-        print(f"{short['family']}: peak grew {long['peak_over_start_mb'] - short['peak_over_start_mb']:.0f} MB "
-              f"from {short['prompt_tokens']} to {long['prompt_tokens']} prompt tokens "
-              f"(goal: within {PEAK_GOAL_MB:.0f} MB){ratio}")  # fmt: skip
+        print(
+            f"{short['family']}: peak grew {long['peak_over_start_mb'] - short['peak_over_start_mb']:.0f} MB "
+            f"from {short['prompt_tokens']} to {long['prompt_tokens']} prompt tokens "
+            f"(goal: within {PEAK_GOAL_MB:.0f} MB){ratio}"
+        )
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1), encoding="utf-8")
     return 1 if failed else 0

@@ -146,8 +146,10 @@ def decode_study(target_dir: str, draft_dir: str, examples, methods: list[str], 
         before = [r.entropy for rs in sage_rounds for r in rs[:-1]]
         lag = pearson(before, [r.entropy for rs in sage_rounds for r in rs[1:]])
         out["sage_alpha_accept"], out["sage_round_entropy_lag1"] = pearson(alphas, accepted), lag
-        print(f"  SAGE's own {len(alphas)} rounds: corr(α, accepted) {out['sage_alpha_accept']}, "
-              f"lag-1 autocorr(round entropy) {lag}")  # fmt: skip
+        print(
+            f"  SAGE's own {len(alphas)} rounds: corr(α, accepted) {out['sage_alpha_accept']}, "
+            f"lag-1 autocorr(round entropy) {lag}"
+        )
     print(f"  lossless: {mismatches or 'yes'}")
     return out
 
@@ -190,8 +192,9 @@ def main(argv: list[str] | None = None) -> dict:
         figures["kinds"][kind] = summarise(kind, [r for r in rows if r["kind"] == kind])
     figures["pooled"] = summarise("pooled", rows)
     if args.decode:
-        figures["decode"] = decode_study(str(d / "target"), draft_dir, examples, args.decode.split(","),
-                                         args.max_new_tokens)  # fmt: skip
+        figures["decode"] = decode_study(
+            str(d / "target"), draft_dir, examples, args.decode.split(","), args.max_new_tokens
+        )
     print(f"took {time.perf_counter() - started:.0f} s")
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=2) + "\n")

@@ -88,8 +88,10 @@ def pooled_premise(answers: list[list]) -> dict:
     after = [r.entropy for rounds in answers for r in rounds[1:]]
     alpha_accept, lag = pearson(alphas, accepted), pearson(before, after)
     shown = ["–" if v is None else f"{v:+.2f}" for v in (alpha_accept, lag)]
-    print(f"premise over all {len(alphas)} SAGE rounds pooled: corr(alpha, accepted length) {shown[0]}, "
-          f"lag-1 autocorr(entropy) {shown[1]} ({len(before)} pairs)")  # fmt: skip
+    print(
+        f"premise over all {len(alphas)} SAGE rounds pooled: corr(alpha, accepted length) {shown[0]}, "
+        f"lag-1 autocorr(entropy) {shown[1]} ({len(before)} pairs)"
+    )
     return {"rounds": len(alphas), "alpha_accept": alpha_accept, "entropy_lag1": lag, "pairs": len(before)}
 
 
@@ -104,8 +106,10 @@ def delta_lines(per_prompt: dict[str, dict[str, list[float]]]) -> dict:
         deltas = [t - s for t, s in zip(values["tau"], per_prompt["sage"]["tau"], strict=True)]
         mean, half = interval(deltas)
         nodes = statistics.fmean(values["nodes"]) - statistics.fmean(per_prompt["sage"]["nodes"])
-        print(f"Δτ {short_name(method)} − SAGE: {mean:+.2f} ± {half:.2f} (paired over {len(deltas)} prompts; "
-              f"{nodes:+.1f} nodes per round)")  # fmt: skip
+        print(
+            f"Δτ {short_name(method)} − SAGE: {mean:+.2f} ± {half:.2f} (paired over {len(deltas)} prompts; "
+            f"{nodes:+.1f} nodes per round)"
+        )
         out[method] = {"mean": mean, "half_width": half, "nodes_per_round": nodes}
     return out
 
@@ -127,25 +131,38 @@ def calibration_lines(lanes: dict[str, list]) -> dict:
     picture = calibration_of(lanes)
     shown = ["–" if v is None else f"{v:+.2f}" for v in (picture.alpha_accept, picture.sage_alpha_accept)]
     where = short_name(picture.lane) if picture.lane else "no lane whose trees α does not choose"
-    print(f"corr(α, accepted length) pooled: {shown[0]} on {where}'s {picture.rounds} rounds (α does not choose "
-          f"the tree there), {shown[1]} on SAGE's {picture.sage_rounds} rounds (α also set the depth)")  # fmt: skip
-    bins = ", ".join(f"[{b.low:g}, {b.high:g}{']' if b.high == 1 else ')'}: {b.mean_accepted:.2f} (n={b.rounds})"
-                     for b in picture.bins if b.mean_accepted is not None)  # fmt: skip
+    print(
+        f"corr(α, accepted length) pooled: {shown[0]} on {where}'s {picture.rounds} rounds (α does not choose "
+        f"the tree there), {shown[1]} on SAGE's {picture.sage_rounds} rounds (α also set the depth)"
+    )
+    bins = ", ".join(
+        f"[{b.low:g}, {b.high:g}{']' if b.high == 1 else ')'}: {b.mean_accepted:.2f} (n={b.rounds})"
+        for b in picture.bins
+        if b.mean_accepted is not None
+    )
     print(f"α against mean accepted length, on {where}'s rounds: {bins}")
     lags = ["–" if v is None else f"{v:+.2f}" for v in (picture.token_lag1, picture.round_lag1)]
-    print(f"lag-1 autocorr of the draft's entropy: per token {lags[0]} ({picture.tokens} pairs along the answers), "
-          f"per round {lags[1]}")  # fmt: skip
+    print(
+        f"lag-1 autocorr of the draft's entropy: per token {lags[0]} ({picture.tokens} pairs along the answers), "
+        f"per round {lags[1]}"
+    )
     sage_alphas = [a for r in lanes.get("sage", []) if r.phase == "decode" and (a := round_alpha(r)) is not None]
     if sage_alphas:
-        print(f"SAGE's mean α: {statistics.fmean(sage_alphas):.3f} over {len(sage_alphas)} rounds "
-              f"(sage-frozen defaults to {FrozenSageConfig.alpha:g}; --frozen-alpha sets it)")  # fmt: skip
+        print(
+            f"SAGE's mean α: {statistics.fmean(sage_alphas):.3f} over {len(sage_alphas)} rounds "
+            f"(sage-frozen defaults to {FrozenSageConfig.alpha:g}; --frozen-alpha sets it)"
+        )
     return {
-        "lane": picture.lane, "rounds": picture.rounds, "alpha_accept": picture.alpha_accept,
-        "sage_alpha_accept": picture.sage_alpha_accept, "token_entropy_lag1": picture.token_lag1,
-        "tokens": picture.tokens, "round_entropy_lag1": picture.round_lag1,
+        "lane": picture.lane,
+        "rounds": picture.rounds,
+        "alpha_accept": picture.alpha_accept,
+        "sage_alpha_accept": picture.sage_alpha_accept,
+        "token_entropy_lag1": picture.token_lag1,
+        "tokens": picture.tokens,
+        "round_entropy_lag1": picture.round_lag1,
         "bins": [[b.low, b.high, b.rounds, b.mean_accepted] for b in picture.bins],
         "sage_mean_alpha": statistics.fmean(sage_alphas) if sage_alphas else None,
-    }  # fmt: skip
+    }
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -157,8 +174,12 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--max-new-tokens", type=int, default=128)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--methods", default=",".join(drafting_methods()), help="methods to compare (registry names)")
-    parser.add_argument("--frozen-alpha", type=float, default=FrozenSageConfig.alpha,
-                        help="the α sage-frozen holds (default: SAGE's tree size on the built-in pair)")  # fmt: skip
+    parser.add_argument(
+        "--frozen-alpha",
+        type=float,
+        default=FrozenSageConfig.alpha,
+        help="the α sage-frozen holds (default: SAGE's tree size on the built-in pair)",
+    )
     parser.add_argument("--json", help="also write the figures to this file")
     parser.add_argument("--shipped", action="store_true", help="the shipped long examples, not fresh scenes")
     parser.add_argument("--kinds", default=",".join(LONG_KINDS), help="the fresh prompts' kinds, in turn")
@@ -174,9 +195,11 @@ def main(argv: list[str] | None = None) -> dict:
     torch.set_num_threads(args.threads)
 
     pair = load_pair(args.target, args.draft, "cpu", "float32")
-    prompts = shipped_long_examples() if args.shipped else [
-        (example_media(scene), scene.question) for scene in make_examples(args.seed, args.n, kinds=kinds)
-    ]  # fmt: skip
+    prompts = (
+        shipped_long_examples()
+        if args.shipped
+        else [(example_media(scene), scene.question) for scene in make_examples(args.seed, args.n, kinds=kinds)]
+    )
     args.n = len(prompts)
     per_prompt: dict[str, dict[str, list[float]]] = {m: {"tau": [], "tpf": [], "nodes": []} for m in methods}
     spreads: list[float] = []
@@ -246,8 +269,9 @@ def main(argv: list[str] | None = None) -> dict:
 def shipped_long_examples() -> list:
     """(media, prompt) of the shipped examples with long answers, loaded from their files as the app does."""
     examples = json.loads((ROOT / "assets" / "examples" / "examples.json").read_text())
-    return [(load_media(ROOT / "assets" / "examples" / e["file"]), e["prompt"]) for e in examples
-            if e["kind"] in LONG_KINDS]  # fmt: skip
+    return [
+        (load_media(ROOT / "assets" / "examples" / e["file"]), e["prompt"]) for e in examples if e["kind"] in LONG_KINDS
+    ]
 
 
 if __name__ == "__main__":

@@ -461,8 +461,9 @@ def pretrain_vision(stage: Stage, model, processor, rng):
     while (step < steps) if steps else (time.time() - t0 < minutes * 60):
         kinds = rng.choices(("describe", "shape", "chart"), (0.5, 0.25, 0.25), k=batch_size)
         examples = [make_example(rng, k) for k in kinds]
-        enc = processor_inputs(processor, [conversation_text(processor, [e]) for e in examples],
-                               [example_media(e) for e in examples])  # fmt: skip
+        enc = processor_inputs(
+            processor, [conversation_text(processor, [e]) for e in examples], [example_media(e) for e in examples]
+        )
         captured.clear()
         visual(enc["pixel_values"], grid_thw=enc["image_grid_thw"])
         labels = batch_token_labels(examples, enc["image_grid_thw"])
@@ -608,15 +609,24 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--init-draft", help="continue from this saved draft instead of a fresh one")
     ap.add_argument("--draft-layers", type=int, default=0, help="keep only the first N text layers of --init-draft")
     ap.add_argument("--draft-name", default="draft", help="the draft's folder under OUT (e.g. hesitant-draft)")
-    shares = (("lone", "scenes of one object"), ("hand-drawn", "shapes drawn as by hand"),
-              ("shifted", "the shifted drawing ranges"), ("reworded", "questions in other words"),
-              ("rows", "two rows of shapes to read (run 8)"),
-              ("jpeg", "the picture saved as a JPEG of quality 70-98 (run 8)"))  # fmt: skip
+    shares = (
+        ("lone", "scenes of one object"),
+        ("hand-drawn", "shapes drawn as by hand"),
+        ("shifted", "the shifted drawing ranges"),
+        ("reworded", "questions in other words"),
+        ("rows", "two rows of shapes to read (run 8)"),
+        ("jpeg", "the picture saved as a JPEG of quality 70-98 (run 8)"),
+    )
     for share, what in shares:
         ap.add_argument(f"--{share}", type=float, default=0.0, help=f"share of image examples with {what}")
     args = ap.parse_args(argv)
-    for flag in ("target_vision_minutes", "draft_vision_minutes", "target_vision_steps", "draft_vision_steps",
-                 "aux_weight"):  # fmt: skip
+    for flag in (
+        "target_vision_minutes",
+        "draft_vision_minutes",
+        "target_vision_steps",
+        "draft_vision_steps",
+        "aux_weight",
+    ):
         if getattr(args, flag) < 0:
             ap.error(f"--{flag.replace('_', '-')} must be >= 0")
     if args.vision_lr <= 0:

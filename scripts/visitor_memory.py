@@ -72,8 +72,14 @@ def huge_video(path: Path, side: int = 8000, frames: int = 8) -> Path:
 def page_values(video: Any, prompt: str, tokens: int) -> list[Any]:
     from app.inputs import RACE_FIELDS, RaceForm
 
-    form = RaceForm(video=video, prompt=prompt, pair="builtin", methods=["sage", "static"], max_new_tokens=tokens,
-                    prune_choice="paper")  # fmt: skip
+    form = RaceForm(
+        video=video,
+        prompt=prompt,
+        pair="builtin",
+        methods=["sage", "static"],
+        max_new_tokens=tokens,
+        prune_choice="paper",
+    )
     return [getattr(form, name) for name in RACE_FIELDS]
 
 
@@ -86,8 +92,9 @@ def page_races(url: str, video: Path, races: int, tokens: int) -> list[dict[str,
         client = Client(url, verbose=False)  # a new visitor: a session of its own
         reset_peak()
         start = kib("VmRSS") / 1024
-        outputs = client.submit(*page_values(handle_file(str(video)), "describe the video.", tokens), None,
-                                api_name="/race_live").result()  # fmt: skip
+        outputs = client.submit(
+            *page_values(handle_file(str(video)), "describe the video.", tokens), None, api_name="/race_live"
+        ).result()
         if "Race finished" not in str(outputs[0]):
             raise RuntimeError(f"race {index + 1} did not finish: {outputs[0]}")
         peak = peak_mb() - start
@@ -133,17 +140,23 @@ def main() -> int:
             page_races(url, huge_video(Path(folder) / "small.avi", 64, 2), 1, 4)  # warm-up: load the pair
             rows = page_races(url, video, args.races, args.max_new_tokens)
         stepped = stepped_race(video, args.max_new_tokens)
-    print(f"video: {args.side}x{args.side}, {args.frames} frames, MJPG, {size_mb:.1f} MB; built-in pair, CPU; "
-          "pruning at the paper's ratio")  # fmt: skip
+    print(
+        f"video: {args.side}x{args.side}, {args.frames} frames, MJPG, {size_mb:.1f} MB; built-in pair, CPU; "
+        "pruning at the paper's ratio"
+    )
     print("| page race | held afterwards MB | peak over its start MB |\n|---|---|---|")
     for row in rows:
         print(f"| {row['race']} | {row['held_mb']:+.0f} | {row['peak_over_start_mb']:+.0f} |")
-    print(f"\nstepped race: held {stepped['stepped_held_mb']:+.0f} MB while stepping, "
-          f"{stepped['after_drop_mb']:+.0f} MB after it was dropped")  # fmt: skip
+    print(
+        f"\nstepped race: held {stepped['stepped_held_mb']:+.0f} MB while stepping, "
+        f"{stepped['after_drop_mb']:+.0f} MB after it was dropped"
+    )
     ok = all(r["held_mb"] < HELD_GOAL_MB for r in rows) and max(r["peak_over_start_mb"] for r in rows) < PEAK_GOAL_MB
     ok = ok and stepped["after_drop_mb"] < HELD_GOAL_MB
-    print(f"goals (each race holds < {HELD_GOAL_MB:.0f} MB, peaks < {PEAK_GOAL_MB:.0f} MB; a dropped stepped race "
-          f"gives its memory back): {'met' if ok else 'NOT met'}")  # fmt: skip
+    print(
+        f"goals (each race holds < {HELD_GOAL_MB:.0f} MB, peaks < {PEAK_GOAL_MB:.0f} MB; a dropped stepped race "
+        f"gives its memory back): {'met' if ok else 'NOT met'}"
+    )
     if args.json:
         Path(args.json).write_text(json.dumps({"page_races": rows, "stepped": stepped}, indent=1), encoding="utf-8")
     return 0 if ok else 1

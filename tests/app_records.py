@@ -15,10 +15,17 @@ EOS = 2
 
 def header(method: str) -> RunHeader:
     return RunHeader(
-        method=method, target="tiny-target", draft="tiny-draft" if method != "ar" else "", prompt="where is it?",
-        media="image shapes.png (112x112)", max_new_tokens=16, prompt_tokens=30, device="cpu", dtype="float32",
+        method=method,
+        target="tiny-target",
+        draft="tiny-draft" if method != "ar" else "",
+        prompt="where is it?",
+        media="image shapes.png (112x112)",
+        max_new_tokens=16,
+        prompt_tokens=30,
+        device="cpu",
+        dtype="float32",
         sage={},
-    )  # fmt: skip
+    )
 
 
 def record(
@@ -29,13 +36,29 @@ def record(
     texts = TEXTS[start : start + accepted + 1]
     finish = "eos" if new and new[-1] == EOS else None
     base = dict(
-        method=method, round=step, phase="decode" if step else "prefill",
-        tree_tokens=(), tree_parents=(), tree_draft_probs=(), entropy=None, alpha=None, depth_max=None,
-        planned_depth=None, planned_width=None, accepted_nodes=(), accepted_tokens=new[:accepted],
-        bonus_token=new[-1], new_tokens=new, new_token_texts=texts, draft_seconds=seconds / 2,
-        verify_seconds=seconds / 2, round_seconds=seconds, total_tokens=start + len(new),
-        total_seconds=total_seconds, finish_reason=finish,
-    )  # fmt: skip
+        method=method,
+        round=step,
+        phase="decode" if step else "prefill",
+        tree_tokens=(),
+        tree_parents=(),
+        tree_draft_probs=(),
+        entropy=None,
+        alpha=None,
+        depth_max=None,
+        planned_depth=None,
+        planned_width=None,
+        accepted_nodes=(),
+        accepted_tokens=new[:accepted],
+        bonus_token=new[-1],
+        new_tokens=new,
+        new_token_texts=texts,
+        draft_seconds=seconds / 2,
+        verify_seconds=seconds / 2,
+        round_seconds=seconds,
+        total_tokens=start + len(new),
+        total_seconds=total_seconds,
+        finish_reason=finish,
+    )
     base.update(tree)
     return RoundRecord(**base)
 
@@ -54,11 +77,35 @@ def chain_tree(tokens: tuple[int, ...], extra: tuple[int, ...] = ()) -> dict:
 def sage_records() -> list[RoundRecord]:
     return [
         record("sage", 0, 0, 0, 0.5, 0.5),
-        record("sage", 1, 1, 3, 0.2, 0.7, entropy=0.4, alpha=0.8, depth_max=8, planned_depth=7, planned_width=4,
-               **chain_tree((11, 12, 13), (40, 41))),
-        record("sage", 2, 5, 2, 0.2, 0.9, entropy=1.5, alpha=0.3, depth_max=8, planned_depth=5, planned_width=7,
-               **chain_tree((15, 16), (42,))),
-    ]  # fmt: skip
+        record(
+            "sage",
+            1,
+            1,
+            3,
+            0.2,
+            0.7,
+            entropy=0.4,
+            alpha=0.8,
+            depth_max=8,
+            planned_depth=7,
+            planned_width=4,
+            **chain_tree((11, 12, 13), (40, 41)),
+        ),
+        record(
+            "sage",
+            2,
+            5,
+            2,
+            0.2,
+            0.9,
+            entropy=1.5,
+            alpha=0.3,
+            depth_max=8,
+            planned_depth=5,
+            planned_width=7,
+            **chain_tree((15, 16), (42,)),
+        ),
+    ]
 
 
 def static_records() -> list[RoundRecord]:

@@ -64,9 +64,12 @@ def example() -> tuple[str, str]:
 def raced(client, example) -> dict:
     image, prompt = example
     return client.predict(
-        image=handle_file(image), prompt=prompt, methods=["ar", "sage", "static", "dynamic"], max_new_tokens=TOKENS,
+        image=handle_file(image),
+        prompt=prompt,
+        methods=["ar", "sage", "static", "dynamic"],
+        max_new_tokens=TOKENS,
         api_name="/race",
-    )  # fmt: skip
+    )
 
 
 def test_race_returns_identical_texts(raced, pair):
@@ -232,9 +235,15 @@ def test_bad_input_gets_its_message_and_the_app_keeps_serving(
 
 def test_the_race_uses_its_dynamic_tree_settings_and_sages_candidates(client, example):
     answer = client.predict(
-        image=handle_file(example[0]), prompt=example[1], methods=["static", "dynamic"], max_new_tokens=6,
-        dynamic_depth=2, dynamic_total_tokens=5, candidates=12, api_name="/race",
-    )  # fmt: skip
+        image=handle_file(example[0]),
+        prompt=example[1],
+        methods=["static", "dynamic"],
+        max_new_tokens=6,
+        dynamic_depth=2,
+        dynamic_total_tokens=5,
+        candidates=12,
+        api_name="/race",
+    )
     lanes = {lane.method: lane for lane in parse_race(answer["trace"].splitlines()).lanes}
     dynamic, static = lanes["dynamic"], lanes["static"]
     assert dynamic.header is not None and static.header is not None
@@ -407,9 +416,13 @@ def test_stop_ends_a_streaming_race_promptly(client, pair, example, monkeypatch)
 def test_a_pruned_race_keeps_the_texts_and_shrinks_the_drafts_prompt(client, example):
     image, prompt = example
     result = client.predict(
-        image=handle_file(image), prompt=prompt, methods=["sage", "static", "ar"], max_new_tokens=TOKENS,
-        prune_choice="paper", api_name="/race",
-    )  # fmt: skip
+        image=handle_file(image),
+        prompt=prompt,
+        methods=["sage", "static", "ar"],
+        max_new_tokens=TOKENS,
+        prune_choice="paper",
+        api_name="/race",
+    )
     texts = result["texts"]
     assert texts["sage"] == texts["static"] == texts["ar"] != ""
     drafts = result["draft_prompt_tokens"]
@@ -419,6 +432,11 @@ def test_a_pruned_race_keeps_the_texts_and_shrinks_the_drafts_prompt(client, exa
     assert {h["method"]: h["prune_ratio"] for h in headers} == {"sage": 0.8, "static": 0.8, "ar": 0.0}
     with pytest.raises(AppError, match=r"be at most 0.95 .*, not 1.0"):  # the slider's bound, the library's
         client.predict(
-            image=handle_file(image), prompt=prompt, methods=["sage", "ar"], max_new_tokens=TOKENS,
-            prune_choice="chosen", prune_chosen=1.0, api_name="/race",
-        )  # fmt: skip
+            image=handle_file(image),
+            prompt=prompt,
+            methods=["sage", "ar"],
+            max_new_tokens=TOKENS,
+            prune_choice="chosen",
+            prune_chosen=1.0,
+            api_name="/race",
+        )

@@ -202,8 +202,16 @@ def test_step_through_a_race_and_read_the_explainer(page):
     columns = page.locator("#lanes .sage-col")
     assert columns.count() == 2
     explain = page.locator("#explain").inner_text()
-    for needed in ("top-10 after the root", "α = 1 − H / log 10", "D(α) = D_min", "W(α) = W_min", "θ_l",
-                   "W_l per parent", "Accepted τ =", "bonus"):  # fmt: skip
+    for needed in (
+        "top-10 after the root",
+        "α = 1 − H / log 10",
+        "D(α) = D_min",
+        "W(α) = W_min",
+        "θ_l",
+        "W_l per parent",
+        "Accepted τ =",
+        "bonus",
+    ):
         assert needed in explain, (needed, explain)
     # the formulas' numbers agree with each other as printed
     h, log_k, alpha = map(
@@ -217,8 +225,9 @@ def test_step_through_a_race_and_read_the_explainer(page):
     assert a == pytest.approx(alpha, abs=1e-3) and raw == pytest.approx(d_min + a * (d_max - d_min), abs=0.01)
     assert depth == math.floor(raw + 0.5)
     levels = re.findall(r"0\.1·(\d+)/(\d+) =\s*([\d.]+)", explain)
-    assert levels and all(int(den) == depth and float(v) == pytest.approx(0.1 * int(n) / depth, abs=1e-4)
-                          for n, den, v in levels)  # fmt: skip
+    assert levels and all(
+        int(den) == depth and float(v) == pytest.approx(0.1 * int(n) / depth, abs=1e-4) for n, den, v in levels
+    )
     ARTIFACTS.mkdir(exist_ok=True)
     page.locator("#explain").screenshot(path=str(ARTIFACTS / "explain.png"))
     page.screenshot(path=str(ARTIFACTS / "app-step.png"), full_page=True)
@@ -261,8 +270,9 @@ def test_the_page_opens_with_a_replay_and_start_race_replaces_it(fresh_page):
     assert page.locator("#image-input img").count() >= 1  # the landing's picture, ready to race
     playwright.expect(page.get_by_label("Prompt")).to_have_value("describe the image in detail.")
     page.click("#start-race")  # the landing's status goes at once (before the race's first update)
-    page.wait_for_function("() => !document.querySelector('#status').innerText.includes('recorded race')",
-                           timeout=3_000)  # fmt: skip
+    page.wait_for_function(
+        "() => !document.querySelector('#status').innerText.includes('recorded race')", timeout=3_000
+    )
     _race_finished(page)
     assert page.locator("#lanes .sage-tag.replay").count() == 0
     assert "REPLAY" not in page.locator("#status").inner_text()

@@ -47,9 +47,13 @@ def test_an_mcp_client_races_a_data_url_and_reads_a_refusal_as_one_sentence() ->
     data_url = "data:image/png;base64," + base64.b64encode(picture.read_bytes()).decode()
     demo = build_demo()
     queued(demo).launch(
-        server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True, mcp_server=True,
+        server_name="127.0.0.1",
+        server_port=free_port(),
+        prevent_thread_lock=True,
+        quiet=True,
+        mcp_server=True,
         **launch_options(),
-    )  # fmt: skip
+    )
     url = f"{demo.local_url}gradio_api/mcp/"
     prompt = "describe the image in detail."
     try:
@@ -61,18 +65,22 @@ def test_an_mcp_client_races_a_data_url_and_reads_a_refusal_as_one_sentence() ->
     assert not raced.isError, raced.content
     answer = ast.literal_eval(raced.content[0].text)  # Gradio's MCP server sends the dict's repr
     assert answer["texts"]["sage"] == answer["texts"]["static"] != "" and answer["lossless"]["identical"]
-    assert refused.isError and [c.text for c in refused.content] == [
-        NOT_PUBLIC.format(host="127.0.0.1")
-    ], refused.content  # fmt: skip
+    assert refused.isError and [c.text for c in refused.content] == [NOT_PUBLIC.format(host="127.0.0.1")], (
+        refused.content
+    )
     assert unknown.isError and "has no token for 'zzqx'" in unknown.content[0].text, unknown.content
 
 
 def test_the_mcp_server_lists_the_race_tool_with_its_docstring() -> None:
     demo = build_demo()
     demo.queue(default_concurrency_limit=1).launch(
-        server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True, mcp_server=True,
+        server_name="127.0.0.1",
+        server_port=free_port(),
+        prevent_thread_lock=True,
+        quiet=True,
+        mcp_server=True,
         **launch_options(),
-    )  # fmt: skip
+    )
     try:
         tools = {tool.name: tool for tool in asyncio.run(list_tools(f"{demo.local_url}gradio_api/mcp/"))}
     finally:
@@ -95,7 +103,13 @@ def test_the_mcp_server_lists_the_race_tool_with_its_docstring() -> None:
 def test_app_py_turns_the_mcp_server_on_by_flag_or_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys, "argv", ["app.py"])
     mcp_wanted = runpy.run_path(str(ROOT / "app.py"), run_name="app_not_launched")["mcp_wanted"]
-    for argv, environment, wanted in [([], "", False), (["--mcp"], "", True), ([], "1", True), ([], "true", True),
-                                      ([], "0", False), (["--mcp"], "0", True)]:  # fmt: skip
+    for argv, environment, wanted in [
+        ([], "", False),
+        (["--mcp"], "", True),
+        ([], "1", True),
+        ([], "true", True),
+        ([], "0", False),
+        (["--mcp"], "0", True),
+    ]:
         monkeypatch.setenv("SAGE_MCP", environment)
         assert mcp_wanted(argv) is wanted, (argv, environment)

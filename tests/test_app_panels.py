@@ -125,16 +125,26 @@ def test_every_panel_downloads_as_a_slide_sized_png():
     data = synthetic_race()
     for name, fig in panels.all_figures(data.records_by_method(), data.token_texts, "sage").items():
         config = json.loads(fig.to_json())["config"]
-        assert config["toImageButtonOptions"] == {"format": "png", "scale": panels.SLIDE_SCALE,
-                                                  "filename": f"sage-{name}"}  # fmt: skip
+        assert config["toImageButtonOptions"] == {
+            "format": "png",
+            "scale": panels.SLIDE_SCALE,
+            "filename": f"sage-{name}",
+        }
         assert panels.SLIDE_SCALE >= 2
 
 
 def test_the_tree_panel_draws_the_cut_candidates_and_panel_one_the_window():
     records = [r for r in sage_records()]
     step = next(r for r in records if r.phase == "decode")
-    cut = replace(step, cut_parents=(-1, 0), cut_tokens=(901, 902), cut_probs=(0.05, 0.01),
-                  cut_rules=("threshold", "width"), window_mean=2.5, next_depth_max=step.depth_max)  # fmt: skip
+    cut = replace(
+        step,
+        cut_parents=(-1, 0),
+        cut_tokens=(901, 902),
+        cut_probs=(0.05, 0.01),
+        cut_rules=("threshold", "width"),
+        window_mean=2.5,
+        next_depth_max=step.depth_max,
+    )
     fig = panels.tree_figure([r if r is not step else cut for r in records], step.round, {901: "zebra"}, "sage")
     drawn = next(t for t in fig.data if t.name == "cut")
     assert len(drawn.x) == 2 and "zebra" in drawn.text[0] and "threshold" in drawn.hovertext[0]
@@ -173,8 +183,14 @@ def test_panel_one_says_why_the_root_is_narrower_than_planned():
     records = list(sage_records())
     step = next(r for r in records if r.phase == "decode" and r.planned_width is not None)
     planned = step.root_width + 2
-    cut = replace(step, planned_width=planned, cut_parents=(-1, -1, 0), cut_tokens=(901, 902, 903),
-                  cut_probs=(0.05, 0.01, 0.2), cut_rules=("threshold", "budget", "width"))  # fmt: skip
+    cut = replace(
+        step,
+        planned_width=planned,
+        cut_parents=(-1, -1, 0),
+        cut_tokens=(901, 902, 903),
+        cut_probs=(0.05, 0.01, 0.2),
+        cut_rules=("threshold", "budget", "width"),
+    )
     note = panels.width_note(cut)
     assert f"W(α) planned {planned}, root width drawn {step.root_width}" in note
     assert "2 of the root's" in note and "1 by threshold" in note and "1 by budget" in note
@@ -219,8 +235,9 @@ def test_the_headline_says_so_far_until_the_race_ends():
     data = synthetic_race()
     assert data.finished
     assert "so far" not in render.headline_html(data) and "SAGE speedup:" in render.headline_html(data)
-    running = RaceData(lanes=[Lane(lane.method, lane.header, lane.records[:2]) for lane in data.lanes],
-                       token_texts=data.token_texts)  # fmt: skip
+    running = RaceData(
+        lanes=[Lane(lane.method, lane.header, lane.records[:2]) for lane in data.lanes], token_texts=data.token_texts
+    )
     assert not running.finished
     assert "SAGE speedup so far:" in render.headline_html(running)
     running.stopped = True
@@ -232,8 +249,12 @@ def test_the_headline_says_so_far_until_the_race_ends():
 def test_when_sage_loses_one_sentence_gives_the_measured_reason_and_the_rest_is_folded():
     data = synthetic_race()
     assert render.loss_sentence(data) == ""  # SAGE won this one
-    slow = [replace(r, total_seconds=3 * r.total_seconds, round_seconds=3 * r.round_seconds,
-                    draft_seconds=3 * r.draft_seconds) for r in data.lane("sage").records]  # fmt: skip
+    slow = [
+        replace(
+            r, total_seconds=3 * r.total_seconds, round_seconds=3 * r.round_seconds, draft_seconds=3 * r.draft_seconds
+        )
+        for r in data.lane("sage").records
+    ]
     lost = RaceData(lanes=[Lane("sage", header("sage"), slow), data.lanes[1]], token_texts=data.token_texts)
     sentence = render.loss_sentence(lost)
     rounds = [r for r in slow if r.phase == "decode"]
@@ -251,8 +272,10 @@ def test_when_sage_loses_one_sentence_gives_the_measured_reason_and_the_rest_is_
 
 def test_a_live_race_on_a_slower_machine_is_told_so_in_one_line():
     recorded = synthetic_race()
-    slow = [replace(r, total_seconds=10 * r.total_seconds, round_seconds=10 * r.round_seconds)
-            for r in recorded.lane("sage").records]  # fmt: skip
+    slow = [
+        replace(r, total_seconds=10 * r.total_seconds, round_seconds=10 * r.round_seconds)
+        for r in recorded.lane("sage").records
+    ]
     live = RaceData(lanes=[Lane("sage", header("sage"), slow), recorded.lanes[1]], token_texts=recorded.token_texts)
     note = render.pace_note(live, recorded)
     here = render.LaneFigures.of(slow).tokens_per_second
@@ -607,8 +630,17 @@ def test_custom_models_only_inside_the_allowed_folder_with_one_message_for_the_r
     assert custom.resolve("mine", "target") == str((model_folder / "mine").resolve())
     assert custom.resolve(str(model_folder / "mine"), "target") == str((model_folder / "mine").resolve())
     refused = {}
-    for name in ("/etc", "/etc/passwd", "/no/such/model", "../outside", str(tmp_path / "outside"), "link", "",
-                 ".", "Qwen/Qwen2.5-VL-3B-Instruct"):  # fmt: skip
+    for name in (
+        "/etc",
+        "/etc/passwd",
+        "/no/such/model",
+        "../outside",
+        str(tmp_path / "outside"),
+        "link",
+        "",
+        ".",
+        "Qwen/Qwen2.5-VL-3B-Instruct",
+    ):
         with pytest.raises(ModelLoadError) as error:
             custom.resolve(name, "target")
         refused[name] = str(error.value).replace(repr(name), "NAME")
@@ -667,8 +699,12 @@ def test_loading_reports_its_stages_and_never_holds_the_race_slot(monkeypatch):
     assert time.monotonic() - began < 1.0
     release.set()
     loader.join(10)
-    assert [text.split(" ")[0:2] for text, _ in stages] == [["loading", "the"], ["loading", "the"], ["warming", "up"],
-                                                           ["ready"]]  # fmt: skip
+    assert [text.split(" ")[0:2] for text, _ in stages] == [
+        ["loading", "the"],
+        ["loading", "the"],
+        ["warming", "up"],
+        ["ready"],
+    ]
     assert [done for _, done in stages] == sorted(done for _, done in stages)
     assert cache.loaded("new", "new")
 

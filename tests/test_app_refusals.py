@@ -70,8 +70,15 @@ def client(tiny_root, models_folder):
 
 def race(client: Client, target: str, draft: str, **inputs) -> dict:
     media = {"video": handle_file(VIDEO)} if inputs.pop("video", False) else {"image": handle_file(IMAGE)}
-    request = {"prompt": "Describe it.", "max_new_tokens": 4, "pair": "custom", "custom_target": target,
-               "custom_draft": draft, **media, **inputs}  # fmt: skip
+    request = {
+        "prompt": "Describe it.",
+        "max_new_tokens": 4,
+        "pair": "custom",
+        "custom_target": target,
+        "custom_draft": draft,
+        **media,
+        **inputs,
+    }
     return client.predict(**request, api_name="/race")
 
 
@@ -105,8 +112,14 @@ def test_a_hybrid_pair_races_trees_in_the_app(client):
 
 
 def test_the_streamed_race_shows_the_refusal_in_its_status_line(client):
-    values = form_values(video=handle_file(VIDEO), prompt="Describe it.", pair="custom", custom_target="gemma-target",
-                         custom_draft="gemma-draft", max_new_tokens=4)  # fmt: skip
+    values = form_values(
+        video=handle_file(VIDEO),
+        prompt="Describe it.",
+        pair="custom",
+        custom_target="gemma-target",
+        custom_draft="gemma-draft",
+        max_new_tokens=4,
+    )
     job = client.submit(*values, None, api_name="/race_live")
     assert "give a still image instead of a video" in html.unescape(job.result()[0])  # the status line
 
@@ -116,8 +129,23 @@ def test_the_library_and_the_cli_refuse_the_same_pruning_in_one_sentence(models_
     pair = load_pair(target, draft, "cpu", "float32")
     with pytest.raises(SageError, match=PRUNING):
         decode(pair, load_media(IMAGE), "Describe it.", DecodeConfig("sage", 4, prune_ratio=0.5))
-    argv = ["generate", "--target", target, "--draft", draft, "--image", IMAGE, "--prompt", "Describe it.",
-            "--prune-ratio", "0.5", "--device", "cpu", "--max-new-tokens", "4"]  # fmt: skip
+    argv = [
+        "generate",
+        "--target",
+        target,
+        "--draft",
+        draft,
+        "--image",
+        IMAGE,
+        "--prompt",
+        "Describe it.",
+        "--prune-ratio",
+        "0.5",
+        "--device",
+        "cpu",
+        "--max-new-tokens",
+        "4",
+    ]
     assert main(argv) == 2
     error = capsys.readouterr().err.strip().splitlines()[-1]
     assert error.startswith("error: ") and PRUNING in error

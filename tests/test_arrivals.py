@@ -104,8 +104,10 @@ def test_sixty_page_loads_at_once_do_not_hold_up_a_race(url):
     assert len(loads) == LOADS and result["texts"] == expected["texts"]
     assert all(load["status"] == 200 and load["landing"] and not load["busy"] for load in loads), loads
     slowest = max(load["seconds"] for load in loads)
-    print(f"\n{LOADS} page loads at once: slowest served in {slowest:.2f} s; a {TOKENS}-token race alone "
-          f"{alone:.2f} s, during the loads {crowded:.2f} s ({crowded / alone:.2f}x)")  # fmt: skip
+    print(
+        f"\n{LOADS} page loads at once: slowest served in {slowest:.2f} s; a {TOKENS}-token race alone "
+        f"{alone:.2f} s, during the loads {crowded:.2f} s ({crowded / alone:.2f}x)"
+    )
     assert crowded <= 2 * alone, (alone, crowded)
 
 

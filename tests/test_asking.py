@@ -38,8 +38,11 @@ def test_every_training_question_is_taught_on_its_picture():
     for kind, wordings in asking.training_wordings().items():
         for template in wordings:
             for _ in range(3):
-                question = template.format(colour=rng.choice(list(scenes.COLOURS)), shape=rng.choice(scenes.SHAPES),
-                                           place=rng.choice(scenes.PLACES))  # fmt: skip
+                question = template.format(
+                    colour=rng.choice(list(scenes.COLOURS)),
+                    shape=rng.choice(scenes.SHAPES),
+                    place=rng.choice(scenes.PLACES),
+                )
                 fit = asking.question_fit(question, asking.picture_of(kind))
                 assert fit.taught, (kind, question, fit.reason)
 
@@ -92,17 +95,25 @@ def test_untaught_questions_are_named_with_the_reason(question, picture, why):
 
 def test_fillers_are_read_past_and_case_marks_and_spelling_do_not_matter():
     assert "please" in asking.filler_words() and "kind" in asking.filler_words()
-    for question in ("please describe the image.", "DESCRIBE THE IMAGE", "what color is the shape in "
-                     "the top left", "what kind of shape is the red object?", "What's in the chart"):  # fmt: skip
+    for question in (
+        "please describe the image.",
+        "DESCRIBE THE IMAGE",
+        "what color is the shape in the top left",
+        "what kind of shape is the red object?",
+        "What's in the chart",
+    ):
         picture = "chart" if "chart" in question else "shapes"
         assert asking.question_fit(question, picture).taught, question
     assert asking.question_fit("", "shapes").taught  # nothing asked: nothing to say
 
 
 def test_the_chart_detector_on_fresh_pictures_of_every_style_and_as_jpeg():
-    pictures = [e for style in (scenes.DEFAULT, SHIFTED, HAND_DRAWN)
-                for e in make_examples(5, 66, style=style) + make_examples(6, 6, kinds=(ROW_KIND,), style=style)
-                if not e.frames]  # fmt: skip
+    pictures = [
+        e
+        for style in (scenes.DEFAULT, SHIFTED, HAND_DRAWN)
+        for e in make_examples(5, 66, style=style) + make_examples(6, 6, kinds=(ROW_KIND,), style=style)
+        if not e.frames
+    ]
     wrong = []
     for example in pictures:
         buffer = io.BytesIO()
@@ -142,8 +153,13 @@ def test_the_race_answer_carries_the_question_note_and_stays_lossless():
 
     settings = Settings(Limits(), models.presets(), "builtin", models.CustomModels(), load_examples())
     handlers = Handlers(None, settings)  # type: ignore[arg-type]  # the API handler draws no page
-    answer = handlers.race_api(image=str(EXAMPLES / "chart.png"), prompt="describe the image in detail.",
-                               pair="builtin", methods=["sage", "ar"], max_new_tokens=8)  # fmt: skip
+    answer = handlers.race_api(
+        image=str(EXAMPLES / "chart.png"),
+        prompt="describe the image in detail.",
+        pair="builtin",
+        methods=["sage", "ar"],
+        max_new_tokens=8,
+    )
     assert answer["notes"] and "picture of shapes" in answer["notes"][0] and "describe the chart." in answer["notes"][2]
     assert answer["lossless"]["identical"] and answer["token_ids"]["sage"] == answer["token_ids"]["ar"]
 
@@ -161,11 +177,17 @@ def test_the_page_says_it_beside_a_live_race_and_beside_every_step(tmp_path, mon
 
     monkeypatch.setattr(handlers_module, "TRACE_DIR", tmp_path)
     page = SimpleNamespace(**{f.name: f.name for f in fields(Page)})  # each component stood in by its name
-    settings = Settings(Limits(), models.presets(), "builtin", models.CustomModels(), [], text_interval=0.0,
-                        figure_interval=0.0)  # fmt: skip
-    handlers = Handlers(page, settings)  # type: ignore[arg-type]
-    form = RaceForm(image=str(EXAMPLES / "chart.png"), prompt="describe the image in detail.", pair="builtin",
-                    methods=["sage", "ar"], max_new_tokens=6)  # fmt: skip
+    settings = Settings(
+        Limits(), models.presets(), "builtin", models.CustomModels(), [], text_interval=0.0, figure_interval=0.0
+    )
+    handlers = Handlers(page, settings)
+    form = RaceForm(
+        image=str(EXAMPLES / "chart.png"),
+        prompt="describe the image in detail.",
+        pair="builtin",
+        methods=["sage", "ar"],
+        max_new_tokens=6,
+    )
     first = next(iter(handlers.race_live(form, None)))
     assert "race-note" in first["status"] and "picture of shapes" in first["status"]
     update = handlers.step_live(form, None, None)

@@ -42,16 +42,45 @@ def test_benchmark_runs_every_method_and_writes_its_reports(tiny_root, tmp_path,
     examples = noise_example(tmp_path)
     target, draft = tiny_folder(tiny_root, "qwen2_5_vl", "target"), tiny_folder(tiny_root, "qwen2_5_vl", "noised")
     out_json, out_md = tmp_path / "bench.json", tmp_path / "bench.md"
-    assert run_benchmark(monkeypatch,
-        "--target", target, "--draft", draft, "--examples", examples,
-        "--repeats", "2", "--max-new-tokens", "12", "--device", "cpu", "--dtype", "float32",
-        "--json", str(out_json), "--markdown", str(out_md),
-    ) == 0  # fmt: skip
+    assert (
+        run_benchmark(
+            monkeypatch,
+            "--target",
+            target,
+            "--draft",
+            draft,
+            "--examples",
+            examples,
+            "--repeats",
+            "2",
+            "--max-new-tokens",
+            "12",
+            "--device",
+            "cpu",
+            "--dtype",
+            "float32",
+            "--json",
+            str(out_json),
+            "--markdown",
+            str(out_md),
+        )
+        == 0
+    )
     report = json.loads(out_json.read_text())
     rows = {row["method"]: row for row in report["summary"]}
     # Every registry method by default, the ablation lanes included (sage-cost is compared with them too).
-    assert set(rows) == {"ar", "chain", "static", "sage", "sage-cost", "dynamic", "sage-frozen", "best-first",
-                         "generate", "assisted"}  # fmt: skip
+    assert set(rows) == {
+        "ar",
+        "chain",
+        "static",
+        "sage",
+        "sage-cost",
+        "dynamic",
+        "sage-frozen",
+        "best-first",
+        "generate",
+        "assisted",
+    }
     assert all(row["same_as_generate"] for row in rows.values())
     # Interleaved: the two repeats run the methods in different orders.
     orders = [[r["method"] for r in report["runs"] if r["repeat"] == k] for k in (0, 1)]
@@ -73,11 +102,34 @@ def test_benchmark_runs_our_methods_on_several_backends_interleaved(tiny_root, t
     examples = noise_example(tmp_path)
     target, draft = tiny_folder(tiny_root, "qwen3_vl", "target"), tiny_folder(tiny_root, "qwen3_vl", "noised")
     out_json, out_md = tmp_path / "bench.json", tmp_path / "bench.md"
-    assert run_benchmark(monkeypatch,
-        "--target", target, "--draft", draft, "--examples", examples, "--methods", "generate,ar,sage",
-        "--backend", "fast,plain", "--repeats", "2", "--max-new-tokens", "10", "--device", "cpu",
-        "--dtype", "float32", "--json", str(out_json), "--markdown", str(out_md),
-    ) == 0  # fmt: skip
+    assert (
+        run_benchmark(
+            monkeypatch,
+            "--target",
+            target,
+            "--draft",
+            draft,
+            "--examples",
+            examples,
+            "--methods",
+            "generate,ar,sage",
+            "--backend",
+            "fast,plain",
+            "--repeats",
+            "2",
+            "--max-new-tokens",
+            "10",
+            "--device",
+            "cpu",
+            "--dtype",
+            "float32",
+            "--json",
+            str(out_json),
+            "--markdown",
+            str(out_md),
+        )
+        == 0
+    )
     report = json.loads(out_json.read_text())
     rows = {row["method"]: row for row in report["summary"]}
     assert set(rows) == {"generate", "ar", "sage", "ar@plain", "sage@plain"}
@@ -114,12 +166,38 @@ def test_benchmark_on_the_plain_backend_with_a_long_prompt(tiny_root, tmp_path, 
     examples = noise_example(tmp_path)
     target, draft = tiny_folder(tiny_root, "qwen2_vl", "target"), tiny_folder(tiny_root, "qwen2_vl", "noised")
     out_json, out_md = tmp_path / "bench.json", tmp_path / "bench.md"
-    assert run_benchmark(monkeypatch,
-        "--target", target, "--draft", draft, "--examples", examples,
-        "--methods", "ar,sage,generate", "--repeats", "1", "--max-new-tokens", "8", "--device", "cpu",
-        "--dtype", "float32", "--backend", "plain", "--long-prompt", "300", "--threads", "1",
-        "--json", str(out_json), "--markdown", str(out_md),
-    ) == 0  # fmt: skip
+    assert (
+        run_benchmark(
+            monkeypatch,
+            "--target",
+            target,
+            "--draft",
+            draft,
+            "--examples",
+            examples,
+            "--methods",
+            "ar,sage,generate",
+            "--repeats",
+            "1",
+            "--max-new-tokens",
+            "8",
+            "--device",
+            "cpu",
+            "--dtype",
+            "float32",
+            "--backend",
+            "plain",
+            "--long-prompt",
+            "300",
+            "--threads",
+            "1",
+            "--json",
+            str(out_json),
+            "--markdown",
+            str(out_md),
+        )
+        == 0
+    )
     report = json.loads(out_json.read_text())
     assert report["backend"] == "plain" and report["threads"] == 1
     assert all(row["same_as_generate"] for row in report["summary"])
@@ -137,11 +215,32 @@ def test_benchmark_runs_the_draft_methods_pruned(tiny_root, tmp_path, monkeypatc
         tiny_folder(tiny_root, "llava_onevision", "noised"),
     )
     out_json = tmp_path / "bench.json"
-    assert run_benchmark(monkeypatch,
-        "--target", target, "--draft", draft, "--examples", examples,
-        "--methods", "generate,ar,static,sage", "--prune-ratios", "0,0.8", "--repeats", "1",
-        "--max-new-tokens", "10", "--device", "cpu", "--dtype", "float32", "--json", str(out_json),
-    ) == 0  # fmt: skip
+    assert (
+        run_benchmark(
+            monkeypatch,
+            "--target",
+            target,
+            "--draft",
+            draft,
+            "--examples",
+            examples,
+            "--methods",
+            "generate,ar,static,sage",
+            "--prune-ratios",
+            "0,0.8",
+            "--repeats",
+            "1",
+            "--max-new-tokens",
+            "10",
+            "--device",
+            "cpu",
+            "--dtype",
+            "float32",
+            "--json",
+            str(out_json),
+        )
+        == 0
+    )
     rows = {row["method"]: row for row in json.loads(out_json.read_text())["summary"]}
     assert set(rows) == {"generate", "ar", "static", "sage", "static+prune0.8", "sage+prune0.8"}
     assert all(row["same_as_generate"] for row in rows.values())
@@ -162,12 +261,38 @@ def test_benchmark_reports_tau_and_speed_per_temperature(tiny_root, tmp_path, mo
     examples = noise_example(tmp_path)
     target, draft = tiny_folder(tiny_root, "qwen2_5_vl", "target"), tiny_folder(tiny_root, "qwen2_5_vl", "noised")
     out_json, out_md = tmp_path / "bench.json", tmp_path / "bench.md"
-    assert run_benchmark(monkeypatch,
-        "--target", target, "--draft", draft, "--examples", examples,
-        "--methods", "ar,sage,generate,assisted", "--prune-ratios", "0,0.8", "--temperatures", "0,0.8",
-        "--top-p", "0.95", "--repeats", "1", "--max-new-tokens", "10", "--device", "cpu", "--dtype", "float32",
-        "--json", str(out_json), "--markdown", str(out_md),
-    ) == 0  # fmt: skip
+    assert (
+        run_benchmark(
+            monkeypatch,
+            "--target",
+            target,
+            "--draft",
+            draft,
+            "--examples",
+            examples,
+            "--methods",
+            "ar,sage,generate,assisted",
+            "--prune-ratios",
+            "0,0.8",
+            "--temperatures",
+            "0,0.8",
+            "--top-p",
+            "0.95",
+            "--repeats",
+            "1",
+            "--max-new-tokens",
+            "10",
+            "--device",
+            "cpu",
+            "--dtype",
+            "float32",
+            "--json",
+            str(out_json),
+            "--markdown",
+            str(out_md),
+        )
+        == 0
+    )
     report = json.loads(out_json.read_text())
     rows = {row["method"]: row for row in report["summary"]}
     greedy = ("ar", "sage", "generate", "assisted", "sage+prune0.8")
@@ -212,8 +337,12 @@ def test_the_context_table_has_a_column_per_method_and_temperature():
         Rounds("a+300tok", "sage", 3, 1.0, 2.0, 7.0, 1.0, pad_tokens=300, temperature=0.7),
     ]
     lines = context_table(runs, rounds, ["sage"], [0.0, 0.7]).splitlines()
-    assert lines[0].split(" | ")[2:] == ["sage ms/round", "sage T=0.7 ms/round", "sage tok/s decode",
-                                         "sage T=0.7 tok/s decode |"]  # fmt: skip
+    assert lines[0].split(" | ")[2:] == [
+        "sage ms/round",
+        "sage T=0.7 ms/round",
+        "sage tok/s decode",
+        "sage T=0.7 tok/s decode |",
+    ]
     assert lines[2] == "| 0 | 40 | 4.0 | 5.0 | 20.0 | 10.0 |"
     assert lines[3] == "| 300 | 340 | 6.0 | 7.0 | 10.0 | 4.0 |"
 

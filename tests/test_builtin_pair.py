@@ -209,9 +209,11 @@ def test_the_hesitant_draft_makes_sage_build_wide_trees_on_the_long_examples():
         entropies = [r.entropy for r in runs if r.entropy is not None]
         spans.append(max(entropies) - min(entropies))
     tau = {m: statistics.fmean(r.accepted_length for runs in v for r in runs) for m, v in rounds.items()}
-    print(f"\nhesitant draft, shipped long examples: planned root width median {statistics.median(widths)}, "
-          f"entropy spans {sorted(round(s, 2) for s in spans)}, "
-          f"tau SAGE {tau['sage']:.2f} static {tau['static']:.2f}")  # fmt: skip
+    print(
+        f"\nhesitant draft, shipped long examples: planned root width median {statistics.median(widths)}, "
+        f"entropy spans {sorted(round(s, 2) for s in spans)}, "
+        f"tau SAGE {tau['sage']:.2f} static {tau['static']:.2f}"
+    )
     assert statistics.median(widths) >= HESITANT_WIDTH_MEDIAN
     assert sum(s >= 1.5 for s in spans) >= HESITANT_WIDE_SPANS
     assert tau["sage"] >= tau["static"] * HESITANT_TAU_RATIO

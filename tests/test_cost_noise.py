@@ -68,16 +68,18 @@ def test_the_spread_travels_with_the_trace_and_an_old_curve_still_loads():
     meta = json.loads(lines[0])
     old = {k: v for k, v in meta["race"]["costs"].items() if "spread" not in k and k != "repeats"}
     meta["race"]["costs"] = old
-    assert parse_race([json.dumps(meta), *lines[1:]]).costs == CostCurve(**{
-        **old, **{k: tuple(old[k]) for k in ("sizes", "verify_ms", "draft_level_ms")}})  # fmt: skip
+    assert parse_race([json.dumps(meta), *lines[1:]]).costs == CostCurve(
+        **{**old, **{k: tuple(old[k]) for k in ("sizes", "verify_ms", "draft_level_ms")}}
+    )
     meta["race"]["costs"] = {**old, "verify_spread_ms": [0.1]}
     with pytest.raises(TraceError, match="cost curve"):
         parse_race([json.dumps(meta), *lines[1:]])
 
 
 def test_the_spread_is_measured_on_the_device(tiny_root, image):
-    pair = load_pair(tiny_folder(tiny_root, "qwen2_5_vl", "target"), tiny_folder(tiny_root, "qwen2_5_vl", "noised"),
-                     "cpu", "float32")  # fmt: skip
+    pair = load_pair(
+        tiny_folder(tiny_root, "qwen2_5_vl", "target"), tiny_folder(tiny_root, "qwen2_5_vl", "noised"), "cpu", "float32"
+    )
     measured = measure_cost_spread(pair, image, "Describe the picture.", passes=4, warmup=1)
     assert measured.sizes == COST_SIZES and measured.repeats == 4
     assert len(measured.verify_spread_ms) == len(measured.draft_spread_ms) == len(COST_SIZES)

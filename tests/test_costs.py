@@ -40,8 +40,9 @@ def test_measured_trees_are_trees_of_the_asked_size():
 
 
 def test_the_curve_is_measured_on_the_device(tiny_root, image):
-    pair = load_pair(tiny_folder(tiny_root, "qwen2_5_vl", "target"), tiny_folder(tiny_root, "qwen2_5_vl", "noised"),
-                     "cpu", "float32")  # fmt: skip
+    pair = load_pair(
+        tiny_folder(tiny_root, "qwen2_5_vl", "target"), tiny_folder(tiny_root, "qwen2_5_vl", "noised"), "cpu", "float32"
+    )
     curve = measure_costs(pair, image, "Describe the picture.", repeats=2, warmup=1)
     assert curve.sizes == COST_SIZES and (curve.device, curve.dtype) == ("cpu", "float32")
     values = (curve.one_token_ms, *curve.verify_ms, *curve.draft_level_ms)

@@ -86,8 +86,13 @@ def test_a_generation_config_object_is_read_as_generate_reads_it(tiny_root, imag
     config = GenerationConfig(max_new_tokens=8, do_sample=False)
     with torch.no_grad():
         expected = pair.target.model.generate(**inputs, generation_config=config)
-        got = pair.target.model.generate(**inputs, generation_config=config, assistant_model=pair.draft.model,
-                                         custom_generate=str(ROOT), trust_remote_code=True)  # fmt: skip
+        got = pair.target.model.generate(
+            **inputs,
+            generation_config=config,
+            assistant_model=pair.draft.model,
+            custom_generate=str(ROOT),
+            trust_remote_code=True,
+        )
     assert got.tolist() == expected.tolist() and got.shape[1] - inputs["input_ids"].shape[1] <= 8
 
 
@@ -129,15 +134,23 @@ def test_a_checkpoint_that_samples_is_told_the_two_arguments_and_the_readme_snip
         for settings in ({}, {"do_sample": False}):
             told = r"checkpoint's generation config sets .*: pass do_sample=False, repetition_penalty=1\.0"
             with pytest.raises(GenerateError, match=told), torch.no_grad():
-                pair.target.model.generate(**inputs, assistant_model=pair.draft.model, custom_generate=str(ROOT),
-                                               trust_remote_code=True, max_new_tokens=MAX_NEW, **settings)  # fmt: skip
+                pair.target.model.generate(
+                    **inputs,
+                    assistant_model=pair.draft.model,
+                    custom_generate=str(ROOT),
+                    trust_remote_code=True,
+                    max_new_tokens=MAX_NEW,
+                    **settings,
+                )
         # the README's snippet, as written
         options = dict(custom_generate=str(ROOT), trust_remote_code=True, max_new_tokens=MAX_NEW)
         with torch.no_grad():
-            out = pair.target.model.generate(**inputs, assistant_model=pair.draft.model, do_sample=False,
-                                             repetition_penalty=1.0, **options)  # fmt: skip
-            expected = pair.target.model.generate(**inputs, do_sample=False, repetition_penalty=1.0,
-                                                  max_new_tokens=MAX_NEW)  # fmt: skip
+            out = pair.target.model.generate(
+                **inputs, assistant_model=pair.draft.model, do_sample=False, repetition_penalty=1.0, **options
+            )
+            expected = pair.target.model.generate(
+                **inputs, do_sample=False, repetition_penalty=1.0, max_new_tokens=MAX_NEW
+            )
     finally:
         config.do_sample, config.repetition_penalty = saved
     assert out.tolist() == expected.tolist()

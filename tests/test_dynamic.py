@@ -72,9 +72,12 @@ def tree_paths(tree: Tree) -> set[tuple[int, ...]]:
 
 @pytest.mark.parametrize(
     ("config", "stop"),
-    [(DynamicConfig(), frozenset()), (DynamicConfig(depth=3, candidates=4, total_tokens=20), frozenset()),
-     (DynamicConfig(depth=4, candidates=5, total_tokens=30), frozenset(range(0, VOCAB, 3)))],
-)  # fmt: skip
+    [
+        (DynamicConfig(), frozenset()),
+        (DynamicConfig(depth=3, candidates=4, total_tokens=20), frozenset()),
+        (DynamicConfig(depth=4, candidates=5, total_tokens=30), frozenset(range(0, VOCAB, 3))),
+    ],
+)
 def test_the_dynamic_tree_is_eagle2s(config, stop):
     draft = FakeDraft()
     drafter = Drafter(draft, FakeState(), VOCAB, None, stop)

@@ -21,8 +21,16 @@ SWITCH = "SAGE_APP_COST_CURVE must be on or off (or 1/0, true/false, yes/no), no
 
 
 def test_a_switch_reads_on_and_off_and_its_default(monkeypatch):
-    for value, expected in [("on", True), ("1", True), ("TRUE", True), (" yes ", True), ("off", False),
-                            ("0", False), ("false", False), ("No", False)]:  # fmt: skip
+    for value, expected in [
+        ("on", True),
+        ("1", True),
+        ("TRUE", True),
+        (" yes ", True),
+        ("off", False),
+        ("0", False),
+        ("false", False),
+        ("No", False),
+    ]:
         monkeypatch.setenv("SAGE_APP_COST_CURVE", value)
         assert env_switch("SAGE_APP_COST_CURVE", default=not expected) is expected, value
     for value in ("", "  "):
@@ -104,8 +112,12 @@ def test_a_pair_or_port_or_limit_that_cannot_serve_is_one_sentence(monkeypatch):
             env_port()
     monkeypatch.setenv("GRADIO_SERVER_PORT", "7861")
     assert env_port() == 7861
-    for name, said in [("SAGE_APP_MAX_UPLOAD_MB", "picture or video upload"), ("SAGE_APP_MAX_TRACE_MB", "trace upload"),
-                       ("SAGE_APP_MAX_RACE_SECONDS", "race"), ("SAGE_APP_MAX_VIDEO_SECONDS", "video")]:  # fmt: skip
+    for name, said in [
+        ("SAGE_APP_MAX_UPLOAD_MB", "picture or video upload"),
+        ("SAGE_APP_MAX_TRACE_MB", "trace upload"),
+        ("SAGE_APP_MAX_RACE_SECONDS", "race"),
+        ("SAGE_APP_MAX_VIDEO_SECONDS", "video"),
+    ]:
         monkeypatch.setenv(name, "1e-9")
         with pytest.raises(ConfigError) as refused:
             Limits.from_env()

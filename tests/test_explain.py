@@ -143,9 +143,23 @@ def test_teaching_fields_survive_a_trace_and_old_traces_still_explain():
     assert tuple(loaded) == records
     assert sage_config_from(header.sage) == SAGE
     # a record from before the teaching mode: no new fields
-    new_fields = ("root_top_tokens", "root_top_probs", "level_thresholds", "cut_by_width", "cut_by_threshold",
-                  "cut_by_budget", "offer_parents", "offer_widths", "cut_parents", "cut_tokens", "cut_probs",
-                  "cut_rules", "target_choices", "window_mean", "next_depth_max")  # fmt: skip
+    new_fields = (
+        "root_top_tokens",
+        "root_top_probs",
+        "level_thresholds",
+        "cut_by_width",
+        "cut_by_threshold",
+        "cut_by_budget",
+        "offer_parents",
+        "offer_widths",
+        "cut_parents",
+        "cut_tokens",
+        "cut_probs",
+        "cut_rules",
+        "target_choices",
+        "window_mean",
+        "next_depth_max",
+    )
     online = next(r for r in records if r.level_thresholds)
     old = {k: v for k, v in record_to_dict(online).items() if k not in new_fields}
     explained = explain_round(record_from_dict(old), SAGE)
@@ -221,8 +235,10 @@ def test_dynamic_rounds_explain_which_nodes_the_rerank_kept():
         assert explained.rerank_cutoff == pytest.approx(min(cumulative))
         assert explained.drafted_nodes == len(tree) + sum(record.cut_by_budget) > len(tree)
         # the nodes the rerank left out never beat the last one kept
-        assert all(c.prob * (1.0 if c.parent == -1 else cumulative[c.parent]) <= explained.rerank_cutoff + 1e-12
-                   for c in explained.cut)  # fmt: skip
+        assert all(
+            c.prob * (1.0 if c.parent == -1 else cumulative[c.parent]) <= explained.rerank_cutoff + 1e-12
+            for c in explained.cut
+        )
     html = explain_html(list(recorded("dynamic")), rounds[0].round, {}, "dynamic")
     assert "Dynamic tree (EAGLE-2)" in html and "Kept by the rerank, best first" in html
     assert f"{explained.kept_cumulative[0][1]:.4f}" in explain_html(list(recorded("dynamic")), None, {}, "dynamic")

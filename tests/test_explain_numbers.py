@@ -114,10 +114,12 @@ def accounted(record: RoundRecord, config: SageConfig) -> set[str]:
     if record.alpha is not None and record.planned_depth is not None and record.depth_max is not None:
         ok |= {str(config.depth_min), str(record.depth_max), str(config.width_min), str(config.width_max)}
         for alpha in alphas:
-            ok |= {f"{config.depth_min + alpha * (record.depth_max - config.depth_min):.2f}",
-                   str(planned_depth(alpha, config.depth_min, record.depth_max)),
-                   f"{config.width_min + (1 - alpha) * (config.width_max - config.width_min):.2f}",
-                   str(planned_width(alpha, config.width_min, config.width_max))}  # fmt: skip
+            ok |= {
+                f"{config.depth_min + alpha * (record.depth_max - config.depth_min):.2f}",
+                str(planned_depth(alpha, config.depth_min, record.depth_max)),
+                f"{config.width_min + (1 - alpha) * (config.width_max - config.width_min):.2f}",
+                str(planned_width(alpha, config.width_min, config.width_max)),
+            }
     ok |= _levels(record, config, tree_depths)
     ok |= {f"{p:.2f}" for p in record.cut_probs}
     if method_spec(record.method).explainer == "rerank":
@@ -134,8 +136,13 @@ def accounted(record: RoundRecord, config: SageConfig) -> set[str]:
     ok.add(str(sum(1 for parent in record.tree_parents if parent not in reached)))
     ok.add(str(len(record.accepted_tokens) - min(len(record.accepted_tokens), len(record.new_tokens))))
     if record.window_mean is not None:
-        ok |= {f"{record.window_mean:.2f}", f"{config.lower_below:g}", f"{config.raise_above:g}",
-               str(record.depth_max), str(record.next_depth_max)}  # fmt: skip
+        ok |= {
+            f"{record.window_mean:.2f}",
+            f"{config.lower_below:g}",
+            f"{config.raise_above:g}",
+            str(record.depth_max),
+            str(record.next_depth_max),
+        }
     return ok
 
 
@@ -149,10 +156,14 @@ def _levels(record: RoundRecord, config: SageConfig, tree_depths: list[int]) -> 
         level = index + 1
         ok |= {str(level), f"{level_threshold(level, record.planned_depth, config.threshold_base):.4f}"}
         ok |= {str(sum(1 for d in tree_depths if d == level))}
-        ok |= {str(v[index]) for v in (record.cut_by_width, record.cut_by_threshold, record.cut_by_budget)
-               if index < len(v)}  # fmt: skip
-        parents = [(n, w) for n, w in zip(record.offer_parents, record.offer_widths, strict=True)
-                   if level_of[n] == level]  # fmt: skip
+        ok |= {
+            str(v[index])
+            for v in (record.cut_by_width, record.cut_by_threshold, record.cut_by_budget)
+            if index < len(v)
+        }
+        parents = [
+            (n, w) for n, w in zip(record.offer_parents, record.offer_widths, strict=True) if level_of[n] == level
+        ]
         ok.add(str(len(parents)))
         for node, used in parents:
             p = 1.0 if node == -1 else record.tree_draft_probs[node]

@@ -303,8 +303,16 @@ def test_a_target_placed_by_accelerate_with_disk_offload_stays_lossless(tiny_roo
     """--device-map auto with a memory cap: part of the target lives on disk, loaded layer by layer."""
     target = tiny_folder(tiny_root, "qwen2_vl", "target")
     draft = tiny_folder(tiny_root, "qwen2_vl", "noised")
-    pair = load_pair(target, draft, "cpu", "float32", device_map="auto", max_memory={"cpu": "500KB"},
-                     offload_folder=str(tmp_path / "offload"), draft_device="cpu")  # fmt: skip
+    pair = load_pair(
+        target,
+        draft,
+        "cpu",
+        "float32",
+        device_map="auto",
+        max_memory={"cpu": "500KB"},
+        offload_folder=str(tmp_path / "offload"),
+        draft_device="cpu",
+    )
     placed = set(pair.target.model.hf_device_map.values())
     assert "disk" in placed and "cpu" in placed, placed
     plain = load_pair(target, draft, "cpu", "float32")
@@ -452,8 +460,11 @@ def test_the_lean_forward_carries_every_bias(tiny_root, image):
     folder = tiny_folder(tiny_root, "qwen2_vl", "target")
     model = model_class("qwen2_vl").from_pretrained(folder, dtype=torch.float32).eval()
     generator = torch.Generator().manual_seed(3)
-    linears = [m for layer in model.model.language_model.layers for m in (layer.mlp.gate_proj, layer.mlp.up_proj,
-               layer.mlp.down_proj)] + [model.lm_head]  # fmt: skip
+    linears = [
+        m
+        for layer in model.model.language_model.layers
+        for m in (layer.mlp.gate_proj, layer.mlp.up_proj, layer.mlp.down_proj)
+    ] + [model.lm_head]
     for linear in linears:
         linear.bias = torch.nn.Parameter(torch.randn(linear.out_features, generator=generator))
     vlm = VLM(folder, model, _vlm(str(tiny_root), "qwen2_vl", "target").processor, torch.device("cpu"))

@@ -42,9 +42,18 @@ def test_every_section_runs_on_tiny_models(tmp_path):
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     rows, ends = lines(tmp_path)
     assert {name: end["status"] for name, end in ends.items()} == {
-        "versions": "ran", "verify": "ran", "verify_72b": "ran", "draft": "ran", "tau": "ran", "predict": "ran",
-        "bf16": "ran", "plain": "ran", "race": "ran", "budget_sweep": "ran", "memory": "ran",
-    }  # fmt: skip
+        "versions": "ran",
+        "verify": "ran",
+        "verify_72b": "ran",
+        "draft": "ran",
+        "tau": "ran",
+        "predict": "ran",
+        "bf16": "ran",
+        "plain": "ran",
+        "race": "ran",
+        "budget_sweep": "ran",
+        "memory": "ran",
+    }
     by = lambda section: [r for r in rows if r["section"] == section]  # noqa: E731
     assert Path(by("versions")[0]["sage_core"]) == ROOT / "sage_core"  # this checkout, not an installed copy
     trees = {(r["tree"], r.get("nodes")) for r in by("verify")}
@@ -74,8 +83,11 @@ def test_a_failure_mid_run_keeps_the_figures_before_it_and_runs_the_rest(tmp_pat
     assert done.returncode == 1
     rows, ends = lines(tmp_path)
     assert [(n, e["status"]) for n, e in ends.items()] == [
-        ("versions", "ran"), ("verify", "failed"), ("predict", "ran"), ("plain", "ran")
-    ]  # fmt: skip
+        ("versions", "ran"),
+        ("verify", "failed"),
+        ("predict", "ran"),
+        ("plain", "ran"),
+    ]
     assert "failure injected in verify" in ends["verify"]["note"]
     assert "nothing to predict" in ends["predict"]["note"]  # it needed verify's costs, and says so
     assert {r["section"] for r in rows} == {"versions", "plain"}

@@ -25,8 +25,13 @@ def test_a_race_with_it_names_its_draft_without_the_path():
     example = next(e for e in load_examples() if not e.is_video)
     settings = Settings(Limits(), models.presets(), "builtin", models.CustomModels(), load_examples())
     handlers = Handlers(None, settings)  # a request draws no page
-    form = RaceForm(image=example.file, prompt=example.prompt, pair=models.BUILTIN_HESITANT.key,
-                    methods=["sage", "static"], max_new_tokens=8)  # fmt: skip
+    form = RaceForm(
+        image=example.file,
+        prompt=example.prompt,
+        pair=models.BUILTIN_HESITANT.key,
+        methods=["sage", "static"],
+        max_new_tokens=8,
+    )
     request = handlers.request(form)
     choice = request.pair
     assert choice.shown == ("builtin", "builtin-hesitant")

@@ -23,9 +23,6 @@ LONG_ALLOWED = {
     "app/page.py:build_page": "one gr.Blocks layout: its `with` nesting is the page's, read top to bottom",
     "app/ui.py:wire": "the page's events, one listener each, as ruff format lays their arguments out",
     "sage_core/cli.py:build_parser": "the command line, one add_argument per flag",
-    # Over 60 once ruff format lays their calls out, and refactored on another branch of the same issue
-    # (one prefill; the lean forward under models/): drop these when it merges.
-    "sage_core/decode.py:_prefill": "pending: one prefill with the scoring and pruning options",
 }
 
 #: Functions allowed over MAX_PARAMETERS: signatures others impose, each with its reason (the same names

@@ -50,8 +50,12 @@ def test_pip_install_gives_an_importable_package_and_the_sage_command(tmp_path: 
     assert {f.split("/")[0] for f in code} == {"sage_core"} and "sage_core/records.py" in code, code
     assert not any("tiny_models" in f or "testkit" in f for f in code), code
     assert tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dynamic"] == ["version"]
-    assert version == run(python, "-c", "import importlib.metadata as m; print(m.version('sage-demo'))",
-                          cwd=elsewhere).stdout.strip()  # fmt: skip
+    assert (
+        version
+        == run(
+            python, "-c", "import importlib.metadata as m; print(m.version('sage-demo'))", cwd=elsewhere
+        ).stdout.strip()
+    )
     assert version.count(".") == 2 and all(part.isdigit() for part in version.split("."))
     assert Path(module).is_relative_to(venv), module
     for folder in (target, draft):
@@ -61,8 +65,20 @@ def test_pip_install_gives_an_importable_package_and_the_sage_command(tmp_path: 
     assert helped.returncode == 0 and "generate" in helped.stdout, helped.stderr
     # `sage generate` on the installed built-in pair, against an image outside any checkout.
     shutil.copy(ROOT / "assets" / "examples" / "count.png", elsewhere / "count.png")
-    generated = run(sage, "generate", "--image", "count.png", "--prompt", "How many shapes?", "--max-new-tokens",
-                    "6", "--device", "cpu", "--json", cwd=elsewhere)  # fmt: skip
+    generated = run(
+        sage,
+        "generate",
+        "--image",
+        "count.png",
+        "--prompt",
+        "How many shapes?",
+        "--max-new-tokens",
+        "6",
+        "--device",
+        "cpu",
+        "--json",
+        cwd=elsewhere,
+    )
     assert generated.returncode == 0, generated.stderr[-3000:]
     result = json.loads(generated.stdout.strip().splitlines()[-1])
     assert result["method"] == "sage" and len(result["token_ids"]) >= 1 and result["text"], result

@@ -64,7 +64,7 @@ def test_decode_refuses_wrong_argument_types_by_name(tiny_pair, image) -> None:
         ((pair, image, "describe it", None), "config must be a sage_core DecodeConfig, not None: pass DecodeConfig("),
         ((pair, image, 123, config), "the prompt must be text (a str), not an int: pass a str"),
         ((pair, image, b"describe it", config), "not a bytes: decode it first (prompt.decode('utf-8'))"),
-    ]  # fmt: skip
+    ]
     for arguments, said in cases:
         with pytest.raises((InputError, ConfigError)) as refused:
             decode(*arguments)

@@ -58,8 +58,19 @@ def test_a_huge_video_race_holds_little_and_peaks_below_the_goal(tmp_path):
     the test's time; the script's defaults are the full case): each holds under 150 MB afterwards and
     peaks under +3 GB; a dropped stepped race gives its memory back."""
     out = tmp_path / "figures.json"
-    command = [sys.executable, "-m", "scripts.visitor_memory", "--side", "2000", "--races", "2",
-               "--max-new-tokens", "8", "--json", str(out)]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "scripts.visitor_memory",
+        "--side",
+        "2000",
+        "--races",
+        "2",
+        "--max-new-tokens",
+        "8",
+        "--json",
+        str(out),
+    ]
     # run from the checkout, as a module: the script drives the app (app/), which is not installed
     subprocess.run(command, check=True, capture_output=True, text=True, timeout=600, cwd=VISITOR_SCRIPT.parents[1])
     figures = json.loads(out.read_text())

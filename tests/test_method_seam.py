@@ -63,12 +63,20 @@ class ToyProposer:
 
 
 TOY = MethodSpec(
-    "toy-chain", "Toy chain", "Toy", "a chain of toy_length draft tokens", "#111827", 9, drafts=True,
-    proposer=lambda settings, config: ToyProposer(settings), settings=ToySettings,
+    "toy-chain",
+    "Toy chain",
+    "Toy",
+    "a chain of toy_length draft tokens",
+    "#111827",
+    9,
+    drafts=True,
+    proposer=lambda settings, config: ToyProposer(settings),
+    settings=ToySettings,
     controls=(Setting("toy_length", "length", "Toy chain: length", "the toy chain's length, in [1, 5].", 1, 5),),
-    describe=lambda record, settings: f"The toy drafted a chain of {len(record.tree)} (its setting: "
-    f"{settings.length if settings else '?'}).",
-)  # fmt: skip
+    describe=lambda record, settings: (
+        f"The toy drafted a chain of {len(record.tree)} (its setting: {settings.length if settings else '?'})."
+    ),
+)
 
 
 @pytest.fixture(scope="module")
@@ -103,8 +111,23 @@ def greedy_ids(pair_folders: tuple[str, str], picture: str, prompt: str) -> list
 
 def test_the_cli_runs_the_toy_with_its_flag_and_refuses_a_bad_value(toy, pair_folders, picture, capsys, tmp_path):
     target, draft = pair_folders
-    common = ["generate", "--target", target, "--draft", draft, "--image", picture, "--prompt", "What is it?",
-              "--method", "toy-chain", "--max-new-tokens", str(TOKENS), "--device", "cpu"]  # fmt: skip
+    common = [
+        "generate",
+        "--target",
+        target,
+        "--draft",
+        draft,
+        "--image",
+        picture,
+        "--prompt",
+        "What is it?",
+        "--method",
+        "toy-chain",
+        "--max-new-tokens",
+        str(TOKENS),
+        "--device",
+        "cpu",
+    ]
     trace = tmp_path / "toy.jsonl"
     assert main([*common, "--toy-length", "3", "--json", "--trace", str(trace)]) == 0
     result = json.loads(capsys.readouterr().out)
@@ -132,8 +155,14 @@ def test_the_race_api_takes_the_toys_setting_and_the_explainer_describes_its_rou
     from app.explain_view import explain_html
     from app.race_trace import parse_race
 
-    raced = client.predict(image=handle_file(picture), prompt="What is it?", methods=["toy-chain", "ar"],
-                           max_new_tokens=TOKENS, toy_length=2, api_name="/race")  # fmt: skip
+    raced = client.predict(
+        image=handle_file(picture),
+        prompt="What is it?",
+        methods=["toy-chain", "ar"],
+        max_new_tokens=TOKENS,
+        toy_length=2,
+        api_name="/race",
+    )
     assert raced["methods"] == ["ar", "toy-chain"]  # its column order (9) after plain decoding's (4)
     assert raced["lossless"]["identical"] and raced["token_ids"]["toy-chain"] == raced["token_ids"]["ar"]
     data = parse_race(raced["trace"].splitlines())
@@ -146,8 +175,14 @@ def test_the_race_api_takes_the_toys_setting_and_the_explainer_describes_its_rou
     page = explain_html(lane.records, decoded[0].round, data.token_texts, "toy-chain", settings=ToySettings(2))
     assert "The toy drafted a chain of 2 (its setting: 2)." in page and "SAGE's first round" not in page
     with pytest.raises(AppError, match=r"the toy chain's length must be a whole number in \[1, 5\], not 7"):
-        client.predict(image=handle_file(picture), prompt="What is it?", methods=["toy-chain", "ar"],
-                       max_new_tokens=TOKENS, toy_length=7, api_name="/race")  # fmt: skip
+        client.predict(
+            image=handle_file(picture),
+            prompt="What is it?",
+            methods=["toy-chain", "ar"],
+            max_new_tokens=TOKENS,
+            toy_length=7,
+            api_name="/race",
+        )
 
 
 def test_one_request_from_the_page_to_the_race_and_no_long_parameter_lists():

@@ -42,12 +42,19 @@ def test_the_premise_on_recorded_rounds():
 # -- the calibration picture, what adaptation bought, the acceptance histogram --------------------------
 
 
-def lane_record(method: str, step: int, top: tuple[float, ...], accepted: int, path: tuple[float, ...] = (),
-                seconds: float = 0.0) -> RoundRecord:  # fmt: skip
+def lane_record(
+    method: str, step: int, top: tuple[float, ...], accepted: int, path: tuple[float, ...] = (), seconds: float = 0.0
+) -> RoundRecord:
     from dataclasses import replace
 
-    return replace(chain_record(step, None, None, accepted), method=method, root_top_probs=top,
-                   root_top_tokens=tuple(range(len(top))), path_entropies=path, total_seconds=seconds)  # fmt: skip
+    return replace(
+        chain_record(step, None, None, accepted),
+        method=method,
+        root_top_probs=top,
+        root_top_tokens=tuple(range(len(top))),
+        path_entropies=path,
+        total_seconds=seconds,
+    )
 
 
 def test_alpha_is_measured_from_the_roots_top_k_and_binned_on_a_lane_alpha_does_not_shape():
@@ -73,9 +80,11 @@ def test_alpha_is_measured_from_the_roots_top_k_and_binned_on_a_lane_alpha_does_
 def test_entropy_is_autocorrelated_token_by_token_and_a_gap_breaks_the_run():
     from sage_core.premise import calibration_of, lag1, token_entropies
 
-    rising = [lane_record("chain", 1, (0.5, 0.5), 2, (0.1, 0.2, 0.3)),
-              lane_record("chain", 2, (0.5, 0.5), 2, (0.4, 0.5)),  # the last accepted node was not expanded
-              lane_record("chain", 3, (0.5, 0.5), 1, (0.6, 0.7))]  # fmt: skip
+    rising = [
+        lane_record("chain", 1, (0.5, 0.5), 2, (0.1, 0.2, 0.3)),
+        lane_record("chain", 2, (0.5, 0.5), 2, (0.4, 0.5)),  # the last accepted node was not expanded
+        lane_record("chain", 3, (0.5, 0.5), 1, (0.6, 0.7)),
+    ]
     assert token_entropies(rising) == [[0.1, 0.2, 0.3, 0.4, 0.5], [0.6, 0.7]]
     assert lag1([[1, 2, 3, 4, 5], [9, 8]]) == (pearson([1, 2, 3, 4, 9], [2, 3, 4, 5, 8]), 5)
     picture = calibration_of({"chain": rising})
@@ -86,20 +95,26 @@ def test_what_adaptation_bought_says_nothing_when_it_is_nothing():
     from sage_core.premise import adaptation_bought
 
     sage = [lane_record("sage", 1, (0.5, 0.5), 4, seconds=1.0), lane_record("sage", 2, (0.5, 0.5), 6, seconds=2.0)]
-    same = [lane_record("sage-frozen", 1, (0.5, 0.5), 5, seconds=1.0),
-            lane_record("sage-frozen", 2, (0.5, 0.5), 5, seconds=2.01)]  # fmt: skip
+    same = [
+        lane_record("sage-frozen", 1, (0.5, 0.5), 5, seconds=1.0),
+        lane_record("sage-frozen", 2, (0.5, 0.5), 5, seconds=2.01),
+    ]
     nothing = adaptation_bought(sage, same, 0.85)
     assert nothing is not None and nothing.delta_tau == 0 and nothing.delta_seconds == pytest.approx(-0.01)
     assert "nothing measurable" in nothing.sentence() and "α held at 0.85" in nothing.sentence()
-    worse = [lane_record("sage-frozen", 1, (0.5, 0.5), 3, seconds=1.5),
-             lane_record("sage-frozen", 2, (0.5, 0.5), 3, seconds=3.0)]  # fmt: skip
+    worse = [
+        lane_record("sage-frozen", 1, (0.5, 0.5), 3, seconds=1.5),
+        lane_record("sage-frozen", 2, (0.5, 0.5), 3, seconds=3.0),
+    ]
     bought = adaptation_bought(sage, worse)
     assert bought is not None and bought.delta_tau == pytest.approx(2.0)
     assert "accepted more draft tokens per round and finished sooner than" in bought.sentence()
     assert "Δτ +2.00" in bought.sentence()
     # the same τ, but a wall time measurably shorter (or longer): said as time, never as "fewer tokens"
-    slower = [lane_record("sage-frozen", 1, (0.5, 0.5), 5, seconds=1.5),
-              lane_record("sage-frozen", 2, (0.5, 0.5), 5, seconds=2.2)]  # fmt: skip
+    slower = [
+        lane_record("sage-frozen", 1, (0.5, 0.5), 5, seconds=1.5),
+        lane_record("sage-frozen", 2, (0.5, 0.5), 5, seconds=2.2),
+    ]
     sooner = adaptation_bought(sage, slower)
     assert sooner is not None and sooner.delta_tau == 0
     assert "round finished sooner than" in sooner.sentence() and "tokens" not in sooner.sentence().split(":")[1]

@@ -169,11 +169,19 @@ def long_race(steps: int) -> RaceData:
     for method in ("sage", "static"):
         base = record(method, 1, 1, 0, 0.01, 0.0)
         records = [
-            replace(base, round=i, phase="decode" if i else "prefill", new_tokens=(11,), new_token_texts=(" w",),
-                    bonus_token=11, total_tokens=i + 1, total_seconds=0.01 * (i + 1),
-                    finish_reason="length" if i == steps - 1 else None)
+            replace(
+                base,
+                round=i,
+                phase="decode" if i else "prefill",
+                new_tokens=(11,),
+                new_token_texts=(" w",),
+                bonus_token=11,
+                total_tokens=i + 1,
+                total_seconds=0.01 * (i + 1),
+                finish_reason="length" if i == steps - 1 else None,
+            )
             for i in range(steps)
-        ]  # fmt: skip
+        ]
         lanes.append(Lane(method, replace(header(method), max_new_tokens=steps), records))
     return RaceData(lanes=lanes, replay=True)
 

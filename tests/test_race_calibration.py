@@ -21,9 +21,19 @@ def test_adaptation_bought_is_said_beside_the_premise_when_sage_and_sage_frozen_
     data.lanes.append(Lane("sage-frozen", frozen_header, frozen))
     html = render.table_html(data)
     assert "What adaptation bought on this input: nothing measurable" in html and "α held at 0.85" in html
-    slower = [replace(r, accepted_nodes=(), accepted_tokens=(), total_seconds=r.total_seconds * 2,
-                      new_tokens=r.new_tokens[-1:], tree_tokens=(), tree_parents=(), tree_draft_probs=())
-              for r in frozen]  # fmt: skip
+    slower = [
+        replace(
+            r,
+            accepted_nodes=(),
+            accepted_tokens=(),
+            total_seconds=r.total_seconds * 2,
+            new_tokens=r.new_tokens[-1:],
+            tree_tokens=(),
+            tree_parents=(),
+            tree_draft_probs=(),
+        )
+        for r in frozen
+    ]
     data.lanes[-1] = Lane("sage-frozen", frozen_header, slower)
     assert (
         "accepted more draft tokens per round and finished sooner than SAGE with α held at 0.85"
@@ -34,10 +44,16 @@ def test_adaptation_bought_is_said_beside_the_premise_when_sage_and_sage_frozen_
 def test_alpha_is_pictured_against_acceptance_on_the_static_trees_rounds_with_counts():
     data = synthetic_race()
     static = data.lanes[1].records
-    data.lanes[1] = Lane("static", data.lanes[1].header, [
-        replace(r, root_top_probs=SURE if r.accepted_length > 1 else UNSURE, root_top_tokens=(1, 2, 3, 4))
-        if r.phase == "decode" else r for r in static
-    ])  # fmt: skip
+    data.lanes[1] = Lane(
+        "static",
+        data.lanes[1].header,
+        [
+            replace(r, root_top_probs=SURE if r.accepted_length > 1 else UNSURE, root_top_tokens=(1, 2, 3, 4))
+            if r.phase == "decode"
+            else r
+            for r in static
+        ],
+    )
     html = render.table_html(data)
     assert "on SD-Tree's 3 rounds, where α does not choose the tree" in html
     assert "sage-calibration" in html and "α in [0, 0.5)" in html and "α in [0.8, 0.9)" in html

@@ -87,14 +87,46 @@ def test_cli_json_matches_generate(tiny_root, tiny_pair, greedy, image_file, vid
         expected_ids = greedy(pair, media, "What moves?", 16)
         prompt_tokens = pair.target.prepare(media, "What moves?")["input_ids"].shape[1]
         trace = tmp_path / f"{method}.jsonl"
-        code = main(["generate", "--target", target, "--draft", draft, flag, str(path), "--frames", "6",
-                     "--prompt", "What moves?", "--method", method, "--max-new-tokens", "16",
-                     "--device", "cpu", "--json", "--trace", str(trace)])  # fmt: skip
+        code = main(
+            [
+                "generate",
+                "--target",
+                target,
+                "--draft",
+                draft,
+                flag,
+                str(path),
+                "--frames",
+                "6",
+                "--prompt",
+                "What moves?",
+                "--method",
+                method,
+                "--max-new-tokens",
+                "16",
+                "--device",
+                "cpu",
+                "--json",
+                "--trace",
+                str(trace),
+            ]
+        )
         assert code == 0
         result = json.loads(capsys.readouterr().out)
         assert result["token_ids"] == expected_ids
-        for key in ("method", "text", "rounds", "target_forwards", "mean_accepted", "tokens_per_forward",
-                    "seconds", "tokens_per_second", "trace", "prompt_tokens", "draft_prompt_tokens"):  # fmt: skip
+        for key in (
+            "method",
+            "text",
+            "rounds",
+            "target_forwards",
+            "mean_accepted",
+            "tokens_per_forward",
+            "seconds",
+            "tokens_per_second",
+            "trace",
+            "prompt_tokens",
+            "draft_prompt_tokens",
+        ):
             assert key in result
         assert result["prompt_tokens"] == prompt_tokens
         assert result["draft_prompt_tokens"] == (None if method == "ar" else result["prompt_tokens"])
@@ -202,8 +234,21 @@ def test_an_unexpected_failure_is_one_internal_error_line(tiny_root, image_file,
 
     monkeypatch.setattr(sys.modules["sage_core.decode"], "decode", broken)
     target = tiny_folder(tiny_root, "qwen2_vl", "target")
-    code = main(["generate", "--image", str(image_file), "--prompt", "hi", "--target", target, "--draft", target,
-                 "--device", "cpu"])  # fmt: skip
+    code = main(
+        [
+            "generate",
+            "--image",
+            str(image_file),
+            "--prompt",
+            "hi",
+            "--target",
+            target,
+            "--draft",
+            target,
+            "--device",
+            "cpu",
+        ]
+    )
     errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
     assert code == 2
     assert errors == ["error: internal error (KeyError: 'a bug'); SAGE_DEBUG=1 shows the traceback"]
@@ -211,8 +256,24 @@ def test_an_unexpected_failure_is_one_internal_error_line(tiny_root, image_file,
 
 def test_cli_prints_the_loading_stages(tiny_root, image_file, capsys):
     target = tiny_folder(tiny_root, "qwen2_vl", "target")
-    main(["generate", "--image", str(image_file), "--prompt", "hi", "--target", target, "--draft", target,
-          "--device", "cpu", "--max-new-tokens", "2", "--json"])  # fmt: skip
+    main(
+        [
+            "generate",
+            "--image",
+            str(image_file),
+            "--prompt",
+            "hi",
+            "--target",
+            target,
+            "--draft",
+            target,
+            "--device",
+            "cpu",
+            "--max-new-tokens",
+            "2",
+            "--json",
+        ]
+    )
     stages = [line for line in capsys.readouterr().err.splitlines() if line.startswith("[loading")]
     assert stages == [f"[loading the target {target} (local folder)]", f"[loading the draft {target} (local folder)]"]
 

@@ -205,9 +205,14 @@ def test_the_app_races_every_method_on_a_custom_qwen3_5_pair(tiny_root, monkeypa
     page = SimpleNamespace(**{f.name: f.name for f in fields(Page)})
     image = Path(__file__).resolve().parent.parent / "assets" / "examples" / "bar_value.png"
     form = RaceForm(
-        image=str(image), prompt="hi", pair=CUSTOM_KEY, custom_target=target.name, custom_draft=draft.name,
-        methods=list(METHODS), max_new_tokens=8,
-    )  # fmt: skip
+        image=str(image),
+        prompt="hi",
+        pair=CUSTOM_KEY,
+        custom_target=target.name,
+        custom_draft=draft.name,
+        methods=list(METHODS),
+        max_new_tokens=8,
+    )
     result = Handlers(page, settings).race_to_end(form)
     assert sorted(result["methods"]) == sorted(METHODS)
     assert all(ids == result["token_ids"]["ar"] for ids in result["token_ids"].values()) and result["token_ids"]["ar"]
@@ -230,8 +235,16 @@ def test_a_target_offloaded_to_disk_by_accelerate_runs_trees(tiny_root, image, t
     from sage_core import DecodeConfig, decode, load_pair
 
     target, draft = tiny_folder(tiny_root, FAMILY, "target"), tiny_folder(tiny_root, FAMILY, "noised")
-    pair = load_pair(target, draft, "cpu", "float32", device_map="auto", max_memory={"cpu": "300KB"},
-                     offload_folder=str(tmp_path / "offload"), draft_device="cpu")  # fmt: skip
+    pair = load_pair(
+        target,
+        draft,
+        "cpu",
+        "float32",
+        device_map="auto",
+        max_memory={"cpu": "300KB"},
+        offload_folder=str(tmp_path / "offload"),
+        draft_device="cpu",
+    )
     linear = next(m for m in pair.target.model.modules() if type(m).__name__ == "Qwen3_5GatedDeltaNet")
     assert linear.conv1d.weight.device.type == "meta" and hasattr(linear, "_hf_hook")  # on disk until its forward
     plain = load_pair(target, draft, "cpu", "float32")

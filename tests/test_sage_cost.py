@@ -24,8 +24,9 @@ PROMPT = "Describe the picture."
 
 @functools.cache
 def _pair(root: str, draft_kind: str) -> ModelPair:
-    return load_pair(tiny_folder(Path(root), "qwen2_vl", "target"), tiny_folder(Path(root), "qwen2_vl", draft_kind),
-                     "cpu", "float32")  # fmt: skip
+    return load_pair(
+        tiny_folder(Path(root), "qwen2_vl", "target"), tiny_folder(Path(root), "qwen2_vl", draft_kind), "cpu", "float32"
+    )
 
 
 def fake_curve(per_node_ms: float, overhead: float | None = 0.0) -> CostCurve:

@@ -270,9 +270,14 @@ def test_warper_processes_logits_exactly_as_generate(tiny_root, image, settings,
     torch.manual_seed(0)
     with torch.no_grad():
         out = pair.target.model.generate(
-            **inputs, do_sample=True, max_new_tokens=4, output_scores=True, output_logits=True,
-            return_dict_in_generate=True, **generate_kwargs,
-        )  # fmt: skip
+            **inputs,
+            do_sample=True,
+            max_new_tokens=4,
+            output_scores=True,
+            output_logits=True,
+            return_dict_in_generate=True,
+            **generate_kwargs,
+        )
     assert len(out.scores) >= 2
     for raw, processed in zip(out.logits, out.scores, strict=True):
         mine = Warper(settings)(raw)

@@ -42,8 +42,10 @@ def test_a_row_picture_is_read_left_to_right_top_then_bottom():
         assert example.answer.endswith(f"the top shapes are {top} and the bottom shapes are {bottom}.")
         assert example.long and example.question in scenes.ROW_Q
         # the objects are drawn where the answer says: left to right within a row, the top row above
-        boxes = [example.labels.point(lambda v, i=i: 255 if v == i else 0).getbbox()
-                 for i in range(1, len(example.objects) + 1)]  # fmt: skip
+        boxes = [
+            example.labels.point(lambda v, i=i: 255 if v == i else 0).getbbox()
+            for i in range(1, len(example.objects) + 1)
+        ]
         assert all(boxes)
         for row in (range(len(first)), range(len(first), len(example.objects))):
             xs = [boxes[i][0] + boxes[i][2] for i in row]

@@ -56,8 +56,11 @@ def test_reworded_questions_keep_the_answer_and_the_facts():
         for held_out in (False, True):
             other = reword(rng, example, held_out)
             assert (other.answer, other.facts, other.forbidden, other.kind) == (
-                example.answer, example.facts, example.forbidden, example.kind,
-            )  # fmt: skip
+                example.answer,
+                example.facts,
+                example.forbidden,
+                example.kind,
+            )
             changed += other.question != example.question
             assert "{" not in other.question
     assert changed >= 200
@@ -87,8 +90,10 @@ def test_the_held_out_check_asks_every_reworded_kind_and_lone_shapes_in_held_out
     examples = held_out_examples(seed=9, n=48)
     assert {e.kind for e in examples} == set(REWORDED_KINDS)
     held_out = {w for pool in (*HELD_OUT.values(), *LONE_HELD_OUT.values()) for w in pool}
-    assert all(any(e.question == w.format(colour=c, shape=s, place=p) for w in held_out
-                   for c, s, p in _fill_ins(e)) for e in examples)  # fmt: skip
+    assert all(
+        any(e.question == w.format(colour=c, shape=s, place=p) for w in held_out for c, s, p in _fill_ins(e))
+        for e in examples
+    )
     assert sum(len(e.objects) == 1 and e.kind in LONE_HELD_OUT for e in examples) >= 4
 
 
@@ -113,8 +118,9 @@ def _template_pattern(template: str) -> re.Pattern[str]:
 def test_unseen_wordings_are_produced_by_no_template_of_the_project():
     """The hand-written questions match no training, held-out or scene template, even with any slot
     filled by any words (so no run has seen them as they are asked)."""
-    templates = [w for pool in (*TRAINING.values(), *LONE.values(), *HELD_OUT.values(), *LONE_HELD_OUT.values())
-                 for w in pool]  # fmt: skip
+    templates = [
+        w for pool in (*TRAINING.values(), *LONE.values(), *HELD_OUT.values(), *LONE_HELD_OUT.values()) for w in pool
+    ]
     templates += [t for name in dir(scenes) if name.endswith("_Q") for t in getattr(scenes, name)]
     patterns = [_template_pattern(t) for t in templates]
     unseen = [w for pool in UNSEEN.values() for w in pool]

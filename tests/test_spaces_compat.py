@@ -39,13 +39,27 @@ def test_odd_arguments_ask_for_the_most_a_valid_race_could_need():
     assert race_seconds(10**9, ["sage"], None) == MAX_SECONDS
 
 
-def race_live(image: Any, video: Any, prompt: Any, pair: Any, custom_target: Any, custom_draft: Any, methods: Any,
-              max_new_tokens: Any, *rest: Any) -> None:  # fmt: skip
+def race_live(
+    image: Any,
+    video: Any,
+    prompt: Any,
+    pair: Any,
+    custom_target: Any,
+    custom_draft: Any,
+    methods: Any,
+    max_new_tokens: Any,
+    *rest: Any,
+) -> None:
     """The live race handler's leading parameters (app/handlers.py)."""
 
 
-def race_api(image: str | None = None, prompt: str = "", pair: str = "", methods: list[str] | None = None,
-             max_new_tokens: float = 128) -> None:  # fmt: skip
+def race_api(
+    image: str | None = None,
+    prompt: str = "",
+    pair: str = "",
+    methods: list[str] | None = None,
+    max_new_tokens: float = 128,
+) -> None:
     """The API handler's, called by keyword."""
 
 

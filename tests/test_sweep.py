@@ -15,8 +15,9 @@ from sage_testkit.pairs import tiny_folder
 
 @functools.cache
 def _pair(root: str) -> ModelPair:
-    return load_pair(tiny_folder(Path(root), "qwen2_vl", "target"), tiny_folder(Path(root), "qwen2_vl", "noised"),
-                     "cpu", "float32")  # fmt: skip
+    return load_pair(
+        tiny_folder(Path(root), "qwen2_vl", "target"), tiny_folder(Path(root), "qwen2_vl", "noised"), "cpu", "float32"
+    )
 
 
 def test_the_sweep_runs_every_method_at_every_budget_and_marks_sage_costs_choice(tiny_root, image):
@@ -26,8 +27,13 @@ def test_the_sweep_runs_every_method_at_every_budget_and_marks_sage_costs_choice
     cases = [("image", prepare_inputs(pair, image, "Describe the picture."))]
     result = sweep(pair, cases, budgets=(4, 16), max_new_tokens=24)
     assert [(p.method, p.budget) for p in result.points] == [
-        ("sage", 4), ("sage", 16), ("dynamic", 4), ("dynamic", 16), ("best-first", 4), ("best-first", 16),
-    ]  # fmt: skip
+        ("sage", 4),
+        ("sage", 16),
+        ("dynamic", 4),
+        ("dynamic", 16),
+        ("best-first", 4),
+        ("best-first", 16),
+    ]
     fixed = {p.budget: p for p in result.points if p.method == "best-first"}
     dynamic = {p.budget: p for p in result.points if p.method == "dynamic"}
     assert dynamic[4].nodes <= 4 and fixed[4].nodes <= 4 < fixed[16].nodes <= 16  # the budget is the tree's size
@@ -76,7 +82,7 @@ def test_the_app_measures_the_pairs_sweep_once_and_draws_it_beside_the_warm_up_c
     )
     settings = Settings(Limits(), [], models.CUSTOM_KEY, models.CustomModels(folder=target.parent), [])
     page = SimpleNamespace(**{f.name: f.name for f in fields(Page)})
-    handlers = Handlers(page, settings)  # type: ignore[arg-type]
+    handlers = Handlers(page, settings)
     update = handlers.show_sweep(models.CUSTOM_KEY, target.name, draft.name)
     names = {trace.name for trace in update["fig_sweep"].data}
     assert {"verify / one-token step", "sage-cost (its mean choice)"} <= names  # the cost curve beside the sweep

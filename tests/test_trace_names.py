@@ -144,8 +144,10 @@ def test_a_caller_using_an_old_setting_name_is_told_the_new_one():
     from sage_core.errors import ConfigError, GenerateError
     from sage_core.hf_generate import _sage_config
 
-    for values, old, new in (({"top_k": "12"}, "top_k", "candidates"),
-                             ({"expansion_threshold": 0.2}, "expansion_threshold", "threshold_base")):  # fmt: skip
+    for values, old, new in (
+        ({"top_k": "12"}, "top_k", "candidates"),
+        ({"expansion_threshold": 0.2}, "expansion_threshold", "threshold_base"),
+    ):
         with pytest.raises(ConfigError, match=f"'{old}' is the old name of SAGE's '{new}', no longer read"):
             SageConfig.from_form(values)
     with pytest.raises(ConfigError, match="'top_k' is the old name of the dynamic tree's 'candidates'"):
@@ -168,8 +170,9 @@ def test_old_flag_names_are_refused_and_not_listed(capsys):
             parser.parse_args(["generate", "--image", "x.png", "--prompt", "hi", old, "7"])
         assert exited.value.code == 2
         assert f"error: {old} is the old name of {new}, no longer read: use {new}" in capsys.readouterr().err
-    new_args = parser.parse_args(["generate", "--image", "x.png", "--prompt", "hi", "--candidates", "7",
-                                  "--dynamic-candidates", "3"])  # fmt: skip
+    new_args = parser.parse_args(
+        ["generate", "--image", "x.png", "--prompt", "hi", "--candidates", "7", "--dynamic-candidates", "3"]
+    )
     assert (new_args.candidates, new_args.dynamic_candidates) == (7, 3)
     default = parser.parse_args(["generate", "--image", "x.png", "--prompt", "hi"])
     assert (default.candidates, default.dynamic_candidates) == (10, 10)

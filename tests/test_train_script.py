@@ -267,8 +267,10 @@ def test_a_smaller_draft_keeps_the_first_layers_and_still_runs():
         script.keep_layers(draft, 2)
 
 
-@pytest.mark.parametrize(("start", "seeds"), [(None, 14), ("8", ["8642", "9753", "7531", "1133", "2244", "3355"]),
-                                              ("9", ["1133", "2244", "3355"])])  # fmt: skip
+@pytest.mark.parametrize(
+    ("start", "seeds"),
+    [(None, 14), ("8", ["8642", "9753", "7531", "1133", "2244", "3355"]), ("9", ["1133", "2244", "3355"])],
+)
 def test_the_recipe_starts_where_it_is_told(tmp_path, start, seeds):
     """`--from 8` runs the continuation stage (runs 8 and 9) on the pair in OUT, `--from 9` run 9 alone, and
     no `--from` every run; each `train` recorded by a stand-in `python` on the PATH (nothing trains)."""

@@ -96,11 +96,21 @@ def test_the_race_answer_carries_the_notes():
     offered = models.presets()
     settings = Settings(Limits(), offered, "builtin", models.CustomModels(), load_examples())
     handlers = Handlers(None, settings)  # the API handler draws no page
-    photo = handlers.race_api(image=str(GRADIO_IMAGES / "cheetah1.jpg"), prompt="describe the image in detail.",
-                              pair="builtin", methods=["sage", "ar"], max_new_tokens=8)  # fmt: skip
+    photo = handlers.race_api(
+        image=str(GRADIO_IMAGES / "cheetah1.jpg"),
+        prompt="describe the image in detail.",
+        pair="builtin",
+        methods=["sage", "ar"],
+        max_new_tokens=8,
+    )
     assert photo["notes"] == list(OUTSIDE_WORLD_NOTE)
     assert photo["lossless"]["identical"] and photo["token_ids"]["sage"] == photo["token_ids"]["ar"]
     example = shipped()[0]
-    inside = handlers.race_api(image=str(EXAMPLES / example["file"]), prompt=example["prompt"], pair="builtin",
-                               methods=["sage", "ar"], max_new_tokens=8)  # fmt: skip
+    inside = handlers.race_api(
+        image=str(EXAMPLES / example["file"]),
+        prompt=example["prompt"],
+        pair="builtin",
+        methods=["sage", "ar"],
+        max_new_tokens=8,
+    )
     assert inside["notes"] == []

@@ -109,10 +109,19 @@ def training_wordings() -> dict[str, tuple[str, ...]]:
     """Per question kind (bar questions of every form under ``bar``), the questions training asks, with slots."""
     s = scenes
     out: dict[str, tuple[str, ...]] = {
-        "shape": s.SHAPE_Q, "colour": s.COLOUR_Q, "count": s.COUNT_Q, "position": s.POSITION_Q, "size": s.SIZE_Q,
-        "describe": s.DESCRIBE_Q, "bar": (*s.BAR_Q_HIGH, *s.BAR_Q_LOW, *s.BAR_Q_VALUE, *s.BAR_Q_COUNT),
-        "chart": s.CHART_Q, "text": s.TEXT_Q, "video": s.VIDEO_Q, "narrate": s.NARRATE_Q, s.ROW_KIND: s.ROW_Q,
-    }  # fmt: skip
+        "shape": s.SHAPE_Q,
+        "colour": s.COLOUR_Q,
+        "count": s.COUNT_Q,
+        "position": s.POSITION_Q,
+        "size": s.SIZE_Q,
+        "describe": s.DESCRIBE_Q,
+        "bar": (*s.BAR_Q_HIGH, *s.BAR_Q_LOW, *s.BAR_Q_VALUE, *s.BAR_Q_COUNT),
+        "chart": s.CHART_Q,
+        "text": s.TEXT_Q,
+        "video": s.VIDEO_Q,
+        "narrate": s.NARRATE_Q,
+        s.ROW_KIND: s.ROW_Q,
+    }
     for form, wordings in (*wording.TRAINING.items(), *wording.LONE.items()):
         kind = "bar" if form in ("high", "low", "value", "bars") else form
         out[kind] = (*out[kind], *wordings)

@@ -110,8 +110,12 @@ def teacher_forced_feed(processor: Any, example: Any, answer: list[int]) -> tupl
     n = enc["input_ids"].shape[1]
     ids = torch.cat([enc["input_ids"], torch.tensor([answer])], dim=1)
     extra = torch.zeros(1, len(answer), dtype=torch.long)
-    feed = dict(enc, input_ids=ids, attention_mask=torch.ones_like(ids),
-                mm_token_type_ids=torch.cat([enc["mm_token_type_ids"], extra], 1))  # fmt: skip
+    feed = dict(
+        enc,
+        input_ids=ids,
+        attention_mask=torch.ones_like(ids),
+        mm_token_type_ids=torch.cat([enc["mm_token_type_ids"], extra], 1),
+    )
     return n, feed
 
 

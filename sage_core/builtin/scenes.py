@@ -511,8 +511,10 @@ def ask_rows(rng: random.Random, image: Image.Image, things: tuple[Thing, ...], 
     left to right, and the two colours again."""
     example = Example(image, rng.choice(ROW_Q), "", ROW_KIND, objects=things)
     (top, first), (bottom, second) = rows_of(example)
-    lines = [ROW_LINE.format(colour=c, row=name, shapes=" ".join(shapes))
-             for name, (c, shapes) in (("top", (top, first)), ("bottom", (bottom, second)))]  # fmt: skip
+    lines = [
+        ROW_LINE.format(colour=c, row=name, shapes=" ".join(shapes))
+        for name, (c, shapes) in (("top", (top, first)), ("bottom", (bottom, second)))
+    ]
     opening = DESCRIBE_OPEN.format(aspect=aspect_name(image), background=background)
     answer = " ".join([opening, *lines, ROW_CLOSE.format(top=top, bottom=bottom)])
     facts = (f"{top} shapes in the top read", f"{bottom} shapes in the bottom read")
@@ -779,9 +781,14 @@ def make_example(rng: random.Random, kind: str | None = None, style: Style = DEF
     if kind == "text":
         text = rng.choice(WORDS) if rng.random() < 0.5 else str(rng.randint(10, 999))
         return Example(
-            text_image(rng, text, style), rng.choice(TEXT_Q), TEXT_A.format(text=text), kind, (text,),
-            _others(text, WORDS), (text,),
-        )  # fmt: skip
+            text_image(rng, text, style),
+            rng.choice(TEXT_Q),
+            TEXT_A.format(text=text),
+            kind,
+            (text,),
+            _others(text, WORDS),
+            (text,),
+        )
     if kind == ROW_KIND:
         image, things, background, label_map = row_scene(rng, style)
         return replace(ask_rows(rng, image, things, background), labels=label_map)

@@ -63,9 +63,9 @@ def _normalized(x: torch.Tensor, eps: float) -> torch.Tensor:
     return x * (x * x).sum(-1, keepdim=True).add_(x.shape[-1] * eps).rsqrt_()
 
 
-def _side_by_side(weights: list[tuple[torch.Tensor, torch.Tensor | None]], norm: torch.Tensor) -> tuple[
-    torch.Tensor, torch.Tensor | None
-]:  # fmt: skip
+def _side_by_side(
+    weights: list[tuple[torch.Tensor, torch.Tensor | None]], norm: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     """The projections' weights as one transposed matrix with the norm's weight (and its sqrt(width),
     `_normalized`) folded in, and their biases."""
     matrix = (torch.cat([weight for weight, _ in weights]) * (norm * norm.shape[-1] ** 0.5)).t().contiguous()
@@ -90,11 +90,24 @@ def _merge(layer: LayerWeights) -> _MergedLayer | None:
     qkv, qkv_bias = _side_by_side([layer.q, layer.k, layer.v], layer.input_norm[0])
     gate_up, gate_up_bias = _side_by_side([layer.gate, layer.up], layer.post_norm[0])
     return _MergedLayer(
-        qkv, qkv_bias, layer.q[0].shape[0] + layer.k[0].shape[0], qk_norm, qk_eps,
-        layer.input_norm[1], layer.post_norm[1], layer.o[0].t(), layer.o[1], gate_up, gate_up_bias,
-        layer.down[0].t(), layer.down[1], F.silu if layer.silu else layer.act,
-        layer.q[0].shape[0] // layer.head_dim, layer.head_dim, layer.scaling,
-    )  # fmt: skip
+        qkv,
+        qkv_bias,
+        layer.q[0].shape[0] + layer.k[0].shape[0],
+        qk_norm,
+        qk_eps,
+        layer.input_norm[1],
+        layer.post_norm[1],
+        layer.o[0].t(),
+        layer.o[1],
+        gate_up,
+        gate_up_bias,
+        layer.down[0].t(),
+        layer.down[1],
+        F.silu if layer.silu else layer.act,
+        layer.q[0].shape[0] // layer.head_dim,
+        layer.head_dim,
+        layer.scaling,
+    )
 
 
 def _product(x: torch.Tensor, matrix: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
