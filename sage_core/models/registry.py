@@ -1,7 +1,8 @@
-"""Every supported family, by the config's `model_type`."""
+"""Every supported family, by the config's `model_type`; `register_family` adds one at run time."""
 
 from __future__ import annotations
 
+from ..errors import ConfigError
 from .family import Family
 from .gemma import GEMMA3, GEMMA4
 from .idefics import IDEFICS3, SMOLVLM
@@ -30,3 +31,19 @@ _ALL = (
     GLM46V,
 )
 FAMILIES: dict[str, Family] = {family.model_type: family for family in _ALL}
+_BUILTIN = tuple(FAMILIES)
+
+
+def register_family(family: Family) -> Family:
+    """Support a family by its `model_type` (`load_pair`, the CLI, `hf_generate`), as the built-in ones."""
+    if family.model_type in FAMILIES:
+        raise ConfigError(f"a family of model_type {family.model_type!r} is registered already")
+    FAMILIES[family.model_type] = family
+    return family
+
+
+def unregister_family(model_type: str) -> None:
+    """Remove a family `register_family` added (the built-in ones stay)."""
+    if model_type in _BUILTIN:
+        raise ConfigError(f"{model_type!r} is a built-in family")
+    FAMILIES.pop(model_type, None)
