@@ -81,10 +81,11 @@ def pair(toy, tmp_path_factory) -> ModelPair:
     return load_pair(target, draft, "cpu")
 
 
-def greedy(pair: ModelPair, image, prompt: str) -> list[int]:
-    inputs = pair.target.prepare(image, prompt)
+def greedy(pair: ModelPair, image, prompt: str, role: str = "target") -> list[int]:
+    vlm = pair.target if role == "target" else pair.draft
+    inputs = vlm.prepare(image, prompt)
     with torch.no_grad():
-        out = pair.target.model.generate(**inputs, do_sample=False, max_new_tokens=TOKENS)
+        out = vlm.model.generate(**inputs, do_sample=False, max_new_tokens=TOKENS)
     return out[0, inputs["input_ids"].shape[1] :].tolist()
 
 
@@ -104,9 +105,10 @@ def test_the_toy_family_needs_this_module_only(toy):
     assert files == ["tests/test_family_seam.py"]
 
 
-def test_the_toy_family_loads_as_itself(pair):
+def test_the_toy_family_loads_as_itself(pair, image):
     assert type(pair.target.model).__name__ == "VipLlavaForConditionalGeneration"
     assert pair.target.spec is VIP_LLAVA and pair.draft.spec is VIP_LLAVA
+    assert greedy(pair, image, PROMPT, "draft") != greedy(pair, image, PROMPT)  # the draft is not the target
 
 
 @pytest.mark.parametrize("method", ["sage", "chain"])
