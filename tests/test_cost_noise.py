@@ -18,7 +18,7 @@ from app import render
 from app.race_trace import parse_race, race_trace_lines
 from sage_core import load_pair
 from sage_core.costs import COST_SIZES, NOISY_SPREAD, CostCurve, measure_cost_spread
-from sage_core.records import TraceError
+from sage_core.errors import TraceError
 from sage_testkit.pairs import tiny_folder
 
 SIZES = (1, 2, 4, 8)

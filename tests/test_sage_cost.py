@@ -58,7 +58,7 @@ def test_the_cost_curve_sizes_the_trees(tiny_root, image):
 
 
 def test_the_round_overhead_is_learned_from_the_runs_rounds():
-    from sage_core.config import SageConfig
+    from sage_core.method_settings import SageConfig
     from sage_core.sage_cost import OVERHEAD_ROUNDS, SageCostProposer
 
     proposer = SageCostProposer(SageConfig(), fake_curve(2.0, None))
