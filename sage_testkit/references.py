@@ -5,6 +5,7 @@ runs against the target's exact distribution (chi-square), and a round record of
 from __future__ import annotations
 
 import importlib.util
+import subprocess
 import sys
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -176,3 +177,13 @@ def load_script(name: str) -> ModuleType:
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def files_naming(name: str) -> list[str]:
+    """The checkout's files (tracked or not, but not ignored) that name `name`: what a seam test's toy needed."""
+    listed = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.split()
+    return sorted(
+        path for path in listed if (ROOT / path).is_file() and name in (ROOT / path).read_text(errors="ignore")
+    )

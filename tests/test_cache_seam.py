@@ -10,7 +10,6 @@ CLI's `--cache`.
 from __future__ import annotations
 
 import json
-import subprocess
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,9 +24,9 @@ from sage_core.cli import main
 from sage_core.errors import ConfigError
 from sage_core.models import KVState, ModelPair
 from sage_core.models.caches import clear_scratch, register_cache_strategy, unregister_cache_strategy
-from sage_testkit.pairs import tiny_folder
+from sage_testkit.pairs import greedy, tiny_folder
+from sage_testkit.references import files_naming
 
-ROOT = Path(__file__).resolve().parent.parent
 TOKENS = 16
 PROMPT = "Describe the picture."
 
@@ -72,23 +71,6 @@ def pair(tiny_root: Path) -> ModelPair:
     return load_pair(tiny_folder(tiny_root, "qwen3_vl", "target"), tiny_folder(tiny_root, "qwen3_vl", "noised"), "cpu")
 
 
-def greedy(pair: ModelPair, image, prompt: str) -> list[int]:
-    inputs = pair.target.prepare(image, prompt)
-    with torch.no_grad():
-        out = pair.target.model.generate(**inputs, do_sample=False, max_new_tokens=TOKENS)
-    return out[0, inputs["input_ids"].shape[1] :].tolist()
-
-
-def files_naming(name: str) -> list[str]:
-    """The repository's files (tracked or not, but not ignored) that name `name`."""
-    listed = subprocess.run(
-        ["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=ROOT, capture_output=True, text=True
-    ).stdout.split()
-    return sorted(
-        path for path in listed if (ROOT / path).is_file() and name in (ROOT / path).read_text(errors="ignore")
-    )
-
-
 def test_the_toy_cache_strategy_needs_this_module_only(toy):
     files = files_naming(toy.name)
     print(f"files the toy cache strategy needed: {len(files)} ({', '.join(files)})")
@@ -102,7 +84,7 @@ def test_a_decode_on_the_toy_cache_strategy_equals_greedy_generate(toy, pair, im
     toy.commits.clear()
     config = DecodeConfig(method, TOKENS, cache=toy.name, forward=forward)
     summary = decode(pair, image, PROMPT, config).run_to_end()
-    assert list(summary.token_ids) == greedy(pair, image, PROMPT)
+    assert list(summary.token_ids) == greedy(pair, image, PROMPT, TOKENS)
     assert len(toy.commits) >= summary.rounds - 1 and sum(toy.commits) >= len(summary.token_ids) - 1
 
 
@@ -116,6 +98,6 @@ def test_the_cli_offers_the_toy_cache_strategy_and_refuses_an_unknown_one(toy, p
     models = ["--target", pair.target.name, "--draft", pair.draft.name, "--device", "cpu"]
     common = ["generate", *models, "--image", str(picture), "--prompt", PROMPT, "--max-new-tokens", str(TOKENS)]
     assert main([*common, "--cache", toy.name, "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["token_ids"] == greedy(pair, load_media(str(picture)), PROMPT)
+    assert json.loads(capsys.readouterr().out)["token_ids"] == greedy(pair, load_media(str(picture)), PROMPT, TOKENS)
     with pytest.raises(ConfigError, match="unknown cache strategy 'nope'; choose one of in-place, growing"):
         decode(pair, load_media(str(picture)), PROMPT, DecodeConfig("sage", TOKENS, cache="nope"))

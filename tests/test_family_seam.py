@@ -9,9 +9,9 @@ reads several vision layers. `Llava`'s family class describes it; `register_fami
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -23,10 +23,10 @@ from sage_core.errors import SageError
 from sage_core.models import ModelPair
 from sage_core.models.llava import Llava
 from sage_core.models.registry import FAMILIES, register_family, unregister_family
-from sage_testkit.pairs import NOISE
+from sage_testkit.pairs import NOISE, greedy
+from sage_testkit.references import files_naming
 from sage_testkit.tiny_models import SPECIAL_TOKENS, build_config, build_processor
 
-ROOT = Path(__file__).resolve().parent.parent
 MODEL_TYPE = "vipllava"
 TOKENS = 16
 PROMPT = "Describe the picture."
@@ -81,24 +81,6 @@ def pair(toy, tmp_path_factory) -> ModelPair:
     return load_pair(target, draft, "cpu")
 
 
-def greedy(pair: ModelPair, image, prompt: str, role: str = "target") -> list[int]:
-    vlm = pair.target if role == "target" else pair.draft
-    inputs = vlm.prepare(image, prompt)
-    with torch.no_grad():
-        out = vlm.model.generate(**inputs, do_sample=False, max_new_tokens=TOKENS)
-    return out[0, inputs["input_ids"].shape[1] :].tolist()
-
-
-def files_naming(name: str) -> list[str]:
-    """The repository's files (tracked or not, but not ignored) that name `name`."""
-    listed = subprocess.run(
-        ["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=ROOT, capture_output=True, text=True
-    ).stdout.split()
-    return sorted(
-        path for path in listed if (ROOT / path).is_file() and name in (ROOT / path).read_text(errors="ignore")
-    )
-
-
 def test_the_toy_family_needs_this_module_only(toy):
     files = files_naming(toy.model_type)
     print(f"files the toy family needed: {len(files)} ({', '.join(files)})")
@@ -108,14 +90,16 @@ def test_the_toy_family_needs_this_module_only(toy):
 def test_the_toy_family_loads_as_itself(pair, image):
     assert type(pair.target.model).__name__ == "VipLlavaForConditionalGeneration"
     assert pair.target.spec is VIP_LLAVA and pair.draft.spec is VIP_LLAVA
-    assert greedy(pair, image, PROMPT, "draft") != greedy(pair, image, PROMPT)  # the draft is not the target
+    assert greedy(SimpleNamespace(target=pair.draft), image, PROMPT, TOKENS) != greedy(
+        pair, image, PROMPT, TOKENS
+    )  # the draft is not the target
 
 
 @pytest.mark.parametrize("method", ["sage", "chain"])
 def test_a_decode_on_the_toy_family_equals_greedy_generate(pair, image, method):
     """The draft differs from the target (a noised copy), and the output is the target's own."""
     summary = decode(pair, image, PROMPT, DecodeConfig(method, TOKENS)).run_to_end()
-    assert list(summary.token_ids) == greedy(pair, image, PROMPT)
+    assert list(summary.token_ids) == greedy(pair, image, PROMPT, TOKENS)
     assert summary.rounds < TOKENS  # the draft's tokens were accepted somewhere, so the tree was verified
 
 
