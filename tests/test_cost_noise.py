@@ -74,6 +74,13 @@ def test_the_spread_travels_with_the_trace_and_an_old_curve_still_loads():
     meta["race"]["costs"] = {**old, "verify_spread_ms": [0.1]}
     with pytest.raises(TraceError, match="cost curve"):
         parse_race([json.dumps(meta), *lines[1:]])
+    # sage-cost's round overhead, when the curve fixes one: a time in ms, read back as written, else refused.
+    meta["race"]["costs"] = {**old, "round_overhead_ms": 0.7}
+    assert parse_race([json.dumps(meta), *lines[1:]]).costs.round_overhead_ms == 0.7
+    for bad in ("x", -1.0, [1]):
+        meta["race"]["costs"] = {**old, "round_overhead_ms": bad}
+        with pytest.raises(TraceError, match="cost curve"):
+            parse_race([json.dumps(meta), *lines[1:]])
 
 
 def test_the_spread_is_measured_on_the_device(tiny_root, image):
