@@ -106,7 +106,7 @@ from sage_core.builtin.scenes import (
     make_examples,
     vocabulary,
 )
-from sage_core.builtin.wording import LONE, lone_example, reword
+from sage_core.builtin.wording import LONE, VISITOR_WORDS, free_example, lone_example, reword
 from sage_core.models import processor_inputs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -169,7 +169,9 @@ def log(msg: str) -> None:
 
 
 # --------------------------------------------------------------------------- tokenizer / processor
-def build_processor():
+def build_processor(visitor_words: bool = False):
+    """The pair's processor; ``visitor_words`` (run 10 on): `wording.VISITOR_WORDS` appended after every
+    earlier token, so that the ids of a pair trained before stay as they were."""
     from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers
     from transformers import PreTrainedTokenizerFast, Qwen2VLImageProcessor
 
@@ -177,6 +179,8 @@ def build_processor():
     words += ["<", ">", "seconds"]  # the processor writes "<0.8 seconds>" before each video frame pair
     digits = [str(d) for d in range(10)]
     vocab_list = SPECIALS + ["\n"] + [w for w in words if w not in digits] + digits + [f"##{d}" for d in digits]
+    if visitor_words:
+        vocab_list += [w for w in VISITOR_WORDS if w not in vocab_list]
     vocab = {t: i for i, t in enumerate(dict.fromkeys(vocab_list))}
     tk = Tokenizer(models.WordPiece(vocab=vocab, unk_token="<|endoftext|>", continuing_subword_prefix="##"))
     tk.normalizer = normalizers.Lowercase()
@@ -402,6 +406,7 @@ class DataMix:
     reworded: float = 0.0
     rows: float = 0.0
     jpeg: float = 0.0
+    free: float = 0.0
 
 
 def draw_example(rng: random.Random, mix: DataMix = DataMix()):
@@ -414,11 +419,14 @@ def draw_example(rng: random.Random, mix: DataMix = DataMix()):
         style = HAND_DRAWN
     elif mix.shifted and rng.random() < mix.shifted:
         style = SHIFTED
-    if mix.lone and kind in LONE and rng.random() < mix.lone:
+    free = bool(mix.free) and rng.random() < mix.free
+    if free:
+        example = free_example(rng, style)
+    elif mix.lone and kind in LONE and rng.random() < mix.lone:
         example = lone_example(rng, kind, style)
     else:
         example = make_example(rng, kind, style)
-    if mix.reworded and rng.random() < mix.reworded:
+    if not free and mix.reworded and rng.random() < mix.reworded:
         example = reword(rng, example)
     if mix.jpeg and rng.random() < mix.jpeg:
         example = replace(example, image=jpeg(example.image, rng.randint(70, 98)))
@@ -609,6 +617,11 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--init-draft", help="continue from this saved draft instead of a fresh one")
     ap.add_argument("--draft-layers", type=int, default=0, help="keep only the first N text layers of --init-draft")
     ap.add_argument("--draft-name", default="draft", help="the draft's folder under OUT (e.g. hesitant-draft)")
+    ap.add_argument(
+        "--visitor-words",
+        action="store_true",
+        help="the tokenizer with wording.VISITOR_WORDS appended (run 10 on); a smaller loaded model grows to it",
+    )
     shares = (
         ("lone", "scenes of one object"),
         ("hand-drawn", "shapes drawn as by hand"),
@@ -616,6 +629,7 @@ def parse_args(argv=None) -> argparse.Namespace:
         ("reworded", "questions in other words"),
         ("rows", "two rows of shapes to read (run 8)"),
         ("jpeg", "the picture saved as a JPEG of quality 70-98 (run 8)"),
+        ("free", "a shape question in a free wording, about one object 60 %% of the time (run 10)"),
     )
     for share, what in shares:
         ap.add_argument(f"--{share}", type=float, default=0.0, help=f"share of image examples with {what}")
@@ -631,7 +645,7 @@ def parse_args(argv=None) -> argparse.Namespace:
             ap.error(f"--{flag.replace('_', '-')} must be >= 0")
     if args.vision_lr <= 0:
         ap.error("--vision-lr must be > 0")
-    for flag in ("lone", "hand_drawn", "shifted", "reworded", "rows", "jpeg"):
+    for flag in ("lone", "hand_drawn", "shifted", "reworded", "rows", "jpeg", "free"):
         if not 0.0 <= getattr(args, flag) <= 1.0:
             ap.error(f"--{flag.replace('_', '-')} must be between 0 and 1")
     return args
@@ -639,7 +653,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def main(argv=None):
     args = parse_args(argv)
-    mix = DataMix(args.lone, args.hand_drawn, args.shifted, args.reworded, args.rows, args.jpeg)
+    mix = DataMix(args.lone, args.hand_drawn, args.shifted, args.reworded, args.rows, args.jpeg, args.free)
 
     torch.set_num_threads(args.threads)
     random.seed(args.seed)
@@ -647,13 +661,15 @@ def main(argv=None):
     out = Path(args.out)
     checkpoints = Path(args.checkpoints or out.parent / f"{out.name}-checkpoints")
     checkpoints.mkdir(parents=True, exist_ok=True)
-    processor = build_processor()
+    processor = build_processor(args.visitor_words)
     tok = processor.tokenizer
     log(f"vocabulary {len(tok)} tokens; eos <|im_end|> = {tok.eos_token_id}, pad = {tok.pad_token_id}")
     eval_examples = evaluation_examples(args.seed, args.eval_n, mix)
 
     target = load_model(args.init_target) if args.init_target else build_model(TARGET_CFG, tok, args.seed)
     draft = load_model(args.init_draft) if args.init_draft else build_model(DRAFT_CFG, tok, args.seed + 1)
+    for model in (target, draft):
+        grow_vocabulary(model, tok)
     if args.draft_layers:
         keep_layers(draft, args.draft_layers)
     n_t = sum(p.numel() for p in target.parameters())
@@ -719,6 +735,47 @@ def keep_layers(model, n: int) -> None:
     if getattr(config, "layer_types", None):
         config.layer_types = config.layer_types[:n]
     log(f"draft: first {n} text layers kept")
+
+
+#: A new word's input embedding starts as a word the pair knows that means about the same (else the mean).
+SYNONYMS = {
+    "colours": "colour", "colors": "color", "coloured": "colour", "colored": "color", "shade": "colour",
+    "little": "small", "tiny": "small", "smaller": "small", "huge": "large", "larger": "large", "bigger": "big",
+    "size": "big", "sized": "big", "location": "where", "position": "where", "located": "where",
+    "positioned": "where", "placed": "where", "whereabouts": "where", "place": "part", "spot": "part",
+    "area": "part", "region": "part", "side": "part", "corner": "part", "upper": "top", "lower": "bottom",
+    "centre": "center", "central": "center", "drawn": "shows", "shown": "shows", "show": "shows",
+    "depicts": "shows", "depicted": "shows", "display": "shows", "displayed": "shows", "showing": "shows",
+    "contains": "shows", "contain": "shows", "photo": "picture", "pic": "picture", "drawing": "picture",
+    "scene": "picture", "canvas": "picture", "illustration": "picture", "graphic": "picture",
+    "thing": "object", "item": "object", "figure": "shape", "form": "shape", "things": "objects",
+    "items": "objects", "figures": "shapes", "number": "many", "amount": "many", "counting": "count",
+    "explain": "describe", "summarize": "describe", "summarise": "describe", "description": "describe",
+    "summary": "describe", "caption": "describe", "overview": "describe", "round": "circle",
+    "circular": "circle", "rectangle": "square", "triangular": "triangle", "name": "what", "identify": "what",
+    "determine": "what", "type": "which", "kind": "which", "sort": "which", "visible": "see", "seen": "see",
+    "look": "see", "view": "see", "an": "a", "its": "the", "has": "is", "have": "is", "i": "you",
+}  # fmt: skip
+
+
+def grow_vocabulary(model, tokenizer) -> None:
+    """Grow ``model``'s embeddings and head to ``tokenizer`` (a pair trained before --visitor-words): each
+    new word's embedding starts as its `SYNONYMS` entry's (else the mean of the known words'), and its head
+    row as the image pad's (a token no answer has), so that the grown model answers as before."""
+    old = model.get_input_embeddings().weight.shape[0]
+    if old >= len(tokenizer):
+        return
+    model.resize_token_embeddings(len(tokenizer), mean_resizing=False)
+    embed, head = model.get_input_embeddings().weight, model.get_output_embeddings().weight
+    pad = tokenizer.convert_tokens_to_ids("<|image_pad|>")
+    with torch.no_grad():
+        mean = embed[:old].mean(0)
+        for new_id in range(old, len(tokenizer)):
+            known = SYNONYMS.get(tokenizer.convert_ids_to_tokens(new_id), "")
+            known_id = tokenizer.convert_tokens_to_ids(known) if known else None
+            embed[new_id] = embed[known_id] if known_id is not None and known_id < old else mean
+            head[new_id] = head[pad]
+    log(f"vocabulary grown from {old} to {len(tokenizer)} tokens")
 
 
 def load_model(path):

@@ -22,14 +22,17 @@
 #   9. run 8's target trained 500 more steps on run 7's mix with more drawings, rows at 0.2 and JPEGs,
 #      then the sure draft re-distilled 150 steps and the hesitant draft 80 (seeds 1133, 2244, 3355:
 #      37.5 minutes wall). See the pair's README, "Run 9".
+#  10. the tokenizer grown by the words visitors ask with, run 9's target trained 700 more steps with
+#      30 % of the questions in free wordings, the drafts re-distilled 200 and 100 steps (seeds 4455,
+#      5566, 6677). See the pair's README, "Run 10".
 # Every run checkpoints and resumes: the same command run again continues where it stopped (a
 # finished run only repeats its evaluations).
 #
 # Usage: bash scripts/train_builtin_pair_full.sh [--from N] [OUT [WORK]]
 #   OUT   where the pair goes (default assets/builtin); WORK: the runs' folders (default OUT-work)
-#   without --from: runs 1-9 (the shipped pair); --from 8: runs 8 and 9, continuing the pair already
-#   in OUT (run 7's); --from 9: run 9 alone, continuing run 8's (its drafts in OUT, its target in
-#   WORK/run8)
+#   without --from: runs 1-10 (the shipped pair); --from 8: runs 8-10, continuing the pair already
+#   in OUT (run 7's); --from 9: runs 9 and 10, continuing run 8's (its drafts in OUT, its target in
+#   WORK/run8); --from 10: run 10 alone, continuing run 9's pair in OUT
 set -euo pipefail
 FROM=1
 if [ "${1:-}" = "--from" ]; then FROM=$2; shift 2; fi
@@ -91,6 +94,7 @@ train --seed 7531 --out "$OUT" --checkpoints "$WORK/run8-hesitant-checkpoints" $
   --init-draft "$OUT/hesitant-draft" --draft-name hesitant-draft --draft-vision-minutes 0 \
   --draft-minutes 5 --draft-lr 3e-4
 fi
+if [ "$FROM" -le 9 ]; then
 # Run 9: run 8's target trained 500 more steps on run 7's mix with more drawings (0.4) and the rows
 # kept at 0.2, to win back the drawings and counts run 8 had lost; then the sure draft re-distilled
 # 150 steps and the hesitant draft 80 from it on the first runs' mix with rows and JPEGs.
@@ -106,3 +110,24 @@ train --seed 3355 --out "$OUT" --checkpoints "$WORK/run9-hesitant-checkpoints" $
   --init-target "$WORK/run9/target" --target-vision-minutes 0 --target-minutes 0 \
   --init-draft "$OUT/hesitant-draft" --draft-name hesitant-draft --draft-vision-minutes 0 \
   --draft-steps 80 --draft-lr 3e-4
+fi
+if [ "$FROM" -le 10 ]; then
+# Run 10: the tokenizer grown by the words visitors ask with (wording.VISITOR_WORDS, appended after
+# every earlier token; each new word's embedding starts as a known synonym's), then run 9's target
+# trained 700 more steps on run 9's mix with 30 % of the pictures asked about in the free wordings
+# (wording.free_question: one object 60 % of the time, one-shape descriptions and counts too); then
+# the sure draft re-distilled 200 steps and the hesitant draft 100 from it, with the same free share.
+MIX9="--lone 0.15 --hand-drawn 0.4 --shifted 0.3 --reworded 0.5 --rows 0.2 --jpeg 0.3"
+MIX8="--rows 0.25 --jpeg 0.3"
+FREE="--free 0.3 --visitor-words"
+train --seed 4455 --out "$WORK/run10" --checkpoints "$WORK/run10-target-checkpoints" $MIX9 $FREE --eval-n 60 \
+  --init-target "$OUT/target" --target-vision-minutes 0 --target-steps 700 --target-lr 1e-4 \
+  --init-draft "$OUT/draft" --draft-vision-minutes 0 --draft-minutes 0
+train --seed 5566 --out "$OUT" --checkpoints "$WORK/run10-draft-checkpoints" $MIX8 $FREE --eval-n 60 \
+  --init-target "$WORK/run10/target" --target-vision-minutes 0 --target-minutes 0 \
+  --init-draft "$OUT/draft" --draft-vision-minutes 0 --draft-steps 200 --draft-lr 2e-4
+train --seed 6677 --out "$OUT" --checkpoints "$WORK/run10-hesitant-checkpoints" $MIX8 $FREE --eval-n 60 \
+  --init-target "$WORK/run10/target" --target-vision-minutes 0 --target-minutes 0 \
+  --init-draft "$OUT/hesitant-draft" --draft-name hesitant-draft --draft-vision-minutes 0 \
+  --draft-steps 100 --draft-lr 3e-4
+fi

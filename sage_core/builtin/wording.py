@@ -14,12 +14,13 @@ training wordings use some of them, so that the pair learns to read past them.
 
 from __future__ import annotations
 
+import functools
 import random
 import re
 from dataclasses import replace
 from typing import Any
 
-from .scenes import DEFAULT, Example, Style, ask_scene, make_example, shape_scene
+from .scenes import COLOURS, DEFAULT, MAX_OBJECTS, SHAPES, Example, Style, ask_scene, make_example, shape_scene
 
 #: Per kind, wordings with the slots ``{colour}``, ``{shape}`` and ``{place}`` of the object the
 #: question is about. ``lone``: wordings for a scene of one object ("this", "it").
@@ -115,6 +116,72 @@ UNSEEN: dict[str, tuple[str, ...]] = {
                  "what is shown here?", "can you describe this picture?"),
 }  # fmt: skip
 
+#: Questions about a picture of one shape written by a helper that saw neither the templates, the wordings
+#: above nor the free wordings (48, 8 per kind), added here unread and graded only after run 10 trained
+#: (``scripts/check_builtin_pair.py --style blind``); no run trains on them.
+BLIND: dict[str, tuple[str, ...]] = {
+    "shape": (
+        "What shape is this?",
+        "which shape do you see in the picture",
+        "Can you tell me what kind of shape is drawn here?",
+        "Is it a circle or a square?",
+        "identify the shape",
+        "hey, what's that shape called?",
+        "Could you please let me know which geometric figure appears in this image?",
+        "what is the object in my drawing",
+    ),
+    "colour": (
+        "What colour is the shape?",
+        "what color is it",
+        "Can you tell me the colour of the object in this picture?",
+        "Which color has been used for the shape?",
+        "tell me its colour",
+        "Is the shape red or blue?",
+        "Hi! Could you please say what colour that thing is?",
+        "what colour did i paint it",
+    ),
+    "size": (
+        "Is the shape large or small?",
+        "how big is it",
+        "Can you tell me how much space the object takes up in the image?",
+        "What size is the shape?",
+        "what's the size of the thing in the pic?",
+        "Please describe the size of the figure in my drawing.",
+        "roughly how big is the shape compared to the whole picture",
+        "How large does the shape look in this picture?",
+    ),
+    "position": (
+        "Where is the shape?",
+        "where in the picture is it located",
+        "Can you tell me the position of the object in the image?",
+        "Which part of the drawing is the shape in?",
+        "Is it at the top left or the bottom right?",
+        "whereabouts is the thing placed",
+        "Please say where the figure sits in this image.",
+        "what's its location in the picture",
+    ),
+    "count": (
+        "How many shapes are there?",
+        "how many objects can you see in this picture",
+        "Can you count the shapes in the image for me?",
+        "What is the number of figures in my drawing?",
+        "count the objects",
+        "Is there one shape or more than one?",
+        "Could you please tell me how many things are drawn here?",
+        "how many items are in the pic",
+    ),
+    "describe": (
+        "Describe the picture.",
+        "what's in this image?",
+        "Can you describe what you see in my drawing?",
+        "Please give me a description of this picture.",
+        "tell me about the image",
+        "What does this picture show?",
+        "Could you explain what is drawn here, please?",
+        "describe everything you can see",
+    ),
+}
+
 
 def _subject(example: Example) -> Any:
     """The object a short question about a shape scene is about (its colour is in the answer)."""
@@ -196,3 +263,177 @@ def unseen_examples(seed: int, n: int, style: Style = DEFAULT) -> list[Example]:
         kind, question = wordings[i % len(wordings)]
         out.append(replace(lone_example(rng, kind, style), question=question))
     return out
+
+
+# --------------------------------------------------------------------------- free wordings (run 10)
+#: Words visitors use in questions about a picture that no template of the world has, in the order the
+#: pair's tokenizer appends them after the world's vocabulary (run 10 on: existing token ids stay as they
+#: were). Common English question words, not read off any graded set.
+VISITOR_WORDS = (
+    "i", "my", "we", "your", "do", "did", "could", "would", "will", "should", "please", "an", "to", "for", "on",
+    "by", "from", "about", "into", "inside", "within", "as", "so", "just", "all", "any", "some", "that", "these",
+    "those", "its", "s", "has", "have", "had", "was", "were", "be", "been", "am", "know", "want", "like", "think",
+    "call", "called", "name", "named", "identify", "determine", "find", "look", "looks", "seen", "visible",
+    "shown", "show", "showing", "display", "displayed", "depict", "depicted", "depicts", "drawn", "draw",
+    "drawing", "painted", "placed", "located", "positioned", "sitting", "sits", "sit", "lie", "lies",
+    "location", "position", "place", "spot", "area", "region", "side", "corner", "half", "upper", "lower",
+    "centre", "central", "number", "amount", "much", "counting", "thing", "things", "item", "items", "figure",
+    "figures", "form", "kind", "type", "sort", "photo", "pic", "scene", "canvas", "graphic", "illustration",
+    "size", "sized", "bigger", "little", "tiny", "huge", "larger", "smaller", "colours", "colors", "coloured",
+    "colored", "shade", "round", "circular", "rectangle", "triangular", "explain", "description", "summarize",
+    "summarise", "summary", "caption", "overview", "content", "contents", "going", "exactly", "quick",
+    "question", "hey", "hi", "ok", "okay", "now", "well", "also", "no", "not", "yes", "single", "only", "else",
+    "other", "exist", "present", "contain", "contains", "include", "includes", "list", "mention", "let",
+    "whereabouts", "who", "why", "when", "whether", "if", "got", "get", "used", "use", "made", "appear", "view",
+    "provide", "share", "tell", "say", "give", "picture", "image", "shape", "object", "objects",
+)  # fmt: skip
+#: Shown where a question refers to the one object of a picture (``{colour}``/``{shape}``: its own).
+_LONE_REFS = (
+    "this", "it", "this shape", "the shape", "the object", "the thing", "this thing", "the figure", "this object",
+    "the item", "the shape in the picture", "the object in the image", "the only shape", "the single object",
+    "the shape you see", "the thing drawn here",
+)  # fmt: skip
+#: Per kind, how a question about one of several objects names it (never by the fact it asks).
+_MANY_REFS: dict[str, tuple[str, ...]] = {
+    "shape": ("the {colour} one", "the {colour} object", "the {colour} shape", "the {colour} thing",
+              "the {colour} figure", "the shape in the {place}", "the object in the {place}"),
+    "colour": ("the shape in the {place}", "the object in the {place}", "the {shape} in the {place}",
+               "the thing in the {place}", "the {place} shape", "the figure in the {place}"),
+    "size": ("the {colour} {shape}", "the {colour} one", "the {colour} object", "the {colour} shape",
+             "the shape in the {place}"),
+    "position": ("the {colour} {shape}", "the {colour} one", "the {colour} object", "the {colour} shape",
+                 "the {colour} thing"),
+}  # fmt: skip
+#: Per kind, questions asked as they stand (``{ref}``: the object; ``{alt}``: a choice of answers).
+_DIRECT: dict[str, tuple[str, ...]] = {
+    "shape": ("what shape is {ref}?", "what is the shape of {ref}?", "which shape is {ref}?",
+              "what kind of shape is {ref}?", "what type of shape is {ref}?", "what sort of shape is {ref}?",
+              "{ref} is which shape?", "name the shape of {ref}.", "identify the shape of {ref}.",
+              "what form does {ref} have?", "what shape does {ref} have?", "is {ref} {alt}?",
+              "what shape has been drawn?", "which shape can you see?", "shape of {ref}?"),
+    "colour": ("what colour is {ref}?", "what is the colour of {ref}?", "which colour is {ref}?",
+               "which colour does {ref} have?", "what colour does {ref} have?", "{ref} is which colour?",
+               "{ref} has which colour?", "what colour has been used for {ref}?", "what shade is {ref}?",
+               "what colour is {ref} painted?", "is {ref} {alt}?", "name the colour of {ref}.",
+               "identify the colour of {ref}.", "colour of {ref}?", "what colour do you see for {ref}?"),
+    "size": ("is {ref} big or small?", "is {ref} large or small?", "is {ref} small or large?",
+             "is {ref} big or little?", "how big is {ref}?", "how large is {ref}?", "what size is {ref}?",
+             "what is the size of {ref}?", "is {ref} small?", "is {ref} large?", "is {ref} big?", "is {ref} tiny?",
+             "is {ref} huge?", "would you say {ref} is large or small?", "would you call {ref} big or small?",
+             "{ref} is big or small?", "size of {ref}?", "is {ref} a big one or a small one?"),
+    "position": ("where is {ref}?", "where is {ref} located?", "where is {ref} placed?",
+                 "where in the picture is {ref}?", "in which part of the picture is {ref}?",
+                 "which part of the image is {ref} in?", "what is the position of {ref}?",
+                 "what is the location of {ref}?", "where has {ref} been drawn?", "where does {ref} sit?",
+                 "where can i see {ref}?", "where do you see {ref}?", "in what area is {ref}?",
+                 "where exactly is {ref}?", "whereabouts is {ref}?", "which corner or side is {ref} in?",
+                 "position of {ref}?", "where is {ref} on the canvas?"),
+    "count": ("how many {things} are there?", "how many {things} are {there}?", "how many {things} do you see?",
+              "how many {things} can you see?", "how many {things} can i see?", "what is the number of {things}?",
+              "count the {things}.", "count how many {things} there are.", "give the number of {things}.",
+              "what number of {things} is there?", "how many {things} does {pic} have?",
+              "how many {things} does {pic} show?", "{things}: how many?", "number of {things}?",
+              "how many {things} has {pic} got?", "what is the amount of {things}?"),
+    "describe": ("describe {pic}.", "what does {pic} show?", "what is shown in {pic}?", "tell me about {pic}.",
+                 "explain {pic}.", "what is in {pic}?", "what can you see in {pic}?", "give a description of {pic}.",
+                 "what do you see?", "summarize {pic}.", "what is going on in {pic}?", "what is there in {pic}?",
+                 "describe what {pic} shows.", "can you describe {pic}?", "what does {pic} contain?",
+                 "give me an overview of {pic}.", "describe everything you see.", "what is this?",
+                 "caption {pic}."),
+}  # fmt: skip
+#: Per kind, the question's core as it reads after "can you tell me", "i want to know", ...
+_INDIRECT: dict[str, tuple[str, ...]] = {
+    "shape": ("what shape {ref} is", "which shape {ref} is", "the shape of {ref}", "what kind of shape {ref} is"),
+    "colour": ("what colour {ref} is", "the colour of {ref}", "which colour {ref} has", "what colour {ref} has"),
+    "size": ("how big {ref} is", "the size of {ref}", "whether {ref} is large or small", "if {ref} is big or small",
+             "how large {ref} is"),
+    "position": ("where {ref} is", "the position of {ref}", "the location of {ref}", "in which part {ref} is",
+                 "where {ref} is located"),
+    "count": ("how many {things} there are", "the number of {things}", "how many {things} {pic} has"),
+    "describe": ("what {pic} shows", "what is in {pic}", "about {pic}", "what you see"),
+}  # fmt: skip
+_ASKING = (
+    "can you tell me {q}?", "could you tell me {q}?", "please tell me {q}.", "tell me {q}.", "i want to know {q}.",
+    "i would like to know {q}.", "do you know {q}?", "let me know {q}.", "say {q}.", "can you say {q}?",
+)  # fmt: skip
+_OPENINGS = ("hey, ", "ok, ", "quick question: ", "so ", "and ", "now, ", "please, ", "hi! ")
+_CLOSINGS = (" in the picture", " in this image", " here", " please", " in the drawing")
+_THINGS = ("shapes", "objects", "things", "items", "figures")
+_THERE = ("there", "in the picture", "in the image", "drawn", "drawn here", "shown", "visible", "in this drawing")
+_PICS = ("the picture", "this picture", "the image", "this image", "the photo", "this drawing", "the scene", "this",
+         "it", "the pic")  # fmt: skip
+_MEDIA_WORDS = re.compile(r"\b(picture|image|photo|drawing|scene|pic|canvas|here|there)\b")
+FREE_KINDS = ("shape", "colour", "count", "position", "size", "describe")
+
+
+def _choice_of(rng: random.Random, right: str, pool: tuple[str, ...], article: bool) -> str:
+    """ "a circle or a square" (the right answer among 2-4, in a random order)."""
+    options = [right, *rng.sample([w for w in pool if w != right], rng.randint(1, 3))]
+    rng.shuffle(options)
+    options = [f"a {w}" if article else w for w in options]
+    return ", ".join(options[:-1]) + " or " + options[-1]
+
+
+def _norm(question: str) -> str:
+    return " ".join(question.lower().rstrip("?.! ").split())
+
+
+@functools.cache
+def _graded() -> frozenset[str]:
+    """Questions the grading asks (held-out and hand-written), which the free wordings never produce as they stand."""
+    graded = [w for pool in (*UNSEEN.values(), *BLIND.values()) for w in pool]
+    return frozenset(_norm(w) for w in graded)
+
+
+def _held_out_patterns() -> list[re.Pattern[str]]:
+    templates = [w for pool in (*HELD_OUT.values(), *LONE_HELD_OUT.values()) for w in pool]
+    return [re.compile(re.escape(_norm(t)).replace(r"\{colour\}", "[a-z]+").replace(r"\{shape\}", "[a-z]+")
+                       .replace(r"\{place\}", "[a-z ]+")) for t in templates]  # fmt: skip
+
+
+_HELD_OUT_PATTERNS = _held_out_patterns()
+
+
+def free_question(rng: random.Random, example: Example) -> str:
+    """A question for ``example`` (a shape scene's shape, colour, count, position, size or describe question)
+    put together from the free wordings: a core question in one of several forms, asked directly or after
+    "can you tell me", with an opening or a closing at times, in a visitor's surface forms; never a question
+    the grading asks (held-out templates, ``UNSEEN``, ``BLIND``) as it stands."""
+    for _ in range(50):
+        question = _surface(rng, _free_core(rng, example))
+        if _norm(question) not in _graded() and not any(p.fullmatch(_norm(question)) for p in _HELD_OUT_PATTERNS):
+            return question
+    raise RuntimeError("no free wording found")  # pragma: no cover - 50 draws all graded
+
+
+def _free_core(rng: random.Random, example: Example) -> str:
+    kind, lone = example.kind, len(example.objects) == 1
+    slots = {"things": rng.choice(_THINGS), "there": rng.choice(_THERE), "pic": rng.choice(_PICS)}
+    if kind in _MANY_REFS:
+        t = _subject(example)
+        ref = rng.choice(_LONE_REFS if lone and rng.random() < 0.85 else _MANY_REFS[kind])
+        slots["ref"] = ref.format(colour=t.colour, shape=t.shape, place=t.place)
+        if kind == "shape":
+            slots["alt"] = _choice_of(rng, t.shape, SHAPES, article=True)
+        elif kind == "colour":
+            slots["alt"] = _choice_of(rng, t.colour, tuple(COLOURS), article=False)
+    if rng.random() < 0.3:
+        question = rng.choice(_ASKING).format(q=rng.choice(_INDIRECT[kind]).format(**slots))
+    else:
+        question = rng.choice(_DIRECT[kind]).format(**slots)
+        if rng.random() < 0.25 and not _MEDIA_WORDS.search(question):
+            mark = question[-1]
+            question = question[:-1] + rng.choice(_CLOSINGS) + mark
+    if rng.random() < 0.15:
+        question = rng.choice(_OPENINGS) + question
+    return question
+
+
+def free_example(rng: random.Random, style: Style = DEFAULT, lone: float = 0.6) -> Example:
+    """A shape-scene question of a random :data:`FREE_KINDS` kind in a free wording, about a picture of one
+    object (share ``lone``) or of 2-6."""
+    kind = rng.choice(FREE_KINDS)
+    n = 1 if rng.random() < lone else rng.randint(2, MAX_OBJECTS)
+    image, things, background, label_map = shape_scene(rng, n, style)
+    example = replace(ask_scene(rng, kind, image, things, background), labels=label_map)
+    return replace(example, question=free_question(rng, example))
