@@ -96,7 +96,8 @@ def tokens_of(question: str) -> tuple[str, ...]:
 
 @functools.cache
 def _vocabulary() -> frozenset[str]:
-    return frozenset(scenes.vocabulary())
+    """The words the pair's tokenizer has: the world's and, from run 10 on, the visitor words."""
+    return frozenset(scenes.vocabulary()) | frozenset(wording.VISITOR_WORDS)
 
 
 def _fill(template: str) -> str:
@@ -130,8 +131,32 @@ def training_wordings() -> dict[str, tuple[str, ...]]:
 
 @functools.cache
 def training_questions() -> dict[str, frozenset[tuple[str, ...]]]:
-    """Per question kind, its training questions as the rule reads them (:func:`tokens_of`)."""
-    return {kind: frozenset(tokens_of(_fill(q)) for q in qs) for kind, qs in training_wordings().items()}
+    """Per question kind, its training questions as the rule reads them (:func:`tokens_of`): the templates and
+    wordings, and the free wordings' core questions (run 10 on)."""
+    out = {kind: {tokens_of(_fill(q)) for q in qs} for kind, qs in training_wordings().items()}
+    for kind, qs in wording.free_wordings().items():
+        out[kind] |= {tokens_of(_fill(q)) for q in qs}
+    return {kind: frozenset(questions) for kind, questions in out.items()}
+
+
+@functools.cache
+def _framings() -> tuple[tuple[tuple[str, ...], ...], tuple[tuple[str, ...], ...]]:
+    """The free wordings' openings and closings as the rule reads them (longest first)."""
+    openings = sorted({tokens_of(o) for o in wording.FREE_OPENINGS}, key=len, reverse=True)
+    closings = sorted({tokens_of(c) for c in wording.FREE_CLOSINGS}, key=len, reverse=True)
+    return tuple(openings), tuple(closings)
+
+
+def core_tokens(tokens: tuple[str, ...]) -> set[tuple[str, ...]]:
+    """``tokens`` and ``tokens`` without an opening and/or a closing of the free wordings ("hey,", "here")."""
+    openings, closings = _framings()
+    heads = {tokens} | {tokens[len(o) :] for o in openings if o and tokens[: len(o)] == o}
+    out = set(heads)
+    for head in heads:
+        mark = head[-1:] if head[-1:] in ((".",), ("!",)) else ()
+        body = head[: len(head) - len(mark)]
+        out |= {body[: len(body) - len(c)] + mark for c in closings if c and body[-len(c) :] == c}
+    return out
 
 
 @functools.cache
@@ -188,7 +213,8 @@ def question_fit(question: str, picture: str) -> Fit:
     shares = pair_shares(question) if words else {}
     known = {k: sum(t in _kind_words()[k] for t in tokens) for k in shares}  # (ties: the kind sharing more words)
     here = max(PICTURES[picture], key=lambda k: (shares.get(k, 0.0), known.get(k, 0)))
-    if not words or any(tokens in training_questions()[k] for k in PICTURES[picture]):
+    cores = core_tokens(tokens)
+    if not words or any(cores & training_questions()[k] for k in PICTURES[picture]):
         return Fit(picture, closest=here)
     unknown = [w for w in dict.fromkeys(words) if w not in _vocabulary() and w not in filler_words()]
     if unknown:

@@ -15,12 +15,13 @@ training wordings use some of them, so that the pair learns to read past them.
 from __future__ import annotations
 
 import functools
+import itertools
 import random
 import re
 from dataclasses import replace
 from typing import Any
 
-from .scenes import COLOURS, DEFAULT, MAX_OBJECTS, SHAPES, Example, Style, ask_scene, make_example, shape_scene
+from .scenes import COLOURS, DEFAULT, MAX_OBJECTS, PLACES, SHAPES, Example, Style, ask_scene, make_example, shape_scene
 
 #: Per kind, wordings with the slots ``{colour}``, ``{shape}`` and ``{place}`` of the object the
 #: question is about. ``lone``: wordings for a scene of one object ("this", "it").
@@ -356,6 +357,7 @@ _ASKING = (
     "can you tell me {q}?", "could you tell me {q}?", "please tell me {q}.", "tell me {q}.", "i want to know {q}.",
     "i would like to know {q}.", "do you know {q}?", "let me know {q}.", "say {q}.", "can you say {q}?",
 )  # fmt: skip
+_ASKING_STARTS = tuple(a.split("{")[0] for a in _ASKING)
 _OPENINGS = ("hey, ", "ok, ", "quick question: ", "so ", "and ", "now, ", "please, ", "hi! ")
 _CLOSINGS = (" in the picture", " in this image", " here", " please", " in the drawing")
 _THINGS = ("shapes", "objects", "things", "items", "figures")
@@ -374,24 +376,32 @@ def _choice_of(rng: random.Random, right: str, pool: tuple[str, ...], article: b
     return ", ".join(options[:-1]) + " or " + options[-1]
 
 
+_PLACE_PATTERN = re.compile(r"\b(" + "|".join(sorted(PLACES, key=len, reverse=True)) + r")\b")
+_SLOT_WORDS = {**{c: "{colour}" for c in COLOURS}, **{s: "{shape}" for s in SHAPES}}
+
+
 def _norm(question: str) -> str:
-    return " ".join(question.lower().rstrip("?.! ").split())
+    """``question`` as the grading's exclusion compares it: lower case, "what is" for "what's", "colour" for
+    "color", colours and shapes as slots, marks apart, no closing mark."""
+    text = re.sub(r"\bwhat\s*'\s*s\b", "what is", question.lower()).replace("color", "colour")
+    text = _PLACE_PATTERN.sub(" {place} ", text)
+    words = [_SLOT_WORDS.get(w, w) for w in re.findall(r"\{place\}|[a-z]+|[^\sa-z]", text)]
+    while words and words[-1] in ("?", ".", "!"):
+        words.pop()
+    return " ".join(words)
 
 
 @functools.cache
 def _graded() -> frozenset[str]:
     """Questions the grading asks (held-out and hand-written), which the free wordings never produce as they stand."""
     graded = [w for pool in (*UNSEEN.values(), *BLIND.values()) for w in pool]
-    return frozenset(_norm(w) for w in graded)
-
-
-def _held_out_patterns() -> list[re.Pattern[str]]:
     templates = [w for pool in (*HELD_OUT.values(), *LONE_HELD_OUT.values()) for w in pool]
-    return [re.compile(re.escape(_norm(t)).replace(r"\{colour\}", "[a-z]+").replace(r"\{shape\}", "[a-z]+")
-                       .replace(r"\{place\}", "[a-z ]+")) for t in templates]  # fmt: skip
+    return frozenset(_norm(w) for w in (*graded, *map(_fill_slots, templates)))
 
 
-_HELD_OUT_PATTERNS = _held_out_patterns()
+def _is_graded(question: str) -> bool:
+    """Whether ``question`` is one the grading asks, up to surface forms, colours and shapes."""
+    return _norm(question) in _graded()
 
 
 def free_question(rng: random.Random, example: Example) -> str:
@@ -400,13 +410,15 @@ def free_question(rng: random.Random, example: Example) -> str:
     "can you tell me", with an opening or a closing at times, in a visitor's surface forms; never a question
     the grading asks (held-out templates, ``UNSEEN``, ``BLIND``) as it stands."""
     for _ in range(50):
-        question = _surface(rng, _free_core(rng, example))
-        if _norm(question) not in _graded() and not any(p.fullmatch(_norm(question)) for p in _HELD_OUT_PATTERNS):
+        core, question = _free_core(rng, example)
+        question = _surface(rng, question)
+        if not (_is_graded(core) or _is_graded(question)):
             return question
     raise RuntimeError("no free wording found")  # pragma: no cover - 50 draws all graded
 
 
-def _free_core(rng: random.Random, example: Example) -> str:
+def _free_core(rng: random.Random, example: Example) -> tuple[str, str]:
+    """The core question for ``example``, and the question with an opening or a closing at times."""
     kind, lone = example.kind, len(example.objects) == 1
     slots = {"things": rng.choice(_THINGS), "there": rng.choice(_THERE), "pic": rng.choice(_PICS)}
     if kind in _MANY_REFS:
@@ -421,12 +433,12 @@ def _free_core(rng: random.Random, example: Example) -> str:
         question = rng.choice(_ASKING).format(q=rng.choice(_INDIRECT[kind]).format(**slots))
     else:
         question = rng.choice(_DIRECT[kind]).format(**slots)
-        if rng.random() < 0.25 and not _MEDIA_WORDS.search(question):
-            mark = question[-1]
-            question = question[:-1] + rng.choice(_CLOSINGS) + mark
+    core = question
+    if rng.random() < 0.25 and not question.startswith(_ASKING_STARTS) and not _MEDIA_WORDS.search(question):
+        question = question[:-1] + rng.choice(_CLOSINGS) + question[-1]
     if rng.random() < 0.15:
         question = rng.choice(_OPENINGS) + question
-    return question
+    return core, question
 
 
 def free_example(rng: random.Random, style: Style = DEFAULT, lone: float = 0.6) -> Example:
@@ -437,3 +449,43 @@ def free_example(rng: random.Random, style: Style = DEFAULT, lone: float = 0.6) 
     image, things, background, label_map = shape_scene(rng, n, style)
     example = replace(ask_scene(rng, kind, image, things, background), labels=label_map)
     return replace(example, question=free_question(rng, example))
+
+
+def _alternatives(kind: str) -> tuple[str, ...]:
+    """The ``{alt}`` choices a free wording offers, with slots (2, 3 or 4 answers)."""
+    word = "a {shape}" if kind == "shape" else "{colour}"
+    return tuple(", ".join([word] * (n - 1)) + f" or {word}" for n in (2, 3, 4))
+
+
+@functools.cache
+def free_wordings() -> dict[str, tuple[str, ...]]:
+    """Per :data:`FREE_KINDS` kind, every core question :func:`free_question` puts together, with the slots
+    ``{colour}``, ``{shape}`` and ``{place}`` left in (without its openings, closings and surface forms)."""
+    fills = {
+        "{things}": _THINGS,
+        "{there}": _THERE,
+        "{pic}": _PICS,
+    }
+    out: dict[str, tuple[str, ...]] = {}
+    for kind in FREE_KINDS:
+        cores = [*_DIRECT[kind], *(a.replace("{q}", i) for a in _ASKING for i in _INDIRECT[kind])]
+        kind_fills = {**fills, "{ref}": (*_LONE_REFS, *_MANY_REFS.get(kind, ())), "{alt}": _alternatives(kind)}
+        questions: list[str] = []
+        for core in cores:
+            used = [f for f in kind_fills if f in core]
+            for values in itertools.product(*(kind_fills[f] for f in used)):
+                question = core
+                for field, value in zip(used, values, strict=True):
+                    question = question.replace(field, value)
+                questions.append(question)
+        out[kind] = tuple(q for q in dict.fromkeys(questions) if not _is_graded(_fill_slots(q)))
+    return out
+
+
+def _fill_slots(template: str) -> str:
+    return template.replace("{colour}", "red").replace("{shape}", "circle").replace("{place}", "top left")
+
+
+#: The openings and closings a free wording may have around its core question.
+FREE_OPENINGS = tuple(o.strip() for o in _OPENINGS)
+FREE_CLOSINGS = tuple(c.strip() for c in _CLOSINGS)
