@@ -22,8 +22,8 @@
 #   9. run 8's target trained 500 more steps on run 7's mix with more drawings, rows at 0.2 and JPEGs,
 #      then the sure draft re-distilled 150 steps and the hesitant draft 80 (seeds 1133, 2244, 3355:
 #      37.5 minutes wall). See the pair's README, "Run 9".
-#  10. the tokenizer grown by the words visitors ask with, run 9's target trained 700 more steps with
-#      30 % of the questions in free wordings, the drafts re-distilled 200 and 100 steps (seeds 4455,
+#  10. the tokenizer grown by the words visitors ask with, run 9's target trained 1500 more steps with
+#      30 % of the questions in free wordings, the drafts re-distilled 300 and 150 steps (seeds 4455,
 #      5566, 6677). See the pair's README, "Run 10".
 # Every run checkpoints and resumes: the same command run again continues where it stopped (a
 # finished run only repeats its evaluations).
@@ -114,20 +114,20 @@ fi
 if [ "$FROM" -le 10 ]; then
 # Run 10: the tokenizer grown by the words visitors ask with (wording.VISITOR_WORDS, appended after
 # every earlier token; each new word's embedding starts as a known synonym's), then run 9's target
-# trained 700 more steps on run 9's mix with 30 % of the pictures asked about in the free wordings
+# trained 1500 more steps on run 9's mix with 30 % of the pictures asked about in the free wordings
 # (wording.free_question: one object 60 % of the time, one-shape descriptions and counts too); then
-# the sure draft re-distilled 200 steps and the hesitant draft 100 from it, with the same free share.
+# the sure draft re-distilled 300 steps and the hesitant draft 150 from it, with the same free share.
 MIX9="--lone 0.15 --hand-drawn 0.4 --shifted 0.3 --reworded 0.5 --rows 0.2 --jpeg 0.3"
 MIX8="--rows 0.25 --jpeg 0.3"
 FREE="--free 0.3 --visitor-words"
 train --seed 4455 --out "$WORK/run10" --checkpoints "$WORK/run10-target-checkpoints" $MIX9 $FREE --eval-n 60 \
-  --init-target "$OUT/target" --target-vision-minutes 0 --target-steps 700 --target-lr 1e-4 \
+  --init-target "$OUT/target" --target-vision-minutes 0 --target-steps 1500 --target-lr 1e-4 \
   --init-draft "$OUT/draft" --draft-vision-minutes 0 --draft-minutes 0
 train --seed 5566 --out "$OUT" --checkpoints "$WORK/run10-draft-checkpoints" $MIX8 $FREE --eval-n 60 \
   --init-target "$WORK/run10/target" --target-vision-minutes 0 --target-minutes 0 \
-  --init-draft "$OUT/draft" --draft-vision-minutes 0 --draft-steps 200 --draft-lr 2e-4
+  --init-draft "$OUT/draft" --draft-vision-minutes 0 --draft-steps 300 --draft-lr 2e-4
 train --seed 6677 --out "$OUT" --checkpoints "$WORK/run10-hesitant-checkpoints" $MIX8 $FREE --eval-n 60 \
   --init-target "$WORK/run10/target" --target-vision-minutes 0 --target-minutes 0 \
   --init-draft "$OUT/hesitant-draft" --draft-name hesitant-draft --draft-vision-minutes 0 \
-  --draft-steps 100 --draft-lr 3e-4
+  --draft-steps 150 --draft-lr 3e-4
 fi
