@@ -10,6 +10,7 @@ on the target's answers) with simulated tokens per target pass for greedy specul
     python scripts/check_builtin_pair.py --style hand      # shape scenes drawn as by hand
     python scripts/check_builtin_pair.py --style paraphrased  # questions worded as no training template
     python scripts/check_builtin_pair.py --style unseen   # hand-written questions about one shape, no template's
+    python scripts/check_builtin_pair.py --style blind    # 48 more, written by a helper who saw no training question
     python scripts/check_builtin_pair.py --draft-dir assets/builtin/hesitant-draft  # another draft
     python scripts/check_builtin_pair.py --style rows     # two rows of shapes to read (scenes.ROW_KIND)
     python scripts/check_builtin_pair.py --jpeg 85        # every picture saved as a JPEG of quality 85 first
@@ -35,7 +36,7 @@ import torch
 
 from sage_core.builtin.quality import agreement, evaluate
 from sage_core.builtin.scenes import DEFAULT, HAND_DRAWN, ROW_KIND, SHIFTED, jpeg, make_examples
-from sage_core.builtin.wording import held_out_examples, unseen_examples
+from sage_core.builtin.wording import BLIND, held_out_examples, unseen_examples
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -45,13 +46,15 @@ SCENE_KINDS = ("shape", "colour", "count", "position", "size", "describe")
 
 def check_examples(style: str, seed: int, n: int) -> list:
     """The examples a style grades: fresh scenes, shifted ones, hand-drawn shape scenes, questions in
-    held-out wordings, hand-written questions about one shape, or rows to read."""
+    held-out wordings, hand-written questions about one shape (``UNSEEN``, or ``BLIND``), or rows to read."""
     if style == "hand":
         return make_examples(seed, n, kinds=SCENE_KINDS, style=HAND_DRAWN)
     if style == "paraphrased":
         return held_out_examples(seed, n)
     if style == "unseen":
         return unseen_examples(seed, n)
+    if style == "blind":
+        return unseen_examples(seed, n, questions=BLIND)
     if style == "rows":
         return make_examples(seed, n, kinds=(ROW_KIND,))
     return make_examples(seed, n, style=SHIFTED if style == "shifted" else DEFAULT)
@@ -66,10 +69,11 @@ def main(argv=None) -> dict:
     ap.add_argument("--seed", type=int, default=20250)
     ap.add_argument(
         "--style",
-        choices=("default", "shifted", "hand", "paraphrased", "unseen", "rows"),
+        choices=("default", "shifted", "hand", "paraphrased", "unseen", "blind", "rows"),
         default="default",
         help="drawing ranges, hand-drawn shapes, held-out question wordings, "
-        "hand-written questions about one shape (no template's), or rows to read",
+        "hand-written questions about one shape (no template's; blind: written unseen by anyone training), "
+        "or rows to read",
     )
     ap.add_argument("--jpeg", type=int, default=0, help="save every picture as a JPEG of this quality first (1-100)")
     ap.add_argument("--draft-dir", help="the draft's folder (default DIR/draft)")

@@ -119,14 +119,14 @@ if [ "$FROM" -le 10 ]; then
 # the sure draft re-distilled 300 steps and the hesitant draft 150 from it, with the same free share.
 MIX9="--lone 0.15 --hand-drawn 0.4 --shifted 0.3 --reworded 0.5 --rows 0.2 --jpeg 0.3"
 MIX8="--rows 0.25 --jpeg 0.3"
-FREE="--free 0.3 --visitor-words"
-train --seed 4455 --out "$WORK/run10" --checkpoints "$WORK/run10-target-checkpoints" $MIX9 $FREE --eval-n 60 \
+MIX10="--free 0.3 --visitor-words"
+train --seed 4455 --out "$WORK/run10" --checkpoints "$WORK/run10-target-checkpoints" $MIX9 $MIX10 --eval-n 60 \
   --init-target "$OUT/target" --target-vision-minutes 0 --target-steps 1500 --target-lr 1e-4 \
   --init-draft "$OUT/draft" --draft-vision-minutes 0 --draft-minutes 0
-train --seed 5566 --out "$OUT" --checkpoints "$WORK/run10-draft-checkpoints" $MIX8 $FREE --eval-n 60 \
+train --seed 5566 --out "$OUT" --checkpoints "$WORK/run10-draft-checkpoints" $MIX8 $MIX10 --eval-n 60 \
   --init-target "$WORK/run10/target" --target-vision-minutes 0 --target-minutes 0 \
   --init-draft "$OUT/draft" --draft-vision-minutes 0 --draft-steps 300 --draft-lr 2e-4
-train --seed 6677 --out "$OUT" --checkpoints "$WORK/run10-hesitant-checkpoints" $MIX8 $FREE --eval-n 60 \
+train --seed 6677 --out "$OUT" --checkpoints "$WORK/run10-hesitant-checkpoints" $MIX8 $MIX10 --eval-n 60 \
   --init-target "$WORK/run10/target" --target-vision-minutes 0 --target-minutes 0 \
   --init-draft "$OUT/hesitant-draft" --draft-name hesitant-draft --draft-vision-minutes 0 \
   --draft-steps 150 --draft-lr 3e-4

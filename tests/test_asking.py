@@ -74,7 +74,7 @@ def test_wordings_outside_the_training_get_the_note_with_a_reason_and_the_closes
 @pytest.mark.parametrize(
     ("question", "picture", "why"),
     [
-        ("why is the sky blue?", "shapes", "cannot read “why”, “sky”"),
+        ("why is the sky blue?", "shapes", "cannot read “sky”"),
         ("what animal is this?", "shapes", "cannot read “animal”"),
         ("write a poem about the shapes", "shapes", "cannot read “write”, “poem”"),
         ("describe the image in detail.", "chart", "taught that question for a picture of shapes"),
@@ -94,7 +94,8 @@ def test_untaught_questions_are_named_with_the_reason(question, picture, why):
 
 
 def test_fillers_are_read_past_and_case_marks_and_spelling_do_not_matter():
-    assert "please" in asking.filler_words() and "kind" in asking.filler_words()
+    assert {"please", "kind", "little", "located"} <= asking._vocabulary()  # the visitor words (run 10 on)
+    assert not asking.filler_words() & asking._vocabulary()
     for question in (
         "please describe the image.",
         "DESCRIBE THE IMAGE",

@@ -1,4 +1,5 @@
-"""Run 4's data: hand-drawn scenes (a visitor's sketch) and questions in other words."""
+"""Run 4's data: hand-drawn scenes (a visitor's sketch) and questions in other words; run 10's free wordings
+and visitor words, and the graded sets they never produce."""
 
 from __future__ import annotations
 
@@ -8,11 +9,16 @@ import re
 from sage_core.builtin import scenes
 from sage_core.builtin.scenes import COLOURS, HAND_DRAWN, make_example
 from sage_core.builtin.wording import (
+    BLIND,
+    FREE_KINDS,
     HELD_OUT,
     LONE,
     LONE_HELD_OUT,
     TRAINING,
     UNSEEN,
+    VISITOR_WORDS,
+    free_example,
+    free_wordings,
     lone_example,
     reword,
     unseen_examples,
@@ -139,3 +145,48 @@ def test_the_unseen_check_asks_each_hand_written_wording_about_one_shape():
     kinds = {w: k for k, pool in UNSEEN.items() for w in pool}
     assert all(e.kind == kinds[e.question] for e in examples)
     assert unseen_examples(seed=5, n=60) == examples  # seeded
+
+
+def _graded_tokens() -> set[tuple[str, ...]]:
+    """The graded questions (hand-written, blind, held-out templates filled) as the asking rule reads them."""
+    from sage_core.builtin import asking
+
+    graded = [w for pool in (*UNSEEN.values(), *BLIND.values()) for w in pool]
+    graded += [asking._fill(w) for pool in (*HELD_OUT.values(), *LONE_HELD_OUT.values()) for w in pool]
+    return {asking.tokens_of(q) for q in graded}
+
+
+def test_free_wordings_ask_every_shape_kind_about_one_or_several_objects_and_never_a_graded_question():
+    from sage_core.builtin import asking
+
+    rng = random.Random(12)
+    examples = [free_example(rng) for _ in range(1500)]
+    assert {e.kind for e in examples} == set(FREE_KINDS)
+    lone = [e for e in examples if len(e.objects) == 1]
+    assert 0.5 < len(lone) / len(examples) < 0.7
+    assert {e.kind for e in lone} == set(FREE_KINDS)  # one-shape counts and descriptions too
+    assert len({e.question for e in examples}) > 1200
+    graded = _graded_tokens()
+    for e in examples:
+        assert asking.tokens_of(e.question) not in graded, e.question
+    cores = {asking.tokens_of(asking._fill(q)) for qs in free_wordings().values() for q in qs}
+    assert not cores & graded
+    assert all(asking.question_fit(e.question, "shapes").taught for e in examples)
+
+
+def test_the_blind_questions_are_48_distinct_questions_about_one_shape_the_check_asks_in_turn():
+    blind = [w for pool in BLIND.values() for w in pool]
+    assert set(BLIND) == set(FREE_KINDS) and all(len(pool) == 8 for pool in BLIND.values())
+    assert len(set(blind)) == 48
+    examples = unseen_examples(seed=3, n=96, questions=BLIND)
+    assert [e.question for e in examples] == blind + blind
+    assert all(len(e.objects) == 1 for e in examples)
+    kinds = {w: k for k, pool in BLIND.items() for w in pool}
+    assert all(e.kind == kinds[e.question] for e in examples)
+
+
+def test_visitor_words_are_new_words_in_a_fixed_order():
+    assert len(set(VISITOR_WORDS)) == len(VISITOR_WORDS) >= 150
+    assert all(re.fullmatch(r"[a-z]+", w) for w in VISITOR_WORDS)
+    new = [w for w in VISITOR_WORDS if w not in set(scenes.vocabulary())]
+    assert len(new) >= 150 and {"little", "located", "position", "name", "explain", "number"} <= set(new)

@@ -134,20 +134,22 @@ def full_recipe_runs(out: Path, work: Path) -> list[list[str]]:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(1900)  # fourteen runs, each loading, saving and evaluating a pair (past 600 s on a busy CPU)
+@pytest.mark.timeout(2400)  # seventeen runs, each loading, saving and evaluating a pair (past 600 s on a busy CPU)
 def test_the_full_recipe_chains_its_runs(tmp_path):
     """scripts/train_builtin_pair_full.sh, each stage cut to 2 steps: run 2 trains run 1's target
     on, run 3 distils run 1's draft from run 2's target, run 4 trains that pair on and lands it in
     OUT, the next makes the hesitant draft (one layer) beside it, run 6 distils the sure draft on, and
     run 7 trains the target on (in WORK) and distils the sure draft from it into OUT; run 8 trains
     that target on the world with rows to read and JPEGs (in WORK), and distils both drafts from it
-    into OUT; run 9 trains run 8's target on (in WORK) and distils both drafts on from it into OUT."""
+    into OUT; run 9 trains run 8's target on (in WORK) and distils both drafts on from it into OUT; run 10
+    grows the three models' vocabulary by the visitor words, trains run 9's target on with free wordings (in
+    WORK) and distils both drafts on from it into OUT."""
     from safetensors.torch import load_file
 
     script = load_script("train_builtin_pair")
     out, work = tmp_path / "pair", tmp_path / "work"
     runs = full_recipe_runs(out, work)
-    assert len(runs) == 14
+    assert len(runs) == 17
     tiny = ["--batch-size", "2", "--eval-n", "8", "--threads", "1"]
 
     def weights(folder: Path) -> dict[str, torch.Tensor]:
@@ -159,19 +161,12 @@ def test_the_full_recipe_chains_its_runs(tmp_path):
     def same(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> bool:
         return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
-    before_run_6: dict[str, dict[str, torch.Tensor]] = {}
-    before_run_7: dict[str, dict[str, torch.Tensor]] = {}
-    after_run_7: dict[str, dict[str, torch.Tensor]] = {}
-    after_run_8: dict[str, dict[str, torch.Tensor]] = {}
+    roles = ("target", "draft", "hesitant-draft")
+    taken_before = {5: roles[:2], 6: roles, 8: roles, 11: roles, 14: roles}  # run index -> the models saved then
+    snapshots: dict[int, dict[str, dict[str, torch.Tensor]]] = {}
     for index, args in enumerate(runs):
-        if index == 5:
-            before_run_6 = {role: weights(out / role) for role in ("target", "draft")}
-        if index == 6:
-            before_run_7 = {role: weights(out / role) for role in ("target", "draft", "hesitant-draft")}
-        if index == 8:
-            after_run_7 = {role: weights(out / role) for role in ("target", "draft", "hesitant-draft")}
-        if index == 11:
-            after_run_8 = {role: weights(out / role) for role in ("target", "draft", "hesitant-draft")}
+        if index in taken_before:
+            snapshots[index] = {role: weights(out / role) for role in taken_before[index]}
         steps = []
         for stage in ("target-vision", "target", "draft-vision", "draft"):
             minutes = args[args.index(f"--{stage}-minutes") + 1] if f"--{stage}-minutes" in args else "1"
@@ -179,6 +174,7 @@ def test_the_full_recipe_chains_its_runs(tmp_path):
                 steps += [f"--{stage}-steps", "2"]
         script.main([*args, *steps, *tiny])
 
+    before_run_6, before_run_7, after_run_7, after_run_8, after_run_9 = (snapshots[i] for i in (5, 6, 8, 11, 14))
     first, longer, distilled = work / "first", work / "longer", work / "distilled"
     assert not same(weights(first / "target"), weights(longer / "target"))  # run 2 trained the target
     assert same(weights(first / "draft"), weights(longer / "draft"))  # and left the draft alone
@@ -202,10 +198,18 @@ def test_the_full_recipe_chains_its_runs(tmp_path):
     assert "--rows" in runs[8] and "--jpeg" in runs[8] and "--rows" in runs[10]
     run9 = work / "run9"
     assert not same(weights(run8 / "target"), weights(run9 / "target"))  # run 9 trained run 8's target on
-    assert same(weights(run9 / "target"), weights(out / "target"))  # which lands in OUT
-    assert not same(after_run_8["draft"], weights(out / "draft"))  # and distilled both drafts on from it
-    assert not same(after_run_8["hesitant-draft"], weights(out / "hesitant-draft"))
+    assert same(weights(run9 / "target"), after_run_9["target"])  # which lands in OUT
+    assert not same(after_run_8["draft"], after_run_9["draft"])  # and distilled both drafts on from it
+    assert not same(after_run_8["hesitant-draft"], after_run_9["hesitant-draft"])
     assert "--target-steps" in runs[11] and "--hand-drawn" in runs[11] and "--rows" in runs[13]
+    run10, embed = work / "run10", "model.language_model.embed_tokens.weight"
+    assert all("--visitor-words" in runs[i] and "--free" in runs[i] for i in (14, 15, 16))
+    grown = script.build_processor(visitor_words=True).tokenizer
+    for role in ("target", "draft", "hesitant-draft"):  # run 10 grew every model to the visitor words
+        assert after_run_9[role][embed].shape[0] < len(grown) == weights(out / role)[embed].shape[0]
+    assert same(weights(run10 / "target"), weights(out / "target"))  # its trained target lands in OUT
+    assert not same(after_run_9["draft"], weights(out / "draft"))
+    assert not same(after_run_9["hesitant-draft"], weights(out / "hesitant-draft"))
     pair = load_pair(str(out / "target"), str(out / "draft"), device="cpu", dtype="float32")
     assert type(pair.draft.processor).__name__ == "Qwen3VLProcessor"
     hesitant = load_pair(str(out / "target"), str(out / "hesitant-draft"), device="cpu", dtype="float32")
@@ -252,6 +256,48 @@ def _slots(example) -> dict[str, str]:
     }
 
 
+def test_the_visitor_words_come_after_every_earlier_token_and_a_grown_model_answers_as_before():
+    script = load_script("train_builtin_pair")
+    before, after = script.build_processor().tokenizer, script.build_processor(visitor_words=True).tokenizer
+    assert len(after) > len(before) + 100
+    assert all(after.convert_tokens_to_ids(t) == i for t, i in before.get_vocab().items())
+    assert after.tokenize("where is the little thing located?") == [
+        "where",
+        "is",
+        "the",
+        "little",
+        "thing",
+        "located",
+        "?",
+    ]
+    assert before.unk_token in before.tokenize("where is the little thing located?")
+    model = script.build_model(script.DRAFT_CFG, before, seed=4)
+    ids = torch.tensor([[1, 7, 9, 10, 2, 30, 41]])
+    greedy = model.generate(input_ids=ids, max_new_tokens=12, do_sample=False)
+    old_logits = model(input_ids=ids).logits
+    script.grow_vocabulary(model, after)
+    assert model.config.text_config.vocab_size == len(after)
+    assert torch.equal(model.generate(input_ids=ids, max_new_tokens=12, do_sample=False), greedy)
+    assert torch.allclose(model(input_ids=ids).logits[..., : len(before)], old_logits)
+    embed = model.get_input_embeddings().weight
+    assert torch.equal(embed[after.convert_tokens_to_ids("little")], embed[after.convert_tokens_to_ids("small")])
+    script.grow_vocabulary(model, after)  # a model already grown is left as it is
+    assert model.get_input_embeddings().weight.shape[0] == len(after)
+
+
+def test_the_free_share_asks_shape_questions_in_free_wordings():
+    import random
+
+    script = load_script("train_builtin_pair")
+    rng = random.Random(8)
+    drawn = [script.draw_example(rng, script.DataMix(free=1.0, reworded=1.0)) for _ in range(60)]
+    from sage_core.builtin import asking
+
+    assert {e.kind for e in drawn} == {"shape", "colour", "count", "position", "size", "describe"}
+    assert all(asking.question_fit(e.question, "shapes").taught for e in drawn)
+    assert 20 <= sum(len(e.objects) == 1 for e in drawn) <= 50
+
+
 def test_a_smaller_draft_keeps_the_first_layers_and_still_runs():
     script = load_script("train_builtin_pair")
     processor = script.build_processor()
@@ -269,11 +315,17 @@ def test_a_smaller_draft_keeps_the_first_layers_and_still_runs():
 
 @pytest.mark.parametrize(
     ("start", "seeds"),
-    [(None, 14), ("8", ["8642", "9753", "7531", "1133", "2244", "3355"]), ("9", ["1133", "2244", "3355"])],
+    [
+        (None, 17),
+        ("8", ["8642", "9753", "7531", "1133", "2244", "3355", "4455", "5566", "6677"]),
+        ("9", ["1133", "2244", "3355", "4455", "5566", "6677"]),
+        ("10", ["4455", "5566", "6677"]),
+    ],
 )
 def test_the_recipe_starts_where_it_is_told(tmp_path, start, seeds):
-    """`--from 8` runs the continuation stage (runs 8 and 9) on the pair in OUT, `--from 9` run 9 alone, and
-    no `--from` every run; each `train` recorded by a stand-in `python` on the PATH (nothing trains)."""
+    """`--from 8` runs the continuation stages (runs 8-10) on the pair in OUT, `--from 9` runs 9 and 10,
+    `--from 10` run 10 alone, and no `--from` every run; each `train` recorded by a stand-in `python` on the
+    PATH (nothing trains)."""
     import os
     import subprocess
 
@@ -290,5 +342,8 @@ def test_the_recipe_starts_where_it_is_told(tmp_path, start, seeds):
         assert len(lines) == seeds
         return
     assert [line.split("--seed ")[1].split()[0] for line in lines] == seeds
-    assert f"--init-target {tmp_path / 'work' / 'run8' / 'target'}" in lines[-3]  # run 9 continues run 8's target
-    assert f"--out {tmp_path / 'out'} " in lines[-1] + " "  # and lands both drafts in OUT
+    if start != "10":
+        nine = seeds.index("1133")  # run 9 continues run 8's target
+        assert f"--init-target {tmp_path / 'work' / 'run8' / 'target'}" in lines[nine]
+    assert f"--init-target {tmp_path / 'out' / 'target'}" in lines[-3]  # run 10 continues the target in OUT
+    assert "--visitor-words" in lines[-3] and f"--out {tmp_path / 'out'} " in lines[-1] + " "  # drafts land in OUT

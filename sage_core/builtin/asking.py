@@ -142,7 +142,7 @@ def training_questions() -> dict[str, frozenset[tuple[str, ...]]]:
 @functools.cache
 def _framings() -> tuple[tuple[tuple[str, ...], ...], tuple[tuple[str, ...], ...]]:
     """The free wordings' openings and closings as the rule reads them (longest first)."""
-    openings = sorted({tokens_of(o) for o in wording.FREE_OPENINGS}, key=len, reverse=True)
+    openings = sorted({tokens_of(f"{o} x")[:-1] for o in wording.FREE_OPENINGS}, key=len, reverse=True)
     closings = sorted({tokens_of(c) for c in wording.FREE_CLOSINGS}, key=len, reverse=True)
     return tuple(openings), tuple(closings)
 

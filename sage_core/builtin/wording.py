@@ -254,11 +254,14 @@ def held_out_examples(seed: int, n: int, style: Style = DEFAULT) -> list[Example
     return out
 
 
-def unseen_examples(seed: int, n: int, style: Style = DEFAULT) -> list[Example]:
-    """``n`` questions in the hand-written ``UNSEEN`` wordings, in turn, each about a fresh picture of one
-    shape (the answer and the facts are the scene's own)."""
+def unseen_examples(
+    seed: int, n: int, style: Style = DEFAULT, questions: dict[str, tuple[str, ...]] | None = None
+) -> list[Example]:
+    """``n`` questions in the hand-written ``UNSEEN`` wordings (or ``questions``: ``BLIND``), in turn, each
+    about a fresh picture of one shape (the answer and the facts are the scene's own)."""
     rng = random.Random(seed)
-    wordings = [(kind, question) for kind, pool in UNSEEN.items() for question in pool]
+    pools = UNSEEN if questions is None else questions
+    wordings = [(kind, question) for kind, pool in pools.items() for question in pool]
     out = []
     for i in range(n):
         kind, question = wordings[i % len(wordings)]
