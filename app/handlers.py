@@ -219,12 +219,12 @@ def stepping_status(stepper: RaceStepper) -> str:
     where = "the recorded trace" if data.replay else (data.header.device if data.header else "?")
     if stepper.finished:
         return status_html(
-            f"⏭ Stepped to the end ({html.escape(where)}): every side has finished. Walk back with the "
+            f"▶| Stepped to the end ({html.escape(where)}): every side has finished. Walk back with the "
             "round slider; Start or Step again to race anew."
         )
     what = "Round 0 is the prefill" if stepper.round == 0 else f"Round {stepper.round}"
     return status_html(
-        f"⏭ <b>Stepping</b> ({html.escape(where)}): {what} on every side. Press → or ⏭ Step for the next round; the "
+        f"▶| <b>Stepping</b> ({html.escape(where)}): {what} on every side. Press → or ▶| Step for the next round; the "
         "explainer below shows this round's numbers."
     )
 

@@ -41,7 +41,7 @@ run's own timed steps. The output must equal the target's own greedy decoding.</
 
 EXPLAIN_EMPTY = (
     "<div style='font:13px Inter,system-ui,sans-serif;color:#64748b'>The explainer: pick a round of a race (or press "
-    "<b>⏭ Step</b> to go one round at a time) and this panel fills in the paper's formulas with that round's own "
+    "<b>▶| Step</b> to go one round at a time) and this panel fills in the paper's formulas with that round's own "
     "numbers.</div>"
 )
 #: A stepped race is dropped this many seconds after the visitor's last step (its caches with it).
@@ -415,7 +415,7 @@ def build_page(
             prompt = gr.Textbox(label="Prompt", value="", placeholder=DEFAULT_PROMPT, lines=2)
             with gr.Row(elem_id="sage-controls"):
                 start = gr.Button("▶ Start race (s)", variant="primary", elem_id="start-race", min_width=120)
-                step = gr.Button("⏭ Step (→)", elem_id="step-round", min_width=90)
+                step = gr.Button("▶| Step (→)", elem_id="step-round", min_width=90)
                 stop = gr.Button("■ Stop", variant="stop", elem_id="stop-race", min_width=70)
                 talk = gr.Button("Talk view (t)", elem_id="talk-toggle", min_width=110)
             talk.click(None, None, None, js="() => window.sageTalk && window.sageTalk()")
@@ -471,7 +471,7 @@ def build_page(
                 )
                 with gr.Row():
                     replay = gr.Button("▶ Replay trace", elem_id="replay")
-                    replay_step = gr.Button("⏭ Step through it (→)", elem_id="step-replay")
+                    replay_step = gr.Button("▶| Step through it (→)", elem_id="step-replay")
         with gr.Column(scale=9, min_width=360, elem_id="sage-stage"):
             with gr.Row(equal_height=False):
                 with gr.Column(scale=5, min_width=340):

@@ -243,13 +243,13 @@ def _window_row(fig: go.Figure, steps: Sequence[RoundRecord], sage: SageConfig) 
     x = [r.round for r in steps]
     _window_thresholds(fig, x, sage)
     if not closed:
-        fig.add_annotation(
-            x=(min(x) + max(x)) / 2,
+        fig.add_annotation(  # left, under the thresholds' labels (both on the right): no overlap on short races
+            x=min(x),
             y=0.05,
-            xanchor="center",
+            xanchor="left",
             yanchor="bottom",
             showarrow=False,
-            text=f"window of {sage.window} rounds: its mean τ appears when it closes",
+            text=f"each {sage.window} rounds: their mean τ appears here",
             font=dict(size=TEXT_PX, color="#475569"),
             row=3,
             col=1,
@@ -283,9 +283,9 @@ def _window_row(fig: go.Figure, steps: Sequence[RoundRecord], sage: SageConfig) 
 
 def _window_thresholds(fig: go.Figure, x: Sequence[int], sage: SageConfig) -> None:
     """Row 3's two thresholds: below the lower one D_max falls, above the upper one it rises."""
-    for level, name, dash, side in (
-        (sage.lower_below, "below: D_max falls", "dash", "left"),
-        (sage.raise_above, "above: D_max rises", "dot", "right"),
+    for level, name, dash, above_or_below in (
+        (sage.lower_below, "below: D_max falls", "dash", "top"),
+        (sage.raise_above, "above: D_max rises", "dot", "bottom"),
     ):
         fig.add_trace(
             go.Scatter(
@@ -301,12 +301,12 @@ def _window_thresholds(fig: go.Figure, x: Sequence[int], sage: SageConfig) -> No
             col=1,
         )
         fig.add_annotation(
-            x=max(x) if side == "right" else min(x),
+            x=max(x),
             y=level,
             text=f"{level:g} ({name})",
             showarrow=False,
-            xanchor=side,
-            yanchor="bottom" if side == "right" else "top",
+            xanchor="right",
+            yanchor=above_or_below,
             font=dict(size=TEXT_PX, color="#475569"),
             row=3,
             col=1,

@@ -18,7 +18,7 @@ from .race import RaceStepper
 MAX_STEPPED_RACES = 8
 DROPPED = (
     "Your stepped race was dropped to make room for newer ones (this server keeps at most {limit} at once, "
-    "the least recently stepped goes first). Press ⏭ Step to start it anew."
+    "the least recently stepped goes first). Press ▶| Step to start it anew."
 )
 
 

@@ -201,7 +201,7 @@ def test_panel_one_labels_its_window_row_before_the_window_closes():
     records = [replace(r, window_mean=None) for r in sage_records()]
     fig = panels.confidence_figure({"sage": records})
     texts = [a.text for a in fig.layout.annotations]
-    assert any("its mean τ appears when it closes" in t for t in texts), texts
+    assert any("their mean τ appears here" in t for t in texts), texts
     assert any("D_max falls" in t for t in texts) and any("D_max rises" in t for t in texts)
 
 
