@@ -56,19 +56,28 @@ def test_reworded_questions_as_visitors_type_them_are_taught():
             assert fit.taught, (example.kind, question, fit.reason)
 
 
-def test_wordings_outside_the_training_get_the_note_with_a_reason_and_the_closest_kinds_question():
-    """The held-out wordings no training template has: each gets the note, and the question it suggests first
-    is a training question of its own kind."""
-    held_out = (*wording.HELD_OUT.items(), *wording.LONE_HELD_OUT.items())
-    for kind, wordings in held_out:
-        for question in wordings:
-            fit = asking.question_fit(asking._fill(question), _picture(kind))
-            assert not fit.taught and fit.reason, question
-            first = asking.suggestions(fit)[0]
-            assert first in {re.sub(r"\{([a-z]+)\}", r"[\1]", q) for q in asking.training_wordings()[fit.closest]}
+def test_other_wordings_of_a_taught_shape_question_get_no_note_and_their_own_kind():
+    """Run 10 answers questions about shapes in words no template has about as well as the taught ones (module
+    docstring): the held-out and hand-written wordings get no note, and a held-out one is read as its own kind."""
+    shape_kinds = ("shape", "colour", "count", "position", "size", "describe")
+    held_out = [(k, asking._fill(q)) for k, qs in (*wording.HELD_OUT.items(), *wording.LONE_HELD_OUT.items())
+                for q in qs if k in shape_kinds]  # fmt: skip
+    for kind, question in held_out:
+        fit = asking.question_fit(question, "shapes")
+        assert fit.taught and fit.closest == kind, (question, fit)
+    assert all(asking.question_fit(q, "shapes").taught for qs in wording.UNSEEN.values() for q in qs)
     fit = asking.question_fit("how large is the object?", "shapes")
-    assert "not one of them" in fit.reason and fit.closest == "size"
-    assert asking.suggestions(fit)[0] == "is the [colour] [shape] large or small?"
+    assert fit.taught and fit.closest == "size"
+
+
+def test_a_chart_question_in_untaught_words_gets_the_note_with_its_own_kinds_question():
+    """Chart questions were not trained in free wordings: a held-out one gets the note, not read as a question
+    about shapes, and the question it suggests first is a training question of its own kind."""
+    for question in ("how many bars does the chart have?", "tell me what the chart shows."):
+        fit = asking.question_fit(question, "chart")
+        assert not fit.taught and "picture of shapes" not in fit.reason, fit
+        first = asking.suggestions(fit)[0]
+        assert first in {re.sub(r"\{([a-z]+)\}", r"[\1]", q) for q in asking.training_wordings()[fit.closest]}
 
 
 @pytest.mark.parametrize(
@@ -83,9 +92,9 @@ def test_wordings_outside_the_training_get_the_note_with_a_reason_and_the_closes
         ("describe the video.", "shapes", "taught that question for a clip"),
         ("describe the image.", "clip", "taught that question for a picture of shapes"),
         ("is there a dog?", "shapes", "“dog”"),
-        ("circle red where the", "shapes", "not one of them"),
-        ("how are you?", "shapes", "not one of them"),
-        ("Describe the image in detail, please.", "shapes", "not one of them"),
+        ("circle red where the", "shapes", "order no question it was taught has"),
+        ("how are you?", "shapes", "order no question it was taught has"),
+        ("who made this?", "shapes", "order no question it was taught has"),
     ],
 )
 def test_untaught_questions_are_named_with_the_reason(question, picture, why):
