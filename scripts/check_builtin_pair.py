@@ -11,6 +11,7 @@ on the target's answers) with simulated tokens per target pass for greedy specul
     python scripts/check_builtin_pair.py --style paraphrased  # questions worded as no training template
     python scripts/check_builtin_pair.py --style unseen   # hand-written questions about one shape, no template's
     python scripts/check_builtin_pair.py --style blind    # 48 more, written by a helper who saw no training question
+    python scripts/check_builtin_pair.py --style plain    # the blind ones about a shape drawn with plain PIL calls
     python scripts/check_builtin_pair.py --draft-dir assets/builtin/hesitant-draft  # another draft
     python scripts/check_builtin_pair.py --style rows     # two rows of shapes to read (scenes.ROW_KIND)
     python scripts/check_builtin_pair.py --jpeg 85        # every picture saved as a JPEG of quality 85 first
@@ -26,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -35,10 +37,64 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import torch
 
 from sage_core.builtin.quality import agreement, evaluate
-from sage_core.builtin.scenes import DEFAULT, HAND_DRAWN, ROW_KIND, SHIFTED, jpeg, make_examples
+from sage_core.builtin.scenes import (
+    DEFAULT,
+    HAND_DRAWN,
+    ROW_KIND,
+    SHAPES,
+    SHIFTED,
+    Thing,
+    ask_scene,
+    jpeg,
+    make_examples,
+)
 from sage_core.builtin.wording import BLIND, held_out_examples, unseen_examples
 
 ROOT = Path(__file__).resolve().parents[1]
+
+#: Colours as PIL names them (not the world's own shades): ``--style plain`` draws with these.
+PLAIN_COLOURS = {
+    "red": (255, 0, 0), "green": (0, 160, 0), "blue": (0, 0, 255), "yellow": (255, 215, 0), "purple": (128, 0, 128),
+    "orange": (255, 140, 0),
+}  # fmt: skip
+
+
+def plain_picture(rng: random.Random):
+    """One shape drawn with plain PIL calls, as a visitor renders one (white or near-white ground, a common
+    canvas size, the shape centred in one of the nine cells): no drawing code of the world's."""
+    from PIL import Image, ImageDraw
+
+    w, h = rng.choice([(256, 256), (320, 240), (200, 200), (400, 300)])
+    image = Image.new("RGB", (w, h), rng.choice([(255, 255, 255), (245, 245, 245)]))
+    draw = ImageDraw.Draw(image)
+    thing = Thing(rng.choice(list(PLAIN_COLOURS)), rng.choice(SHAPES), rng.choice(["small", "large"]), rng.randrange(9))
+    row, col = divmod(thing.cell, 3)
+    cx, cy = (col + 0.5) * w / 3, (row + 0.5) * h / 3
+    r, fill = min(w, h) / 6 * (0.85 if thing.size == "large" else 0.4), PLAIN_COLOURS[thing.colour]
+    if thing.shape == "circle":
+        draw.ellipse((cx - r, cy - r, cx + r, cy + r), fill=fill)
+    elif thing.shape == "square":
+        draw.rectangle((cx - r, cy - r, cx + r, cy + r), fill=fill)
+    elif thing.shape == "triangle":
+        draw.polygon([(cx, cy - r), (cx - r, cy + r), (cx + r, cy + r)], fill=fill)
+    else:
+        t = r / 3
+        draw.rectangle((cx - r, cy - t, cx + r, cy + t), fill=fill)
+        draw.rectangle((cx - t, cy - r, cx + t, cy + r), fill=fill)
+    return image, (thing,)
+
+
+def plain_examples(seed: int, n: int) -> list:
+    """``n`` of the ``BLIND`` questions in turn, each about a fresh :func:`plain_picture`."""
+    rng = random.Random(seed)
+    wordings = [(kind, question) for kind, pool in BLIND.items() for question in pool]
+    out = []
+    for i in range(n):
+        kind, question = wordings[i % len(wordings)]
+        image, things = plain_picture(rng)
+        out.append(replace(ask_scene(rng, kind, image, things, "white"), question=question))
+    return out
+
 
 #: The kinds of a shape scene (what a hand-drawn picture is asked).
 SCENE_KINDS = ("shape", "colour", "count", "position", "size", "describe")
@@ -55,6 +111,8 @@ def check_examples(style: str, seed: int, n: int) -> list:
         return unseen_examples(seed, n)
     if style == "blind":
         return unseen_examples(seed, n, questions=BLIND)
+    if style == "plain":
+        return plain_examples(seed, n)
     if style == "rows":
         return make_examples(seed, n, kinds=(ROW_KIND,))
     return make_examples(seed, n, style=SHIFTED if style == "shifted" else DEFAULT)
@@ -69,11 +127,11 @@ def main(argv=None) -> dict:
     ap.add_argument("--seed", type=int, default=20250)
     ap.add_argument(
         "--style",
-        choices=("default", "shifted", "hand", "paraphrased", "unseen", "blind", "rows"),
+        choices=("default", "shifted", "hand", "paraphrased", "unseen", "blind", "plain", "rows"),
         default="default",
         help="drawing ranges, hand-drawn shapes, held-out question wordings, "
-        "hand-written questions about one shape (no template's; blind: written unseen by anyone training), "
-        "or rows to read",
+        "hand-written questions about one shape (no template's; blind: written unseen by anyone training; "
+        "plain: the blind ones about a shape drawn with plain PIL calls), or rows to read",
     )
     ap.add_argument("--jpeg", type=int, default=0, help="save every picture as a JPEG of this quality first (1-100)")
     ap.add_argument("--draft-dir", help="the draft's folder (default DIR/draft)")
