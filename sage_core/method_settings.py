@@ -161,15 +161,15 @@ class DynamicConfig:
         return cls(**settings)
 
 
-#: sage-frozen's α unless set: the α whose frozen trees match SAGE's own in size on the built-in pair (run 9, sure
-#: draft; scripts/tau_study.py --kinds describe,chart,narrate,row, 120 fresh long answers, seed 31337): held at
-#: 0.89 every tree is 7 deep, 11.2 nodes a round against SAGE's 11.5. SAGE's mean α (0.915 over 295 rounds of 40
-#: other answers, seed 4242; 0.909 over the study's 870) lies just above 0.9, where D(α) = 3 + 5α rounds up to
-#: D_max: held there every tree is full depth, 12.4 nodes a round, larger than SAGE's average tree (and it accepts
-#: 0.17 more a round, where the node-matched 0.89 accepts 0.35 less: assets/builtin/README.md, "Run 9"). Measure
-#: it again when the pair is retrained; the hesitant draft's mean α is 0.76.
+#: sage-frozen's α unless set: the α whose frozen trees match SAGE's own in size on the built-in pair's 40
+#: calibration prompts (run 10, sure draft; scripts/tau_study.py --kinds describe,chart,narrate,row --n 40 --seed
+#: 4242, not the 120 graded ones of seed 31337): every α from 0.80 to 0.89 gives the same 7-deep trees, 11.24 nodes
+#: a round against SAGE's 11.23; 0.92 gives full-depth trees of 12.37. SAGE's mean α there, 0.938, lies above 0.9,
+#: where D(α) = 3 + 5α rounds up to D_max: held there every tree is full depth and, on the graded prompts, accepts
+#: 0.12 more a round than SAGE, where 0.89 accepts 0.31 less (assets/builtin/README.md, "Run 10"). Measure it
+#: again when the pair is retrained; the hesitant draft's mean α is 0.79.
 FROZEN_ALPHA = 0.89
-FROZEN_ALPHA_SOURCE = "the α whose frozen trees match SAGE's in size on the built-in pair (scripts/tau_study.py)"
+FROZEN_ALPHA_SOURCE = "the α whose frozen trees match SAGE's in size on the built-in pair's calibration prompts"
 
 
 @dataclass(frozen=True)

@@ -131,3 +131,22 @@ train --seed 6677 --out "$OUT" --checkpoints "$WORK/run10-hesitant-checkpoints" 
   --init-draft "$OUT/hesitant-draft" --draft-name hesitant-draft --draft-vision-minutes 0 \
   --draft-steps 150 --draft-lr 3e-4
 fi
+if [ "$FROM" -le 11 ]; then
+# Run 11: run 10's target trained 300 more steps (lr 5e-5) on run 10's mix with a batch of clips every
+# third step instead of every sixth (run 10 had lost two shipped clips' answers); then the sure draft
+# re-distilled 150 steps from it, and a new hesitant draft: the sure draft's first text layer alone,
+# distilled 150 steps (run 4's way; run 10's hesitant draft had grown sure).
+MIX9="--lone 0.15 --hand-drawn 0.4 --shifted 0.3 --reworded 0.5 --rows 0.2 --jpeg 0.3"
+MIX8="--rows 0.25 --jpeg 0.3"
+MIX10="--free 0.3 --visitor-words"
+train --seed 7788 --out "$WORK/run11" --checkpoints "$WORK/run11-target-checkpoints" $MIX9 $MIX10 --video-every 3 \
+  --eval-n 60 --init-target "$OUT/target" --target-vision-minutes 0 --target-steps 300 --target-lr 5e-5 \
+  --init-draft "$OUT/draft" --draft-vision-minutes 0 --draft-minutes 0
+train --seed 8899 --out "$OUT" --checkpoints "$WORK/run11-draft-checkpoints" $MIX8 $MIX10 --eval-n 60 \
+  --init-target "$WORK/run11/target" --target-vision-minutes 0 --target-minutes 0 \
+  --init-draft "$OUT/draft" --draft-vision-minutes 0 --draft-steps 150 --draft-lr 2e-4
+train --seed 9900 --out "$OUT" --checkpoints "$WORK/run11-hesitant-checkpoints" $MIX8 $MIX10 --eval-n 60 \
+  --init-target "$WORK/run11/target" --target-vision-minutes 0 --target-minutes 0 \
+  --init-draft "$OUT/draft" --draft-layers 1 --draft-name hesitant-draft --draft-vision-minutes 0 \
+  --draft-steps 150 --draft-lr 3e-4
+fi
