@@ -407,8 +407,6 @@ class DataMix:
     rows: float = 0.0
     jpeg: float = 0.0
     free: float = 0.0
-    #: every video_every-th step a batch of clips (run 11: every 3rd)
-    video_every: int = VIDEO_EVERY
 
 
 def draw_example(rng: random.Random, mix: DataMix = DataMix()):
@@ -539,7 +537,7 @@ def train(stage: Stage, model, processor, rng, eval_examples, teacher=None, aux_
         model.train()
         for g in opt.param_groups:
             g["lr"] = lr * lr_factor(frac, step)
-        if mix.video_every and step % mix.video_every == mix.video_every - 1:
+        if VIDEO_EVERY and step % VIDEO_EVERY == VIDEO_EVERY - 1:
             conversations = [[make_example(rng, ("video", "narrate")[i % 2])] for i in range(batch_size)]
         else:
             conversations = [[draw_example(rng, mix)] for _ in range(batch_size)]
@@ -619,7 +617,6 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--init-draft", help="continue from this saved draft instead of a fresh one")
     ap.add_argument("--draft-layers", type=int, default=0, help="keep only the first N text layers of --init-draft")
     ap.add_argument("--draft-name", default="draft", help="the draft's folder under OUT (e.g. hesitant-draft)")
-    ap.add_argument("--video-every", type=int, default=VIDEO_EVERY, help="every Nth step a batch of clips (0: none)")
     ap.add_argument(
         "--visitor-words",
         action="store_true",
@@ -656,9 +653,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def main(argv=None):
     args = parse_args(argv)
-    mix = DataMix(
-        args.lone, args.hand_drawn, args.shifted, args.reworded, args.rows, args.jpeg, args.free, args.video_every
-    )
+    mix = DataMix(args.lone, args.hand_drawn, args.shifted, args.reworded, args.rows, args.jpeg, args.free)
 
     torch.set_num_threads(args.threads)
     random.seed(args.seed)

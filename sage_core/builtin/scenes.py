@@ -837,8 +837,6 @@ def example_picks(seed: int = 7) -> list[tuple[str, Example]]:
         ("bar_value.png", first("bar", "", lambda e: e.question.startswith("what is the value"))),
         ("number.png", first("text", "what does it say?", lambda e: e.objects[0].isdigit())),
         ("count.png", first("count", "how many shapes are there?", lambda e: len(e.objects) == 4)),
-        # two rows of four to read: the draft hesitates on each row's shapes and not on the words around them
-        ("rows.png", first(ROW_KIND, "read the shapes.", lambda e: len(e.objects) == 8)),
     ]
     # The pair does not read (7.4 % of rendered words and numbers): the reading example is drawn, so
     # that the others stay what they were, but not shown.
