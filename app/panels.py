@@ -282,10 +282,11 @@ def _window_row(fig: go.Figure, steps: Sequence[RoundRecord], sage: SageConfig) 
 
 
 def _window_thresholds(fig: go.Figure, x: Sequence[int], sage: SageConfig) -> None:
-    """Row 3's two thresholds: below the lower one D_max falls, above the upper one it rises."""
-    for level, name, dash, above_or_below in (
-        (sage.lower_below, "below: D_max falls", "dash", "top"),
-        (sage.raise_above, "above: D_max rises", "dot", "bottom"),
+    """Row 3's two thresholds: below the lower one D_max falls, above the upper one it rises (one label above
+    the upper line, so that a short race's row has room for it and the window note under the lines)."""
+    for level, name, dash in (
+        (sage.lower_below, "below: D_max falls", "dash"),
+        (sage.raise_above, "above: D_max rises", "dot"),
     ):
         fig.add_trace(
             go.Scatter(
@@ -300,17 +301,17 @@ def _window_thresholds(fig: go.Figure, x: Sequence[int], sage: SageConfig) -> No
             row=3,
             col=1,
         )
-        fig.add_annotation(
-            x=max(x),
-            y=level,
-            text=f"{level:g} ({name})",
-            showarrow=False,
-            xanchor="right",
-            yanchor=above_or_below,
-            font=dict(size=TEXT_PX, color="#475569"),
-            row=3,
-            col=1,
-        )
+    fig.add_annotation(
+        x=max(x),
+        y=sage.raise_above,
+        text=f"- - {sage.lower_below:g} (below: D_max falls) · ··· {sage.raise_above:g} (above: D_max rises)",
+        showarrow=False,
+        xanchor="right",
+        yanchor="bottom",
+        font=dict(size=TEXT_PX, color="#475569"),
+        row=3,
+        col=1,
+    )
 
 
 def _move_text(record: RoundRecord) -> str:
