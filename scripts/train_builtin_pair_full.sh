@@ -40,6 +40,12 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=$(realpath -m "${1:-$ROOT/assets/builtin}")
 WORK=$(realpath -m "${2:-$OUT-work}")
 cd "$ROOT"
+# The data mixes of runs 7-10 (each run below names which it draws from): run 7's drawings and shifted scenes,
+# run 8's rows to read and JPEGs, run 9's more drawings, run 10's free wordings and visitor words.
+MIX7="--lone 0.15 --hand-drawn 0.35 --shifted 0.3 --reworded 0.5"
+MIX8="--rows 0.25 --jpeg 0.3"
+MIX9="--lone 0.15 --hand-drawn 0.4 --shifted 0.3 --reworded 0.5 --rows 0.2 --jpeg 0.3"
+MIX10="--free 0.3 --visitor-words"
 # this tree's sage_core (the scene generator), not an installed copy
 train() { PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" python scripts/train_builtin_pair.py "$@"; }
 if [ "$FROM" -le 7 ]; then
@@ -68,7 +74,6 @@ train --seed 9999 --out "$OUT" --checkpoints "$WORK/redistill-checkpoints" --eva
   --init-draft "$OUT/draft" --draft-vision-minutes 0 --draft-minutes 10 --draft-lr 2e-4
 # Run 7: the target trained 27 more minutes with more hand-drawn and shifted scenes (its weakest
 # kinds after run 4), then the sure draft distilled 6 more minutes from it on the first runs' mix.
-MIX7="--lone 0.15 --hand-drawn 0.35 --shifted 0.3 --reworded 0.5"
 train --seed 2468 --out "$WORK/run7" --checkpoints "$WORK/run7-target-checkpoints" $MIX7 --eval-n 90 \
   --init-target "$OUT/target" --target-vision-minutes 0 --target-minutes 27 --target-lr 1e-4 \
   --init-draft "$OUT/draft" --draft-vision-minutes 0 --draft-minutes 0
@@ -81,8 +86,6 @@ if [ "$FROM" -le 8 ]; then
 # rows of shapes to read (long answers with stretches of 4-6 hard words) and 30 % of the pictures
 # saved as JPEGs of quality 70-98; then the sure draft (10 minutes) and the hesitant draft (5
 # minutes) distilled from it on the first runs' mix with the same rows and JPEGs.
-MIX7="--lone 0.15 --hand-drawn 0.35 --shifted 0.3 --reworded 0.5"
-MIX8="--rows 0.25 --jpeg 0.3"
 train --seed 8642 --out "$WORK/run8" --checkpoints "$WORK/run8-target-checkpoints" $MIX7 $MIX8 --eval-n 60 \
   --init-target "$OUT/target" --target-vision-minutes 0 --target-minutes 55 --target-lr 1e-4 \
   --init-draft "$OUT/draft" --draft-vision-minutes 0 --draft-minutes 0
@@ -98,8 +101,6 @@ if [ "$FROM" -le 9 ]; then
 # Run 9: run 8's target trained 500 more steps on run 7's mix with more drawings (0.4) and the rows
 # kept at 0.2, to win back the drawings and counts run 8 had lost; then the sure draft re-distilled
 # 150 steps and the hesitant draft 80 from it on the first runs' mix with rows and JPEGs.
-MIX9="--lone 0.15 --hand-drawn 0.4 --shifted 0.3 --reworded 0.5 --rows 0.2 --jpeg 0.3"
-MIX8="--rows 0.25 --jpeg 0.3"
 train --seed 1133 --out "$WORK/run9" --checkpoints "$WORK/run9-target-checkpoints" $MIX9 --eval-n 60 \
   --init-target "$WORK/run8/target" --target-vision-minutes 0 --target-steps 500 --target-lr 1e-4 \
   --init-draft "$OUT/draft" --draft-vision-minutes 0 --draft-minutes 0
@@ -117,9 +118,6 @@ if [ "$FROM" -le 10 ]; then
 # trained 1500 more steps on run 9's mix with 30 % of the pictures asked about in the free wordings
 # (wording.free_question: one object 60 % of the time, one-shape descriptions and counts too); then
 # the sure draft re-distilled 300 steps and the hesitant draft 150 from it, with the same free share.
-MIX9="--lone 0.15 --hand-drawn 0.4 --shifted 0.3 --reworded 0.5 --rows 0.2 --jpeg 0.3"
-MIX8="--rows 0.25 --jpeg 0.3"
-MIX10="--free 0.3 --visitor-words"
 train --seed 4455 --out "$WORK/run10" --checkpoints "$WORK/run10-target-checkpoints" $MIX9 $MIX10 --eval-n 60 \
   --init-target "$OUT/target" --target-vision-minutes 0 --target-steps 1500 --target-lr 1e-4 \
   --init-draft "$OUT/draft" --draft-vision-minutes 0 --draft-minutes 0

@@ -107,6 +107,7 @@ def test_per_token_labels_name_what_is_drawn_under_each_token(kind):
         (["--vision-lr", "0"], "--vision-lr must be > 0"),
         (["--reworded", "1.5"], "--reworded must be between 0 and 1"),
         (["--hand-drawn", "-0.1"], "--hand-drawn must be between 0 and 1"),
+        (["--free", "1.5"], "--free must be between 0 and 1"),
     ],
 )
 def test_bad_vision_stage_settings_are_refused_with_one_message(args, message, tmp_path, capsys):
