@@ -60,7 +60,7 @@ def test_other_wordings_of_a_taught_shape_question_get_no_note_and_their_own_kin
     """Run 10 answers questions about shapes in words no template has about as well as the taught ones (module
     docstring): the held-out and hand-written wordings get no note, and a held-out one is read as its own kind."""
     shape_kinds = ("shape", "colour", "count", "position", "size", "describe")
-    held_out = [(k, asking._fill(q)) for k, qs in (*wording.HELD_OUT.items(), *wording.LONE_HELD_OUT.items())
+    held_out = [(k, wording.fill_slots(q)) for k, qs in (*wording.HELD_OUT.items(), *wording.LONE_HELD_OUT.items())
                 for q in qs if k in shape_kinds]  # fmt: skip
     for kind, question in held_out:
         fit = asking.question_fit(question, "shapes")

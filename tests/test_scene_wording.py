@@ -17,6 +17,7 @@ from sage_core.builtin.wording import (
     TRAINING,
     UNSEEN,
     VISITOR_WORDS,
+    fill_slots,
     free_example,
     free_wordings,
     lone_example,
@@ -152,7 +153,7 @@ def _graded_tokens() -> set[tuple[str, ...]]:
     from sage_core.builtin import asking
 
     graded = [w for pool in (*UNSEEN.values(), *BLIND.values()) for w in pool]
-    graded += [asking._fill(w) for pool in (*HELD_OUT.values(), *LONE_HELD_OUT.values()) for w in pool]
+    graded += [fill_slots(w) for pool in (*HELD_OUT.values(), *LONE_HELD_OUT.values()) for w in pool]
     return {asking.tokens_of(q) for q in graded}
 
 
@@ -169,7 +170,7 @@ def test_free_wordings_ask_every_shape_kind_about_one_or_several_objects_and_nev
     graded = _graded_tokens()
     for e in examples:
         assert asking.tokens_of(e.question) not in graded, e.question
-    cores = {asking.tokens_of(asking._fill(q)) for qs in free_wordings().values() for q in qs}
+    cores = {asking.tokens_of(fill_slots(q)) for qs in free_wordings().values() for q in qs}
     assert not cores & graded
     assert all(asking.question_fit(e.question, "shapes").taught for e in examples)
 

@@ -70,7 +70,6 @@ UNKNOWN = "<unknown>"
 #: was taught put in other words, which run 10 answers about as well (module docstring).
 WORDED_LIKE_SHARE = 0.5
 _PLACE_WORDS = frozenset(w for p in scenes.PLACES for w in p.split())
-_SLOTS = {"{colour}": "red", "{shape}": "circle", "{place}": "top left", "{n}": "four", "{value}": "3"}
 
 
 def _slot(word: str, vocabulary: frozenset[str]) -> str:
@@ -128,12 +127,6 @@ def _vocabulary() -> frozenset[str]:
     return frozenset(scenes.vocabulary()) | frozenset(wording.VISITOR_WORDS)
 
 
-def _fill(template: str) -> str:
-    for slot, value in _SLOTS.items():
-        template = template.replace(slot, value)
-    return template
-
-
 def training_wordings() -> dict[str, tuple[str, ...]]:
     """Per question kind (bar questions of every form under ``bar``), the questions training asks, with slots."""
     s = scenes
@@ -161,9 +154,9 @@ def training_wordings() -> dict[str, tuple[str, ...]]:
 def training_questions() -> dict[str, frozenset[tuple[str, ...]]]:
     """Per question kind, its training questions as the rule reads them (:func:`tokens_of`): the templates and
     wordings, and the free wordings' core questions (run 10 on)."""
-    out = {kind: {tokens_of(_fill(q)) for q in qs} for kind, qs in training_wordings().items()}
+    out = {kind: {tokens_of(wording.fill_slots(q)) for q in qs} for kind, qs in training_wordings().items()}
     for kind, qs in wording.free_wordings().items():
-        out[kind] |= {tokens_of(_fill(q)) for q in qs}
+        out[kind] |= {tokens_of(wording.fill_slots(q)) for q in qs}
     return {kind: frozenset(questions) for kind, questions in out.items()}
 
 
@@ -192,7 +185,8 @@ def filler_words() -> frozenset[str]:
     """Words outside the vocabulary that training questions contain: the pair learned to read past them."""
     vocabulary = _vocabulary()
     wordings = [q for qs in training_wordings().values() for q in qs]
-    return frozenset(w for q in wordings for w in words_of(_fill(q)) if w.isalpha() and w not in vocabulary)
+    words = (w for q in wordings for w in words_of(wording.fill_slots(q)))
+    return frozenset(w for w in words if w.isalpha() and w not in vocabulary)
 
 
 def _pairs(tokens: tuple[str, ...]) -> set[tuple[str, str]]:

@@ -399,7 +399,7 @@ def _graded() -> frozenset[str]:
     """Questions the grading asks (held-out and hand-written), which the free wordings never produce as they stand."""
     graded = [w for pool in (*UNSEEN.values(), *BLIND.values()) for w in pool]
     templates = [w for pool in (*HELD_OUT.values(), *LONE_HELD_OUT.values()) for w in pool]
-    return frozenset(_norm(w) for w in (*graded, *map(_fill_slots, templates)))
+    return frozenset(_norm(w) for w in (*graded, *map(fill_slots, templates)))
 
 
 def _is_graded(question: str) -> bool:
@@ -481,12 +481,19 @@ def free_wordings() -> dict[str, tuple[str, ...]]:
                 for field, value in zip(used, values, strict=True):
                     question = question.replace(field, value)
                 questions.append(question)
-        out[kind] = tuple(q for q in dict.fromkeys(questions) if not _is_graded(_fill_slots(q)))
+        out[kind] = tuple(q for q in dict.fromkeys(questions) if not _is_graded(fill_slots(q)))
     return out
 
 
-def _fill_slots(template: str) -> str:
-    return template.replace("{colour}", "red").replace("{shape}", "circle").replace("{place}", "top left")
+#: A sample value for each slot a template or wording may have.
+SLOT_SAMPLES = {"{colour}": "red", "{shape}": "circle", "{place}": "top left", "{n}": "four", "{value}": "3"}
+
+
+def fill_slots(template: str) -> str:
+    """``template`` with every slot given its :data:`SLOT_SAMPLES` value."""
+    for slot, value in SLOT_SAMPLES.items():
+        template = template.replace(slot, value)
+    return template
 
 
 #: The openings and closings a free wording may have around its core question.
