@@ -96,6 +96,29 @@ def plain_examples(seed: int, n: int) -> list:
     return out
 
 
+#: The styles that ask hand-written questions about a picture of one shape (graded also by the asking rule's verdict).
+ONE_SHAPE_STYLES = ("unseen", "blind", "plain")
+
+
+def note_breakdown(examples: list, answers: list[str]) -> dict[str, dict[str, float]]:
+    """Facts right split by what the app's asking rule (`sage_core.builtin.asking`) says of each question: no
+    note, a note for words the pair cannot read, or another note; printed and returned per verdict."""
+    from sage_core.builtin import asking
+    from sage_core.builtin.scenes import fact_score
+
+    tally: dict[str, list[int]] = {}
+    for example, answer in zip(examples, answers, strict=True):
+        fit = asking.question_fit(example.question, "shapes")
+        verdict = "no note" if fit.taught else "note: unknown words" if "cannot read" in fit.reason else "note: other"
+        right, total = fact_score(example, answer)
+        counts = tally.setdefault(verdict, [0, 0, 0])
+        counts[0], counts[1], counts[2] = counts[0] + right, counts[1] + total, counts[2] + 1
+    out = {v: {"facts": r / max(t, 1), "questions": n} for v, (r, t, n) in sorted(tally.items())}
+    for verdict, figures in out.items():
+        print(f"  {verdict:<20} facts {figures['facts']:.3f} over {figures['questions']} questions asked")
+    return out
+
+
 #: The kinds of a shape scene (what a hand-drawn picture is asked).
 SCENE_KINDS = ("shape", "colour", "count", "position", "size", "describe")
 
@@ -160,6 +183,7 @@ def main(argv=None) -> dict:
         examples = [e if e.frames else replace(e, image=jpeg(e.image, args.jpeg)) for e in examples]
     t0 = time.time()
     res_t = evaluate(target, processor, examples)
+    by_note = note_breakdown(examples, res_t["answers"]) if args.style in ONE_SHAPE_STYLES else {}
     if args.target_only:
         print(f"{'kind':<10} {'target':>7}")
         for k, v in res_t["per_kind"].items():
@@ -175,6 +199,7 @@ def main(argv=None) -> dict:
             "jpeg": args.jpeg,
             "target": {k: res_t[k] for k in ("accuracy", "answer_accuracy", "per_kind")},
         }
+        figures["by_note"] = by_note
         if args.json:
             Path(args.json).write_text(json.dumps(figures, indent=2))
         return figures
@@ -207,6 +232,7 @@ def main(argv=None) -> dict:
         "draft": {k: res_d[k] for k in ("accuracy", "answer_accuracy", "per_kind")},
         "agreement": agr,
     }
+    figures["by_note"] = by_note
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=2))
     return figures

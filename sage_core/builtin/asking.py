@@ -29,9 +29,10 @@ Anything else is a question it was taught put in other words, and gets no note.
 Why this rule, measured (2026-12-02, run 10's target, greedy, pictures of one shape): run 9's pair answered
 hand-written questions in words no template has (``wording.UNSEEN``) right 0.555 of the time, so every wording
 outside the training got the note. Run 10 learned the free wordings and the visitor words: it states 1.000 of
-the facts on those 30 questions (90 answers) and 0.943 on the 48 of ``wording.BLIND`` (144 answers), written by
-a helper who saw no training question. On ``BLIND`` the rule gives no note to 37 questions, right 0.980 of the
-time (108 of 111 answers), and the note to 11 (6 with unknown words, 5 others), right 0.83 and 0.81: the note
+the facts on those 30 questions (150 answers) and 0.948 on the 48 of ``wording.BLIND`` (144 answers), written by
+a helper who saw no training question. On ``BLIND`` (``scripts/check_builtin_pair.py --target-only --style blind
+--n 144``, which prints this split) the rule gives no note to 37 questions, 0.980 of their facts right over 111
+asked, and the note to 11 (6 with unknown words, 5 others), 0.833 and 0.857: the note
 stays for questions the pair reads less well, and no longer for questions it was taught in other words. The
 note names the training questions of the closest kind (:func:`suggestions`), so the visitor can ask what the
 pair was taught.
