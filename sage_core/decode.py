@@ -132,14 +132,31 @@ class DecodeRun:
         )
         self.records: list[RoundRecord] = []
         self._steps = self._run()
+        self._broken: str | None = None  # what stopped a round half-way (the run cannot go on)
 
     def __iter__(self) -> Iterator[RoundRecord]:
         return self
 
     def __next__(self) -> RoundRecord:
-        record = next(self._steps)
+        if self._broken is not None:
+            raise InputError(
+                f"this run stopped in the middle of round {len(self.records)} ({self._broken}), so its caches are "
+                "half-updated and it cannot go on: start a new run with decode(...)"
+            )
+        try:
+            record = next(self._steps)
+        except StopIteration:
+            raise
+        except BaseException as error:  # KeyboardInterrupt too: the generator is dead, its caches half-written
+            self._broken = type(error).__name__
+            raise
         self.records.append(record)
         return record
+
+    @property
+    def broken(self) -> bool:
+        """Whether a round stopped half-way (an error or an interrupt inside it): the run cannot be used again."""
+        return self._broken is not None
 
     def run_to_end(self) -> RunSummary:
         for _ in self:

@@ -9,27 +9,33 @@ same tensors, as transformers' assisted generation has it, so it needs the targe
 followed by the new ones, or a `GenerateDecoderOnlyOutput` with `return_dict_in_generate=True`),
 equal token for token to `target.generate(**inputs, do_sample=False, max_new_tokens=64)`.
 
-SAGE's settings are keyword arguments with the paper's defaults: `method` ("sage", "static",
-"chain" or "ar"), `backend`, `prune_ratio`, `sage_config` (a whole `SageConfig`) or any of its
-fields by name with a `sage_` prefix (`sage_depth_max=8`, `sage_candidates=10`, ...; the prefix keeps
-them apart from `generate()`'s own `top_k`). Settings that would make plain `generate()` pick
-other tokens than the target's argmax (sampling, beams, repetition penalties, logits processors,
-stopping criteria) are refused with one sentence: SAGE here is greedy and lossless.
+SAGE's settings are keyword arguments with the paper's defaults: `method` (any registered method:
+"sage", "static", "chain", "ar", ...), `backend`, `prune_ratio`, `sage_config` (a `SageConfig`, or a
+dict of its fields) and any of its fields by name with a `sage_` prefix (`sage_depth_max=8`,
+`sage_candidates=10`, ...; the prefix keeps them apart from `generate()`'s own `top_k`; they apply
+over `sage_config`). Another method's settings go by the names the command line and the app give them
+(`method="sage-frozen", frozen_alpha=0.5`; `method="dynamic", dynamic_depth=4`). Settings that would
+make plain `generate()` pick other tokens than the target's argmax (sampling, beams, repetition
+penalties, logits processors, stopping criteria) are refused with one sentence: SAGE here is greedy
+and lossless. A keyword that neither `generate()` nor the model reads (a typo) is refused, as plain
+`generate()` refuses it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import torch
 
+from .arguments import kind_of
 from .config import Backend, DecodeConfig
 from .decode import DecodeRun
 from .errors import GenerateError
 from .media import Media
-from .method_settings import OLD_SAGE_NAMES, SageConfig
-from .methods import METHODS
+from .method_settings import OLD_SAGE_NAMES, SageConfig, shown
+from .methods import drafts, is_method, method_spec, registered_names, specs
 from .models import FAMILIES, VLM, check_pair
 from .models.loading import input_device
 from .prepared import PreparedInputs
@@ -92,7 +98,7 @@ def generate(  # noqa: PLR0913  (transformers' generate() signature, which a cus
     method: str = "sage",
     backend: Backend = "fast",
     prune_ratio: float = 0.0,
-    sage_config: SageConfig | None = None,
+    sage_config: SageConfig | Mapping[str, Any] | None = None,
     tokenizer: Any = None,
     assistant_tokenizer: Any = None,
     **kwargs: Any,
@@ -101,8 +107,12 @@ def generate(  # noqa: PLR0913  (transformers' generate() signature, which a cus
     if logits_processor or stopping_criteria or prefix_allowed_tokens_fn is not None or negative_prompt_ids is not None:
         raise GenerateError("SAGE's generate() is greedy and lossless: it takes no logits processors or stop criteria")
     del synced_gpus, negative_prompt_attention_mask  # one process, no guidance: nothing to do with them
+    if not is_method(method):
+        raise GenerateError(f"unknown method {shown(method)}; choose one of {', '.join(registered_names())}")
     sage = _sage_config(sage_config, kwargs)
+    own_settings = _method_settings(method, kwargs)
     config, model_inputs = _generation_config(model, generation_config, kwargs)
+    _check_known(model, model_inputs, method)
     _check_greedy(config, model.generation_config)
     _check_plain_output(config, model_inputs)
     if inputs is not None:
@@ -114,11 +124,11 @@ def generate(  # noqa: PLR0913  (transformers' generate() signature, which a cus
     if isinstance(mask, torch.Tensor) and not bool(mask.all()):
         raise GenerateError("SAGE's generate() takes one unpadded prompt: the attention mask must be all ones")
     max_new = config.max_new_tokens if config.max_new_tokens is not None else config.max_length - input_ids.shape[1]
-    if method not in METHODS:
-        raise GenerateError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
-    if method != "ar" and assistant_model is None:
+    if drafts(method) and assistant_model is None:
         raise GenerateError(f"method {method!r} drafts: pass the draft model as assistant_model")
     decode_config = DecodeConfig(method, max_new, sage, backend=backend, prune_ratio=prune_ratio)
+    if own_settings is not None:
+        decode_config = decode_config.with_settings({method: own_settings})
     target = _vlm(model, tokenizer, "target")
     draft = _vlm(assistant_model, assistant_tokenizer or tokenizer, "draft") if assistant_model is not None else target
     pair = check_pair(target, draft)
@@ -151,20 +161,78 @@ def _decoded(run: DecodeRun, input_ids: torch.Tensor, streamer: Any, return_dict
     return sequences
 
 
-def _sage_config(given: SageConfig | None, kwargs: dict[str, Any]) -> SageConfig:
-    """`sage_config`, or the paper's defaults, with the `sage_*` keyword arguments applied (taken out of kwargs)."""
+def _sage_config(given: object, kwargs: dict[str, Any]) -> SageConfig:
+    """`sage_config` (a `SageConfig`, or a dict of its fields), or the paper's defaults, with the `sage_*`
+    keyword arguments applied (taken out of kwargs); an unknown name or a wrong type in one sentence."""
     names = {f.name for f in fields(SageConfig)}
+    if given is None:
+        base = SageConfig()
+    elif isinstance(given, SageConfig):
+        base = given
+    elif isinstance(given, Mapping):
+        for key in given:
+            _check_sage_name(key, names, f"{shown(key)} in sage_config")
+        base = SageConfig(**{str(key): value for key, value in given.items()})
+    else:
+        raise GenerateError(
+            f"sage_config must be a sage_core SageConfig or a dict of its fields, not {kind_of(given)}: "
+            "pass sage_config=SageConfig(depth_max=...) or sage_config={'depth_max': ...}"
+        )
     changes = {}
     for key in [k for k in kwargs if k.startswith(SAGE_PREFIX)]:
         name = key.removeprefix(SAGE_PREFIX)
-        if name in OLD_SAGE_NAMES:  # sage_top_k: now sage_candidates
-            new = SAGE_PREFIX + OLD_SAGE_NAMES[name]
-            raise GenerateError(f"{key!r} is the old name of SAGE's {new!r}, no longer read: pass {new!r} instead")
-        if name not in names:
-            raise GenerateError(f"unknown SAGE setting {key!r}; the settings are {', '.join(sorted(names))} (prefixed)")
+        _check_sage_name(name, names, repr(key), prefix=SAGE_PREFIX)
         changes[name] = kwargs.pop(key)
-    base = given if given is not None else SageConfig()
-    return SageConfig(**{**{f.name: getattr(base, f.name) for f in fields(SageConfig)}, **changes})
+    return replace(base, **changes) if changes else base
+
+
+def _check_sage_name(name: object, names: set[str], said: str, prefix: str = "") -> None:
+    """Refuse a name that is not a `SageConfig` field (an old one named with its new name)."""
+    if isinstance(name, str) and name in OLD_SAGE_NAMES:  # top_k: now candidates
+        new = prefix + OLD_SAGE_NAMES[name]
+        raise GenerateError(f"{said} is the old name of SAGE's {new!r}, no longer read: pass {new!r} instead")
+    if not isinstance(name, str) or name not in names:
+        listed = ", ".join(prefix + n for n in sorted(names))
+        raise GenerateError(f"unknown SAGE setting {said}; the settings are {listed}")
+
+
+def _method_settings(method: str, kwargs: dict[str, Any]) -> Any:
+    """The settings of a method other than SAGE by their registry names, as the command line and the app
+    name them (`frozen_alpha=0.5` for sage-frozen, `dynamic_depth=4` for the dynamic tree), taken out of
+    kwargs; None when the method has none of its own here (SAGE's are `sage_config` and `sage_*`)."""
+    spec = method_spec(method)
+    if spec.settings is None or spec.settings_field == "sage":
+        return None
+    given = {s.name: kwargs.pop(s.name) for s in spec.controls if s.name in kwargs}
+    return spec.settings_from(given) if given else None
+
+
+def _check_known(model: Any, model_inputs: dict[str, Any], method: str) -> None:
+    """Refuse keyword arguments neither generate() nor the model takes, as transformers' generate() does
+    (its `_validate_model_kwargs`: a typo is never dropped in silence); a setting of SAGE or of another
+    method named the way this call cannot take it gets its own sentence."""
+    unknown = []
+    for key, value in model_inputs.items():
+        try:
+            model._validate_model_kwargs({key: value})
+        except ValueError:
+            unknown.append(key)
+    if not unknown:
+        return
+    sage_names = {f.name for f in fields(SageConfig)}
+    for key in unknown:
+        owner = next((spec for spec in specs() for s in spec.controls if s.name == key), None)
+        if key in sage_names:
+            raise GenerateError(f"SAGE's settings are passed with a {SAGE_PREFIX!r} prefix: pass {SAGE_PREFIX}{key}")
+        if owner is not None and owner.name != method:
+            raise GenerateError(
+                f"{key!r} is a setting of method {owner.name!r}, and this call runs {method!r}: "
+                f"pass method={owner.name!r}"
+            )
+    raise GenerateError(
+        f"generate() does not take {', '.join(map(repr, unknown))} (neither generate() nor the model reads "
+        "it; typos are refused as plain generate() refuses them)"
+    )
 
 
 def _generation_config(model: Any, given: Any, kwargs: dict[str, Any]) -> tuple[Any, dict[str, Any]]:

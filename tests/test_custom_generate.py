@@ -154,3 +154,60 @@ def test_a_checkpoint_that_samples_is_told_the_two_arguments_and_the_readme_snip
     finally:
         config.do_sample, config.repetition_penalty = saved
     assert out.tolist() == expected.tolist()
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"foo": 1}, r"^generate\(\) does not take 'foo' \(neither generate\(\) nor the model reads it"),
+        ({"depth_max": 5}, r"^SAGE's settings are passed with a 'sage_' prefix: pass sage_depth_max$"),
+        ({"frozen_alpha": 0.5}, r"^'frozen_alpha' is a setting of method 'sage-frozen', and this call runs 'sage'"),
+        ({"method": "static", "dynamic_depth": 3}, r"^'dynamic_depth' is a setting of method 'dynamic'"),
+        ({"sage_config": 5}, r"^sage_config must be a sage_core SageConfig or a dict of its fields, not an int"),
+        ({"sage_config": "depth_max=5"}, r"^sage_config must be a sage_core SageConfig or a dict of its fields"),
+        ({"sage_config": {"depth": 5}}, r"^unknown SAGE setting 'depth' in sage_config; the settings are "),
+        ({"sage_config": {1: 5}}, r"^unknown SAGE setting 1 in sage_config"),
+        ({"sage_config": {"top_k": 5}}, r"^'top_k' in sage_config is the old name of SAGE's 'candidates'"),
+        ({"method": 5}, r"^unknown method 5; choose one of "),
+    ],
+)
+def test_unknown_keywords_and_wrong_sage_settings_are_refused_as_generate_refuses_them(
+    tiny_root, image: Media, settings: dict, message: str
+):
+    """Plain generate() refuses a keyword neither it nor the model reads (a typo is never dropped in silence);
+    the entry point does too, in one sentence, naming the right spelling where there is one."""
+    from sage_core.errors import GenerateError
+
+    pair = tiny_pair(str(tiny_root), "qwen2_vl", "noised")
+    inputs = pair.target.prepare(image, "Describe the picture.")
+    if "foo" in settings:  # plain generate() refuses it too
+        with pytest.raises(ValueError, match="not used by the model: \\['foo'\\]"), torch.no_grad():
+            pair.target.model.generate(**inputs, do_sample=False, max_new_tokens=2, **settings)
+    with pytest.raises(GenerateError, match=message) as refused:
+        through_entry(pair, inputs, **settings)
+    assert isinstance(refused.value, ValueError) and "\n" not in str(refused.value)
+
+
+def test_sage_settings_arrive_as_a_dict_a_sage_config_or_prefixed_keywords(tiny_root, image: Media):
+    """`sage_config` as documented: a SageConfig or a dict of its fields (it used to be an AttributeError),
+    the `sage_*` keywords over it; another method's settings by their command-line names."""
+    from sage_core import SageConfig
+
+    pair = tiny_pair(str(tiny_root), "qwen2_5_vl", "noised")
+    inputs = pair.target.prepare(image, "Describe the picture.")
+    expected = plain(pair, inputs).tolist()
+    for settings in (
+        {"sage_config": {"depth_max": 5}},
+        {"sage_config": SageConfig(depth_max=5)},
+        {"sage_config": {"depth_min": 2}, "sage_depth_max": 2},  # the dict's depth_min makes depth_max=2 legal
+        {"method": "sage-frozen", "frozen_alpha": 0.25},
+        {"method": "dynamic", "dynamic_depth": 2},
+    ):
+        assert through_entry(pair, inputs, **settings).tolist() == expected, settings
+    # each arrives: SAGE's own checks refuse what the defaults would not
+    with pytest.raises(ValueError, match="depth_min <= depth_max"):
+        through_entry(pair, inputs, sage_config={"depth_max": 2})
+    with pytest.raises(ValueError, match="depth_min <= depth_max"):
+        through_entry(pair, inputs, sage_config={"depth_min": 2}, sage_depth_max=1)
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        through_entry(pair, inputs, method="sage-frozen", frozen_alpha=5)

@@ -21,6 +21,16 @@ from .caches import CacheStrategy
 from .masks import key_positions, windowed
 from .visual import rotate_half_rope
 
+# What `get_rope_index` reads of a prompt's tensors (the same names in transformers 5.17 and 5.24).
+_ROPE_INDEX_INPUTS = (
+    "input_ids",
+    "mm_token_type_ids",
+    "image_grid_thw",
+    "video_grid_thw",
+    "second_per_grid_ts",
+    "attention_mask",
+)
+
 # (first frame, last frame, x0, y0, x1, y1): the sampled frames a visual token covers, its box in fractions
 VisualBox = tuple[int, int, float, float, float, float]
 
@@ -36,7 +46,7 @@ class Family:
     """One model family. Subclasses override what their family does differently.
 
     `model_type`: the config's `model_type`; `model_class`: the class in transformers that loads it;
-    `rope_deltas`: positions are M-RoPE with the delta the prefill leaves on `model.model.rope_deltas`;
+    `rope_deltas`: positions are M-RoPE with a delta per prompt (`position_offset`);
     `video`: the processor takes videos; `windows_by_mask`: the text model has sliding-window layers,
     which keep every cache row and see only their window through the tree masks (`layer_masks`).
     """
@@ -112,11 +122,19 @@ class Family:
         keys = key_positions(committed, (*scratch_positions, *query_positions), mask.device)
         return self.layer_masks(config, mask, query_positions, keys)
 
-    def position_offset(self, model: Any) -> int:
-        """The M-RoPE delta the prefill left on `model.model.rope_deltas` (0 for plain positions, or after a
-        text-only prompt, where positions are sequential)."""
-        deltas = getattr(model.model, "rope_deltas", None) if self.rope_deltas else None
-        return 0 if deltas is None else int(deltas.reshape(-1)[0])
+    def position_offset(self, model: Any, inputs: Mapping[str, Any]) -> int:
+        """The M-RoPE delta of this prompt: how far the positions after it run from its length (0 for plain
+        positions, or for a prompt without media, where positions are sequential).
+
+        Computed from the prompt's own tensors with the model's `get_rope_index`, as its prefill computes it,
+        never read from `model.model.rope_deltas`: transformers keeps the delta of the last prompt with media
+        there and leaves it for a later prompt without any, so the value on the model may be another call's."""
+        grids = [inputs.get(name) for name in ("image_grid_thw", "video_grid_thw")]
+        if not self.rope_deltas or all(grid is None for grid in grids):
+            return 0
+        given = {name: inputs[name] for name in _ROPE_INDEX_INPUTS if inputs.get(name) is not None}
+        _, deltas = model.model.get_rope_index(**given)
+        return int(deltas.reshape(-1)[0])
 
     def prepare(self, model: Any) -> None:
         """Fit a loaded model for the forwards after the prefill (nothing by default; Qwen3.5: the

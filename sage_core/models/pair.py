@@ -9,7 +9,7 @@ from typing import Any
 import torch
 
 from ..arguments import check_load_arguments
-from ..errors import InputError, PairMismatchError
+from ..errors import InputError, ModelLoadError, PairMismatchError
 from .loading import source
 from .vlm import VLM
 
@@ -42,11 +42,37 @@ class ModelPair:
 
 def check_method(pair: ModelPair, method: str, prune_ratio: float = 0.0) -> None:
     """Refuse, in one sentence, what one of the models cannot run: draft-side pruning on a family whose
-    pruning hooks are not written."""
-    models = (pair.target,) if method == "ar" else (pair.target, pair.draft)
-    for model in models:
+    pruning hooks are not written, or weights that left the device the model was loaded on."""
+    models = (("target", pair.target),) if method == "ar" else (("target", pair.target), ("draft", pair.draft))
+    for role, model in models:
+        check_placement(model, role)
         if prune_ratio > 0 and not model.spec.prunable:
             raise InputError(f"visual token pruning is not available for {model.family} models yet; turn pruning off")
+
+
+def check_placement(model: VLM, role: str) -> None:
+    """Refuse (ModelLoadError) a model whose weights are not where it was loaded: moved to the `meta` device
+    (no values: a forward fails with a raw device error) or to a device it was not loaded on (its inputs go
+    to the loading device). A model placed by accelerate (a device map) is left alone: its hooks move the
+    weights, and an offloaded weight sits on `meta` by design."""
+    torch_model = model.model
+    if not isinstance(torch_model, torch.nn.Module):  # a stand-in without weights (the test kit's toy pair)
+        return
+    if any(hasattr(module, "_hf_hook") for module in torch_model.modules()):
+        return
+    tensors = (*torch_model.parameters(), *torch_model.buffers())
+    if any(tensor.device.type == "meta" for tensor in tensors):
+        raise ModelLoadError(
+            f"the {role} {model.name!r} has weights on the meta device (moved there, or never loaded), so it "
+            "cannot compute: load the pair again with load_pair(...)"
+        )
+    moved = sorted({str(p.device) for p in torch_model.parameters()} - {str(d) for d in model.devices})
+    if moved:
+        loaded = ", ".join(sorted(str(d) for d in model.devices))
+        raise ModelLoadError(
+            f"the {role} {model.name!r} was loaded on {loaded} but has weights on {', '.join(moved)} now: "
+            "move it back, or load the pair again with load_pair(device=...)"
+        )
 
 
 def check_pair(target: VLM, draft: VLM) -> ModelPair:

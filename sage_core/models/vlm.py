@@ -155,7 +155,7 @@ class VLM:
         head = self.model.get_output_embeddings() if logits_to_keep > 1 else None
         with last_logits_only(head):
             output = self.model(**inputs, **{self.cache_keyword: cache}, use_cache=True, logits_to_keep=logits_to_keep)
-        offset = self.spec.position_offset(self.model)
+        offset = self.spec.position_offset(self.model, inputs)  # this prompt's own, never the model's last one
         state = KVState(cache=cache, committed=inputs["input_ids"].shape[1], position_offset=offset, strategy=strategy)
         return state, output.logits[0, -1].float()
 
