@@ -109,7 +109,9 @@ def refusals_as_sentences(demo: gr.Blocks) -> None:
     @functools.wraps(stock)
     async def preprocess_data(block_fn: Any, inputs: list[Any], *args: Any, **kwargs: Any) -> Any:
         try:
-            return await stock(block_fn, with_defaults(block_fn, inputs), *args, **kwargs)
+            sent = with_defaults(block_fn, inputs)
+            raw = list(sent) if isinstance(sent, list) else sent
+            return booleans_kept(block_fn, raw, await stock(block_fn, sent, *args, **kwargs))
         except gr.Error:
             raise
         except Exception as error:
@@ -119,6 +121,19 @@ def refusals_as_sentences(demo: gr.Blocks) -> None:
             raise gr.Error(sentence, print_exception=False) from error
 
     demo.preprocess_data = preprocess_data  # type: ignore[method-assign]  # Gradio has no hook for bad input
+
+
+def booleans_kept(block_fn: Any, sent: Any, processed: Any) -> Any:
+    """The processed values, with a boolean sent for a number (a slider, a number box) handed on as sent:
+    Gradio's number box would round True to the number 1, and the settings' one number check
+    (`sage_core.method_settings.read_number`) refuses a boolean in the sentence every route gives."""
+    blocks = list(getattr(block_fn, "inputs", []) or [])
+    if not isinstance(sent, list) or not isinstance(processed, list) or len(processed) != len(sent):
+        return processed
+    return [
+        value if isinstance(value, bool) and isinstance(block, gr.Number | gr.Slider) else kept
+        for block, value, kept in zip(blocks, sent, processed, strict=False)
+    ] + processed[len(blocks) :]
 
 
 def with_defaults(block_fn: Any, inputs: list[Any]) -> list[Any]:

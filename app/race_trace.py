@@ -18,7 +18,14 @@ from sage_core.costs import CostCurve
 from sage_core.errors import TraceError
 from sage_core.methods import method_names
 from sage_core.records import trace_lines
-from sage_core.trace_check import MAX_TRACE_BYTES, is_text, json_line, parse_trace_rows, read_trace_text
+from sage_core.trace_check import (
+    MAX_TRACE_BYTES,
+    is_text,
+    json_line,
+    parse_trace_rows,
+    read_trace_text,
+    recorded_cost_curve,
+)
 
 from .race import Lane, RaceData
 
@@ -100,33 +107,6 @@ def _race_meta(meta: object) -> dict[int, str]:
 
 
 def _race_costs(meta: dict) -> CostCurve | None:
-    """The race line's recorded cost curve (absent in races recorded before it), checked."""
-    costs = meta.get("costs")
-    if costs is None:
-        return None
-    try:
-        lists = ("sizes", "verify_ms", "draft_level_ms", "verify_spread_ms", "draft_spread_ms")  # (spreads: optional)
-        curve = CostCurve(**{**costs, **{k: tuple(costs[k]) for k in lists if k in costs or k in lists[:3]}})
-    except (TypeError, KeyError) as error:
-        raise TraceError(f"the race line's cost curve is not valid: {error}") from error
-    numbers = (
-        curve.one_token_ms,
-        *curve.verify_ms,
-        *curve.draft_level_ms,
-        curve.one_token_spread_ms,
-        *curve.verify_spread_ms,
-        *curve.draft_spread_ms,
-    )
-    if not (
-        curve.sizes
-        and len(curve.sizes) == len(curve.verify_ms) == len(curve.draft_level_ms)
-        and all(len(s) in (0, len(curve.sizes)) for s in (curve.verify_spread_ms, curve.draft_spread_ms))
-        and all(type(n) is int and n >= 1 for n in (*curve.sizes, curve.repeats + 1))
-        and all(isinstance(v, int | float) and 0 <= v < 1e6 for v in numbers)
-        and (
-            curve.round_overhead_ms is None
-            or (isinstance(curve.round_overhead_ms, int | float) and 0 <= curve.round_overhead_ms < 1e6)
-        )
-    ):
-        raise TraceError("the race line's cost curve needs node counts >= 1 and finite times per count")
-    return curve
+    """The race line's recorded cost curve (absent in races recorded before it), checked for sense
+    (`sage_core.trace_check.recorded_cost_curve`)."""
+    return recorded_cost_curve(meta.get("costs"))

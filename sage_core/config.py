@@ -10,9 +10,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from .arguments import check_part
+from .arguments import check_part, kind_of
 from .errors import ConfigError, InputError
-from .method_settings import DynamicConfig, SageConfig, as_float, as_whole, is_whole_in, shown
+from .method_settings import DynamicConfig, SageConfig, as_float, as_whole, in_range, read_number, shown
 from .methods import Method, drafts, method_spec
 
 # How the loop talks to the models (backends.py): a cache strategy and a forward, chosen separately;
@@ -60,24 +60,28 @@ class SamplingConfig:
 
     def __post_init__(self) -> None:
         problems = []
-        temperature = self.temperature
-        number = isinstance(temperature, int | float) and not isinstance(temperature, bool)
-        if not (number and (temperature == 0 or MIN_TEMPERATURE <= temperature <= MAX_TEMPERATURE)):
+        temperature = in_range(self.temperature, 0.0, MAX_TEMPERATURE)
+        if temperature is None or 0 < temperature < MIN_TEMPERATURE:
             problems.append(
                 f"temperature must be 0 (greedy) or a number in [{MIN_TEMPERATURE:g}, {MAX_TEMPERATURE:g}] "
                 "(near 0 the scaled logits overflow: transformers' generate fails at 1e-40; 0 is greedy), "
-                f"not {shown(temperature)}"
+                f"not {shown(self.temperature)}"
             )
-        if not (isinstance(self.top_p, int | float) and 0.0 < self.top_p <= 1.0):
+        top_p = in_range(self.top_p, 0.0, 1.0, above_low=True)
+        if top_p is None:
             problems.append(f"top-p must lie in (0, 1], not {shown(self.top_p)}")
-        if not is_whole_in(self.top_k, 0, MAX_SAMPLING_TOP_K):
+        top_k = in_range(self.top_k, 0, MAX_SAMPLING_TOP_K, whole=True)
+        if top_k is None:
             problems.append(
                 f"top-k must be an integer >= 0 (0 = off) and at most {MAX_SAMPLING_TOP_K}, not {shown(self.top_k)}"
             )
-        if self.seed is not None and not is_whole_in(self.seed, 0, 2**63 - 1):
+        seed = None if self.seed is None else in_range(self.seed, 0, 2**63 - 1, whole=True)
+        if self.seed is not None and seed is None:
             problems.append(f"seed must be an integer in [0, 2**63), not {shown(self.seed)}")
         if problems:
             raise ConfigError("invalid sampling settings: " + "; ".join(problems))
+        for name, value in (("temperature", temperature), ("top_p", top_p), ("top_k", top_k), ("seed", seed)):
+            object.__setattr__(self, name, value)  # plain Python numbers (a numpy scalar becomes one)
 
     @property
     def greedy(self) -> bool:
@@ -117,31 +121,18 @@ class DecodeConfig:
         check_part("sage", self.sage, SageConfig, "SageConfig(depth_max=...)")
         check_part("sampling", self.sampling, SamplingConfig, "SamplingConfig(temperature=...)")
         check_part("dynamic", self.dynamic, DynamicConfig, "DynamicConfig(depth=...)")
-        if isinstance(self.prune_ratio, str | bool) or not isinstance(self.prune_ratio, int | float):
-            raise ConfigError(f"prune_ratio must be a number in [0, 1), not {shown(self.prune_ratio)}")
-        method_spec(self.method)  # one clear error for an unknown method
-        for name, settings in self.method_settings:
-            kind = method_spec(name).settings
-            if kind is None or not isinstance(settings, kind):
-                raise ConfigError(f"the settings given for {name!r} are not the ones its registry entry names")
+        method_spec(self.method)  # one clear error for an unknown method (or one that is no name)
+        check_method_settings(self.method_settings)
         if self.backend not in BACKENDS:
-            raise ConfigError(f"unknown backend {self.backend!r}; choose one of {', '.join(BACKENDS)}")
+            raise ConfigError(f"unknown backend {shown(self.backend)}; choose one of {', '.join(BACKENDS)}")
         for name, value in (("cache", self.cache), ("forward", self.forward)):
             if value is not None and not isinstance(value, str):
                 raise ConfigError(f"{name} must be the name of a registered {name} (backends.py), not {shown(value)}")
-        check_prune_ratio(self.prune_ratio)
+        for name, number in settled_numbers(self).items():
+            object.__setattr__(self, name, number)  # plain Python numbers (a numpy scalar becomes one)
         if self.prune_ratio > 0 and not drafts(self.method):
             raise ConfigError(
                 f"pruning removes visual tokens from the draft's prompt; method {self.method!r} has no draft"
-            )
-        if not 0.0 <= self.prune_attention_share <= 1.0:
-            raise ConfigError(f"prune_attention_share must lie in [0, 1], not {self.prune_attention_share}")
-        if not isinstance(self.max_new_tokens, int) or isinstance(self.max_new_tokens, bool):
-            raise ConfigError(f"max new tokens must be a whole number, not {shown(self.max_new_tokens)}")
-        check_max_new_tokens(self.max_new_tokens)
-        if not is_whole_in(self.template_candidates, 4, 20):
-            raise ConfigError(
-                f"template_candidates must be a whole number in [4, 20], not {shown(self.template_candidates)}"
             )
 
     def settings_for(self, method: str | None = None) -> Any:
@@ -171,10 +162,53 @@ MAX_NEW_TOKENS_LIMIT = 4096
 MAX_PROMPT_CHARS = 4000
 
 
+def check_method_settings(given: object) -> None:
+    """`DecodeConfig.method_settings`: (method name, its settings object) pairs in a tuple, each object of the
+    class the method's registry entry names; one ConfigError naming the field else."""
+    if not isinstance(given, tuple) or not all(isinstance(pair, tuple) and len(pair) == 2 for pair in given):
+        raise ConfigError(
+            "DecodeConfig's method_settings must be a tuple of (method name, settings) pairs, not "
+            f"{kind_of(given)}: pass DecodeConfig(...).with_settings({{name: settings}})"
+        )
+    for name, settings in given:
+        kind = method_spec(name).settings
+        if kind is None or not isinstance(settings, kind):
+            raise ConfigError(f"the settings given for {name!r} are not the ones its registry entry names")
+
+
+def settled_numbers(config: DecodeConfig) -> dict[str, Any]:
+    """`DecodeConfig`'s numbers, each checked (`in_range`) and as a plain Python number; one ConfigError
+    naming the first that is not in its range."""
+    tokens = in_range(config.max_new_tokens, 1, MAX_NEW_TOKENS_LIMIT, whole=True)
+    if tokens is None:
+        raise ConfigError(
+            f"max new tokens must be a whole number in [1, {MAX_NEW_TOKENS_LIMIT}], not {shown(config.max_new_tokens)}"
+        )
+    candidates = in_range(config.template_candidates, 4, 20, whole=True)
+    if candidates is None:
+        raise ConfigError(
+            f"template_candidates must be a whole number in [4, 20], not {shown(config.template_candidates)}"
+        )
+    ratio = read_number(config.prune_ratio)
+    if ratio is None:
+        raise ConfigError(f"prune_ratio must be a number in [0, 1), not {shown(config.prune_ratio)}")
+    share = in_range(config.prune_attention_share, 0.0, 1.0)
+    if share is None:
+        raise ConfigError(
+            f"prune_attention_share must be a number in [0, 1], not {shown(config.prune_attention_share)}"
+        )
+    return {
+        "max_new_tokens": tokens,
+        "template_candidates": candidates,
+        "prune_ratio": check_prune_ratio(ratio),
+        "prune_attention_share": share,
+    }
+
+
 def check_max_new_tokens(value: object, limit: int = MAX_NEW_TOKENS_LIMIT) -> int:
     """The token limit as a whole number in [1, limit] (a form's "12" or 12.0 included); ConfigError else."""
-    number = as_whole(value)
-    if not is_whole_in(number, 1, limit):
+    number = in_range(as_whole(value), 1, limit, whole=True)
+    if number is None:
         raise ConfigError(f"max new tokens must be a whole number in [1, {limit}], not {shown(value)}")
     return int(number)
 
@@ -182,7 +216,7 @@ def check_max_new_tokens(value: object, limit: int = MAX_NEW_TOKENS_LIMIT) -> in
 def check_prune_ratio(value: object) -> float:
     """The pruning ratio as a number in [0, MAX_PRUNE_RATIO] (a form's "0.5" included); ConfigError else."""
     ratio = as_float(value)
-    if isinstance(value, bool) or ratio is None:
+    if ratio is None:
         raise ConfigError(f"the pruning ratio must be a number in [0, 1), not {shown(value)}")
     if not 0.0 <= ratio <= MAX_PRUNE_RATIO:
         raise ConfigError(

@@ -15,9 +15,10 @@ above MAX_IMAGE_PIXELS * 4 are refused before any is decoded.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
@@ -114,36 +115,34 @@ def load_image(path: Path) -> Media:
 
 
 def load_video(path: Path, frames: int, max_seconds: float) -> Media:
+    """`frames` evenly spaced frames of a video, read as a player shows them (transparency on white). A video
+    whose container states its frame count is read by seeking; one written as a stream (a browser's
+    MediaRecorder WebM: no duration, no cues, a frame count OpenCV reads as negative) or whose stated count
+    is wrong is read frame by frame (`read_streamed`), within the same limits of time and pixels."""
     import cv2
 
     if not 1 <= frames <= 64:
         raise MediaError(f"frames must lie in [1, 64], not {frames}")
-    capture = cv2.VideoCapture(str(path))
+    capture = open_capture(path)
     try:
-        if not capture.isOpened():
-            raise MediaError(f"{path.name} is not a readable video")
         count = int(capture.get(cv2.CAP_PROP_FRAME_COUNT))
         fps = float(capture.get(cv2.CAP_PROP_FPS)) or 0.0
-        if count <= 0 or fps <= 0:
+        if fps <= 0 or not math.isfinite(fps):
             raise MediaError(f"{path.name} is not a readable video (no frames or no frame rate)")
-        if count / fps > max_seconds:
-            raise MediaError(f"{path.name} lasts {count / fps:.0f} s; the limit is {max_seconds:.0f} s")
         width, height = int(capture.get(cv2.CAP_PROP_FRAME_WIDTH)), int(capture.get(cv2.CAP_PROP_FRAME_HEIGHT))
         if width * height > MAX_VIDEO_FRAME_PIXELS:
             raise MediaError(
                 f"{path.name} has {width}x{height} frames: too many pixels (the limit is "
                 f"{MAX_VIDEO_FRAME_PIXELS / 1e6:.0f} million a frame)"
             )
-        indices = sample_indices(count, min(frames, count))
-        images = []
-        for index in indices:
-            capture.set(cv2.CAP_PROP_POS_FRAMES, index)
-            ok, frame = capture.read()
-            if not ok:
-                raise MediaError(f"{path.name}: frame {index} of {count} cannot be decoded")
-            images.append(cv2.cvtColor(capped_frame(frame, MAX_FRAME_PIXELS), cv2.COLOR_BGR2RGB))
+        if count > 0 and count / fps > max_seconds:
+            raise MediaError(f"{path.name} lasts {count / fps:.0f} s; the limit is {max_seconds:.0f} s")
+        indices = sample_indices(count, min(frames, count)) if count > 0 else ()
+        images = read_by_index(capture, indices) if indices else None
     finally:
         capture.release()
+    if images is None:  # no stated frame count, or a frame not where the count said: read it as a stream
+        count, fps, indices, images = read_streamed(path, frames, fps, max_seconds)
     return Media(
         kind="video",
         name=path.name,
@@ -153,6 +152,115 @@ def load_video(path: Path, frames: int, max_seconds: float) -> Media:
         frame_indices=indices,
         stored_size=(width, height) if width * height > MAX_FRAME_PIXELS else None,
     )
+
+
+#: The pixel formats (OpenCV's CAP_PROP_CODEC_PIXEL_FORMAT, a FOURCC) whose frames carry an alpha channel
+#: OpenCV hands over as BGRA when asked for the decoded frame as it is (CAP_PROP_CONVERT_RGB off).
+ALPHA_PIXEL_FORMATS = ("BGRA",)
+#: A video read frame by frame is refused past this many frames a second of its time limit (a bound on the
+#: decoding whatever frame rate the file claims).
+MAX_STREAMED_FPS = 120
+
+
+def open_capture(path: Path) -> Any:
+    """An OpenCV capture of the video, set to hand over BGRA frames when the video has alpha; MediaError when
+    OpenCV cannot open it."""
+    import cv2
+
+    capture = cv2.VideoCapture(str(path))
+    if not capture.isOpened():
+        capture.release()
+        raise MediaError(f"{path.name} is not a readable video")
+    code = int(capture.get(cv2.CAP_PROP_CODEC_PIXEL_FORMAT))
+    name = code.to_bytes(4, "little", signed=False).decode("latin-1") if 0 < code < 2**32 else ""
+    if name in ALPHA_PIXEL_FORMATS:
+        capture.set(cv2.CAP_PROP_CONVERT_RGB, 0)
+    return capture
+
+
+def read_by_index(capture: Any, indices: tuple[int, ...]) -> list[np.ndarray] | None:
+    """The frames at `indices`, each sought by its index; None when one is not there (then the stated frame
+    count was wrong, and the video is read as a stream)."""
+    import cv2
+
+    images = []
+    for index in indices:
+        capture.set(cv2.CAP_PROP_POS_FRAMES, index)
+        ok, frame = capture.read()
+        if not ok or frame is None:
+            return None
+        images.append(shown_frame(frame))
+    return images
+
+
+def read_streamed(
+    path: Path, frames: int, stated_fps: float, max_seconds: float
+) -> tuple[int, float, tuple[int, ...], list[np.ndarray]]:
+    """A video read as a stream, as a browser plays it: once to count its frames (refused past `max_seconds`
+    by the frames' timestamps, or past MAX_STREAMED_FPS frames a second of it), then again to keep the
+    evenly spaced ones (only those are held). Its frame count, frame rate (from the timestamps when they
+    run forward and the stated one is more than 5 % off, else as stated), the indices kept and their frames."""
+    count, last_ms = count_streamed(path, max_seconds)
+    if count == 0:
+        raise MediaError(f"{path.name} is not a readable video (no frame could be decoded)")
+    measured = (count - 1) * 1000.0 / last_ms if count > 1 and last_ms > 0 else stated_fps
+    fps = stated_fps if abs(measured - stated_fps) <= 0.05 * stated_fps else measured  # a claimed rate that is wrong
+    if count / fps > max_seconds:  # (timestamps that never ran forward: its frames at the stated rate)
+        raise MediaError(too_long(path, max_seconds))
+    indices = sample_indices(count, min(frames, count))
+    wanted, images = set(indices), []
+    capture = open_capture(path)
+    try:
+        for index in range(count):
+            if not capture.grab():
+                raise MediaError(f"{path.name}: frame {index} of {count} cannot be decoded")
+            if index in wanted:
+                ok, frame = capture.retrieve()
+                if not ok or frame is None:
+                    raise MediaError(f"{path.name}: frame {index} of {count} cannot be decoded")
+                images.append(shown_frame(frame))
+    finally:
+        capture.release()
+    return count, fps, indices, images
+
+
+def count_streamed(path: Path, max_seconds: float) -> tuple[int, float]:
+    """How many frames a video read as a stream decodes to, and the last one's timestamp (ms); MediaError
+    once it runs past `max_seconds` (by its timestamps or its frames at MAX_STREAMED_FPS)."""
+    import cv2
+
+    most = math.ceil(max_seconds * MAX_STREAMED_FPS) + 1
+    count, last_ms = 0, 0.0
+    capture = open_capture(path)
+    try:
+        while capture.grab():
+            count += 1
+            stamp = float(capture.get(cv2.CAP_PROP_POS_MSEC))
+            last_ms = stamp if math.isfinite(stamp) and stamp > last_ms else last_ms
+            if last_ms / 1000.0 > max_seconds or count > most:
+                raise MediaError(too_long(path, max_seconds))
+    finally:
+        capture.release()
+    return count, last_ms
+
+
+def too_long(path: Path, max_seconds: float) -> str:
+    return f"{path.name} lasts longer than the limit of {max_seconds:.0f} s"
+
+
+def shown_frame(frame: np.ndarray) -> np.ndarray:
+    """A decoded frame (BGR, BGRA or grey; shrunk to MAX_FRAME_PIXELS) as RGB, transparency on white as
+    pictures are (`as_shown`)."""
+    import cv2
+
+    frame = capped_frame(frame, MAX_FRAME_PIXELS)
+    if frame.ndim == 2:
+        return cv2.cvtColor(frame, cv2.COLOR_GRAY2RGB)
+    if frame.shape[2] == 4:
+        alpha = frame[..., 3:4].astype(np.float32) / 255.0
+        colour = frame[..., :3].astype(np.float32) * alpha + 255.0 * (1.0 - alpha)
+        return cv2.cvtColor(np.round(colour).astype(np.uint8), cv2.COLOR_BGR2RGB)
+    return cv2.cvtColor(frame, cv2.COLOR_BGR2RGB)
 
 
 def image_media(image: Image.Image, name: str = "image") -> Media:
@@ -194,9 +302,13 @@ def as_shown(image: Image.Image) -> Image.Image:
 def eight_bit_grey(image: Image.Image) -> Image.Image:
     """A 16-bit (or 32-bit integer, or float) grey picture as the 8-bit grey a viewer shows: 16-bit
     values scaled by 255/65535; integers of at most 255 kept; 32-bit integers beyond the 16-bit range
-    scaled by their real range (lowest black, highest white); floats in [0, 1] scaled by 255."""
+    scaled by their real range (lowest black, highest white); floats in [0, 1] scaled by 255. The range is
+    the finite values': one NaN or infinite pixel does not darken the rest."""
     values = np.asarray(image).astype(np.float64)
-    low, high = (float(values.min()), float(values.max())) if values.size else (0.0, 0.0)
+    finite = values[np.isfinite(values)]
+    low, high = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 0.0)
+    # NaN and the infinities (a float picture's holes) take the finite range's ends: +inf white, else black
+    values = np.where(np.isposinf(values), high, np.where(np.isfinite(values), values, low))
     if image.mode == "I" and (low < 0 or high > 65535):
         values = (values - low) * (255.0 / max(high - low, 1.0))
     elif image.mode.startswith("I;16") or (image.mode == "I" and high > 255):

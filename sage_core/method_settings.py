@@ -9,9 +9,12 @@ class without importing the decode configuration; config.py re-exports every nam
 from __future__ import annotations
 
 import math
+import numbers
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, SupportsFloat, SupportsIndex, TypeGuard
+from decimal import Decimal
+from typing import Any, Literal
 
 from .errors import ConfigError
 
@@ -30,7 +33,16 @@ SAGE_RANGES: dict[str, tuple[int, int]] = {
 }
 # The range of each dynamic tree setting (DynamicConfig); the page's sliders read these too.
 DYNAMIC_RANGES: dict[str, tuple[int, int]] = {"depth": (1, 10), "candidates": (1, 50), "total_tokens": (1, 256)}
-FLOAT_FIELDS = ("threshold_base", "initial_alpha", "lower_below", "raise_above")
+# The range of every real SAGE setting. θ_l = threshold_base · l / D(α) is compared with a cumulative
+# probability, so a base above 1 would cut every deepest node; α is a confidence; the window's thresholds
+# compare a mean accepted length, at most the deepest tree (depth_max_limit's top).
+SAGE_REAL_RANGES: dict[str, tuple[float, float]] = {
+    "threshold_base": (0.0, 1.0),
+    "initial_alpha": (0.0, 1.0),
+    "lower_below": (0.0, SAGE_RANGES["depth_max_limit"][1]),
+    "raise_above": (0.0, SAGE_RANGES["depth_max_limit"][1]),
+}
+FLOAT_FIELDS = tuple(SAGE_REAL_RANGES)
 # SAGE's settings under the names they had before they were renamed (one word for one thing), and their
 # names now. A trace written before is still read under the new names (trace_check.py; docs/cli-and-library.md
 # says until when); a caller who passes an old name gets one sentence naming the new one (`refuse_old_names`).
@@ -87,40 +99,46 @@ class SageConfig:
     static_first_round: bool = True
 
     def __post_init__(self) -> None:
-        problems = [
-            f"{name} must be a whole number in [{low}, {high}], not {shown(getattr(self, name))}"
-            for name, (low, high) in SAGE_RANGES.items()
-            if not is_whole_in(getattr(self, name), low, high)
-        ]
-        for name in FLOAT_FIELDS:
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-                problems.append(f"{name} must be a finite number, not {shown(value)}")
-        numbers = all(isinstance(getattr(self, name), int) for name in SAGE_RANGES) and all(
-            isinstance(getattr(self, name), int | float) for name in FLOAT_FIELDS
-        )
-        if problems and not numbers:  # the relations below need numbers
-            raise ConfigError("invalid SAGE configuration: " + "; ".join(problems))
-        if not 1 <= self.depth_min <= self.depth_max <= self.depth_max_limit:
-            problems.append("need 1 <= depth_min <= depth_max <= depth_max_limit")
-        if not 1 <= self.width_min <= self.width_max:
-            problems.append("need 1 <= width_min <= width_max")
-        if not 1 <= self.width_max <= self.candidates:
-            problems.append("need width_max <= candidates")
-        if not 0.0 <= self.initial_alpha <= 1.0:
-            problems.append("initial_alpha must lie in [0, 1]")
+        problems = settle_numbers(self, SAGE_RANGES, whole=True) + settle_numbers(self, SAGE_REAL_RANGES, whole=False)
+        problems += self._relation_problems()
         if self.shape not in ("online", "template"):
-            problems.append("shape must be 'online' or 'template'")
+            problems.append(f"shape must be 'online' or 'template', not {shown(self.shape)}")
         if self.alpha_source not in ("root", "path_mean"):
-            problems.append("alpha_source must be 'root' or 'path_mean'")
+            problems.append(f"alpha_source must be 'root' or 'path_mean', not {shown(self.alpha_source)}")
+        first = read_boolean(self.static_first_round)
+        if first is None:
+            problems.append(f"static_first_round must be True or False, not {shown(self.static_first_round)}")
+        else:
+            object.__setattr__(self, "static_first_round", first)
         if problems:
             raise ConfigError("invalid SAGE configuration: " + "; ".join(problems))
 
+    def _relation_problems(self) -> list[str]:
+        """What the settings' relations refuse (none while a setting is no number: its own sentence says so)."""
+        number: dict[str, Any] = {name: read_number(getattr(self, name)) for name in (*SAGE_RANGES, *SAGE_REAL_RANGES)}
+        if any(value is None or (isinstance(value, float) and not math.isfinite(value)) for value in number.values()):
+            return []
+        problems = []
+        if not number["depth_min"] <= number["depth_max"] <= number["depth_max_limit"]:
+            problems.append("need depth_min <= depth_max <= depth_max_limit")
+        if not number["width_min"] <= number["width_max"] <= number["candidates"]:
+            problems.append("need width_min <= width_max <= candidates")
+        if not number["lower_below"] <= number["raise_above"]:
+            problems.append(
+                f"need lower_below <= raise_above (a window's mean below {shown(self.lower_below)} lowers D_max, "
+                f"above {shown(self.raise_above)} raises it)"
+            )
+        return problems
+
     @classmethod
     def from_form(cls, values: Mapping[str, object]) -> SageConfig:
-        """SAGE's settings from a form or a JSON call ("8", 8.0 and 8 alike); checked as every SageConfig is."""
+        """SAGE's settings from a form or a JSON call ("8", 8.0 and 8 alike; "0.2" a real); checked as every
+        SageConfig is."""
         refuse_old_names(values, OLD_SAGE_NAMES, "SAGE's")
-        settings: dict[str, Any] = {name: as_whole(value) for name, value in values.items()}
+        numbers = {**dict.fromkeys(SAGE_RANGES, True), **dict.fromkeys(SAGE_REAL_RANGES, False)}
+        settings: dict[str, Any] = {
+            name: as_setting(value, numbers[name]) if name in numbers else value for name, value in values.items()
+        }
         return cls(**settings)
 
 
@@ -145,11 +163,7 @@ class DynamicConfig:
     total_tokens: int = 59
 
     def __post_init__(self) -> None:
-        problems = []
-        for name, (low, high) in DYNAMIC_RANGES.items():
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-                problems.append(f"{name} must be a whole number in [{low}, {high}], not {shown(value)}")
+        problems = settle_numbers(self, DYNAMIC_RANGES, whole=True)
         if problems:
             raise ConfigError("invalid dynamic tree settings: " + "; ".join(problems))
 
@@ -183,10 +197,10 @@ class FrozenSageConfig:
     alpha: float = FROZEN_ALPHA
 
     def __post_init__(self) -> None:
-        value = self.alpha
-        number = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-        if not (number and 0.0 <= value <= 1.0):
-            raise ConfigError(f"sage-frozen's α must be a number in [0, 1], not {shown(value)}")
+        alpha = in_range(self.alpha, 0.0, 1.0)
+        if alpha is None:
+            raise ConfigError(f"sage-frozen's α must be a number in [0, 1], not {shown(self.alpha)}")
+        object.__setattr__(self, "alpha", alpha)
 
 
 def refuse_old_names(names: Iterable[str], old_names: Mapping[str, str], whose: str) -> None:
@@ -207,36 +221,130 @@ def with_current_names(values: Mapping[str, object], old_names: Mapping[str, str
     return current
 
 
-# -- whole numbers, as forms, JSON and the command line give them ------------------------
+# -- numbers: one check for every settings class and every route ----------------------------
+
+
+def read_number(value: object, text: bool = False) -> int | float | None:
+    """`value` as a plain Python int or float when it is a real number of any Python or numpy type (a 0-d
+    array or tensor too; an int kept exact however large, a real too large for a float read as an infinity),
+    and with `text` as a form, JSON or the command line writes one ("8", " 0.5 "); None for anything else:
+    a boolean above all (True is 1 to Python, never a setting's 1), a complex, a list, a word.
+
+    The settings classes read their fields with it (text=False: the library takes numbers), the routes with
+    text=True before handing the value on; `in_range` then checks it, so no route can differ."""
+    value = _plain(value)
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real | Decimal):
+        return _as_float(value)
+    if text and isinstance(value, str):
+        return _number_in_text(value.strip())
+    return None
+
+
+def _as_float(value: Any) -> float | None:
+    """float(value), an infinity where the value is too large for a float (an int, a Fraction), None where
+    float() refuses it."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+    except (TypeError, ValueError):  # a signalling Decimal NaN, a word
+        return None
+
+
+def _number_in_text(text: str) -> int | float | None:
+    if WHOLE_TEXT.fullmatch(text):
+        try:
+            return int(text)  # exact, however long
+        except ValueError:  # over Python's 4300 digits
+            return -math.inf if text.startswith("-") else math.inf
+    return _as_float(text)
+
+
+WHOLE_TEXT = re.compile(r"[+-]?\d+")
+
+
+def in_range(value: object, low: float, high: float, whole: bool = False, above_low: bool = False) -> Any:
+    """`value` (`read_number`, text=False) as a plain Python int (`whole`) or float when it lies in
+    [low, high] ((low, high] with `above_low`), finite, and whole where asked (8.0 is the whole number 8);
+    None otherwise, for a boolean, NaN, an infinity or a number out of range however large (an int is
+    compared exactly, never turned into a float that overflows)."""
+    number = read_number(value)
+    if number is None or (isinstance(number, float) and not math.isfinite(number)):
+        return None
+    if whole and isinstance(number, float):
+        if not number.is_integer():
+            return None
+        number = int(number)
+    inside = (low < number if above_low else low <= number) and number <= high
+    if not inside:
+        return None
+    return number if whole else float(number)
+
+
+def range_sentence(name: str, value: object, low: float, high: float, whole: bool = False) -> str:
+    """The one sentence for a setting out of its range: "depth_max must be a whole number in [1, 10], not 11"."""
+    kind = "a whole number" if whole else "a number"
+    return f"{name} must be {kind} in [{low:g}, {high:g}], not {shown(value)}"
+
+
+def settle_numbers(settings: object, ranges: Mapping[str, tuple[float, float]], whole: bool) -> list[str]:
+    """Every field of `settings` (a frozen dataclass, in its __post_init__) that `ranges` names, checked by
+    `in_range` and stored back as a plain Python number (a numpy scalar becomes one, so a trace writes it as
+    JSON); the sentence of each field out of its range."""
+    problems = []
+    for name, (low, high) in ranges.items():
+        value = getattr(settings, name)
+        number = in_range(value, low, high, whole)
+        if number is None:
+            problems.append(range_sentence(name, value, low, high, whole))
+        else:
+            object.__setattr__(settings, name, number)
+    return problems
 
 
 def as_whole(value: object) -> object:
-    """A whole number as an int ("8", 8.0, 8); anything else as it came (the check then names it)."""
-    if isinstance(value, int):  # bool included: the check names it
-        return value
-    number = as_float(value)
-    if number is None:
-        return value
-    if isinstance(value, str) and value.strip().lstrip("+-").isdigit():
-        return int(value.strip())  # exact, however long
-    return int(number) if number.is_integer() else value
+    """A form's whole number as an int ("8", 8.0, 8, numpy's 8); anything else as it came (the settings
+    class then names it: a boolean, 8.5, a word)."""
+    number = read_number(value, text=True)
+    if isinstance(number, float) and number.is_integer():
+        return int(number)
+    return number if isinstance(number, int) else value
 
 
 def as_float(value: object) -> float | None:
-    """A number as float() reads it ("0.5" with spaces around, 0.5, 1, numpy's scalars); None where float()
-    refuses it (the check then names the value)."""
-    if isinstance(value, str):
-        value = value.strip()
-    if not isinstance(value, str | bytes | bytearray | SupportsFloat | SupportsIndex):
-        return None
-    try:
-        return float(value)
-    except (TypeError, ValueError, OverflowError):  # numpy's arrays of more than one number among them
-        return None
+    """A form's number as a float ("0.5" with spaces around, 0.5, 1, numpy's scalars; an int too large for
+    a float as an infinity, which the check then refuses); None for a boolean or what is no number."""
+    number = read_number(value, text=True)
+    return _as_float(number) if isinstance(number, int) else number
 
 
-def is_whole_in(value: object, low: int, high: int) -> TypeGuard[int]:
-    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+def as_setting(value: object, whole: bool) -> object:
+    """A form's value as a settings class takes it: its number (`as_whole` or `as_float`), else the value as
+    it came, for the class to name (a boolean, a word)."""
+    if whole:
+        return as_whole(value)
+    number = as_float(value)
+    return value if number is None else number
+
+
+def read_boolean(value: object) -> bool | None:
+    """A switch as a Python bool (numpy's bool too); None for anything else (1 is not True here)."""
+    value = _plain(value)
+    return value if isinstance(value, bool) else None
+
+
+def _plain(value: Any) -> Any:
+    """A numpy scalar, or a 0-d array or tensor, as its Python value (`.item()`); anything else as it is."""
+    if getattr(value, "ndim", None) == 0 and callable(getattr(value, "item", None)):
+        try:
+            return value.item()
+        except (RuntimeError, TypeError, ValueError):  # a tensor without data (on `meta`): no number
+            return None
+    return value
 
 
 def shown(value: object, limit: int = 40) -> str:

@@ -13,16 +13,21 @@ names; a header without the dynamic tree's settings is one written before they w
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
+import os
+import select
+import stat
 from collections.abc import Sequence
 from dataclasses import fields
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from .config import SamplingConfig, check_max_new_tokens, check_prune_ratio
+from .costs import COST_SIZES, CostCurve
 from .errors import ConfigError, TraceError
-from .method_settings import OLD_SAGE_NAMES, DynamicConfig, SageConfig, with_current_names
+from .method_settings import OLD_SAGE_NAMES, DynamicConfig, SageConfig, shown, with_current_names
 from .methods import is_method, method_spec, registered_names
 from .records import CUT_RULES, TRACE_FORMAT, RoundRecord, RunHeader, record_from_dict
 
@@ -31,17 +36,50 @@ MAX_TRACE_BYTES = 64 * 2**20
 #: The largest draft tree a trace may hold; no policy plans near it (SAGE's node budget is 64, its depth 10).
 MAX_TREE_NODES = 4096
 MAX_TREE_DEPTH = 256
+#: How long a trace that is not a regular file (a FIFO, a device) may send nothing before it is refused.
+STREAM_IDLE_SECONDS = 10.0
 
 
 def read_trace_text(path: str | Path, max_bytes: int = MAX_TRACE_BYTES) -> str:
-    """A trace file's text, refused when it is larger than `max_bytes` (checked before reading)."""
+    """A trace file's text, refused when it is larger than `max_bytes`: a regular file by its size before
+    reading; anything else (a device such as /dev/zero, a FIFO, a /proc file: their sizes read 0) by reading
+    at most `max_bytes` + 1 bytes. A FIFO is opened without waiting for a writer, and a source that sends
+    nothing for `STREAM_IDLE_SECONDS` (a FIFO nobody writes to) is refused: never read, or waited on, for ever."""
     try:
-        size = Path(path).stat().st_size
-        if size > max_bytes:
-            raise TraceError(f"the trace file is {size / 2**20:.1f} MB; the limit is {max_bytes / 2**20:g} MB")
-        return Path(path).read_text(encoding="utf-8")
+        descriptor = os.open(Path(path), os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(descriptor, "rb", buffering=0) as handle:
+            info = os.fstat(descriptor)
+            if stat.S_ISREG(info.st_mode) and info.st_size > max_bytes:
+                megabytes = info.st_size / 2**20
+                raise TraceError(f"the trace file is {megabytes:.1f} MB; the limit is {max_bytes / 2**20:g} MB")
+            data = read_bounded(handle, max_bytes + 1, STREAM_IDLE_SECONDS, stat.S_ISFIFO(info.st_mode))
+        if len(data) > max_bytes:
+            raise TraceError(f"the trace file holds more than the limit of {max_bytes / 2**20:g} MB")
+        return data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as error:
         raise TraceError(f"cannot read the trace file ({type(error).__name__})") from error
+
+
+def read_bounded(handle: BinaryIO, most: int, idle_seconds: float, fifo: bool = False) -> bytes:
+    """At most `most` bytes of a file opened without blocking, up to its end. Nothing to read yet (a pipe
+    whose writer has not written; a FIFO's first end of file, before its writer opened it) is waited on with
+    select() for at most `idle_seconds` at a time, then a TraceError."""
+    chunks: list[bytes] = []
+    left, before_writer = most, fifo
+    while left > 0:
+        chunk: bytes | None = handle.read(min(left, 2**20))
+        if chunk == b"" and before_writer:  # a FIFO's writer may not have opened it yet: wait for it once
+            before_writer, chunk = False, None
+        if chunk is None:
+            if not select.select([handle], [], [], idle_seconds)[0]:
+                raise TraceError(f"the trace file sent nothing for {idle_seconds:g} s")
+            continue
+        if not chunk:
+            break
+        before_writer = False
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
 
 
 def json_line(line: str, number: int) -> dict[str, Any]:
@@ -417,4 +455,92 @@ def _budget_problem(record: RoundRecord) -> str | None:
         return "the budgets' expectations and rates must be finite, non-negative numbers"
     if record.budget_chosen is not None and record.budget_chosen not in record.budget_nodes:
         return "the budget chosen must be one of the budgets weighed"
+    return None
+
+
+# -- a race's recorded cost curve ---------------------------------------------------------
+
+#: A recorded time above this many milliseconds (1000 s) is no forward's.
+MAX_CURVE_MS = 1e6
+#: The most passes a curve is measured in (`CostCurve.repeats`), and the longest of its texts (device, dtype,
+#: backend, where it comes from).
+MAX_CURVE_REPEATS = 10_000
+MAX_CURVE_TEXT = 200
+#: The fields a recorded curve must have (the others take `CostCurve`'s defaults).
+CURVE_REQUIRED = ("device", "dtype", "backend", "sizes", "one_token_ms", "verify_ms", "draft_level_ms")
+CURVE_LISTS = ("sizes", "verify_ms", "draft_level_ms", "verify_spread_ms", "draft_spread_ms")
+CURVE_NUMBERS = ("one_token_ms", "one_token_spread_ms", "repeats", "round_overhead_ms")
+
+
+def recorded_cost_curve(costs: object) -> CostCurve | None:
+    """A race line's recorded cost curve (`costs`), checked for sense before the page or sage-cost reads it:
+    positive finite times, sizes among those a curve is measured at (COST_SIZES), increasing, each once,
+    one time and one spread (or none) per size, text for its device, a bounded number of passes. None when
+    the race has none (recorded before curves were); one TraceError sentence when it is not a curve."""
+    if costs is None:
+        return None
+    problem = cost_curve_problem(costs)
+    if problem is not None:
+        raise TraceError(f"the race line's cost curve is not valid: {problem}")
+    assert isinstance(costs, dict)
+    values: dict[str, Any] = {name: tuple(v) if isinstance(v, list) else v for name, v in costs.items()}
+    return CostCurve(**values)
+
+
+def cost_curve_problem(costs: object) -> str | None:
+    """What makes a recorded cost curve (its JSON object) one no measurement gives, or None."""
+    if not isinstance(costs, dict):
+        return "it must be an object of CostCurve's fields"
+    known = {f.name: f.default for f in fields(CostCurve)}
+    unknown = [name for name in costs if name not in known]
+    if unknown:
+        return f"{shown(unknown[0])} is not a field of a cost curve"
+    missing = [name for name in CURVE_REQUIRED if name not in costs]
+    if missing:
+        return f"it has no {missing[0]}"
+    texts = [name for name, default in known.items() if isinstance(default, str) or name in CURVE_REQUIRED[:3]]
+    if not all(is_text(costs.get(name, "")) and len(costs.get(name, "")) <= MAX_CURVE_TEXT for name in texts):
+        return f"its {', '.join(texts)} must be text of at most {MAX_CURVE_TEXT} characters"
+    if not all(isinstance(costs.get(name, []), list) for name in CURVE_LISTS):
+        return f"its {', '.join(CURVE_LISTS)} must be lists"
+    others = [name for name in known if name not in (*texts, *CURVE_LISTS, *CURVE_NUMBERS)]
+    if not all(costs.get(name) is None or _is_number(costs.get(name), 0.0, MAX_CURVE_MS) for name in others):
+        return f"its {', '.join(others)} must be finite, non-negative numbers"
+    return _curve_sizes_problem(costs) or _curve_times_problem(costs)
+
+
+def _curve_sizes_problem(costs: dict[str, Any]) -> str | None:
+    """Whether the curve's sizes are among COST_SIZES, increasing, each once, with one time (and one spread,
+    or none) per size."""
+    sizes = costs["sizes"]
+    allowed = ", ".join(str(size) for size in COST_SIZES)
+    if not 1 <= len(sizes) <= len(COST_SIZES):
+        return f"it has {len(sizes)} sizes; a curve is measured at 1 to {len(COST_SIZES)} of {allowed} nodes"
+    if not all(type(size) is int and size in COST_SIZES for size in sizes):
+        return f"its sizes must be among {allowed} nodes"
+    if any(later <= earlier for earlier, later in itertools.pairwise(sizes)):
+        return "its sizes must increase, each given once"
+    if not len(costs["verify_ms"]) == len(costs["draft_level_ms"]) == len(sizes):
+        return f"it needs one verification and one draft level time per size ({len(sizes)})"
+    spreads = (costs.get("verify_spread_ms", []), costs.get("draft_spread_ms", []))
+    if any(len(spread) not in (0, len(sizes)) for spread in spreads):
+        return f"its spreads need one entry per size ({len(sizes)}), or none"
+    return None
+
+
+def _curve_times_problem(costs: dict[str, Any]) -> str | None:
+    """Whether the curve's times are positive and finite, its spreads finite and non-negative, its passes and
+    round overhead in range."""
+    times = (costs["one_token_ms"], *costs["verify_ms"], *costs["draft_level_ms"])
+    if not all(_is_number(ms, 0.0, MAX_CURVE_MS) and ms > 0 for ms in times):
+        return f"its times must be positive, finite numbers of milliseconds (below {MAX_CURVE_MS:g})"
+    spreads = (costs.get("one_token_spread_ms", 0.0), *costs.get("verify_spread_ms", []))
+    if not all(_is_number(ms, 0.0, MAX_CURVE_MS) for ms in (*spreads, *costs.get("draft_spread_ms", []))):
+        return "its spreads must be finite, non-negative numbers of milliseconds"
+    repeats = costs.get("repeats", 0)
+    if not (_is_int(repeats) and repeats <= MAX_CURVE_REPEATS):
+        return f"its repeats must be a whole number in [0, {MAX_CURVE_REPEATS}], not {shown(repeats)}"
+    overhead = costs.get("round_overhead_ms")
+    if overhead is not None and not _is_number(overhead, 0.0, MAX_CURVE_MS):
+        return f"its round overhead must be a finite, non-negative number of milliseconds, not {shown(overhead)}"
     return None
