@@ -1,14 +1,21 @@
 """A finished race (or a replay) for slides: one self-contained HTML file, and an animated GIF.
 
-The HTML file holds Plotly's offline bundle, the race's frames (round by round: both texts, the
-speedup and the badge, the five panels, the explainer of SAGE's round) and a small player, so it
-replays in any browser with no server and no network. The GIF is that page filmed frame by frame
-by Chromium (Playwright), so both show the same pictures.
+The HTML file holds Plotly's offline bundle, the race's frames and a small player, so it replays in
+any browser with no server and no network; it opens in the talk view's layout (the texts, the verdict,
+panel ① and the round's tree on one 1280 x 720 screen; the explainer and panels ③–⑤ below). A frame
+carries only what changed since the one before (`patch`: the new end of a text, the new points of a
+panel), and the player rebuilds each frame from them, so the file grows with the race's length, not
+with its square. The GIF is drawn from the records with PIL (`slides_gif`): no browser.
 
     python -m app.export race.jsonl --html race.html --gif race.gif
 
-The page's "Export for slides" buttons write the HTML of the race on screen (`slides_file`) and its GIF
-(`gif_file`, when the server has Chromium).
+Every export has a budget (`Budget`: frames, seconds, bytes), said in one sentence before it starts;
+a race longer than its frames is sampled evenly (first and last rounds kept), and an export that
+passes its time or size stops and says which bound it passed. The page's buttons run the export as a
+generator that yields after every frame (`export_job`): a visitor who leaves stops it at the next
+frame, and its partial file is removed. Exports take slots of their own (`ExportSlots`: small ones
+never wait behind large ones) outside the races' concurrency group, and a visitor keeps one export
+file at a time, removed with their session (`forget_export`).
 
 Every frame is drawn by the app's own pure renderers (`render`, `panels`, `explain_view`) from the
 recorded records; nothing is measured here.
@@ -19,38 +26,65 @@ from __future__ import annotations
 import argparse
 import html
 import json
-import shutil
 import sys
+import threading
 import time
 import uuid
-from collections.abc import Sequence
-from dataclasses import replace
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import gradio as gr
+from gradio.utils import get_upload_folder
 from plotly.offline import get_plotlyjs
 
 from sage_core.errors import SageError
 from sage_core.methods import drafts
 
+from . import slides_gif
 from .explain_view import explain_html
-from .handlers import TRACE_DIR, TRACE_MAX_AGE, sage_of
-from .inputs import remove_older
+from .handlers import sage_of
+from .inputs import Limits
 from .page import Page
 from .panels import all_figures
 from .race import Lane, RaceData
 from .race_trace import load_race
-from .render import CSS, badge_html, error_html, headline_html, race_html, status_html
+from .render import CSS, LEGEND, badge_html, error_html, headline_html, lane_html, status_html, wrap
 
 PANEL_ORDER = ("confidence", "tree", "shapes", "accepted", "race")
 #: One frame a round, shown this long by the player (ms) and the GIF.
 FRAME_MS = 900
-GIF_SIZE = (1280, 1080)  # the texts, panel ① and the round's tree
+GIF_SIZE = slides_gif.GIF_SIZE
+#: The page's export files live in Gradio's own cache folder, so Gradio serves them without a second copy.
+EXPORT_DIR = Path(get_upload_folder()) / "sage-exports"
+#: A race of at most this many rounds is a small export (its own slots: never behind a large one).
+SMALL_ROUNDS = 60
+TEXT_START = "<div class='sage-text'>"
 
 
 class ExportError(SageError):
-    """An export that cannot be made (no rounds to show, no browser for the GIF)."""
+    """An export that cannot be made (no rounds to show, a bound passed, a path that cannot be written)."""
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What one export may spend: frames drawn (a longer race is sampled), seconds, and bytes written."""
+
+    frames: int = 60
+    seconds: float = 180.0
+    megabytes: float = 40.0
+
+    def sentence(self, rounds: int, kind: str = "HTML replay") -> str:
+        drawn = min(rounds, self.frames)
+        sampled = f"{drawn} of its {rounds} rounds, sampled evenly" if drawn < rounds else f"all {rounds} rounds"
+        return (
+            f"This {kind} draws {sampled}, within {self.seconds:g} s and {self.megabytes:g} MB "
+            "(past either it stops and says so)."
+        )
+
+
+GIF_BUDGET = Budget(frames=slides_gif.GIF_FRAMES, seconds=180.0, megabytes=60.0)
 
 
 def race_at(data: RaceData, step: int) -> RaceData:
@@ -59,19 +93,35 @@ def race_at(data: RaceData, step: int) -> RaceData:
     return replace(data, lanes=lanes, stopped=False)
 
 
-def frame(data: RaceData, step: int) -> dict[str, Any]:
-    """One frame: the page's texts, verdict, panels and explainer after `step` rounds."""
-    shown = race_at(data, step)
-    tree_method = next((m for m in shown.methods if m == "sage"), None) or next(
-        (m for m in shown.methods if drafts(m)), shown.methods[0]
+def rounds_of(data: RaceData) -> int:
+    return max((len(lane.records) for lane in data.lanes), default=0)
+
+
+def frame_steps(rounds: int, most: int) -> list[int]:
+    """The rounds a film of at most `most` frames shows: all of them, or an even sample with the first and last."""
+    if rounds <= most:
+        return list(range(rounds))
+    return sorted({round(i * (rounds - 1) / (most - 1)) for i in range(most)})
+
+
+def tree_method_of(data: RaceData) -> str:
+    return next((m for m in data.methods if m == "sage"), None) or next(
+        (m for m in data.methods if drafts(m)), data.methods[0]
     )
+
+
+def frame(data: RaceData, step: int) -> dict[str, Any]:
+    """One frame: the page's texts (one string a side), verdict, panels and explainer after `step` rounds."""
+    shown = race_at(data, step)
+    tree_method = tree_method_of(shown)
     lane = shown.lane(tree_method)
     figures = all_figures(
         shown.records_by_method(), shown.token_texts, tree_method, None, shown.replay, sage_of(shown, "sage")
     )
     return {
         "step": step,
-        "lanes": race_html(shown),
+        # each side as [its name and figures, its text]: the text grows at its end, the figures change
+        "lanes": [lane_html(each, shown).split(TEXT_START, 1) for each in shown.lanes],
         "verdict": headline_html(shown) + badge_html(shown),
         "figures": {name: json.loads(figures[name].to_json()) for name in PANEL_ORDER},
         "explain": explain_html(
@@ -85,43 +135,117 @@ def frame(data: RaceData, step: int) -> dict[str, Any]:
     }
 
 
-def frames(data: RaceData) -> list[dict[str, Any]]:
-    rounds = max((len(lane.records) for lane in data.lanes), default=0)
+def frames(data: RaceData, most: int = Budget.frames) -> list[dict[str, Any]]:
+    """Every frame whole (at most `most`, sampled): for tests and small races; exports write `patch`es."""
+    rounds = rounds_of(data)
     if rounds == 0:
         raise ExportError("the race has no rounds to export; finish a race (or load a trace) first")
-    return [frame(data, step) for step in range(rounds)]
+    return [frame(data, step) for step in frame_steps(rounds, most)]
 
+
+# -- frames as changes ----------------------------------------------------------------------------
+# A patch turns the previous frame's value into the next one: {"v": value} replaces it, {"a": [...]}
+# appends to a list, {"s": [kept_head, kept_tail, middle]} splices a string, {"l": {i: patch}, "t":
+# [...]} patches a list's items and appends, {"d": {key: patch}, "r": [keys]} patches a dict.
+
+
+def _list_patch(old: list, new: list) -> dict[str, Any]:
+    if len(new) < len(old):
+        return {"v": new}
+    if new[: len(old)] == old:
+        return {"a": new[len(old) :]}
+    changed = {str(i): patch(a, b) for i, (a, b) in enumerate(zip(old, new, strict=False)) if a != b}
+    return {"l": changed, "t": new[len(old) :]}
+
+
+def _string_patch(old: str, new: str) -> dict[str, Any]:
+    head = 0
+    limit = min(len(old), len(new))
+    while head < limit and old[head] == new[head]:
+        head += 1
+    tail = 0
+    while tail < limit - head and old[len(old) - 1 - tail] == new[len(new) - 1 - tail]:
+        tail += 1
+    return {"s": [head, tail, new[head : len(new) - tail]]}
+
+
+def patch(old: Any, new: Any) -> dict[str, Any]:
+    """What turns `old` into `new` (see above); the player's `apply` is its inverse."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        changed = {key: patch(old.get(key), value) for key, value in new.items() if old.get(key) != value}
+        return {"d": changed, "r": [key for key in old if key not in new]}
+    if isinstance(old, list) and isinstance(new, list):
+        return _list_patch(old, new)
+    if isinstance(old, str) and isinstance(new, str) and len(new) > 64:
+        return _string_patch(old, new)
+    return {"v": new}
+
+
+def script_json(value: Any) -> str:
+    """JSON that cannot change how the page around it parses: no `<`, `>` or `&` (so no `</script>` or
+    `<!--` from a token's text), and no U+2028/U+2029, all as \\u escapes (the same JSON once parsed)."""
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    for char in "<>&\u2028\u2029":
+        text = text.replace(char, f"\\u{ord(char):04x}")
+    return text
+
+
+# -- the page ---------------------------------------------------------------------------------------
 
 PLAYER_JS = """
-const FRAMES = JSON.parse(document.getElementById('sage-frames').textContent);
-const PANELS = %(panels)s;
-let at = -1, timer = null;
+const PATCHES = JSON.parse(document.getElementById('sage-frames').textContent);
+const PANELS = %(panels)s, FIT = ['confidence', 'tree'];
+const SHELL = %(shell)s, TEXT_START = %(text_start)s;
+let at = -1, state = null, timer = null;
+function apply(old, p) {
+  if ('v' in p) return p.v;
+  if ('a' in p) return old.concat(p.a);
+  if ('s' in p) return old.slice(0, p.s[0]) + p.s[2] + old.slice(old.length - p.s[1]);
+  if ('l' in p) {
+    const out = old.slice();
+    for (const [i, q] of Object.entries(p.l)) out[Number(i)] = apply(old[Number(i)], q);
+    return out.concat(p.t);
+  }
+  const out = Object.assign({}, old);
+  for (const k of p.r) delete out[k];
+  for (const [k, q] of Object.entries(p.d)) out[k] = apply(old ? old[k] : undefined, q);
+  return out;
+}
+function rebuild(i) {
+  if (i < at || state === null) { state = null; at = -1; }
+  while (at < i) { at += 1; state = apply(state, PATCHES[at]); }
+  return state;
+}
+function draw(name, fig) {
+  const layout = Object.assign({}, fig.layout);
+  const box = document.getElementById('panel-' + name);
+  if (FIT.includes(name) && box.clientHeight > 50) { layout.height = box.clientHeight; layout.width = box.clientWidth; }
+  Plotly.react(box, fig.data, layout, {displaylogo: false, responsive: !FIT.includes(name)});
+}
 function show(i) {
-  i = Math.max(0, Math.min(FRAMES.length - 1, i));
-  const f = FRAMES[i];
-  document.getElementById('lanes').innerHTML = f.lanes;
+  i = Math.max(0, Math.min(PATCHES.length - 1, i));
+  const f = rebuild(i);
+  document.getElementById('lanes').innerHTML = SHELL[0] + f.lanes.map((l) => l.join(TEXT_START)).join('') + SHELL[1];
+  for (const t of document.querySelectorAll('#lanes .sage-text')) t.scrollTop = t.scrollHeight;
   document.getElementById('verdict').innerHTML = f.verdict;
   document.getElementById('explain').innerHTML = f.explain;
-  for (const name of PANELS) {
-    const fig = f.figures[name];
-    Plotly.react('panel-' + name, fig.data, fig.layout, {displaylogo: false, responsive: true});
-  }
-  at = i;
-  document.getElementById('where').textContent = 'round ' + f.step + ' of ' + (FRAMES.length - 1);
+  for (const name of PANELS) draw(name, f.figures[name]);
+  const where = 'round ' + f.step + ' (frame ' + (i + 1) + ' of ' + PATCHES.length + ')';
+  document.getElementById('where').textContent = where;
   document.getElementById('scrub').value = i;
   document.body.dataset.frame = i;
-  if (i === FRAMES.length - 1) { document.body.dataset.done = '1'; pause(); }
+  if (i === PATCHES.length - 1) { document.body.dataset.done = '1'; pause(); }
 }
 function pause() { clearInterval(timer); timer = null; document.getElementById('play').textContent = '▶ Play'; }
 function play() {
-  if (at >= FRAMES.length - 1) show(0);
+  if (at >= PATCHES.length - 1) show(0);
   document.getElementById('play').textContent = '❚❚ Pause';
   timer = setInterval(() => show(at + 1), %(frame_ms)d / Number(document.getElementById('speed').value));
 }
 window.sageShow = show;
 document.getElementById('play').onclick = () => (timer ? pause() : play());
 document.getElementById('next').onclick = () => { pause(); show(at + 1); };
-document.getElementById('scrub').max = FRAMES.length - 1;
+document.getElementById('scrub').max = PATCHES.length - 1;
 document.getElementById('scrub').oninput = (e) => { pause(); show(Number(e.target.value)); };
 document.addEventListener('keydown', (e) => {
   if (e.key === 'ArrowRight') { pause(); show(at + 1); }
@@ -132,147 +256,308 @@ show(0);
 if (!new URLSearchParams(location.search).has('still')) play();
 """
 
+#: The first screen is the talk view (fills 1280 x 720): controls, verdict, texts, panel ① and the tree.
 PAGE_CSS = """
-body { font-family: Inter, system-ui, sans-serif; margin: 12px 16px; color: #0f172a; }
-header { display: flex; gap: 12px; align-items: center; flex-wrap: wrap; margin-bottom: 6px; }
-header h1 { font-size: 20px; margin: 0 12px 0 0; }
-header button { font-size: 15px; padding: 4px 12px; }
-.note { font-size: 13px; color: #78350f; background: #fef3c7; border-radius: 6px; padding: 4px 10px; }
-.grid { display: grid; grid-template-columns: minmax(0, 5fr) minmax(0, 4fr); gap: 12px; }
-.row { display: grid; grid-template-columns: repeat(auto-fit, minmax(340px, 1fr)); gap: 12px; margin-top: 12px; }
+body { font-family: Inter, system-ui, sans-serif; margin: 0; color: #0f172a; }
+#talk { height: 100vh; box-sizing: border-box; padding: 6px 10px; display: grid; gap: 4px 12px;
+  grid-template-columns: minmax(0, 42fr) minmax(0, 58fr);
+  grid-template-rows: auto auto minmax(0, 34fr) minmax(0, 66fr); }
+header { grid-column: 1 / 3; display: flex; gap: 10px; align-items: center; flex-wrap: nowrap; overflow: hidden; }
+header h1 { font-size: 18px; margin: 0 8px 0 0; white-space: nowrap; }
+header button { font-size: 14px; padding: 2px 10px; }
+.note { font-size: 12px; color: #78350f; background: #fef3c7; border-radius: 6px; padding: 2px 8px;
+  white-space: nowrap; overflow: hidden; text-overflow: ellipsis; min-width: 0; }
+#verdict { grid-column: 1 / 3; }
+#verdict .sage-headline { font-size: 17px; margin: 0 0 2px 0; line-height: 1.2; }
+#verdict .sage-headline .sage-headline-note { font-size: 12px; }
+#verdict .sage-badge { padding: 3px 10px; font-size: 15px; }
+#verdict .sage-badge small { display: none; }
+#lanes { grid-column: 1 / 3; overflow: hidden; }
+#lanes .sage-legend, #lanes .sage-sub { display: none; }
+#lanes { height: 100%; }
+#lanes .sage-text { font-size: 18px; line-height: 1.5; max-height: calc(34vh - 110px); overflow-y: auto; }
+#panel-confidence, #panel-tree { min-height: 0; overflow: hidden; }
+#below { padding: 12px 16px; }
+#below .row { display: grid; grid-template-columns: repeat(auto-fit, minmax(340px, 1fr)); gap: 12px; }
 #explain { max-height: 640px; overflow: auto; }
 """
 
 
-def html_export(data: RaceData, title: str = "SAGE race") -> str:
-    """The race as one self-contained HTML page that replays offline (no server, no network)."""
-    shots = frames(data)
-    payload = json.dumps(shots, separators=(",", ":")).replace("</", "<\\/")
+def page_head(data: RaceData, title: str) -> str:
+    """The page up to the frames: styles, Plotly's bundle, the controls and the talk view's boxes."""
     source = html.escape(data.source or ("a recorded race" if data.replay else "a race run in the app"))
     header = data.header
     where = html.escape(f"{header.device}, {header.dtype}, target {header.target}") if header else ""
-    player = PLAYER_JS % {"panels": json.dumps(list(PANEL_ORDER)), "frame_ms": FRAME_MS}
     panels = "".join(f"<div id='panel-{name}'></div>" for name in PANEL_ORDER[2:])
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
 <style>{CSS}{PAGE_CSS}</style>
 <script>{get_plotlyjs()}</script></head>
 <body>
-<header><h1>{html.escape(title)}</h1>
+<div id="talk"><header><h1>{html.escape(title)}</h1>
 <button id="play">▶ Play</button><button id="next">Step →</button>
 <input id="scrub" type="range" min="0" value="0"><span id="where"></span>
 <label>speed <select id="speed"><option value="0.5">0.5×</option><option value="1" selected>1×</option>
 <option value="2">2×</option><option value="4">4×</option></select></label>
-<span class="note">A recording of {source} ({where}), played one round a step: every number is the recorded
-one, not measured now.</span></header>
-<div class="grid"><div class="sage-wrap"><div id="verdict"></div><div id="lanes"></div></div>
-<div id="panel-confidence"></div></div>
-<div class="grid" style="margin-top:12px"><div id="panel-tree"></div><div id="explain"></div></div>
-<div class="row">{panels}</div>
-<script type="application/json" id="sage-frames">{payload}</script>
-<script>{player}</script>
-</body></html>
-"""
+<span class="note" title="every number is the recorded one, not measured now">A recording of {source}
+({where}), played one round a step: every number is the recorded one.</span></header>
+<div id="verdict"></div><div id="lanes"></div>
+<div id="panel-confidence"></div><div id="panel-tree"></div></div>
+<div id="below"><div id="explain"></div><div class="row">{panels}</div></div>
+<script type="application/json" id="sage-frames">["""
 
 
-def save_html(data: RaceData, path: str | Path, title: str = "SAGE race") -> Path:
+def page_tail() -> str:
+    shell = wrap(f"{LEGEND}<div class='sage-cols'>\0</div>").split("\0")
+    player = PLAYER_JS % {
+        "panels": script_json(list(PANEL_ORDER)),
+        "frame_ms": FRAME_MS,
+        "shell": script_json(shell),
+        "text_start": script_json(TEXT_START),
+    }
+    return f"]</script>\n<script>{player}</script>\n</body></html>\n"
+
+
+class Spend:
+    """An export's spending against its budget: it raises the sentence naming the bound it passed."""
+
+    def __init__(self, budget: Budget, clock: Callable[[], float] = time.monotonic) -> None:
+        self.budget, self.clock = budget, clock
+        self.started = clock()
+        self.bytes = 0
+
+    def check(self, done: int, total: int) -> None:
+        if self.clock() - self.started > self.budget.seconds:
+            raise ExportError(
+                f"the export passed its {self.budget.seconds:g} s budget after {done} of {total} frames; "
+                "export a shorter race (or a trace cut to fewer rounds)"
+            )
+        if self.bytes > self.budget.megabytes * 2**20:
+            raise ExportError(
+                f"the export passed its {self.budget.megabytes:g} MB budget after {done} of {total} frames"
+            )
+
+
+def writable(path: str | Path) -> Path:
+    """The path an export may write, or one sentence saying why it cannot."""
     path = Path(path)
-    path.write_text(html_export(data, title), encoding="utf-8")
+    if path.is_dir():
+        raise ExportError(f"cannot write {path}: it is a folder; name a file in it")
+    if not path.parent.is_dir():
+        raise ExportError(f"cannot write {path}: the folder {path.parent} does not exist")
     return path
 
 
-def save_gif(html_path: str | Path, gif_path: str | Path, size: Sequence[int] = GIF_SIZE) -> Path:
-    """Film the exported page frame by frame in Chromium (its top `size` pixels) into an animated GIF."""
+def open_for_writing(path: Path) -> TextIO:
     try:
-        from playwright.sync_api import sync_playwright
-    except ImportError as error:
-        raise ExportError("a GIF needs the playwright package (pip install playwright)") from error
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    from PIL import Image
+        return path.open("w", encoding="utf-8")
+    except OSError as error:
+        raise ExportError(f"cannot write {path}: {error.strerror or error.__class__.__name__}") from error
 
-    pictures: list[Image.Image] = []
-    with sync_playwright() as p:
+
+def write_html(data: RaceData, path: str | Path, title: str = "SAGE race", budget: Budget = Budget()) -> Iterator[int]:
+    """Write the HTML replay frame by frame, yielding after each frame (the count written), so that a
+    caller can stop it between frames; stopped or failed, it leaves no partial file."""
+    rounds = rounds_of(data)
+    if rounds == 0:
+        raise ExportError("the race has no rounds to export; finish a race (or load a trace) first")
+    path = writable(path)
+    steps = frame_steps(rounds, budget.frames)
+    spend = Spend(budget)
+    try:
+        with open_for_writing(path) as out:
+            spend.bytes += out.write(page_head(data, title))
+            previous: Any = None
+            for count, step in enumerate(steps):
+                spend.check(count, len(steps))
+                current = frame(data, step)
+                spend.bytes += out.write(("," if count else "") + script_json(patch(previous, current)))
+                previous = current
+                yield count + 1
+            spend.check(len(steps), len(steps))
+            out.write(page_tail())
+    except BaseException:  # (a caller that stopped early closes the generator: GeneratorExit)
+        path.unlink(missing_ok=True)
+        raise
+
+
+def write_gif(data: RaceData, path: str | Path, title: str = "SAGE race", budget: Budget = GIF_BUDGET) -> Iterator[int]:
+    """Draw the GIF frame by frame with PIL (no browser), yielding after each frame; stopped or failed,
+    it leaves no partial file. At most `budget.frames` palette frames are held (0.9 MB each)."""
+    rounds = rounds_of(data)
+    if rounds == 0:
+        raise ExportError("the race has no rounds to export; finish a race (or load a trace) first")
+    path = writable(path)
+    steps = frame_steps(rounds, budget.frames)
+    spend = Spend(budget)
+    pictures = []
+    palette = slides_gif.slide_palette()
+    try:
+        for count, step in enumerate(steps):
+            spend.check(count, len(steps))
+            picture = slides_gif.slide(race_at(data, step), rounds, title)
+            pictures.append(slides_gif.palette_frame(picture, palette))
+            yield count + 1
+        durations = [FRAME_MS] * (len(pictures) - 1) + [3 * FRAME_MS]  # hold the end
         try:
-            browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"])
-        except Exception as error:
-            raise ExportError(f"a GIF needs a Chromium browser ({error.__class__.__name__})") from error
-        page = browser.new_page(viewport={"width": int(size[0]), "height": int(size[1])})
-        page.goto(Path(html_path).resolve().as_uri() + "?still", wait_until="load")
-        count = page.evaluate("FRAMES.length")
-        for index in range(count):
-            page.evaluate(f"window.sageShow({index})")
-            page.wait_for_timeout(150)
-            shot = Path(gif_path).with_suffix(f".{index}.png")
-            page.screenshot(path=str(shot))
-            with Image.open(shot) as image:
-                pictures.append(image.convert("P", palette=Image.Palette.ADAPTIVE, colors=128))
-            shot.unlink()
-        browser.close()
-    durations = [FRAME_MS] * (len(pictures) - 1) + [3 * FRAME_MS]  # hold the end
-    pictures[0].save(gif_path, save_all=True, append_images=pictures[1:], duration=durations, loop=0)
-    return Path(gif_path)
+            slides_gif.write_gif(pictures, path, durations)
+        except OSError as error:
+            raise ExportError(f"cannot write {path}: {error.strerror or error.__class__.__name__}") from error
+    except BaseException:
+        path.unlink(missing_ok=True)
+        raise
 
 
-def slides_file(data: RaceData | None, folder: Path = TRACE_DIR, max_age: float = TRACE_MAX_AGE) -> Any:
-    """The page's "Export for slides": the race on screen as an HTML replay to download (or a sentence)."""
+def save_html(data: RaceData, path: str | Path, title: str = "SAGE race", budget: Budget = Budget()) -> Path:
+    for _ in write_html(data, path, title, budget):
+        pass
+    return Path(path)
+
+
+def save_gif(data: RaceData, path: str | Path, title: str = "SAGE race", budget: Budget = GIF_BUDGET) -> Path:
+    for _ in write_gif(data, path, title, budget):
+        pass
+    return Path(path)
+
+
+# -- the page's buttons -------------------------------------------------------------------------
+
+
+class ExportSlots:
+    """Exports running at once, small and large apart, so a small one never waits behind a large one.
+    A slot is taken at once or refused in a sentence (nobody queues), and a slot its export never gave
+    back (a generator dropped without being closed) is free again once the export's time budget is past."""
+
+    def __init__(self, small: int = 2, large: int = 1, lease: float = Budget.seconds + 30.0) -> None:
+        self.capacity = {"small": small, "large": large}
+        self.lease = lease
+        self.held: dict[str, dict[str, float]] = {"small": {}, "large": {}}
+        self.lock = threading.Lock()
+
+    def take(self, kind: str, clock: Callable[[], float] = time.monotonic) -> str:
+        with self.lock:
+            held = self.held[kind]
+            for key, since in list(held.items()):
+                if clock() - since > self.lease:
+                    del held[key]
+            if len(held) >= self.capacity[kind]:
+                raise ExportError(
+                    f"{len(held)} {kind} exports are running (at most {self.capacity[kind]} at once); "
+                    "try again in a few seconds"
+                )
+            key = uuid.uuid4().hex
+            held[key] = clock()
+            return key
+
+    def give_back(self, kind: str, key: str) -> None:
+        with self.lock:
+            self.held[kind].pop(key, None)
+
+
+SLOTS = ExportSlots()
+
+
+def forget_export(path: Any, folder: Path = EXPORT_DIR) -> None:
+    """Remove a visitor's export file (their state's `delete_callback`, and when they export the next
+    one); only a file of the exports' folder is ever removed."""
+    if isinstance(path, str) and Path(path).parent == folder:
+        Path(path).unlink(missing_ok=True)
+
+
+def hidden(message: str, previous: Any) -> tuple[Any, Any, Any]:
+    return gr.update(visible=False, value=None), error_html(message), previous
+
+
+def export_job(
+    data: RaceData | None, previous: Any, kind: str = "html", folder: Path = EXPORT_DIR, slots: ExportSlots = SLOTS
+) -> Iterator[tuple[Any, Any, Any]]:
+    """The page's export buttons: the budget's sentence first, then a progress line a frame, then the
+    file (the visitor's previous export removed: one file a visitor). Each yield is where a visitor who
+    left stops it (Gradio stops pulling, or closes it); the slot is given back and no partial file stays."""
     if data is None or not any(lane.records for lane in data.lanes):
-        return gr.update(visible=False, value=None), error_html("Nothing to export yet: run or replay a race first.")
-    folder.mkdir(parents=True, exist_ok=True)
-    remove_older(folder, "sage-slides-*.html", max_age)
-    path = folder / f"sage-slides-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}.html"
-    save_html(data, path)
-    note = "Saved the race as one HTML file that replays offline (open it in any browser; space plays, → steps)."
-    return gr.update(visible=True, value=str(path)), status_html(note)
-
-
-def gif_file(data: RaceData | None, folder: Path = TRACE_DIR, max_age: float = TRACE_MAX_AGE) -> Any:
-    """The page's "… as a GIF": the race on screen filmed round by round by Chromium on the server (or a
-    sentence saying why not: nothing to export, no browser there)."""
-    if data is None or not any(lane.records for lane in data.lanes):
-        return gr.update(visible=False, value=None), error_html("Nothing to export yet: run or replay a race first.")
-    folder.mkdir(parents=True, exist_ok=True)
-    remove_older(folder, "sage-slides-*.gif", max_age)
-    path = folder / f"sage-slides-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}.gif"
+        yield hidden("Nothing to export yet: run or replay a race first.", previous)
+        return
+    rounds = rounds_of(data)
+    size = "small" if rounds <= SMALL_ROUNDS else "large"
     try:
-        save_gif(save_html(data, path.with_suffix(".html")), path)
+        key = slots.take(size)
     except ExportError as error:
-        return gr.update(visible=False, value=None), error_html(str(error))
+        yield hidden(str(error), previous)
+        return
+    try:
+        yield from run_export(data, previous, kind, folder)
     finally:
-        path.with_suffix(".html").unlink(missing_ok=True)
-    note = f"Saved the race as an animated GIF, one round a frame ({FRAME_MS} ms each, the end held)."
-    return gr.update(visible=True, value=str(path)), status_html(note)
+        slots.give_back(size, key)
+
+
+def run_export(data: RaceData, previous: Any, kind: str, folder: Path) -> Iterator[tuple[Any, Any, Any]]:
+    rounds = rounds_of(data)
+    gif = kind == "gif"
+    budget = GIF_BUDGET if gif else Budget()
+    writer = write_gif if gif else write_html
+    label = "GIF (drawn on the server, no browser)" if gif else "HTML replay"
+    yield gr.update(), status_html(budget.sentence(rounds, label)), previous
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"sage-slides-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}.{kind}"
+    total = len(frame_steps(rounds, budget.frames))
+    try:
+        for done in writer(data, path, budget=budget):
+            yield gr.update(), status_html(f"Exporting the {label}: frame {done} of {total}…"), previous
+    except ExportError as error:
+        yield hidden(str(error), previous)
+        return
+    forget_export(previous, folder)
+    note = (
+        f"Saved the race as an animated GIF, {total} frames of {rounds} rounds ({FRAME_MS} ms each, the end held)."
+        if kind == "gif"
+        else "Saved the race as one HTML file that replays offline (open it in any browser; space plays, → steps)."
+    )
+    yield gr.update(visible=True, value=str(path)), status_html(note), str(path)
+
+
+def slides_file(data: RaceData | None, previous: Any = None) -> Iterator[tuple[Any, Any, Any]]:
+    """The page's "Export for slides": the race on screen as an HTML replay to download."""
+    yield from export_job(data, previous, "html")
+
+
+def gif_file(data: RaceData | None, previous: Any = None) -> Iterator[tuple[Any, Any, Any]]:
+    """The page's "… as a GIF": the race on screen drawn round by round (sampled), no browser."""
+    yield from export_job(data, previous, "gif")
 
 
 def wire_export(page: Page) -> None:
-    """The Export for slides buttons: the race in the page's state, as an HTML replay or a GIF to download."""
-    page.slides.click(slides_file, [page.state], [page.slides_file, page.status], api_visibility="private")
-    if page.gif is not None:  # (one film at a time: Chromium on the server)
-        page.gif.click(
-            gif_file,
-            [page.state],
-            [page.slides_file, page.status],
-            api_visibility="private",
-            concurrency_limit=1,
-            concurrency_id="sage-gif",
-        )
+    """The Export for slides buttons. They run outside the races' concurrency group, with no Gradio limit
+    (so they never wait in, or fill, the queue the races share): `ExportSlots` takes or refuses at once."""
+    kept = gr.State(None, delete_callback=forget_export)  # the visitor's export file, removed with them
+    outputs = [page.slides_file, page.status, kept]
+    group = {"api_visibility": "private", "concurrency_limit": None, "concurrency_id": "sage-export"}
+    page.slides.click(slides_file, [page.state, kept], outputs, **group)
+    if page.gif is not None:
+        page.gif.click(gif_file, [page.state, kept], outputs, **group)
+
+
+# -- the command line --------------------------------------------------------------------------
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m app.export", description="A race trace for slides.")
     parser.add_argument("trace", help="a race trace (.jsonl), as the app's Download trace or sage --trace saves")
     parser.add_argument("--html", help="write a self-contained HTML replay here")
-    parser.add_argument("--gif", help="write an animated GIF of the race here (needs Chromium)")
+    parser.add_argument("--gif", help="write an animated GIF of the race here (drawn with PIL: no browser)")
     parser.add_argument("--title", default="SAGE race")
     args = parser.parse_args(argv)
     if not args.html and not args.gif:
         parser.error("say what to write: --html and/or --gif")
     try:
-        data = load_race(args.trace)
+        data = load_race(args.trace, max_bytes=Limits.from_env().max_trace_bytes)
         data.replay = True
-        written = save_html(data, args.html or Path(args.gif).with_suffix(".html"), args.title)
-        print(f"wrote {written}")
+        rounds = rounds_of(data)
+        if args.html:
+            print(Budget().sentence(rounds, "HTML replay"))
+            print(f"wrote {save_html(data, args.html, args.title)}")
         if args.gif:
-            print(f"wrote {save_gif(written, args.gif)}")
+            print(GIF_BUDGET.sentence(rounds, "GIF"))
+            print(f"wrote {save_gif(data, args.gif, args.title)}")
     except SageError as error:  # (TraceError is one)
         print(f"error: {error}", file=sys.stderr)
         return 2

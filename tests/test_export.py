@@ -2,24 +2,32 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
+import subprocess
+import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from app_records import synthetic_race
+from gradio.utils import get_upload_folder
 
 from app import export
-from app.race_trace import load_race
+from app.race import Lane, RaceData
+from app.race_trace import load_race, save_race
+
+ROOT = Path(__file__).resolve().parent.parent
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run"]  # fmt: skip
 
 
-def test_the_html_holds_everything_it_shows():
+def test_the_html_holds_everything_it_shows(tmp_path):
     data = synthetic_race()
-    page = export.html_export(data)
+    page = export.save_html(data, tmp_path / "race.html").read_text(encoding="utf-8")
     rounds = max(len(lane.records) for lane in data.lanes)
     assert len(export.frames(data)) == rounds
     assert "Plotly" in page and "sage-frames" in page
@@ -31,12 +39,12 @@ def test_the_html_holds_everything_it_shows():
     assert "so far" in export.frame(data, 1)["verdict"]  # the race had not ended after round 1
 
 
-def test_an_empty_race_is_refused_in_a_sentence():
+def test_an_empty_race_is_refused_in_a_sentence(tmp_path):
     data = synthetic_race()
     for lane in data.lanes:
         lane.records.clear()
     with pytest.raises(export.ExportError, match="no rounds"):
-        export.html_export(data)
+        export.save_html(data, tmp_path / "race.html")
 
 
 def test_the_cli_writes_the_html_and_says_what_is_wrong(tmp_path, capsys):
@@ -82,47 +90,208 @@ def test_the_exported_race_replays_offline_in_chromium_to_the_end(tmp_path):
     assert all(url.startswith("file:") for url in requests), requests
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
-def test_the_gif_has_a_frame_a_round(tmp_path):
-    pytest.importorskip("playwright.sync_api")
+def long_race(rounds: int, text: str = " w") -> RaceData:
+    """A recorded race of two sides with `rounds` rounds, each bringing a drafted token and a bonus."""
+    base = synthetic_race()
+    lanes = []
+    for lane in base.lanes:
+        template = lane.records[1]
+        records = [lane.records[0]] + [
+            replace(
+                template,
+                round=i,
+                new_token_texts=(text,) + (" x",) * (len(template.new_tokens) - 1),
+                total_tokens=1 + len(template.new_tokens) * i,
+                total_seconds=lane.records[0].total_seconds + template.round_seconds * i,
+                finish_reason=None,
+            )
+            for i in range(1, rounds)
+        ]
+        header = replace(lane.header, max_new_tokens=records[-1].total_tokens)
+        lanes.append(Lane(lane.method, header, records))
+    return RaceData(lanes=lanes, token_texts=base.token_texts, replay=True)
+
+
+def payload_bytes(data: RaceData) -> int:
+    previous, total = None, 0
+    for step in export.frame_steps(export.rounds_of(data), 1000):
+        current = export.frame(data, step)
+        total += len(export.script_json(export.patch(previous, current)))
+        previous = current
+    return total
+
+
+def rebuilt(patches: list) -> list:
+    """The player's `apply`, in Python: each frame rebuilt from the one before and its patch."""
+
+    def apply(old, p):
+        if "v" in p:
+            return p["v"]
+        if "a" in p:
+            return old + p["a"]
+        if "s" in p:
+            head, tail, middle = p["s"]
+            return old[:head] + middle + old[len(old) - tail :]
+        if "l" in p:
+            out = list(old)
+            for index, q in p["l"].items():
+                out[int(index)] = apply(old[int(index)], q)
+            return out + p["t"]
+        out = {k: v for k, v in old.items() if k not in p["r"]}
+        out.update({k: apply(old.get(k), q) for k, q in p["d"].items()})
+        return out
+
+    state, shown = None, []
+    for p in patches:
+        state = apply(state, json.loads(json.dumps(p)))
+        shown.append(state)
+    return shown
+
+
+def test_frames_carry_what_changed_and_rebuild_exactly():
+    data = long_race(6)
+    whole = export.frames(data)
+    patches = [export.patch(a, b) for a, b in zip([None, *whole], whole, strict=False)]
+    assert rebuilt(patches) == whole
+    assert len(json.dumps(patches[-1])) < len(json.dumps(whole[-1])) / 4  # the last frame is mostly unchanged
+
+
+def test_the_html_grows_with_the_race_not_its_square():
+    short, long = payload_bytes(long_race(8)), payload_bytes(long_race(32))
+    assert long < 5 * short, (short, long)  # whole frames: about 12 times
+
+
+def test_a_long_race_is_sampled_to_its_budget_and_the_budget_said():
+    steps = export.frame_steps(4096, 60)
+    assert len(steps) == 60 and steps[0] == 0 and steps[-1] == 4095
+    assert export.frame_steps(5, 60) == [0, 1, 2, 3, 4]
+    sentence = export.Budget().sentence(4096)
+    assert "60 of its 4096 rounds" in sentence and "180 s" in sentence and "40 MB" in sentence
+
+
+def test_an_export_past_its_time_stops_naming_the_bound(tmp_path):
+    ticks = iter(range(0, 10_000, 100))
+    spend = export.Spend(export.Budget(seconds=250), clock=lambda: float(next(ticks)))
+    spend.check(0, 5)
+    spend.check(1, 5)
+    with pytest.raises(export.ExportError, match="250 s budget after 2 of 5 frames"):
+        spend.check(2, 5)
+    with pytest.raises(export.ExportError, match=r"0\.001 MB budget"):
+        export.save_html(long_race(3), tmp_path / "x.html", budget=export.Budget(megabytes=0.001))
+    assert not (tmp_path / "x.html").exists()  # no partial file
+
+
+def test_embedded_json_cannot_close_or_comment_out_a_script():
+    text = export.script_json({"t": "<!--<script></script>&\u2028\u2029"})
+    assert not set(text) & set("<>&\u2028\u2029")
+    assert json.loads(text) == {"t": "<!--<script></script>&\u2028\u2029"}
+
+
+def test_the_cli_says_in_a_line_when_it_cannot_write(tmp_path, capsys):
+    trace = save_race(long_race(3), tmp_path / "race.jsonl")
+    for out in (tmp_path / "missing" / "x.html", tmp_path):
+        assert export.main([str(trace), "--html", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: cannot write") and "Traceback" not in err
+    assert export.main([str(trace), "--gif", str(tmp_path / "missing" / "x.gif")]) == 2
+    assert capsys.readouterr().err.startswith("error: cannot write")
+
+
+def test_the_gif_needs_no_browser_and_is_16_by_9(tmp_path):
+    """`python -m app.export TRACE --gif OUT` with playwright not importable and no Chromium on PATH."""
     from PIL import Image
 
-    data = synthetic_race()
-    html_path = export.save_html(data, tmp_path / "race.html")
-    gif = export.save_gif(html_path, tmp_path / "race.gif", size=(800, 600))
+    trace = save_race(long_race(10), tmp_path / "race.jsonl")
+    gif = tmp_path / "race.gif"
+    code = "import sys; sys.modules['playwright'] = None; from app.export import main; sys.exit(main(sys.argv[1:]))"
+    env = {"PATH": str(tmp_path), "PYTHONPATH": str(ROOT), "HOME": str(tmp_path)}
+    command = [sys.executable, "-c", code, str(trace), "--gif", str(gif)]
+    done = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.index("This GIF draws") < done.stdout.index("wrote")  # the budget, said before
     with Image.open(gif) as image:
-        assert image.n_frames == len(export.frames(data)) and image.size == (800, 600)
+        width, height = image.size
+        assert abs(width / height - 16 / 9) < 0.01 and image.n_frames >= 8
 
 
-def test_the_pages_export_button_writes_the_race_on_screen(tmp_path):
-    update, status = export.slides_file(synthetic_race(), folder=tmp_path)
-    assert update["visible"] is True and update["value"].endswith(".html")
-    assert "sage-frames" in (tmp_path / update["value"].split("/")[-1]).read_text()
+def test_a_gif_of_a_long_race_holds_at_most_its_frames(tmp_path):
+    from PIL import Image
+
+    gif = export.save_gif(long_race(30), tmp_path / "race.gif", budget=export.Budget(frames=9))
+    with Image.open(gif) as image:
+        assert image.n_frames == 9 and image.size == export.GIF_SIZE
+
+
+def test_an_export_whose_visitor_left_stops_and_leaves_nothing(tmp_path, monkeypatch):
+    drawn: list[int] = []
+    real = export.frame
+    monkeypatch.setattr(export, "frame", lambda data, step: (drawn.append(step), real(data, step))[1])
+    slots = export.ExportSlots()
+    job = export.export_job(long_race(12), None, "html", folder=tmp_path, slots=slots)
+    assert "This HTML replay draws all 12 rounds" in next(job)[1]
+    next(job), next(job)  # two frames drawn
+    job.close()  # the visitor left: Gradio stops pulling and closes it
+    assert drawn == [0, 1] and list(tmp_path.iterdir()) == []
+    assert slots.held == {"small": {}, "large": {}}  # its slot given back
+
+
+def test_small_exports_never_wait_behind_large_ones_and_nobody_queues():
+    slots = export.ExportSlots(small=1, large=1, lease=10)
+    slots.take("large", clock=lambda: 0.0)
+    small = slots.take("small", clock=lambda: 0.0)  # a large export running does not hold up a small one
+    with pytest.raises(export.ExportError, match="1 large exports are running"):
+        slots.take("large", clock=lambda: 1.0)
+    slots.give_back("small", small)
+    slots.take("small", clock=lambda: 1.0)
+    slots.take("large", clock=lambda: 11.0)  # a slot never given back is free once its lease is past
+
+
+def test_exports_run_outside_the_races_group(monkeypatch):
+    from app import ui
+
+    demo = ui.build_demo()
+    exports = [f for f in demo.fns.values() if getattr(f.fn, "__name__", "") in ("slides_file", "gif_file")]
+    races = [f for f in demo.fns.values() if f.concurrency_id == "race"]
+    assert len(exports) == 2 and races
+    assert all(f.concurrency_id == "sage-export" and f.concurrency_limit is None for f in exports)
+
+
+def test_a_visitor_keeps_one_export_file_removed_with_their_session(tmp_path):
+    *_, (update, status, kept) = export.export_job(synthetic_race(), None, "html", folder=tmp_path)
     assert "replays offline" in status
-    update, status = export.slides_file(None, folder=tmp_path)
-    assert update["visible"] is False and "Nothing to export yet" in status
+    assert update["visible"] is True and kept == update["value"] and Path(kept).is_file()
+    *_, (update, _status, second) = export.export_job(synthetic_race(), kept, "gif", folder=tmp_path)
+    assert Path(second).is_file() and not Path(kept).exists()  # the previous one went
+    export.forget_export(second, folder=tmp_path)  # the session ended (the state's delete_callback)
+    assert list(tmp_path.iterdir()) == []
+    export.forget_export(str(ROOT / "README.md"), folder=tmp_path)  # nothing outside the folder is touched
+    assert (ROOT / "README.md").exists()
+    assert export.EXPORT_DIR.parent == Path(get_upload_folder())  # served by Gradio without a second copy
 
 
-def test_the_pages_gif_button_films_the_race_on_screen_or_says_why_not(tmp_path, monkeypatch):
-    filmed: list[str] = []
+def test_the_pages_buttons_say_why_not(tmp_path):
+    *_, (update, status, kept) = export.export_job(None, "old", "html", folder=tmp_path)
+    assert update["visible"] is False and "Nothing to export yet" in status and kept == "old"
+    slots = export.ExportSlots(small=0)
+    *_, (update, status, _) = export.export_job(synthetic_race(), None, "gif", folder=tmp_path, slots=slots)
+    assert update["visible"] is False and "try again in a few seconds" in status
 
-    def film(html_path, gif_path, size=export.GIF_SIZE):
-        assert "sage-frames" in Path(html_path).read_text()  # the same replay the HTML export writes
-        filmed.append(str(gif_path))
-        Path(gif_path).write_bytes(b"GIF89a")
-        return Path(gif_path)
 
-    monkeypatch.setattr(export, "save_gif", film)
-    update, status = export.gif_file(synthetic_race(), folder=tmp_path)
-    assert update["visible"] is True and update["value"] == filmed[0] and update["value"].endswith(".gif")
-    assert "animated GIF" in status and list(tmp_path.glob("*.html")) == []  # (the page it filmed is gone)
-
-    def no_browser(html_path, gif_path, size=export.GIF_SIZE):
-        raise export.ExportError("a GIF needs a Chromium browser (Error)")
-
-    monkeypatch.setattr(export, "save_gif", no_browser)
-    update, status = export.gif_file(synthetic_race(), folder=tmp_path)
-    assert update["visible"] is False and "needs a Chromium browser" in status
-    update, status = export.gif_file(None, folder=tmp_path)
-    assert update["visible"] is False and "Nothing to export yet" in status
+@pytest.mark.slow
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
+def test_a_script_breaking_token_text_still_plays_to_the_end(tmp_path):
+    playwright = pytest.importorskip("playwright.sync_api")
+    data = long_race(4, text="<!--<script>")
+    path = export.save_html(data, tmp_path / "race.html")
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 720})
+        page.goto(path.as_uri() + "?still", wait_until="load")
+        page.evaluate("window.sageShow(1e9)")
+        assert page.evaluate("document.body.dataset.done") == "1"
+        assert "<!--<script>" in page.locator("#lanes").inner_text()
+        # the talk layout: the texts, panel ① and the tree on the one 1280 x 720 screen
+        for box in ("#lanes", "#panel-confidence", "#panel-tree"):
+            where = page.locator(box).bounding_box()
+            assert where and where["y"] + where["height"] <= 722 and where["height"] > 40, (box, where)
+        browser.close()
