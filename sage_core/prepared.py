@@ -17,8 +17,9 @@ that copy, which is what it needs.
 Two checks need the model's own tokens: a prompt must leave room in the
 model's positions (`config.check_positions`, here), and every word of it
 should have a token (`check_vocabulary`: a word-level vocabulary, such as the
-built-in pair's, reads an unknown word as its unknown token; the CLI and the
-app refuse such a prompt with the words named).
+built-in pair's, reads an unknown word as its unknown token; the library, the
+CLI and the app refuse such a prompt with the words named, for the built-in
+pair in its asking note's words, with questions that work).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from typing import Any
 
 import torch
 
+from .builtin.asking import reads_the_world, unknown_words_note
 from .config import check_positions
 from .errors import InputError
 from .media import Media
@@ -113,12 +115,16 @@ def unknown_words(tokenizer: Any, prompt: str) -> list[str]:
 
 
 def check_vocabulary(model: VLM, prompt: str, name: str = "the model") -> None:
-    """Refuse a prompt with words the model has no token for, naming them (InputError). A prompt with a
-    control token is left to `VLM.prepare`, which refuses it for that."""
+    """Refuse a prompt with words the model has no token for, naming them (InputError): for the built-in pair
+    (a vocabulary of its world's words) in the words of its asking note, the word named and questions that work
+    offered; for any other word-level vocabulary by its tokens. A prompt with a control token is left to
+    `VLM.prepare`, which refuses it for that."""
     if any(token in prompt for token in model.control_tokens):
         return
     tokenizer = model.tokenizer
     words = unknown_words(tokenizer, prompt)
+    if words and reads_the_world(tokenizer.get_vocab()):  # the built-in pair: its asking note's words
+        raise InputError(unknown_words_note(words))
     if words:
         named = ", ".join(repr(w) for w in words[:8]) + (f" and {len(words) - 8} more" if len(words) > 8 else "")
         raise InputError(

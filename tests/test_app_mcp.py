@@ -6,9 +6,9 @@ race on a data: URL runs to its end, and a refusal reaches the client as the pag
 
 from __future__ import annotations
 
-import ast
 import asyncio
 import base64
+import json
 import runpy
 import sys
 from pathlib import Path
@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from app_server import free_port
 
+from app.api import MCP_MAX_BYTES
 from app.boundary import NOT_PUBLIC
 from app.ui import build_demo, launch_options, queued
 
@@ -58,17 +59,27 @@ def test_an_mcp_client_races_a_data_url_and_reads_a_refusal_as_one_sentence() ->
     prompt = "describe the image in detail."
     try:
         raced = asyncio.run(call_tool(url, "race_api", {"image": data_url, "prompt": prompt, "max_new_tokens": 8}))
+        asked = {"image": data_url, "prompt": prompt, "max_new_tokens": 8, "panels": True, "trace": True}
+        full = asyncio.run(call_tool(url, "race_api", asked))
         refused = asyncio.run(call_tool(url, "race_api", {"image": "http://127.0.0.1:9/x.png", "prompt": prompt}))
         unknown = asyncio.run(call_tool(url, "race_api", {"image": data_url, "prompt": "zzqx the image"}))
     finally:
         demo.close()
     assert not raced.isError, raced.content
-    answer = ast.literal_eval(raced.content[0].text)  # Gradio's MCP server sends the dict's repr
+    text = raced.content[0].text
+    answer = json.loads(text)  # JSON text (Gradio's MCP server would send a dict's repr: app/mcp_tool.py)
+    print(f"\nthe MCP answer: {len(text.encode())} bytes; with the panels and the trace: {len(full.content[0].text)}")
+    assert len(text.encode()) <= MCP_MAX_BYTES and len(raced.content) == 1
     assert answer["texts"]["sage"] == answer["texts"]["static"] != "" and answer["lossless"]["identical"]
+    assert {"figures", "speedups", "notes", "headline"} <= set(answer) and answer["left_out"] == ["panels", "trace"]
+    assert "panels" not in answer and "trace" not in answer
+    asked_for = json.loads(full.content[0].text)
+    assert asked_for["left_out"] == [] and asked_for["trace"].startswith('{"race"') and asked_for["panels"]
+    assert asked_for["texts"] == answer["texts"]
     assert refused.isError and [c.text for c in refused.content] == [NOT_PUBLIC.format(host="127.0.0.1")], (
         refused.content
     )
-    assert unknown.isError and "has no token for 'zzqx'" in unknown.content[0].text, unknown.content
+    assert unknown.isError and "not taught “zzqx”" in unknown.content[0].text, unknown.content
 
 
 def test_the_mcp_server_lists_the_race_tool_with_its_docstring() -> None:
@@ -86,6 +97,7 @@ def test_the_mcp_server_lists_the_race_tool_with_its_docstring() -> None:
     finally:
         demo.close()
     assert "race_api" in tools and "replay_api" in tools, sorted(tools)
+    assert not [name for name in tools if name.startswith("race_api_")], sorted(tools)  # /race is not a second tool
     race = tools["race_api"]
     assert race.description.startswith("Race SAGE against its baselines"), race.description
     assert "Returns:" in race.description and "losslessness verdict" in race.description
@@ -93,6 +105,8 @@ def test_the_mcp_server_lists_the_race_tool_with_its_docstring() -> None:
     for name in ("image", "video", "prompt", "methods", "max_new_tokens", "depth_max", "temperature", "seed"):
         assert name in properties, sorted(properties)
     assert "question or instruction" in properties["prompt"]["description"]
+    assert "Plotly panels" in properties["panels"]["description"] and "trace" in properties  # only when asked for
+    assert "JSON text (at most 64 kB unless panels or trace are asked for)" in race.description
     assert "paper: 8" in properties["depth_max"]["description"]
     for accepted in ("public http(s) URL", "data: URL", "same machine"):  # what a local client should send
         assert accepted in properties["image"]["description"], properties["image"]["description"]

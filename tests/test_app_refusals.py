@@ -28,7 +28,7 @@ from sage_testkit.pairs import tiny_folder
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "assets" / "examples"
 IMAGE = str(next(EXAMPLES.glob("*.png")))
-VIDEO = str(next(EXAMPLES.glob("*.mp4")))
+VIDEO = str(next(EXAMPLES.glob("*.webm")))
 PRUNING = "visual token pruning needs the draft's prompt to tokenize like the target's"
 
 

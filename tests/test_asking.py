@@ -206,3 +206,67 @@ def test_the_page_says_it_beside_a_live_race_and_beside_every_step(tmp_path, mon
     assert "race-note" in again["status"]
     fine = handlers.step_live(form.replace(prompt="describe the chart."), None, None)
     assert "race-note" not in fine["status"]
+
+
+#: A visitor's own wordings with the world's plurals, superlatives and nouns ("graph", "pictures"), each about a
+#: shipped picture, with the facts of a right answer (read off examples.json's answers). Written before anyone
+#: looked at what the pair answers them; none is a training question.
+VISITOR_WORDINGS = [
+    ("describe_five.png", "How many triangles are there?", ("two",)),
+    ("describe_five.png", "how many circles are in the picture?", ("two",)),
+    ("describe_five.png", "how many crosses are there?", ("one",)),
+    ("describe_five.png", "what colour are the circles?", ("yellow", "green")),
+    ("describe_five.png", "are there any squares in the picture?", ("no",)),
+    ("describe_three.png", "how many triangles are in the image?", ("two",)),
+    ("describe_wide.png", "Which shape is the largest?", ("blue triangle",)),
+    ("describe_wide.png", "which is the biggest shape?", ("blue triangle",)),
+    ("describe_wide.png", "which shape is the smallest?", ("orange circle",)),
+    ("describe_wide.png", "What color is the big triangle?", ("blue",)),
+    ("describe_wide.png", "describe the pictures.", ("blue triangle", "orange circle")),
+    ("chart.png", "What does this graph show?", ("red bar is 5",)),
+    ("chart.png", "which bar in the graph is the highest?", ("red",)),
+    ("chart.png", "which bar is the largest?", ("red",)),
+]
+TOKENIZER_WORDS = ("token", "vocabulary", "endoftext", "rephrase")
+
+
+@pytest.mark.skipif(not builtin_available(), reason="built-in pair not trained")
+@pytest.mark.parametrize(("file", "question", "facts"), VISITOR_WORDINGS, ids=[q for _, q, _ in VISITOR_WORDINGS])
+def test_a_visitors_own_words_get_the_right_fact_or_the_note_never_a_tokenizer_sentence(file, question, facts):
+    """Each wording is declined in the asking note's words (its unknown word named, questions that work
+    offered), or raced with the note beside it, or answered with every fact right."""
+    from sage_core import DecodeConfig, decode
+    from sage_core.errors import InputError
+    from sage_testkit.pairs import builtin_pair
+
+    media = load_media(EXAMPLES / file)
+    note = race_notes("builtin", media, question)
+    try:
+        text = decode(builtin_pair(), media, question, DecodeConfig("ar", 64)).run_to_end().text
+    except InputError as declined:
+        said = str(declined)
+        print(f"\n{question!r}: declined: {said}")
+        assert not any(word in said for word in TOKENIZER_WORDS), said
+        unknown = [w for w in asking.words_of(question) if w.isalpha() and w not in asking._vocabulary()]
+        assert unknown and all(f"“{w}”" in said for w in unknown[:4]), said
+        assert "“describe the image in detail.”" in said and "“describe the chart.”" in said
+        assert note and "cannot read" in note[0]  # the page's note says the same before it
+        return
+    print(f"\n{question!r}: {text!r}; note: {note}")
+    assert note or all(fact in text for fact in facts), (text, facts)
+
+
+@pytest.mark.skipif(not builtin_available(), reason="built-in pair not trained")
+def test_the_docs_word_and_token_counts_are_the_pairs():
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(ROOT / "assets" / "builtin" / "target")
+    words = [t for t in tokenizer.get_vocab() if t.isalpha()]
+    app_doc, limits_doc = ((ROOT / "docs" / name).read_text() for name in ("app.md", "limits.md"))
+    said = re.search(r"The built-in pair reads (\d+) words \(its world's (\d+), the\s+(\d+) words", app_doc)
+    assert said and int(said[1]) == len(words), (said, len(words))
+    world = [w for w in scenes.vocabulary() if w.isalpha()]
+    visitor = [w for w in wording.VISITOR_WORDS if w not in scenes.vocabulary()]
+    assert (int(said[2]), int(said[3])) == (len(world), len(visitor))
+    assert f"tokenizer's {len(tokenizer)} tokens" in app_doc
+    assert f"the {len(words)} words of its {len(tokenizer)} tokens" in limits_doc

@@ -37,8 +37,8 @@ EXAMPLES_FACTS = 0.9  # share of the shipped examples' facts stated right: run 1
 #: The shipped examples run 10 answers wrong (run 7 did too; run 9 answered them right): assets/builtin/README.md,
 #: "Run 10". Strict: a pair that answers them right fails these, so that the list is kept true.
 KNOWN_WRONG = {
-    "moving_shape.mp4": "says the red cross moves left, where the yellow circle does",
-    "colour_change.mp4": "says the green circle moves up, where it turns purple",
+    "moving_shape.webm": "says the red cross moves left, where the yellow circle does",
+    "colour_change.webm": "says the green circle moves up, where it turns purple",
 }
 # The hesitant draft (assets/builtin/hesitant-draft) on the 7 shipped long examples: an earlier issue's
 # goals (a median planned root width of 3 or more, most answers spanning 1.5 nats, SAGE's tau at
@@ -110,7 +110,7 @@ def test_target_holds_up_on_scenes_drawn_at_other_scales_and_canvas_sizes():
 
 @functools.cache
 def shipped_answers() -> dict[str, str]:
-    """The pair's greedy answer to every shipped example, loaded from its file as the app loads it (clips from mp4)."""
+    """The pair's greedy answer to every shipped example, loaded from its file as the app loads it (clips from WebM)."""
     picks = example_picks()
     answers = {}
     for name, truth in picks:
@@ -120,7 +120,7 @@ def shipped_answers() -> dict[str, str]:
 
 
 def test_the_shipped_examples_are_answered_from_their_files():
-    """Every shipped example, loaded from its file as the app loads it (the clips from mp4)."""
+    """Every shipped example, loaded from its file as the app loads it (the clips from WebM)."""
     picks = example_picks()
     assert [name for name, _ in picks] == [e["file"] for e in examples()]
     assert sum(truth.long for _, truth in picks) >= 6 and len(picks) >= 10

@@ -599,7 +599,7 @@ def test_gpu_presets_fill_the_pair_and_its_placement(capsys):
 @pytest.mark.parametrize(
     ("family", "media", "method", "message"),
     [
-        ("llava", "appearing_shape.mp4", "chain", "reads images only (llava); give a still image"),
+        ("llava", "appearing_shape.webm", "chain", "reads images only (llava); give a still image"),
     ],
 )
 def test_what_a_family_cannot_run_is_one_sentence_and_exit_2(tiny_root, capsys, family, media, method, message):
@@ -608,7 +608,7 @@ def test_what_a_family_cannot_run_is_one_sentence_and_exit_2(tiny_root, capsys, 
 
     folder = tiny_folder(tiny_root, family, "target")
     path = Path(__file__).resolve().parent.parent / "assets" / "examples" / media
-    flag = "--video" if media.endswith(".mp4") else "--image"
+    flag = "--video" if media.endswith((".mp4", ".webm")) else "--image"
     argv = ["generate", "--target", folder, "--draft", folder, flag, str(path), "--prompt", "hi"]
     assert main([*argv, "--method", method, "--device", "cpu", "--max-new-tokens", "4"]) == 2
     error = capsys.readouterr().err.strip().splitlines()[-1]

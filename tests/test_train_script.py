@@ -35,7 +35,7 @@ def test_a_few_training_steps_save_a_loadable_float16_pair(tmp_path, capsys):
     target_params = sum(p.numel() for p in pair.target.model.parameters())
     draft_params = sum(p.numel() for p in pair.draft.model.parameters())
     assert target_params >= 4 * draft_params
-    clip = load_media(ROOT / "assets" / "examples" / "moving_shape.mp4")
+    clip = load_media(ROOT / "assets" / "examples" / "moving_shape.webm")
     summary = decode(pair, clip, "what happens in the video?", DecodeConfig("sage", 8)).run_to_end()
     assert 1 <= len(summary.token_ids) <= 8
     # The same command run again resumes from the checkpoints: with 2 more target steps it trains

@@ -13,15 +13,18 @@ numbers, no closing marks), it *is* one of the training questions about the pict
 note gives the first reason that holds:
 
 1. **Unknown words**: a word outside the vocabulary, other than filler words training questions contain
-   (none since run 10's visitor words), is a word the pair cannot read (the race then refuses the prompt
-   anyway, naming the word: ``sage_core.prepared.check_vocabulary``).
+   (none since run 10's visitor words), is a word the pair cannot read. The race is then declined, in the
+   words of :func:`unknown_words_note` (the word named, questions that work offered; no tokenizer's
+   sentence): ``sage_core.prepared.check_vocabulary``.
 2. **Another picture's question**: the training questions the prompt is closest to (the share of
    its word pairs found among one kind's training questions) are about another kind of picture
    ("describe the image in detail." about a chart), and it has no word only this picture's questions have
    ("bars", "video").
 3. **Words never asked about this picture**: a word of the world's (not a visitor word) that no training
    question about this kind of picture has ("is there a dog?").
-4. **Words in no taught order**: fewer than half of its word pairs are found among the closest kind's
+4. **A shape named by its size**: "the big triangle"; training names a shape by its colour or its place, and
+   run 10 answers "what color is the big triangle?" about another shape (2026-12-02).
+5. **Words in no taught order**: fewer than half of its word pairs are found among the closest kind's
    training questions (word salad, "how are you?").
 
 Anything else is a question it was taught put in other words, and gets no note.
@@ -43,6 +46,7 @@ from __future__ import annotations
 import functools
 import itertools
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -71,6 +75,8 @@ UNKNOWN = "<unknown>"
 #: was taught put in other words, which run 10 answers about as well (module docstring).
 WORDED_LIKE_SHARE = 0.5
 _PLACE_WORDS = frozenset(w for p in scenes.PLACES for w in p.split())
+#: Words for a shape's size (the world's two and the visitor words for them).
+SIZE_WORDS = frozenset({*scenes.SIZES, "big", "little", "tiny", "huge"})
 
 
 def _slot(word: str, vocabulary: frozenset[str]) -> str:
@@ -242,7 +248,7 @@ def question_fit(question: str, picture: str) -> Fit:
     unknown = [w for w in dict.fromkeys(words) if w not in _vocabulary() and w not in filler_words()]
     if unknown:
         listed = ", ".join(f"“{w}”" for w in unknown[:4])
-        return Fit(picture, f"it cannot read {listed} (it knows {len(_vocabulary())} words)", here)
+        return Fit(picture, f"it cannot read {listed} (it was taught its world's words only)", here)
     closest = max(shares, key=lambda k: (shares[k], known[k]))
     own = set(tokens) & _picture_words()[picture]  # "bars", "chart", "video": it asks about this picture
     if picture_of(closest) != picture and shares[closest] > shares[here] and not own:
@@ -253,9 +259,19 @@ def question_fit(question: str, picture: str) -> Fit:
     if never:
         listed = ", ".join(f"“{w}”" for w in never[:4])
         return Fit(picture, f"no question it was taught about {PICTURE_NAMES[picture]} has {listed}", here)
-    if shares[here] < WORDED_LIKE_SHARE:
-        return Fit(picture, "its words come in an order no question it was taught has", here)
-    return Fit(picture, closest=here)  # other words for a question it was taught: no note
+    return Fit(picture, _wording_reason(tokens, shares[here]), here)  # "": other words for a taught question
+
+
+def _wording_reason(tokens: tuple[str, ...], share: float) -> str:
+    """Why a question of known words about its own picture was not taught ("" when it was, in other words):
+    a shape named by its size ("the big triangle": training names shapes by colour or place, and run 10 answers
+    such a question about another shape), or words in no taught order."""
+    by_size = [w for a, w in itertools.pairwise(tokens) if a == "the" and w in SIZE_WORDS]
+    if by_size and not any(("the", w) in pairs for w in by_size for pairs in _kind_pairs().values()):
+        return f"it was taught to name a shape by its colour or its place, not by its size (“the {by_size[0]} …”)"
+    if share < WORDED_LIKE_SHARE:
+        return "its words come in an order no question it was taught has"
+    return ""
 
 
 def suggestions(fit: Fit, most: int = 3) -> tuple[str, ...]:
@@ -308,4 +324,25 @@ def question_note(question: str, media: Media) -> tuple[str, ...]:
         f"This question is not one the built-in pair was trained on: {fit.reason}.",
         "The race stays lossless (every method still gives the target's own answer), but that answer may be made up.",
         f"About {PICTURE_NAMES[fit.picture]} it answers questions such as {asks}.",
+    )
+
+
+# -- a word the pair was not taught ------------------------------------------------------------
+
+
+def reads_the_world(vocabulary: Iterable[str]) -> bool:
+    """Whether a tokenizer's vocabulary is the built-in world's (the built-in pair, or a pair trained on its world):
+    every word of the world's templates is one of its tokens."""
+    return _world_words() <= frozenset(vocabulary)
+
+
+def unknown_words_note(words: Sequence[str]) -> str:
+    """Why a question with words the built-in pair was not taught is declined, naming them, and which questions
+    to ask instead (one of each kind of picture, and a count): the note's words in one sentence, not a
+    tokenizer's."""
+    listed = ", ".join(f"“{w}”" for w in words[:3]) + (f" and {len(words) - 3} more" if len(words) > 3 else "")
+    asks = (SUGGESTIONS["shapes"][0], SUGGESTIONS["shapes"][1], SUGGESTIONS["chart"][0], SUGGESTIONS["clip"][0])
+    return (
+        f"The built-in pair was not taught {listed}, so the question is declined: it knows its world of shapes, "
+        f"bars and clips; ask {', '.join(f'“{q}”' for q in asks[:-1])} or “{asks[-1]}”"
     )
