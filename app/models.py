@@ -30,7 +30,7 @@ import torch
 from PIL import Image
 
 from sage_core import DecodeConfig, ModelPair, SageError, decode, image_media, load_media, load_pair, prepare_inputs
-from sage_core.costs import CostCurve, measure_cost_spread, remember_curve
+from sage_core.costs import CostCurve, measure_cost_spread, read_recorded_curve, remember_curve, settled_curve
 from sage_core.errors import ConfigError, ModelLoadError
 from sage_core.models.presets import GPU_PRESETS
 from sage_core.sweep import SweepResult, sweep
@@ -336,15 +336,36 @@ def warm_up(pair: ModelPair) -> CostCurve | None:
     return measure_warm_costs(pair) if cost_curve_wanted() else None
 
 
+#: The cost curve recorded with the built-in pair on a CPU (scripts/headline_check.py --record-curve writes it):
+#: what the app falls back to when the warm-up's measurement will not settle on a busy machine.
+RECORDED_CURVE = BUILTIN_DIR / "cost_curve.json"
+
+
+def recorded_curve(pair: ModelPair) -> CostCurve | None:
+    """The curve recorded with this pair on its device and dtype (the built-in pair's only), or None."""
+    paths = (str(BUILTIN_DIR / "target"), str(BUILTIN_DIR / "draft"))
+    loaded = tuple(str(getattr(m.model.config, "_name_or_path", "")) for m in (pair.target, pair.draft))
+    curve = read_recorded_curve(RECORDED_CURVE) if loaded == paths else None
+    dtype = str(pair.target.dtype).removeprefix("torch.")
+    return curve if curve is not None and (curve.device, curve.dtype) == (str(pair.device), dtype) else None
+
+
 def measure_warm_costs(pair: ModelPair) -> CostCurve | None:
-    """The cost curve after the warm-up, with each point's spread over interleaved passes (sage_core.costs);
-    None, logged, when it cannot be measured."""
+    """The cost curve after the warm-up, measured to its stated precision (each point's spread over
+    interleaved passes under `NOISY_SPREAD` of its median, monotone, sane ratios; measured again over more
+    passes, `SETTLE_PASSES`), else the curve recorded with the pair, labelled so (`settled_curve`). Only a
+    trusted curve is handed to sage-cost's races (`remember_curve`): every visitor's races share it, so one
+    visitor's load at the warm-up must not decide their trees. None, logged, when it cannot be measured."""
     media = image_media(Image.new("RGB", (112, 112), (255, 255, 255)), "warm-up")
     try:
-        curve = measure_cost_spread(pair, media, WARM_UP_PROMPT)
+        curve = settled_curve(
+            lambda passes: measure_cost_spread(pair, media, WARM_UP_PROMPT, passes=passes), recorded_curve(pair)
+        )
     except (RuntimeError, ValueError) as error:
         log.warning("the cost curve could not be measured: %s", error)
         return None
+    if curve.set_aside:
+        log.warning("the cost curve did not settle; using the recorded one: %s", curve.set_aside)
     remember_curve(pair, DecodeConfig().backend, curve)  # sage-cost's races weigh their budgets by it
     return curve
 

@@ -23,7 +23,7 @@ import functools
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sage_core import (
@@ -39,11 +39,12 @@ from sage_core import (
     prepare_inputs,
     summarize,
 )
+from sage_core.account import frozen_alpha_in_race
 from sage_core.config import SamplingConfig, check_prune_ratio
 from sage_core.costs import CostCurve
 from sage_core.errors import InputError
 from sage_core.media import thumbnail
-from sage_core.method_settings import shown
+from sage_core.method_settings import FROZEN_ALPHA, FrozenSageConfig, shown
 from sage_core.methods import drafts, in_order
 from sage_core.models import VisualBox
 from sage_core.pruning import PAPER_RATIOS
@@ -156,6 +157,8 @@ class RaceRequest:
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
     prune_ratio: float = 0.0
     pair: Choice = field(default_factory=Choice)
+    # False: sage-frozen's α was not set, so it holds SAGE's mean α in this race (run after SAGE's lane).
+    frozen_alpha_given: bool = True
 
     @property
     def sage(self) -> SageConfig:
@@ -210,6 +213,35 @@ def race_steps(
     data, runs = start_runs(pair, request, lock, costs)
     data.source = source
     active = list(zip(data.lanes, runs, strict=True))
+    waiting = [(lane, run) for lane, run in active if _frozen_waits(request, lane.method)]
+    active = [pair_ for pair_ in active if pair_ not in waiting]
+    yield from _step_lanes(data, active, lock, token_texts)
+    for lane, _ in waiting:  # SAGE has finished: hold its mean α in this race
+        config = _frozen_config(request, data)
+        with lock:
+            run = decode(pair, request.media, request.prompt, config)
+        lane.header = run.header
+        yield from _step_lanes(data, [(lane, run)], lock, token_texts)
+
+
+def _frozen_waits(request: RaceRequest, method: str) -> bool:
+    """Whether this lane is sage-frozen with its α unset, racing SAGE: it starts once SAGE's α is known."""
+    return method == "sage-frozen" and not request.frozen_alpha_given and "sage" in request.methods
+
+
+def _frozen_config(request: RaceRequest, data: RaceData) -> DecodeConfig:
+    """sage-frozen's configuration holding SAGE's mean α in this race (`sage_core.account`)."""
+    sage = data.lane("sage")
+    alphas = [r.alpha for r in sage.records if r.alpha is not None] if sage is not None else []
+    alpha, _ = frozen_alpha_in_race(None, alphas, FROZEN_ALPHA)
+    settings = {**request.settings, "sage-frozen": FrozenSageConfig(alpha)}
+    return replace(request, settings=settings).config("sage-frozen")
+
+
+def _step_lanes(
+    data: RaceData, active: list[tuple[Lane, Any]], lock: AbstractContextManager, token_texts: Any
+) -> Iterator[RaceData]:
+    """Step each active lane alternately, yielding the race after every round, until all have finished."""
     while active:
         for lane, run in list(active):
             with lock:

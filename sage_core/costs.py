@@ -20,12 +20,14 @@ can stand beside the measured one.
 from __future__ import annotations
 
 import functools
+import json
 import math
 import statistics
 import time
 import weakref
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy
@@ -45,10 +47,15 @@ if TYPE_CHECKING:
     from .proposers import Drafter
 
 COST_SIZES: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
-#: A time is noise when its runs' interquartile range is above this share of their median (`CostCurve.noise`).
+#: A time is noise when its runs' interquartile range is above this share of their median (`CostCurve.noise`),
+#: over `PRECISION_PASSES` passes; over more passes the bound grows as their square root, so the median's
+#: own uncertainty (about 0.3 of the interquartile range over 9 passes) stays under about 8 % of it.
 NOISY_SPREAD = 0.25
+PRECISION_PASSES = 9
 #: ... or when it is dearer than a larger tree's by more than the two spreads and this share of the larger.
 MONOTONE_SLACK = 0.1
+#: The one-node verification against the one-token step outside which a curve is not a machine's (`problems`).
+SANE_RATIOS = (0.5, 5.0)
 TREE_WIDTH = 4  # the measured trees: the root's first 4 children, then 4 children per node in order
 
 
@@ -69,6 +76,11 @@ class CostCurve:
     verify_spread_ms: tuple[float, ...] = ()
     draft_spread_ms: tuple[float, ...] = ()
     repeats: int = 0
+    #: Where the curve comes from ("measured" on this machine, or "recorded with the pair" when the
+    #: measurement would not settle), when (UTC, ISO 8601), and why a measurement was set aside ("" if none).
+    origin: str = "measured"
+    measured_at: str = ""
+    set_aside: str = ""
 
     def noise(self) -> tuple[str, ...]:
         """Per size, why its verification time is noise rather than a cost ("" when it is not): a spread
@@ -82,8 +94,8 @@ class CostCurve:
                 for j, n in enumerate(self.sizes)
                 if j > i and ms - self.verify_ms[j] > max(spread[i] + spread[j], MONOTONE_SLACK * self.verify_ms[j])
             ]
-            if ms > 0 and spread[i] > NOISY_SPREAD * ms:
-                out.append(f"{size} nodes: runs spread over {spread[i] / ms:.0%} of the median")
+            if ms > 0 and spread[i] * self._passes_factor() > NOISY_SPREAD * ms:
+                out.append(f"{size} nodes: runs spread over {spread[i] / ms:.0%} of the median{self._over()}")
             elif dearer:
                 out.append(f"{size} nodes: dearer than {dearer[-1]} nodes beyond the spread")
             else:
@@ -93,13 +105,54 @@ class CostCurve:
     def step_noise(self) -> str:
         """Why the one-token step's time is noise ("" when it is not): its spread above `NOISY_SPREAD`."""
         ms = self.one_token_ms
-        if ms > 0 and self.one_token_spread_ms > NOISY_SPREAD * ms:
-            return f"the one-token step: runs spread over {self.one_token_spread_ms / ms:.0%} of the median"
+        if ms > 0 and self.one_token_spread_ms * self._passes_factor() > NOISY_SPREAD * ms:
+            return (
+                f"the one-token step: runs spread over {self.one_token_spread_ms / ms:.0%} of the median{self._over()}"
+            )
         return ""
+
+    def _passes_factor(self) -> float:
+        """How much a spread weighs against `NOISY_SPREAD`: a median of more passes is surer (its uncertainty
+        shrinks as the square root of the passes), so the bound is stated for `PRECISION_PASSES` passes."""
+        return math.sqrt(PRECISION_PASSES / self.repeats) if self.repeats > PRECISION_PASSES else 1.0
+
+    def _over(self) -> str:
+        return f" over {self.repeats} passes" if self.repeats > PRECISION_PASSES else ""
 
     @property
     def noisy(self) -> bool:
         return bool(self.step_noise() or any(self.noise()))
+
+    def problems(self) -> tuple[str, ...]:
+        """Every reason not to decide from this curve: its noise (`noise`, `step_noise`) and any ratio no
+        machine gives (`SANE_RATIOS`): a verification of one node cheaper than half a one-token step or
+        dearer than five, the largest tree cheaper than the smallest, a draft level dearer than a target step."""
+        found = [why for why in (self.step_noise(), *self.noise()) if why]
+        one, verify, draft = self.one_token_ms, self.verify_ms, self.draft_level_ms
+        if not (one > 0 and verify and draft and min(verify) > 0 and min(draft) > 0):
+            return (*found, "a time that is not positive")
+        low, high = SANE_RATIOS
+        if not low <= verify[0] / one <= high:
+            found.append(f"{self.sizes[0]} nodes cost {verify[0] / one:.2f} one-token steps (sane: {low}-{high})")
+        if verify[-1] < verify[0] * (1 - MONOTONE_SLACK):
+            found.append(f"{self.sizes[-1]} nodes cost less than {self.sizes[0]}")
+        if draft[0] > one:
+            found.append("a draft level of one node costs more than the target's one-token step")
+        return tuple(found)
+
+    @property
+    def trusted(self) -> bool:
+        """Whether a method may decide from it: no noise and sane ratios (`problems`)."""
+        return not self.problems()
+
+    def label(self) -> str:
+        """Which curve this is, where and when: what the page says about the curve in use."""
+        when = f" at {self.measured_at}" if self.measured_at else ""
+        where = f"{self.device}, {self.dtype}"
+        if self.origin == "measured":
+            return f"measured on this machine ({where}){when}"
+        aside = f"; this machine's measurement was set aside: {self.set_aside}" if self.set_aside else ""
+        return f"{self.origin} ({where}{when}){aside}"
 
     # What a decode round costs besides its forwards (ms); None: sage-cost learns it from the run's own rounds.
     round_overhead_ms: float | None = None
@@ -385,9 +438,65 @@ def line_fit(sizes: Sequence[int], values: Sequence[float]) -> tuple[float, ...]
     return tuple(intercept + slope * x for x in sizes)
 
 
-def remember_curve(pair: ModelPair, backend: str, curve: CostCurve) -> None:
-    """Let runs of this pair on this backend use a curve measured elsewhere (the app's warm-up)."""
-    _RUN_CURVES.setdefault(pair.target.model, {})[(backend, id(pair.draft.model))] = curve
+def remember_curve(pair: ModelPair, backend: str, curve: CostCurve) -> bool:
+    """Let runs of this pair on this backend use a curve measured elsewhere (the app's warm-up); whether it
+    was taken. The curve every visitor's runs share is never made worse: a curve with `problems` is never
+    taken, and a trusted one replaces only a recorded fallback or no curve, never a measured one."""
+    if not curve.trusted:
+        return False
+    known = _RUN_CURVES.setdefault(pair.target.model, {})
+    held = known.get((backend, id(pair.draft.model)))
+    if held is not None and held.origin == "measured" and curve.origin != "measured":
+        return False
+    known[(backend, id(pair.draft.model))] = curve
+    return True
+
+
+def known_curve(pair: ModelPair, backend: str) -> CostCurve | None:
+    """The curve this pair's runs on this backend decide from (None: the next run measures one)."""
+    return _RUN_CURVES.get(pair.target.model, {}).get((backend, id(pair.draft.model)))
+
+
+#: The passes of each measurement `settled_curve` makes before it sets the measurement aside: more each time,
+#: so a busy machine's spread can still settle to the stated precision (`NOISY_SPREAD`).
+SETTLE_PASSES = (9, 25)
+
+
+def settled_curve(
+    measure: Callable[[int], CostCurve], fallback: CostCurve | None = None, passes: Sequence[int] = SETTLE_PASSES
+) -> CostCurve:
+    """A curve measured to its stated precision: `measure(passes)` again, over more passes each time, until
+    it has no `problems` (noise, non-monotone, insane ratios). When none settles, `fallback` (a curve recorded
+    with the pair) labelled with why the measurement was set aside; without one, the measurement with the
+    fewest problems, which `remember_curve` will not let any run decide from."""
+    tries = []
+    for count in passes:
+        curve = replace(measure(count), measured_at=utc_now())
+        if curve.trusted:
+            return curve
+        tries.append(curve)
+    best = min(tries, key=lambda c: len(c.problems()))
+    if fallback is None:
+        return best
+    why = f"{len(tries)} measurements did not settle ({'; '.join(best.problems()[:2])})"
+    return replace(fallback, set_aside=why)
+
+
+def utc_now() -> str:
+    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+
+
+def read_recorded_curve(path: Path) -> CostCurve | None:
+    """A curve recorded with a pair (JSON: `CostCurve`'s fields), labelled "recorded with the pair"; None
+    when the file is missing or not a trusted curve."""
+    try:
+        fields = json.loads(path.read_text(encoding="utf-8"))
+        lists = ("sizes", "verify_ms", "draft_level_ms", "verify_spread_ms", "draft_spread_ms")
+        curve = CostCurve(**{**fields, **{k: tuple(fields[k]) for k in lists if k in fields}})
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
+    curve = replace(curve, origin="recorded with the pair")
+    return curve if curve.trusted else None
 
 
 def costs_for_run(
@@ -395,12 +504,16 @@ def costs_for_run(
 ) -> CostCurve:
     """The pair's cost curve on this backend: measured on this run's prefilled caches the first time (they are
     left as they were), remembered for the pair's later runs."""
-    known = _RUN_CURVES.get(pair.target.model, {}).get((backend, id(pair.draft.model)))
+    known = known_curve(pair, backend)
     if known is not None:
         return known
     dtype = str(pair.target.dtype).removeprefix("torch.")
     caches = PrefilledCaches(target, target_state, drafter.backend, drafter.state, root, drafter.vocab)
-    one, verify, levels = _fastest_pass_curve(caches, pair.devices)
-    curve = CostCurve(str(pair.device), dtype, backend, COST_SIZES, one, verify, levels)
-    remember_curve(pair, backend, curve)
+
+    def measure(passes: int) -> CostCurve:
+        one, verify, levels = _fastest_pass_curve(caches, pair.devices, passes=passes)
+        return CostCurve(str(pair.device), dtype, backend, COST_SIZES, one, verify, levels)
+
+    curve = settled_curve(measure, passes=(RUN_PASSES, 2 * RUN_PASSES))
+    remember_curve(pair, backend, curve)  # (only when trusted: else the next run measures again)
     return curve

@@ -1,11 +1,19 @@
-"""Device-synchronised wall time: what every figure shown to a user is built on."""
+"""Device-synchronised wall time: what every figure shown to a user is built on; and a race's headline
+read from those times so that it keeps its verdict when another process shares the machine (`headline`)."""
 
 from __future__ import annotations
 
+import math
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
 
+import numpy
 import torch
+
+if TYPE_CHECKING:
+    from .records import RoundRecord
 
 
 def synchronize(device: torch.device) -> None:
@@ -54,3 +62,153 @@ class Laps:
         for device in self.devices:
             synchronize(device)
         return time.perf_counter() - self._start
+
+
+# -- a race's headline that keeps its verdict on a shared machine ---------------------------------------
+
+#: The interval shown with a headline: the central 90 % of `BOOTSTRAPS` resamplings of each side's rounds.
+INTERVAL = (5.0, 95.0)
+BOOTSTRAPS = 1000
+#: Below this many decode rounds on either side no verdict is given (an interval of two rounds says little).
+MIN_ROUNDS = 4
+Verdict = Literal["faster", "slower", "unclear"]
+
+
+@dataclass(frozen=True)
+class SideTimes:
+    """One side's timings as a headline reads them: its prefill, and each decode round's time and tokens."""
+
+    method: str
+    prefill_seconds: float
+    prefill_tokens: int
+    round_seconds: tuple[float, ...]
+    round_tokens: tuple[int, ...]
+    drafts: bool = True  # whether its prefill is the target's and the draft's (else the target's alone)
+
+    @property
+    def rounds(self) -> int:
+        return len(self.round_seconds)
+
+    @property
+    def tokens(self) -> int:
+        return self.prefill_tokens + sum(self.round_tokens)
+
+    @property
+    def tokens_per_forward(self) -> float:
+        """Tokens per target forward (the prefill is one): the same on a quiet machine and a busy one."""
+        return self.tokens / (1 + self.rounds)
+
+    def round_cost(self) -> float:
+        """The robust cost of one decode round, seconds: the median of its rounds (a round slowed by another
+        process moves a mean, not a median, unless it slowed most rounds)."""
+        return float(numpy.median(self.round_seconds)) if self.round_seconds else 0.0
+
+
+def charged_prefill(sides: Sequence[SideTimes]) -> dict[str, float]:
+    """The prefill each side is charged: the same work (the same target, and the same draft when both draft,
+    on the same prompt) is measured once per side and charged once to all of them at its fastest
+    measurement: another process only ever adds time, so the fastest is the one nearest the work's cost."""
+    fastest: dict[bool, float] = {}
+    for side in sides:
+        fastest[side.drafts] = min(fastest.get(side.drafts, math.inf), side.prefill_seconds)
+    return {side.method: fastest[side.drafts] for side in sides}
+
+
+@dataclass(frozen=True)
+class Headline:
+    """`lead` against `rival`: the end-to-end speedup (each side charged the same prefill, its rounds at
+    their median cost), its interval over resampled rounds, the verdict the interval allows, the decode-only
+    speedup beside it, and tokens per target forward (which no load changes)."""
+
+    lead: str
+    rival: str
+    speedup: float
+    interval: tuple[float, float]
+    decode_speedup: float
+    decode_interval: tuple[float, float]
+    prefill_seconds: float  # charged to the lead (and to the rival when it does the same prefill)
+    rival_prefill_seconds: float
+    tokens_per_forward: tuple[float, float]  # the lead's, the rival's
+    rounds: tuple[int, int]
+
+    @property
+    def verdict(self) -> Verdict:
+        """Faster when the whole interval is above 1, slower when below, else unclear (too noisy, or too
+        close to call); "unclear" too when either side ran fewer than `MIN_ROUNDS` decode rounds."""
+        low, high = self.interval
+        if min(self.rounds) < MIN_ROUNDS:
+            return "unclear"
+        return "faster" if low > 1 else "slower" if high < 1 else "unclear"
+
+    def as_dict(self) -> dict[str, Any]:
+        """The `/race` answer's "headline"."""
+        return {
+            "lead": self.lead,
+            "rival": self.rival,
+            "speedup": round(self.speedup, 4),
+            "interval": [round(v, 4) for v in self.interval],
+            "verdict": self.verdict,
+            "decode_speedup": round(self.decode_speedup, 4),
+            "decode_interval": [round(v, 4) for v in self.decode_interval],
+            "prefill_ms": {self.lead: 1000 * self.prefill_seconds, self.rival: 1000 * self.rival_prefill_seconds},
+            "tokens_per_forward": {self.lead: self.tokens_per_forward[0], self.rival: self.tokens_per_forward[1]},
+            "rounds": {self.lead: self.rounds[0], self.rival: self.rounds[1]},
+        }
+
+
+def headline(lead: SideTimes, rival: SideTimes) -> Headline | None:
+    """The headline of `lead` against `rival` (None until both have decode rounds). The interval resamples
+    each side's rounds (time and tokens together) with a fixed seed, so the same records always give the
+    same interval."""
+    if not lead.rounds or not rival.rounds:
+        return None
+    prefill = charged_prefill((lead, rival))
+    mine, theirs = _resampled(lead, prefill[lead.method]), _resampled(rival, prefill[rival.method])
+    point = [_seconds_per_token(side, prefill[side.method]) for side in (lead, rival)]
+    both = numpy.asarray(theirs) / numpy.asarray(mine)  # rows: end to end, decode only
+    return Headline(
+        lead.method,
+        rival.method,
+        point[1][0] / point[0][0],
+        _interval(both[0], point[1][0] / point[0][0]),
+        point[1][1] / point[0][1],
+        _interval(both[1], point[1][1] / point[0][1]),
+        prefill[lead.method],
+        prefill[rival.method],
+        (lead.tokens_per_forward, rival.tokens_per_forward),
+        (lead.rounds, rival.rounds),
+    )
+
+
+def _seconds_per_token(side: SideTimes, prefill: float) -> tuple[float, float]:
+    """End-to-end and decode-only seconds per token, the rounds at their median cost."""
+    decode = side.rounds * side.round_cost()
+    return (prefill + decode) / side.tokens, decode / max(sum(side.round_tokens), 1)
+
+
+def _resampled(side: SideTimes, prefill: float) -> tuple[numpy.ndarray, numpy.ndarray]:
+    """`_seconds_per_token` over `BOOTSTRAPS` resamplings of the side's rounds (seeded: reproducible)."""
+    rng = numpy.random.default_rng(0)
+    picks = rng.integers(0, side.rounds, size=(BOOTSTRAPS, side.rounds))
+    decode = side.rounds * numpy.median(numpy.asarray(side.round_seconds)[picks], axis=1)
+    tokens = numpy.asarray(side.round_tokens, dtype=float)[picks].sum(axis=1)
+    return (prefill + decode) / (side.prefill_tokens + tokens), decode / numpy.maximum(tokens, 1)
+
+
+def _interval(ratios: numpy.ndarray, point: float) -> tuple[float, float]:
+    low, high = (float(v) for v in numpy.percentile(ratios, INTERVAL))
+    return min(low, point), max(high, point)
+
+
+def side_times(method: str, records: Sequence[RoundRecord], drafts: bool = True) -> SideTimes:
+    """A side's `SideTimes` read off its records (the prefill's, then every decode round's)."""
+    prefill = [r for r in records if r.phase == "prefill"]
+    rounds = [r for r in records if r.phase == "decode"]
+    return SideTimes(
+        method,
+        sum(r.round_seconds for r in prefill),
+        sum(len(r.new_tokens) for r in prefill),
+        tuple(r.round_seconds for r in rounds),
+        tuple(len(r.new_tokens) for r in rounds),
+        drafts,
+    )

@@ -167,3 +167,19 @@ def test_a_configuration_carries_each_methods_settings_where_its_entry_says():
     chain, sage = make_proposer(DecodeConfig("chain", 16)), make_proposer(DecodeConfig("sage", 16))
     assert _cache_reserve(16, chain) == 16 + 5 + 1 + 5 + 1  # the chain's 5 nodes, 5 deep
     assert _cache_reserve(16, sage) == 16 + 64 + 1 + 10 + 1  # SAGE's node budget, depth_max_limit
+
+
+def test_in_a_race_an_unset_frozen_alpha_is_sages_own_mean(pair, image) -> None:
+    """A race of SAGE and sage-frozen whose α was not set: the frozen lane holds SAGE's mean α in that race
+    (so a race whose α never moves credits reacting with nothing); a value given explicitly is kept."""
+    from app.handlers import last
+    from app.race import RaceRequest, race_steps
+
+    methods = ("sage", "sage-frozen")
+    data = last(race_steps(pair, RaceRequest(image, "Describe the picture.", methods, 16, frozen_alpha_given=False)))
+    alphas = [r.alpha for r in data.lane("sage").records if r.alpha is not None]
+    held = data.lane("sage-frozen").header.settings["alpha"]
+    assert alphas and held == pytest.approx(sum(alphas) / len(alphas))
+    assert data.lane("sage").finished and data.lane("sage-frozen").finished
+    given = RaceRequest(image, "Describe the picture.", methods, 16, {"sage-frozen": FrozenSageConfig(0.37)})
+    assert last(race_steps(pair, given)).lane("sage-frozen").header.settings["alpha"] == 0.37

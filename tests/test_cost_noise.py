@@ -10,14 +10,27 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
+from dataclasses import replace
 
 import pytest
 from app_records import synthetic_race
 
-from app import render
+from app import models, render
+from app.inputs import load_examples
 from app.race_trace import parse_race, race_trace_lines
-from sage_core import load_pair
-from sage_core.costs import COST_SIZES, NOISY_SPREAD, CostCurve, measure_cost_spread
+from sage_core import DecodeConfig, costs, decode, load_media, load_pair
+from sage_core.costs import (
+    COST_SIZES,
+    NOISY_SPREAD,
+    SETTLE_PASSES,
+    CostCurve,
+    known_curve,
+    measure_cost_spread,
+    read_recorded_curve,
+    remember_curve,
+    settled_curve,
+)
 from sage_core.errors import TraceError
 from sage_testkit.pairs import tiny_folder
 
@@ -96,3 +109,95 @@ def test_the_spread_is_measured_on_the_device(tiny_root, image):
     assert len(measured.noise()) == len(COST_SIZES)
     with pytest.raises(ValueError, match="at least 4 passes"):
         measure_cost_spread(pair, image, "Describe the picture.", passes=2)
+
+
+# -- a curve measured to a stated precision, with the recorded one as fallback, that no visitor can poison --
+
+#: The curve the issue saw after a warm-up with one core busy: a one-token step of 27.89 ± 87.85 ms, one node
+#: 22 ms, two nodes 102 ms (sage-cost then ran 32 one-token rounds).
+POISONED = CostCurve(
+    device="cpu",
+    dtype="float32",
+    backend="fast",
+    sizes=COST_SIZES,
+    one_token_ms=27.89,
+    verify_ms=(22.0, 102.0, 31.0, 35.0, 40.0, 52.0, 70.0),
+    draft_level_ms=(2.0,) * 7,
+    one_token_spread_ms=175.7,
+    verify_spread_ms=(4.0, 120.0, 5.0, 5.0, 6.0, 8.0, 9.0),
+    draft_spread_ms=(0.5,) * 7,
+    repeats=9,
+)
+
+
+def test_a_noise_flagged_curve_falls_back_to_the_recorded_one_and_says_so():
+    recorded = read_recorded_curve(models.RECORDED_CURVE)
+    assert recorded is not None and recorded.trusted and recorded.origin == "recorded with the pair"
+    assert POISONED.noisy and not POISONED.trusted
+    asked: list[int] = []
+    used = settled_curve(lambda passes: asked.append(passes) or POISONED, recorded)
+    assert asked == list(SETTLE_PASSES)  # measured again, over more passes, before it was set aside
+    assert used.verify_ms == recorded.verify_ms and used.set_aside.startswith("2 measurements did not settle")
+    label = used.label()
+    assert label.startswith("recorded with the pair (cpu, float32 at ") and "set aside" in label
+    data = synthetic_race()
+    data.costs = used
+    html = render.table_html(data)
+    assert "in use: recorded with the pair" in html and "sage-noise" not in html
+    # without a recorded curve: the best measurement, shown as noise, which no run may decide from
+    alone = settled_curve(lambda passes: POISONED)
+    assert not alone.trusted and "No method decides from this curve" in render.costs_html(alone)
+
+
+def test_a_curve_settles_over_more_passes_to_the_stated_precision():
+    # a spread of 40 % of the median over 9 passes is noise; over 25 passes the median is as sure as 24 % over 9
+    wide = curve((1.2, 1.4, 1.6, 1.9), (0.48, 0.05, 0.05, 0.1))
+    assert wide.noise()[0].startswith("1 nodes: runs spread over 40%")
+    settled = settled_curve(lambda passes: replace(wide, repeats=passes))
+    assert settled.repeats == 25 and settled.trusted and settled.origin == "measured" and settled.measured_at
+    insane = curve((0.2, 1.4, 1.6, 1.9))  # one node at a fifth of a one-token step: no machine's curve
+    assert insane.noise() == ("",) * 4 and "1 nodes cost 0.20 one-token steps" in insane.problems()[0]
+
+
+def test_the_shared_curve_is_never_made_worse():
+    pair = fresh_pair()
+    recorded = read_recorded_curve(models.RECORDED_CURVE)
+    assert recorded is not None
+    fresh = replace(recorded, origin="measured")
+    assert not remember_curve(pair, "fast", POISONED) and known_curve(pair, "fast") is None
+    assert remember_curve(pair, "fast", recorded) and known_curve(pair, "fast") == recorded
+    assert remember_curve(pair, "fast", fresh)  # a measurement that settled replaces the fallback
+    assert not remember_curve(pair, "fast", recorded) and not remember_curve(pair, "fast", POISONED)
+    assert known_curve(pair, "fast") == fresh
+
+
+def fresh_pair():
+    """The built-in pair as a model object of its own (curves are kept per model object)."""
+    return load_pair("builtin", "builtin", device="cpu", dtype="float32")
+
+
+def sage_cost_tau(pair) -> float:
+    example = next(e for e in load_examples() if e.file.endswith("describe_five.png"))
+    run = decode(pair, load_media(example.file), example.prompt, DecodeConfig("sage-cost", 64))
+    run.run_to_end()
+    return statistics.fmean(r.accepted_length for r in run.records if r.phase == "decode")
+
+
+def test_a_poisoned_warm_up_is_rejected_and_sage_cost_keeps_its_quiet_tau(monkeypatch):
+    recorded = read_recorded_curve(models.RECORDED_CURVE)
+    assert recorded is not None
+    quiet = fresh_pair()
+    remember_curve(quiet, "fast", replace(recorded, origin="measured"))
+    quiet_tau = sage_cost_tau(quiet)
+    # the warm-up's measurement poisoned by another visitor's load, every time it is taken
+    poisoned = fresh_pair()
+    monkeypatch.setattr(models, "measure_cost_spread", lambda *args, **kwargs: POISONED)
+    used = models.measure_warm_costs(poisoned)
+    assert used is not None and used.origin == "recorded with the pair" and "did not settle" in used.set_aside
+    assert known_curve(poisoned, "fast") == used
+    first, second = sage_cost_tau(poisoned), sage_cost_tau(poisoned)  # the first race and the next one
+    assert first >= 0.8 * quiet_tau and second >= 0.8 * quiet_tau, (quiet_tau, first, second)
+    # the negative control: deciding from the poisoned curve collapses sage-cost's trees
+    control = fresh_pair()
+    costs._RUN_CURVES.setdefault(control.target.model, {})[("fast", id(control.draft.model))] = POISONED
+    assert sage_cost_tau(control) < 0.8 * quiet_tau

@@ -29,7 +29,7 @@ from sage_core.records import RoundRecord
 EXAMPLES = Path(__file__).resolve().parent.parent / "assets" / "examples"
 SAGE = SageConfig(window=3)  # a short window, so that it closes within one answer
 DRAFTS = {"builtin": "builtin", "hesitant": str(HESITANT_DRAFT_DIR)}
-MEDIA = {"image": "describe_wide.png", "video": "colour_change.mp4"}
+MEDIA = {"image": "describe_wide.png", "video": "colour_change.webm"}
 #: Numbers the explainer's wording holds whatever the round ("W_1", "l ≥ 2", "0.5 + P_parent", "EAGLE-2").
 WORDING = ("EAGLE-2", "EAGLE-1", "W_1", "l ≥ 2", "0.5 + P_parent", "1 − H", "1 − α", "l − 1", "25-node",
            "top-10")  # fmt: skip
@@ -234,3 +234,45 @@ def test_every_number_the_explainer_prints_is_recomputed_from_the_record(draft, 
                 assert f"The output ended here ({record.finish_reason}): no bonus token." in text
             kinds.add(method)
     assert kinds == set(METHODS)
+
+
+def test_every_figure_of_the_race_account_is_recomputed_from_the_records():
+    """sage_core.account on a finished race of every method: each side's τ, depth cap, full-depth rounds, mean
+    depth, nodes and their cost on a (linear) curve, prefill, median round and α, recomputed here; the page's
+    and `/race`'s lines carry the same figures."""
+    from sage_core.account import race_account
+    from sage_core.costs import COST_SIZES, CostCurve
+
+    runs = race("builtin", "image")
+    curve = CostCurve("cpu", "float32", "fast", COST_SIZES, 2.0, tuple(2.5 + 0.25 * n for n in COST_SIZES), (0.5,) * 7)
+    account = race_account(runs, curve, frozen_alpha=0.89)
+    for method, records in runs.items():
+        rounds = [r for r in records if r.phase == "decode"]
+        side = account.side(method)
+        assert side is not None and side.rounds == len(rounds)
+        assert side.tau == pytest.approx(sum(len(r.accepted_tokens) for r in rounds) / len(rounds))
+        tree_depths = [max(depths(r), default=0) for r in rounds]
+        assert side.depth_cap == max(tree_depths) and side.mean_depth == pytest.approx(sum(tree_depths) / len(rounds))
+        full = sum(1 for r, d in zip(rounds, tree_depths, strict=True) if r.tree_tokens and len(r.accepted_tokens) == d)
+        assert side.full_depth_rounds == full
+        nodes = [len(r.tree_tokens) for r in rounds]
+        assert side.nodes_per_round == pytest.approx(sum(nodes) / len(rounds))
+        cost = [2.0 if n == 0 else 2.5 + 0.25 * n for n in nodes]
+        assert side.verify_ms_per_round == pytest.approx(sum(cost) / len(cost))
+        assert side.prefill_ms == pytest.approx(1000 * records[0].round_seconds)
+        ordered = sorted(r.round_seconds for r in rounds)
+        middle = len(ordered) // 2
+        median = ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+        assert side.median_round_ms == pytest.approx(1000 * median)
+        alphas = [r.alpha for r in rounds if r.alpha is not None and r.tree_tokens]
+        if alphas:
+            assert side.alpha_mean == pytest.approx(sum(alphas) / len(alphas))
+            assert side.alpha_range == (min(alphas), max(alphas))
+        else:
+            assert side.alpha_mean is None
+        line = next(x for x in account.lines() if x.startswith(f"{method}:"))
+        assert f"τ {side.tau:.2f} over {len(rounds)} rounds" in line
+        assert f"full depth accepted in {full} of {len(rounds)} rounds" in line
+    sage, frozen = account.side("sage"), account.side("sage-frozen")
+    assert account.reacting_delta_tau == pytest.approx(sage.tau - frozen.tau)
+    assert f"Δτ {sage.tau - frozen.tau:+.2f}" in account.lines()[-1] and "held at 0.89" in account.lines()[-1]

@@ -1,0 +1,134 @@
+"""The true why of one race, from its own records: what depth, reading the entropy, the node budget and the
+prefill each bought SAGE against the other sides.
+
+- depth: each side's deepest tree (SD-Tree's is its cap; SAGE's is D(α) each round) and how often a round
+  accepted its tree's full depth (a round that did could have used a deeper tree);
+- reacting to entropy: SAGE's α (its mean and its range) and, when `sage-frozen` raced, τ against it and the
+  α it held (a race whose α never moves is credited with nothing);
+- budget: nodes verified per round and what they cost on the cost curve in use;
+- prefill and decode: as measured, the prefill the same work for every side that drafts.
+
+Every figure is recomputed from the records by tests/test_explain_numbers.py.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from .costs import CostCurve
+from .records import RoundRecord
+
+
+@dataclass(frozen=True)
+class SideAccount:
+    """One side's figures: rounds, τ, its deepest tree, how often a round accepted the full depth of its tree,
+    nodes verified per round and their cost on the curve, the prefill and the median round, alpha's mean and
+    range (None where no α was read)."""
+
+    method: str
+    rounds: int
+    tau: float
+    depth_cap: int
+    full_depth_rounds: int
+    mean_depth: float
+    nodes_per_round: float
+    verify_ms_per_round: float | None
+    prefill_ms: float
+    median_round_ms: float
+    alpha_mean: float | None
+    alpha_range: tuple[float, float] | None
+
+    def sentence(self) -> str:
+        alpha = (
+            f"; α {self.alpha_mean:.2f} on average ({self.alpha_range[0]:.2f}–{self.alpha_range[1]:.2f})"
+            if self.alpha_mean is not None and self.alpha_range is not None
+            else ""
+        )
+        cost = f" ({self.verify_ms_per_round:.1f} ms on the curve)" if self.verify_ms_per_round is not None else ""
+        return (
+            f"{self.method}: τ {self.tau:.2f} over {self.rounds} rounds; trees up to {self.depth_cap} deep "
+            f"({self.mean_depth:.1f} on average), the full depth accepted in {self.full_depth_rounds} of "
+            f"{self.rounds} rounds; {self.nodes_per_round:.1f} nodes verified a round{cost}; prefill "
+            f"{self.prefill_ms:.0f} ms, a round {self.median_round_ms:.1f} ms (median){alpha}"
+        )
+
+
+def side_account(method: str, records: Sequence[RoundRecord], curve: CostCurve | None = None) -> SideAccount | None:
+    """One side's account (None before its first decode round)."""
+    rounds = [r for r in records if r.phase == "decode"]
+    if not rounds:
+        return None
+    alphas = [r.alpha for r in rounds if r.alpha is not None and r.tree_tokens]
+    drafted = [r for r in rounds if r.tree_tokens]
+    return SideAccount(
+        method=method,
+        rounds=len(rounds),
+        tau=statistics.fmean(r.accepted_length for r in rounds),
+        depth_cap=max((r.depth for r in rounds), default=0),
+        full_depth_rounds=sum(1 for r in drafted if r.accepted_length == r.depth),
+        mean_depth=statistics.fmean(r.depth for r in rounds),
+        nodes_per_round=statistics.fmean(r.node_count for r in rounds),
+        verify_ms_per_round=statistics.fmean(curve.verify_at(r.node_count) for r in rounds) if curve else None,
+        prefill_ms=1000 * sum(r.round_seconds for r in records if r.phase == "prefill"),
+        median_round_ms=1000 * statistics.median(r.round_seconds for r in rounds),
+        alpha_mean=statistics.fmean(alphas) if alphas else None,
+        alpha_range=(min(alphas), max(alphas)) if alphas else None,
+    )
+
+
+@dataclass(frozen=True)
+class RaceAccount:
+    """Every side's account, and what reacting to entropy bought (SAGE's τ minus sage-frozen's, when both
+    raced; the α sage-frozen held)."""
+
+    sides: tuple[SideAccount, ...]
+    reacting_delta_tau: float | None
+    frozen_alpha: float | None
+
+    def side(self, method: str) -> SideAccount | None:
+        return next((s for s in self.sides if s.method == method), None)
+
+    def lines(self) -> list[str]:
+        """The account in plain sentences: one per side, then what reacting to entropy bought."""
+        out = [s.sentence() + "." for s in self.sides]
+        sage = self.side("sage")
+        if self.reacting_delta_tau is not None:
+            held = f" held at {self.frozen_alpha:.2f}" if self.frozen_alpha is not None else " held"
+            out.append(
+                f"Reacting to entropy: SAGE against itself with α{held}, Δτ {self.reacting_delta_tau:+.2f} a round."
+            )
+        elif sage is not None and sage.alpha_range is not None and sage.alpha_range[0] == sage.alpha_range[1]:
+            out.append("Reacting to entropy bought nothing here: SAGE's α never moved.")
+        return out
+
+    def as_dict(self) -> dict:
+        return {
+            "sides": {s.method: {k: v for k, v in vars(s).items() if k != "method"} for s in self.sides},
+            "reacting_delta_tau": self.reacting_delta_tau,
+            "frozen_alpha": self.frozen_alpha,
+            "lines": self.lines(),
+        }
+
+
+def race_account(
+    lanes: Mapping[str, Sequence[RoundRecord]], curve: CostCurve | None = None, frozen_alpha: float | None = None
+) -> RaceAccount:
+    """The account of a race's sides (lanes in column order), on the cost curve in use."""
+    sides = tuple(a for m, records in lanes.items() if (a := side_account(m, records, curve)) is not None)
+    by_method = {s.method: s for s in sides}
+    sage, frozen = by_method.get("sage"), by_method.get("sage-frozen")
+    delta = sage.tau - frozen.tau if sage is not None and frozen is not None else None
+    return RaceAccount(sides, delta, frozen_alpha if frozen is not None else None)
+
+
+def frozen_alpha_in_race(given: float | None, sage_alphas: Sequence[float], calibrated: float) -> tuple[float, str]:
+    """The α `sage-frozen` holds in a race, and where it came from: a value given explicitly is kept; else
+    SAGE's own mean α in that race (when SAGE raced), so a race whose α never moves credits reacting to the
+    entropy with nothing (the same α, the same trees); else the calibrated default, labelled."""
+    if given is not None:
+        return given, "given"
+    if sage_alphas:
+        return statistics.fmean(sage_alphas), "SAGE's mean α in this race"
+    return calibrated, "the calibrated default (SAGE did not race)"

@@ -1,0 +1,119 @@
+"""Does the race's headline keep its verdict on a shared machine? A benchmark printout, not a test.
+
+Runs the same races through the route `/race` takes (the app's pair cache and warm-up, `race_steps`,
+`app.api.race_result`) on describe_five and chart, `--races` each, first on a quiet machine and then while
+another process spins on one core, and prints each race's headline (speedup, interval, verdict). It checks:
+
+- no input says "faster" in one race and "slower" in another;
+- quiet: at least 5 of 6 races give a verdict, with an interval at most 0.4 wide;
+- busy: the interval covers the quiet races' median speedup in at least 5 of 6.
+
+    PYTHONPATH=. python3 scripts/headline_check.py            # 2 x 6 races quiet, then 2 x 6 busy
+    PYTHONPATH=. python3 scripts/headline_check.py --races 1  # a smoke run (thresholds scale with --races)
+
+Exit status 1 when a check fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import multiprocessing
+import os
+import statistics
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from app import models
+from app.api import race_result
+from app.handlers import last
+from app.inputs import load_examples
+from app.race import RaceRequest, race_steps
+from sage_core import load_media
+
+INPUTS = ("describe_five.png", "chart.png")
+METHODS = ("sage", "static")
+WIDEST = 0.4
+
+
+def spin() -> None:
+    """Hold one core: pinned to the last core where the system allows it."""
+    if hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {(os.cpu_count() or 1) - 1})
+    while True:
+        pass
+
+
+def race_headline(loaded: models.LoadedPair, name: str) -> dict:
+    example = next(e for e in load_examples() if Path(e.file).name == name)
+    request = RaceRequest(load_media(example.file), example.prompt, METHODS)
+    data = last(race_steps(loaded.pair, request, loaded.token_texts, models.RACE_SLOT, costs=loaded.costs))
+    return race_result(data, with_trace=False)["headline"]
+
+
+def run_all(loaded: models.LoadedPair, races: int, label: str) -> dict[str, list[dict]]:
+    found: dict[str, list[dict]] = {name: [] for name in INPUTS}
+    for _ in range(races):
+        for name in INPUTS:  # the inputs alternate, so a slow stretch of the machine hits both
+            h = race_headline(loaded, name)
+            found[name].append(h)
+            low, high = h["interval"]
+            print(f"{label:>5} {name:<18} {h['speedup']:.2f}x [{low:.2f}, {high:.2f}] {h['verdict']}", flush=True)
+    return found
+
+
+def checks(quiet: dict[str, list[dict]], busy: dict[str, list[dict]], races: int) -> list[str]:
+    """Every failed check, in one sentence each."""
+    need = math.ceil(races * 5 / 6)
+    failed = []
+    for name in INPUTS:
+        said = {h["verdict"] for h in (*quiet[name], *busy[name])}
+        if {"faster", "slower"} <= said:
+            failed.append(f"{name}: one race says faster and another slower")
+        sure = [h for h in quiet[name] if h["verdict"] != "unclear" and width(h) <= WIDEST]
+        if len(sure) < need:
+            failed.append(f"{name}: quiet, {len(sure)} of {races} verdicts with an interval <= {WIDEST} wide")
+        median = statistics.median(h["speedup"] for h in quiet[name])
+        covered = [h for h in busy[name] if h["interval"][0] <= median <= h["interval"][1]]
+        if len(covered) < need:
+            failed.append(f"{name}: busy, {len(covered)} of {races} intervals cover the quiet median {median:.2f}")
+    return failed
+
+
+def width(h: dict) -> float:
+    return h["interval"][1] - h["interval"][0]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--races", type=int, default=6, help="races per input and machine state (default 6)")
+    args = parser.parse_args(argv)
+    start = time.perf_counter()
+    loaded = models.PAIRS.get("builtin", "builtin")
+    curve = loaded.costs
+    print(f"cost curve in use: {curve.label() if curve else 'none'}; torch threads: {_threads()}")
+    quiet = run_all(loaded, args.races, "quiet")
+    spinner = multiprocessing.Process(target=spin, daemon=True)
+    spinner.start()
+    try:
+        time.sleep(1.0)
+        busy = run_all(loaded, args.races, "busy")
+    finally:
+        spinner.terminate()
+        spinner.join()
+    failed = checks(quiet, busy, args.races)
+    for line in failed or ["every check holds"]:
+        print(("FAILED: " if failed else "") + line)
+    print(f"{time.perf_counter() - start:.0f} s")
+    return 1 if failed else 0
+
+
+def _threads() -> int:
+    import torch
+
+    return torch.get_num_threads()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,143 @@
+"""The race's headline on synthetic timings (sage_core.timing.headline): the prefill charged once, round
+costs robust to another process taking the machine, and the verdict its interval allows; then the same
+headline in the page's words, the loss sentence and `/race`'s answer."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import replace
+
+import pytest
+
+from app import render
+from app.api import race_result
+from app.race import Lane, RaceData
+from sage_core.timing import MIN_ROUNDS, SideTimes, charged_prefill, headline, side_times
+from tests.app_records import header, record
+
+
+def side(method: str, round_ms: list[float], tokens: int, prefill_ms: float = 100.0, drafts: bool = True) -> SideTimes:
+    return SideTimes(
+        method, prefill_ms / 1000, 1, tuple(ms / 1000 for ms in round_ms), (tokens,) * len(round_ms), drafts
+    )
+
+
+# 12 rounds of SAGE at about 24 ms for 8 tokens, 16 of SD-Tree at about 25 ms for 6 (the same 97 tokens).
+SAGE_MS = [24.0, 23.1, 24.8, 23.5, 24.2, 25.0, 23.9, 24.4, 23.3, 24.6, 24.1, 23.8]
+TREE_MS = [25.0, 24.3, 25.8, 24.7, 25.2, 26.0, 24.9, 25.4, 24.5, 25.6, 25.1, 24.8, 25.3, 24.6, 25.5, 24.9]
+
+
+def quiet() -> tuple[SideTimes, SideTimes]:
+    return side("sage", SAGE_MS, 8), side("static", TREE_MS, 6)
+
+
+def expected(lead: SideTimes, rival: SideTimes, prefill: float) -> float:
+    """The end-to-end speedup worked out by hand: the rounds at their median cost, the prefill as charged."""
+
+    def per_token(s: SideTimes) -> float:
+        return (prefill + s.rounds * statistics.median(s.round_seconds)) / s.tokens
+
+    return per_token(rival) / per_token(lead)
+
+
+def test_the_prefill_is_the_same_work_and_is_charged_once_at_its_fastest():
+    lead, rival = quiet()
+    slow_prefill = replace(lead, prefill_seconds=0.445)  # SAGE's prefill preempted: 445 ms against 118
+    fast_prefill = replace(rival, prefill_seconds=0.118)
+    assert charged_prefill((slow_prefill, fast_prefill)) == {"sage": 0.118, "static": 0.118}
+    h = headline(slow_prefill, fast_prefill)
+    assert h is not None and h.prefill_seconds == h.rival_prefill_seconds == 0.118
+    assert h.speedup == pytest.approx(expected(slow_prefill, fast_prefill, 0.118))
+    assert h.verdict == "faster"  # the rounds decide, not the preempted prefill
+    # plain decoding has no draft to prefill: a different piece of work, charged as measured
+    plain = replace(rival, method="ar", drafts=False, prefill_seconds=0.08)
+    assert charged_prefill((slow_prefill, plain)) == {"sage": 0.445, "ar": 0.08}
+
+
+def test_a_few_preempted_rounds_move_neither_the_estimate_much_nor_the_verdict():
+    lead, rival = quiet()
+    calm = headline(lead, rival)
+    spiked = replace(lead, round_seconds=(0.997, 0.438, *lead.round_seconds[2:]))  # two rounds preempted
+    busy = headline(spiked, rival)
+    assert calm is not None and busy is not None
+    assert calm.verdict == busy.verdict == "faster"
+    assert busy.speedup == pytest.approx(calm.speedup, rel=0.03)
+    naive = (sum(rival.round_seconds) / rival.tokens) / (sum(spiked.round_seconds) / spiked.tokens)
+    assert naive < 1 < busy.speedup  # a sum of round times would have called it slower
+
+
+def test_the_verdict_follows_the_interval():
+    lead, rival = quiet()
+    faster = headline(lead, rival)
+    assert faster is not None and faster.verdict == "faster" and 1 < faster.interval[0] <= faster.speedup
+    slower = headline(replace(lead, round_tokens=(4,) * lead.rounds), rival)
+    assert slower is not None and slower.verdict == "slower" and slower.interval[1] < 1
+    # a machine so busy that half of every side's rounds took 5-20 times longer: no verdict
+    noisy_lead = replace(lead, round_seconds=tuple(t * (1 + 19 * (i % 2)) for i, t in enumerate(lead.round_seconds)))
+    noisy_rival = replace(
+        rival, round_seconds=tuple(t * (1 + 4 * (i % 3 == 0)) for i, t in enumerate(rival.round_seconds))
+    )
+    unclear = headline(noisy_lead, noisy_rival)
+    assert unclear is not None and unclear.verdict == "unclear" and unclear.interval[0] < 1 < unclear.interval[1]
+    short = headline(side("sage", SAGE_MS[: MIN_ROUNDS - 1], 8), side("static", TREE_MS[:MIN_ROUNDS], 6))
+    assert short is not None and short.interval[0] > 1 and short.verdict == "unclear"  # too few rounds
+
+
+def test_the_interval_is_reproducible_and_decode_only_stands_beside_it():
+    lead, rival = quiet()
+    first, again = headline(lead, rival), headline(lead, rival)
+    assert first == again and first is not None
+    decode = (statistics.median(rival.round_seconds) / 6) / (statistics.median(lead.round_seconds) / 8)
+    assert first.decode_speedup == pytest.approx(decode)
+    assert first.tokens_per_forward == (pytest.approx(97 / 13), pytest.approx(97 / 17))
+    answer = first.as_dict()
+    assert answer["verdict"] == "faster" and answer["interval"][0] <= answer["speedup"] <= answer["interval"][1]
+    assert headline(replace(lead, round_seconds=(), round_tokens=()), rival) is None
+
+
+def lanes_of(lead: SideTimes, rival: SideTimes) -> RaceData:
+    """A race whose records carry these timings (the texts do not matter to the headline)."""
+    lanes = []
+    for s in (lead, rival):
+        base = record(s.method, 1, 0, 1, 0.0, 0.0)
+        prefill = replace(record(s.method, 0, 0, 0, 0.0, 0.0), round_seconds=s.prefill_seconds)
+        rounds = [
+            replace(base, round=i + 1, round_seconds=t, new_tokens=(11,) * n, draft_seconds=t / 3)
+            for i, (t, n) in enumerate(zip(s.round_seconds, s.round_tokens, strict=True))
+        ]
+        rounds[-1] = replace(rounds[-1], finish_reason="eos")
+        lanes.append(Lane(s.method, header(s.method), [prefill, *rounds]))
+    return RaceData(lanes=lanes)
+
+
+def test_the_page_the_loss_sentence_and_the_answer_say_the_same_thing():
+    lead, rival = quiet()
+    won = lanes_of(lead, rival)
+    read = side_times("sage", won.lane("sage").records)
+    assert read == lead
+    h = headline(lead, rival)
+    assert h is not None
+    shown = render.headline_html(won)
+    assert render.headline_words(h) in shown and "faster than SD-Tree" in shown and "90% interval" in shown
+    assert "charged once to both" in shown and "tokens per target forward" in shown
+    assert render.loss_sentence(won) == ""
+    answer = race_result(won, with_trace=False)["headline"]
+    assert answer["verdict"] == "faster" and answer["speedup"] == pytest.approx(h.speedup, abs=1e-4)
+    lost = lanes_of(replace(lead, round_tokens=(4,) * lead.rounds), rival)
+    sentence = render.loss_sentence(lost)
+    assert "slower than SD-Tree" in render.headline_html(lost)
+    assert sentence.startswith("SAGE was slower than SD-Tree here") and "charged once to both" in sentence
+    assert race_result(lost, with_trace=False)["headline"]["verdict"] == "slower"
+    noisy = lanes_of(side("sage", SAGE_MS[:3], 8), rival)
+    assert "unclear against SD-Tree" in render.headline_html(noisy) and render.loss_sentence(noisy) == ""
+
+
+def test_frozen_alpha_in_race_is_sages_mean_unless_given() -> None:
+    from sage_core.account import frozen_alpha_in_race
+
+    alphas = [0.97, 1.0, 0.91]
+    held, source = frozen_alpha_in_race(None, alphas, 0.89)
+    assert held == pytest.approx(sum(alphas) / len(alphas)) and "mean" in source
+    assert frozen_alpha_in_race(0.5, alphas, 0.89) == (0.5, "given")  # an explicit value is kept
+    held, source = frozen_alpha_in_race(None, [], 0.89)
+    assert held == 0.89 and "default" in source
