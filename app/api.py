@@ -8,6 +8,7 @@ answer leaves the trace out (`trace` is null): the caller sent it.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
@@ -17,7 +18,7 @@ from sage_core.methods import drafts
 from .panels import all_figures, speedups
 from .race import RaceData
 from .race_trace import race_trace_lines
-from .render import LaneFigures, verdict
+from .render import LaneFigures, account_of, headline_words, race_headlines, verdict
 
 
 def default_tree_method(data: RaceData) -> str:
@@ -36,6 +37,7 @@ def race_result(
     header = data.header
     figures = all_figures(lanes, data.token_texts, tree_method or default_tree_method(data), tree_round, data.replay)
     result = verdict(data)
+    found = race_headlines(data)
     return {
         "replay": data.replay,
         "stopped": data.stopped,
@@ -56,9 +58,43 @@ def race_result(
         "token_ids": {lane.method: list(lane.token_ids) for lane in data.lanes},
         "figures": {m: asdict(LaneFigures.of(rs)) for m, rs in lanes.items() if rs},
         "speedups": speedups(lanes),
+        # the lead against its main rival as an estimate: speedup, 90% interval, verdict (and the figures beside
+        # it: decode-only, the prefill as charged, tokens per target forward); null with fewer than two sides
+        "headline": {**found[0].as_dict(), "words": headline_words(found[0])} if found else None,
+        "headlines": {h.rival: h.as_dict() for h in found},
+        # why, from the race's own records: depth, reacting to entropy, budget, prefill and rounds (sage_core.account)
+        "account": account_of(data).as_dict(),
         "lossless": asdict(result) if result is not None else None,
         "panels": {name: json.loads(fig.to_json()) for name, fig in figures.items()},
         "trace": "\n".join(race_trace_lines(data)) + "\n" if with_trace else None,
         # plain sentences said before the race (a picture outside the built-in pair's world); empty when none
         "notes": list(notes),
     }
+
+
+#: What the MCP tool's answer holds only when asked for (`panels=true`, `trace=true`): the Plotly panels and the
+#: trace are about 100 kB of a race's answer, which an LLM client would read as some 30k tokens.
+ASKED_FOR = ("panels", "trace")
+#: The most an MCP answer holds by default (a race of every method at the app's 512 new tokens stays under it).
+MCP_MAX_BYTES = 64 * 1024
+
+
+def finite(value: Any) -> Any:
+    """`value` with every float that is not finite (a figure of a side with no decode round) as null: strict
+    JSON has no NaN."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite(v) for v in value]
+    return value
+
+
+def json_answer(result: dict[str, Any], panels: bool = False, trace: bool = False) -> str:
+    """A race's answer (`race_result`) as the MCP tool sends it: JSON text, without the panels and the trace
+    unless asked for (`left_out` names what was left out)."""
+    wanted = {"panels": panels, "trace": trace}
+    kept = {k: v for k, v in result.items() if wanted.get(k, True)}
+    kept["left_out"] = [name for name in ASKED_FOR if not wanted[name]]
+    return json.dumps(finite(kept), ensure_ascii=False, allow_nan=False)

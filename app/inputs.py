@@ -23,7 +23,7 @@ from sage_core import Media, SageError, load_media
 from sage_core.config import SamplingConfig, check_max_new_tokens, check_prompt
 from sage_core.errors import ConfigError
 from sage_core.media import VIDEO_SUFFIXES
-from sage_core.method_settings import as_float, as_whole, shown
+from sage_core.method_settings import FROZEN_ALPHA, as_setting, as_whole, shown
 from sage_core.methods import MethodSpec, form_settings, is_method, registered_names, specs
 
 from .race import Choice, RaceRequest, order_methods, resolve_prune_ratio
@@ -225,10 +225,8 @@ def open_media(path: str, limits: Limits) -> Media:
 def sampling_settings(temperature: object, seed: object) -> SamplingConfig:
     """A race's sampling settings from the temperature slider and the seed box (0 = greedy; ConfigError when
     out of range). An empty seed picks a fresh one, recorded in the trace."""
-    value = as_float(temperature)
-    if value is None:
-        raise ConfigError(f"the temperature must be a number, not {shown(temperature)}")
-    number: Any = None if seed is None or seed == "" else as_whole(seed)  # SamplingConfig checks it
+    value: Any = as_setting(temperature, whole=False)  # SamplingConfig checks both (one number check)
+    number: Any = None if seed is None or seed == "" else as_whole(seed)
     return SamplingConfig(temperature=value, seed=number)
 
 
@@ -258,7 +256,9 @@ def check_request(form: RaceForm, pair: Choice, limits: Limits) -> RaceRequest:
     sampling = sampling_settings(form.temperature, form.seed)
     media = open_media(path, limits)
     prune_ratio = resolve_prune_ratio(form.prune_choice, form.prune_chosen, media.kind)
-    return RaceRequest(media, prompt, methods, tokens, settings, sampling, prune_ratio, pair)
+    frozen = settings.get("sage-frozen")  # unset (or left at the calibrated default): SAGE's mean α in this race
+    given = frozen is not None and frozen.alpha != FROZEN_ALPHA
+    return RaceRequest(media, prompt, methods, tokens, settings, sampling, prune_ratio, pair, given)
 
 
 __all__ = ["Choice", "RaceForm", "RaceRequest", "check_request", "race_fields"]
@@ -299,7 +299,8 @@ class Example:
 
 
 def load_examples(folder: Path = EXAMPLES_DIR) -> list[Example]:
-    """The examples listed in assets/examples/examples.json; a few generated scenes when absent."""
+    """The examples listed in assets/examples/examples.json, but those marked ``"gallery": false`` (a clip the
+    built-in pair answers wrong: `sage_core.builtin.scenes.OFF_GALLERY`); a few generated scenes when absent."""
     listing = folder / "examples.json"
     if listing.is_file():
         try:
@@ -307,7 +308,7 @@ def load_examples(folder: Path = EXAMPLES_DIR) -> list[Example]:
             examples = [
                 Example(str(folder / e["file"]), str(e["prompt"]), str(e.get("kind", "")))
                 for e in entries
-                if (folder / e["file"]).is_file()
+                if (folder / e["file"]).is_file() and e.get("gallery", True) is not False
             ]
             if examples:
                 return examples

@@ -133,6 +133,11 @@ TALK_JS = """
       }
     }
   }
+  // In the talk view each text follows its newest tokens, so that the end of a long answer is on screen.
+  const follow = () => {
+    if (!talking()) return;
+    for (const t of document.querySelectorAll('#lanes .sage-text')) t.scrollTop = t.scrollHeight;
+  };
   window.sageTalk = (on) => {
     on = on === undefined ? !talking() : on;
     document.body.classList.toggle('sage-talk', on);
@@ -144,7 +149,7 @@ TALK_JS = """
   };
   const start = () => {
     if (new URLSearchParams(window.location.search).get('view') === 'talk') window.sageTalk(true);
-    setInterval(fit, 300);
+    setInterval(() => { fit(); follow(); }, 300);
   };
   if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', start); else start();
 })();
@@ -156,6 +161,9 @@ PAGE_CSS = """
 #sage-controls button { font-size: 15px; }
 #figures-table, #explain { overflow-x: auto; max-width: 100%; }
 #panel-confidence, #panel-tree { min-height: 120px; }
+/* The modebar (download, zoom) in a strip of its own above each panel, never over its title. */
+[id^=panel-] .js-plotly-plot { margin-top: 28px; }
+[id^=panel-] .js-plotly-plot .modebar-container { top: -28px !important; }
 body.sage-talk { overflow: hidden; }
 body.sage-talk gradio-app, body.sage-talk footer { visibility: hidden; }
 body.sage-talk #sage-controls, body.sage-talk #status, body.sage-talk #verdict, body.sage-talk #lanes,
@@ -165,10 +173,12 @@ body.sage-talk #panel-confidence, body.sage-talk #panel-tree {
 }
 body.sage-talk #sage-controls { top: 6px; left: 8px; right: 60vw; height: 48px; flex-wrap: nowrap; gap: 6px; }
 body.sage-talk #sage-controls button {
-  visibility: visible; font-size: 16px; padding: 4px 8px; min-width: 0; white-space: nowrap;
+  visibility: visible; font-size: 15px; padding: 4px 6px; min-width: 0 !important; white-space: nowrap;
+  flex: 0 1 auto !important; width: auto !important;
 }
-body.sage-talk #status { top: 58px; left: 8px; right: 60vw; height: 44px; overflow: hidden; }
-body.sage-talk #status .sage-status { font-size: 14px; padding: 4px 10px; max-height: 44px; overflow: hidden; }
+body.sage-talk #sage-controls #start-race { flex: 1 0 auto !important; }
+body.sage-talk #status { top: 58px; left: 8px; right: 60vw; height: 44px; overflow-y: auto; }
+body.sage-talk #status .sage-status { font-size: 14px; padding: 4px 10px; }  /* (scrolls: the loss's sentence) */
 body.sage-talk #verdict { top: 6px; left: calc(40vw + 16px); right: 8px; height: 96px; overflow: hidden; }
 body.sage-talk #verdict .sage-headline { font-size: 24px; margin: 0 0 4px 0; line-height: 1.25; }
 body.sage-talk #verdict .sage-badge { font-size: 18px; padding: 6px 12px; }
@@ -184,12 +194,24 @@ body.sage-talk #panel-tree { top: calc(44vh + 4px); left: 42vw; right: 8px; bott
 body.sage-talk #panel-confidence .modebar-container, body.sage-talk #panel-tree .modebar-container {
   display: none;
 }
+body.sage-talk #panel-confidence .js-plotly-plot, body.sage-talk #panel-tree .js-plotly-plot { margin-top: 0; }
 @media (max-width: 700px) {
   #intro h1 { font-size: 20px !important; }
   #intro p { font-size: 13px !important; }
   .gradio-container { padding-left: 8px !important; padding-right: 8px !important; }
   #sage-controls { flex-wrap: wrap; }
   .sage-table { display: block; overflow-x: auto; }
+  /* a phone's page stays a few screens long: the long blocks scroll in boxes of their own */
+  #explain, #figures-table, #sage-settings { overflow-y: auto !important; }
+  #explain { max-height: 420px; }
+  #sage-settings { max-height: 340px; flex-wrap: nowrap; }
+  #sage-settings > * { flex-shrink: 0; }
+  .sage-tour { display: none !important; }  /* (the panels' tour notes: on a larger screen) */
+  #lanes .sage-col { align-self: start; }
+  #figures-table { max-height: 360px; }
+  #lanes .sage-text { max-height: 150px; }
+  [id^=panel-] .modebar-container { display: none; }
+  [id^=panel-] .js-plotly-plot { margin-top: 0; }
 }
 </style>
 """
@@ -327,10 +349,14 @@ class Page:
     api_race: gr.Button
     api_replay: gr.Button
     api_result: gr.JSON
+    # The MCP tool `race_api` (app/mcp_tool.py): the race's inputs, then whether to add the panels and the trace
+    api_race_json: Any = None
+    api_json_asked: tuple[Any, ...] = ()
+    api_json: Any = None
     sketch: Any = None  # the Draw tab's pad (app/sketch.py)
     slides: Any = None  # "Export for slides": the race on screen as one offline HTML replay (app/export.py)
     slides_file: Any = None
-    gif: Any = None  # "… as an animated GIF" of the same race (filmed by Chromium on the server)
+    gif: Any = None  # "… as an animated GIF" of the same race (drawn with PIL on the server: no browser)
     # The budget sweep of the chosen pair beside its cost curve (measured when first asked for; app/sweep_panel.py)
     sweep_show: Any = None
     sweep_note: Any = None
@@ -397,7 +423,7 @@ def build_page(
                         label="Image", height=190, sources=["upload", "clipboard"], elem_id="image-input"
                     )
                 with gr.Tab("Video", id="video"):
-                    video = lenient(gr.Video(label="Video", height=190, sources=["upload"]))
+                    video = lenient(gr.Video(label="Video", height=190, sources=["upload"], elem_id="video-input"))
                 with gr.Tab("Draw", id="draw", elem_id="draw-tab"):
                     sketch = sketch_pad()
             _html(EXAMPLES_NOTE)
@@ -422,32 +448,35 @@ def build_page(
             pair = gr.Dropdown(
                 pair_choices, value=default_pair, label="Model pair (target + draft)", allow_custom_value=True
             )
-            methods = lenient(
-                gr.CheckboxGroup(
-                    [(spec.label, spec.name) for spec in specs()],
-                    value=DEFAULT_METHODS,
-                    label="Methods in the race",
-                )
-            )
-            max_new = lenient(
-                gr.Slider(1, limits.max_new_tokens, value=DEFAULT_MAX_NEW_TOKENS, step=1, label="Max new tokens")
-            )
-            with gr.Row():
-                temperature = lenient(
-                    gr.Slider(
-                        0,
-                        MAX_TEMPERATURE,
-                        value=0,
-                        step=0.05,
-                        label="Temperature (0 = greedy)",
-                        elem_id="temperature",
-                        scale=3,
+            # (on a phone, the race's settings scroll in a box of their own: PAGE_CSS)
+            with gr.Column(elem_id="sage-settings"):
+                methods = lenient(
+                    gr.CheckboxGroup(
+                        [(spec.label, spec.name) for spec in specs()],
+                        value=DEFAULT_METHODS,
+                        label="Methods in the race",
+                        elem_id="methods",
                     )
                 )
-                seed = lenient(
-                    gr.Number(None, label="Seed (empty: fresh)", precision=0, elem_id="seed", scale=1, min_width=90)
+                max_new = lenient(
+                    gr.Slider(1, limits.max_new_tokens, value=DEFAULT_MAX_NEW_TOKENS, step=1, label="Max new tokens")
                 )
-            prune_choice, prune_chosen = (lenient(control) for control in pruning_controls())
+                with gr.Row():
+                    temperature = lenient(
+                        gr.Slider(
+                            0,
+                            MAX_TEMPERATURE,
+                            value=0,
+                            step=0.05,
+                            label="Temperature (0 = greedy)",
+                            elem_id="temperature",
+                            scale=3,
+                        )
+                    )
+                    seed = lenient(
+                        gr.Number(None, label="Seed (empty: fresh)", precision=0, elem_id="seed", scale=1, min_width=90)
+                    )
+                prune_choice, prune_chosen = (lenient(control) for control in pruning_controls())
             label = "Advanced: the methods' settings" + (", custom models" if custom else "")
             with gr.Accordion(label, open=False):
                 settings = settings_controls()
@@ -554,6 +583,9 @@ def build_page(
         api_race=gr.Button(visible=False),
         api_replay=gr.Button(visible=False),
         api_result=gr.JSON(visible=False),
+        api_race_json=gr.Button(visible=False),
+        api_json_asked=(gr.Checkbox(False, visible=False), gr.Checkbox(False, visible=False)),
+        api_json=gr.Textbox(visible=False),
         sketch=sketch,
         slides=slides,
         slides_file=slides_file,

@@ -96,9 +96,14 @@ def series_style(series: Series, shape: str = "linear") -> dict[str, Any]:
     )
 
 
-#: The width a panel is laid out for when its legend's rows are counted (a phone's is narrower: more rows).
-LEGEND_WIDTH = 420
+#: The width a panel's legend is counted for: the narrowest plot area a panel gets (a third of a 1440 px page, or a
+#: phone's width, less the margins); wider panels keep a little room to spare, none has its legend over its title.
+LEGEND_WIDTH = 200
 TITLE_LINE_PX = 22
+#: Below a panel's plot: the margin for its axis's title (px), where panel ⑤'s speed-ups start, each line's height.
+MARGIN_BOTTOM = 48
+BOTTOM_PX = 52
+SPEEDUP_LINE_PX = 20
 LEGEND_ROW_PX = 22
 
 
@@ -135,7 +140,7 @@ def _layout(fig: go.Figure, title: str, height: int = HEIGHT, replay: bool = Fal
             font=dict(size=TEXT_PX + 2),
         ),
         height=height + top,
-        margin=dict(l=56, r=16, t=top, b=48),
+        margin=dict(l=56, r=16, t=top, b=MARGIN_BOTTOM),
         template="plotly_white",
         font=FONT,
         showlegend=rows > 0,
@@ -671,24 +676,26 @@ def race_figure(lanes: Lanes, replay: bool = False) -> go.Figure:
                 name=f"{short_label(method)}: {summary.tokens_per_second:.1f} tok/s",
             )
         )
+    fig.update_xaxes(title_text="seconds (synchronised, prefill included)", rangemode="tozero")
+    fig.update_yaxes(title_text="tokens", rangemode="tozero")
+    _layout(fig, title, replay=replay)
     speedups = speedup_lines(lanes)
-    if speedups:
+    if speedups:  # below the axis's title, off the lines (one line each: with every method they would cover them)
+        under = BOTTOM_PX + SPEEDUP_LINE_PX * len(speedups)
         fig.add_annotation(
             text="<br>".join(speedups),
             xref="paper",
             yref="paper",
-            x=0.98,
-            y=0.04,
-            xanchor="right",
-            yanchor="bottom",
+            x=0.0,
+            y=-BOTTOM_PX / (HEIGHT - MARGIN_BOTTOM),  # (paper: the plot area's height)
+            xanchor="left",
+            yanchor="top",
             showarrow=False,
-            align="right",
+            align="left",
             font=dict(size=TEXT_PX + 1, color="#1e293b"),
-            bgcolor="rgba(255,255,255,0.85)",
         )
-    fig.update_xaxes(title_text="seconds (synchronised, prefill included)", rangemode="tozero")
-    fig.update_yaxes(title_text="tokens", rangemode="tozero")
-    return _layout(fig, title, replay=replay)
+        fig.update_layout(height=fig.layout.height + under - MARGIN_BOTTOM, margin=dict(b=under))
+    return fig
 
 
 def speedups(lanes: Lanes) -> dict[str, float]:

@@ -9,19 +9,23 @@ each round's boundary. Every number comes from the records of the run shown.
 from __future__ import annotations
 
 import html
+import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from sage_core import RoundRecord, summarize
+from sage_core.account import RaceAccount, race_account
 from sage_core.costs import CostCurve, predicted_speedups
 from sage_core.methods import ByMethod, drafts, method_label
 from sage_core.premise import Calibration, acceptance_histogram, adaptation_bought, calibration_of
+from sage_core.timing import MIN_ROUNDS, Headline, headline, side_times
 
 from .race import Lane, RaceData
 
 CSS = """
 .sage-wrap { font-family: Inter, system-ui, sans-serif; }
-.sage-cols { display: grid; gap: 12px; }
+.sage-cols { display: grid; gap: 12px; grid-template-columns: repeat(auto-fit, minmax(min(100%, 220px), 1fr)); }
+/* (lanes of at least 220 px, in rows when many methods race: words are never broken to fit) */
 .sage-col { border: 1px solid #e2e8f0; border-radius: 10px; padding: 10px 12px; background: #fff; min-width: 0; }
 .sage-col h3 { margin: 0; font-size: 16px; display: flex; align-items: center; gap: 8px; flex-wrap: wrap; }
 .sage-sub { font-size: 11px; color: #64748b; margin: 0 0 6px 18px; }
@@ -184,11 +188,8 @@ def race_html(data: RaceData | None, tail: int | None = None) -> str:
             LEGEND + "<div class='sage-col' style='color:#64748b'>Pick an example (or upload an image or a "
             "video), then press <b>Start race</b>.</div>"
         )
-    columns = len(data.lanes)
     body = "".join(lane_html(lane, data, tail) for lane in data.lanes)
-    return wrap(
-        f"{LEGEND}<div class='sage-cols' style='grid-template-columns: repeat({columns}, minmax(0, 1fr))'>{body}</div>"
-    )
+    return wrap(f"{LEGEND}<div class='sage-cols'>{body}</div>")
 
 
 # -- the badge ------------------------------------------------------------------------
@@ -324,7 +325,7 @@ def table_html(data: RaceData | None) -> str:
     lead = lead_method(figures)
     overall, decode_only = speedups_of(figures), speedups_of(figures, decode_only=True)
     # (the curve's predictions only when none of its points is noise: a noisy point would be read as a cost)
-    trusted = data.costs is not None and not data.costs.noisy
+    trusted = data.costs is not None and data.costs.trusted
     predicted = predicted_speedups(data.costs, data.records_by_method(), lead) if trusted and data.costs else {}
     rows = []
     for method, f in figures.items():
@@ -370,7 +371,26 @@ def table_html(data: RaceData | None) -> str:
         )
     )
     table = f"<table class='sage-table'><caption>{caption}</caption>{head}{''.join(rows)}</table>"
-    return wrap(table + costs_html(data.costs, data.replay) + premise_html(data))
+    return wrap(table + account_html(data) + costs_html(data.costs, data.replay) + premise_html(data))
+
+
+def account_of(data: RaceData) -> RaceAccount:
+    """The race's account (sage_core.account) on the cost curve in use, with the α sage-frozen held."""
+    frozen = data.lane("sage-frozen")
+    settings = frozen.header.settings if frozen is not None and frozen.header is not None else None
+    held = settings.get("alpha") if settings else None
+    lanes = {m: rs for m, rs in data.records_by_method().items() if rs}
+    trusted = data.costs if data.costs is not None and data.costs.trusted else None
+    return race_account(lanes, trusted, held if isinstance(held, int | float) else None)
+
+
+def account_html(data: RaceData) -> str:
+    """Why this race went as it did, from its own records: depth, entropy, budget, prefill and rounds."""
+    lines = account_of(data).lines()
+    if not lines:
+        return ""
+    items = "".join(f"<li>{_esc(line)}</li>" for line in lines)
+    return f"<div class='sage-legend'><b>Why, from this race's records</b><ul>{items}</ul></div>"
 
 
 def costs_html(curve: CostCurve | None, replay: bool = False) -> str:
@@ -378,7 +398,7 @@ def costs_html(curve: CostCurve | None, replay: bool = False) -> str:
     each time's spread when it was measured, and a point that is noise (`CostCurve.noise`) flagged as such."""
     if curve is None:
         return ""
-    source = "recorded with the race" if replay else "measured at the warm-up"
+    source = ("recorded with the race: " if replay else "in use: ") + _esc(curve.label())
     noise, step_noise = curve.noise(), curve.step_noise()
     spread = curve.verify_spread_ms or (0.0,) * len(curve.sizes)
     draft_spread = curve.draft_spread_ms or (0.0,) * len(curve.sizes)
@@ -397,13 +417,13 @@ def costs_html(curve: CostCurve | None, replay: bool = False) -> str:
     flagged = [why for why in (step_noise, *noise) if why]
     warning = (
         f" <b>⚠ Noise, not a cost</b> (greyed; a bigger tree never costs less, and a busy machine only adds "
-        f"time): {_esc('; '.join(flagged))}."
+        f"time): {_esc('; '.join(flagged))}. No method decides from this curve: sage-cost measures its own."
         if flagged
         else ""
     )
     return (
-        f"<table class='sage-table'><caption>Verification cost ({source}, {_esc(curve.device)}, "
-        f"{_esc(curve.dtype)}, {how}): a target forward over a tree of N nodes in ms "
+        f"<table class='sage-table'><caption>Verification cost ({source}; {how}): a target forward over a "
+        "tree of N nodes in ms "
         f"(× the one-token step of {step}), and a draft level of N nodes.{warning}</caption>"
         f"<tr><th>nodes</th>{cells}</tr><tr><td>verify</td>{verify}</tr><tr><td>draft level</td>{draft}</tr>"
         "</table>"
@@ -516,21 +536,72 @@ def histogram_html(lanes: Mapping[str, Sequence[RoundRecord]]) -> str:
     )
 
 
+#: The side a headline compares SAGE with, first present first (else the first other side).
+RIVALS = ("static", "dynamic", "chain", "ar")
+
+
+def race_headlines(data: RaceData) -> list[Headline]:
+    """The lead method (SAGE when it raced) against every other side with rounds, the main rival first
+    (`RIVALS`): each an estimate with its interval and verdict (sage_core.timing.headline)."""
+    sides = {lane.method: side_times(lane.method, lane.records, drafts(lane.method)) for lane in data.lanes}
+    sides = {m: s for m, s in sides.items() if s.rounds}
+    if len(sides) < 2:
+        return []
+    lead = lead_method(sides)
+    others = sorted((m for m in sides if m != lead), key=lambda m: RIVALS.index(m) if m in RIVALS else len(RIVALS))
+    found = (headline(sides[lead], sides[m]) for m in others)
+    return [h for h in found if h is not None]
+
+
+def headline_words(h: Headline) -> str:
+    """The headline in words: the verdict first, then the estimate and its interval."""
+    rival, low, high = SHORT.get(h.rival, h.rival), *h.interval
+    between = f"(90% interval {low:.2f}–{high:.2f}×)"
+    if h.verdict == "faster":
+        return f"{h.speedup:.2f}× faster than {rival} {between}"
+    if h.verdict == "slower":
+        return f"{h.speedup:.2f}×, slower than {rival} {between}"
+    few = min(h.rounds) < MIN_ROUNDS
+    why = "too few rounds for a verdict" if few else "too noisy on this machine now for a verdict"
+    return f"unclear against {rival}: {h.speedup:.2f}× {between}, {why}"
+
+
+def headline_details(h: Headline) -> str:
+    """What stands beside the headline: decode-only, the prefill as charged, tokens per target forward."""
+    lead, rival = SHORT.get(h.lead, h.lead), SHORT.get(h.rival, h.rival)
+    low, high = h.decode_interval
+    same = h.prefill_seconds == h.rival_prefill_seconds
+    prefill = (
+        f"prefill {1000 * h.prefill_seconds:.0f} ms, the same work, charged once to both"
+        if same
+        else f"prefill {1000 * h.prefill_seconds:.0f} ms against {1000 * h.rival_prefill_seconds:.0f} ms"
+    )
+    mine, theirs = h.tokens_per_forward
+    return (
+        f"decode-only {h.decode_speedup:.2f}× ({low:.2f}–{high:.2f}); {prefill}; rounds at their median cost; "
+        f"tokens per target forward {mine:.2f} ({lead}) against {theirs:.2f} ({rival}), which no load changes"
+    )
+
+
 def headline_html(data: RaceData | None) -> str:
-    """The speedup in one line, read off the records of the run shown."""
+    """The speedup as an estimate with its interval and verdict, read off the records of the run shown."""
     if data is None:
         return ""
-    figures = lane_figures(data)
-    if "sage" not in figures or len(figures) < 2:
+    found = race_headlines(data)
+    if not found or found[0].lead != "sage":
         return ""
-    parts = [f"{value:.2f}× vs {SHORT.get(m, m)}" for m, value in speedups_of(figures).items()]
+    main, *rest = found
     label = "SAGE speedup"
     if data.replay:
         header = data.header
         where = f"replay, recorded on {_esc(header.device)}" if header is not None else "replay"
         label += f" <span class='sage-headline-note'>({where})</span>"
     when = "" if data.finished else (" when stopped" if data.stopped else " so far")
-    return f"<div class='sage-headline'>{label}{when}: {' · '.join(parts)}</div>"
+    others = "".join(f" · vs {_esc(SHORT.get(h.rival, h.rival))}: {_esc(headline_words(h))}" for h in rest)
+    return (
+        f"<div class='sage-headline'>{label}{when}: {_esc(headline_words(main))}"
+        f"<div class='sage-headline-note'>{_esc(headline_details(main))}{others}</div></div>"
+    )
 
 
 # -- when SAGE loses -----------------------------------------------------------------
@@ -544,42 +615,44 @@ CPU_ECONOMICS = (
 
 
 def _round_costs(records: Sequence[RoundRecord]) -> tuple[float, float, float]:
-    """Mean ms per decode round, of which drafting, and tokens per round."""
+    """A decode round's median ms, the median ms of its drafting, and the mean tokens per round: the costs
+    the headline reads (a round slowed by another process moves neither median)."""
     rounds = [r for r in records if r.phase == "decode"]
     if not rounds:
         return 0.0, 0.0, 0.0
-    n = len(rounds)
     return (
-        1000 * sum(r.round_seconds for r in rounds) / n,
-        1000 * sum(r.draft_seconds for r in rounds) / n,
-        sum(len(r.new_tokens) for r in rounds) / n,
+        1000 * statistics.median(r.round_seconds for r in rounds),
+        1000 * statistics.median(r.draft_seconds for r in rounds),
+        sum(len(r.new_tokens) for r in rounds) / len(rounds),
     )
 
 
 def loss_sentence(data: RaceData) -> str:
-    """When SAGE was slower than a rival: one sentence with the measured reason (its rounds' cost and yield
-    against the rival's, from the records); "" when it was not."""
-    figures = lane_figures(data)
-    if "sage" not in figures:
-        return ""
-    lost = {m: v for m, v in speedups_of(figures).items() if v < 1}
+    """When the headline says SAGE was slower than a rival: one sentence with the measured reason, from the
+    same figures as the headline (its rounds' median cost and yield against the rival's; the prefill as
+    charged); "" when no headline says "slower" (an unclear one names no loser)."""
+    lost = [h for h in race_headlines(data) if h.lead == "sage" and h.verdict == "slower"]
     if not lost:
         return ""
-    rival = min(lost, key=lambda m: lost[m])
-    sage_lane, rival_lane = data.lane("sage"), data.lane(rival)
+    h = min(lost, key=lambda x: x.speedup)
+    sage_lane, rival_lane = data.lane("sage"), data.lane(h.rival)
     assert sage_lane is not None and rival_lane is not None
     (s_ms, s_draft, s_tokens), (r_ms, r_draft, r_tokens) = (
         _round_costs(sage_lane.records),
         _round_costs(rival_lane.records),
     )
-    name = SHORT.get(rival, rival)
-    if not drafts(rival):
+    name = SHORT.get(h.rival, h.rival)
+    if not drafts(h.rival):
         rival_part = f"{name}'s {r_ms:.1f} ms for {r_tokens:.2f}"
     else:
         rival_part = f"{name}'s {r_ms:.1f} ms ({r_draft:.1f} drafting) for {r_tokens:.2f}"
+    if h.prefill_seconds == h.rival_prefill_seconds:
+        prefill = f"the prefill ({1000 * h.prefill_seconds:.0f} ms) is the same work, charged once to both"
+    else:
+        prefill = f"prefill {1000 * h.prefill_seconds:.0f} ms against {name}'s {1000 * h.rival_prefill_seconds:.0f}"
     return (
-        f"SAGE was slower than {name} here ({lost[rival]:.2f}×): its rounds took {s_ms:.1f} ms "
-        f"({s_draft:.1f} drafting) for {s_tokens:.2f} tokens each, {rival_part}."
+        f"SAGE was slower than {name} here ({h.speedup:.2f}×): its rounds took {s_ms:.1f} ms "
+        f"({s_draft:.1f} drafting) for {s_tokens:.2f} tokens each, {rival_part} (medians); {prefill}."
     )
 
 

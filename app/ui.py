@@ -14,7 +14,9 @@ The layout is `page.py`, the handlers `handlers.py`; this module reads the
 settings and wires the events. Races share one queue ("race") of
 `RACE_CONCURRENCY` workers: loading a pair holds one of them but never the
 race slot the steps take (`models.RACE_SLOT`), so a visitor's load does not
-stall another's race.
+stall another's race. The slides exports run in a group of their own with no Gradio limit
+(`export.wire_export`): they never wait in, or fill, the queue the races share, and take or are refused
+their own slots at once (`export.ExportSlots`).
 """
 
 from __future__ import annotations
@@ -31,8 +33,10 @@ from .export import wire_export
 from .handlers import TRACE_DIR, Handlers, Settings, Update, controls, last, race_api_function, save_trace_file
 from .inputs import Limits, RaceForm, load_examples
 from .landing import wire_landing
+from .mcp_tool import hidden_from_mcp, race_json_function
 from .page import HEAD, TITLE, Page, build_page, image_input
 from .page_cache import PageCache
+from .preview import wire_preview
 from .pruning_panel import show_draft_view
 from .sketch import wire_sketch
 from .spaces_compat import ZERO_GPU, gpu, gpu_for_race, race_seconds
@@ -184,8 +188,17 @@ def wire(page: Page, handlers: Handlers) -> None:
         queue=False,
         api_visibility="private",
     )
+    # The MCP tool first: it takes the name `race_api`; /race (the Python clients' dict) is kept off the tool list.
+    page.api_race_json.click(
+        gpu_for_race(guard(race_json_function(race_api_function(handlers)))),
+        [*page.race_inputs, *page.api_json_asked],
+        page.api_json,
+        api_name="race_json",
+        concurrency_id="race",
+        concurrency_limit=RACE_CONCURRENCY,
+    )
     page.api_race.click(
-        gpu_for_race(guard(race_api_function(handlers))),
+        hidden_from_mcp(gpu_for_race(guard(race_api_function(handlers)))),
         page.race_inputs,
         page.api_result,
         api_name="race",
@@ -225,6 +238,7 @@ def build_demo(
         handlers = Handlers(page, settings)
         wire(page, handlers)
         wire_sketch(page, page.sketch)
+        wire_preview(page)
         wire_landing(demo, page, handlers)
         wire_export(page)
     refusals_as_sentences(demo)

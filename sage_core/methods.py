@@ -26,8 +26,7 @@ from .method_settings import (
     DynamicConfig,
     FrozenSageConfig,
     SageConfig,
-    as_float,
-    as_whole,
+    as_setting,
     shown,
 )
 from .trees import CHAIN_TREE, STATIC_TREE, RankPath
@@ -61,12 +60,7 @@ class Setting:
 
     def read(self, value: object) -> object:
         """The value as the settings class takes it ("8", 8.0 and 8 alike for a whole number)."""
-        if self.choices:
-            return value
-        if self.whole:
-            return as_whole(value)
-        number = as_float(value)
-        return value if number is None else number
+        return value if self.choices else as_setting(value, self.whole)  # one number check: method_settings
 
 
 #: Makes a method's proposer for one run: (its settings, the run's whole configuration) -> Proposer.
