@@ -180,7 +180,8 @@ body.sage-talk #sage-controls #start-race { flex: 1 0 auto !important; }
 body.sage-talk #status { top: 58px; left: 8px; right: 60vw; height: 44px; overflow-y: auto; }
 body.sage-talk #status .sage-status { font-size: 14px; padding: 4px 10px; }  /* (scrolls: the loss's sentence) */
 body.sage-talk #verdict { top: 6px; left: calc(40vw + 16px); right: 8px; height: 96px; overflow: hidden; }
-body.sage-talk #verdict .sage-headline { font-size: 24px; margin: 0 0 4px 0; line-height: 1.25; }
+body.sage-talk #verdict .sage-headline { font-size: 17px; margin: 0 0 4px 0; line-height: 1.25; }
+body.sage-talk #verdict .sage-headline div.sage-headline-note { display: none; }  /* details; verdict, replay stay */
 body.sage-talk #verdict .sage-badge { font-size: 18px; padding: 6px 12px; }
 body.sage-talk #verdict .sage-badge small { display: none; }
 body.sage-talk #lanes { top: 108px; left: 8px; right: 8px; height: calc(44vh - 108px); overflow: hidden; }

@@ -588,6 +588,9 @@ def headline_html(data: RaceData | None) -> str:
     if data is None:
         return ""
     found = race_headlines(data)
+    if not found and not data.finished and len(data.lanes) > 1 and any(lane.method == "sage" for lane in data.lanes):
+        # a side has no round yet: the headline's place says so, the same on the page and in the talk view
+        return "<div class='sage-headline'>SAGE speedup so far: unclear, too few rounds yet for a verdict</div>"
     if not found or found[0].lead != "sage":
         return ""
     main, *rest = found
