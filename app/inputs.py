@@ -78,9 +78,10 @@ def env_switch(name: str, default: bool = False) -> bool:
 @dataclass(frozen=True)
 class Limits:
     """What the app accepts and how much work one request may make (override with SAGE_APP_MAX_UPLOAD_MB,
-    SAGE_APP_MAX_VIDEO_SECONDS, SAGE_APP_MAX_TRACE_MB, SAGE_APP_MAX_RACE_SECONDS, SAGE_APP_MAX_REPLAY_SECONDS
-    and SAGE_APP_MAX_QUEUE). Gradio refuses any upload above the larger of the two file limits before
-    storing it (`max_file_size`); the app then checks each kind against its own."""
+    SAGE_APP_MAX_VIDEO_SECONDS, SAGE_APP_MAX_TRACE_MB, SAGE_APP_MAX_RACE_SECONDS, SAGE_APP_MAX_REPLAY_SECONDS,
+    SAGE_APP_MAX_QUEUE, SAGE_APP_MAX_SESSIONS and SAGE_APP_SESSION_GRACE_SECONDS). Gradio refuses any
+    upload above the larger of the two file limits before storing it (`max_file_size`); the app then checks
+    each kind against its own."""
 
     max_upload_mb: float = 50.0
     max_video_seconds: float = 60.0
@@ -93,6 +94,9 @@ class Limits:
     max_replay_seconds: float = 300.0
     # Requests waiting in the queue beyond the running ones; one more is told the app is busy.
     max_queue: int = 16
+    # Sessions kept (the least recently used go first), and how long a session stays once its visitor left.
+    max_sessions: int = 1000
+    session_grace_seconds: float = 30.0
 
     @classmethod
     def from_env(cls) -> Limits:
@@ -103,6 +107,8 @@ class Limits:
             max_race_seconds=env_number("SAGE_APP_MAX_RACE_SECONDS", cls.max_race_seconds, 1, "race"),
             max_replay_seconds=env_number("SAGE_APP_MAX_REPLAY_SECONDS", cls.max_replay_seconds),
             max_queue=max(1, int(env_number("SAGE_APP_MAX_QUEUE", cls.max_queue))),
+            max_sessions=max(1, int(env_number("SAGE_APP_MAX_SESSIONS", cls.max_sessions))),
+            session_grace_seconds=env_number("SAGE_APP_SESSION_GRACE_SECONDS", cls.session_grace_seconds),
         )
 
     @property

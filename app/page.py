@@ -204,13 +204,18 @@ body.sage-talk #panel-confidence .js-plotly-plot, body.sage-talk #panel-tree .js
   .sage-table { display: block; overflow-x: auto; }
   /* a phone's page stays a few screens long: the long blocks scroll in boxes of their own */
   #explain, #figures-table, #sage-settings { overflow-y: auto !important; }
-  #explain { max-height: 420px; }
+  #explain { max-height: 340px; }
   #sage-settings { max-height: 340px; flex-wrap: nowrap; }
   #sage-settings > * { flex-shrink: 0; }
   .sage-tour { display: none !important; }  /* (the panels' tour notes: on a larger screen) */
   #lanes .sage-col { align-self: start; }
-  #figures-table { max-height: 360px; }
+  #figures-table { max-height: 300px; }
   #lanes .sage-text { max-height: 150px; }
+  #methods { max-height: 200px; overflow-y: auto !important; }
+  #status { max-height: 200px; overflow-y: auto !important; }
+  #verdict { max-height: 220px; overflow-y: auto !important; }
+  #lanes { max-height: 560px; overflow-y: auto !important; }
+  [id^=panel-] { max-height: 380px; overflow-y: auto !important; }
   [id^=panel-] .modebar-container { display: none; }
   [id^=panel-] .js-plotly-plot { margin-top: 0; }
 }

@@ -562,7 +562,7 @@ def _node_trace(fig: go.Figure, plot: _TreePlot) -> None:
             y=[plot.ys[n] for n in nodes],
             mode="markers+text",
             text=[display_token(plot.text_of(tree.tokens[n]), 10) for n in nodes],
-            textposition="middle right",
+            textposition=[_label_side(plot, n) for n in nodes],
             textfont=dict(
                 size=[TEXT_PX + 2 if n in accepted else TEXT_PX for n in nodes],
                 color=["#00573f" if n in accepted else "#334155" for n in nodes],
@@ -579,6 +579,22 @@ def _node_trace(fig: go.Figure, plot: _TreePlot) -> None:
             showlegend=False,
         )
     )
+
+
+def _label_side(plot: _TreePlot, node: int) -> str:
+    """Where a node's label goes: right of it, and on the accepted path on the side its next step (the
+    next accepted node, or the bonus) does not leave by, so the path's line never runs through a label."""
+    path = list(plot.record.accepted_nodes)
+    if node not in path:
+        return "middle right"
+    at = path.index(node)
+    if at + 1 < len(path):
+        next_y = plot.ys[path[at + 1]]
+    elif plot.bonus_emitted:
+        next_y = plot.ys[-2]
+    else:
+        return "middle right"
+    return "top right" if next_y > plot.ys[node] else "bottom right"  # (the y axis runs downwards)
 
 
 def _root_and_bonus_traces(fig: go.Figure, plot: _TreePlot, root_token: int | None) -> float:

@@ -6,6 +6,8 @@ import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import gradio as gr
+
 from .inputs import Limits
 from .models import CustomModels
 from .ui import build_demo, launch_options, queued
@@ -18,10 +20,10 @@ def free_port() -> int:
 
 
 @contextmanager
-def running_app(
+def running_demo(
     target: str, draft: str, limits: Limits | None = None, custom: CustomModels | None = None, **options: float
-) -> Iterator[str]:
-    """The app on a free loopback port, queued and launched as app.py does; yields its URL."""
+) -> Iterator[tuple[gr.Blocks, str]]:
+    """The app on a free loopback port, queued and launched as app.py does; yields it and its URL."""
     demo = build_demo(default_target=target, default_draft=draft, limits=limits, custom=custom, **options)
     queued(demo, limits).launch(
         server_name="127.0.0.1",
@@ -33,6 +35,15 @@ def running_app(
     try:
         url = demo.local_url
         assert url is not None  # set by launch()
-        yield url
+        yield demo, url
     finally:
         demo.close()
+
+
+@contextmanager
+def running_app(
+    target: str, draft: str, limits: Limits | None = None, custom: CustomModels | None = None, **options: float
+) -> Iterator[str]:
+    """The app on a free loopback port, queued and launched as app.py does; yields its URL."""
+    with running_demo(target, draft, limits, custom, **options) as (_, url):
+        yield url

@@ -30,11 +30,12 @@ from starlette.middleware import Middleware
 from . import models
 from .boundary import guard, refusals_as_sentences
 from .export import wire_export
+from .gradio_patches import answer_full_queue, bound_sessions
 from .handlers import TRACE_DIR, Handlers, Settings, Update, controls, last, race_api_function, save_trace_file
 from .inputs import Limits, RaceForm, load_examples
 from .landing import wire_landing
 from .mcp_tool import hidden_from_mcp, race_json_function
-from .page import HEAD, TITLE, Page, build_page, image_input
+from .page import HEAD, STATE_TTL, TITLE, Page, build_page, image_input
 from .page_cache import PageCache
 from .preview import wire_preview
 from .pruning_panel import show_draft_view
@@ -251,27 +252,27 @@ BUSY = "The app is busy: {waiting} requests are already waiting (at most {limit}
 def queued(demo: gr.Blocks, limits: Limits | None = None) -> gr.Blocks:
     """The app's queue: one worker per event unless the event says more, and at most `limits.max_queue`
     requests waiting; one more is answered that the app is busy (HTTP 503 with `BUSY`; the page and
-    gradio_client show their own "busy, try again" line for it)."""
+    gradio_client show their own "busy, try again" line for it). What is kept per visitor is bounded
+    (`gradio_patches.bound_sessions`): a visitor's session goes `limits.session_grace_seconds` after
+    they leave, or after `STATE_TTL` unused, and at most `limits.max_sessions` are kept."""
     limits = limits or Limits.from_env()
     demo.queue(default_concurrency_limit=1, max_size=limits.max_queue)
-    queue = demo._queue
-    stock = queue.push
-
-    async def push(*args: Any, **kwargs: Any) -> Any:
-        accepted, answer, state = await stock(*args, **kwargs)
-        if state == "queue_full":
-            answer = BUSY.format(waiting=len(queue), limit=queue.max_size)
-        return accepted, answer, state
-
-    queue.push = push  # type: ignore[method-assign]  # Gradio's queue has no hook for a full queue's answer
+    answer_full_queue(demo, lambda waiting, limit: BUSY.format(waiting=waiting, limit=limit))
+    bound_sessions(demo, limits.session_grace_seconds, STATE_TTL)
     return demo
 
 
 def launch_options(limits: Limits | None = None) -> dict[str, Any]:
     """What `launch` needs besides the address: Gradio refuses larger uploads before storing them; the page
-    is served from memory (`page_cache`), so a crowd of arrivals does not hold up the races."""
+    is served from memory (`page_cache`), so a crowd of arrivals does not hold up the races; at most
+    `limits.max_sessions` visitors' sessions are kept."""
     limits = limits or Limits.from_env()
-    return {"max_file_size": limits.max_file_bytes, "head": HEAD, "app_kwargs": {"middleware": [Middleware(PageCache)]}}
+    return {
+        "max_file_size": limits.max_file_bytes,
+        "state_session_capacity": limits.max_sessions,
+        "head": HEAD,
+        "app_kwargs": {"middleware": [Middleware(PageCache)]},
+    }
 
 
 __all__ = ["BUSY", "TRACE_DIR", "build_demo", "image_input", "last", "launch_options", "queued", "save_trace_file"]

@@ -92,6 +92,24 @@ def test_tree_layout_centres_parents_over_their_children():
     assert node_a == 0.5 and root == pytest.approx((0.5 + 2.0) / 2)
 
 
+def test_no_label_sits_on_the_accepted_paths_line():
+    """Each accepted node's label goes right of it on the side its next step (the next accepted node or the
+    bonus) does not leave by: above when the path goes down (the y axis runs downwards), below when it goes
+    up or straight on, as on a chain."""
+    data = synthetic_race()
+    for record in data.lane("sage").records[1:]:
+        fig = panels.tree_figure(data.lane("sage").records, record.round, data.token_texts, "sage")
+        nodes = next(t for t in fig.data if t.name == "draft nodes")
+        bonus = next(t for t in fig.data if t.name == "bonus")
+        path = list(record.accepted_nodes)
+        steps = [nodes.y[n] for n in path[1:]] + [bonus.y[0]]
+        assert len(path) >= 2 and nodes.y[path[0]] == nodes.y[path[1]]  # a chain: the line runs straight on
+        for node, next_y in zip(path, steps, strict=True):
+            expected = "top right" if next_y > nodes.y[node] else "bottom right"
+            assert nodes.textposition[node] == expected, (record.round, node)
+        assert all(nodes.textposition[n] == "middle right" for n in range(len(nodes.x)) if n not in path)
+
+
 def test_tree_figure_draws_the_chosen_step_with_accepted_path_and_bonus():
     data = synthetic_race()
     records = data.lane("sage").records

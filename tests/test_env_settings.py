@@ -58,8 +58,15 @@ def test_a_bad_switch_or_number_is_one_sentence(monkeypatch):
 def test_numbers_read_as_given_or_their_default(monkeypatch):
     monkeypatch.setenv("SAGE_APP_MAX_RACE_SECONDS", " 45 ")
     monkeypatch.setenv("SAGE_APP_MAX_QUEUE", "")
+    monkeypatch.setenv("SAGE_APP_MAX_SESSIONS", "200")
+    monkeypatch.setenv("SAGE_APP_SESSION_GRACE_SECONDS", "2.5")
     limits = Limits.from_env()
     assert limits.max_race_seconds == 45.0 and limits.max_queue == Limits.max_queue
+    assert (limits.max_sessions, limits.session_grace_seconds) == (200, 2.5)
+    monkeypatch.setenv("SAGE_APP_SESSION_GRACE_SECONDS", "-1")
+    with pytest.raises(ConfigError, match=r"^SAGE_APP_SESSION_GRACE_SECONDS must be a positive number, not '-1'"):
+        Limits.from_env()
+    monkeypatch.delenv("SAGE_APP_SESSION_GRACE_SECONDS")
     monkeypatch.delenv("SAGE_APP_MAX_RACE_SECONDS")
     assert env_number("SAGE_APP_MAX_RACE_SECONDS", 7.0) == 7.0
 
