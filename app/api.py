@@ -62,7 +62,8 @@ def race_result(
         # it: decode-only, the prefill as charged, tokens per target forward); null with fewer than two sides
         "headline": {**found[0].as_dict(), "words": headline_words(found[0])} if found else None,
         "headlines": {h.rival: h.as_dict() for h in found},
-        # why, from the race's own records: depth, reacting to entropy, budget, prefill and rounds (sage_core.account)
+        # why, from the race's own records: depth, reacting to entropy, budget, prefill and rounds
+        # (sage_core.studies.account)
         "account": account_of(data).as_dict(),
         "lossless": asdict(result) if result is not None else None,
         "panels": {name: json.loads(fig.to_json()) for name, fig in figures.items()},

@@ -28,6 +28,7 @@ import torch
 
 from sage_core import SageError
 
+from .gradio_patches import around_preprocess_data
 from .models import release_memory
 
 log = logging.getLogger("sage.app")
@@ -104,10 +105,8 @@ def refusal_sentence(error: BaseException) -> str | None:
 def refusals_as_sentences(demo: gr.Blocks) -> None:
     """Make the inputs Gradio refuses before any handler runs answer with one sentence (as `gr.Error`),
     not Gradio's bare "Error"; a raw call that leaves off trailing values gets their defaults."""
-    stock = demo.preprocess_data
 
-    @functools.wraps(stock)
-    async def preprocess_data(block_fn: Any, inputs: list[Any], *args: Any, **kwargs: Any) -> Any:
+    async def preprocess_data(stock: Any, block_fn: Any, inputs: list[Any], *args: Any, **kwargs: Any) -> Any:
         try:
             sent = with_defaults(block_fn, inputs)
             raw = list(sent) if isinstance(sent, list) else sent
@@ -120,7 +119,7 @@ def refusals_as_sentences(demo: gr.Blocks) -> None:
                 raise
             raise gr.Error(sentence, print_exception=False) from error
 
-    demo.preprocess_data = preprocess_data  # type: ignore[method-assign]  # Gradio has no hook for bad input
+    around_preprocess_data(demo, preprocess_data)
 
 
 def booleans_kept(block_fn: Any, sent: Any, processed: Any) -> Any:

@@ -1,6 +1,6 @@
 """The teaching mode's explainer: one round, its formulas filled in with the numbers it used.
 
-Renders `sage_core.explain.RoundExplained` as HTML (the page's `#explain`). Every
+Renders `sage_core.studies.explain.RoundExplained` as HTML (the page's `#explain`). Every
 figure comes from the round's record or the run's SAGE settings; nothing here
 computes a policy value of its own.
 """
@@ -12,9 +12,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from sage_core import RoundRecord
-from sage_core.explain import RoundExplained, explain_round
 from sage_core.method_settings import SageConfig
 from sage_core.methods import method_spec
+from sage_core.policy import round_half_up
+from sage_core.studies.explain import RoundExplained, explain_round
 
 from .palette import CUT
 from .panels import pick_round, short_label
@@ -135,23 +136,34 @@ def _confidence(e: RoundExplained) -> list[str]:
         return []
     return [
         "<h4>Confidence</h4><div class='f'>"
-        f"H = {e.entropy:.3f} nats<br>"
+        f"H = −Σ p̂·log p̂ over the top-{len(e.top_probs)} renormalised (p̂ = p / Σp, Σp = {sum(e.top_probs):.3f}; "
+        f"not the full distribution) = {e.entropy:.3f} nats<br>"
         f"α = 1 − H / log {len(e.top_probs)} = 1 − {e.entropy:.3f} / {e.log_k:.3f} = <b>{e.measured_alpha:.3f}</b>"
         + (f"; the shape used α = <b>{e.alpha:.3f}</b>, held fixed" if abs(e.measured_alpha - e.alpha) > 5e-4 else "")
         + "</div>"
     ]
 
 
+def exact(raw: float, rounded: int) -> str:
+    """`raw` printed with as many decimals (2 to 6) as it takes for a student rounding the printed number
+    half up to reach `rounded` (1.499995 is "1.499995", not "1.50"; at least 1 where a width is clamped)."""
+    for places in range(2, 7):
+        shown = f"{raw:.{places}f}"
+        if max(1, round_half_up(float(shown))) == rounded or round_half_up(float(shown)) == rounded:
+            return shown
+    return f"{raw:.6f}"
+
+
 def _shape(e: RoundExplained) -> list[str]:
     """D(α) and W(α) with their numbers."""
-    if e.depth is None or e.depth_raw is None or e.width_raw is None or e.alpha is None:
+    if e.depth is None or e.depth_raw is None or e.width_raw is None or e.width is None or e.alpha is None:
         return []
     return [
         "<h4>Shape</h4><div class='f'>"
         f"D(α) = D_min + α·(D_max − D_min) = {e.depth_min} + {e.alpha:.3f}·({e.depth_max} − {e.depth_min}) "
-        f"= {e.depth_raw:.2f} → <b>{e.depth}</b><br>"
+        f"= {exact(e.depth_raw, e.depth)} → <b>{e.depth}</b><br>"
         f"W(α) = W_min + (1 − α)·(W_max − W_min) = {e.width_min} + {1 - e.alpha:.3f}·({e.width_max} − "
-        f"{e.width_min}) = {e.width_raw:.2f} → <b>{e.width}</b></div>"
+        f"{e.width_min}) = {exact(e.width_raw, e.width)} → <b>{e.width}</b></div>"
     ]
 
 
@@ -167,7 +179,7 @@ def _levels(e: RoundExplained) -> list[str]:
     ]
     for level in e.levels:
         widths = ", ".join(
-            f"{'root' if w.node == -1 else f'#{w.node}'}: {w.raw:.2f}→{w.width}" for w in level.widths[:6]
+            f"{'root' if w.node == -1 else f'#{w.node}'}: {exact(w.raw, w.width)}→{w.width}" for w in level.widths[:6]
         )
         if len(level.widths) > 6:
             widths += f", … ({len(level.widths)} parents)"
@@ -177,7 +189,35 @@ def _levels(e: RoundExplained) -> list[str]:
             f"<td>{level.cut_by_width} · {level.cut_by_threshold} · {level.cut_by_budget}</td></tr>"
         )
     out.append("</table>")
-    return out
+    return out + _stopped_short(e)
+
+
+def _stopped_short(e: RoundExplained) -> list[str]:
+    """Why the tree is shallower than D(α), when it is: the level where nothing was kept, and what cut it."""
+    kept = [level for level in e.levels if level.kept]
+    reached = max((level.level for level in kept), default=0)
+    if e.depth is None or reached >= e.depth:
+        return []
+    empty = next((level for level in e.levels if level.level == reached + 1), None)
+    threshold = e.threshold_base * (reached + 1) / e.depth
+    best = e.best_cumulative[reached - 1] if 0 < reached <= len(e.best_cumulative) else None
+    if empty is not None:
+        rules = [(empty.cut_by_threshold, f"under θ_{empty.level} = {empty.threshold:.4f}")]
+        rules += [(empty.cut_by_width, "past their parents' widths"), (empty.cut_by_budget, "past the budget")]
+        why = f"level {empty.level}'s candidates were all cut: " + "; ".join(
+            f"{count} {rule}" for count, rule in rules if count
+        )
+    elif best is not None and best <= threshold:
+        why = (
+            f"the best node at depth {reached} has cumulative probability {best:.4f}, not above θ_{reached + 1} = "
+            f"{e.threshold_base:g}·{reached + 1}/{e.depth} = {threshold:.4f}, so no child of it could pass and "
+            f"level {reached + 1} was not drafted"
+        )
+    elif e.finish_reason == "eos" and len(e.accepted_tokens) == reached:
+        why = f"the draft's token at depth {reached} ends the answer, and an end is never expanded"
+    else:
+        why = "the drafting stopped there (a token that ends the answer is never expanded; or the node budget)"
+    return [f"<p class='muted'>The tree stops at depth {reached}, short of D(α) = {e.depth}: {why}.</p>"]
 
 
 #: Kept nodes the dynamic tree's explainer lists, best first.

@@ -2,6 +2,10 @@
 `tests/test_gradio_patches.py`, which fails loudly when an upgrade moves what it relies on).
 
 - `answer_full_queue`: a full queue answers the app's own "busy" sentence (Gradio has no hook for it).
+- `around_preprocess_data`: the app's look at an event's raw inputs before Gradio's own checks refuse them
+  with a bare "Error" (`boundary.refusals_as_sentences`).
+- `around_preprocess`: a component's look at a payload before Gradio decodes it (a picture's size read
+  from its header, `sketch.checked`; an odd value handed on for the handler to name, `page.lenient`).
 - `bound_sessions`: Gradio keeps every session it has seen (a copy of the page's configuration and the
   last value of every component the session updated, about 0.2–0.6 MB here) until 10,000 sessions
   exist, and drops a closed session's `gr.State` only after an hour. The app drops a whole session
@@ -13,6 +17,7 @@
 from __future__ import annotations
 
 import datetime
+import functools
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -36,6 +41,28 @@ def answer_full_queue(demo: gr.Blocks, answer: Callable[[int, int | None], str])
         return accepted, message, state
 
     queue.push = push  # type: ignore[method-assign]  # Gradio's queue has no hook for a full queue's answer
+
+
+def around_preprocess(component: Any, around: Callable[[Callable[[Any], Any], Any], Any]) -> Any:
+    """`component.preprocess(payload)` becomes `around(stock_preprocess, payload)`; the component."""
+    stock = component.preprocess
+
+    def preprocess(payload: Any) -> Any:
+        return around(stock, payload)
+
+    component.preprocess = preprocess
+    return component
+
+
+def around_preprocess_data(demo: gr.Blocks, around: Callable[..., Awaitable[Any]]) -> None:
+    """`demo.preprocess_data(block_fn, inputs, ...)` becomes `await around(stock, block_fn, inputs, ...)`."""
+    stock = demo.preprocess_data
+
+    @functools.wraps(stock)
+    async def preprocess_data(block_fn: Any, inputs: list[Any], *args: Any, **kwargs: Any) -> Any:
+        return await around(stock, block_fn, inputs, *args, **kwargs)
+
+    demo.preprocess_data = preprocess_data  # type: ignore[method-assign]  # Gradio has no hook for bad input
 
 
 def stale_sessions(holder: StateHolder, closed_grace_s: float, idle_s: float, now: datetime.datetime) -> list[str]:
@@ -79,4 +106,12 @@ def bound_sessions(demo: gr.Blocks, closed_grace_s: float, idle_s: float) -> Non
     StateHolder.delete_all_expired_state = _delete_all_expired_state  # type: ignore[method-assign]  # no hook
 
 
-__all__ = ["SESSION_BOUNDS", "answer_full_queue", "bound_sessions", "drop_session", "stale_sessions"]
+__all__ = [
+    "SESSION_BOUNDS",
+    "answer_full_queue",
+    "around_preprocess",
+    "around_preprocess_data",
+    "bound_sessions",
+    "drop_session",
+    "stale_sessions",
+]

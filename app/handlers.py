@@ -39,10 +39,11 @@ import gradio as gr
 
 from sage_core import METHOD_LABELS, SageConfig
 from sage_core.errors import SageError
-from sage_core.explain import sage_config_from
 from sage_core.method_settings import as_float
 from sage_core.methods import drafts, form_settings, specs
 from sage_core.prepared import check_vocabulary
+from sage_core.studies.explain import sage_config_from
+from sage_core.studies.sweep_figure import sweep_figure
 from sage_core.trace_check import settings_of_header
 
 from . import models
@@ -84,9 +85,10 @@ from .render import (
     table_html,
 )
 from .stepping import DROPPED, SteppedRaces
-from .sweep_panel import sweep_figure
 
 TRACE_DIR = Path(tempfile.gettempdir()) / "sage-app-traces"
+#: The race the page opens with (app/landing.py replays it).
+LANDING_TRACE = Path(__file__).resolve().parent.parent / "assets" / "landing" / "race.jsonl"
 #: Trace files the app wrote are removed after this many seconds (Gradio serves its own copy meanwhile).
 TRACE_MAX_AGE = 3600.0
 MAX_REPLAY_SPEED = 1000.0
@@ -328,10 +330,8 @@ def finished_status(data: RaceData, note: str = "") -> str:
 
 @functools.cache
 def opening_recording() -> RaceData | None:
-    """The race the page opens with (`landing.LANDING_TRACE`), read once: what a live race's pace is
+    """The race the page opens with (`LANDING_TRACE`), read once: what a live race's pace is
     compared with (None when it is missing or unreadable)."""
-    from .landing import LANDING_TRACE  # (landing imports this module)
-
     try:
         return load_race(LANDING_TRACE)
     except Exception:

@@ -24,14 +24,13 @@ from gradio.processing_utils import move_files_to_cache
 from gradio_client import utils as client_utils
 from pydantic import BaseModel
 
-from .handlers import Handlers, Update, replay_status
+from .handlers import LANDING_TRACE, Handlers, Update, replay_status
 from .page import Page
 from .race import RaceData, replay_steps
 from .race_trace import load_race
 from .render import status_html
 
 ROOT = Path(__file__).resolve().parent.parent
-LANDING_TRACE = ROOT / "assets" / "landing" / "race.jsonl"
 #: The picture of the recorded race, beside its trace.
 LANDING_PICTURE = LANDING_TRACE.with_name("picture.png")
 #: The texts appear in the browser over this many seconds at most (each side in proportion to its recorded time).

@@ -30,10 +30,11 @@ import torch
 from PIL import Image
 
 from sage_core import DecodeConfig, ModelPair, SageError, decode, image_media, load_media, load_pair, prepare_inputs
-from sage_core.costs import CostCurve, measure_cost_spread, read_recorded_curve, remember_curve, settled_curve
+from sage_core.cost_curve import CostCurve
 from sage_core.errors import ConfigError, ModelLoadError
 from sage_core.models.presets import GPU_PRESETS
-from sage_core.sweep import SweepResult, sweep
+from sage_core.studies.costs import measure_cost_spread, read_recorded_curve, remember_curve, settled_curve
+from sage_core.studies.sweep import SweepResult, sweep
 
 from .inputs import env_switch, load_examples
 from .spaces_compat import ZERO_GPU
@@ -328,7 +329,7 @@ WARM_UP_PROMPT = "describe the image."
 
 def warm_up(pair: ModelPair) -> CostCurve | None:
     """One short untimed decode per kind of forward (prefill, tree verify, plain step); then the
-    verification cost curve on the pair's device and dtype (sage_core.costs), which it returns
+    verification cost curve on the pair's device and dtype (sage_core.studies.costs), which it returns
     (None when SAGE_APP_COST_CURVE is off: the app then shows no curve and no predicted speedups)."""
     media = image_media(Image.new("RGB", (112, 112), (255, 255, 255)), "warm-up")
     for method, tokens in (("sage", 4), ("ar", 2)):
@@ -376,7 +377,7 @@ SWEEP_TOKENS = 32
 
 
 def measured_sweep(loaded: LoadedPair) -> SweepResult:
-    """The pair's budget sweep (sage_core.sweep), measured the first time it is asked for, in the race slot
+    """The pair's budget sweep (sage_core.studies.sweep), measured the first time it is asked for, in the race slot
     (no race runs beside it, so its times are its own); `loaded.sweep_note` says how it was measured."""
     with RACE_SLOT:
         if loaded.sweep is None:

@@ -12,8 +12,10 @@ from typing import Any
 import gradio as gr
 
 from sage_core.config import MAX_TEMPERATURE
-from sage_core.methods import RACE_DEFAULT, MethodSpec, Setting, specs
+from sage_core.methods import MethodSpec, Setting, specs
+from sage_core.methods.builtin import RACE_DEFAULT
 
+from .gradio_patches import around_preprocess
 from .inputs import DEFAULT_PROMPT, Example, Limits, race_fields
 from .pruning_panel import draft_view_outputs, pruning_controls
 from .render import CSS, badge_html, race_html, status_html
@@ -234,7 +236,7 @@ def _panel(name: str) -> gr.Plot:
 
 
 def sweep_outputs() -> tuple[gr.Button, gr.HTML, gr.Plot]:
-    """The budget sweep's button, its note and its figure, folded (app/sweep_panel.py)."""
+    """The budget sweep's button, its note and its figure, folded (sage_core/studies/sweep_figure.py)."""
     with gr.Accordion("The budget sweep of this pair: τ and speed against the node budget", open=False):
         show = gr.Button(
             "Measure the sweep for the chosen pair (seconds on a CPU, once per pair)", size="sm", elem_id="sweep-show"
@@ -256,32 +258,27 @@ def image_input(**kwargs: Any) -> gr.Image:
     would fail inside Gradio with no useful message; the app checks the file
     itself (`inputs.open_media`) and says what is wrong.
     """
-    component = lenient(gr.Image(type="filepath", **kwargs))
-    stock = component.preprocess
 
-    def preprocess(payload: Any) -> Any:
+    def preprocess(stock: Any, payload: Any) -> Any:
         if payload is not None and getattr(payload, "path", None):
             return str(payload.path)
         return stock(payload)
 
-    component.preprocess = preprocess
-    return component
+    return around_preprocess(lenient(gr.Image(type="filepath", **kwargs)), preprocess)
 
 
 def lenient(component: Any) -> Any:
     """An input whose odd values ("abc", out of range, null, a choice not listed, a file that is not one)
     reach the handler, which says what is wrong (Gradio's own check would answer an API caller with a
     bare "Error")."""
-    stock = component.preprocess
 
-    def preprocess(payload: Any) -> Any:
+    def preprocess(stock: Any, payload: Any) -> Any:
         try:
             return stock(payload)
         except Exception:
             return payload
 
-    component.preprocess = preprocess
-    return component
+    return around_preprocess(component, preprocess)
 
 
 def setting_control(spec: MethodSpec, setting: Setting) -> Any:
@@ -363,7 +360,8 @@ class Page:
     slides: Any = None  # "Export for slides": the race on screen as one offline HTML replay (app/export.py)
     slides_file: Any = None
     gif: Any = None  # "… as an animated GIF" of the same race (drawn with PIL on the server: no browser)
-    # The budget sweep of the chosen pair beside its cost curve (measured when first asked for; app/sweep_panel.py)
+    # The budget sweep of the chosen pair beside its cost curve (measured when first asked for;
+    # sage_core/studies/sweep_figure.py)
     sweep_show: Any = None
     sweep_note: Any = None
     fig_sweep: Any = None

@@ -2,7 +2,8 @@
 and the arithmetic that checks it: colour-vision deficiencies simulated with Machado, Oliveira &
 Fernandes (2009), distances measured with CIEDE2000 in CIELAB.
 
-Colour is never the only cue: each series also has its own line dash and marker (`SERIES`).
+Colour is never the only cue: each series also has its own line dash and marker (`SERIES`); a method's
+colour, dash and marker are its registry entry's (`MethodSpec`), in one place.
 `tests/test_palette.py` asserts that the series drawn together stay at least `MIN_DELTA_E` apart
 for normal vision, protanopia, deuteranopia, tritanopia and a washed-out projector.
 """
@@ -47,39 +48,6 @@ SERIES: dict[str, Series] = {
     "width": Series(BLUISH_GREEN, "dashdot", "square"),
     "depth_max": Series(BLACK, "dot", "line-ew"),
     "window": Series(SKY_BLUE, "solid", "diamond"),
-}
-#: Each method's line dash and marker in the panels that plot methods together (colour: the registry's).
-METHOD_DASH: dict[str, str] = {
-    "sage": "solid",
-    "static": "dash",
-    "chain": "dot",
-    "dynamic": "dashdot",
-    "ar": "longdash",
-    "sage-frozen": "longdashdot",
-    "best-first": "8px,3px,2px,3px,2px,3px",
-    "sage-cost": "2px,2px",
-}
-METHOD_MARKER: dict[str, str] = {
-    "sage": "circle",
-    "static": "square",
-    "chain": "triangle-up",
-    "dynamic": "diamond",
-    "ar": "x",
-    "sage-frozen": "star",
-    "best-first": "pentagon",
-    "sage-cost": "star-diamond",
-}
-#: Each method's colour (the registry's `MethodSpec.colour` is set from these; the palette test checks both).
-METHOD_COLOURS: dict[str, str] = {
-    "sage": VERMILLION,
-    "static": BLUE,
-    "chain": REDDISH_PURPLE,
-    "dynamic": BLUISH_GREEN,
-    "ar": BLACK,
-    # The ablation lanes: dark purple and dark green, apart from the five above under every condition.
-    "sage-frozen": "#400060",
-    "best-first": "#004000",
-    "sage-cost": "#E0C000",  # gold
 }
 #: The smallest CIEDE2000 distance allowed between two series drawn together, under every condition.
 MIN_DELTA_E = 12.0

@@ -29,10 +29,10 @@ from plotly.subplots import make_subplots
 from sage_core import Media, RoundRecord, RunHeader, summarize
 from sage_core.media import thumbnail
 from sage_core.method_settings import SageConfig
-from sage_core.methods import drafts
+from sage_core.methods import drafts, look
 from sage_core.models import VisualBox
 
-from .palette import ACCEPTED, BONUS, CUT, GREY, METHOD_DASH, METHOD_MARKER, REJECTED, SERIES, Series
+from .palette import ACCEPTED, BONUS, CUT, GREY, REJECTED, SERIES, Series
 from .render import DOTS as COLOURS
 from .render import SHORT as SHORT_LABELS
 from .render import LaneFigures, display_token, lead_method, speedups_of
@@ -81,11 +81,11 @@ def colour(method: str) -> str:
 
 def method_line(method: str, width: float = 2.5, shape: str = "linear") -> dict[str, Any]:
     """A method's line: its colour and its own dash (the second cue beside colour)."""
-    return dict(color=colour(method), dash=METHOD_DASH.get(method, "solid"), width=width, shape=shape)
+    return dict(color=colour(method), dash=look(method).dash, width=width, shape=shape)
 
 
 def method_marker(method: str, size: int = 7) -> dict[str, Any]:
-    return dict(color=colour(method), symbol=METHOD_MARKER.get(method, "circle"), size=size)
+    return dict(color=colour(method), symbol=look(method).marker, size=size)
 
 
 def series_style(series: Series, shape: str = "linear") -> dict[str, Any]:

@@ -20,6 +20,7 @@ A race is saved and read back as a trace by `app.race_trace`.
 from __future__ import annotations
 
 import functools
+import statistics
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
@@ -39,15 +40,15 @@ from sage_core import (
     prepare_inputs,
     summarize,
 )
-from sage_core.account import frozen_alpha_in_race
 from sage_core.config import SamplingConfig, check_prune_ratio
-from sage_core.costs import CostCurve
+from sage_core.cost_curve import CostCurve
 from sage_core.errors import InputError
 from sage_core.media import thumbnail
-from sage_core.method_settings import FROZEN_ALPHA, FrozenSageConfig, shown
+from sage_core.method_settings import BEST_FIRST_NODES, FROZEN_ALPHA, BestFirstConfig, FrozenSageConfig, shown
 from sage_core.methods import drafts, in_order
 from sage_core.models import VisualBox
 from sage_core.pruning import PAPER_RATIOS
+from sage_core.studies.account import frozen_alpha_in_race
 
 #: The draft-view picture's height: the race keeps its medium shrunk to this, no larger.
 DRAFT_VIEW_HEIGHT = 150
@@ -159,6 +160,8 @@ class RaceRequest:
     pair: Choice = field(default_factory=Choice)
     # False: sage-frozen's α was not set, so it holds SAGE's mean α in this race (run after SAGE's lane).
     frozen_alpha_given: bool = True
+    # False: best-first's node count was not set, so it holds SAGE's mean node count in this race (the same).
+    best_first_nodes_given: bool = True
 
     @property
     def sage(self) -> SageConfig:
@@ -213,26 +216,38 @@ def race_steps(
     data, runs = start_runs(pair, request, lock, costs)
     data.source = source
     active = list(zip(data.lanes, runs, strict=True))
-    waiting = [(lane, run) for lane, run in active if _frozen_waits(request, lane.method)]
+    waiting = [(lane, run) for lane, run in active if _holds_sages_average(request, lane.method)]
     active = [pair_ for pair_ in active if pair_ not in waiting]
     yield from _step_lanes(data, active, lock, token_texts)
-    for lane, _ in waiting:  # SAGE has finished: hold its mean α in this race
-        config = _frozen_config(request, data)
+    for lane, _ in waiting:  # SAGE has finished: hold its mean α (or node count) in this race
+        config = _held_config(request, data, lane.method)
         with lock:
             run = decode(pair, request.media, request.prompt, config)
         lane.header = run.header
         yield from _step_lanes(data, [(lane, run)], lock, token_texts)
 
 
-def _frozen_waits(request: RaceRequest, method: str) -> bool:
-    """Whether this lane is sage-frozen with its α unset, racing SAGE: it starts once SAGE's α is known."""
-    return method == "sage-frozen" and not request.frozen_alpha_given and "sage" in request.methods
+def _holds_sages_average(request: RaceRequest, method: str) -> bool:
+    """Whether this lane holds SAGE's average in this race (sage-frozen its α, best-first its node count, each
+    when not given) while racing SAGE: it starts once SAGE has finished."""
+    if "sage" not in request.methods:
+        return False
+    return (method == "sage-frozen" and not request.frozen_alpha_given) or (
+        method == "best-first" and not request.best_first_nodes_given
+    )
 
 
-def _frozen_config(request: RaceRequest, data: RaceData) -> DecodeConfig:
-    """sage-frozen's configuration holding SAGE's mean α in this race (`sage_core.account`)."""
+def _held_config(request: RaceRequest, data: RaceData, method: str) -> DecodeConfig:
+    """The configuration of a lane holding SAGE's average in this race (`sage_core.studies.account`):
+    sage-frozen SAGE's mean α, best-first SAGE's mean node count (rounded)."""
     sage = data.lane("sage")
-    alphas = [r.alpha for r in sage.records if r.alpha is not None] if sage is not None else []
+    rounds = [r for r in sage.records if r.phase == "decode"] if sage is not None else []
+    if method == "best-first":
+        nodes = [len(r.tree_tokens) for r in rounds if r.tree_tokens]
+        held = max(1, round(statistics.fmean(nodes))) if nodes else BEST_FIRST_NODES
+        settings = {**request.settings, "best-first": BestFirstConfig(held)}
+        return replace(request, settings=settings).config("best-first")
+    alphas = [r.alpha for r in rounds if r.alpha is not None]
     alpha, _ = frozen_alpha_in_race(None, alphas, FROZEN_ALPHA)
     settings = {**request.settings, "sage-frozen": FrozenSageConfig(alpha)}
     return replace(request, settings=settings).config("sage-frozen")

@@ -14,7 +14,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from sage_core.costs import CostCurve
+from sage_core.cost_curve import CostCurve
 from sage_core.errors import TraceError
 from sage_core.methods import method_names
 from sage_core.records import trace_lines

@@ -14,10 +14,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from sage_core import RoundRecord, summarize
-from sage_core.account import RaceAccount, race_account
-from sage_core.costs import CostCurve, predicted_speedups
+from sage_core.cost_curve import CostCurve
 from sage_core.methods import ByMethod, drafts, method_label
-from sage_core.premise import Calibration, acceptance_histogram, adaptation_bought, calibration_of
+from sage_core.studies.account import RaceAccount, race_account
+from sage_core.studies.costs import predicted_speedups
+from sage_core.studies.premise import Calibration, acceptance_histogram, adaptation_bought, calibration_of
 from sage_core.timing import MIN_ROUNDS, Headline, headline, side_times
 
 from .race import Lane, RaceData
@@ -375,7 +376,7 @@ def table_html(data: RaceData | None) -> str:
 
 
 def account_of(data: RaceData) -> RaceAccount:
-    """The race's account (sage_core.account) on the cost curve in use, with the α sage-frozen held."""
+    """The race's account (sage_core.studies.account) on the cost curve in use, with the α sage-frozen held."""
     frozen = data.lane("sage-frozen")
     settings = frozen.header.settings if frozen is not None and frozen.header is not None else None
     held = settings.get("alpha") if settings else None
@@ -441,7 +442,7 @@ def _cost_cell(text: str, why: str) -> str:
 
 
 def premise_html(data: RaceData) -> str:
-    """The paper's premise on this input, measured where α does not choose the tree (sage_core.premise), what
+    """The paper's premise on this input, measured where α does not choose the tree (sage_core.studies.premise), what
     adaptation bought (SAGE against sage-frozen, when both ran), α against the accepted length, and each
     method's acceptance histogram."""
     lanes = {m: rs for m, rs in data.records_by_method().items() if drafts(m) and rs}

@@ -27,6 +27,7 @@ from PIL import Image
 from sage_core.builtin.scenes import COLOURS
 from sage_core.builtin.world import on_white
 
+from .gradio_patches import around_preprocess
 from .inputs import remove_older
 from .render import error_html
 
@@ -82,9 +83,8 @@ def sketch_pad() -> gr.Sketchpad:
 def checked(pad: gr.Sketchpad) -> gr.Sketchpad:
     """The pad, its pictures' sizes read from their headers before Gradio decodes them: a picture too large
     becomes a `TooLarge` for `use_sketch` to say; the decoding itself waits for one of `DECODING`."""
-    stock = pad.preprocess
 
-    def preprocess(payload: Any) -> Any:
+    def preprocess(stock: Any, payload: Any) -> Any:
         try:
             for picture in sent_pictures(pad, payload):
                 check_size(picture)
@@ -93,8 +93,7 @@ def checked(pad: gr.Sketchpad) -> gr.Sketchpad:
         with DECODING:
             return stock(payload)
 
-    pad.preprocess = preprocess  # type: ignore[method-assign]  # Gradio has no hook before it decodes a picture
-    return pad
+    return around_preprocess(pad, preprocess)
 
 
 def sent_pictures(pad: gr.Sketchpad, payload: Any) -> list[Any]:

@@ -20,13 +20,14 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import torch
 
-from .config import BACKENDS, DecodeConfig, SamplingConfig, check_max_new_tokens, check_prompt
+from .config import BACKENDS, DecodeConfig, SamplingConfig, check_max_new_tokens
 from .errors import InputError, SageError
 from .media import DEFAULT_FRAMES, load_media
 from .methods import method_names, specs
 from .models.caches import CACHE_STRATEGIES
 from .models.forwards import FORWARDS
 from .models.presets import GPU_PRESETS
+from .models.prompts import check_prompt
 from .records import record_to_dict, save_trace, summarize
 
 if TYPE_CHECKING:

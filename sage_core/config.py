@@ -10,8 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from .arguments import check_part, kind_of
-from .errors import ConfigError, InputError
+from .errors import ConfigError, InputError, kind_of
 from .method_settings import DynamicConfig, SageConfig, as_float, as_whole, in_range, read_number, shown
 from .methods import Method, drafts, method_spec
 
@@ -159,7 +158,6 @@ class DecodeConfig:
 
 
 MAX_NEW_TOKENS_LIMIT = 4096
-MAX_PROMPT_CHARS = 4000
 
 
 def check_method_settings(given: object) -> None:
@@ -226,22 +224,6 @@ def check_prune_ratio(value: object) -> float:
     return ratio
 
 
-def check_prompt(prompt: object) -> str:
-    """A prompt that is text, not blank, valid Unicode, at most MAX_PROMPT_CHARS long; InputError else."""
-    if not isinstance(prompt, str) or not prompt.strip():
-        raise InputError("the prompt is empty: ask something about the image or video")
-    if len(prompt) > MAX_PROMPT_CHARS:
-        raise InputError(f"the prompt has {len(prompt)} characters; the limit is {MAX_PROMPT_CHARS}")
-    try:
-        prompt.encode("utf-8")
-    except UnicodeEncodeError as error:
-        raise InputError(
-            f"the prompt is not valid text: character {error.start + 1} is a lone surrogate ({prompt[error.start]!a}); "
-            "remove it"
-        ) from error
-    return prompt
-
-
 def check_positions(prompt_tokens: int, positions: int | None, model: str = "the model") -> None:
     """A prompt that leaves room in the model's positions for at least one new token; InputError else."""
     if positions is not None and prompt_tokens >= positions:
@@ -249,3 +231,11 @@ def check_positions(prompt_tokens: int, positions: int | None, model: str = "the
             f"the prompt is {prompt_tokens} tokens with the image or video; {model} reads at most {positions} "
             "positions: shorten the prompt, or use a smaller image or fewer frames"
         )
+
+
+def check_part(name: str, value: object, wanted: type, example: str) -> None:
+    """`DecodeConfig`'s part `name` must be a `wanted` (a dict is told how to make one)."""
+    if isinstance(value, wanted):
+        return
+    how = f"{wanted.__name__}(**that_dict)" if isinstance(value, dict) else example
+    raise ConfigError(f"DecodeConfig's {name} must be a sage_core {wanted.__name__}, not {kind_of(value)}: pass {how}")

@@ -19,25 +19,23 @@ from typing import Any
 
 import torch
 
-from .arguments import check_decode_arguments
 from .backends import BackendChoice, ModelBackend, open_backend
 from .config import DecodeConfig
-from .costs import costs_for_run
 from .drafting import DraftedTree
-from .errors import InputError
-from .media import Media
+from .errors import ConfigError, InputError, kind_of
+from .media import Media, check_is_media
 from .methods import drafts
 from .models import KVState, ModelPair
 from .models.pair import check_method
 from .policy import topk_entropy
 from .prepared import PreparedInputs, check_vocabulary, prepare_inputs, with_draft_inputs
-from .proposers import Drafter, Proposer, make_proposer
+from .proposers import Drafter, Proposer, RunStart, make_proposer
 from .pruning import select_visual_tokens
 from .records import FinishReason, RoundRecord, RunHeader, RunSummary, summarize
 from .sampling import make_verifier, resolve_seed
 from .timing import Laps
-from .trees import EMPTY_TREE, ROOT, Tree
-from .verify import Verifier, Warp
+from .trees import EMPTY_TREE, ROOT
+from .verify import Verifier, Warp, verify_forward
 
 __all__ = ["DecodeRun", "TextStream", "decode"]
 
@@ -185,7 +183,7 @@ class DecodeRun:
             tree = proposal.tree
             draft_seconds = laps.lap()
             # 2. Verify: one target forward over the root and every node.
-            target_logits = _verify_forward(loop.target, loop.target_state, loop.pending[-1], tree)
+            target_logits = verify_forward(loop.target, loop.target_state, loop.pending[-1], tree)
             # 3. Accept a path and add the bonus token (greedy: the longest path the
             #    target's argmax agrees with; sampling: rejection sampling).
             verdict = loop.verifier.verify(tree, target_logits)
@@ -242,8 +240,9 @@ class DecodeRun:
         verify_seconds = laps.lap()
         drafter = self._prefill_draft(scores, reserve, verifier.warp)
         proposer = self.proposer
-        if getattr(proposer, "needs_costs", False) and drafter is not None:  # sage-cost: measured once per pair
-            proposer.use_costs(costs_for_run(pair, self.backend.label, target, target_state, drafter, first))  # type: ignore[attr-defined]  # needs_costs says it has it
+        start_run = getattr(proposer, "start_run", None)  # the proposer's optional start-of-run hook
+        if start_run is not None and drafter is not None:
+            start_run(RunStart(pair, self.backend.label, target, target_state, drafter, first))
         prefill_seconds = laps.stop()
         loop = _Loop(
             target,
@@ -333,18 +332,6 @@ class _Loop:
         return tuple(out)
 
 
-def _verify_forward(target: ModelBackend, state: KVState, root: int, tree: Tree) -> torch.Tensor:
-    """One target forward over [root, *nodes]; the logits after each of them, (1 + N, vocab)."""
-    start, scratch = state.committed, state.scratch
-    logits = target.extend(
-        state,
-        [root, *tree.tokens],
-        positions=[start] + [start + d for d in tree.depths],
-        parents=[-1] + [scratch + 1 + p for p in tree.parents],  # node i is entry 1 + i; the root is entry 0
-    )
-    return logits
-
-
 def _path_entropies(drafted: DraftedTree, accepted_nodes: Sequence[int]) -> tuple[float, ...]:
     """The draft's entropy after the root and after each accepted node, while it drafted there."""
     entropies = []
@@ -387,3 +374,24 @@ def decode(
 ) -> DecodeRun:
     """Start a streaming run; iterate the result for per-round records."""
     return DecodeRun(pair, media, prompt, config, prepared)
+
+
+def check_prompt_type(prompt: object) -> None:
+    if isinstance(prompt, str):
+        return
+    how = "decode it first (prompt.decode('utf-8'))" if isinstance(prompt, bytes | bytearray) else "pass a str"
+    raise InputError(f"the prompt must be text (a str), not {kind_of(prompt)}: {how}")
+
+
+def check_decode_arguments(pair: object, media: object, prompt: object, config: object, prepared: object) -> None:
+    """`decode()` and `DecodeRun`'s arguments, each of its type."""
+    if not isinstance(pair, ModelPair):
+        raise InputError(f"pair must be a sage_core ModelPair, not {kind_of(pair)}: call sage_core.load_pair(...)")
+    check_is_media(media)
+    check_prompt_type(prompt)
+    if not isinstance(config, DecodeConfig):
+        raise ConfigError(f"config must be a sage_core DecodeConfig, not {kind_of(config)}: pass DecodeConfig(...)")
+    if prepared is not None and not isinstance(prepared, PreparedInputs):
+        raise InputError(
+            f"prepared must be None or what sage_core.prepare_inputs returns, not {kind_of(prepared)}: leave it out"
+        )

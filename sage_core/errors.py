@@ -46,3 +46,10 @@ class VersionError(SageError, ImportError):
 class GenerateError(InputError, ValueError):
     """A transformers `generate()` call (custom_generate) that SAGE cannot serve as plain greedy `generate()`
     would; also a ValueError, as transformers raises for bad arguments."""
+
+
+def kind_of(value: object) -> str:
+    if value is None:
+        return "None"
+    name = type(value).__name__
+    return f"{'an' if name[0].lower() in 'aeiou' else 'a'} {name}"

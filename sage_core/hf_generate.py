@@ -29,10 +29,9 @@ from typing import Any
 
 import torch
 
-from .arguments import kind_of
 from .config import Backend, DecodeConfig
 from .decode import DecodeRun
-from .errors import GenerateError
+from .errors import GenerateError, kind_of
 from .media import Media
 from .method_settings import OLD_SAGE_NAMES, SageConfig, shown
 from .methods import drafts, is_method, method_spec, registered_names, specs

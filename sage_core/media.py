@@ -23,7 +23,7 @@ from typing import Any, Literal
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
-from .errors import MediaError
+from .errors import InputError, MediaError, kind_of
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".gif", ".tif", ".tiff")
 VIDEO_SUFFIXES = (".mp4", ".webm", ".avi", ".mov", ".mkv")
@@ -340,3 +340,15 @@ def thumbnail(media: Media, height: int) -> Media:
         total_frames=media.total_frames,
         frame_indices=media.frame_indices,
     )
+
+
+def check_is_media(media: object) -> None:
+    if isinstance(media, Media):
+        return
+    if isinstance(media, str | Path):
+        how = f"call sage_core.load_media({str(media)!r}) and pass what it returns"
+    elif isinstance(media, Image.Image):
+        how = "call sage_core.image_media(picture) for a PIL image, or load_media(path) for a file"
+    else:
+        how = "call sage_core.load_media(path) for an image or video file"
+    raise InputError(f"media must be a sage_core Media, not {kind_of(media)}: {how}")

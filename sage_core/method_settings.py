@@ -203,6 +203,26 @@ class FrozenSageConfig:
         object.__setattr__(self, "alpha", alpha)
 
 
+#: best-first's nodes per round when none is given and SAGE did not race beside it: SAGE's mean node count
+#: on the built-in pair's long examples with the sure draft (10.8 nodes a round, scripts/benchmark.py).
+BEST_FIRST_NODES = 11
+
+
+@dataclass(frozen=True)
+class BestFirstConfig:
+    """`best-first`, an ablation lane: a tree of `nodes` nodes of highest cumulative draft probability each
+    round, no entropy shaping. In a race beside SAGE, unless given, it holds SAGE's mean node count in that
+    race (the same average size, so what differs is the shape alone)."""
+
+    nodes: int = BEST_FIRST_NODES
+
+    def __post_init__(self) -> None:
+        nodes = in_range(self.nodes, 1, 256, whole=True)
+        if nodes is None:
+            raise ConfigError(f"best-first's nodes must be a whole number in [1, 256], not {shown(self.nodes)}")
+        object.__setattr__(self, "nodes", nodes)
+
+
 def refuse_old_names(names: Iterable[str], old_names: Mapping[str, str], whose: str) -> None:
     """One sentence (ConfigError) for a caller who names a setting as it was called before it was renamed."""
     for name in names:

@@ -20,17 +20,16 @@ picks the verifier. One proposer per method of the registry (methods.py):
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from .backends import ModelBackend
-from .budget import BudgetChoice, budget_fields
 from .config import DecodeConfig
 from .drafting import Chooser, DraftedTree, Expand, TopK, feed_committed, grow_tree, template_chooser, top_candidates
 from .method_settings import DynamicConfig, SageConfig
 from .methods import method_spec
-from .models import KVState
+from .models import KVState, ModelPair
 from .policy import (
     CUT_LISTED,
     Candidate,
@@ -89,7 +88,10 @@ class RoundShape:
     root_top: TopK | None = None  # the draft's top-k after the root
     levels: tuple[LevelDecision, ...] = ()  # SAGE's online rule, level by level
     rerank: Rerank | None = None  # the dynamic tree's rerank
-    budget: BudgetChoice | None = None  # sage-cost's budgets weighed (budget.py)
+    # The method's own: what it decided that only it reads back (`observe`; sage-cost's budgets weighed),
+    # and the record fields it adds for it (opaque to the loop, which names no method).
+    own: Any = None
+    own_fields: Mapping[str, Any] = field(default_factory=dict)
 
     def record_fields(self) -> dict[str, Any]:
         """The round record's policy and teaching fields."""
@@ -102,8 +104,7 @@ class RoundShape:
             "root_top_tokens": self.root_top[0] if self.root_top else (),
             "root_top_probs": self.root_top[1] if self.root_top else (),
         }
-        if self.budget is not None:
-            fields |= budget_fields(self.budget)
+        fields |= self.own_fields
         if self.rerank is not None:
             return fields | _rerank_fields(self.rerank)
         return fields | _level_fields(self.levels)
@@ -162,9 +163,23 @@ class Adaptation:
     next_depth_max: int | None = None
 
 
+@dataclass(frozen=True)
+class RunStart:
+    """What a run has once both models read the prompt, handed to a proposer's optional start-of-run hook
+    (`start_run(run)`, called once before the first round; sage-cost measures its cost curve there)."""
+
+    pair: ModelPair
+    backend: str  # the backend's label, as the run header records it
+    target: ModelBackend
+    target_state: KVState
+    drafter: Drafter
+    root: int  # the first new token, the first round's root
+
+
 class Proposer(Protocol):
     """Drafts each round's tree and learns from the verdict; says how large its trees can get (the caches
-    reserve room for them)."""
+    reserve room for them). A proposer may also have `start_run(run: RunStart)`, called once after the
+    prefill, before the first round."""
 
     @property
     def candidates(self) -> int:

@@ -4,8 +4,9 @@ read from those times so that it keeps its verdict when another process shares t
 from __future__ import annotations
 
 import math
+import statistics
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -19,6 +20,23 @@ if TYPE_CHECKING:
 def synchronize(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
+
+
+def median_ms(run: Callable[[], object], devices: Sequence[torch.device], repeats: int, warmup: int) -> float:
+    """The median milliseconds of `run` over `repeats` runs after `warmup` untimed ones, each between two
+    synchronisations of every device (wall time, as a round is timed)."""
+    for _ in range(warmup):
+        run()
+    times = []
+    for _ in range(repeats):
+        for device in devices:
+            synchronize(device)
+        start = time.perf_counter()
+        run()
+        for device in devices:
+            synchronize(device)
+        times.append(time.perf_counter() - start)
+    return 1000 * statistics.median(times)
 
 
 class Stopwatch:

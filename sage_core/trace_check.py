@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from .config import SamplingConfig, check_max_new_tokens, check_prune_ratio
-from .costs import COST_SIZES, CostCurve
+from .cost_curve import COST_SIZES, CostCurve
 from .errors import ConfigError, TraceError
 from .method_settings import OLD_SAGE_NAMES, DynamicConfig, SageConfig, shown, with_current_names
 from .methods import is_method, method_spec, registered_names

@@ -17,11 +17,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import torch
 
 from .trees import ROOT, Tree
+
+if TYPE_CHECKING:
+    from .backends import ModelBackend
+    from .models import KVState
 
 # Logits (rows, vocab) -> the processed logits a run samples from.
 Warp = Callable[[torch.Tensor], torch.Tensor]
@@ -86,3 +90,15 @@ def verify_greedy(tree: Tree, target_argmax: Sequence[int]) -> Verdict:
             return Verdict(tuple(accepted), accepted_tokens, wanted, target_choices=tuple(target_argmax))
         accepted.append(match)
         current = match
+
+
+def verify_forward(target: ModelBackend, state: KVState, root: int, tree: Tree) -> torch.Tensor:
+    """One target forward over [root, *nodes]; the logits after each of them, (1 + N, vocab)."""
+    start, scratch = state.committed, state.scratch
+    logits = target.extend(
+        state,
+        [root, *tree.tokens],
+        positions=[start] + [start + d for d in tree.depths],
+        parents=[-1] + [scratch + 1 + p for p in tree.parents],  # node i is entry 1 + i; the root is entry 0
+    )
+    return logits

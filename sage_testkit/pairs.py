@@ -18,7 +18,7 @@ from PIL import Image
 
 from sage_core import load_pair
 from sage_core.media import Media, image_media
-from sage_core.methods import METHODS
+from sage_core.methods.builtin import METHODS
 from sage_core.models import ModelPair
 from sage_core.records import RunHeader
 

@@ -121,6 +121,8 @@ from typing import Any
 
 import torch
 
+from sage_core.models.qwen import QWEN_SPECIAL_TOKENS
+
 # A config, processor or tokenizer of transformers (their classes are many; the builders hand them on).
 Built = Any
 #: text settings -> config: (size, text kwargs, special token ids)
@@ -133,15 +135,7 @@ INITIALIZER_RANGE = 0.3
 #: Gemma 3's sliding window in the tiny models: far shorter than any prompt (an image prompt is ~50 tokens)
 GEMMA3_WINDOW = 8
 
-_QWEN_SPECIALS = (
-    "<|endoftext|>",
-    "<|im_start|>",
-    "<|im_end|>",
-    "<|vision_start|>",
-    "<|vision_end|>",
-    "<|image_pad|>",
-    "<|video_pad|>",
-)
+_QWEN_SPECIALS = QWEN_SPECIAL_TOKENS
 _LLAVA_SPECIALS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "<image>", "<video>")
 _LLAVA_IMAGE_SPECIALS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "<image>")
 _PIXTRAL_SPECIALS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "[IMG]", "[IMG_BREAK]", "[IMG_END]")

@@ -4,7 +4,7 @@
     python scripts/benchmark.py --json bench.json --markdown bench.md
     python scripts/benchmark.py --target Qwen/Qwen2.5-VL-7B-Instruct --draft Qwen/Qwen2.5-VL-3B-Instruct
 
-Methods: ours (every method of the registry, sage_core/methods.py: `ar`, `chain`, `static`, `sage`,
+Methods: ours (every method of the registry, sage_core/methods/__init__.py: `ar`, `chain`, `static`, `sage`,
 `sage-cost`, `dynamic`, and the ablation lanes `sage-frozen` and `best-first`) and transformers' peers:
 `generate` (`model.generate(do_sample=False)`, plain greedy) and `assisted`
 (`generate(assistant_model=<the same draft>)`, transformers' assisted
@@ -23,7 +23,7 @@ candidates, so its decode-only time starts after that forward), the speedup
 over `generate` and over our `ar`, and whether the tokens equal `generate`'s.
 Per round of our methods (one extra profiled run per example, forwards
 timed): draft time, verify time, and the time outside model forwards. Before the
-table, the verification cost curve of the pair on this device (sage_core/costs.py:
+table, the verification cost curve of the pair on this device (sage_core/studies/costs.py:
 the target's verify time for trees of 1 to 64 nodes against its one-token step, and
 the draft's time per level; on the first example, medians after warm-up), and with
 it the decode-only speedup of SAGE over each method that these costs predict from
@@ -53,7 +53,7 @@ visual tokens. `--frames` and `--video-pixels` give a video more visual tokens
     python scripts/benchmark.py --kinds narrate --frames 16 --video-pixels 409600 \
         --methods ar,static,sage --prune-ratios 0,0.5,0.8,0.9
 
-`--sweep` runs the budget sweep instead (sage_core/sweep.py): τ, tokens per target forward and
+`--sweep` runs the budget sweep instead (sage_core/studies/sweep.py): τ, tokens per target forward and
 decode-only speedup against the node budget (`--sweep-budgets`, default 4,8,12,16,24,32,48,64) for
 SAGE, the dynamic tree and the same-budget best-first tree, with `sage-cost`'s chosen budgets marked,
 on the first `--sweep-examples` examples (default 3: with `--kinds describe,chart,narrate`, one of each),
@@ -93,12 +93,13 @@ from transformers import LogitsProcessor, LogitsProcessorList
 from sage_core import DecodeConfig, ModelPair, PreparedInputs, decode, load_media, load_pair
 from sage_core import prepare_inputs as prepare
 from sage_core.config import BACKENDS, Backend, SamplingConfig
-from sage_core.costs import CostCurve, measure_costs, predicted_speedups
+from sage_core.cost_curve import CostCurve
 from sage_core.errors import SageError
 from sage_core.media import DEFAULT_FRAMES
 from sage_core.methods import drafts, method_names, specs
 from sage_core.records import RoundRecord
-from sage_core.sweep import SWEEP_BUDGETS, sweep
+from sage_core.studies.costs import measure_costs, predicted_speedups
+from sage_core.studies.sweep import SWEEP_BUDGETS, sweep
 from sage_core.timing import synchronize
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -181,6 +182,7 @@ class Rounds:
     verify_ms: float
     step_ms: float
     outside_forwards_ms: float  # step time not spent inside a model forward
+    nodes: float = 0.0  # tree nodes verified per round (median)
     pad_tokens: int = 0
     prompt_tokens: int = 0
     temperature: float = 0.0
@@ -311,7 +313,7 @@ def profile_rounds(
     vlms = [pair.target, pair.draft] if drafts(config.method) else [pair.target]
     models = [part for vlm in vlms for part in (vlm.model, vlm.lean) if part is not None]  # either may run
     run = decode(pair, prepared.media, prepared.prompt, config, prepared)
-    draft, verify, step, outside = [], [], [], []
+    draft, verify, step, outside, nodes = [], [], [], [], []
     with forward_timer(models, pair.devices) as forwards:
         for record in run:
             before = forwards[0]  # the timer is read after the step: its forwards are in
@@ -321,6 +323,7 @@ def profile_rounds(
                 verify.append(record.verify_seconds)
                 step.append(record.round_seconds)
                 outside.append(record.round_seconds - before)
+                nodes.append(float(len(record.tree_tokens)))
     if keep is not None:
         keep.extend(run.records)
     return Rounds(
@@ -331,6 +334,7 @@ def profile_rounds(
         _ms(verify),
         _ms(step),
         _ms(outside),
+        statistics.median(nodes) if nodes else 0.0,
         temperature=sampling.temperature,
     )
 
@@ -393,6 +397,8 @@ def summarize_at(
                 "sage",
                 "sage-frozen",
                 "best-first",
+                "smart",
+                "sage-cost",
             ):
                 if base in methods:
                     ratios = [speeds[(method, field)][e] / speeds[(base, field)][e] for e in examples]
@@ -410,7 +416,7 @@ def summarize_at(
         row["draft_prompt_tokens"] = statistics.median(lengths) if lengths else None
         mine_rounds = [r for r in rounds if r.method == method]
         if mine_rounds:
-            for key in ("draft_ms", "verify_ms", "step_ms", "outside_forwards_ms"):
+            for key in ("draft_ms", "verify_ms", "step_ms", "outside_forwards_ms", "nodes"):
                 row[key] = statistics.median(getattr(r, key) for r in mine_rounds)
         rows.append(row)
     return rows
@@ -420,7 +426,7 @@ def summarize_at(
 SAGE_AGAINST = (("assisted", "transformers' assisted generation"), ("static", "the static tree"),
                 ("chain", "the 5-token chain"), ("dynamic", "the dynamic tree (EAGLE-2)"),
                 ("sage-frozen", "SAGE with α frozen"), ("best-first", "the best-first tree"),
-                ("sage", "the paper's SAGE"))  # fmt: skip
+                ("smart", "SMART (cost-shaped, 2026)"), ("sage", "the paper's SAGE"))  # fmt: skip
 LEADS = (("sage", "SAGE"), ("sage-cost", "sage-cost"))
 
 
@@ -437,7 +443,23 @@ def sage_lines(rows: Sequence[dict[str, Any]]) -> str:
                         f"\n\n{lead_name} over {name}{at}: {spread(row[f'x_{base}_e2e'])} end to end, "
                         f"{spread(row[f'x_{base}_decode'])} decode only."
                     )
-    return lines + efficiency_lines(rows)
+    return lines + efficiency_lines(rows) + drafting_lines(rows)
+
+
+def drafting_lines(rows: Sequence[dict[str, Any]]) -> str:
+    """Each drafting method's draft time per round beside SAGE's, with the nodes each verifies a round (the
+    same-budget baseline, best-first, should cost what its tree must: at most 1.3× SAGE's at its node count)."""
+    sage = next((row for row in rows if row["method"] == "sage" and row.get("draft_ms")), None)
+    if sage is None:
+        return ""
+    out = [
+        f"{row['method']} {row['draft_ms']:.1f} ms for {row['nodes']:.0f} nodes "
+        f"({row['draft_ms'] / sage['draft_ms']:.2f}× SAGE's)"
+        for row in rows
+        if row.get("draft_ms") and row.get("nodes") and row["method"] != "sage"
+    ]
+    head = f"\n\nDrafting per round (median; SAGE {sage['draft_ms']:.1f} ms for {sage['nodes']:.0f} nodes): "
+    return head + (", ".join(out) + "." if out else "n/a.")
 
 
 def efficiency_lines(rows: Sequence[dict[str, Any]]) -> str:
@@ -626,8 +648,7 @@ def write_sweep_plot(result: Any, curve: CostCurve, path: Path, pair_name: str) 
     import shutil
     import tempfile
 
-    sys.path.insert(0, str(ROOT))
-    from app.sweep_panel import sweep_figure
+    from sage_core.studies.sweep_figure import sweep_figure
 
     fig = sweep_figure(result, curve, f"The budget sweep, {pair_name}, on {curve.device} ({curve.dtype})")
     fig.write_html(path, include_plotlyjs="cdn")

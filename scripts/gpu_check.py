@@ -23,7 +23,7 @@ section, growing), so a later failure or a kill loses nothing already measured:
 - predict: a predicted decode-only speedup per method for each target/draft shape and context
   (7B with 0.5B and 3B drafts; 72B with the 7B as draft, its verify curve as the draft's cost),
   from the measured costs and τ from the built-in pair (this run) and the paper's tables
-  (labelled), with the draft's milliseconds per committed token (sage_core/predict.py);
+  (labelled), with the draft's milliseconds per committed token (sage_core/studies/predict.py);
 - bf16: losslessness in bfloat16 at real width (hidden 3,584) with a copy-of-target and a noised
   draft: every method against `generate(do_sample=False)`, identical or the first divergence and
   the target's logit margin there;

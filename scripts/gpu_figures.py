@@ -21,11 +21,12 @@ import torch
 
 from sage_core import DecodeConfig, SageError, decode, load_media, load_pair
 from sage_core.config import Backend
-from sage_core.methods import DRAFTING_METHODS, METHODS
+from sage_core.methods.builtin import DRAFTING_METHODS, METHODS
 from sage_core.models import VLM, KVState, check_pair
 from sage_core.models.forwards import COMPILED, FUSED, LEAN, TRANSFORMERS
 from sage_core.models.presets import gpu_preset
-from sage_core.predict import PAPER_TAUS, CostPoints, RoundShape, predict, shapes_of
+from sage_core.studies.predict import PAPER_TAUS, CostPoints, RoundShape, predict, shapes_of
+from sage_core.timing import median_ms, synchronize
 from sage_core.trees import CHAIN_TREE, STATIC_TREE, RankPath
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -142,27 +143,9 @@ def build(shape: str, device: torch.device, layers: int | None = None) -> VLM:
 
 
 def timed(fn: Callable[[], Any], repeats: int) -> float:
-    """Median milliseconds of `fn` over `repeats` runs (CUDA events; the clock on a CPU), after one warm-up."""
-    fn()
-    times = []
-    for _ in range(repeats):
-        if not torch.cuda.is_available():
-            start_s = time.perf_counter()
-            fn()
-            times.append((time.perf_counter() - start_s) * 1000)
-            continue
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times)
-
-
-def synchronize(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
+    """Median milliseconds of `fn` over `repeats` runs after one warm-up, as the library times (`median_ms`)."""
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return median_ms(fn, [device], repeats, warmup=1)
 
 
 def prompt(length: int, vocab: int, device: torch.device) -> dict[str, torch.Tensor]:
@@ -423,7 +406,7 @@ def _mean(values: Any) -> float | None:
 
 
 def predicted(context: Context, emit: Emit, left: Callable[[], float]) -> str | None:
-    """Predicted decode-only speedup per method, target/draft shape and context (sage_core/predict.py)."""
+    """Predicted decode-only speedup per method, target/draft shape and context (sage_core/studies/predict.py)."""
     rows = 0
     for target, shape in context.pairs:
         draft_costs = "its verify curve" if shape == context.target_shape else "its fused draft levels"
@@ -619,11 +602,11 @@ def race(context: Context, emit: Emit, left: Callable[[], float]) -> str | None:
 
 
 def budget_sweep(context: Context, emit: Emit, left: Callable[[], float]) -> str | None:
-    """The node-budget sweep (sage_core.sweep, as `benchmark.py --sweep`) on the built-in pair: τ, tokens per
+    """The node-budget sweep (sage_core.studies.sweep, as `benchmark.py --sweep`) on the built-in pair: τ, tokens per
     target forward and decode-only speedup per budget for SAGE, the dynamic tree and a best-first tree, and
     sage-cost's own choices (the mean node count it chose, marked `chosen`)."""
     from sage_core.prepared import prepare_inputs
-    from sage_core.sweep import sweep
+    from sage_core.studies.sweep import sweep
 
     if left() < (5 if context.smoke else 45):
         return "skipped: budget"

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import statistics
 import time
@@ -40,20 +39,14 @@ from sage_core.builtin.quality import example_media, generate_answers, teacher_f
 from sage_core.builtin.scenes import LONG_KINDS, ROW_KIND, make_examples
 from sage_core.method_settings import SageConfig
 from sage_core.policy import confidence
-from sage_core.premise import pearson
+from sage_core.studies.premise import pearson
+from sage_core.studies.stats import interval
 
 ROOT = Path(__file__).resolve().parents[1]
 
 CHAIN = 5
 
 
-def interval(values: list[float]) -> tuple[float, float]:
-    mean = statistics.fmean(values)
-    half = 1.96 * statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else float("nan")
-    return mean, half
-
-
-@torch.no_grad()
 def token_series(target, draft, processor, example, answer: list[int], k: int) -> dict:
     """The draft's top-k entropy, α and greedy agreement at every answer position (teacher-forced)."""
     n, feed = teacher_forced_feed(processor, example, answer)

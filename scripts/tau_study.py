@@ -13,14 +13,14 @@ lanes sage-frozen and best-first; --methods takes any registry names). Per metho
 over prompts (mean ± 1.96·sd/√n of the per-prompt means): τ (the paper's accepted draft tokens per round, bonus
 excluded), tokens per target forward (τ + 1 on full rounds) and the tree nodes each round verifies; then each
 method's Δτ against SAGE, paired per prompt, with its interval; each method's acceptance histogram (how often
-0, 1, 2, … draft tokens were accepted); and the calibration picture (sage_core/premise.py): corr(α, accepted
+0, 1, 2, … draft tokens were accepted); and the calibration picture (sage_core/studies/premise.py): corr(α, accepted
 length) pooled over the rounds of a lane whose trees α does not choose (the chain when it runs) and over
 SAGE's, α binned against the mean accepted length with counts, SAGE's mean α (sage-frozen's default holds the
 built-in pair's), and the lag-1 autocorrelation of the draft's entropy token by token along the answers and
 round by round. It also prints the
 spread of the draft's entropy within each SAGE answer (max − min over its rounds, nats) and
 checks that every method's tokens equal plain decoding's (lossless). And the paper's premise
-over the prompts (sage_core/premise.py): per SAGE answer, the correlation of α with the accepted
+over the prompts (sage_core/studies/premise.py): per SAGE answer, the correlation of α with the accepted
 length and the lag-1 autocorrelation of the entropy, their mean with 95% intervals, and the
 rounds they rest on, and SAGE's planned
 root width W(α) over all its rounds (median).
@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import statistics
 import time
@@ -47,22 +46,16 @@ from sage_core.builtin.quality import example_media
 from sage_core.builtin.scenes import LONG_KINDS, ROW_KIND, make_examples
 from sage_core.method_settings import FrozenSageConfig
 from sage_core.methods import drafting_methods, method_spec, short_name
-from sage_core.premise import (
+from sage_core.studies.premise import (
     acceptance_histogram,
     calibration_of,
     pearson,
     premise_of,
     round_alpha,
 )
+from sage_core.studies.stats import interval
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def interval(values: list[float]) -> tuple[float, float]:
-    """Mean and the half-width of its normal 95% interval."""
-    mean = statistics.fmean(values)
-    half = 1.96 * statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else float("nan")
-    return mean, half
 
 
 def premise_lines(premises: list) -> dict:
@@ -127,7 +120,7 @@ def histogram_lines(lanes: dict[str, list]) -> dict:
 
 
 def calibration_lines(lanes: dict[str, list]) -> dict:
-    """The calibration picture over every answer pooled (sage_core.premise.calibration_of)."""
+    """The calibration picture over every answer pooled (sage_core.studies.premise.calibration_of)."""
     picture = calibration_of(lanes)
     shown = ["–" if v is None else f"{v:+.2f}" for v in (picture.alpha_accept, picture.sage_alpha_accept)]
     where = short_name(picture.lane) if picture.lane else "no lane whose trees α does not choose"

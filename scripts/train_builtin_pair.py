@@ -108,6 +108,7 @@ from sage_core.builtin.scenes import (
 )
 from sage_core.builtin.wording import LONE, VISITOR_WORDS, free_example, lone_example, reword
 from sage_core.models import processor_inputs
+from sage_core.models.qwen import QWEN_SPECIAL_TOKENS
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -130,15 +131,7 @@ IMAGE_KINDS = tuple(KIND_WEIGHTS)
 VIDEO_EVERY = 6
 CHECKPOINT_EVERY_S = 300.0
 EVAL_EVERY_S = 600.0
-SPECIALS = [
-    "<|endoftext|>",
-    "<|im_start|>",
-    "<|im_end|>",
-    "<|vision_start|>",
-    "<|vision_end|>",
-    "<|image_pad|>",
-    "<|video_pad|>",
-]
+SPECIALS = list(QWEN_SPECIAL_TOKENS)  # the built-in pair is a Qwen3-VL pair: the family's own table
 
 CHAT_TEMPLATE = (
     "{%- for message in messages -%}"

@@ -1,4 +1,4 @@
-"""The ablation lanes (sage_core/ablations.py): `sage-frozen` holds α, `best-first` grows SAGE's node count
+"""The ablation lanes (sage_core/methods/ablations.py): `sage-frozen` holds α, `best-first` grows SAGE's node count
 best-first. Their losslessness and exact sampling are in test_lossless.py and test_sampling.py with every
 method; here, that each does what it says."""
 
@@ -9,11 +9,11 @@ import random
 import pytest
 
 from sage_core import DecodeConfig, SageConfig, decode
-from sage_core.ablations import best_first
 from sage_core.drafting import DraftedTree
 from sage_core.errors import ConfigError
-from sage_core.method_settings import FrozenSageConfig
+from sage_core.method_settings import BestFirstConfig, FrozenSageConfig
 from sage_core.methods import method_spec
+from sage_core.methods.ablations import best_first
 from sage_core.policy import Candidate, Expansion, planned_depth
 from sage_core.proposers import rerank_tree
 from sage_core.trees import Tree
@@ -123,26 +123,39 @@ def test_sage_frozen_holds_alpha_and_shapes_its_trees_with_sages_rules(pair, ima
     assert "the shape used α = <b>0.370</b>, held fixed" in page and "D(α)" in page
 
 
-def test_best_first_verifies_sages_node_count(pair, image, monkeypatch) -> None:
-    """Each best-first round verifies as many nodes as SAGE's rule gave that round, and its tokens are
-    plain decoding's."""
-    import sage_core.ablations as ablations
+def test_best_first_verifies_its_node_count_drafting_only_its_own_tree(pair, image, monkeypatch) -> None:
+    """Each best-first round verifies at most its `nodes` nodes (as many as the draft offers), drafts one
+    forward per level and never SAGE's tree, and its tokens are plain decoding's."""
+    import sage_core.methods.ablations as ablations
 
-    counts: list[int] = []
+    shaped: list[int] = []
 
     class Counted(ablations.SageProposer):
         def propose(self, drafter, pending):
-            proposal = super().propose(drafter, pending)
-            counts.append(len(proposal.tree))
-            return proposal
+            shaped.append(1)
+            return super().propose(drafter, pending)
 
     monkeypatch.setattr(ablations, "SageProposer", Counted)
     expected = decode(pair, image, "Describe the picture.", DecodeConfig("ar", 24)).run_to_end().token_ids
-    lane = decode(pair, image, "Describe the picture.", DecodeConfig("best-first", 24))
-    assert lane.run_to_end().token_ids == expected
+    config = DecodeConfig("best-first", 24).with_settings({"best-first": BestFirstConfig(7)})
+    lane = decode(pair, image, "Describe the picture.", config)
+    assert lane.run_to_end().token_ids == expected and lane.header.settings == {"nodes": 7}
     rounds = [r for r in lane.records if r.phase == "decode"]
-    assert [r.node_count for r in rounds] == counts and counts[0] == 25  # the first: SAGE's static tree
-    assert len(set(counts)) > 1  # SAGE's count moved with the draft's confidence
+    assert shaped == [] and all(r.node_count <= 7 for r in rounds) and max(r.node_count for r in rounds) == 7
+    assert all(r.alpha is not None and r.entropy is not None for r in rounds)  # recorded, not used
+
+
+def test_in_a_race_an_unset_best_first_holds_sages_mean_node_count(pair, image) -> None:
+    from app.handlers import last
+    from app.race import RaceRequest, race_steps
+
+    methods = ("sage", "best-first")
+    request = RaceRequest(image, "Describe the picture.", methods, 16, best_first_nodes_given=False)
+    data = last(race_steps(pair, request))
+    nodes = [r.node_count for r in data.lane("sage").records if r.phase == "decode" and r.node_count]
+    assert nodes and data.lane("best-first").header.settings["nodes"] == max(1, round(sum(nodes) / len(nodes)))
+    given = RaceRequest(image, "Describe the picture.", methods, 16, {"best-first": BestFirstConfig(5)})
+    assert last(race_steps(pair, given)).lane("best-first").header.settings["nodes"] == 5
 
 
 def test_the_lanes_are_registry_methods_off_by_default() -> None:
@@ -161,7 +174,7 @@ def test_a_configuration_carries_each_methods_settings_where_its_entry_says():
         {"sage": SageConfig(depth_max=6), "sage-frozen": FrozenSageConfig(0.5)}
     )
     assert config.sage.depth_max == 6 and config.settings_for().alpha == 0.5
-    assert config.settings_for("best-first") is None and config.settings_for("dynamic") == config.dynamic
+    assert config.settings_for("best-first") == BestFirstConfig() and config.settings_for("dynamic") == config.dynamic
     with pytest.raises(ConfigError, match="not the ones its registry entry names"):
         DecodeConfig("sage", method_settings=(("sage-frozen", SageConfig()),))
     chain, sage = make_proposer(DecodeConfig("chain", 16)), make_proposer(DecodeConfig("sage", 16))

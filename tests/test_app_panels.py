@@ -759,7 +759,8 @@ def test_a_trace_header_with_bad_sampling_or_pruning_fields_is_refused(fields, m
 
 
 def test_the_table_shows_the_measured_cost_curve_and_the_speedup_it_predicts():
-    from sage_core.costs import CostCurve, predicted_speedups
+    from sage_core.cost_curve import CostCurve
+    from sage_core.studies.costs import predicted_speedups
 
     data = synthetic_race()
     assert "Verification cost" not in render.table_html(data)  # nothing measured: nothing shown

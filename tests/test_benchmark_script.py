@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from sage_core.methods.builtin import DRAFTING_METHODS
 from sage_testkit.pairs import tiny_folder
 
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "benchmark.py"
@@ -78,6 +79,7 @@ def test_benchmark_runs_every_method_and_writes_its_reports(tiny_root, tmp_path,
         "dynamic",
         "sage-frozen",
         "best-first",
+        "smart",
         "generate",
         "assisted",
     }
@@ -91,6 +93,7 @@ def test_benchmark_runs_every_method_and_writes_its_reports(tiny_root, tmp_path,
     assert "SAGE over the dynamic tree (EAGLE-2)" in out_md.read_text()
     assert "sage-cost over SAGE with α frozen" in out_md.read_text()
     assert "sage-cost over the best-first tree" in out_md.read_text()
+    assert "sage-cost over SMART (cost-shaped, 2026)" in out_md.read_text()
     curve = report["cost_curve"]  # measured on the first example, printed before the table
     assert curve["sizes"] == [1, 2, 4, 8, 16, 32, 64] and all(ms > 0 for ms in curve["verify_ms"])
     assert "64 nodes: verify" in out_md.read_text()
@@ -402,7 +405,7 @@ def test_the_tau_study_compares_every_drafting_method_and_checks_the_premise(cap
         pytest.skip("built-in pair not trained")
     study = runpy.run_path(str(SCRIPT.parent / "tau_study.py"), run_name="tau_study")["main"]
     figures = study(["--n", "2", "--max-new-tokens", "48", "--threads", "1"])
-    assert set(figures["methods"]) == {"chain", "static", "sage", "dynamic", "sage-frozen", "best-first", "sage-cost"}
+    assert set(figures["methods"]) == {*DRAFTING_METHODS}  # every drafting method of the registry
     assert figures["lossless"] and set(figures["delta_vs_sage"]) == set(figures["methods"]) - {"sage"}
     assert figures["calibration"]["lane"] == "chain" and figures["acceptance_histogram"]["sage"]
     assert figures["methods"]["dynamic"]["nodes_per_round"] <= 59

@@ -15,9 +15,10 @@ from gradio_client.exceptions import AppError
 
 from app.inputs import RACE_FIELDS, Limits, load_examples
 from sage_core.cli import main
-from sage_core.config import DecodeConfig, SamplingConfig, check_max_new_tokens, check_prompt
+from sage_core.config import DecodeConfig, SamplingConfig, check_max_new_tokens
 from sage_core.errors import SageError
 from sage_core.method_settings import DynamicConfig, SageConfig
+from sage_core.models.prompts import check_prompt
 
 LIMITS = Limits(max_upload_mb=1, max_video_seconds=5, max_trace_mb=0.5)
 HUGE = 10**400
@@ -181,7 +182,8 @@ def test_values_gradios_components_refuse_reach_the_handlers_sentence(url, clien
         (
             6,
             ["sage", "beam"],
-            "unknown method 'beam'; choose from ar, chain, static, sage, dynamic, sage-frozen, best-first, sage-cost",
+            "unknown method 'beam'; choose from ar, chain, static, sage, dynamic, sage-frozen, best-first, sage-cost, "
+            "smart",
         ),
     ):
         inputs = {"prune_choice": "chosen"} if index == 15 else {}

@@ -1,4 +1,4 @@
-"""The budget model of sage-cost (sage_core/budget.py) on fake cost curves, numbers checked by hand."""
+"""The budget model of sage-cost (sage_core/methods/budget.py) on fake cost curves, numbers checked by hand."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import itertools
 
 import pytest
 
-from sage_core.budget import (
+from sage_core.cost_curve import CostCurve
+from sage_core.methods.budget import (
     Calibration,
     RankCalibration,
     RoundCosts,
@@ -15,7 +16,6 @@ from sage_core.budget import (
     path_probs,
     tried_outcomes,
 )
-from sage_core.costs import CostCurve
 from sage_core.trees import Tree
 
 
@@ -187,7 +187,7 @@ def test_shown_budgets_hold_the_chosen_one() -> None:
 
 
 def test_the_run_curve_is_a_line_through_the_fastest_passes() -> None:
-    from sage_core.costs import line_fit
+    from sage_core.studies.costs import line_fit
 
     # (1, 2), (2, 3), (4, 5): exactly 1 + n.
     assert line_fit((1, 2, 4), (2.0, 3.0, 5.0)) == pytest.approx((2.0, 3.0, 5.0))

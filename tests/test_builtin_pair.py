@@ -21,7 +21,7 @@ import pytest
 from sage_core import DecodeConfig, decode, load_media, load_pair
 from sage_core.builtin.quality import evaluate, example_media
 from sage_core.builtin.scenes import LONG_KINDS, SHIFTED, example_picks, fact_score, make_examples
-from sage_core.methods import METHODS
+from sage_core.methods.builtin import METHODS
 from sage_core.models import BUILTIN_TARGET, ModelPair
 from sage_testkit.pairs import builtin_pair, greedy
 

@@ -19,19 +19,18 @@ from app_records import synthetic_race
 from app import models, render
 from app.inputs import load_examples
 from app.race_trace import parse_race, race_trace_lines
-from sage_core import DecodeConfig, costs, decode, load_media, load_pair
-from sage_core.costs import (
-    COST_SIZES,
-    NOISY_SPREAD,
+from sage_core import DecodeConfig, decode, load_media, load_pair
+from sage_core.cost_curve import COST_SIZES, NOISY_SPREAD, CostCurve
+from sage_core.errors import TraceError
+from sage_core.studies import costs
+from sage_core.studies.costs import (
     SETTLE_PASSES,
-    CostCurve,
     known_curve,
     measure_cost_spread,
     read_recorded_curve,
     remember_curve,
     settled_curve,
 )
-from sage_core.errors import TraceError
 from sage_testkit.pairs import tiny_folder
 
 SIZES = (1, 2, 4, 8)

@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from sage_core import DecodeConfig, decode, load_media
-from sage_core.explain import explain_round, sage_config_from
 from sage_core.method_settings import SageConfig
 from sage_core.models import BUILTIN_TARGET
 from sage_core.policy import (
@@ -24,6 +23,7 @@ from sage_core.policy import (
     planned_width,
 )
 from sage_core.records import RoundRecord, record_from_dict, record_to_dict, trace_lines
+from sage_core.studies.explain import explain_round, sage_config_from
 from sage_core.trace_check import parse_trace
 from sage_testkit.pairs import builtin_pair
 

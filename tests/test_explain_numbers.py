@@ -1,5 +1,5 @@
 """Every number the explainer prints is recomputed here from the round's record (and the run's SAGE
-settings) with the policy's own functions, never with `sage_core.explain`: on finished races of every
+settings) with the policy's own functions, never with `sage_core.studies.explain`: on finished races of every
 method, on an image and a video, with the built-in draft and the hesitant one.
 
 The explainer's HTML is reduced to its text (token texts shown as "w", so no digit comes from a token);
@@ -17,11 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from app.explain_view import RERANK_LISTED, explain_html
+from app.explain_view import RERANK_LISTED, exact, explain_html
 from app.models import HESITANT_DRAFT_DIR
 from sage_core import DecodeConfig, decode, load_media, load_pair
 from sage_core.method_settings import SageConfig
-from sage_core.methods import METHODS, method_spec
+from sage_core.methods import method_spec
+from sage_core.methods.builtin import METHODS
 from sage_core.models import BUILTIN_TARGET, ModelPair
 from sage_core.policy import confidence, level_threshold, level_width, planned_depth, planned_width
 from sage_core.records import RoundRecord
@@ -107,7 +108,7 @@ def accounted(record: RoundRecord, config: SageConfig) -> set[str]:
         alphas.append(record.alpha)
     if record.alpha is not None and probs:
         entropy = confidence(probs)[0]
-        ok |= {f"{entropy:.3f}", f"{math.log(len(probs)):.3f}"}
+        ok |= {f"{entropy:.3f}", f"{math.log(len(probs)):.3f}", f"{sum(probs):.3f}"}  # (Σp: the renormalising)
         ok |= {f"{alpha:.3f}" for alpha in alphas} | {f"{1 - alpha:.3f}" for alpha in alphas}
         if record.planned_depth is None:
             ok.add("25")  # SAGE's first round: the static tree
@@ -115,12 +116,23 @@ def accounted(record: RoundRecord, config: SageConfig) -> set[str]:
         ok |= {str(config.depth_min), str(record.depth_max), str(config.width_min), str(config.width_max)}
         for alpha in alphas:
             ok |= {
-                f"{config.depth_min + alpha * (record.depth_max - config.depth_min):.2f}",
+                exact(
+                    config.depth_min + alpha * (record.depth_max - config.depth_min),
+                    planned_depth(alpha, config.depth_min, record.depth_max),
+                ),
                 str(planned_depth(alpha, config.depth_min, record.depth_max)),
-                f"{config.width_min + (1 - alpha) * (config.width_max - config.width_min):.2f}",
+                exact(
+                    config.width_min + (1 - alpha) * (config.width_max - config.width_min),
+                    planned_width(alpha, config.width_min, config.width_max),
+                ),
                 str(planned_width(alpha, config.width_min, config.width_max)),
             }
     ok |= _levels(record, config, tree_depths)
+    if record.planned_depth is not None and tree_depths:  # why a tree stops short of D(α): its best node and θ
+        ok |= {f"{max(c for c, d in zip(cum, tree_depths, strict=True) if d == level):.4f}" for level in tree_depths}
+        thresholds = range(1, record.planned_depth + 2)
+        ok.add(str(max(tree_depths) + 1))  # the level not drafted
+        ok |= {f"{level_threshold(level, record.planned_depth, config.threshold_base):.4f}" for level in thresholds}
     ok |= {f"{p:.2f}" for p in record.cut_probs}
     if method_spec(record.method).explainer == "rerank":
         levels = range(1, len(record.level_thresholds) + 1)
@@ -168,7 +180,7 @@ def _levels(record: RoundRecord, config: SageConfig, tree_depths: list[int]) -> 
         for node, used in parents:
             p = 1.0 if node == -1 else record.tree_draft_probs[node]
             raw = float(width) if level == 1 else width * (0.5 + p) / level
-            ok |= {f"{raw:.2f}", str(level_width(width, level, p))}
+            ok |= {exact(raw, level_width(width, level, p)), str(level_width(width, level, p))}
             assert used == level_width(width, level, p)
     return ok
 
@@ -237,11 +249,11 @@ def test_every_number_the_explainer_prints_is_recomputed_from_the_record(draft, 
 
 
 def test_every_figure_of_the_race_account_is_recomputed_from_the_records():
-    """sage_core.account on a finished race of every method: each side's τ, depth cap, full-depth rounds, mean
+    """sage_core.studies.account on a finished race of every method: each side's τ, depth cap, full-depth rounds, mean
     depth, nodes and their cost on a (linear) curve, prefill, median round and α, recomputed here; the page's
     and `/race`'s lines carry the same figures."""
-    from sage_core.account import race_account
-    from sage_core.costs import COST_SIZES, CostCurve
+    from sage_core.cost_curve import COST_SIZES, CostCurve
+    from sage_core.studies.account import race_account
 
     runs = race("builtin", "image")
     curve = CostCurve("cpu", "float32", "fast", COST_SIZES, 2.0, tuple(2.5 + 0.25 * n for n in COST_SIZES), (0.5,) * 7)
@@ -276,3 +288,18 @@ def test_every_figure_of_the_race_account_is_recomputed_from_the_records():
     sage, frozen = account.side("sage"), account.side("sage-frozen")
     assert account.reacting_delta_tau == pytest.approx(sage.tau - frozen.tau)
     assert f"Δτ {sage.tau - frozen.tau:+.2f}" in account.lines()[-1] and "held at 0.89" in account.lines()[-1]
+
+
+def test_a_rounded_number_is_printed_so_rounding_the_print_gives_it():
+    """ "1.50 → 1" would contradict round-half-up: a value just under a half is printed with the decimals it
+    takes (explain_view.exact), and rounding the printed number half up gives the printed result."""
+    import random
+
+    from app.explain_view import exact
+    from sage_core.policy import round_half_up
+
+    assert exact(2.345, 2) == "2.35" and exact(1.499995, 1) != "1.50"
+    draw = random.Random(7)
+    for raw in [1.499995, 2.4999991, 3.5, 0.994, *(draw.uniform(0, 9) for _ in range(2000))]:
+        printed = exact(raw, round_half_up(raw))
+        assert round_half_up(float(printed)) == round_half_up(raw), (raw, printed)

@@ -9,6 +9,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+import gradio as gr
 import pytest
 from gradio import queueing, route_utils
 from gradio.state_holder import SessionState, StateHolder
@@ -28,6 +29,19 @@ def test_what_the_patches_rely_on_is_still_in_gradio() -> None:
     # The server calls the cleanup the app extends, every second.
     assert "delete_all_expired_state()" in inspect.getsource(route_utils), "Gradio no longer cleans state"
     assert "queue_full" in inspect.getsource(queueing.Queue.push), "Gradio's full queue says it differently"
+    # What `around_preprocess_data` and `around_preprocess` wrap: an event's inputs, a component's payload.
+    assert inspect.iscoroutinefunction(gr.Blocks.preprocess_data)
+    assert list(inspect.signature(gr.Blocks.preprocess_data).parameters)[:3] == ["self", "block_fn", "inputs"]
+    for component in (gr.Image, gr.Sketchpad, gr.Number, gr.Slider):
+        assert list(inspect.signature(component.preprocess).parameters)[:2] == ["self", "payload"], component
+
+
+def test_around_preprocess_sees_the_payload_first() -> None:
+    from app.gradio_patches import around_preprocess
+
+    seen: list[object] = []
+    number = around_preprocess(gr.Number(), lambda stock, payload: seen.append(payload) or stock(payload))
+    assert number.preprocess(3) == 3 and seen == [3]
 
 
 class FakeSession:

@@ -70,7 +70,7 @@ def test_the_decode_loop_names_no_method() -> None:
     """`DecodeRun`'s round and prefill hold no method's name: each method is its proposer (proposers.py)."""
     import ast
 
-    from sage_core.methods import METHODS
+    from sage_core.methods.builtin import METHODS
 
     tree = ast.parse((ROOT / "sage_core" / "decode.py").read_text())
     (run,) = [node for node in ast.walk(tree) if isinstance(node, ast.ClassDef) and node.name == "DecodeRun"]

@@ -133,7 +133,7 @@ def test_the_page_the_loss_sentence_and_the_answer_say_the_same_thing():
 
 
 def test_frozen_alpha_in_race_is_sages_mean_unless_given() -> None:
-    from sage_core.account import frozen_alpha_in_race
+    from sage_core.studies.account import frozen_alpha_in_race
 
     alphas = [0.97, 1.0, 0.91]
     held, source = frozen_alpha_in_race(None, alphas, 0.89)

@@ -127,24 +127,33 @@ def modules_of(package: str) -> dict[str, Path]:
     return found
 
 
-def module_level_imports(tree: ast.Module) -> Iterator[ast.Import | ast.ImportFrom]:
-    """The imports run when the module is imported: top level and in a top-level try (not under
-    `if TYPE_CHECKING:`, not inside functions)."""
-    for node in tree.body:
-        body = [node]
-        if isinstance(node, ast.Try):
-            body = [*node.body, *(statement for handler in node.handlers for statement in handler.body)]
-        yield from (n for n in body if isinstance(n, ast.Import | ast.ImportFrom))
+def every_import(tree: ast.Module) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Every import in the module: at the top, in a try, and inside functions and classes (which run when
+    called, and close a circle as surely), but not under `if TYPE_CHECKING:` (annotations only)."""
+
+    def walk(nodes: list[ast.stmt]) -> Iterator[ast.Import | ast.ImportFrom]:
+        for node in nodes:
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+                yield from walk(node.orelse)
+                continue
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                yield node
+            for field in ("body", "orelse", "finalbody", "handlers"):
+                inner = getattr(node, field, None)
+                if isinstance(inner, list):
+                    yield from walk(inner)
+
+    yield from walk(tree.body)
 
 
 def import_graph(package: str) -> dict[str, set[str]]:
-    """Module -> the modules of the same package it imports at module level."""
+    """Module -> the modules of the same package it imports (`every_import`)."""
     modules = modules_of(package)
     graph: dict[str, set[str]] = {}
     for name, path in modules.items():
         here = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
         imported: set[str] = set()
-        for node in module_level_imports(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in every_import(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Import):
                 imported |= {alias.name for alias in node.names}
                 continue
@@ -204,9 +213,54 @@ def test_no_import_cycle_within_sage_core_or_app() -> None:
         graph = import_graph(package)
         found = cycles(graph)
         edges = sum(len(targets) for targets in graph.values())
-        print(f"\nimport cycles in {package}: {len(found)} ({len(graph)} modules, {edges} module-level imports)")
+        print(f"\nimport cycles in {package}: {len(found)} ({len(graph)} modules, {edges} imports, in functions too)")
         assert graph and edges > len(graph) // 2  # the graph was read, not empty
         assert not found, found
+
+
+def test_the_import_count_sees_imports_inside_functions() -> None:
+    tree = ast.parse("import a\nif TYPE_CHECKING:\n    import b\ndef f():\n    from . import c\n    import d\n")
+    assert [ast.unparse(node) for node in every_import(tree)] == ["import a", "from . import c", "import d"]
+
+
+def test_no_private_name_is_imported_across_modules() -> None:
+    taken = []
+    for path in python_files("sage_core", "app", "scripts"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                private = [a.name for a in node.names if a.name.startswith("_") and not a.name.startswith("__")]
+                taken += [f"{path.relative_to(ROOT)}: {node.module}.{name}" for name in private]
+    print(f"\nprivate names imported across modules: {len(taken)}")
+    assert taken == []
+
+
+#: The most modules flat at `sage_core/`'s top level: the paper's loop and the library's doors; the methods
+#: wing (`methods/`), the studies (`studies/`), the models (`models/`) and the built-in world have rooms.
+MAX_FLAT_MODULES = 25
+#: The scripts that serve or film the app (they may import `app`); every other script is the library's own.
+APP_SCRIPTS = {"headline_check.py", "record_landing_trace.py", "screenshots.py", "soak.py", "visitor_memory.py"}
+
+
+def test_sage_core_has_rooms_and_the_scripts_keep_their_place() -> None:
+    flat = sorted(path.name for path in (ROOT / "sage_core").glob("*.py"))
+    print(f"\nmodules flat at sage_core's top level: {len(flat)} (at most {MAX_FLAT_MODULES})")
+    assert len(flat) <= MAX_FLAT_MODULES, flat
+    assert {"methods", "studies", "models"} <= {p.name for p in (ROOT / "sage_core").iterdir() if p.is_dir()}
+    edits_path, imports_app = [], []
+    for path in sorted((ROOT / "scripts").glob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        if "sys.path" in text and path.name != "gpu_check.py":
+            edits_path.append(path.name)
+        imported = {
+            (node.module or "") if isinstance(node, ast.ImportFrom) else alias.name
+            for node in ast.walk(ast.parse(text))
+            if isinstance(node, ast.Import | ast.ImportFrom)
+            for alias in node.names
+        }
+        if path.name not in APP_SCRIPTS and any(name == "app" or name.startswith("app.") for name in imported):
+            imports_app.append(path.name)
+    print(f"scripts editing sys.path (gpu_check.py aside): {edits_path}; library scripts importing app: {imports_app}")
+    assert edits_path == [] and imports_app == []
 
 
 # -- duplicate code ---------------------------------------------------------------------------

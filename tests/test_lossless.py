@@ -11,6 +11,7 @@ import pytest
 from sage_core import METHODS, DecodeConfig, decode
 from sage_core.config import BACKENDS
 from sage_core.errors import MediaError
+from sage_core.methods.builtin import DRAFTING_METHODS
 from sage_testkit.pairs import (
     ADDED_NEW,
     DRAFT_KINDS,
@@ -88,7 +89,7 @@ def test_every_method_equals_greedy_generate(tiny_root, image, video, family, dr
 
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("family", FAMILIES)
-@pytest.mark.parametrize("method", ["chain", "static", "sage", "dynamic", "sage-frozen", "best-first", "sage-cost"])
+@pytest.mark.parametrize("method", DRAFTING_METHODS)
 def test_limit_and_eos_inside_an_accepted_path(tiny_root, image, family, method, backend):
     pair = tiny_pair(str(tiny_root), family, "copy")
     long = greedy(pair, image, PROMPTS[0], 20)

@@ -24,10 +24,10 @@ from sage_core import SageConfig
 from sage_core.cli import main
 from sage_core.drafting import template_chooser
 from sage_core.errors import ConfigError
-from sage_core.explain import explain_round
 from sage_core.methods import MethodSpec, Setting, registered
 from sage_core.models import load_pair
 from sage_core.proposers import Adaptation, Drafter, Proposal, RoundShape
+from sage_core.studies.explain import explain_round
 from sage_core.verify import Verdict
 from sage_testkit.pairs import tiny_folder
 

@@ -8,7 +8,9 @@ import itertools
 import pytest
 
 from app import palette
-from sage_core.methods import REGISTRY
+from app.palette import VERMILLION
+from sage_core.methods import Look, look
+from sage_core.methods.builtin import REGISTRY
 
 
 def _closest(colours: list[str]) -> tuple[float, str, str, str]:
@@ -45,13 +47,12 @@ def test_the_simulations_merge_what_each_deficiency_cannot_tell_apart():
     assert palette.delta_e("#1E90FF", "#20B2AA", "deuteranopia") > palette.MIN_DELTA_E  # only tritanopia merges
 
 
-def test_method_colours_are_the_palettes_and_stay_apart():
-    """The paper's methods (the columns of its tables) have the palette's colours, kept apart; a method
-    added to the registry later keeps its own colour (and the panels' default dash and marker)."""
-    registry = {spec.name: spec.colour for spec in REGISTRY}
-    assert {name: registry[name] for name in palette.METHOD_COLOURS} == palette.METHOD_COLOURS
-    distance, a, b, condition = _closest(list(palette.METHOD_COLOURS.values()))
+def test_method_colours_stay_apart():
+    """The built-in methods' colours (their registry entries, the one place a method's look is set) stay
+    apart under every condition; a method added later keeps its own look, or the default one."""
+    distance, a, b, condition = _closest([spec.colour for spec in REGISTRY])
     assert distance >= palette.MIN_DELTA_E, (a, b, condition, distance)
+    assert look("no such method") == Look() and look("sage") == Look(VERMILLION, "solid", "circle")
 
 
 def test_panel_one_series_stay_apart():
@@ -68,5 +69,4 @@ def test_the_tree_colours_stay_apart():
 def test_every_series_has_a_second_cue_besides_colour():
     series = list(palette.SERIES.values())
     assert len({(s.dash, s.marker) for s in series}) == len(series)
-    assert len(set(palette.METHOD_DASH.values())) == len(palette.METHOD_DASH) == len(palette.METHOD_COLOURS)
-    assert len(set(palette.METHOD_MARKER.values())) == len(palette.METHOD_MARKER) == len(palette.METHOD_COLOURS)
+    assert len({spec.dash for spec in REGISTRY}) == len({spec.marker for spec in REGISTRY}) == len(REGISTRY)

@@ -1,4 +1,5 @@
-"""The predicted-speedup arithmetic (sage_core/predict.py) on made-up cost curves, against values worked out by hand."""
+"""The predicted-speedup arithmetic (sage_core/studies/predict.py) on made-up cost curves, against values worked
+out by hand."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from sage_core.predict import (
+from sage_core.studies.predict import (
     CHAIN_WIDTHS,
     PAPER_TAUS,
     STATIC_WIDTHS,

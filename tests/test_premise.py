@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from sage_core.premise import pearson, premise_of
 from sage_core.records import RoundRecord
+from sage_core.studies.premise import pearson, premise_of
 from sage_testkit.references import chain_record
 
 
@@ -58,7 +58,7 @@ def lane_record(
 
 
 def test_alpha_is_measured_from_the_roots_top_k_and_binned_on_a_lane_alpha_does_not_shape():
-    from sage_core.premise import alpha_bins, calibration_of, round_alpha
+    from sage_core.studies.premise import alpha_bins, calibration_of, round_alpha
 
     sure, unsure = (0.97, 0.01, 0.01, 0.01), (0.25, 0.25, 0.25, 0.25)
     assert round_alpha(lane_record("chain", 1, unsure, 0)) == pytest.approx(0.0)
@@ -78,7 +78,7 @@ def test_alpha_is_measured_from_the_roots_top_k_and_binned_on_a_lane_alpha_does_
 
 
 def test_entropy_is_autocorrelated_token_by_token_and_a_gap_breaks_the_run():
-    from sage_core.premise import calibration_of, lag1, token_entropies
+    from sage_core.studies.premise import calibration_of, lag1, token_entropies
 
     rising = [
         lane_record("chain", 1, (0.5, 0.5), 2, (0.1, 0.2, 0.3)),
@@ -92,7 +92,7 @@ def test_entropy_is_autocorrelated_token_by_token_and_a_gap_breaks_the_run():
 
 
 def test_what_adaptation_bought_says_nothing_when_it_is_nothing():
-    from sage_core.premise import adaptation_bought
+    from sage_core.studies.premise import adaptation_bought
 
     sage = [lane_record("sage", 1, (0.5, 0.5), 4, seconds=1.0), lane_record("sage", 2, (0.5, 0.5), 6, seconds=2.0)]
     same = [
@@ -124,7 +124,7 @@ def test_what_adaptation_bought_says_nothing_when_it_is_nothing():
 
 
 def test_the_acceptance_histogram_counts_rounds_by_accepted_length():
-    from sage_core.premise import acceptance_histogram
+    from sage_core.studies.premise import acceptance_histogram
 
     rounds = [chain_record(0, None, None, 0)] + [chain_record(i + 1, 0.5, 0.5, n) for i, n in enumerate([0, 2, 2, 5])]
     assert acceptance_histogram(rounds) == (1, 0, 2, 0, 0, 1)

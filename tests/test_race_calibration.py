@@ -1,5 +1,5 @@
 """The race's calibration picture, what adaptation bought and the acceptance histogram, rendered from a race's
-own records (app/render.py over sage_core/premise.py; no model)."""
+own records (app/render.py over sage_core/studies/premise.py; no model)."""
 
 from __future__ import annotations
 

@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 
 from sage_core import DecodeConfig, decode, load_pair
-from sage_core.costs import COST_SIZES, CostCurve, remember_curve
+from sage_core.cost_curve import COST_SIZES, CostCurve
 from sage_core.models import ModelPair
 from sage_core.records import trace_lines
+from sage_core.studies.costs import remember_curve
 from sage_core.trace_check import parse_trace
 from sage_testkit.pairs import tiny_folder
 
@@ -59,7 +60,7 @@ def test_the_cost_curve_sizes_the_trees(tiny_root, image):
 
 def test_the_round_overhead_is_learned_from_the_runs_rounds():
     from sage_core.method_settings import SageConfig
-    from sage_core.sage_cost import OVERHEAD_ROUNDS, SageCostProposer
+    from sage_core.methods.sage_cost import OVERHEAD_ROUNDS, SageCostProposer
 
     proposer = SageCostProposer(SageConfig(), fake_curve(2.0, None))
     assert proposer.round_overhead() == 0.0  # nothing measured yet
@@ -79,7 +80,7 @@ def test_a_run_learns_its_overhead_and_stays_lossless(tiny_root, image):
     _, learned = nodes_with(pair, image, fake_curve(0.5, None))
     _, fixed = nodes_with(pair, image, fake_curve(0.5))
     assert learned.run_to_end().token_ids == fixed.run_to_end().token_ids
-    from sage_core.sage_cost import OVERHEAD_ROUNDS
+    from sage_core.methods.sage_cost import OVERHEAD_ROUNDS
 
     rounds = [r for r in learned.records if r.phase == "decode"]
     proposer = learned.proposer
@@ -117,8 +118,8 @@ def test_a_trace_with_a_budget_not_weighed_is_refused(tiny_root, image):
 
 
 def test_the_explainer_shows_the_budgets_weighed_and_their_rates(tiny_root, image):
-    from sage_core.explain import explain_round
     from sage_core.method_settings import SageConfig
+    from sage_core.studies.explain import explain_round
 
     pair = _pair(str(tiny_root), "noised")
     _, run = nodes_with(pair, image, fake_curve(0.3))

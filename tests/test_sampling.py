@@ -45,6 +45,7 @@ from sequence_oracle import SequenceOracle
 from sage_core import DecodeConfig, SageConfig, decode
 from sage_core.config import SamplingConfig
 from sage_core.errors import ConfigError, InputError
+from sage_core.methods.builtin import DRAFTING_METHODS, METHODS
 from sage_core.models import ModelPair
 from sage_core.prepared import PreparedInputs, prepare_inputs
 from sage_core.records import save_trace, trace_lines
@@ -239,7 +240,7 @@ def exact_reference(tiny_root, image) -> dict[Tokens, float]:
     return exact
 
 
-@pytest.mark.parametrize("method", ["chain", "static", "sage", "dynamic", "sage-frozen", "best-first", "sage-cost"])
+@pytest.mark.parametrize("method", DRAFTING_METHODS)
 def test_decoding_samples_exactly_as_the_target(oracle, exact_reference, method):
     """1,000 runs of the decode loop: the first three tokens are distributed as the target's own sampling."""
     counts = decode_counts(oracle, method, RUNS)
@@ -287,9 +288,7 @@ def test_warper_processes_logits_exactly_as_generate(tiny_root, image, settings,
         assert torch.equal(mine[kept], processed[kept])
 
 
-@pytest.mark.parametrize(
-    "method", ["ar", "chain", "static", "sage", "dynamic", "sage-frozen", "best-first", "sage-cost"]
-)
+@pytest.mark.parametrize("method", METHODS)
 def test_sampling_from_a_point_mass_is_greedy_decoding(tiny_root, image, method):
     """top-k 1 leaves one token: the sampling verifier, on the real caches, must give greedy generate's tokens."""
     pair = tiny_pair(str(tiny_root), FAMILY, "noised")

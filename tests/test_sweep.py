@@ -1,4 +1,4 @@
-"""The budget sweep (sage_core/sweep.py) on tiny models, and its figure (app/sweep_panel.py)."""
+"""The budget sweep (sage_core/studies/sweep.py) on tiny models, and its figure (sage_core/studies/sweep_figure.py)."""
 
 from __future__ import annotations
 
@@ -6,10 +6,11 @@ import functools
 from pathlib import Path
 
 from sage_core import load_pair, prepare_inputs
-from sage_core.costs import COST_SIZES, CostCurve, remember_curve
+from sage_core.cost_curve import COST_SIZES, CostCurve
 from sage_core.methods import is_method
 from sage_core.models import ModelPair
-from sage_core.sweep import sweep
+from sage_core.studies.costs import remember_curve
+from sage_core.studies.sweep import sweep
 from sage_testkit.pairs import tiny_folder
 
 
@@ -45,8 +46,8 @@ def test_the_sweep_runs_every_method_at_every_budget_and_marks_sage_costs_choice
 
 
 def test_the_sweep_figure_draws_three_panels_and_the_cost_curve(tiny_root, image):
-    from app.sweep_panel import sweep_figure
-    from sage_core.sweep import SweepPoint, SweepResult
+    from sage_core.studies.sweep import SweepPoint, SweepResult
+    from sage_core.studies.sweep_figure import sweep_figure
 
     points = tuple(SweepPoint(m, b, 1.0 + b / 10, 2.0, b, 1.5) for m in ("sage", "dynamic") for b in (4, 8))
     chosen = SweepPoint("sage-cost", 6.5, 1.7, 2.5, 6.5, 1.8)
@@ -63,7 +64,7 @@ def test_the_app_measures_the_pairs_sweep_once_and_draws_it_beside_the_warm_up_c
     from dataclasses import fields
     from types import SimpleNamespace
 
-    import sage_core.costs
+    import sage_core.studies.costs
     from app import models
     from app.handlers import Handlers, Settings
     from app.inputs import Limits
@@ -75,7 +76,7 @@ def test_the_app_measures_the_pairs_sweep_once_and_draws_it_beside_the_warm_up_c
     monkeypatch.setattr(models, "SWEEP_BUDGETS", (4, 16))
     monkeypatch.setattr(models, "SWEEP_TOKENS", 8)
     monkeypatch.setattr(models, "PAIRS", models.PairCache(1))
-    monkeypatch.setattr(sage_core.costs, "_fastest_pass_curve", no_second_measurement)
+    monkeypatch.setattr(sage_core.studies.costs, "_fastest_pass_curve", no_second_measurement)
     target, draft = (
         Path(tiny_folder(tiny_root, "qwen2_vl", "target")),
         Path(tiny_folder(tiny_root, "qwen2_vl", "noised")),

@@ -22,8 +22,8 @@ from app.race_trace import load_race, parse_race, race_trace_lines
 from sage_core import DecodeConfig, DynamicConfig, SageConfig, decode, load_trace, save_trace
 from sage_core.cli import build_parser, main
 from sage_core.errors import TraceError
-from sage_core.explain import sage_config_from
 from sage_core.records import trace_lines
+from sage_core.studies.explain import sage_config_from
 from sage_core.trace_check import parse_trace
 
 LANDING = Path(__file__).resolve().parent / "data" / "race-old-names.jsonl"  # the landing trace first shipped

@@ -26,7 +26,7 @@ from app.export import main as export_main
 from app.inputs import Limits
 from app.race_trace import load_race, parse_race, race_trace_lines
 from sage_core import trace_check
-from sage_core.costs import CostCurve
+from sage_core.cost_curve import CostCurve
 from sage_core.errors import TraceError
 from sage_core.trace_check import read_trace_text, recorded_cost_curve
 

@@ -31,7 +31,7 @@ from typing import Any, Protocol
 import torch
 from transformers import DynamicCache
 
-from ..errors import ConfigError
+from ..registry import Registry
 from .kvcache import full_cache, growing_cache, move_rows
 from .recurrent import commit_states, crop_attention, plan_forward
 
@@ -171,27 +171,21 @@ class KVState:
 
 
 # The registry: process-wide, filled with the built-in strategies; `register_cache_strategy` adds one.
-CACHE_STRATEGIES: dict[str, CacheStrategy] = {IN_PLACE.name: IN_PLACE, GROWING.name: GROWING}
+CACHE_STRATEGIES: Registry[CacheStrategy] = Registry("cache strategy", lambda strategy: strategy.name)
+for _strategy in (IN_PLACE, GROWING):
+    CACHE_STRATEGIES.add(_strategy, built_in=True)
 
 
 def register_cache_strategy(strategy: CacheStrategy) -> CacheStrategy:
     """Offer a cache strategy by its name (`DecodeConfig(cache=...)`, `open_backend`, the CLI's `--cache`)."""
-    if strategy.name in CACHE_STRATEGIES:
-        raise ConfigError(f"a cache strategy named {strategy.name!r} is registered already")
-    CACHE_STRATEGIES[strategy.name] = strategy
-    return strategy
+    return CACHE_STRATEGIES.add(strategy)
 
 
 def unregister_cache_strategy(name: str) -> None:
     """Remove a strategy `register_cache_strategy` added (the built-in ones stay)."""
-    if name in (IN_PLACE.name, GROWING.name):
-        raise ConfigError(f"{name!r} is a built-in cache strategy")
-    CACHE_STRATEGIES.pop(name, None)
+    CACHE_STRATEGIES.remove(name)
 
 
 def cache_strategy(name: str) -> CacheStrategy:
     """The registered strategy of this name, or one sentence naming the choices."""
-    strategy = CACHE_STRATEGIES.get(name) if isinstance(name, str) else None
-    if strategy is None:
-        raise ConfigError(f"unknown cache strategy {name!r}; choose one of {', '.join(CACHE_STRATEGIES)}")
-    return strategy
+    return CACHE_STRATEGIES.named(name)

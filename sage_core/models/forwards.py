@@ -24,7 +24,7 @@ from typing import Any, Protocol
 import torch
 from transformers import DynamicCache
 
-from ..errors import ConfigError
+from ..registry import Registry
 from .lean import LeanText
 
 
@@ -126,28 +126,21 @@ FUSED = Fused()
 COMPILED = Fused("compiled", compiled=True)
 
 # The registry: process-wide, filled with the built-in forwards; `register_forward` adds one.
-FORWARDS: dict[str, Forward] = {forward.name: forward for forward in (TRANSFORMERS, LEAN, FUSED, COMPILED)}
-_BUILTIN = tuple(FORWARDS)
+FORWARDS: Registry[Forward] = Registry("forward", lambda forward: forward.name)
+for _forward in (TRANSFORMERS, LEAN, FUSED, COMPILED):
+    FORWARDS.add(_forward, built_in=True)
 
 
 def register_forward(forward: Forward) -> Forward:
     """Offer a forward by its name (`DecodeConfig(forward=...)`, `open_backend`, the CLI's `--forward`)."""
-    if forward.name in FORWARDS:
-        raise ConfigError(f"a forward named {forward.name!r} is registered already")
-    FORWARDS[forward.name] = forward
-    return forward
+    return FORWARDS.add(forward)
 
 
 def unregister_forward(name: str) -> None:
     """Remove a forward `register_forward` added (the built-in ones stay)."""
-    if name in _BUILTIN:
-        raise ConfigError(f"{name!r} is a built-in forward")
-    FORWARDS.pop(name, None)
+    FORWARDS.remove(name)
 
 
 def forward_named(name: str) -> Forward:
     """The registered forward of this name, or one sentence naming the choices."""
-    forward = FORWARDS.get(name) if isinstance(name, str) else None
-    if forward is None:
-        raise ConfigError(f"unknown forward {name!r}; choose one of {', '.join(FORWARDS)}")
-    return forward
+    return FORWARDS.named(name)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
 
-from ..arguments import check_load_arguments
-from ..errors import InputError, ModelLoadError, PairMismatchError
+from ..errors import InputError, ModelLoadError, PairMismatchError, kind_of
 from .loading import source
 from .vlm import VLM
 
@@ -149,3 +149,13 @@ def load_pair(  # noqa: PLR0913  (the library's documented entry: VLM.load's pla
     loaded_target = VLM.load(target, "target", device, dtype, device_map, max_memory, offload_folder)
     say(f"loading the draft {draft} ({source(draft, 'draft')})")
     return check_pair(loaded_target, VLM.load(draft, "draft", draft_device or device, dtype))
+
+
+def check_load_arguments(target: Any, draft: Any, device: Any, dtype: Any) -> None:
+    """`load_pair`'s models (a hub id or a folder) and its device and dtype names."""
+    for name, value in (("target", target), ("draft", draft)):
+        if not isinstance(value, str | Path) or not str(value).strip():
+            raise InputError(f"the {name} must be a hub id or a folder (a str or a Path), not {kind_of(value)}")
+    for name, value in (("device", device), ("dtype", dtype)):
+        if not isinstance(value, str):
+            raise InputError(f"{name} must be a name (a str such as 'auto'), not {kind_of(value)}")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..errors import MediaError
+from ..errors import InputError, MediaError
 from ..media import Media
 
 # The Qwen processors refuse images and frames whose long side is more than 200 times the short one
@@ -72,3 +72,22 @@ def check_media(processor: Any, media: Media) -> None:
         raise MediaError(
             f"{media.name} is {width}x{height}; the long side may be at most {MAX_ASPECT_RATIO} times the short one"
         )
+
+
+MAX_PROMPT_CHARS = 4000
+
+
+def check_prompt(prompt: object) -> str:
+    """A prompt that is text, not blank, valid Unicode, at most MAX_PROMPT_CHARS long; InputError else."""
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise InputError("the prompt is empty: ask something about the image or video")
+    if len(prompt) > MAX_PROMPT_CHARS:
+        raise InputError(f"the prompt has {len(prompt)} characters; the limit is {MAX_PROMPT_CHARS}")
+    try:
+        prompt.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise InputError(
+            f"the prompt is not valid text: character {error.start + 1} is a lone surrogate ({prompt[error.start]!a}); "
+            "remove it"
+        ) from error
+    return prompt

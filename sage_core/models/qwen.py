@@ -12,6 +12,18 @@ import torch
 
 from .family import Family, VisualBox, grid_box
 
+#: The Qwen-VL chat's special tokens, in the order the built-in pair's tokenizer and the test kit's tiny
+#: Qwen models give them ids: pad, the turn's start and end (end: eos), the media's brackets and pads.
+QWEN_SPECIAL_TOKENS: tuple[str, ...] = (
+    "<|endoftext|>",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<|vision_start|>",
+    "<|vision_end|>",
+    "<|image_pad|>",
+    "<|video_pad|>",
+)
+
 
 @dataclass(frozen=True)
 class QwenVL(Family):

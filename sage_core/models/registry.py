@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..errors import ConfigError
+from ..registry import Registry
 from .family import Family
 from .gemma import GEMMA3, GEMMA4
 from .idefics import IDEFICS3, SMOLVLM
@@ -30,20 +30,18 @@ _ALL = (
     GEMMA4,
     GLM46V,
 )
-FAMILIES: dict[str, Family] = {family.model_type: family for family in _ALL}
-_BUILTIN = tuple(FAMILIES)
+FAMILIES: Registry[Family] = Registry(
+    "family", lambda family: family.model_type, taken="a family of model_type {name!r} is registered already"
+)
+for _family in _ALL:
+    FAMILIES.add(_family, built_in=True)
 
 
 def register_family(family: Family) -> Family:
     """Support a family by its `model_type` (`load_pair`, the CLI, `hf_generate`), as the built-in ones."""
-    if family.model_type in FAMILIES:
-        raise ConfigError(f"a family of model_type {family.model_type!r} is registered already")
-    FAMILIES[family.model_type] = family
-    return family
+    return FAMILIES.add(family)
 
 
 def unregister_family(model_type: str) -> None:
     """Remove a family `register_family` added (the built-in ones stay)."""
-    if model_type in _BUILTIN:
-        raise ConfigError(f"{model_type!r} is a built-in family")
-    FAMILIES.pop(model_type, None)
+    FAMILIES.remove(model_type)

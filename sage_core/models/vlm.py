@@ -14,7 +14,6 @@ import numpy as np
 import torch
 
 from ..compat import cache_keyword
-from ..config import check_prompt
 from ..errors import InputError, MediaError
 from ..media import Media
 from .caches import IN_PLACE, CacheStrategy, KVState
@@ -23,7 +22,7 @@ from .forwards import LEAN, Forward, TreeBatch
 from .lean import LeanText
 from .loading import first_line, load_model
 from .masks import additive_mask, in_batch_depth, rows_from_parents, tree_mask_on_host
-from .prompts import chat_prompt, check_media, processor_inputs
+from .prompts import chat_prompt, check_media, check_prompt, processor_inputs
 from .registry import FAMILIES
 from .visual import last_logits_only, pruned_prefill, scored_prefill, visual_positions
 

@@ -35,14 +35,15 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import replace
 
-from .budget import BudgetChoice, RankCalibration, RoundCosts, drafted_outcomes, weigh_prefixes
-from .costs import COST_SIZES, CostCurve
-from .drafting import DraftedTree
-from .method_settings import SageConfig
-from .policy import Candidate, Expansion, confidence, level_width, planned_depth, planned_width
-from .proposers import Adaptation, Drafter, Proposal, RoundShape
-from .trees import ROOT, Tree
-from .verify import Verdict
+from ..cost_curve import COST_SIZES, CostCurve
+from ..drafting import DraftedTree
+from ..method_settings import SageConfig
+from ..policy import Candidate, Expansion, confidence, level_width, planned_depth, planned_width
+from ..proposers import Adaptation, Drafter, Proposal, RoundShape, RunStart
+from ..studies.costs import costs_for_run
+from ..trees import ROOT, Tree
+from ..verify import Verdict
+from .budget import BudgetChoice, RankCalibration, RoundCosts, budget_fields, drafted_outcomes, weigh_prefixes
 
 #: How many of the latest rounds the learned round overhead is the median of.
 OVERHEAD_ROUNDS = 16
@@ -50,8 +51,6 @@ OVERHEAD_ROUNDS = 16
 
 class SageCostProposer:
     """SAGE's shape, the budget of highest expected tokens per second (module docstring)."""
-
-    needs_costs = True
 
     def __init__(self, config: SageConfig, curve: CostCurve | None = None) -> None:
         self.config = config
@@ -67,6 +66,10 @@ class SageCostProposer:
         self.offered: tuple[Tree, tuple[int, ...]] | None = None  # this round's drafted tree, its kept nodes
         if curve is not None:
             self.use_costs(curve)
+
+    def start_run(self, run: RunStart) -> None:
+        """The pair's cost curve, measured on this run's prefilled caches the first time (costs_for_run)."""
+        self.use_costs(costs_for_run(run.pair, run.backend, run.target, run.target_state, run.drafter, run.root))
 
     def use_costs(self, curve: CostCurve) -> None:
         """The cost curve the next rounds are weighed by (it may change between rounds)."""
@@ -95,7 +98,9 @@ class SageCostProposer:
         choice = growth.choice
         assert choice is not None  # level 1 always offers the root's best candidate
         self.offered = (drafted.tree, tuple(sorted(choice.kept)))
-        shape = RoundShape(entropy, alpha, sage.depth_max_limit, depth, width, root, budget=choice)
+        shape = RoundShape(
+            entropy, alpha, sage.depth_max_limit, depth, width, root, own=choice, own_fields=budget_fields(choice)
+        )
         return Proposal(keep_nodes(drafted, choice.kept), shape)
 
     def observe(self, proposal: Proposal, verdict: Verdict) -> Adaptation:
@@ -107,7 +112,7 @@ class SageCostProposer:
         path = [kept[n] for n in verdict.accepted_nodes]
         probs, ranks, outcomes = drafted_outcomes(drafted, path, (*verdict.accepted_tokens, verdict.bonus_token))
         self.calibration = self.calibration.after(probs, ranks, outcomes)
-        choice = proposal.shape.budget
+        choice = proposal.shape.own
         if self.started is not None and self.costs is not None and choice is not None:
             measured = 1000 * (time.perf_counter() - self.started)
             self.residuals.append(measured - (choice.chosen.round_ms - self.costs.overhead))
@@ -149,35 +154,6 @@ class _Growth:
     def expand(self, node: int, level: int, cumulative: float) -> bool:
         """A node of the newest level is drafted on when the best budget so far keeps it."""
         return node in self.kept
-
-
-class FixedBestFirstProposer:
-    """A tree of exactly `node_budget` nodes (when the draft offers that many) grown best-first by
-    cumulative draft probability, no entropy shaping (the allocation TALON and DDTree use): the budget
-    sweep's same-budget tree (sweep.py; the registry's `best-first` lane takes SAGE's node count each round
-    instead). Every expanded node offers all its candidates, the `node_budget` candidates of highest
-    cumulative probability so far are the tree, and those of them on the newest level are drafted on,
-    until none is (or `depth_max_limit` levels)."""
-
-    def __init__(self, config: SageConfig) -> None:
-        self.config = config
-        self.candidates = config.candidates
-        self.max_depth = config.depth_max_limit
-        self.max_nodes = config.node_budget * config.depth_max_limit
-        self.free = RoundCosts((0.0,) * (config.node_budget + 2), (0.0,) * (config.node_budget + 2))
-
-    def propose(self, drafter: Drafter | None, pending: Sequence[int]) -> Proposal:
-        assert drafter is not None
-        sage = self.config
-        root = drafter.root(pending, sage.candidates)
-        # With every cost zero the best prefix is the whole cap; the calibration is the draft's own.
-        growth = _Growth(self.free, RankCalibration(), None, sage.node_budget, 0)
-        drafted = drafter.grow(root, growth.choose, sage.depth_max_limit, sage.candidates, growth.expand)
-        assert growth.choice is not None
-        return Proposal(keep_nodes(drafted, growth.choice.kept), RoundShape(root_top=root))
-
-    def observe(self, proposal: Proposal, verdict: Verdict) -> Adaptation:
-        return Adaptation()
 
 
 def keep_nodes(drafted: DraftedTree, keep: frozenset[int]) -> DraftedTree:

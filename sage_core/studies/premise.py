@@ -20,8 +20,8 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from .methods import is_method, method_spec
-from .records import RoundRecord
+from ..methods import is_method, method_spec
+from ..records import RoundRecord
 
 MIN_ROUNDS = 4
 

@@ -3,11 +3,11 @@
 - `sage-frozen` (`FrozenSageProposer`): SAGE's own policy, the same online growth, threshold, budget and
   acceptance window, with α held at one value for the whole answer (`FrozenSageConfig.alpha`) instead of
   read from each round's draft entropy: what reading the entropy every round adds.
-- `best-first` (`BestFirstProposer`): each round SAGE's rule is run to learn how many nodes N it would
-  draft; the tree verified is instead the N drafted nodes of highest cumulative draft probability, grown
-  best-first with no depth or width from entropy (the allocation TALON and DDTree use): what the shaping
-  adds at the same node count. Its draft drafts SAGE's tree too (to count it), so its draft time is about
-  twice SAGE's: compare its τ, not its wall time.
+- `best-first` (`BestFirstProposer`): each round the N drafted nodes of highest cumulative draft
+  probability, grown best-first with no depth or width from entropy (the allocation TALON and DDTree use),
+  one draft forward per level over the frontier nodes whose children could still rank among the best N:
+  what the shaping adds at the same average node count. N is `BestFirstConfig.nodes`; in a race beside
+  SAGE, unless given, SAGE's mean node count in that race (app/race.py), as sage-frozen holds SAGE's mean α.
 
 Both verify an ordinary draft tree, so both are lossless and, under sampling, exact like every method.
 """
@@ -15,14 +15,12 @@ Both verify an ordinary draft tree, so both are lossless and, under sampling, ex
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 
-from .drafting import DraftedTree, TopK
-from .method_settings import SageConfig
-from .policy import Candidate, Expansion
-from .proposers import Adaptation, Drafter, Proposal, SageProposer, rerank_tree
-from .trees import STATIC_TREE
-from .verify import Verdict
+from ..drafting import DraftedTree, TopK
+from ..method_settings import SageConfig
+from ..policy import Candidate, Expansion, confidence
+from ..proposers import Adaptation, Drafter, Proposal, RoundShape, SageProposer, rerank_tree
+from ..verify import Verdict
 
 
 class FrozenSageProposer(SageProposer):
@@ -38,32 +36,26 @@ class FrozenSageProposer(SageProposer):
 
 
 class BestFirstProposer:
-    """SAGE's node count, best-first: each round SAGE's proposer drafts its own tree (N nodes; its window
-    takes this lane's verdicts), then a best-first tree of N nodes is drafted and verified."""
+    """`nodes` nodes of highest cumulative draft probability each round, drafted best-first: one draft forward
+    per level over the frontier nodes whose children could still rank among the best `nodes` (EAGLE-2's
+    expansion), no entropy shaping; the root's entropy and α are recorded, not used."""
 
-    def __init__(self, config: SageConfig) -> None:
-        self.sage = SageProposer(config)
+    def __init__(self, config: SageConfig, nodes: int) -> None:
+        self.nodes = nodes
         self.candidates = config.candidates
-        self.max_depth = max(config.depth_max_limit, max(len(path) for path in STATIC_TREE))
-        count = max(config.node_budget, len(STATIC_TREE))
-        # SAGE's tree, then the best-first growth: at most N new nodes per level enter the running best N.
-        self.max_nodes = count * self.max_depth
-        self.counted: Proposal | None = None
+        self.max_depth = config.depth_max_limit
+        self.max_nodes = nodes * self.max_depth  # the draft's scratch: at most `nodes` new nodes a level
 
     def propose(self, drafter: Drafter | None, pending: Sequence[int]) -> Proposal:
         assert drafter is not None
-        counted = self.sage.propose(drafter, pending)  # reads the committed tokens; the root's top-k is kept
-        self.counted = counted
-        budget = len(counted.tree)
-        root = counted.shape.root_top
-        assert root is not None
-        drafted = best_first(drafter, root, budget, self.candidates, self.max_depth)
-        kept, rerank = rerank_tree(drafted, budget)
-        return Proposal(kept, replace(counted.shape, levels=(), rerank=rerank))
+        root = drafter.root(pending, self.candidates)
+        entropy, alpha = confidence(root[1])
+        drafted = best_first(drafter, root, self.nodes, self.candidates, self.max_depth)
+        kept, rerank = rerank_tree(drafted, self.nodes)
+        return Proposal(kept, RoundShape(entropy, alpha, root_top=root, rerank=rerank))
 
     def observe(self, proposal: Proposal, verdict: Verdict) -> Adaptation:
-        assert self.counted is not None
-        return self.sage.observe(self.counted, verdict)  # SAGE's window moves D_max on this lane's acceptance
+        return Adaptation()
 
 
 def best_first(drafter: Drafter, root: TopK, budget: int, top: int, depth: int) -> DraftedTree:
@@ -88,4 +80,10 @@ def best_first(drafter: Drafter, root: TopK, budget: int, top: int, depth: int) 
         cumulative.extend(c.cumulative for c in chosen)
         return chosen
 
-    return drafter.grow(root, choose, depth, top, lambda node, level, cumulative: True)
+    def worth_expanding(node: int, level: int, node_cumulative: float) -> bool:
+        # A child's cumulative probability is at most its parent's: a node under the best `budget`'s last can
+        # have no child among them, and needs no draft forward.
+        ranked = sorted(cumulative, reverse=True)
+        return len(ranked) < budget or node_cumulative > ranked[budget - 1]
+
+    return drafter.grow(root, choose, depth, top, worth_expanding)

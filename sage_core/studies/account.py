@@ -17,8 +17,8 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from .costs import CostCurve
-from .records import RoundRecord
+from ..cost_curve import CostCurve
+from ..records import RoundRecord
 
 
 @dataclass(frozen=True)

@@ -24,8 +24,8 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .records import RoundRecord
-from .trees import CHAIN_TREE, STATIC_TREE, RankPath
+from ..records import RoundRecord
+from ..trees import CHAIN_TREE, STATIC_TREE, RankPath
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ example (median over repeats), then the median over examples. The budget a metho
 - SAGE: its node budget N_max (`SageConfig.node_budget`; the paper's 64);
 - the dynamic tree: the nodes it verifies (`DynamicConfig.total_tokens`; EAGLE-2's 59);
 - best-first: the N drafted nodes of highest cumulative draft probability, grown level by level
-  (`sage_cost.FixedBestFirstProposer`, registered for the sweep's runs as `best-first-n`; the registry's
+  (`ablations.BestFirstProposer` at the budget, registered for the sweep's runs as `best-first-n`; the registry's
   `best-first` lane takes SAGE's node count each round, and drafts SAGE's tree to count it).
 
 Every run of an example must give the same tokens (all greedy, all lossless); the sweep checks it.
@@ -26,23 +26,22 @@ from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
 
-from .config import Backend, DecodeConfig
-from .decode import DecodeRun
-from .method_settings import DynamicConfig, SageConfig
-from .methods import MethodSpec, is_method, registered
-from .models import ModelPair
-from .prepared import PreparedInputs
-from .proposers import Proposer
-from .records import RoundRecord
+from ..config import Backend, DecodeConfig
+from ..decode import DecodeRun
+from ..method_settings import DynamicConfig, SageConfig
+from ..methods import MethodSpec, is_method, registered
+from ..methods.ablations import BestFirstProposer
+from ..models import ModelPair
+from ..prepared import PreparedInputs
+from ..proposers import Proposer
+from ..records import RoundRecord
 
 SWEEP_BUDGETS: tuple[int, ...] = (4, 8, 12, 16, 24, 32, 48, 64)
 SWEEP_METHODS: tuple[str, ...] = ("sage", "dynamic", "best-first")
 
 
 def _fixed_best_first(settings: None, config: DecodeConfig) -> Proposer:
-    from .sage_cost import FixedBestFirstProposer
-
-    return FixedBestFirstProposer(config.sage)
+    return BestFirstProposer(config.sage, config.sage.node_budget)
 
 
 #: The sweep's same-budget best-first tree, registered only while a sweep runs.

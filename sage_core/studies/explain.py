@@ -9,14 +9,14 @@ functions on recorded rounds of every method.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .method_settings import SageConfig
-from .methods import method_spec
-from .records import RoundRecord
-from .trees import ROOT, STATIC_TREE
+from ..method_settings import SageConfig
+from ..methods import method_spec
+from ..records import RoundRecord
+from ..trees import ROOT, STATIC_TREE
 
 #: "prefill", "plain", SAGE's "sage-first" / "sage-template" / "sage-online", a fixed tree's or a reranked
 #: tree's method name ("chain", "static", "dynamic"), or "tree" for any other method's round.
@@ -116,6 +116,9 @@ class RoundExplained:
     # bonus unless the output ended first; `finish_reason` says why it ended (None: it goes on).
     emitted_tokens: tuple[int, ...] = ()
     finish_reason: str | None = None
+    # Per depth of the tree (1 first), the highest cumulative probability of its nodes: why a tree stops
+    # short of D(α) (under the next level's θ no child could pass, and that level is not drafted).
+    best_cumulative: tuple[float, ...] = ()
 
     @property
     def bonus_emitted(self) -> bool:
@@ -143,6 +146,14 @@ def sage_config_from(header_sage: Mapping[str, Any] | None) -> SageConfig:
     """The run's SAGE configuration from its trace header (defaults where a field is missing)."""
     known = set(SageConfig.__dataclass_fields__)
     return SageConfig(**{k: v for k, v in (header_sage or {}).items() if k in known})
+
+
+def _best_per_depth(cumulative: Sequence[float], depths: Sequence[int]) -> tuple[float, ...]:
+    """The highest cumulative probability at each depth of a tree, depth 1 first."""
+    deepest = max(depths, default=0)
+    return tuple(
+        max(c for c, d in zip(cumulative, depths, strict=True) if d == level) for level in range(1, deepest + 1)
+    )
 
 
 def round_kind(record: RoundRecord, config: SageConfig) -> RoundKind:
@@ -205,6 +216,7 @@ def explain_round(record: RoundRecord, config: SageConfig, settings: Any = None)
         threshold_base=config.threshold_base,
         node_budget=config.node_budget,
         levels=_levels_explained(record),
+        best_cumulative=_best_per_depth(cumulative, depths),
         cut=tuple(
             CutCandidate(parent, _level_of(record, parent), token, prob, rule)
             for parent, token, prob, rule in zip(

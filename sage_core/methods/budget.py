@@ -35,8 +35,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from .costs import CostCurve
-from .trees import ROOT, Tree
+from ..cost_curve import CostCurve
+from ..trees import ROOT, Tree
 
 #: The calibration's bins of draft probability: [0, 0.1), [0.1, 0.2), ... [0.9, 1].
 CALIBRATION_BINS = 10

@@ -1,4 +1,4 @@
-"""The budget sweep as a figure (sage_core/sweep.py): τ, tokens per target forward and decode-only speedup
+"""The budget sweep as a figure (sage_core/studies/sweep.py): τ, tokens per target forward and decode-only speedup
 against the node budget, one line per method, sage-cost's chosen budget as a star; and the cost curve
 beside it. Pure functions of a `SweepResult` and a `CostCurve`: nothing is computed here that they do not hold.
 """
@@ -8,9 +8,9 @@ from __future__ import annotations
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from sage_core.costs import CostCurve
+from sage_core.cost_curve import CostCurve
 from sage_core.methods import colour, short_name
-from sage_core.sweep import SweepResult
+from sage_core.studies.sweep import SweepResult
 
 PANELS = (("tau", "τ (accepted draft tokens per round)"), ("tokens_per_forward", "tokens per target forward"),
           ("speedup", "decode-only speedup × plain decoding"))  # fmt: skip
