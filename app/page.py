@@ -60,8 +60,10 @@ TOUR = {
     "confidence": "H is the entropy of the draft's top-10 after the root, α = 1 − H / log 10 its confidence. A sure "
     "draft (α high) gets a deep, narrow tree: D(α) up, W(α) down; an unsure one a shallow, wide tree. Bottom row: "
     "when SAGE's window of recent rounds closes, its mean τ is compared with 2 and 3 to lower or raise D_max.",
-    "shapes": "Per round the tree's depth, root width and node count. The static tree is the same 25 nodes every "
-    "round; SAGE's tree changes shape with α and usually verifies fewer nodes.",
+    "shapes": "Per round the tree's depth, root width and node count. The static tree is the same 25 nodes, at most 5 "
+    "deep, every round; SAGE's tree follows α: deeper than 5 when the draft is sure, wider when it is not. Why one "
+    "side won is in the race's account under the table: each side's depth and how often it accepted all of it, "
+    "what reacting to the entropy bought against sage-frozen at SAGE's own mean α, the nodes and their cost.",
     "tree": "One round's tree: green is the path the target accepted, orange its bonus token, grey the rejected "
     "nodes, and the greyed ✕ the candidates SAGE's rules cut (hover for the rule). Move the round slider, or press → "
     "to step a race one round at a time.",

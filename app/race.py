@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Literal
 
 from sage_core import (
     DecodeConfig,
@@ -273,6 +273,12 @@ def _step_lanes(
             yield data
 
 
+#: What a stepped lane answers while it waits for SAGE's lane to finish (it holds SAGE's average).
+WAITING: Literal["waiting"] = "waiting"
+#: A stepped side's next step: its record, `WAITING`, or None when it has no more.
+Advance = Callable[[], RoundRecord | Literal["waiting"] | None]
+
+
 class RaceStepper:
     """A race (live or replayed) advanced one round per call, every side together: the teaching
     mode's Step. Per-user state: it lives in the visitor's session, never in a module global.
@@ -284,7 +290,7 @@ class RaceStepper:
     def __init__(
         self,
         data: RaceData,
-        advance: Sequence[Callable[[], RoundRecord | None]],
+        advance: Sequence[Advance],
         key: object = None,
         token_texts: Callable[[Sequence[int]], list[str]] | None = None,
     ) -> None:
@@ -300,7 +306,7 @@ class RaceStepper:
     def release(self) -> None:
         """Release the runs and their caches (the records so far are kept); the stepper steps no more."""
         self.runs = []
-        self._advance = [lambda: None for _ in self._advance]
+        self._advance = [lambda: None for _ in self._advance]  # (each side: no more steps)
 
     def drop(self) -> None:
         """Release the runs to make room for another visitor's (`app.stepping`), saying so (`dropped`)."""
@@ -323,7 +329,9 @@ class RaceStepper:
             if lane.finished or index in self._exhausted:
                 continue
             record = advance()
-            if record is None:
+            if record == WAITING:  # (a lane holding SAGE's average waits for SAGE to finish)
+                continue
+            if not isinstance(record, RoundRecord):
                 self._exhausted.add(index)
                 continue
             lane.records.append(record)
@@ -344,11 +352,22 @@ def live_stepper(
     guard = lock or nullcontext()
     data, runs = start_runs(pair, request, guard, costs)
 
-    def advancer(lane: Lane, run: Any) -> Callable[[], RoundRecord | None]:
-        def advance() -> RoundRecord | None:
+    def advancer(lane: Lane, run: Any) -> Advance:
+        held = _holds_sages_average(request, lane.method)  # it starts once SAGE's lane has finished, as in a race
+        current: list[DecodeRun] = [] if held else [run]
+
+        def advance() -> RoundRecord | Literal["waiting"] | None:
+            if not current:
+                sage = data.lane("sage")
+                if sage is not None and not sage.finished:
+                    return WAITING
+                config = _held_config(request, data, lane.method)
+                with guard:
+                    current.append(decode(pair, request.media, request.prompt, config))
+                stepper.runs.append(current[0])
             with guard:
-                record = next(run, None)
-            lane.header = run.header  # after the prefill it names the visual tokens the draft kept
+                record = next(current[0], None)
+            lane.header = current[0].header  # after the prefill it names the visual tokens the draft kept
             return record
 
         return advance

@@ -5,6 +5,7 @@ method; here, that each does what it says."""
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import pytest
 
@@ -196,3 +197,29 @@ def test_in_a_race_an_unset_frozen_alpha_is_sages_own_mean(pair, image) -> None:
     assert data.lane("sage").finished and data.lane("sage-frozen").finished
     given = RaceRequest(image, "Describe the picture.", methods, 16, {"sage-frozen": FrozenSageConfig(0.37)})
     assert last(race_steps(pair, given)).lane("sage-frozen").header.settings["alpha"] == 0.37
+
+
+def test_step_mode_holds_sages_averages_as_the_race_does(pair, image) -> None:
+    """Stepped round by round, sage-frozen and best-first (their values not given) wait for SAGE's lane to
+    finish, then hold its mean α and mean node count, as in a race."""
+    from app.race import RaceRequest, live_stepper
+
+    methods = ("sage", "sage-frozen", "best-first")
+    request = RaceRequest(image, "Describe the picture.", methods, 16, frozen_alpha_given=False)
+    request = replace(request, best_first_nodes_given=False)
+    stepper = live_stepper(pair, request)
+    waited = 0
+    for _ in range(100):
+        if stepper.finished:
+            break
+        data = stepper.step()
+        if not data.lane("sage").finished:
+            waited += 1
+            assert not data.lane("sage-frozen").records and not data.lane("best-first").records
+    sage = [r for r in data.lane("sage").records if r.phase == "decode"]
+    alphas = [r.alpha for r in sage if r.alpha is not None]
+    nodes = [r.node_count for r in sage if r.node_count]
+    assert waited > 1 and stepper.finished
+    assert data.lane("sage-frozen").header.settings["alpha"] == pytest.approx(sum(alphas) / len(alphas))
+    assert data.lane("best-first").header.settings["nodes"] == max(1, round(sum(nodes) / len(nodes)))
+    assert data.lane("sage-frozen").finished and data.lane("best-first").finished
