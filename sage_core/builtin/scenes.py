@@ -837,6 +837,9 @@ def example_picks(seed: int = 7) -> list[tuple[str, Example]]:
         ("bar_value.png", first("bar", "", lambda e: e.question.startswith("what is the value"))),
         ("number.png", first("text", "what does it say?", lambda e: e.objects[0].isdigit())),
         ("count.png", first("count", "how many shapes are there?", lambda e: len(e.objects) == 4)),
+        # Rows, where the premise holds (the draft is unsure on every shape, sure on the template words): the
+        # race where reading the entropy visibly matters. Drawn last, so the others stay what they were.
+        ("rows.png", first("row", "what shapes are there? read the picture.")),
     ]
     # The pair does not read (7.4 % of rendered words and numbers): the reading example is drawn, so
     # that the others stay what they were, but not shown.
