@@ -165,6 +165,10 @@ def test_the_lanes_are_registry_methods_off_by_default() -> None:
         assert spec.ablation and not spec.in_race and spec.drafts
     with pytest.raises(ConfigError, match=r"sage-frozen's α must be a number in \[0, 1\], not 1.5"):
         method_spec("sage-frozen").settings_from({"frozen_alpha": "1.5"})
+    for bad in ("0", "257", "2.5", True, 10**400):
+        with pytest.raises(ConfigError, match=r"best-first's nodes must be a whole number in \[1, 256\]|whole number"):
+            method_spec("best-first").settings_from({"best_first_nodes": bad})
+    assert method_spec("best-first").settings_from({"best_first_nodes": "7"}) == BestFirstConfig(7)
 
 
 def test_a_configuration_carries_each_methods_settings_where_its_entry_says():
