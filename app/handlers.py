@@ -42,9 +42,8 @@ from sage_core.errors import SageError
 from sage_core.method_settings import as_float
 from sage_core.methods import drafts, form_settings, specs
 from sage_core.prepared import check_vocabulary
-from sage_core.studies.explain import sage_config_from
 from sage_core.studies.sweep_figure import sweep_figure
-from sage_core.trace_check import settings_of_header
+from sage_core.trace_check import recorded_settings
 
 from . import models
 from .api import race_result
@@ -83,6 +82,7 @@ from .render import (
     race_html,
     status_html,
     table_html,
+    why_html,
 )
 from .stepping import DROPPED, SteppedRaces
 
@@ -193,7 +193,7 @@ def replay_status(data: RaceData, done: bool = False, speed: float = 1.0, note: 
     return status_html(
         f"▶ <b>REPLAY</b> of a recorded trace ({html.escape(data.source or 'trace')}), {state}. No model is "
         f"loaded: every number is the recorded one ({html.escape(recorded)}). Each side advances on its own "
-        f"recorded clock.{html.escape(note)}",
+        f"recorded clock.{html.escape(note)}{why_html(data) if done else ''}",
         "replay",
     )
 
@@ -232,19 +232,25 @@ def stepping_status(stepper: RaceStepper) -> str:
 
 
 def sage_of(data: RaceData | None, method: str | None = None) -> SageConfig:
-    """The SAGE settings a race ran with (its header's), for the explainer and panel ①."""
-    lane = data.lane(method) if data is not None and method else None
-    header = lane.header if lane is not None and lane.header is not None else (data.header if data else None)
-    return sage_config_from(header.sage) if header is not None else SageConfig()
+    """The SAGE settings a race's lane (else the race) ran with, for the explainer and panel ①."""
+    settings = recorded(data, method, "sage")
+    return settings if isinstance(settings, SageConfig) else SageConfig()
 
 
 def settings_of(data: RaceData | None, method: str | None) -> Any:
-    """The settings a lane's own method ran with (its header's), for the explainer; None when unknown."""
-    lane = data.lane(method) if data is not None and method else None
-    if lane is None or lane.header is None:
+    """The settings a lane's own method ran with, for the explainer; None when unknown."""
+    return recorded(data, method, method) if method else None
+
+
+def recorded(data: RaceData | None, lane: str | None, method: str | None) -> Any:
+    """`method`'s settings as `lane`'s header (else the race's) records them (`recorded_settings`: one way
+    for every method); None without a header or for settings it refuses."""
+    found = data.lane(lane) if data is not None and lane else None
+    header = found.header if found is not None and found.header is not None else (data.header if data else None)
+    if header is None or method is None:
         return None
     try:
-        return settings_of_header(lane.header)
+        return recorded_settings(header, method)
     except SageError:
         return None
 
@@ -314,6 +320,13 @@ def race_api_function(handlers: Handlers) -> Callable[..., dict]:
     return race_api
 
 
+def race_note(data: RaceData) -> str:
+    """Under the explainer's round: the race's why so far (the account's sentence), so the round explained and
+    the race's figures are read together."""
+    why = why_html(data)
+    return f"<p class='sage-note'><b>Over this race{'' if data.finished else ' so far'}:</b>{why}</p>" if why else ""
+
+
 def finished_status(data: RaceData, note: str = "") -> str:
     if data.stopped:
         return stopped_status(data)
@@ -325,7 +338,9 @@ def finished_status(data: RaceData, note: str = "") -> str:
     why = loss_html(data, header.device if header else None)
     pace = pace_note(data, opening_recording())
     pace = f" {html.escape(pace)}" if pace else ""
-    return status_html(f"✔ Race finished on {where}: {steps}. Download the trace below to replay it later.{pace}{why}")
+    return status_html(
+        f"✔ Race finished on {where}: {steps}.{why_html(data)} Download the trace below to replay it later.{pace}{why}"
+    )
 
 
 @functools.cache
@@ -394,7 +409,7 @@ class Handlers:
                 sage_of(data, method),
                 data.replay,
                 settings_of(data, method),
-            )
+            ) + race_note(data)
             update |= {
                 page.fig_race: figs["race"],
                 page.fig_accepted: figs["accepted"],
@@ -624,7 +639,7 @@ class Handlers:
             sage_of(data, lane.method),
             data.replay,
             settings_of(data, lane.method),
-        )
+        ) + race_note(data)
         figure = tree_figure(lane.records, step, data.token_texts, lane.method, data.replay)
         return {self.page.fig_tree: figure, self.page.explain: explained}
 
@@ -683,7 +698,10 @@ class Handlers:
         loaded = self.load(choice)
         result = models.measured_sweep(loaded)
         title = f"The budget sweep, {choice.shown[0]} / {choice.shown[1]}"
-        note = f"<p class='sage-note'>{html.escape(loaded.sweep_note)} The star: sage-cost's mean choice.</p>"
+        note = (
+            f"<p class='sage-note'>{html.escape(loaded.sweep_note)} The star: sage-cost's mean choice of budget; "
+            "the hexagram: SMART's (the nodes its rule kept, on average).</p>"
+        )
         return {self.page.fig_sweep: sweep_figure(result, loaded.costs, title), self.page.sweep_note: note}
 
     def pick_example(self, selected: gr.SelectData) -> Update:

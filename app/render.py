@@ -377,21 +377,38 @@ def table_html(data: RaceData | None) -> str:
 
 def account_of(data: RaceData) -> RaceAccount:
     """The race's account (sage_core.studies.account) on the cost curve in use, with the α sage-frozen held."""
-    frozen = data.lane("sage-frozen")
-    settings = frozen.header.settings if frozen is not None and frozen.header is not None else None
-    held = settings.get("alpha") if settings else None
     lanes = {m: rs for m, rs in data.records_by_method().items() if rs}
     trusted = data.costs if data.costs is not None and data.costs.trusted else None
-    return race_account(lanes, trusted, held if isinstance(held, int | float) else None)
+    return race_account(lanes, trusted, held_alpha(data))
+
+
+def held_alpha(data: RaceData) -> float | None:
+    """The α sage-frozen's lane held, as its header records it (None without that lane)."""
+    frozen = data.lane("sage-frozen")
+    held = frozen.header.settings_of("sage-frozen").get("alpha") if frozen and frozen.header else None
+    return held if isinstance(held, int | float) and not isinstance(held, bool) else None
 
 
 def account_html(data: RaceData) -> str:
     """Why this race went as it did, from its own records: depth, entropy, budget, prefill and rounds."""
-    lines = account_of(data).lines()
+    account = account_of(data)
+    lines = account.lines()
     if not lines:
         return ""
     items = "".join(f"<li>{_esc(line)}</li>" for line in lines)
-    return f"<div class='sage-legend'><b>Why, from this race's records</b><ul>{items}</ul></div>"
+    why = f"<p>{_esc(account.why())}</p>" if account.why() else ""
+    return f"<div class='sage-legend'><b>Why, from this race's records</b>{why}<ul>{items}</ul></div>"
+
+
+def why_html(data: RaceData | None) -> str:
+    """The account's one-sentence why (`RaceAccount.why`) for the finished status and the explainer; "" before
+    SAGE and a rival have a round."""
+    why = account_of(data).why() if data is not None else ""
+    return (
+        f" <span class='sage-why-line'>{_esc(why)}{' (recorded: a replay)' if data and data.replay else ''}</span>"
+        if why
+        else ""
+    )
 
 
 def costs_html(curve: CostCurve | None, replay: bool = False) -> str:
@@ -481,10 +498,7 @@ def adaptation_sentence(data: RaceData) -> str:
     sage, frozen = data.lane("sage"), data.lane("sage-frozen")
     if sage is None or frozen is None:
         return ""
-    held = None
-    if frozen.header is not None and frozen.header.settings:
-        held = frozen.header.settings.get("alpha")
-    bought = adaptation_bought(sage.records, frozen.records, held)
+    bought = adaptation_bought(sage.records, frozen.records, held_alpha(data))
     if bought is None:
         return ""
     return bought.sentence() + (" (recorded: a replay)" if data.replay else "")

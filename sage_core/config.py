@@ -7,7 +7,7 @@ marked *open* and documented where the field is defined.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
 from .errors import ConfigError, InputError, kind_of
@@ -87,41 +87,80 @@ class SamplingConfig:
         return self.temperature == 0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class DecodeConfig:
-    """What to decode and how: the method, the token limit, SAGE's policy, greedy or sampled."""
+    """What to decode and how: the method, the token limit, every method's tree settings, greedy or sampled.
 
-    method: Method = "sage"
-    max_new_tokens: int = 128
-    sage: SageConfig = field(default_factory=SageConfig)
+    The methods' settings travel one way: `method_settings`, (method name, settings object) pairs sorted
+    by name, always holding SAGE's (`"sage"`, a `SageConfig`: SAGE's ablations and sage-cost read it too)
+    and the dynamic tree's (`"dynamic"`), and any other method's given; a method left out runs with its
+    registry entry's defaults. `sage=` and `dynamic=` (constructor, `dataclasses.replace`) and `.sage` /
+    `.dynamic` (reading) are the same mapping under the names callers use.
+    """
+
+    method: Method
+    max_new_tokens: int
     # The draft's candidates per node for the static and chain templates (their
     # largest rank is 3, so 10 is plenty).
-    template_candidates: int = 10
-    backend: Backend = "fast"
+    template_candidates: int
+    backend: Backend
     # Either half of the backend preset replaced (backends.py): a cache strategy ("in-place", "growing",
     # or one registered) and a forward ("transformers", "lean", "fused", "compiled", or one registered).
-    cache: str | None = None
-    forward: str | None = None
+    cache: str | None
+    forward: str | None
     # Draft-side visual token pruning (SpecVLM; pruning.py): the share of the
     # visual tokens the draft does not read (0 = off; the paper prunes 0.8 of an
     # image's, 0.9 of a video's). The target always reads them all.
-    prune_ratio: float = 0.0
+    prune_ratio: float
     # SpecVLM's stage I: keep the most-attended visual tokens until they hold
     # this share of the attention mass; the rest of the budget is spread evenly.
-    prune_attention_share: float = 0.4
-    sampling: SamplingConfig = field(default_factory=SamplingConfig)
-    # The dynamic tree's settings (method "dynamic"; EAGLE-2's defaults).
-    dynamic: DynamicConfig = field(default_factory=DynamicConfig)
-    # The settings of every other method with settings of its own, by method name (its registry entry
-    # names their class; a method left out runs with its defaults).
-    method_settings: tuple[tuple[str, Any], ...] = ()
+    prune_attention_share: float
+    sampling: SamplingConfig
+    # Every method's settings by method name (see above).
+    method_settings: tuple[tuple[str, Any], ...]
+
+    def __init__(  # noqa: PLR0913 (the dataclass's own fields, with sage= and dynamic= for the mapping)
+        self,
+        method: Method = "sage",
+        max_new_tokens: int = 128,
+        sage: SageConfig | None = None,
+        template_candidates: int = 10,
+        backend: Backend = "fast",
+        cache: str | None = None,
+        forward: str | None = None,
+        prune_ratio: float = 0.0,
+        prune_attention_share: float = 0.4,
+        sampling: SamplingConfig | None = None,
+        dynamic: DynamicConfig | None = None,
+        method_settings: tuple[tuple[str, Any], ...] = (),
+    ) -> None:
+        given = {
+            "method": method,
+            "max_new_tokens": max_new_tokens,
+            "template_candidates": template_candidates,
+            "backend": backend,
+            "cache": cache,
+            "forward": forward,
+            "prune_ratio": prune_ratio,
+            "prune_attention_share": prune_attention_share,
+            "sampling": SamplingConfig() if sampling is None else sampling,
+        }
+        for name, value in given.items():
+            object.__setattr__(self, name, value)
+        if sage is not None:
+            check_part("sage", sage, SageConfig, "SageConfig(depth_max=...)")
+        if dynamic is not None:
+            check_part("dynamic", dynamic, DynamicConfig, "DynamicConfig(depth=...)")
+        check_method_settings(method_settings)
+        by_method = {"sage": SageConfig(), "dynamic": DynamicConfig()}
+        by_method.update({method_spec(name).name: settings for name, settings in method_settings})
+        by_method.update({k: v for k, v in (("sage", sage), ("dynamic", dynamic)) if v is not None})
+        object.__setattr__(self, "method_settings", tuple(sorted(by_method.items())))
+        self.__post_init__()
 
     def __post_init__(self) -> None:
-        check_part("sage", self.sage, SageConfig, "SageConfig(depth_max=...)")
         check_part("sampling", self.sampling, SamplingConfig, "SamplingConfig(temperature=...)")
-        check_part("dynamic", self.dynamic, DynamicConfig, "DynamicConfig(depth=...)")
         method_spec(self.method)  # one clear error for an unknown method (or one that is no name)
-        check_method_settings(self.method_settings)
         if self.backend not in BACKENDS:
             raise ConfigError(f"unknown backend {shown(self.backend)}; choose one of {', '.join(BACKENDS)}")
         for name, value in (("cache", self.cache), ("forward", self.forward)):
@@ -134,27 +173,38 @@ class DecodeConfig:
                 f"pruning removes visual tokens from the draft's prompt; method {self.method!r} has no draft"
             )
 
+    @property
+    def sage(self) -> SageConfig:
+        """SAGE's tree policy (`method_settings["sage"]`)."""
+        settings: SageConfig = dict(self.method_settings)["sage"]
+        return settings
+
+    @property
+    def dynamic(self) -> DynamicConfig:
+        """The dynamic tree's settings, EAGLE-2's defaults unless given (`method_settings["dynamic"]`)."""
+        settings: DynamicConfig = dict(self.method_settings)["dynamic"]
+        return settings
+
     def settings_for(self, method: str | None = None) -> Any:
-        """The settings of `method` (default: this run's) as this configuration carries them: in the
-        field its registry entry names (`sage`, `dynamic`), else in `method_settings`, else its defaults;
-        None for a method without settings."""
+        """The settings of `method` (default: this run's) as this configuration carries them, else its
+        registry entry's defaults; None for a method without settings."""
         spec = method_spec(method or self.method)
-        if spec.settings_field:
-            return getattr(self, spec.settings_field)
         return dict(self.method_settings).get(spec.name, spec.default_settings())
 
     def with_settings(self, by_method: Mapping[str, Any]) -> DecodeConfig:
-        """This configuration carrying the given settings (method name -> settings object), each where its
-        registry entry says (`settings_for`)."""
-        named: dict[str, Any] = {}
-        others = dict(self.method_settings)
-        for method, settings in by_method.items():
-            spec = method_spec(method)
-            if spec.settings_field:
-                named[spec.settings_field] = settings
-            elif spec.settings is not None:
-                others[method] = settings
-        return replace(self, **named, method_settings=tuple(sorted(others.items())))
+        """This configuration carrying the given settings (method name -> settings object; None for a
+        method without settings is skipped)."""
+        given = {method_spec(m).name: s for m, s in by_method.items() if method_spec(m).settings is not None}
+        return replace(self, method_settings=tuple(sorted({**dict(self.method_settings), **given}.items())))
+
+    def settings_record(self) -> dict[str, dict[str, Any]]:
+        """Every method's settings this configuration carries, as the run header records them (`settings`):
+        SAGE's, the dynamic tree's, any given, and this run's own method's (its defaults when not given)."""
+        carried = dict(self.method_settings)
+        own = self.settings_for()
+        if own is not None:
+            carried.setdefault(method_spec(self.method).name, own)
+        return {name: asdict(settings) for name, settings in sorted(carried.items())}
 
 
 MAX_NEW_TOKENS_LIMIT = 4096

@@ -118,15 +118,13 @@ class DecodeRun:
             prompt_tokens=int(self.target_inputs["input_ids"].shape[1]),
             device=str(pair.device),
             dtype=str(pair.target.dtype).removeprefix("torch."),
-            sage=asdict(config.sage),
+            settings=config.settings_record(),
             prepare_seconds=self.prepare_seconds,
             prepare_shared=shared,
             prune_ratio=config.prune_ratio,
             visual_tokens=visual_tokens,
             draft_prompt_tokens=int(self.draft_inputs["input_ids"].shape[1]) if self.draft_inputs is not None else None,
             sampling={**asdict(config.sampling), "seed": self.seed},
-            dynamic=asdict(config.dynamic),
-            settings=_settings_record(config),
         )
         self.records: list[RoundRecord] = []
         self._steps = self._run()
@@ -361,12 +359,6 @@ def _cache_reserve(max_new_tokens: int, proposer: Proposer) -> int:
     """Cache entries a run adds after its prompt, at most: its new tokens, then the scratch of a round
     (the root and the proposer's largest tree, and its depth in tokens the draft reads)."""
     return max_new_tokens + proposer.max_nodes + 1 + proposer.max_depth + 1
-
-
-def _settings_record(config: DecodeConfig) -> dict[str, Any] | None:
-    """The run's own method's settings as the trace header records them (None: it has none)."""
-    settings = config.settings_for()
-    return None if settings is None else asdict(settings)
 
 
 def decode(

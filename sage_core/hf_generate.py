@@ -200,7 +200,7 @@ def _method_settings(method: str, kwargs: dict[str, Any]) -> Any:
     name them (`frozen_alpha=0.5` for sage-frozen, `dynamic_depth=4` for the dynamic tree), taken out of
     kwargs; None when the method has none of its own here (SAGE's are `sage_config` and `sage_*`)."""
     spec = method_spec(method)
-    if spec.settings is None or spec.settings_field == "sage":
+    if spec.settings is None or spec.name == "sage":
         return None
     given = {s.name: kwargs.pop(s.name) for s in spec.controls if s.name in kwargs}
     return spec.settings_from(given) if given else None

@@ -22,7 +22,10 @@ from typing import Any, Literal
 from .method_settings import with_current_names
 from .trees import Tree
 
-TRACE_FORMAT = "sage-trace/1"
+TRACE_FORMAT = "sage-trace/2"
+#: The format before a header's settings were one mapping (`sage`, `dynamic` and the run's own `settings`
+#: apart): still read, as today's (trace_check.current_header).
+TRACE_FORMAT_1 = "sage-trace/1"
 #: A record's fields in traces written before the renames, and their names now.
 OLD_RECORD_NAMES = {"step": "round", "step_seconds": "round_seconds"}
 CUT_RULES = ("width", "threshold", "budget")
@@ -43,7 +46,10 @@ class RunHeader:
     prompt_tokens: int
     device: str
     dtype: str
-    sage: dict[str, Any]
+    # Every method's settings the run carried, by method name (config.DecodeConfig.settings_record): SAGE's
+    # ("sage"), the dynamic tree's ("dynamic"), the run's own method's and any other given, each as a dict
+    # of its settings class's fields.
+    settings: dict[str, dict[str, Any]]
     format: str = TRACE_FORMAT
     # The processors' time this run is charged (in its prefill, round 0), and
     # whether the inputs were prepared once for several runs (a race).
@@ -60,12 +66,11 @@ class RunHeader:
     # The sampling settings (config.SamplingConfig) with the seed the run used
     # (None when greedy). Absent in traces written before sampling existed: greedy.
     sampling: dict[str, Any] | None = None
-    # The dynamic tree's settings (method_settings.DynamicConfig: depth, candidates, total_tokens), written by
-    # every run as the SAGE settings are. None in traces written before they were recorded.
-    dynamic: dict[str, Any] | None = None
-    # The settings of the run's own method (its registry entry's class; SAGE's are `sage` as well). None
-    # for a method without settings, and in traces written before they were recorded.
-    settings: dict[str, Any] | None = None
+
+    def settings_of(self, method: str) -> dict[str, Any]:
+        """The settings `method` ran with as recorded (empty: its defaults, or a method without settings)."""
+        recorded = self.settings.get(method) if isinstance(self.settings, dict) else None
+        return recorded if isinstance(recorded, dict) else {}
 
 
 @dataclass(frozen=True)

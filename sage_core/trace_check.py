@@ -27,9 +27,9 @@ from typing import Any, BinaryIO
 from .config import SamplingConfig, check_max_new_tokens, check_prune_ratio
 from .cost_curve import COST_SIZES, CostCurve
 from .errors import ConfigError, TraceError
-from .method_settings import OLD_SAGE_NAMES, DynamicConfig, SageConfig, shown, with_current_names
+from .method_settings import OLD_SAGE_NAMES, shown, with_current_names
 from .methods import is_method, method_spec, registered_names
-from .records import CUT_RULES, TRACE_FORMAT, RoundRecord, RunHeader, record_from_dict
+from .records import CUT_RULES, TRACE_FORMAT, TRACE_FORMAT_1, RoundRecord, RunHeader, record_from_dict
 
 #: Traces larger than this are refused before they are read (the app's own limit may be lower).
 MAX_TRACE_BYTES = 64 * 2**20
@@ -118,9 +118,7 @@ def parse_trace_rows(rows: Sequence[dict[str, Any]]) -> tuple[RunHeader, list[Ro
     if not rows:
         raise TraceError("the trace is empty")
     try:
-        fields_of_header = dict(rows[0]["header"])
-        if isinstance(fields_of_header.get("sage"), dict):  # SAGE's settings under their old names: read
-            fields_of_header["sage"] = with_current_names(fields_of_header["sage"], OLD_SAGE_NAMES)
+        fields_of_header = current_header(dict(rows[0]["header"]))
         if isinstance(fields_of_header.get("kept_visual_indices"), list):
             fields_of_header["kept_visual_indices"] = tuple(fields_of_header["kept_visual_indices"])
         header = RunHeader(**fields_of_header)
@@ -200,6 +198,23 @@ def _is_number(value: Any, low: float = 0.0, high: float = math.inf) -> bool:
     return math.isfinite(value) and low <= value <= high
 
 
+def current_header(fields_of_header: dict[str, Any]) -> dict[str, Any]:
+    """A header's fields as today's format writes them: a `sage-trace/1` header's `sage`, `dynamic` and own
+    `settings` (the run's method's) become one `settings` mapping by method name, and SAGE's settings read
+    under their current names (`OLD_SAGE_NAMES`)."""
+    if fields_of_header.get("format") != TRACE_FORMAT_1:
+        return fields_of_header
+    settings: dict[str, Any] = {}
+    sage, dynamic, own = (fields_of_header.pop(name, None) for name in ("sage", "dynamic", "settings"))
+    settings["sage"] = with_current_names(sage, OLD_SAGE_NAMES) if isinstance(sage, dict) else sage
+    if dynamic is not None:
+        settings["dynamic"] = dynamic
+    method = fields_of_header.get("method")
+    if own is not None and isinstance(method, str) and method not in settings:
+        settings[method] = own
+    return {**fields_of_header, "settings": settings, "format": TRACE_FORMAT}
+
+
 def header_problem(header: RunHeader) -> str | None:
     """What makes a header read from a file unusable, or None."""
     if header.format != TRACE_FORMAT:
@@ -211,12 +226,6 @@ def header_problem(header: RunHeader) -> str | None:
         return f"unknown method {header.method!r}; known: {', '.join(registered_names())}"
     if not _is_int(header.max_new_tokens, 1) or not _is_int(header.prompt_tokens):
         return "its token counts must be whole numbers"
-    if not isinstance(header.sage, dict):
-        return "its SAGE settings must be an object"
-    if header.dynamic is not None and not isinstance(header.dynamic, dict):
-        return "its dynamic tree settings must be an object"
-    if header.settings is not None and not isinstance(header.settings, dict):
-        return "its method's settings must be an object"
     if not _is_number(header.prepare_seconds) or not isinstance(header.prepare_shared, bool):
         return "its preparation time must be a finite, non-negative number of seconds"
     if header.draft_prompt_tokens is not None and not _is_int(header.draft_prompt_tokens):
@@ -231,15 +240,17 @@ def header_problem(header: RunHeader) -> str | None:
 
 def _settings_problem(header: RunHeader) -> str | None:
     """Whether the header's settings are ones a run could have had: checked by the config types
-    themselves (the SAGE and dynamic tree settings it names, the token limit, the pruning ratio, the
-    sampling)."""
-    known = {f.name for f in fields(SageConfig)}
+    themselves (each method's settings it records, the token limit, the pruning ratio, the sampling)."""
+    if not isinstance(header.settings, dict):
+        return "its settings must be an object: each method's settings by its name"
+    for name, values in header.settings.items():
+        if not is_method(name) or method_spec(name).settings is None:
+            return f"it records settings for {shown(name)}, which is no method with settings"
+        if not isinstance(values, dict):
+            return f"the settings of {name} must be an object"
     try:
-        SageConfig(**{k: v for k, v in header.sage.items() if k in known})
-        if header.dynamic is not None:
-            DynamicConfig(**{k: v for k, v in header.dynamic.items() if k in ("depth", "candidates", "total_tokens")})
-        if header.settings is not None:
-            settings_of_header(header)
+        for name in header.settings:
+            recorded_settings(header, name)
         check_max_new_tokens(header.max_new_tokens)
         if header.prune_ratio:
             check_prune_ratio(header.prune_ratio)
@@ -251,18 +262,15 @@ def _settings_problem(header: RunHeader) -> str | None:
     return None
 
 
-def settings_of_header(header: RunHeader) -> Any:
-    """The settings the run's method ran with, from its header (SAGE's and the dynamic tree's from their
-    own fields in traces written before `settings`); None for a method without settings. A value its
-    settings class refuses raises its ConfigError."""
-    spec = method_spec(header.method)
+def recorded_settings(header: RunHeader, method: str | None = None) -> Any:
+    """The settings `method` (default: the run's own) ran with, from the header (its settings class's
+    defaults for what it does not record); None for a method without settings. A value its settings class
+    refuses raises its ConfigError."""
+    spec = method_spec(method or header.method)
     if spec.settings is None:
         return None
-    recorded = header.settings
-    if recorded is None and spec.settings_field in ("sage", "dynamic"):
-        recorded = getattr(header, spec.settings_field)
     known = {f.name for f in fields(spec.settings)}
-    return spec.settings(**{k: v for k, v in (recorded or {}).items() if k in known})
+    return spec.settings(**{k: v for k, v in header.settings_of(spec.name).items() if k in known})
 
 
 def _sampling_problem(sampling: Any) -> str | None:

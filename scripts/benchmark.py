@@ -55,7 +55,7 @@ visual tokens. `--frames` and `--video-pixels` give a video more visual tokens
 
 `--sweep` runs the budget sweep instead (sage_core/studies/sweep.py): τ, tokens per target forward and
 decode-only speedup against the node budget (`--sweep-budgets`, default 4,8,12,16,24,32,48,64) for
-SAGE, the dynamic tree and the same-budget best-first tree, with `sage-cost`'s chosen budgets marked,
+SAGE, the dynamic tree and the same-budget best-first tree, with `sage-cost`'s and SMART's chosen budgets marked,
 on the first `--sweep-examples` examples (default 3: with `--kinds describe,chart,narrate`, one of each),
 `--sweep-repeats` timed runs each (default 1, after a warm-up); it prints the table and the cost curve, and
 `--sweep-plot docs/sweep.html` draws them (Plotly; a .png beside it when chromium is there), e.g.

@@ -618,11 +618,11 @@ def budget_sweep(context: Context, emit: Emit, left: Callable[[], float]) -> str
     ]
     budgets = (4, 12) if context.smoke else (4, 8, 12, 16, 24, 32, 48, 64)
     result = sweep(pair, cases, budgets, max_new_tokens=12 if context.smoke else 128, repeats=1)
-    for point in (*result.points, *([result.chosen] if result.chosen else [])):
+    for point in (*result.points, *result.chosen):
         emit(
             method=point.method,
             budget=round(point.budget, 1),
-            chosen=point.method == "sage-cost",
+            chosen=point in result.chosen,
             tau=round(point.tau, 2),
             tokens_per_forward=round(point.tokens_per_forward, 2),
             nodes=round(point.nodes, 1),

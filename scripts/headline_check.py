@@ -8,8 +8,14 @@ another process spins on one core, and prints each race's headline (speedup, int
 - quiet: at least 5 of 6 races give a verdict, with an interval at most 0.4 wide;
 - busy: the interval covers the quiet races' median speedup in at least 5 of 6.
 
+With `--sage-cost` it checks instead that a busy warm-up cannot collapse sage-cost: its τ on describe_five and
+chart in an app whose warm-up (where the cost curve is measured) ran quiet, then in a freshly loaded app whose
+warm-up ran with one core spinning, in that app's first race and its next one (the core still spinning): each
+keeps at least 0.8 of the quiet τ. It prints the curve each app decided from.
+
     PYTHONPATH=. python3 scripts/headline_check.py            # 2 x 6 races quiet, then 2 x 6 busy
     PYTHONPATH=. python3 scripts/headline_check.py --races 1  # a smoke run (thresholds scale with --races)
+    PYTHONPATH=. python3 scripts/headline_check.py --sage-cost
 
 Exit status 1 when a check fails.
 """
@@ -17,20 +23,22 @@ Exit status 1 when a check fails.
 from __future__ import annotations
 
 import argparse
+import gc
 import math
 import multiprocessing
 import os
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from app import models
 from app.api import race_result
 from app.handlers import last
 from app.inputs import load_examples
-from app.race import RaceRequest, race_steps
-from sage_core import load_media
+from app.race import RaceData, RaceRequest, race_steps
+from sage_core import load_media, summarize
 
 INPUTS = ("describe_five.png", "chart.png")
 METHODS = ("sage", "static")
@@ -45,11 +53,57 @@ def spin() -> None:
         pass
 
 
-def race_headline(loaded: models.LoadedPair, name: str) -> dict:
+def race_of(loaded: models.LoadedPair, name: str, methods: Sequence[str] = METHODS) -> RaceData:
     example = next(e for e in load_examples() if Path(e.file).name == name)
-    request = RaceRequest(load_media(example.file), example.prompt, METHODS)
-    data = last(race_steps(loaded.pair, request, loaded.token_texts, models.RACE_SLOT, costs=loaded.costs))
-    return race_result(data, with_trace=False)["headline"]
+    request = RaceRequest(load_media(example.file), example.prompt, tuple(methods))
+    return last(race_steps(loaded.pair, request, loaded.token_texts, models.RACE_SLOT, costs=loaded.costs))
+
+
+def race_headline(loaded: models.LoadedPair, name: str) -> dict:
+    return race_result(race_of(loaded, name), with_trace=False)["headline"]
+
+
+def sage_cost_tau(loaded: models.LoadedPair, name: str) -> float:
+    """sage-cost's τ (accepted draft tokens per round) in one race beside the static tree."""
+    lane = race_of(loaded, name, ("sage-cost", "static")).lane("sage-cost")
+    assert lane is not None
+    return summarize(lane.records).mean_accepted
+
+
+def sage_cost_check() -> list[str]:
+    """A busy warm-up against a quiet one (module docstring); every failed check in one sentence each."""
+    loaded = models.PAIRS.get("builtin", "builtin")
+    print(f"quiet warm-up: {loaded.costs.label() if loaded.costs else 'no curve'}")
+    quiet = {name: sage_cost_tau(loaded, name) for name in INPUTS}
+    print("quiet: " + ", ".join(f"{name} τ {tau:.2f}" for name, tau in quiet.items()), flush=True)
+    models.PAIRS.clear()
+    del loaded
+    gc.collect()  # the pair's remembered curve goes with its model
+    failed = []
+    with spinning():
+        loaded = models.PAIRS.get("builtin", "builtin")
+        print(f"busy warm-up: {loaded.costs.label() if loaded.costs else 'no curve'}", flush=True)
+        for which in ("first", "next"):
+            for name in INPUTS:
+                tau = sage_cost_tau(loaded, name)
+                kept = tau / quiet[name] if quiet[name] else float("nan")
+                print(f"busy, {which} race: {name} τ {tau:.2f} ({kept:.2f} of quiet)", flush=True)
+                if not kept >= 0.8:
+                    failed.append(f"{name}: sage-cost's τ in the busy app's {which} race is {kept:.2f} of its quiet τ")
+    return failed
+
+
+@contextmanager
+def spinning() -> Iterator[None]:
+    """Another process spinning on one core while the block runs."""
+    spinner = multiprocessing.Process(target=spin, daemon=True)
+    spinner.start()
+    try:
+        time.sleep(1.0)
+        yield
+    finally:
+        spinner.terminate()
+        spinner.join()
 
 
 def run_all(loaded: models.LoadedPair, races: int, label: str) -> dict[str, list[dict]]:
@@ -88,21 +142,19 @@ def width(h: dict) -> float:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--races", type=int, default=6, help="races per input and machine state (default 6)")
+    parser.add_argument("--sage-cost", action="store_true", help="check sage-cost's τ after a busy warm-up instead")
     args = parser.parse_args(argv)
     start = time.perf_counter()
-    loaded = models.PAIRS.get("builtin", "builtin")
-    curve = loaded.costs
-    print(f"cost curve in use: {curve.label() if curve else 'none'}; torch threads: {_threads()}")
-    quiet = run_all(loaded, args.races, "quiet")
-    spinner = multiprocessing.Process(target=spin, daemon=True)
-    spinner.start()
-    try:
-        time.sleep(1.0)
-        busy = run_all(loaded, args.races, "busy")
-    finally:
-        spinner.terminate()
-        spinner.join()
-    failed = checks(quiet, busy, args.races)
+    if args.sage_cost:
+        failed = sage_cost_check()
+    else:
+        loaded = models.PAIRS.get("builtin", "builtin")
+        curve = loaded.costs
+        print(f"cost curve in use: {curve.label() if curve else 'none'}; torch threads: {_threads()}")
+        quiet = run_all(loaded, args.races, "quiet")
+        with spinning():
+            busy = run_all(loaded, args.races, "busy")
+        failed = checks(quiet, busy, args.races)
     for line in failed or ["every check holds"]:
         print(("FAILED: " if failed else "") + line)
     print(f"{time.perf_counter() - start:.0f} s")

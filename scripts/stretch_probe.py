@@ -7,17 +7,21 @@
 For each fresh example (seed never used in training; ``--kinds`` in turn) the target answers greedily
 (batched ``generate``); the draft is then teacher-forced on that answer, and at every answer position
 its top-k (k = SAGE's candidates, 10) entropy and α = 1 - H / log k are read (the quantities SAGE's
-policy reads at a round's root). Printed, per kind and pooled:
+policy reads at a round's root). Printed per kind, then over all kinds; every correlation three ways:
+**per answer** (the mean of each answer's own figure, with a 95 % interval over answers: the figure
+that says whether the draft's state *within* an answer carries over), **centred** (each answer's mean
+taken out, then pooled: within-answer variation only), and **pooled** (every pair together: the gaps
+*between* answers, rows hard throughout and descriptions easy throughout, inflate it):
 
 * **lag-1 autocorrelation of the draft's per-token entropy** along the answers (pairs within an
-  answer, pooled; and the mean of the per-answer figures): does hesitation come in stretches?
+  answer): does hesitation come in stretches?
 * **a 5-token chain's rounds, simulated exactly for greedy decoding**: each round starts after the
   last committed token, the chain is the draft's greedy continuation, the accepted length is the
-  run of draft tokens equal to the target's; corr(α at the round's root, accepted length), pooled,
-  where α does not choose the tree (no confound), and the chain's τ.
+  run of draft tokens equal to the target's; corr(α at the round's root, accepted length), where α
+  does not choose the tree (no confound), and the chain's τ.
 * with ``--decode``: the methods decoded for real (``sage_core.decode``, float32, greedy), τ with a
   95 % interval over prompts, SAGE's own rounds' corr(α, accepted length) and lag-1 autocorrelation
-  of the round entropy (pooled), and whether every method's tokens equal plain decoding's.
+  of the round entropy (the three ways), and whether every method's tokens equal plain decoding's.
 
 Counts, not times (scripts/benchmark.py measures speed).
 """
@@ -29,6 +33,7 @@ import json
 import os
 import statistics
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
@@ -39,7 +44,7 @@ from sage_core.builtin.quality import example_media, generate_answers, teacher_f
 from sage_core.builtin.scenes import LONG_KINDS, ROW_KIND, make_examples
 from sage_core.method_settings import SageConfig
 from sage_core.policy import confidence
-from sage_core.studies.premise import pearson
+from sage_core.studies.premise import across_answers, lag_pairs
 from sage_core.studies.stats import interval
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -73,38 +78,27 @@ def chain_rounds(series: dict, depth: int = CHAIN) -> list[tuple[float, int]]:
     return rounds
 
 
-def lag1(answers: list[list[float]]) -> tuple[float | None, float | None, int]:
-    """Pooled lag-1 autocorrelation (pairs within an answer), the mean of the per-answer ones, pairs."""
-    before = [x for a in answers for x in a[:-1]]
-    after = [x for a in answers for x in a[1:]]
-    per = [r for a in answers if (r := pearson(a[:-1], a[1:])) is not None]
-    return pearson(before, after), (statistics.fmean(per) if per else None), len(before)
-
-
 def summarise(name: str, rows: list[dict]) -> dict:
     entropies = [r["series"]["entropy"][1:] for r in rows]  # position 0 is the prefill's token
-    pooled, mean_per, pairs = lag1(entropies)
-    rounds = [x for r in rows for x in r["chain"]]
-    corr = pearson([a for a, _ in rounds], [float(n) for _, n in rounds])
-    tau = statistics.fmean(n for _, n in rounds) if rounds else float("nan")
+    lag = across_answers(lag_pairs(entropies))
+    corr = across_answers([([a for a, _ in r["chain"]], [float(n) for _, n in r["chain"]]) for r in rows])
+    rounds = [n for r in rows for _, n in r["chain"]]
+    tau = statistics.fmean(rounds) if rounds else float("nan")
     flat = [h for e in entropies for h in e]
     out = {
         "answers": len(rows),
         "tokens": len(flat),
         "entropy_mean": statistics.fmean(flat) if flat else float("nan"),
-        "entropy_lag1_pooled": pooled,
-        "entropy_lag1_per_answer_mean": mean_per,
-        "pairs": pairs,
+        "entropy_lag1": asdict(lag),
         "chain_rounds": len(rounds),
-        "chain_alpha_accept": corr,
+        "chain_alpha_accept": asdict(corr),
         "chain_tau": tau,
         "facts_right": sum(r["right"] for r in rows) / max(sum(r["facts"] for r in rows), 1),
     }
-    show = lambda v: "–" if v is None else f"{v:+.2f}"  # noqa: E731
     print(
-        f"{name:<9} {len(rows):>4} answers {len(flat):>5} tokens | entropy lag-1 pooled {show(pooled)}, "
-        f"per answer {show(mean_per)} | chain-{CHAIN}: corr(α, accepted) {show(corr)} over {len(rounds)} rounds, "
-        f"τ {tau:.2f} | target facts {out['facts_right']:.3f}"
+        f"{name}: {len(rows)} answers, {len(flat)} tokens, target facts {out['facts_right']:.3f}\n"
+        f"  entropy lag-1, token by token: {lag.words()}\n"
+        f"  chain-{CHAIN} ({len(rounds)} rounds, τ {tau:.2f}): corr(α, accepted) {corr.words()}"
     )
     return out
 
@@ -134,14 +128,13 @@ def decode_study(target_dir: str, draft_dir: str, examples, methods: list[str], 
         out["methods"][method] = {"tau": mean, "half_width": half}
         print(f"  decode {method:<10} τ {mean:.2f} ± {half:.2f}")
     if sage_rounds:
-        alphas = [r.alpha for rs in sage_rounds for r in rs]
-        accepted = [float(r.accepted_length) for rs in sage_rounds for r in rs]
-        before = [r.entropy for rs in sage_rounds for r in rs[:-1]]
-        lag = pearson(before, [r.entropy for rs in sage_rounds for r in rs[1:]])
-        out["sage_alpha_accept"], out["sage_round_entropy_lag1"] = pearson(alphas, accepted), lag
+        accept = across_answers([([r.alpha for r in rs], [float(r.accepted_length) for r in rs]) for rs in sage_rounds])
+        lag = across_answers(lag_pairs([[r.entropy for r in rs] for rs in sage_rounds]))
+        out["sage_alpha_accept"], out["sage_round_entropy_lag1"] = asdict(accept), asdict(lag)
+        rounds = sum(len(rs) for rs in sage_rounds)
         print(
-            f"  SAGE's own {len(alphas)} rounds: corr(α, accepted) {out['sage_alpha_accept']}, "
-            f"lag-1 autocorr(round entropy) {lag}"
+            f"  SAGE's own {rounds} rounds: corr(α, accepted) {accept.words()}; "
+            f"lag-1 autocorr(round entropy) {lag.words()}"
         )
     print(f"  lossless: {mismatches or 'yes'}")
     return out
@@ -183,7 +176,7 @@ def main(argv: list[str] | None = None) -> dict:
     figures: dict = {"n": args.n, "seed": args.seed, "kinds": {}}
     for kind in kinds:
         figures["kinds"][kind] = summarise(kind, [r for r in rows if r["kind"] == kind])
-    figures["pooled"] = summarise("pooled", rows)
+    figures["all kinds"] = summarise("all kinds", rows)
     if args.decode:
         figures["decode"] = decode_study(
             str(d / "target"), draft_dir, examples, args.decode.split(","), args.max_new_tokens

@@ -20,9 +20,9 @@ built-in pair's), and the lag-1 autocorrelation of the draft's entropy token by 
 round by round. It also prints the
 spread of the draft's entropy within each SAGE answer (max − min over its rounds, nats) and
 checks that every method's tokens equal plain decoding's (lossless). And the paper's premise
-over the prompts (sage_core/studies/premise.py): per SAGE answer, the correlation of α with the accepted
-length and the lag-1 autocorrelation of the entropy, their mean with 95% intervals, and the
-rounds they rest on, and SAGE's planned
+on SAGE's own rounds (sage_core/studies/premise.py), per kind and over all kinds: the correlation of α with the
+accepted length and the lag-1 autocorrelation of the round entropy, each per answer (mean, 95% interval),
+centred per answer, and pooled (labelled: the gaps between answers inflate it); and SAGE's planned
 root width W(α) over all its rounds (median).
 
 These are counts, not times: see scripts/benchmark.py for speed.
@@ -35,6 +35,7 @@ import json
 import os
 import statistics
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # threads that wait do not spin on a shared CPU
@@ -46,46 +47,27 @@ from sage_core.builtin.quality import example_media
 from sage_core.builtin.scenes import LONG_KINDS, ROW_KIND, make_examples
 from sage_core.method_settings import FrozenSageConfig
 from sage_core.methods import drafting_methods, method_spec, short_name
-from sage_core.studies.premise import (
-    acceptance_histogram,
-    calibration_of,
-    pearson,
-    premise_of,
-    round_alpha,
-)
+from sage_core.studies.premise import acceptance_histogram, across_answers, calibration_of, lag_pairs, round_alpha
 from sage_core.studies.stats import interval
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def premise_lines(premises: list) -> dict:
-    """Print the premise over the SAGE answers (mean of the per-answer correlations, 95% interval)."""
+def premise_lines(answers: list[tuple[str, list]]) -> dict:
+    """The paper's premise on SAGE's own rounds, per kind then over all kinds, three ways each
+    (sage_core.studies.premise.AcrossAnswers: per answer with its interval, centred, pooled labelled so):
+    corr(α, accepted length) and the lag-1 autocorrelation of the round entropy. `answers`: (kind, the SAGE
+    answer's decode rounds with α and entropy)."""
     out: dict = {}
-    for name, key in (("corr(alpha, accepted length)", "alpha_accept"), ("lag-1 autocorr(entropy)", "entropy_lag1")):
-        values = [getattr(p, key) for p in premises if getattr(p, key) is not None]
-        rounds = sum(p.rounds for p in premises if getattr(p, key) is not None)
-        if not values:
-            print(f"premise {name}: no SAGE answer had enough rounds")
-            continue
-        mean, half = interval(values)
-        print(f"premise {name}: {mean:+.2f} ± {half:.2f} over {len(values)} answers ({rounds} rounds)")
-        out[key] = {"mean": mean, "half_width": half, "answers": len(values), "rounds": rounds}
+    kinds = list(dict.fromkeys(kind for kind, _ in answers))
+    for kind in [*kinds, "all kinds"] if len(kinds) > 1 else kinds:
+        chosen = [rounds for k, rounds in answers if kind in (k, "all kinds")]
+        accept = across_answers([([r.alpha for r in rs], [float(r.accepted_length) for r in rs]) for rs in chosen])
+        lag = across_answers(lag_pairs([[r.entropy for r in rs] for rs in chosen]))
+        print(f"premise, {kind}: corr(alpha, accepted length) {accept.words()}")
+        print(f"premise, {kind}: lag-1 autocorr(round entropy) {lag.words()}")
+        out[kind] = {"alpha_accept": asdict(accept), "entropy_lag1": asdict(lag)}
     return out
-
-
-def pooled_premise(answers: list[list]) -> dict:
-    """The premise over every SAGE round of every answer together (lag pairs stay within an answer)."""
-    alphas = [r.alpha for rounds in answers for r in rounds]
-    accepted = [float(r.accepted_length) for rounds in answers for r in rounds]
-    before = [r.entropy for rounds in answers for r in rounds[:-1]]
-    after = [r.entropy for rounds in answers for r in rounds[1:]]
-    alpha_accept, lag = pearson(alphas, accepted), pearson(before, after)
-    shown = ["–" if v is None else f"{v:+.2f}" for v in (alpha_accept, lag)]
-    print(
-        f"premise over all {len(alphas)} SAGE rounds pooled: corr(alpha, accepted length) {shown[0]}, "
-        f"lag-1 autocorr(entropy) {shown[1]} ({len(before)} pairs)"
-    )
-    return {"rounds": len(alphas), "alpha_accept": alpha_accept, "entropy_lag1": lag, "pairs": len(before)}
 
 
 def delta_lines(per_prompt: dict[str, dict[str, list[float]]]) -> dict:
@@ -191,18 +173,20 @@ def main(argv: list[str] | None = None) -> dict:
     prompts = (
         shipped_long_examples()
         if args.shipped
-        else [(example_media(scene), scene.question) for scene in make_examples(args.seed, args.n, kinds=kinds)]
+        else [
+            (example_media(scene), scene.question, scene.kind)
+            for scene in make_examples(args.seed, args.n, kinds=kinds)
+        ]
     )
     args.n = len(prompts)
     per_prompt: dict[str, dict[str, list[float]]] = {m: {"tau": [], "tpf": [], "nodes": []} for m in methods}
     spreads: list[float] = []
     widths: list[int] = []
-    premises = []
-    pooled: list[list] = []  # each SAGE answer's rounds with alpha and entropy
+    premises: list[tuple[str, list]] = []  # each SAGE answer's kind and its rounds with alpha and entropy
     mismatches: list[str] = []
     lanes: dict[str, list] = {m: [] for m in methods}  # every method's records, answer after answer
     started = time.perf_counter()
-    for index, (media, question) in enumerate(prompts):
+    for index, (media, question, kind) in enumerate(prompts):
         reference = decode(pair, media, question, DecodeConfig("ar", args.max_new_tokens)).run_to_end()
         for method in methods:
             config = DecodeConfig(method, args.max_new_tokens).with_settings({"sage-frozen": frozen})
@@ -220,8 +204,7 @@ def main(argv: list[str] | None = None) -> dict:
                 entropies = [r.entropy for r in rounds if r.entropy is not None]
                 if len(entropies) >= 2:
                     spreads.append(max(entropies) - min(entropies))
-                premises.append(premise_of(run.records))
-                pooled.append([r for r in rounds if r.alpha is not None and r.entropy is not None])
+                premises.append((kind, [r for r in rounds if r.alpha is not None and r.entropy is not None]))
     elapsed = time.perf_counter() - started
 
     what = (
@@ -251,7 +234,6 @@ def main(argv: list[str] | None = None) -> dict:
     figures["acceptance_histogram"] = histogram_lines(lanes)
     figures["calibration"] = calibration_lines(lanes)
     figures["premise"] = premise_lines(premises)
-    figures["premise"]["pooled"] = pooled_premise(pooled)
     print(f"lossless (every method's tokens == plain decoding's): {mismatches or 'yes'}")
     figures["lossless"] = not mismatches
     if args.json:
@@ -263,7 +245,9 @@ def shipped_long_examples() -> list:
     """(media, prompt) of the shipped examples with long answers, loaded from their files as the app does."""
     examples = json.loads((ROOT / "assets" / "examples" / "examples.json").read_text())
     return [
-        (load_media(ROOT / "assets" / "examples" / e["file"]), e["prompt"]) for e in examples if e["kind"] in LONG_KINDS
+        (load_media(ROOT / "assets" / "examples" / e["file"]), e["prompt"], e["kind"])
+        for e in examples
+        if e["kind"] in LONG_KINDS
     ]
 
 

@@ -24,7 +24,7 @@ def header(method: str) -> RunHeader:
         prompt_tokens=30,
         device="cpu",
         dtype="float32",
-        sage={},
+        settings={},
     )
 
 

@@ -109,7 +109,7 @@ def test_sage_frozen_holds_alpha_and_shapes_its_trees_with_sages_rules(pair, ima
     config = DecodeConfig("sage-frozen", 24, SageConfig(window=3)).with_settings({"sage-frozen": frozen})
     run = decode(pair, image, "Describe the picture.", config)
     run.run_to_end()
-    assert run.header.settings == {"alpha": 0.37}
+    assert run.header.settings_of("sage-frozen") == {"alpha": 0.37}
     shaped = [r for r in run.records if r.phase == "decode" and r.planned_depth is not None]
     assert shaped, "every round after the first is shaped"
     for record in shaped:
@@ -140,7 +140,7 @@ def test_best_first_verifies_its_node_count_drafting_only_its_own_tree(pair, ima
     expected = decode(pair, image, "Describe the picture.", DecodeConfig("ar", 24)).run_to_end().token_ids
     config = DecodeConfig("best-first", 24).with_settings({"best-first": BestFirstConfig(7)})
     lane = decode(pair, image, "Describe the picture.", config)
-    assert lane.run_to_end().token_ids == expected and lane.header.settings == {"nodes": 7}
+    assert lane.run_to_end().token_ids == expected and lane.header.settings_of("best-first") == {"nodes": 7}
     rounds = [r for r in lane.records if r.phase == "decode"]
     assert shaped == [] and all(r.node_count <= 7 for r in rounds) and max(r.node_count for r in rounds) == 7
     assert all(r.alpha is not None and r.entropy is not None for r in rounds)  # recorded, not used
@@ -154,9 +154,11 @@ def test_in_a_race_an_unset_best_first_holds_sages_mean_node_count(pair, image) 
     request = RaceRequest(image, "Describe the picture.", methods, 16, best_first_nodes_given=False)
     data = last(race_steps(pair, request))
     nodes = [r.node_count for r in data.lane("sage").records if r.phase == "decode" and r.node_count]
-    assert nodes and data.lane("best-first").header.settings["nodes"] == max(1, round(sum(nodes) / len(nodes)))
+    assert nodes and data.lane("best-first").header.settings_of("best-first")["nodes"] == max(
+        1, round(sum(nodes) / len(nodes))
+    )
     given = RaceRequest(image, "Describe the picture.", methods, 16, {"best-first": BestFirstConfig(5)})
-    assert last(race_steps(pair, given)).lane("best-first").header.settings["nodes"] == 5
+    assert last(race_steps(pair, given)).lane("best-first").header.settings_of("best-first")["nodes"] == 5
 
 
 def test_the_lanes_are_registry_methods_off_by_default() -> None:
@@ -196,11 +198,11 @@ def test_in_a_race_an_unset_frozen_alpha_is_sages_own_mean(pair, image) -> None:
     methods = ("sage", "sage-frozen")
     data = last(race_steps(pair, RaceRequest(image, "Describe the picture.", methods, 16, frozen_alpha_given=False)))
     alphas = [r.alpha for r in data.lane("sage").records if r.alpha is not None]
-    held = data.lane("sage-frozen").header.settings["alpha"]
+    held = data.lane("sage-frozen").header.settings_of("sage-frozen")["alpha"]
     assert alphas and held == pytest.approx(sum(alphas) / len(alphas))
     assert data.lane("sage").finished and data.lane("sage-frozen").finished
     given = RaceRequest(image, "Describe the picture.", methods, 16, {"sage-frozen": FrozenSageConfig(0.37)})
-    assert last(race_steps(pair, given)).lane("sage-frozen").header.settings["alpha"] == 0.37
+    assert last(race_steps(pair, given)).lane("sage-frozen").header.settings_of("sage-frozen")["alpha"] == 0.37
 
 
 def test_step_mode_holds_sages_averages_as_the_race_does(pair, image) -> None:
@@ -224,6 +226,8 @@ def test_step_mode_holds_sages_averages_as_the_race_does(pair, image) -> None:
     alphas = [r.alpha for r in sage if r.alpha is not None]
     nodes = [r.node_count for r in sage if r.node_count]
     assert waited > 1 and stepper.finished
-    assert data.lane("sage-frozen").header.settings["alpha"] == pytest.approx(sum(alphas) / len(alphas))
-    assert data.lane("best-first").header.settings["nodes"] == max(1, round(sum(nodes) / len(nodes)))
+    assert data.lane("sage-frozen").header.settings_of("sage-frozen")["alpha"] == pytest.approx(
+        sum(alphas) / len(alphas)
+    )
+    assert data.lane("best-first").header.settings_of("best-first")["nodes"] == max(1, round(sum(nodes) / len(nodes)))
     assert data.lane("sage-frozen").finished and data.lane("best-first").finished

@@ -247,9 +247,9 @@ def test_the_race_uses_its_dynamic_tree_settings_and_sages_candidates(client, ex
     lanes = {lane.method: lane for lane in parse_race(answer["trace"].splitlines()).lanes}
     dynamic, static = lanes["dynamic"], lanes["static"]
     assert dynamic.header is not None and static.header is not None
-    assert dynamic.header.dynamic == {"depth": 2, "candidates": 10, "total_tokens": 5}
+    assert dynamic.header.settings_of("dynamic") == {"depth": 2, "candidates": 10, "total_tokens": 5}
     assert all(r.node_count <= 5 for r in dynamic.records) and any(r.node_count == 5 for r in dynamic.records)
-    assert static.header.sage["candidates"] == 12
+    assert static.header.settings_of("sage")["candidates"] == 12
     assert answer["texts"]["dynamic"] == answer["texts"]["static"] != ""
 
 

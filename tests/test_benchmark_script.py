@@ -409,10 +409,14 @@ def test_the_tau_study_compares_every_drafting_method_and_checks_the_premise(cap
     assert figures["lossless"] and set(figures["delta_vs_sage"]) == set(figures["methods"]) - {"sage"}
     assert figures["calibration"]["lane"] == "chain" and figures["acceptance_histogram"]["sage"]
     assert figures["methods"]["dynamic"]["nodes_per_round"] <= 59
-    pooled = figures["premise"]["pooled"]
-    assert pooled["rounds"] >= 4 and pooled["pairs"] == pooled["rounds"] - 2  # lag pairs stay within an answer
+    premise = figures["premise"]  # per kind (two answers: two kinds), then over all kinds
+    assert len(premise) == 3 and list(premise)[-1] == "all kinds"
+    everything = premise["all kinds"]
+    rounds = everything["alpha_accept"]["points"]
+    assert rounds >= 4 and everything["entropy_lag1"]["points"] == rounds - 2  # lag pairs stay within an answer
     printed = capsys.readouterr().out
-    assert "Dynamic" in printed and "premise over all" in printed
+    assert "Dynamic" in printed and "premise, all kinds: lag-1 autocorr(round entropy) per answer" in printed
+    assert "centred" in printed and "pooled" in printed
     with pytest.raises(SystemExit):
         study(["--n", "1", "--methods", "sage,eagle"])
     assert "unknown method 'eagle'" in capsys.readouterr().err

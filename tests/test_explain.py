@@ -23,8 +23,8 @@ from sage_core.policy import (
     planned_width,
 )
 from sage_core.records import RoundRecord, record_from_dict, record_to_dict, trace_lines
-from sage_core.studies.explain import explain_round, sage_config_from
-from sage_core.trace_check import parse_trace
+from sage_core.studies.explain import explain_round
+from sage_core.trace_check import parse_trace, recorded_settings
 from sage_testkit.pairs import builtin_pair
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "assets" / "examples"
@@ -141,7 +141,7 @@ def test_teaching_fields_survive_a_trace_and_old_traces_still_explain():
     lines = list(trace_lines(_header(), records))
     header, loaded = parse_trace(lines)
     assert tuple(loaded) == records
-    assert sage_config_from(header.sage) == SAGE
+    assert recorded_settings(header, "sage") == SAGE
     # a record from before the teaching mode: no new fields
     new_fields = (
         "root_top_tokens",
@@ -187,7 +187,7 @@ def test_bad_teaching_fields_are_refused():
 def _header():
     from sage_core.records import RunHeader
 
-    return RunHeader("sage", "t", "d", "p", "m", 96, 10, "cpu", "float32", asdict(SAGE))
+    return RunHeader("sage", "t", "d", "p", "m", 96, 10, "cpu", "float32", {"sage": asdict(SAGE)})
 
 
 def test_nodes_below_the_next_threshold_get_no_draft_forward_and_the_trees_stay_the_same(monkeypatch):

@@ -288,6 +288,19 @@ def test_every_figure_of_the_race_account_is_recomputed_from_the_records():
     sage, frozen = account.side("sage"), account.side("sage-frozen")
     assert account.reacting_delta_tau == pytest.approx(sage.tau - frozen.tau)
     assert f"Δτ {sage.tau - frozen.tau:+.2f}" in account.lines()[-1] and "held at 0.89" in account.lines()[-1]
+    # the one-sentence why (the finished status, the talk view, the explainer, /race) quotes the same figures
+    static = account.side("static")
+    assert account.rival() == static
+    why = account.why()
+    assert why.startswith(f"Why: SAGE's trees went up to {sage.depth_cap} deep ({sage.mean_depth:.1f} on average)")
+    assert f"against SD-Tree's {static.depth_cap}" in why
+    assert f"accepted its full depth in {static.full_depth_rounds} of its {static.rounds} rounds" in why
+    assert f"τ {sage.tau:.2f} against {static.tau:.2f}" in why
+    assert f"{sage.nodes_per_round:.1f} nodes verified a round against {static.nodes_per_round:.1f}" in why
+    assert f"bought Δτ {sage.tau - frozen.tau:+.2f} against α held at 0.89" in why
+    alone = race_account({m: runs[m] for m in ("sage", "chain")}, curve)
+    assert "measured only beside SAGE, α frozen" in alone.why() and "against SD-Chain's" in alone.why()
+    assert race_account({"sage": runs["sage"]}, curve).why() == ""
 
 
 def test_a_rounded_number_is_printed_so_rounding_the_print_gives_it():

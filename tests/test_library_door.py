@@ -39,7 +39,7 @@ def one_sentence(error: pytest.ExceptionInfo) -> str:
             {"sampling": 0.7},
             "sampling must be a sage_core SamplingConfig, not a float: pass SamplingConfig(temperature",
         ),
-        ({"dynamic": None}, "DecodeConfig's dynamic must be a sage_core DynamicConfig, not None"),
+        ({"dynamic": "deep"}, "DecodeConfig's dynamic must be a sage_core DynamicConfig, not a str"),
         ({"prune_ratio": "0.5"}, "prune_ratio must be a number in [0, 1), not '0.5'"),
         ({"prune_ratio": True}, "prune_ratio must be a number"),
     ],

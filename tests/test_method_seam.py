@@ -137,7 +137,7 @@ def test_the_cli_runs_the_toy_with_its_flag_and_refuses_a_bad_value(toy, pair_fo
     from sage_core import load_trace
 
     header, records = load_trace(trace)  # its settings are in the trace, and it replays
-    assert header.settings == {"length": 3} and records[-1].total_tokens == len(result["token_ids"])
+    assert header.settings_of("toy-chain") == {"length": 3} and records[-1].total_tokens == len(result["token_ids"])
     assert main([*common, "--toy-length", "9"]) == 2
     errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
     assert errors == ["error: the toy chain's length must be a whole number in [1, 5], not 9"]
@@ -167,7 +167,7 @@ def test_the_race_api_takes_the_toys_setting_and_the_explainer_describes_its_rou
     assert raced["lossless"]["identical"] and raced["token_ids"]["toy-chain"] == raced["token_ids"]["ar"]
     data = parse_race(raced["trace"].splitlines())
     lane = data.lane("toy-chain")
-    assert lane is not None and lane.header is not None and lane.header.settings == {"length": 2}
+    assert lane is not None and lane.header is not None and lane.header.settings_of("toy-chain") == {"length": 2}
     decoded = [r for r in lane.records if r.phase == "decode"]
     assert decoded and all(len(r.tree) == 2 for r in decoded)
     explained = explain_round(decoded[0], SageConfig(), ToySettings(2))

@@ -129,3 +129,25 @@ def test_the_acceptance_histogram_counts_rounds_by_accepted_length():
     rounds = [chain_record(0, None, None, 0)] + [chain_record(i + 1, 0.5, 0.5, n) for i, n in enumerate([0, 2, 2, 5])]
     assert acceptance_histogram(rounds) == (1, 0, 2, 0, 0, 1)
     assert acceptance_histogram([]) == ()
+
+
+def test_a_figure_across_answers_is_given_per_answer_centred_and_pooled():
+    """Two answers, each with α and acceptance moving against each other, one easy throughout and one hard
+    throughout: per answer and centred the correlation is negative; pooled, the gap between the answers
+    makes it positive. The three ways tell the two apart."""
+    from sage_core.studies.premise import across_answers, lag_pairs
+
+    easy = ([0.9, 0.95, 0.85, 0.92, 0.88], [6.0, 5.0, 7.0, 5.5, 6.5])
+    hard = ([0.2, 0.25, 0.15, 0.22, 0.18], [1.0, 0.0, 2.0, 0.5, 1.5])
+    figure = across_answers([easy, hard])
+    assert figure.per_answer is not None and figure.per_answer < -0.9 and figure.answers == 2
+    assert figure.centred is not None and figure.centred < -0.9
+    assert figure.pooled is not None and figure.pooled > 0.9 and figure.points == 10
+    assert figure.half_width is not None and figure.half_width >= 0
+    words = figure.words()
+    assert words.startswith(f"per answer {figure.per_answer:+.2f} ± ") and f"pooled {figure.pooled:+.2f}" in words
+    # an answer too short for a figure is left out of the per-answer mean, not counted as zero
+    assert across_answers([easy, ([0.5, 0.6], [1.0, 2.0])]).answers == 1
+    assert across_answers([easy, ([0.5, 0.6], [1.0, 2.0])]).half_width is None
+    # lag pairs never span two answers
+    assert lag_pairs([[1.0, 2.0, 3.0], [7.0, 8.0]]) == [([1.0, 2.0], [2.0, 3.0]), ([7.0], [8.0])]

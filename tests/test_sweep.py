@@ -39,7 +39,9 @@ def test_the_sweep_runs_every_method_at_every_budget_and_marks_sage_costs_choice
     dynamic = {p.budget: p for p in result.points if p.method == "dynamic"}
     assert dynamic[4].nodes <= 4 and fixed[4].nodes <= 4 < fixed[16].nodes <= 16  # the budget is the tree's size
     assert all(p.speedup > 0 and p.tokens_per_forward >= 1 for p in result.points)
-    assert result.chosen is not None and result.chosen.method == "sage-cost" and result.chosen.budget >= 1
+    assert [p.method for p in result.chosen] == ["sage-cost", "smart"] and all(p.budget >= 1 for p in result.chosen)
+    smart = result.chosen_by("smart")
+    assert smart is not None and smart.nodes == smart.budget  # SMART's choice is the tree its rule kept
     assert not is_method("best-first-n")  # the sweep's lane is registered only while it runs
     table = result.lines()
     assert table[0].startswith("| method | budget | τ") and any("chosen, mean" in line for line in table)
@@ -50,13 +52,16 @@ def test_the_sweep_figure_draws_three_panels_and_the_cost_curve(tiny_root, image
     from sage_core.studies.sweep_figure import sweep_figure
 
     points = tuple(SweepPoint(m, b, 1.0 + b / 10, 2.0, b, 1.5) for m in ("sage", "dynamic") for b in (4, 8))
-    chosen = SweepPoint("sage-cost", 6.5, 1.7, 2.5, 6.5, 1.8)
+    chosen = (SweepPoint("sage-cost", 6.5, 1.7, 2.5, 6.5, 1.8), SweepPoint("smart", 3.25, 1.2, 2.1, 3.25, 1.4))
     curve = CostCurve("cpu", "float32", "fast", (1, 2), 2.0, (2.2, 2.6), (0.1, 0.2))
     fig = sweep_figure(SweepResult(points, chosen, 1, 1), curve)
     names = [trace.name for trace in fig.data]
-    assert names.count("SAGE") == 3 and names.count("sage-cost (its mean choice)") == 3
-    stars = [trace for trace in fig.data if trace.name == "sage-cost (its mean choice)"]
+    assert names.count("SAGE") == 3 and names.count("SAGE-cost (its mean choice)") == 3
+    stars = [trace for trace in fig.data if trace.name == "SAGE-cost (its mean choice)"]
     assert [tuple(s.y) for s in stars] == [(1.7,), (2.5,), (1.8,)] and all(tuple(s.x) == (6.5,) for s in stars)
+    hexagrams = [trace for trace in fig.data if trace.name == "SMART (its mean choice)"]
+    assert [tuple(h.y) for h in hexagrams] == [(1.2,), (2.1,), (1.4,)] and all(tuple(h.x) == (3.25,) for h in hexagrams)
+    assert {h.marker.symbol for h in hexagrams} == {"hexagram"} and {s.marker.symbol for s in stars} == {"star"}
     assert tuple(fig.data[-1].y) == (1.1, 1.3)  # the cost curve in one-token steps
 
 
@@ -77,6 +82,11 @@ def test_the_app_measures_the_pairs_sweep_once_and_draws_it_beside_the_warm_up_c
     monkeypatch.setattr(models, "SWEEP_TOKENS", 8)
     monkeypatch.setattr(models, "PAIRS", models.PairCache(1))
     monkeypatch.setattr(sage_core.studies.costs, "_fastest_pass_curve", no_second_measurement)
+    # The warm-up's curve, settled (a busy machine's would be set aside and every run would measure its own:
+    # tests/test_cost_noise.py covers that; here the point is that the settled one is passed on).
+    verify = tuple(2.2 + 0.1 * n for n in COST_SIZES)
+    settled = CostCurve("cpu", "float32", "fast", COST_SIZES, 2.0, verify, (0.5,) * len(COST_SIZES))
+    monkeypatch.setattr(models, "measure_cost_spread", lambda *args, **kwargs: settled)
     target, draft = (
         Path(tiny_folder(tiny_root, "qwen2_vl", "target")),
         Path(tiny_folder(tiny_root, "qwen2_vl", "noised")),
@@ -86,7 +96,8 @@ def test_the_app_measures_the_pairs_sweep_once_and_draws_it_beside_the_warm_up_c
     handlers = Handlers(page, settings)
     update = handlers.show_sweep(models.CUSTOM_KEY, target.name, draft.name)
     names = {trace.name for trace in update["fig_sweep"].data}
-    assert {"verify / one-token step", "sage-cost (its mean choice)"} <= names  # the cost curve beside the sweep
+    # the cost curve beside the sweep, and both choosing methods' marks
+    assert {"verify / one-token step", "SAGE-cost (its mean choice)", "SMART (its mean choice)"} <= names
     assert "Measured on this machine (cpu, float32) at " in update["sweep_note"]
     (loaded,) = models.PAIRS._pairs.values()
     assert loaded.sweep is not None and loaded.costs is not None

@@ -69,7 +69,7 @@ FORGERIES: list[tuple[str, Callable[[list[str]], list[str]], str]] = [
     ("parts longer than the round", lambda ls: edited(ls, step_line(ls, 1), draft_seconds=5.0),
      "take longer than the whole round"),
     ("more tokens than the limit", lambda ls: edited(ls, 0, max_new_tokens=4), "more than its limit of 4"),
-    ("a node budget no run could have", lambda ls: edited(ls, 0, sage={"node_budget": 10**6}),
+    ("a node budget no run could have", lambda ls: edited(ls, 0, settings={"sage": {"node_budget": 10**6}}),
      r"node_budget must be a whole number in \[1, 256\]"),
     ("a temperature generate fails at", lambda ls: edited(ls, 0, sampling={"temperature": 1e-40, "top_p": 1.0,
      "top_k": 50, "seed": 1}), "temperature must be 0 \\(greedy\\) or a number in"),

@@ -22,9 +22,9 @@ from app.race_trace import load_race, parse_race, race_trace_lines
 from sage_core import DecodeConfig, DynamicConfig, SageConfig, decode, load_trace, save_trace
 from sage_core.cli import build_parser, main
 from sage_core.errors import TraceError
+from sage_core.method_settings import FrozenSageConfig
 from sage_core.records import trace_lines
-from sage_core.studies.explain import sage_config_from
-from sage_core.trace_check import parse_trace
+from sage_core.trace_check import parse_trace, recorded_settings
 
 LANDING = Path(__file__).resolve().parent / "data" / "race-old-names.jsonl"  # the landing trace first shipped
 OLD_RECORD = {"round": "step", "round_seconds": "step_seconds"}
@@ -32,13 +32,15 @@ OLD_SAGE = {"candidates": "top_k", "threshold_base": "expansion_threshold"}
 
 
 def in_old_names(lines: list[str]) -> list[str]:
-    """The lines of a trace as a trace written before the renames holds them (no dynamic settings)."""
+    """The lines of a trace as a trace written before the renames holds them (format 1: SAGE's settings
+    in their own field, no dynamic settings, no settings of the run's own)."""
     out = []
     for line in lines:
         row = json.loads(line)
         if "header" in row:
-            row["header"].pop("dynamic", None)
-            row["header"]["sage"] = {OLD_SAGE.get(k, k): v for k, v in row["header"]["sage"].items()}
+            settings = row["header"].pop("settings")
+            row["header"]["sage"] = {OLD_SAGE.get(k, k): v for k, v in settings["sage"].items()}
+            row["header"]["format"] = "sage-trace/1"
         else:
             row = {OLD_RECORD.get(k, k): v for k, v in row.items()}
         out.append(json.dumps(row))
@@ -46,7 +48,7 @@ def in_old_names(lines: list[str]) -> list[str]:
 
 
 def sage_header():
-    return replace(header("sage"), sage=asdict(SageConfig(candidates=12, threshold_base=0.2)))
+    return replace(header("sage"), settings={"sage": asdict(SageConfig(candidates=12, threshold_base=0.2))})
 
 
 def test_the_landing_trace_is_in_the_old_names_and_replays():
@@ -59,10 +61,11 @@ def test_the_landing_trace_is_in_the_old_names_and_replays():
     data = load_race(LANDING)
     assert [lane.method for lane in data.lanes] == [h["method"] for h in headers]
     for lane, old in zip(data.lanes, headers, strict=True):
-        assert lane.header is not None and lane.header.dynamic is None
-        assert lane.header.sage["candidates"] == old["sage"]["top_k"] and "top_k" not in lane.header.sage
-        assert lane.header.sage["threshold_base"] == old["sage"]["expansion_threshold"]
-        assert sage_config_from(lane.header.sage).candidates == old["sage"]["top_k"]
+        assert lane.header is not None and set(lane.header.settings) == {"sage"}  # format 1: SAGE's only
+        sage = lane.header.settings_of("sage")
+        assert sage["candidates"] == old["sage"]["top_k"] and "top_k" not in sage
+        assert sage["threshold_base"] == old["sage"]["expansion_threshold"]
+        assert recorded_settings(lane.header, "sage").candidates == old["sage"]["top_k"]
         mine = [row for row in records if row["method"] == lane.method]
         assert [r.round for r in lane.records] == [row["step"] for row in mine] == list(range(len(mine)))
         assert [r.round_seconds for r in lane.records] == [row["step_seconds"] for row in mine]
@@ -85,8 +88,8 @@ def test_a_trace_in_the_old_names_reads_as_the_same_run():
     header_now, records_now = parse_trace(lines)
     header_then, records_then = parse_trace(old)
     assert records_then == records_now == sage_records()
-    assert header_then == replace(header_now, dynamic=None)
-    assert sage_config_from(header_then.sage) == SageConfig(candidates=12, threshold_base=0.2)
+    assert header_then == header_now
+    assert recorded_settings(header_then, "sage") == SageConfig(candidates=12, threshold_base=0.2)
 
 
 def test_the_landing_race_written_now_and_turned_back_reads_the_same():
@@ -111,15 +114,37 @@ def test_an_old_value_under_a_new_name_is_still_checked():
     [
         ({"depth": 0, "candidates": 10, "total_tokens": 59}, "depth must be a whole number in \\[1, 10\\], not 0"),
         ({"depth": 5, "candidates": 10, "total_tokens": 999}, "total_tokens must be a whole number in \\[1, 256\\]"),
-        ([5, 10, 59], "its dynamic tree settings must be an object"),
+        ([5, 10, 59], "the settings of dynamic must be an object"),
     ],
 )
 def test_a_header_with_impossible_dynamic_settings_is_refused(dynamic, message):
-    lines = list(trace_lines(replace(sage_header(), dynamic=asdict(DynamicConfig())), sage_records()))
+    lines = list(trace_lines(sage_header(), sage_records()))
     row = json.loads(lines[0])
-    row["header"]["dynamic"] = dynamic
+    row["header"]["settings"]["dynamic"] = dynamic
     with pytest.raises(TraceError, match=message):
         parse_trace([json.dumps(row), *lines[1:]])
+    old = json.loads(in_old_names(lines)[0])  # format 1: the dynamic tree's settings in their own field
+    old["header"]["dynamic"] = dynamic
+    with pytest.raises(TraceError, match=message):
+        parse_trace([json.dumps(old), *in_old_names(lines)[1:]])
+
+
+def test_a_format_1_header_reads_as_one_settings_mapping():
+    """Before one mapping, a header held SAGE's settings (`sage`), the dynamic tree's (`dynamic`) and the
+    run's own method's (`settings`) apart; they read as today's `settings`, by method name."""
+    frozen = replace(
+        header("sage-frozen"), settings={"sage": asdict(SageConfig(window=4)), "sage-frozen": {"alpha": 0.3}}
+    )
+    lines = list(trace_lines(frozen, [replace(r, method="sage-frozen") for r in sage_records()]))
+    row = json.loads(lines[0])
+    settings = row["header"].pop("settings")
+    row["header"].update(format="sage-trace/1", sage=settings["sage"], settings=settings["sage-frozen"])
+    row["header"]["dynamic"] = asdict(DynamicConfig(depth=3))
+    header_then, _ = parse_trace([json.dumps(row), *lines[1:]])
+    assert header_then.format == "sage-trace/2"
+    assert header_then.settings == {**settings, "dynamic": asdict(DynamicConfig(depth=3))}
+    assert recorded_settings(header_then) == FrozenSageConfig(0.3)
+    assert recorded_settings(header_then, "sage") == SageConfig(window=4)
 
 
 def test_a_run_records_the_dynamic_tree_settings_it_used(tiny_pair, image, tmp_path):
@@ -127,15 +152,16 @@ def test_a_run_records_the_dynamic_tree_settings_it_used(tiny_pair, image, tmp_p
     settings = DynamicConfig(depth=3, candidates=4, total_tokens=9)
     run = decode(pair, image, "Describe the picture.", DecodeConfig("dynamic", 12, dynamic=settings))
     run.run_to_end()
-    assert run.header.dynamic == {"depth": 3, "candidates": 4, "total_tokens": 9}
+    assert run.header.settings_of("dynamic") == {"depth": 3, "candidates": 4, "total_tokens": 9}
     assert all(record.node_count <= settings.total_tokens for record in run.records)
     path = tmp_path / "dynamic.jsonl"
     save_trace(path, run.header, run.records)
     assert '"dynamic": {"depth": 3, "candidates": 4, "total_tokens": 9}' in path.read_text(encoding="utf-8")
+    assert '"sage": {' in path.read_text(encoding="utf-8")  # one mapping: SAGE's beside it
     assert load_trace(path) == (run.header, run.records)
     # every run records them, as it records SAGE's settings
     other = decode(pair, image, "Describe the picture.", DecodeConfig("sage", 4, dynamic=settings))
-    assert other.header.dynamic == asdict(settings) and other.header.sage == asdict(SageConfig())
+    assert other.header.settings == {"dynamic": asdict(settings), "sage": asdict(SageConfig())}
 
 
 def test_a_caller_using_an_old_setting_name_is_told_the_new_one():

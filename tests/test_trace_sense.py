@@ -53,11 +53,13 @@ def with_costs(change: Callable[[dict], object]) -> list[str]:
 
 
 def with_header(method: str, part: str, **changes: object) -> list[str]:
-    """The race's lines with one run's header part (`sage`, `settings`, `sampling`, ...) changed."""
+    """The race's lines with one run's header part changed: `sampling`, or the settings it records for a
+    method (`sage`, `dynamic`, ...)."""
     lines = race_lines()
     index = next(i for i, line in enumerate(lines) if line.startswith('{"header"') and f'"method": "{method}"' in line)
     row = json.loads(lines[index])
-    row["header"][part] = (row["header"].get(part) or {}) | changes
+    where = row["header"] if part == "sampling" else row["header"].setdefault("settings", {})
+    where[part] = (where.get(part) or {}) | changes
     return [*lines[:index], json.dumps(row), *lines[index + 1 :]]
 
 
@@ -100,7 +102,14 @@ FORGED = [
         with_header("sage", "sage", lower_below=3.5, raise_above=3.0),
         "need lower_below <= raise_above",
     ),
-    ("SAGE's own settings 10**400", with_header("sage", "settings", initial_alpha=HUGE), "initial_alpha must be"),
+    ("SAGE's alpha 10**400", with_header("sage", "sage", initial_alpha=HUGE), "initial_alpha must be"),
+    (
+        "sage-frozen's alpha 2",
+        with_header("static", "sage-frozen", alpha=2),
+        "sage-frozen's α must be a number in [0, 1], not 2",
+    ),
+    ("settings of no method", with_header("sage", "poison", depth=1), "records settings for 'poison', which is no"),
+    ("settings of a method without any", with_header("sage", "static", depth=1), "'static', which is no method"),
     (
         "the dynamic tree's depth 10**400",
         with_header("static", "dynamic", depth=HUGE, candidates=10, total_tokens=59),

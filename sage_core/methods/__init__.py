@@ -83,9 +83,6 @@ class MethodSpec:
     settings: type | None = None  # its settings class (a frozen dataclass whose checks raise ConfigError)
     controls: tuple[Setting, ...] = ()  # its settings on the command line, the API and the page
     settings_title: str = ""  # the heading of its settings ("SAGE policy (paper defaults)")
-    # The `DecodeConfig` field that carries its settings (SAGE's and the dynamic tree's, for the callers
-    # that name them); "" carries them in `DecodeConfig.method_settings` under the method's name.
-    settings_field: str = ""
     explainer: Explainer = "tree"
     # The explainer's sentence for one of its rounds (record, its settings); None: its subtitle and tree size.
     describe: Callable[[RoundRecord, Any], str] | None = None

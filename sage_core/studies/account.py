@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..cost_curve import CostCurve
+from ..methods import short_name
 from ..records import RoundRecord
 
 
@@ -103,12 +104,44 @@ class RaceAccount:
             out.append("Reacting to entropy bought nothing here: SAGE's α never moved.")
         return out
 
+    def rival(self) -> SideAccount | None:
+        """The side SAGE's why is told against: SD-Tree when it raced, else the first other side that drafts
+        (sage-frozen, SAGE's own ablation, last)."""
+        others = [s for s in self.sides if s.method != "sage" and s.depth_cap > 0]
+        others.sort(key=lambda s: (s.method != "static", s.method == "sage-frozen"))
+        return others[0] if others else None
+
+    def why(self) -> str:
+        """Why SAGE went as it did against its rival, in one sentence of this account's own figures: depth (each
+        side's deepest tree and how often the rival accepted all of it), τ, nodes verified, and what reacting to
+        the entropy bought (measured only when sage-frozen raced); "" without SAGE and a rival."""
+        sage, rival = self.side("sage"), self.rival()
+        if sage is None or rival is None:
+            return ""
+        name = short_name(rival.method)
+        parts = [
+            f"SAGE's trees went up to {sage.depth_cap} deep ({sage.mean_depth:.1f} on average) against {name}'s "
+            f"{rival.depth_cap}, and {name} accepted its full depth in {rival.full_depth_rounds} of its "
+            f"{rival.rounds} rounds",
+            f"τ {sage.tau:.2f} against {rival.tau:.2f}, with {sage.nodes_per_round:.1f} nodes verified a round "
+            f"against {rival.nodes_per_round:.1f}",
+        ]
+        if self.reacting_delta_tau is not None:
+            held = f" at {self.frozen_alpha:.2f}" if self.frozen_alpha is not None else ""
+            parts.append(f"reacting to the entropy bought Δτ {self.reacting_delta_tau:+.2f} against α held{held}")
+        elif sage.alpha_range is not None and sage.alpha_range[0] == sage.alpha_range[1]:
+            parts.append("reacting to the entropy bought nothing: α never moved")
+        else:
+            parts.append("what reacting to the entropy bought is measured only beside SAGE, α frozen")
+        return "Why: " + "; ".join(parts) + "."
+
     def as_dict(self) -> dict:
         return {
             "sides": {s.method: {k: v for k, v in vars(s).items() if k != "method"} for s in self.sides},
             "reacting_delta_tau": self.reacting_delta_tau,
             "frozen_alpha": self.frozen_alpha,
             "lines": self.lines(),
+            "why": self.why(),
         }
 
 

@@ -9,7 +9,7 @@ functions on recorded rounds of every method.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -140,12 +140,6 @@ class RoundExplained:
         if self.entropy is None or self.log_k == 0:
             return self.alpha if self.alpha is not None else 0.0
         return min(1.0, max(0.0, 1.0 - self.entropy / self.log_k))
-
-
-def sage_config_from(header_sage: Mapping[str, Any] | None) -> SageConfig:
-    """The run's SAGE configuration from its trace header (defaults where a field is missing)."""
-    known = set(SageConfig.__dataclass_fields__)
-    return SageConfig(**{k: v for k, v in (header_sage or {}).items() if k in known})
 
 
 def _best_per_depth(cumulative: Sequence[float], depths: Sequence[int]) -> tuple[float, ...]:

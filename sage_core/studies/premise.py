@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from ..methods import is_method, method_spec
 from ..records import RoundRecord
+from .stats import interval
 
 MIN_ROUNDS = 4
 
@@ -175,6 +176,56 @@ def alpha_bins(pairs: Sequence[tuple[float, int]], edges: Sequence[float] = ALPH
         inside = [a for alpha, a in pairs if low <= alpha < high or (last and alpha == high)]
         bins.append(AlphaBin(low, high, len(inside), sum(inside) / len(inside) if inside else None))
     return tuple(bins)
+
+
+@dataclass(frozen=True)
+class AcrossAnswers:
+    """One correlation over several answers, three ways (each answer's (x, y) pairs stay its own):
+
+    - per answer: the mean of each answer's own figure and the half-width of its 95 % interval over the answers
+      where it is defined (whether the draft's state *within* an answer carries over);
+    - centred: each answer's means taken out, then every pair pooled (within-answer variation only);
+    - pooled: every pair together, which the gaps *between* answers inflate (rows hard throughout,
+      descriptions easy throughout), so it is only ever shown labelled as pooled.
+    """
+
+    per_answer: float | None
+    half_width: float | None
+    answers: int  # the answers with a defined figure
+    centred: float | None
+    pooled: float | None
+    points: int
+
+    def words(self) -> str:
+        def sign(value: float | None) -> str:
+            return "–" if value is None else f"{value:+.2f}"
+
+        half = f" ± {self.half_width:.2f}" if self.half_width is not None else ""
+        return (
+            f"per answer {sign(self.per_answer)}{half} ({self.answers} answers), centred {sign(self.centred)}, "
+            f"pooled {sign(self.pooled)} ({self.points} points)"
+        )
+
+
+def across_answers(answers: Sequence[tuple[Sequence[float], Sequence[float]]]) -> AcrossAnswers:
+    """`AcrossAnswers` of the (xs, ys) series of each answer."""
+    per = [r for xs, ys in answers if (r := pearson(xs, ys)) is not None]
+    mean, half = interval(per) if len(per) >= 2 else (per[0] if per else None, None)
+
+    def centred(values: Sequence[float]) -> list[float]:
+        middle = sum(values) / len(values) if values else 0.0
+        return [v - middle for v in values]
+
+    xs = [v for x, _ in answers for v in x]
+    ys = [v for _, y in answers for v in y]
+    centred_xs = [v for x, _ in answers for v in centred(x)]
+    centred_ys = [v for _, y in answers for v in centred(y)]
+    return AcrossAnswers(mean, half, len(per), pearson(centred_xs, centred_ys), pearson(xs, ys), len(xs))
+
+
+def lag_pairs(series: Sequence[Sequence[float]]) -> list[tuple[Sequence[float], Sequence[float]]]:
+    """Each series' (values, the next values) for a lag-1 autocorrelation that never spans two series."""
+    return [(values[:-1], values[1:]) for values in series]
 
 
 def lag1(series: Sequence[Sequence[float]]) -> tuple[float | None, int]:

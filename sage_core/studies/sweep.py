@@ -1,6 +1,6 @@
 """The budget sweep (the figure DDTree's authors draw): τ, tokens per target forward and decode-only speedup
-against the node budget, for SAGE, the dynamic tree and a same-budget best-first tree, with the budgets
-`sage-cost` chose marked.
+against the node budget, for SAGE, the dynamic tree and a same-budget best-first tree, with the budgets the
+cost-shaped methods chose marked (`sage-cost` and SMART: `CHOOSING_METHODS`).
 
 Each method is run at each budget of `SWEEP_BUDGETS` on the same prepared inputs, plain decoding beside
 them; runs are interleaved (each repeat rotates the order), so a busy machine hits all of them alike. The
@@ -15,8 +15,9 @@ example (median over repeats), then the median over examples. The budget a metho
 
 Every run of an example must give the same tokens (all greedy, all lossless); the sweep checks it.
 
-`sage-cost` runs once per example with its own choice every round; the sweep marks the mean node count
-it verified, with its τ, tokens per forward and speedup.
+`sage-cost` and `smart` run once per example with their own choice every round; the sweep marks the mean
+node count each chose (sage-cost: the budget it picked, `budget_chosen`; SMART: the nodes its rule kept),
+with its τ, tokens per forward and speedup.
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ from ..records import RoundRecord
 
 SWEEP_BUDGETS: tuple[int, ...] = (4, 8, 12, 16, 24, 32, 48, 64)
 SWEEP_METHODS: tuple[str, ...] = ("sage", "dynamic", "best-first")
+#: The methods that choose their own budget each round (by the cost curve): run once, marked at their mean.
+CHOOSING_METHODS: tuple[str, ...] = ("sage-cost", "smart")
 
 
 def _fixed_best_first(settings: None, config: DecodeConfig) -> Proposer:
@@ -62,11 +65,11 @@ def budget_config(method: str, budget: int, max_new_tokens: int, backend: Backen
     """The settings that give `method` a budget of `budget` nodes (module docstring)."""
     base = DecodeConfig("sage", max_new_tokens, backend=backend)
     if method == "sage":
-        return replace(base, sage=SageConfig(node_budget=budget))
+        return base.with_settings({"sage": SageConfig(node_budget=budget)})
     if method == "dynamic":
-        return replace(base, method="dynamic", dynamic=DynamicConfig(total_tokens=budget))
+        return replace(base, method="dynamic").with_settings({"dynamic": DynamicConfig(total_tokens=budget)})
     if method == "best-first":
-        return replace(base, method=FIXED_BEST_FIRST.name, sage=SageConfig(node_budget=budget))
+        return replace(base, method=FIXED_BEST_FIRST.name).with_settings({"sage": SageConfig(node_budget=budget)})
     raise ValueError(f"the sweep has no budget for {method!r}")
 
 
@@ -85,16 +88,18 @@ class SweepPoint:
 @dataclass(frozen=True)
 class SweepResult:
     points: tuple[SweepPoint, ...]
-    chosen: SweepPoint | None  # sage-cost's
+    chosen: tuple[SweepPoint, ...]  # each choosing method's (CHOOSING_METHODS) at its mean choice
     examples: int
     repeats: int
 
+    def chosen_by(self, method: str) -> SweepPoint | None:
+        return next((p for p in self.chosen if p.method == method), None)
+
     def lines(self) -> list[str]:
-        """The sweep as a text table, one row per method and budget, sage-cost's choice last."""
+        """The sweep as a text table, one row per method and budget, the choosing methods' choices last."""
         out = ["| method | budget | τ | tokens/forward | nodes/round | decode speedup × plain |", "|---" * 6 + "|"]
-        rows = [*self.points, *([self.chosen] if self.chosen else [])]
-        for p in rows:
-            budget = f"{p.budget:.0f}" if p.method != "sage-cost" else f"chosen, mean {p.budget:.1f}"
+        for p in (*self.points, *self.chosen):
+            budget = f"{p.budget:.0f}" if p not in self.chosen else f"chosen, mean {p.budget:.1f}"
             out.append(
                 f"| {p.method} | {budget} | {p.tau:.2f} | {p.tokens_per_forward:.2f} | {p.nodes:.1f} | "
                 f"{p.speedup:.2f} |"
@@ -121,7 +126,8 @@ def sweep(
     with nullcontext() if is_method(FIXED_BEST_FIRST.name) else registered(FIXED_BEST_FIRST):
         settings = {(m, b): budget_config(m, b, max_new_tokens, backend) for m in methods for b in budgets}
         settings[("ar", 0)] = DecodeConfig("ar", max_new_tokens, backend=backend)
-        settings[("sage-cost", 0)] = DecodeConfig("sage-cost", max_new_tokens, backend=backend)
+        for method in CHOOSING_METHODS:
+            settings[(method, 0)] = DecodeConfig(method, max_new_tokens, backend=backend)
         return _sweep(pair, cases, settings, list(settings), budgets, methods, repeats, progress)
 
 
@@ -178,9 +184,15 @@ def _result(
     plain = rates[("ar", 0)]
     speedup = {key: [r / p for r, p in zip(values, plain, strict=True)] for key, values in rates.items()}
     points = tuple(_point(m, b, records[(m, b)], speedup[(m, b)]) for m in methods for b in budgets)
-    cost_runs = records[("sage-cost", 0)]
-    chosen_nodes = [r.budget_chosen for run in cost_runs for r in run if r.budget_chosen is not None]
-    chosen = None
-    if chosen_nodes:
-        chosen = _point("sage-cost", statistics.fmean(chosen_nodes), cost_runs, speedup[("sage-cost", 0)])
-    return SweepResult(points, chosen, examples, repeats)
+    chosen = []
+    for method in CHOOSING_METHODS:
+        runs = records[(method, 0)]
+        picked = [chosen_nodes(r) for run in runs for r in run if r.phase == "decode"]
+        if picked:
+            chosen.append(_point(method, statistics.fmean(picked), runs, speedup[(method, 0)]))
+    return SweepResult(points, tuple(chosen), examples, repeats)
+
+
+def chosen_nodes(record: RoundRecord) -> int:
+    """The budget a choosing method took in one round: sage-cost's recorded choice, else the nodes it verified."""
+    return record.budget_chosen if record.budget_chosen is not None else record.node_count

@@ -1,6 +1,7 @@
 """The budget sweep as a figure (sage_core/studies/sweep.py): τ, tokens per target forward and decode-only speedup
-against the node budget, one line per method, sage-cost's chosen budget as a star; and the cost curve
-beside it. Pure functions of a `SweepResult` and a `CostCurve`: nothing is computed here that they do not hold.
+against the node budget, one line per method, each cost-shaped method's mean chosen budget as one big marker
+(sage-cost a star, SMART a hexagram); and the cost curve beside it. Pure functions of a `SweepResult` and a
+`CostCurve`: nothing is computed here that they do not hold.
 """
 
 from __future__ import annotations
@@ -10,10 +11,12 @@ from plotly.subplots import make_subplots
 
 from sage_core.cost_curve import CostCurve
 from sage_core.methods import colour, short_name
-from sage_core.studies.sweep import SweepResult
+from sage_core.studies.sweep import SweepPoint, SweepResult
 
 PANELS = (("tau", "τ (accepted draft tokens per round)"), ("tokens_per_forward", "tokens per target forward"),
           ("speedup", "decode-only speedup × plain decoding"))  # fmt: skip
+#: The big marker of each choosing method's mean choice (Plotly's symbol names).
+CHOSEN_SYMBOLS = {"sage-cost": "star", "smart": "hexagram"}
 
 
 def sweep_figure(result: SweepResult, curve: CostCurve | None = None, title: str = "") -> go.Figure:
@@ -38,21 +41,8 @@ def sweep_figure(result: SweepResult, curve: CostCurve | None = None, title: str
                 row=1,
                 col=column,
             )
-        if result.chosen is not None:
-            chosen = result.chosen
-            fig.add_trace(
-                go.Scatter(
-                    x=[chosen.budget],
-                    y=[getattr(chosen, field)],
-                    mode="markers",
-                    name="sage-cost (its mean choice)",
-                    legendgroup="sage-cost",
-                    showlegend=column == 1,
-                    marker=dict(symbol="star", size=16, color=colour("sage-cost"), line=dict(color="black", width=1)),
-                ),
-                row=1,
-                col=column,
-            )
+        for chosen in result.chosen:
+            fig.add_trace(chosen_mark(chosen, field, column == 1), row=1, col=column)
         fig.update_xaxes(title_text="node budget", type="log", row=1, col=column)
     if curve is not None:
         steps = [v / curve.one_token_ms for v in curve.verify_ms]
@@ -73,3 +63,21 @@ def sweep_figure(result: SweepResult, curve: CostCurve | None = None, title: str
         title=heading, height=380, width=360 * panels, template="plotly_white", legend=dict(orientation="h", y=-0.25)
     )
     return fig
+
+
+def chosen_mark(chosen: SweepPoint, field: str, in_legend: bool) -> go.Scatter:
+    """A choosing method's mean choice as one big marker in its colour (`CHOSEN_SYMBOLS`)."""
+    return go.Scatter(
+        x=[chosen.budget],
+        y=[getattr(chosen, field)],
+        mode="markers",
+        name=f"{short_name(chosen.method)} (its mean choice)",
+        legendgroup=chosen.method,
+        showlegend=in_legend,
+        marker=dict(
+            symbol=CHOSEN_SYMBOLS.get(chosen.method, "star"),
+            size=16,
+            color=colour(chosen.method),
+            line=dict(color="black", width=1),
+        ),
+    )
