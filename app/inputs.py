@@ -309,7 +309,7 @@ class Example:
 
 def load_examples(folder: Path = EXAMPLES_DIR) -> list[Example]:
     """The examples listed in assets/examples/examples.json, but those marked ``"gallery": false`` (a clip the
-    built-in pair answers wrong: `sage_core.builtin.scenes.OFF_GALLERY`); a few generated scenes when absent."""
+    built-in pair answers wrong: `sage_world.scenes.OFF_GALLERY`); a few generated scenes when absent."""
     listing = folder / "examples.json"
     if listing.is_file():
         try:
@@ -328,7 +328,7 @@ def load_examples(folder: Path = EXAMPLES_DIR) -> list[Example]:
 
 def generated_examples(count: int = 4) -> list[Example]:
     """Synthetic scenes of the kind the built-in pair was trained on."""
-    from sage_core.builtin.scenes import make_examples
+    from sage_world.scenes import make_examples
 
     folder = Path(tempfile.gettempdir()) / "sage-app-examples"
     folder.mkdir(exist_ok=True)

@@ -1,10 +1,10 @@
 """Notes shown before a race: plain sentences about what the visitor is about to see.
 
 With the built-in pair a picture from outside its synthetic world gets a note
-(`sage_core.builtin.world.outside_world`): what the pair knows, that the race
+(`sage_world.world.outside_world`): what the pair knows, that the race
 stays lossless but the answer will be nonsense, and that the GPU pairs read
 photos. A question the pair was not taught for its picture gets one too
-(`sage_core.builtin.asking.question_note`: why, and which questions to ask).
+(`sage_world.asking.question_note`: why, and which questions to ask).
 The `/race` answer carries the same sentences as `notes`.
 """
 
@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import html
 
-from sage_core.builtin.asking import question_note
-from sage_core.builtin.world import outside_world
 from sage_core.media import Media
+from sage_world.asking import question_note
+from sage_world.world import outside_world
 
 from .render import wrap
 

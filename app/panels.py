@@ -48,6 +48,7 @@ CUT_REASONS = {
     "width": "cut by width: its parent offered only its top W_l children",
     "threshold": "cut by threshold: cumulative probability ≤ θ_l",
     "budget": "cut by the node budget",
+    "cost": "refused by SMART: its path probability over its marginal cost did not beat the tree's speedup",
 }
 
 

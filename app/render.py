@@ -478,7 +478,8 @@ def premise_html(data: RaceData) -> str:
         f"{picture.sage_rounds} rounds, where α also set the depth)"
     )
     parts = [
-        "<div class='sage-legend'><b>The paper's premise on this input</b>: corr(α, accepted length) "
+        "<div class='sage-legend'><b>The paper's premise on this input</b> (one answer: a per-answer figure; "
+        "per kind over 60 answers in docs/ablations.md): corr(α, accepted length) "
         f"<b>{_signed(picture.alpha_accept)}</b> {where}{sage}; lag-1 autocorrelation of the draft's entropy "
         f"<b>{_signed(picture.token_lag1)}</b> token by token ({picture.tokens} pairs), "
         f"{_signed(picture.round_lag1)} round by round. {_esc(picture.meaning())}</div>"

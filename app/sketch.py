@@ -24,8 +24,8 @@ import gradio as gr
 import numpy as np
 from PIL import Image
 
-from sage_core.builtin.scenes import COLOURS
-from sage_core.builtin.world import on_white
+from sage_world.scenes import COLOURS
+from sage_world.world import on_white
 
 from .gradio_patches import around_preprocess
 from .inputs import remove_older

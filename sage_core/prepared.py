@@ -24,14 +24,13 @@ pair in its asking note's words, with questions that work).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
 import torch
 
-from .builtin.asking import reads_the_world, unknown_words_note
 from .config import check_positions
 from .errors import InputError
 from .media import Media
@@ -114,17 +113,23 @@ def unknown_words(tokenizer: Any, prompt: str) -> list[str]:
     return words
 
 
+def listed_words(words: Sequence[str], most: int = 3) -> str:
+    """Words named in a sentence: “a”, “b”, “c” and 2 more."""
+    more = f" and {len(words) - most} more" if len(words) > most else ""
+    return ", ".join(f"“{w}”" for w in words[:most]) + more
+
+
 def check_vocabulary(model: VLM, prompt: str, name: str = "the model") -> None:
-    """Refuse a prompt with words the model has no token for, naming them (InputError): for the built-in pair
-    (a vocabulary of its world's words) in the words of its asking note, the word named and questions that work
-    offered; for any other word-level vocabulary by its tokens. A prompt with a control token is left to
+    """Refuse a prompt with words the model has no token for, naming them (InputError): for a model whose folder
+    ships an asking note (`VLM.asking_note`: the built-in pair's names the questions that work) in its words; for
+    any other word-level vocabulary by its tokens. A prompt with a control token is left to
     `VLM.prepare`, which refuses it for that."""
     if any(token in prompt for token in model.control_tokens):
         return
     tokenizer = model.tokenizer
     words = unknown_words(tokenizer, prompt)
-    if words and reads_the_world(tokenizer.get_vocab()):  # the built-in pair: its asking note's words
-        raise InputError(unknown_words_note(words))
+    if words and model.asking_note:  # a model that ships its asking note (the built-in pair): in its words
+        raise InputError(model.asking_note.format(words=listed_words(words)))
     if words:
         named = ", ".join(repr(w) for w in words[:8]) + (f" and {len(words) - 8} more" if len(words) > 8 else "")
         raise InputError(

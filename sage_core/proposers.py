@@ -104,10 +104,8 @@ class RoundShape:
             "root_top_tokens": self.root_top[0] if self.root_top else (),
             "root_top_probs": self.root_top[1] if self.root_top else (),
         }
-        fields |= self.own_fields
-        if self.rerank is not None:
-            return fields | _rerank_fields(self.rerank)
-        return fields | _level_fields(self.levels)
+        fields |= _rerank_fields(self.rerank) if self.rerank is not None else _level_fields(self.levels)
+        return fields | dict(self.own_fields)  # the method's own last: they may fill the teaching fields too
 
 
 def _level_fields(levels: Sequence[LevelDecision]) -> dict[str, Any]:

@@ -28,7 +28,9 @@ TRACE_FORMAT = "sage-trace/2"
 TRACE_FORMAT_1 = "sage-trace/1"
 #: A record's fields in traces written before the renames, and their names now.
 OLD_RECORD_NAMES = {"step": "round", "step_seconds": "round_seconds"}
-CUT_RULES = ("width", "threshold", "budget")
+#: The largest benefit/cost ratio a record holds (SMART: a node that costs nothing is recorded at it).
+MAX_RATIO = 1e9
+CUT_RULES = ("width", "threshold", "budget", "cost")  # cost: SMART refused it (benefit/cost under the speedup)
 Phase = Literal["prefill", "decode"]
 FinishReason = Literal["eos", "length"]
 
@@ -149,6 +151,13 @@ class RoundRecord:
     budget_expected: tuple[float, ...] = ()
     budget_rates: tuple[float, ...] = ()
     budget_chosen: int | None = None
+    # SMART (methods/smart.py): per tree node, its benefit over its cost when the rule expanded it (path
+    # probability / marginal cost in one-token steps) and the tree's speedup (E + 1) / C it beat; per cut
+    # candidate (rule "cost"), the same for the refusal. Empty for other methods.
+    node_ratios: tuple[float, ...] = ()
+    node_speedups: tuple[float, ...] = ()
+    cut_ratios: tuple[float, ...] = ()
+    cut_speedups: tuple[float, ...] = ()
     # The draft's entropy (nats, of its renormalised top-k) after the root and after each accepted node:
     # its uncertainty about each new token of the round, in answer order (shorter where a node was not
     # expanded; empty without a draft, and in traces written before it was recorded).

@@ -29,7 +29,7 @@ from .cost_curve import COST_SIZES, CostCurve
 from .errors import ConfigError, TraceError
 from .method_settings import OLD_SAGE_NAMES, shown, with_current_names
 from .methods import is_method, method_spec, registered_names
-from .records import CUT_RULES, TRACE_FORMAT, TRACE_FORMAT_1, RoundRecord, RunHeader, record_from_dict
+from .records import CUT_RULES, MAX_RATIO, TRACE_FORMAT, TRACE_FORMAT_1, RoundRecord, RunHeader, record_from_dict
 
 #: Traces larger than this are refused before they are read (the app's own limit may be lower).
 MAX_TRACE_BYTES = 64 * 2**20
@@ -463,6 +463,22 @@ def _budget_problem(record: RoundRecord) -> str | None:
         return "the budgets' expectations and rates must be finite, non-negative numbers"
     if record.budget_chosen is not None and record.budget_chosen not in record.budget_nodes:
         return "the budget chosen must be one of the budgets weighed"
+    return _weighing_problem(record)
+
+
+def _weighing_problem(record: RoundRecord) -> str | None:
+    """What is wrong with SMART's weighing (benefit/cost and the speedup it faced, per node and per refusal)."""
+    pairs = (
+        (record.node_ratios, record.node_speedups, len(record.tree_tokens)),
+        (record.cut_ratios, record.cut_speedups, len(record.cut_tokens)),
+    )
+    for ratios, speedups, count in pairs:
+        if not isinstance(ratios, tuple) or not isinstance(speedups, tuple) or len(ratios) != len(speedups):
+            return "each benefit/cost ratio needs the speedup it was weighed against"
+        if len(ratios) not in (0, count):
+            return "SMART's weighing needs one ratio per tree node and per cut candidate"
+        if not all(_is_number(v, 0.0, MAX_RATIO) for v in (*ratios, *speedups)):
+            return "benefit/cost ratios and speedups must be finite, non-negative numbers"
     return None
 
 

@@ -36,8 +36,8 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import torch
 
-from sage_core.builtin.quality import agreement, evaluate
-from sage_core.builtin.scenes import (
+from sage_world.quality import agreement, evaluate
+from sage_world.scenes import (
     DEFAULT,
     HAND_DRAWN,
     ROW_KIND,
@@ -48,7 +48,7 @@ from sage_core.builtin.scenes import (
     jpeg,
     make_examples,
 )
-from sage_core.builtin.wording import BLIND, held_out_examples, unseen_examples
+from sage_world.wording import BLIND, held_out_examples, unseen_examples
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -101,10 +101,10 @@ ONE_SHAPE_STYLES = ("unseen", "blind", "plain")
 
 
 def note_breakdown(examples: list, answers: list[str]) -> dict[str, dict[str, float]]:
-    """Facts right split by what the app's asking rule (`sage_core.builtin.asking`) says of each question: no
+    """Facts right split by what the app's asking rule (`sage_world.asking`) says of each question: no
     note, a note for words the pair cannot read, or another note; printed and returned per verdict."""
-    from sage_core.builtin import asking
-    from sage_core.builtin.scenes import fact_score
+    from sage_world import asking
+    from sage_world.scenes import fact_score
 
     tally: dict[str, list[int]] = {}
     for example, answer in zip(examples, answers, strict=True):

@@ -367,8 +367,8 @@ def compiled_levels(context: Context, vlm: VLM, state: KVState, emit: Emit) -> N
 
 def tau(context: Context, emit: Emit, left: Callable[[], float]) -> str | None:
     """τ and tree shapes of every drafting method on the built-in pair, fresh long answers, each checked lossless."""
-    from sage_core.builtin.quality import example_media
-    from sage_core.builtin.scenes import LONG_KINDS, make_examples
+    from sage_world.quality import example_media
+    from sage_world.scenes import LONG_KINDS, make_examples
 
     pair = load_pair("builtin", "builtin", context.device.type, "float32")
     count, max_new = (1, 16) if context.smoke else (6, 128)

@@ -40,12 +40,12 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import torch
 
-from sage_core.builtin.quality import example_media, generate_answers, teacher_forced_feed
-from sage_core.builtin.scenes import LONG_KINDS, ROW_KIND, make_examples
 from sage_core.method_settings import SageConfig
 from sage_core.policy import confidence
 from sage_core.studies.premise import across_answers, lag_pairs
 from sage_core.studies.stats import interval
+from sage_world.quality import example_media, generate_answers, teacher_forced_feed
+from sage_world.scenes import LONG_KINDS, ROW_KIND, make_examples
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -143,7 +143,7 @@ def decode_study(target_dir: str, draft_dir: str, examples, methods: list[str], 
 def main(argv: list[str] | None = None) -> dict:
     from transformers import AutoModelForImageTextToText, AutoProcessor
 
-    from sage_core.builtin.scenes import fact_score
+    from sage_world.scenes import fact_score
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--dir", default=str(ROOT / "assets" / "builtin"))

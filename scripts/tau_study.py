@@ -43,12 +43,12 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # threads that wait do not 
 import torch
 
 from sage_core import DecodeConfig, decode, load_media, load_pair
-from sage_core.builtin.quality import example_media
-from sage_core.builtin.scenes import LONG_KINDS, ROW_KIND, make_examples
 from sage_core.method_settings import FrozenSageConfig
 from sage_core.methods import drafting_methods, method_spec, short_name
 from sage_core.studies.premise import acceptance_histogram, across_answers, calibration_of, lag_pairs, round_alpha
 from sage_core.studies.stats import interval
+from sage_world.quality import example_media
+from sage_world.scenes import LONG_KINDS, ROW_KIND, make_examples
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -6,7 +6,7 @@ The shipped pair is this run and two more that continue it (the target 45 minute
 the draft distilled 10 minutes from that target): ``bash scripts/train_builtin_pair_full.sh``
 runs all three, about 138 minutes wall (the options the second and third runs use are below).
 
-* Data: ``sage_core.builtin.scenes`` with ``random.Random(seed)``, fresh examples every step:
+* Data: ``sage_world.scenes`` with ``random.Random(seed)``, fresh examples every step:
   1-6 shapes anywhere on canvases of varied size and aspect (places named on a 3x3 grid), bar
   charts of 3-6 bars, rendered words and numbers, 8-16-frame clips; short questions and long
   answers (detailed descriptions, chart readings, narrated videos). Image kinds are drawn with
@@ -92,8 +92,11 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import torch
 import torch.nn.functional as F
 
-from sage_core.builtin.quality import agreement, evaluate, example_media
-from sage_core.builtin.scenes import (
+from sage_core.models import processor_inputs
+from sage_core.models.qwen import QWEN_SPECIAL_TOKENS
+from sage_world.asking import write_asking_note
+from sage_world.quality import agreement, evaluate, example_media
+from sage_world.scenes import (
     COLOURS,
     DEFAULT,
     HAND_DRAWN,
@@ -106,9 +109,7 @@ from sage_core.builtin.scenes import (
     make_examples,
     vocabulary,
 )
-from sage_core.builtin.wording import LONE, VISITOR_WORDS, free_example, lone_example, reword
-from sage_core.models import processor_inputs
-from sage_core.models.qwen import QWEN_SPECIAL_TOKENS
+from sage_world.wording import LONE, VISITOR_WORDS, free_example, lone_example, reword
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -389,7 +390,7 @@ class DataMix:
     """Shares of the image examples drawn otherwise (run 4; all 0 in runs 1-3, whose data stream
     they leave untouched): ``lone`` a scene of one object (for "this" / "it" questions),
     ``hand`` shapes drawn as by hand, ``shifted`` the SHIFTED drawing ranges, ``reworded`` the
-    question in other words (``sage_core.builtin.wording``). Run 8: ``rows`` a picture of two rows
+    question in other words (``sage_world.wording``). Run 8: ``rows`` a picture of two rows
     of shapes to read (``scenes.ROW_KIND``) instead of the weighted kind, ``jpeg`` the picture saved
     as a JPEG of quality 70-98 and read back (0 in runs 1-7)."""
 
@@ -786,6 +787,7 @@ def save(model, processor, path: Path, dtype: str) -> None:
     model.to(torch.float32)
     processor.tokenizer.backend_tokenizer.no_padding()  # drop batch-padding state left by earlier calls
     processor.save_pretrained(path)
+    write_asking_note(path)  # what a prompt with words it was not taught is told (the library reads it)
     size = sum(f.stat().st_size for f in path.iterdir() if f.is_file())
     log(f"saved {path} ({size / 1e6:.2f} MB, {dtype})")
 

@@ -1,6 +1,6 @@
 """Questions the built-in pair was not taught get a note, read off its own training questions.
 
-`sage_core.builtin.asking` decides; `app.notes.race_notes` shows it beside the race (the `/race`
+`sage_world.asking` decides; `app.notes.race_notes` shows it beside the race (the `/race`
 answer carries it as `notes`). Tested: every training question (and its reworded surface forms)
 passes on its own kind of picture; the held-out wordings do not; questions with words the pair
 cannot read, another picture's questions, words never asked about the picture and word salad get
@@ -21,9 +21,9 @@ from PIL import Image
 from app.models import builtin_available
 from app.notes import OUTSIDE_WORLD_NOTE, race_notes
 from sage_core import load_media
-from sage_core.builtin import asking, scenes, wording
-from sage_core.builtin.quality import example_media
-from sage_core.builtin.scenes import HAND_DRAWN, ROW_KIND, SHIFTED, make_example, make_examples
+from sage_world import asking, scenes, wording
+from sage_world.quality import example_media
+from sage_world.scenes import HAND_DRAWN, ROW_KIND, SHIFTED, make_example, make_examples
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "assets" / "examples"

@@ -19,11 +19,11 @@ from pathlib import Path
 import pytest
 
 from sage_core import DecodeConfig, decode, load_media, load_pair
-from sage_core.builtin.quality import evaluate, example_media
-from sage_core.builtin.scenes import LONG_KINDS, SHIFTED, example_picks, fact_score, make_examples
 from sage_core.methods.builtin import METHODS
 from sage_core.models import BUILTIN_TARGET, ModelPair
 from sage_testkit.pairs import builtin_pair, greedy
+from sage_world.quality import evaluate, example_media
+from sage_world.scenes import LONG_KINDS, SHIFTED, example_picks, fact_score, make_examples
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 EXAMPLES = ASSETS / "examples"
@@ -246,8 +246,8 @@ def test_the_hesitant_draft_plans_a_median_root_width_of_three():
 @functools.cache
 def worded_and_drawn_facts() -> tuple[float, float]:
     """The target's facts on 48 questions in held-out wordings and on 36 hand-drawn scenes."""
-    from sage_core.builtin.scenes import HAND_DRAWN
-    from sage_core.builtin.wording import held_out_examples
+    from sage_world.scenes import HAND_DRAWN
+    from sage_world.wording import held_out_examples
 
     target = pair().target
     worded = evaluate(target.model, target.processor, held_out_examples(seed=777, n=48))["accuracy"]
@@ -270,7 +270,7 @@ def test_the_target_describes_hand_drawn_scenes():
 def test_the_target_answers_hand_written_questions_about_one_shape(pool):
     """The hand-written wordings of wording.UNSEEN (30) and wording.BLIND (48, written by a helper who saw no
     training question), once each, about fresh pictures of one shape: the issue's goal of 0.85."""
-    from sage_core.builtin import wording
+    from sage_world import wording
 
     target = pair().target
     examples = wording.unseen_examples(seed=780, n=48, questions=getattr(wording, pool))

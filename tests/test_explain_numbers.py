@@ -23,6 +23,7 @@ from sage_core import DecodeConfig, decode, load_media, load_pair
 from sage_core.method_settings import SageConfig
 from sage_core.methods import method_spec
 from sage_core.methods.builtin import METHODS
+from sage_core.methods.smart import WEIGHED_LISTED
 from sage_core.models import BUILTIN_TARGET, ModelPair
 from sage_core.policy import confidence, level_threshold, level_width, planned_depth, planned_width
 from sage_core.records import RoundRecord
@@ -144,6 +145,11 @@ def accounted(record: RoundRecord, config: SageConfig) -> set[str]:
     # sage-cost: the budgets it weighed, their depths, expected accepted lengths and tokens per second
     ok |= {str(v) for v in (*record.budget_nodes, *record.budget_depths)}
     ok |= {f"{e:.2f}" for e in record.budget_expected} | {f"{r:.0f}" for r in record.budget_rates}
+    # SMART: the nodes it expanded and the candidates it refused, each p/ΔC against the tree's speedup S
+    weighed = (*record.node_ratios, *record.node_speedups, *record.cut_ratios, *record.cut_speedups)
+    ok |= {f"{v:.2f}" for v in weighed} | {str(n) for n in range(len(record.node_ratios))}
+    ok |= {str(parent) for parent in record.cut_parents} | {f"{p:.3f}" for p in record.cut_probs}
+    ok.add(str(len(record.node_ratios) - min(len(record.node_ratios), WEIGHED_LISTED)))
     reached = {-1, *record.accepted_nodes}
     ok.add(str(sum(1 for parent in record.tree_parents if parent not in reached)))
     ok.add(str(len(record.accepted_tokens) - min(len(record.accepted_tokens), len(record.new_tokens))))

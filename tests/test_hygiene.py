@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import ast
 import re
+import tomllib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCES = ("sage_core", "app", "scripts", "tests", "custom_generate", "app.py")
+SOURCES = ("sage_core", "sage_world", "app", "scripts", "tests", "custom_generate", "app.py")
 
 MAX_FMT_SKIP = 40
 MAX_TYPE_IGNORE = 15
@@ -100,7 +101,7 @@ def test_no_e402_noqa_imports_at_the_top() -> None:
 def test_functions_of_sage_core_and_app_fit_a_screen() -> None:
     """At most 60 lines each, docstring included, outside LONG_ALLOWED; every allowed one still exists and
     is still long (so the list stays short)."""
-    lengths = {name: length(node) for name, node in functions("sage_core", "app")}
+    lengths = {name: length(node) for name, node in functions("sage_core", "sage_world", "app")}
     long = sorted(f"{name} ({lines} lines)" for name, lines in lengths.items() if lines > MAX_LINES)
     print(f"\nfunctions over {MAX_LINES} lines in sage_core and app: {len(long)}, allowed {len(LONG_ALLOWED)}")
     assert not [entry for entry in long if entry.split(" ")[0] not in LONG_ALLOWED], long
@@ -109,7 +110,10 @@ def test_functions_of_sage_core_and_app_fit_a_screen() -> None:
 
 
 def test_no_function_takes_more_than_eight_parameters() -> None:
-    counts = {name: parameter_count(node) for name, node in functions("sage_core", "app", "scripts", "custom_generate")}
+    counts = {
+        name: parameter_count(node)
+        for name, node in functions("sage_core", "sage_world", "app", "scripts", "custom_generate")
+    }
     many = sorted(f"{name} ({n})" for name, n in counts.items() if n > MAX_PARAMETERS)
     print(f"\nfunctions over {MAX_PARAMETERS} parameters: {len(many)}, allowed {len(MANY_PARAMETERS_ALLOWED)}")
     assert not [entry for entry in many if entry.split(" ")[0] not in MANY_PARAMETERS_ALLOWED], many
@@ -211,7 +215,7 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
 
 
 def test_no_import_cycle_within_sage_core_or_app() -> None:
-    for package in ("sage_core", "app"):
+    for package in ("sage_core", "sage_world", "app"):
         graph = import_graph(package)
         found = cycles(graph)
         edges = sum(len(targets) for targets in graph.values())
@@ -227,7 +231,7 @@ def test_the_import_count_sees_imports_inside_functions() -> None:
 
 def test_no_private_name_is_imported_across_modules() -> None:
     taken = []
-    for path in python_files("sage_core", "app", "scripts"):
+    for path in python_files("sage_core", "sage_world", "app", "scripts"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom):
                 private = [a.name for a in node.names if a.name.startswith("_") and not a.name.startswith("__")]
@@ -263,6 +267,21 @@ def test_sage_core_has_rooms_and_the_scripts_keep_their_place() -> None:
             imports_app.append(path.name)
     print(f"scripts editing sys.path (gpu_check.py aside): {edits_path}; library scripts importing app: {imports_app}")
     assert edits_path == [] and imports_app == []
+
+
+def test_the_library_does_not_reach_the_built_in_world() -> None:
+    """The synthetic world (sage_world/: the built-in pair's scenes, wording, asking rule) is reached by its
+    users (the app's notes, the training and study scripts, the tests), never by the library: a package of its
+    own beside sage_core, which imports nothing from it."""
+    reaching = []
+    for path in python_files("sage_core"):
+        for node in every_import(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
+            reaching += [f"{path.relative_to(ROOT)}: {n}" for n in names if n.split(".")[0] == "sage_world"]
+    assert reaching == []
+    packages = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["packages"]
+    assert "sage_world" in packages and not [p for p in packages if p.startswith("sage_core.") and "world" in p]
+    assert not (ROOT / "sage_core" / "builtin").exists()
 
 
 # -- duplicate code ---------------------------------------------------------------------------

@@ -23,7 +23,8 @@ def test_pip_install_gives_an_importable_package_and_the_sage_command(tmp_path: 
     source.mkdir()
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, source / name)
-    shutil.copytree(ROOT / "sage_core", source / "sage_core", ignore=shutil.ignore_patterns("__pycache__"))
+    for package in ("sage_core", "sage_world"):
+        shutil.copytree(ROOT / package, source / package, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(ROOT / "assets", source / "assets")
     venv = tmp_path / "venv"
     # The system's packages (torch, transformers, setuptools) are seen, so nothing is downloaded; without a pip
@@ -46,8 +47,8 @@ def test_pip_install_gives_an_importable_package_and_the_sage_command(tmp_path: 
     imported = run(python, "-c", probe, cwd=elsewhere)
     assert imported.returncode == 0, imported.stderr
     version, module, target, draft, code = json.loads(imported.stdout)
-    # the installed code: the library, without the test support (sage_testkit/: tiny models, fixtures' helpers)
-    assert {f.split("/")[0] for f in code} == {"sage_core"} and "sage_core/records.py" in code, code
+    # the installed code: the library and the built-in pair's world, without the test support (sage_testkit/)
+    assert {f.split("/")[0] for f in code} == {"sage_core", "sage_world"} and "sage_core/records.py" in code, code
     assert not any("tiny_models" in f or "testkit" in f for f in code), code
     assert tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dynamic"] == ["version"]
     assert (

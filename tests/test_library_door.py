@@ -5,6 +5,7 @@ files is refused at load, naming the folder."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -94,6 +95,36 @@ def test_decode_names_the_built_in_pairs_unknown_words(image, builtin_pair) -> N
     said = one_sentence(refused)  # in the asking note's words (issue 44), not a tokenizer's
     assert "was not taught “zebra”, “xylophone”, so the question is declined" in said and "token" not in said
     assert "“describe the image in detail.”" in said
+
+
+@pytest.mark.skipif(not (BUILTIN / "target" / "config.json").is_file(), reason="the built-in pair is not trained")
+def test_the_asking_note_is_the_folders_and_the_world_wrote_it(image, tmp_path) -> None:
+    """The library reads a model folder's asking note (models.loading.ASKING_NOTE) and knows no world: the built-in
+    pair's folders ship the note the world writes (sage_world.asking); copied without it, or with one that is no
+    note, the pair's unknown words get the library's own sentence."""
+    from sage_core.models.loading import ASKING_NOTE
+    from sage_world.asking import asking_note
+
+    for role in ("target", "draft", "hesitant-draft"):
+        shipped = json.loads((BUILTIN / role / ASKING_NOTE).read_text(encoding="utf-8"))
+        assert shipped == {"note": asking_note()}
+    for name, note in (
+        ("none", None),
+        ("no words", {"note": "not taught"}),
+        ("a list", ["x"]),
+        ("a brace", {"note": "{words} {0}"}),
+    ):
+        folder = tmp_path / name.replace(" ", "-")
+        shutil.copytree(BUILTIN / "target", folder)
+        (folder / ASKING_NOTE).unlink()
+        if note is not None:
+            (folder / ASKING_NOTE).write_text(json.dumps(note), encoding="utf-8")
+        pair = load_pair(str(folder), str(BUILTIN / "draft"), "cpu", "float32")
+        assert pair.target.asking_note is None and pair.draft.asking_note == asking_note()
+        with pytest.raises(InputError) as refused:
+            decode(pair, image, "describe the zebra.", DecodeConfig(max_new_tokens=4))
+        said = one_sentence(refused)
+        assert "has no token for 'zebra'" in said and "was not taught" not in said, said
 
 
 @pytest.mark.parametrize("role", ["target", "draft"])

@@ -17,7 +17,7 @@ def test_adaptation_bought_is_said_beside_the_premise_when_sage_and_sage_frozen_
     data = synthetic_race()
     assert "What adaptation bought" not in render.table_html(data)  # no sage-frozen lane: no sentence
     frozen = [replace(r, method="sage-frozen") for r in sage_records()]
-    frozen_header = replace(header("sage-frozen"), settings={"alpha": 0.85})
+    frozen_header = replace(header("sage-frozen"), settings={"sage-frozen": {"alpha": 0.85}})
     data.lanes.append(Lane("sage-frozen", frozen_header, frozen))
     html = render.table_html(data)
     assert "What adaptation bought on this input: nothing measurable" in html and "α held at 0.85" in html

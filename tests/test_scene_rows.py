@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from sage_core.builtin import scenes
-from sage_core.builtin.scenes import (
+from sage_world import scenes
+from sage_world.scenes import (
     COLOURS,
     HAND_DRAWN,
     KINDS,
@@ -110,7 +110,7 @@ def test_the_training_mix_draws_rows_and_jpegs_only_when_asked():
 
 def test_rows_and_pictures_saved_as_jpegs_stay_inside_the_pairs_world():
     """The note for pictures outside the world (a photo) must not fire on a saved JPEG or a row picture."""
-    from sage_core.builtin.world import IN_WORLD_SHARE, world_share
+    from sage_world.world import IN_WORLD_SHARE, world_share
 
     rng = random.Random(12)
     for kind in ("describe", "chart", ROW_KIND):

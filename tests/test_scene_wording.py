@@ -6,9 +6,9 @@ from __future__ import annotations
 import random
 import re
 
-from sage_core.builtin import scenes
-from sage_core.builtin.scenes import COLOURS, HAND_DRAWN, make_example
-from sage_core.builtin.wording import (
+from sage_world import scenes
+from sage_world.scenes import COLOURS, HAND_DRAWN, make_example
+from sage_world.wording import (
     BLIND,
     FREE_KINDS,
     HELD_OUT,
@@ -92,7 +92,7 @@ def test_a_lone_shape_is_asked_about_as_this_or_it_and_visitors_type_in_capitals
 
 
 def test_the_held_out_check_asks_every_reworded_kind_and_lone_shapes_in_held_out_words():
-    from sage_core.builtin.wording import REWORDED_KINDS, held_out_examples
+    from sage_world.wording import REWORDED_KINDS, held_out_examples
 
     examples = held_out_examples(seed=9, n=48)
     assert {e.kind for e in examples} == set(REWORDED_KINDS)
@@ -150,7 +150,7 @@ def test_the_unseen_check_asks_each_hand_written_wording_about_one_shape():
 
 def _graded_tokens() -> set[tuple[str, ...]]:
     """The graded questions (hand-written, blind, held-out templates filled) as the asking rule reads them."""
-    from sage_core.builtin import asking
+    from sage_world import asking
 
     graded = [w for pool in (*UNSEEN.values(), *BLIND.values()) for w in pool]
     graded += [fill_slots(w) for pool in (*HELD_OUT.values(), *LONE_HELD_OUT.values()) for w in pool]
@@ -158,7 +158,7 @@ def _graded_tokens() -> set[tuple[str, ...]]:
 
 
 def test_free_wordings_ask_every_shape_kind_about_one_or_several_objects_and_never_a_graded_question():
-    from sage_core.builtin import asking
+    from sage_world import asking
 
     rng = random.Random(12)
     examples = [free_example(rng) for _ in range(1500)]

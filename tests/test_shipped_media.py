@@ -19,8 +19,8 @@ import pytest
 from app import preview
 from app.inputs import load_examples
 from sage_core import DecodeConfig, decode, load_media
-from sage_core.builtin.scenes import CLIP_SUFFIX, OFF_GALLERY, example_picks, write_clip
 from sage_core.models import BUILTIN_TARGET
+from sage_world.scenes import CLIP_SUFFIX, OFF_GALLERY, example_picks, write_clip
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "assets" / "examples"

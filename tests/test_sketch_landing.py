@@ -12,7 +12,7 @@ from PIL import Image, ImageDraw
 
 from app import landing, sketch
 from app.race_trace import load_race
-from sage_core.builtin.scenes import COLOURS
+from sage_world.scenes import COLOURS
 
 OLD_LANDING = Path(__file__).resolve().parent / "data" / "race-old-names.jsonl"
 

@@ -176,6 +176,19 @@ def test_smart_is_lossless_on_a_tiny_family_and_its_records_replay(tiny_pair, im
             assert f"stopped at {record.node_count} nodes" in describe_round(record, None)
     header, replayed = parse_trace(list(trace_lines(run.header, run.records)))
     assert header.method == "smart" and replayed == run.records
+    # the weighing in the record: every kept node beat the speedup it faced, every refusal did not
+    weighed = [r for r in rounds if r.node_count]
+    assert weighed and all(len(r.node_ratios) == len(r.node_speedups) == r.node_count for r in weighed)
+    assert all(ratio > speedup for r in weighed for ratio, speedup in zip(r.node_ratios, r.node_speedups, strict=True))
+    refusals = [(r, i) for r in rounds for i, rule in enumerate(r.cut_rules) if rule == "cost"]
+    assert refusals and all(r.cut_ratios[i] <= r.cut_speedups[i] for r, i in refusals)
+    assert all(-1 <= r.cut_parents[i] < r.node_count for r, i in refusals)
+    record = weighed[0]
+    said = describe_round(record, None)
+    assert f"node 0 {record.node_ratios[0]:.2f} > {record.node_speedups[0]:.2f}" in said
+    refused = next(r for r, _ in refusals if r.node_count)
+    first = refused.cut_rules.index("cost")
+    assert f"{refused.cut_ratios[first]:.2f} ≤ {refused.cut_speedups[first]:.2f}" in describe_round(refused, None)
     last = run.proposer.last_round
     assert last is not None and all((d.ratio > d.speedup) is d.expanded for d in last.decisions)
     calibrated = DecodeConfig("smart", TOKENS).with_settings({"smart": SmartConfig(probabilities="calibrated")})

@@ -56,7 +56,7 @@ def test_per_token_labels_name_what_is_drawn_under_each_token(kind):
     class 0 and, in a shape scene, the 3x3 cell it lies in."""
     import random
 
-    from sage_core.builtin.scenes import COLOURS, SHAPES, make_example
+    from sage_world.scenes import COLOURS, SHAPES, make_example
 
     script = load_script("train_builtin_pair")
     colours = list(COLOURS)
@@ -221,7 +221,7 @@ def test_the_full_recipe_chains_its_runs(tmp_path):
 def test_the_shipped_examples_still_come_from_the_default_data_stream():
     """Run 4's data options draw nothing when off: the default stream, and with it the shipped
     examples (written from it), is what it was."""
-    from sage_core.builtin.scenes import example_picks
+    from sage_world.scenes import example_picks
 
     shipped = json.loads((ROOT / "assets" / "examples" / "examples.json").read_text())
     answers = {e["file"]: e["answer"] for e in shipped}
@@ -232,7 +232,7 @@ def test_the_shipped_examples_still_come_from_the_default_data_stream():
 def test_the_data_mix_draws_as_before_when_off_and_lone_scenes_when_asked():
     import random
 
-    from sage_core.builtin.scenes import make_example
+    from sage_world.scenes import make_example
 
     script = load_script("train_builtin_pair")
     kinds, weights = script.IMAGE_KINDS, list(script.KIND_WEIGHTS.values())
@@ -244,7 +244,7 @@ def test_the_data_mix_draws_as_before_when_off_and_lone_scenes_when_asked():
     lone_kinds = [e for e in drawn if e.kind in ("shape", "colour", "size", "position")]
     assert lone_kinds and all(len(e.objects) == 1 for e in lone_kinds)
     reworded = [script.draw_example(rng, script.DataMix(reworded=1.0)) for _ in range(40)]
-    from sage_core.builtin import scenes
+    from sage_world import scenes
 
     templates = {t for name in dir(scenes) if name.endswith("_Q") for t in getattr(scenes, name)}
     assert sum(not any(e.question == t.format(**_slots(e)) for t in templates) for e in reworded) >= 25
@@ -292,7 +292,7 @@ def test_the_free_share_asks_shape_questions_in_free_wordings():
     script = load_script("train_builtin_pair")
     rng = random.Random(8)
     drawn = [script.draw_example(rng, script.DataMix(free=1.0, reworded=1.0)) for _ in range(60)]
-    from sage_core.builtin import asking
+    from sage_world import asking
 
     assert {e.kind for e in drawn} == {"shape", "colour", "count", "position", "size", "describe"}
     assert all(asking.question_fit(e.question, "shapes").taught for e in drawn)

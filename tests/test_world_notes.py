@@ -1,6 +1,6 @@
 """Honest about photos: a picture outside the built-in pair's world gets a note before the race.
 
-The statistic (`sage_core.builtin.world`) is tested on the photos that ship with gradio, on the
+The statistic (`sage_world.world`) is tested on the photos that ship with gradio, on the
 shipped examples, on fresh scenes (as trained, shifted, hand-drawn, clips) and on a drawing made
 as the sketch pad makes it (strokes on a transparent canvas); the `/race` handler carries the
 sentences as `notes`."""
@@ -20,9 +20,9 @@ from PIL import Image, ImageDraw
 from app.models import BUILTIN, HUB_PRESETS, builtin_available
 from app.notes import OUTSIDE_WORLD_NOTE, notes_html, race_notes
 from sage_core import load_media
-from sage_core.builtin.scenes import COLOURS, HAND_DRAWN, SHIFTED, make_example, make_examples
-from sage_core.builtin.world import IN_WORLD_SHARE, outside_world, world_share
 from sage_core.media import image_media
+from sage_world.scenes import COLOURS, HAND_DRAWN, SHIFTED, make_example, make_examples
+from sage_world.world import IN_WORLD_SHARE, outside_world, world_share
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "assets" / "examples"
@@ -54,7 +54,7 @@ def test_fresh_scenes_of_every_style_and_clips_are_inside_it():
     shares = [world_share(s.image) for s in scenes]
     print(f"\nlowest world share of {len(shares)} fresh scenes: {min(shares):.3f} (threshold {IN_WORLD_SHARE})")
     assert min(shares) >= IN_WORLD_SHARE
-    from sage_core.builtin.quality import example_media
+    from sage_world.quality import example_media
 
     clip = make_example(random.Random(4), "narrate")
     assert not outside_world(example_media(clip))

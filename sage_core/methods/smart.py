@@ -31,9 +31,10 @@ on this round's target logits, so greedy output stays the target's and sampling 
 
 Records: the round's growth is in the record's budget fields (after each expansion: the node count, the
 depth reached, E and the modelled tokens per second; the node count chosen), which replay and the explainer
-reads (`describe_round`). Every candidate's last verdict (p, ΔC, its ratio and the speedup it was weighed
-against) is in `RoundShape.own` (a `SmartRound`) and in `SmartProposer.last_round`: the record has no field
-for it yet (that would be a new `RoundRecord` field and its trace check).
+reads (`describe_round`); each kept node's benefit/cost and the speedup it beat (`node_ratios`,
+`node_speedups`), and the likeliest refused candidates as cut candidates of rule "cost" with theirs
+(`cut_ratios`, `cut_speedups`: `weighing_fields`). Every candidate's last verdict is in `RoundShape.own` (a
+`SmartRound`) and in `SmartProposer.last_round`.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from ..errors import ConfigError
 from ..method_settings import settle_numbers
 from ..policy import Candidate, Expansion
 from ..proposers import Adaptation, Drafter, Proposal, RoundShape, RunStart
+from ..records import MAX_RATIO, RoundRecord
 from ..studies.costs import costs_for_run
 from ..trees import ROOT, Tree
 from ..verify import Verdict
@@ -59,7 +61,6 @@ from .sage_cost import keep_nodes
 if TYPE_CHECKING:
     from ..config import DecodeConfig
     from ..proposers import Proposer
-    from ..records import RoundRecord
 
 #: The ranges of SMART's whole-number settings.
 SMART_RANGES: dict[str, tuple[int, int]] = {"node_cap": (1, 256), "depth_cap": (1, 16), "candidates": (1, 50)}
@@ -301,7 +302,8 @@ class SmartProposer:
         self.last_round = smart
         kept = frozenset(smart.kept)
         self.offered = (drafted.tree, tuple(sorted(kept)))
-        shape = RoundShape(root_top=root, own=smart, own_fields=record_fields(smart, self.curve))
+        fields = record_fields(smart, self.curve) | weighing_fields(smart, drafted.tree)
+        shape = RoundShape(root_top=root, own=smart, own_fields=fields)
         return Proposal(keep_nodes(drafted, kept), shape)
 
     def observe(self, proposal: Proposal, verdict: Verdict) -> Adaptation:
@@ -356,16 +358,74 @@ def record_fields(smart: SmartRound, curve: CostCurve) -> dict[str, Any]:
     }
 
 
+#: The refused candidates a record keeps (the likeliest first).
+REFUSED_SHOWN = 6
+
+
+def weighing_fields(smart: SmartRound, drafted: Tree) -> dict[str, Any]:
+    """The round record's weighing fields: each kept node's benefit/cost and the speedup it beat (in the order
+    of the verified tree: the kept candidates, renumbered in drafted order), and the likeliest refused
+    candidates (parent in the verified tree, token, draft probability, rule "cost") with theirs."""
+    kept = sorted(smart.kept)
+    position = {node: index for index, node in enumerate(kept)}
+    verdicts = {d.node: d for d in smart.decisions}
+    refused = sorted((d for d in smart.refused if d.node < len(drafted.tokens)), key=lambda d: (-d.p, d.node))[
+        :REFUSED_SHOWN
+    ]
+    parents = [drafted.parents[d.node] for d in refused]
+    return {
+        "node_ratios": tuple(_shown_ratio(verdicts[n].ratio) for n in kept),
+        "node_speedups": tuple(round(verdicts[n].speedup, 4) for n in kept),
+        "cut_parents": tuple(position.get(p, -1) if p >= 0 else -1 for p in parents),
+        "cut_tokens": tuple(drafted.tokens[d.node] for d in refused),
+        "cut_probs": tuple(drafted.draft_probs[d.node] for d in refused),
+        "cut_rules": ("cost",) * len(refused),
+        "cut_ratios": tuple(_shown_ratio(d.ratio) for d in refused),
+        "cut_speedups": tuple(round(d.speedup, 4) for d in refused),
+    }
+
+
+def _shown_ratio(ratio: float) -> float:
+    return round(min(ratio, MAX_RATIO), 4)
+
+
 def describe_round(record: RoundRecord, settings: Any) -> str:
-    """The explainer's sentence for a SMART round, from its budget fields."""
+    """The explainer's sentence for a SMART round, from its budget and weighing fields: where it stopped, then
+    the nodes it expanded (benefit/cost against the speedup each beat) and the likeliest it refused."""
     if record.budget_chosen is None or not record.budget_nodes:
         return "SMART: no candidate's benefit over its cost beat the speedup of verifying no tree."
     expected, rate = record.budget_expected[-1], record.budget_rates[-1]
-    return (
+    sentence = (
         f"SMART: each candidate, likeliest first, was expanded only while its path probability over its "
         f"measured marginal cost beat the tree's speedup (E + 1) / C; it stopped at {record.budget_chosen} nodes "
         f"(depth {record.budget_depths[-1]}), {expected:.2f} accepted tokens expected, {rate:.0f} tokens/s modelled."
     )
+    return sentence + weighing_words(record)
+
+
+WEIGHED_LISTED = 4  # the expanded nodes and refused candidates the explainer names, each; the rest counted
+
+
+def weighing_words(record: RoundRecord, most: int = WEIGHED_LISTED) -> str:
+    """The first expanded nodes and the likeliest refused candidates, each with p/ΔC against S."""
+    expanded = [
+        f"node {n} {r:.2f} > {s:.2f}"
+        for n, (r, s) in enumerate(zip(record.node_ratios, record.node_speedups, strict=True))
+    ][:most]
+    refused = [
+        f"under node {parent} (draft p {p:.3f}) {r:.2f} ≤ {s:.2f}"
+        for parent, p, r, s, rule in zip(
+            record.cut_parents, record.cut_probs, record.cut_ratios, record.cut_speedups, record.cut_rules, strict=False
+        )
+        if rule == "cost"
+    ][:most]
+    words = ""
+    if expanded:
+        more = len(record.node_ratios) - len(expanded)
+        words += f" Expanded (p/ΔC > S): {'; '.join(expanded)}{f'; {more} more' if more > 0 else ''}."
+    if refused:
+        words += f" Refused, likeliest first (p/ΔC ≤ S): {'; '.join(refused)}."
+    return words
 
 
 def _smart_proposer(settings: SmartConfig, config: DecodeConfig) -> Proposer:

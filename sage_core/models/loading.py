@@ -4,6 +4,7 @@ and the one `from_pretrained` path for targets and drafts (by hub id or local fo
 from __future__ import annotations
 
 import gc
+import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,29 @@ ASSETS = (
 )
 BUILTIN_TARGET = ASSETS / "builtin" / "target"
 BUILTIN_DRAFT = ASSETS / "builtin" / "draft"
+
+
+#: A model folder may ship a note on what it was taught (the built-in pair's does): {"note": "... {words} ..."},
+#: the sentence a prompt with words it has no token for gets, `{words}` naming them (prepared.check_vocabulary).
+ASKING_NOTE = "asking_note.json"
+
+
+def asking_note_of(folder: str) -> str | None:
+    """The asking note a local model folder ships (`ASKING_NOTE`), or None (none, unreadable, or no `{words}`)."""
+    path = Path(folder) / ASKING_NOTE if folder else None
+    if path is None or not path.is_file():
+        return None
+    try:
+        note = json.loads(path.read_text(encoding="utf-8")).get("note")
+    except (OSError, ValueError, AttributeError):
+        return None
+    if not isinstance(note, str) or "{words}" not in note:
+        return None
+    try:
+        note.format(words="")
+    except (IndexError, KeyError, ValueError):  # a brace the format cannot read: not a note to show
+        return None
+    return note
 
 
 def resolve_device(device: str) -> torch.device:

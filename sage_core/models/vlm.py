@@ -20,7 +20,7 @@ from .caches import IN_PLACE, CacheStrategy, KVState
 from .family import VisualBox
 from .forwards import LEAN, Forward, TreeBatch
 from .lean import LeanText
-from .loading import first_line, load_model
+from .loading import asking_note_of, first_line, load_model
 from .masks import additive_mask, in_batch_depth, rows_from_parents, tree_mask_on_host
 from .prompts import chat_prompt, check_media, check_prompt, processor_inputs
 from .registry import FAMILIES
@@ -66,6 +66,8 @@ class VLM:
         self.spec.prepare(model)
         # the decode-time text forward without transformers' module machinery, where it is safe (lean.py)
         self.lean: LeanText | None = LeanText.of(model)
+        # what a prompt with words it has no token for is told, when its folder ships a note (loading.ASKING_NOTE)
+        self.asking_note = asking_note_of(str(getattr(model.config, "_name_or_path", "") or ""))
 
     @classmethod
     def load(

@@ -13,8 +13,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..media import DEFAULT_FRAMES, Media, image_media, sample_indices
-from ..models import chat_prompt, processor_inputs
+from sage_core.media import DEFAULT_FRAMES, Media, image_media, sample_indices
+from sage_core.models import chat_prompt, processor_inputs
+
 from .scenes import CONTENT_WORDS, VIDEO_FPS, Example, fact_score
 
 

@@ -19,7 +19,8 @@ from __future__ import annotations
 import numpy as np
 from PIL import Image
 
-from ..media import Media
+from sage_core.media import Media
+
 from .scenes import BACKGROUNDS, COLOURS
 
 #: Every colour the world draws with: the shapes' and bars', the canvases', the texts', the grid's.

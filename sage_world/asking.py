@@ -14,8 +14,8 @@ note gives the first reason that holds:
 
 1. **Unknown words**: a word outside the vocabulary, other than filler words training questions contain
    (none since run 10's visitor words), is a word the pair cannot read. The race is then declined, in the
-   words of :func:`unknown_words_note` (the word named, questions that work offered; no tokenizer's
-   sentence): ``sage_core.prepared.check_vocabulary``.
+   words of :func:`asking_note` (the word named, questions that work offered; no tokenizer's sentence),
+   which the pair's folders ship and the library shows: ``sage_core.prepared.check_vocabulary``.
 2. **Another picture's question**: the training questions the prompt is closest to (the share of
    its word pairs found among one kind's training questions) are about another kind of picture
    ("describe the image in detail." about a chart), and it has no word only this picture's questions have
@@ -45,14 +45,17 @@ from __future__ import annotations
 
 import functools
 import itertools
+import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 from PIL import Image
 
-from ..media import Media
+from sage_core.media import Media
+
 from . import scenes, wording
 from .world import on_white
 
@@ -336,13 +339,16 @@ def reads_the_world(vocabulary: Iterable[str]) -> bool:
     return _world_words() <= frozenset(vocabulary)
 
 
-def unknown_words_note(words: Sequence[str]) -> str:
-    """Why a question with words the built-in pair was not taught is declined, naming them, and which questions
-    to ask instead (one of each kind of picture, and a count): the note's words in one sentence, not a
-    tokenizer's."""
-    listed = ", ".join(f"“{w}”" for w in words[:3]) + (f" and {len(words) - 3} more" if len(words) > 3 else "")
+def asking_note() -> str:
+    """The built-in pair's asking note (the library shows it, `{words}` naming the words it was not taught: see
+    sage_core.models.loading.ASKING_NOTE): questions that work offered, one of each kind of picture and a count."""
     asks = (SUGGESTIONS["shapes"][0], SUGGESTIONS["shapes"][1], SUGGESTIONS["chart"][0], SUGGESTIONS["clip"][0])
     return (
-        f"The built-in pair was not taught {listed}, so the question is declined: it knows its world of shapes, "
+        "The built-in pair was not taught {words}, so the question is declined: it knows its world of shapes, "
         f"bars and clips; ask {', '.join(f'“{q}”' for q in asks[:-1])} or “{asks[-1]}”"
     )
+
+
+def write_asking_note(folder: Path) -> None:
+    """Ship the asking note in a model folder the world trained (scripts/train_builtin_pair.py)."""
+    (folder / "asking_note.json").write_text(json.dumps({"note": asking_note()}, ensure_ascii=False) + "\n")
