@@ -13,17 +13,11 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
-from sage_core.methods import drafts
-
 from .panels import all_figures, speedups
 from .race import RaceData
 from .race_trace import race_trace_lines
-from .render import LaneFigures, account_of, headline_words, race_headlines, verdict
-
-
-def default_tree_method(data: RaceData) -> str:
-    drafting = [m for m in data.methods if drafts(m)]
-    return drafting[0] if drafting else data.methods[0]
+from .render import headline_words
+from .view import race_view
 
 
 def race_result(
@@ -33,11 +27,10 @@ def race_result(
     with_trace: bool = True,
     notes: Sequence[str] = (),
 ) -> dict[str, Any]:
-    lanes = data.records_by_method()
+    race = race_view(data)
     header = data.header
-    figures = all_figures(lanes, data.token_texts, tree_method or default_tree_method(data), tree_round, data.replay)
-    result = verdict(data)
-    found = race_headlines(data)
+    figures = all_figures(race, tree_method, tree_round)
+    result, found = race.verdict, race.headlines
     return {
         "replay": data.replay,
         "stopped": data.stopped,
@@ -49,22 +42,22 @@ def race_result(
         "prompt": header.prompt if header else "",
         "media": header.media if header else "",
         "methods": data.methods,
-        "texts": {lane.method: lane.text for lane in data.lanes},
+        "texts": {lane.method: lane.text for lane in race.lanes},
         # the target's prompt length, and each side's draft prompt after pruning (None: no draft)
         "prompt_tokens": header.prompt_tokens if header else 0,
         "draft_prompt_tokens": {
             lane.method: lane.header.draft_prompt_tokens if lane.header else None for lane in data.lanes
         },
-        "token_ids": {lane.method: list(lane.token_ids) for lane in data.lanes},
-        "figures": {m: asdict(LaneFigures.of(rs)) for m, rs in lanes.items() if rs},
-        "speedups": speedups(lanes),
+        "token_ids": {lane.method: list(lane.token_ids) for lane in race.lanes},
+        "figures": {m: asdict(f) for m, f in race.figures.items()},
+        "speedups": speedups(race.figures),
         # the lead against its main rival as an estimate: speedup, 90% interval, verdict (and the figures beside
         # it: decode-only, the prefill as charged, tokens per target forward); null with fewer than two sides
         "headline": {**found[0].as_dict(), "words": headline_words(found[0])} if found else None,
         "headlines": {h.rival: h.as_dict() for h in found},
         # why, from the race's own records: depth, reacting to entropy, budget, prefill and rounds
         # (sage_core.studies.account)
-        "account": account_of(data).as_dict(),
+        "account": race.account.as_dict(),
         "lossless": asdict(result) if result is not None else None,
         "panels": {name: json.loads(fig.to_json()) for name, fig in figures.items()},
         "trace": "\n".join(race_trace_lines(data)) + "\n" if with_trace else None,

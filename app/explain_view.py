@@ -20,6 +20,7 @@ from sage_core.studies.explain import RoundExplained, explain_round
 from .palette import CUT
 from .panels import pick_round, short_label
 from .render import display_token
+from .view import RaceView
 
 TokenText = Callable[[int | None], str]
 
@@ -68,6 +69,16 @@ def explain_html(
     parts += _policy(explained, text)
     parts += _verification(explained, text)
     return _box("".join(parts))
+
+
+def explained_html(race: RaceView, method: str | None = None, step: int | None = None) -> str:
+    """The explainer for one lane of the race's view (default: its `tree_method`) at round `step` (None: the
+    latest), with the settings that lane's header records."""
+    method = method or race.tree_method
+    lane = race.lane(method)
+    if lane is None:
+        return explain_html((), step, race.token_texts, method, SageConfig(), race.replay)
+    return explain_html(lane.records, step, race.token_texts, method, lane.sage, race.replay, lane.settings)
 
 
 def _box(body: str) -> str:

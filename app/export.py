@@ -40,17 +40,16 @@ from gradio.utils import get_upload_folder
 from plotly.offline import get_plotlyjs
 
 from sage_core.errors import SageError
-from sage_core.methods import drafts
 
 from . import slides_gif
-from .explain_view import explain_html
-from .handlers import sage_of
+from .explain_view import explained_html
 from .inputs import Limits
 from .page import Page
 from .panels import all_figures
 from .race import Lane, RaceData
 from .race_trace import load_race
 from .render import CSS, LEGEND, badge_html, error_html, headline_html, lane_html, status_html, wrap
+from .view import race_view
 
 PANEL_ORDER = ("confidence", "tree", "shapes", "accepted", "race")
 #: One frame a round, shown this long by the player (ms) and the GIF.
@@ -104,34 +103,18 @@ def frame_steps(rounds: int, most: int) -> list[int]:
     return sorted({round(i * (rounds - 1) / (most - 1)) for i in range(most)})
 
 
-def tree_method_of(data: RaceData) -> str:
-    return next((m for m in data.methods if m == "sage"), None) or next(
-        (m for m in data.methods if drafts(m)), data.methods[0]
-    )
-
-
 def frame(data: RaceData, step: int) -> dict[str, Any]:
     """One frame: the page's texts (one string a side), verdict, panels and explainer after `step` rounds."""
     shown = race_at(data, step)
-    tree_method = tree_method_of(shown)
-    lane = shown.lane(tree_method)
-    figures = all_figures(
-        shown.records_by_method(), shown.token_texts, tree_method, None, shown.replay, sage_of(shown, "sage")
-    )
+    race = race_view(shown)
+    figures = all_figures(race)
     return {
         "step": step,
         # each side as [its name and figures, its text]: the text grows at its end, the figures change
-        "lanes": [lane_html(each, shown).split(TEXT_START, 1) for each in shown.lanes],
+        "lanes": [lane_html(each, race).split(TEXT_START, 1) for each in race.lanes],
         "verdict": headline_html(shown) + badge_html(shown),
         "figures": {name: json.loads(figures[name].to_json()) for name in PANEL_ORDER},
-        "explain": explain_html(
-            lane.records if lane else [],
-            None,
-            shown.token_texts,
-            tree_method,
-            sage_of(shown, tree_method),
-            shown.replay,
-        ),
+        "explain": explained_html(race),
     }
 
 

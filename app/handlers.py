@@ -37,18 +37,16 @@ from typing import Any
 
 import gradio as gr
 
-from sage_core import METHOD_LABELS, SageConfig
-from sage_core.errors import SageError
+from sage_core import METHOD_LABELS
 from sage_core.method_settings import as_float
 from sage_core.methods import drafts, form_settings, specs
 from sage_core.prepared import check_vocabulary
 from sage_core.studies.sweep_figure import sweep_figure
-from sage_core.trace_check import recorded_settings
 
 from . import models
 from .api import race_result
 from .boundary import guard, user_message
-from .explain_view import explain_html
+from .explain_view import explained_html
 from .inputs import (
     Choice,
     Example,
@@ -85,6 +83,7 @@ from .render import (
     why_html,
 )
 from .stepping import DROPPED, SteppedRaces
+from .view import race_view
 
 TRACE_DIR = Path(tempfile.gettempdir()) / "sage-app-traces"
 #: The race the page opens with (app/landing.py replays it).
@@ -231,30 +230,6 @@ def stepping_status(stepper: RaceStepper) -> str:
     )
 
 
-def sage_of(data: RaceData | None, method: str | None = None) -> SageConfig:
-    """The SAGE settings a race's lane (else the race) ran with, for the explainer and panel ①."""
-    settings = recorded(data, method, "sage")
-    return settings if isinstance(settings, SageConfig) else SageConfig()
-
-
-def settings_of(data: RaceData | None, method: str | None) -> Any:
-    """The settings a lane's own method ran with, for the explainer; None when unknown."""
-    return recorded(data, method, method) if method else None
-
-
-def recorded(data: RaceData | None, lane: str | None, method: str | None) -> Any:
-    """`method`'s settings as `lane`'s header (else the race's) records them (`recorded_settings`: one way
-    for every method); None without a header or for settings it refuses."""
-    found = data.lane(lane) if data is not None and lane else None
-    header = found.header if found is not None and found.header is not None else (data.header if data else None)
-    if header is None or method is None:
-        return None
-    try:
-        return recorded_settings(header, method)
-    except SageError:
-        return None
-
-
 RACE_API_DOC = """\
 Race SAGE against its baselines on one image or video to the end, and answer with the texts and figures.
 
@@ -369,7 +344,7 @@ class Handlers:
     def tree_controls(self, data: RaceData | None, wanted: str | None) -> tuple[Any, Any, str | None]:
         """Updates of the tree panel's method radio and round slider, following the latest round."""
         drafting = [m for m in (data.methods if data else []) if drafts(m)]
-        method = wanted if wanted in drafting else (drafting[0] if drafting else None)
+        method = wanted if wanted in drafting else (race_view(data).tree_method if data and drafting else None)
         lane = data.lane(method) if data and method else None
         steps = [r.round for r in lane.records if r.phase == "decode"] if lane else []
         latest = steps[-1] if steps else 0
@@ -398,18 +373,9 @@ class Handlers:
         }
         if figures and data is not None:
             radio, slider, method = self.tree_controls(data, tree_lane)
-            lane = data.lane(method) if method else None
-            sage = sage_of(data, "sage" if data.lane("sage") else method)
-            figs = all_figures(data.records_by_method(), data.token_texts, method or "sage", None, data.replay, sage)
-            explained = explain_html(
-                lane.records if lane else [],
-                None,
-                data.token_texts,
-                method or "sage",
-                sage_of(data, method),
-                data.replay,
-                settings_of(data, method),
-            ) + race_note(data)
+            race = race_view(data)
+            figs = all_figures(race, method)
+            explained = explained_html(race, method) + race_note(data)
             update |= {
                 page.fig_race: figs["race"],
                 page.fig_accepted: figs["accepted"],
@@ -631,15 +597,7 @@ class Handlers:
 
     def tree_view(self, data: RaceData, lane: Any, step: int | None) -> Update:
         """The tree panel and the explainer for one lane at one round (None: its latest)."""
-        explained = explain_html(
-            lane.records,
-            step,
-            data.token_texts,
-            lane.method,
-            sage_of(data, lane.method),
-            data.replay,
-            settings_of(data, lane.method),
-        ) + race_note(data)
+        explained = explained_html(race_view(data), lane.method, step) + race_note(data)
         figure = tree_figure(lane.records, step, data.token_texts, lane.method, data.replay)
         return {self.page.fig_tree: figure, self.page.explain: explained}
 

@@ -26,7 +26,7 @@ from PIL import Image
 from plotly.io.json import to_json_plotly
 from plotly.subplots import make_subplots
 
-from sage_core import Media, RoundRecord, RunHeader, summarize
+from sage_core import Media, RoundRecord, RunHeader
 from sage_core.media import thumbnail
 from sage_core.method_settings import SageConfig
 from sage_core.methods import drafts, look
@@ -35,7 +35,8 @@ from sage_core.models import VisualBox
 from .palette import ACCEPTED, BONUS, CUT, GREY, REJECTED, SERIES, Series
 from .render import DOTS as COLOURS
 from .render import SHORT as SHORT_LABELS
-from .render import LaneFigures, display_token, lead_method, speedups_of
+from .render import display_token
+from .view import LaneFigures, RaceView, lead_method, speedups_of
 
 Lanes = Mapping[str, Sequence[RoundRecord]]
 
@@ -675,14 +676,16 @@ def accepted_figure(lanes: Lanes, replay: bool = False) -> go.Figure:
 # -- 5. the race: tokens against time ------------------------------------------------------------
 
 
-def race_figure(lanes: Lanes, replay: bool = False) -> go.Figure:
+def race_figure(lanes: Lanes, replay: bool = False, figures: Mapping[str, LaneFigures] | None = None) -> go.Figure:
+    """Tokens against time, each side's rate in its legend and the lead's speedups below; `figures`: the
+    sides' figures when the race's view has them (else read off `lanes`)."""
     title = "⑤ The race: tokens against time"
     present = {m: rs for m, rs in lanes.items() if rs}
     if not present:
         return _empty(title, "the race has not started", replay=replay)
+    figures = figures if figures is not None else lane_figures(present)
     fig = go.Figure()
     for method, records in present.items():
-        summary = summarize(records)
         fig.add_trace(
             go.Scatter(
                 x=[0.0, *(r.total_seconds for r in records)],
@@ -690,17 +693,17 @@ def race_figure(lanes: Lanes, replay: bool = False) -> go.Figure:
                 mode="lines+markers",
                 line=method_line(method, 2.5, "hv"),
                 marker=method_marker(method, 5),
-                name=f"{short_label(method)}: {summary.tokens_per_second:.1f} tok/s",
+                name=f"{short_label(method)}: {figures[method].tokens_per_second:.1f} tok/s",
             )
         )
     fig.update_xaxes(title_text="seconds (synchronised, prefill included)", rangemode="tozero")
     fig.update_yaxes(title_text="tokens", rangemode="tozero")
     _layout(fig, title, replay=replay)
-    speedups = speedup_lines(lanes)
-    if speedups:  # below the axis's title, off the lines (one line each: with every method they would cover them)
-        under = BOTTOM_PX + SPEEDUP_LINE_PX * len(speedups)
+    lines = speedup_lines(figures)
+    if lines:  # below the axis's title, off the lines (one line each: with every method they would cover them)
+        under = BOTTOM_PX + SPEEDUP_LINE_PX * len(lines)
         fig.add_annotation(
-            text="<br>".join(speedups),
+            text="<br>".join(lines),
             xref="paper",
             yref="paper",
             x=0.0,
@@ -715,38 +718,38 @@ def race_figure(lanes: Lanes, replay: bool = False) -> go.Figure:
     return fig
 
 
-def speedups(lanes: Lanes) -> dict[str, float]:
+def lane_figures(lanes: Lanes) -> dict[str, LaneFigures]:
+    """Each side's figures (the race's view has them already: `RaceView.figures`)."""
+    return {m: LaneFigures.of(rs) for m, rs in lanes.items() if rs}
+
+
+def speedups(figures: Mapping[str, LaneFigures]) -> dict[str, float]:
     """tokens/s of the lead method (SAGE when it raced) over each other method's, keyed "lead_over_other"."""
-    figures = {m: LaneFigures.of(rs) for m, rs in lanes.items() if rs}
     if len(figures) < 2:
         return {}
     lead = lead_method(figures)
     return {f"{lead}_over_{m}": value for m, value in speedups_of(figures).items()}
 
 
-def speedup_lines(lanes: Lanes) -> list[str]:
+def speedup_lines(figures: Mapping[str, LaneFigures]) -> list[str]:
     lines = []
-    for key, value in speedups(lanes).items():
+    for key, value in speedups(figures).items():
         lead, other = key.split("_over_")
         lines.append(f"{short_label(lead)} ÷ {short_label(other)}: <b>{value:.2f}×</b> tokens/s")
     return lines
 
 
-def all_figures(
-    lanes: Lanes,
-    token_texts: Mapping[int, str],
-    tree_method: str,
-    tree_round: int | None = None,
-    replay: bool = False,
-    sage: SageConfig | None = None,
-) -> dict[str, go.Figure]:
-    """The five panels by name, in the story's order ① to ⑤ (each downloads as a slide-sized PNG)."""
+def all_figures(race: RaceView, tree_method: str | None = None, tree_round: int | None = None) -> dict[str, go.Figure]:
+    """The five panels by name, in the story's order ① to ⑤ (each downloads as a slide-sized PNG), all read
+    off the race's view; the tree panel shows `tree_method`'s lane (default: the view's `tree_method`)."""
+    lanes, replay = race.records, race.replay
+    tree_method = tree_method or race.tree_method
     figures = {
-        "confidence": confidence_figure(lanes, replay, sage),
-        "tree": tree_figure(lanes.get(tree_method, ()), tree_round, token_texts, tree_method, replay),
+        "confidence": confidence_figure(lanes, replay, race.sage_for(tree_method)),
+        "tree": tree_figure(lanes.get(tree_method, ()), tree_round, race.token_texts, tree_method, replay),
         "shapes": shape_figure(lanes, replay),
         "accepted": accepted_figure(lanes, replay),
-        "race": race_figure(lanes, replay),
+        "race": race_figure(lanes, replay, race.figures),
     }
     return {name: for_slides(fig, name) for name, fig in figures.items()}
 

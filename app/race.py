@@ -91,6 +91,8 @@ class RaceData:
     draft_view: tuple[Media, list[VisualBox | None]] | None = None
     # The verification cost curve measured when the pair was warmed up (recorded with the race).
     costs: CostCurve | None = None
+    # The view every reader reads (app.view.race_view), with what it was made from: made once per step.
+    view: tuple[tuple, Any] | None = field(default=None, init=False, compare=False, repr=False)
 
     @property
     def finished(self) -> bool:

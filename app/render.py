@@ -10,18 +10,17 @@ from __future__ import annotations
 
 import html
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 
-from sage_core import RoundRecord, summarize
+from sage_core import RoundRecord
 from sage_core.cost_curve import CostCurve
 from sage_core.methods import ByMethod, drafts, method_label
-from sage_core.studies.account import RaceAccount, race_account
 from sage_core.studies.costs import predicted_speedups
 from sage_core.studies.premise import Calibration, acceptance_histogram, adaptation_bought, calibration_of
-from sage_core.timing import MIN_ROUNDS, Headline, headline, side_times
+from sage_core.timing import MIN_ROUNDS, Headline
 
-from .race import Lane, RaceData
+from .race import RaceData
+from .view import LaneView, RaceView, race_view
 
 CSS = """
 .sage-wrap { font-family: Inter, system-ui, sans-serif; }
@@ -110,46 +109,20 @@ def marked_text(records: Sequence[RoundRecord]) -> str:
     return "".join(parts)
 
 
-@dataclass(frozen=True)
-class LaneFigures:
-    """The live figures of one side, all read off its records."""
-
-    rounds: int
-    tau: float
-    tokens_per_forward: float
-    tokens: int
-    tokens_per_second: float
-    seconds: float
-    decode_tokens_per_second: float
-
-    @classmethod
-    def of(cls, records: Sequence[RoundRecord]) -> LaneFigures:
-        s = summarize(records)
-        return cls(
-            rounds=s.rounds,
-            tau=s.mean_accepted,
-            tokens_per_forward=s.tokens_per_forward,
-            tokens=len(s.token_ids),
-            tokens_per_second=s.tokens_per_second,
-            seconds=s.seconds,
-            decode_tokens_per_second=s.decode_tokens_per_second,
-        )
-
-
-def _state_tag(lane: Lane, data: RaceData) -> str:
+def _state_tag(lane: LaneView, race: RaceView) -> str:
     if lane.finished:
         reason = lane.records[-1].finish_reason
         return f"<span class='sage-tag done'>done ({_esc(str(reason))})</span>"
-    if data.stopped:
+    if race.stopped:
         return "<span class='sage-tag stop'>stopped</span>"
     if not lane.records:
         return "<span class='sage-tag'>waiting</span>"
     return "<span class='sage-tag run'>running…</span>"
 
 
-def lane_html(lane: Lane, data: RaceData, tail: int | None = None) -> str:
+def lane_html(lane: LaneView, race: RaceView, tail: int | None = None) -> str:
     method = lane.method
-    tags = _state_tag(lane, data) + (" <span class='sage-tag replay'>replay</span>" if data.replay else "")
+    tags = _state_tag(lane, race) + (" <span class='sage-tag replay'>replay</span>" if race.replay else "")
     pruned = lane.header.prune_ratio if lane.header is not None else 0.0
     name = method_label(method, pruned) if pruned > 0 else SHORT.get(method, method)
     head = (
@@ -157,8 +130,8 @@ def lane_html(lane: Lane, data: RaceData, tail: int | None = None) -> str:
         f"<span class='sage-dot' style='background:{DOTS.get(method, '#334155')}'></span>"
         f"{_esc(name)} {tags}</h3><div class='sage-sub'>{_esc(SUBTITLES.get(method, ''))}</div>"
     )
-    if lane.records:
-        f = LaneFigures.of(lane.records)
+    if lane.figures is not None:
+        f = lane.figures
         tau = f"<span>τ <b>{f.tau:.2f}</b></span>" if drafts(method) else "<span>τ <b>–</b></span>"
         stats = (
             f"<div class='sage-stats'><span>rounds <b>{f.rounds}</b></span>{tau}"
@@ -189,58 +162,12 @@ def race_html(data: RaceData | None, tail: int | None = None) -> str:
             LEGEND + "<div class='sage-col' style='color:#64748b'>Pick an example (or upload an image or a "
             "video), then press <b>Start race</b>.</div>"
         )
-    body = "".join(lane_html(lane, data, tail) for lane in data.lanes)
+    race = race_view(data)
+    body = "".join(lane_html(lane, race, tail) for lane in race.lanes)
     return wrap(f"{LEGEND}<div class='sage-cols'>{body}</div>")
 
 
 # -- the badge ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """Whether the sides agree token for token (so far, while racing)."""
-
-    identical: bool
-    compared: int  # tokens compared
-    reference: str
-    first_difference: dict | None
-
-
-def verdict(data: RaceData) -> Verdict | None:
-    """Compare every side with the reference (plain decoding when it ran, else the first)."""
-    lanes = [lane for lane in data.lanes if lane.records]
-    if len(lanes) < 2:
-        return None
-    plain = next((lane for lane in lanes if not drafts(lane.method)), None)
-    reference = plain if plain is not None else lanes[0]
-    assert reference is not None
-    ref_ids = reference.token_ids
-    compared = len(ref_ids)
-    for lane in lanes:
-        if lane is reference:
-            continue
-        ids = lane.token_ids
-        common = min(len(ids), len(ref_ids))
-        compared = min(compared, common)
-        for position in range(common):
-            if ids[position] != ref_ids[position]:
-                return Verdict(False, position, reference.method, _difference(position, reference, lane, data))
-        if lane.finished and reference.finished and len(ids) != len(ref_ids):
-            return Verdict(False, common, reference.method, _difference(common, reference, lane, data))
-    return Verdict(True, compared, reference.method, None)
-
-
-def _difference(position: int, reference: Lane, other: Lane, data: RaceData) -> dict:
-    def at(lane: Lane) -> dict:
-        ids = lane.token_ids
-        if position >= len(ids):
-            return {"method": lane.method, "token": None, "text": None}
-        token = ids[position]
-        texts = [s for r in lane.records for s in r.new_token_texts]
-        text = texts[position] if position < len(texts) else data.token_texts.get(token, "")
-        return {"method": lane.method, "token": token, "text": text}
-
-    return {"position": position, "reference": at(reference), "other": at(other)}
 
 
 def badge_html(data: RaceData | None) -> str:
@@ -255,7 +182,7 @@ def badge_html(data: RaceData | None) -> str:
         )
     if data is None:
         return wrap("<div class='sage-badge wait'>Losslessness: waiting for a race</div>")
-    result = verdict(data)
+    result = race_view(data).verdict
     if result is None:
         if len(data.lanes) == 1:
             return wrap("<div class='sage-badge wait'>Losslessness: one method only, nothing to compare</div>")
@@ -296,38 +223,15 @@ def badge_html(data: RaceData | None) -> str:
 # -- the figures table -----------------------------------------------------------------
 
 
-def lead_method(methods: Iterable[str]) -> str:
-    """The method the others are compared with: SAGE when it raced, else the first."""
-    methods = list(methods)
-    return "sage" if "sage" in methods else methods[0]
-
-
-def speedups_of(figures: Mapping[str, LaneFigures], decode_only: bool = False) -> dict[str, float]:
-    """The lead method's tokens/s over each other method's (decode-only: after the prefill); the one place
-    a speedup is computed. A method with no measured rate is left out."""
-    if len(figures) < 2:
-        return {}
-    lead = lead_method(figures)
-
-    def rate(f: LaneFigures) -> float:
-        return f.decode_tokens_per_second if decode_only else f.tokens_per_second
-
-    return {m: rate(figures[lead]) / rate(f) for m, f in figures.items() if m != lead and rate(f) > 0}
-
-
-def lane_figures(data: RaceData) -> dict[str, LaneFigures]:
-    return {lane.method: LaneFigures.of(lane.records) for lane in data.lanes if lane.records}
-
-
 def table_html(data: RaceData | None) -> str:
     if data is None or not any(lane.records for lane in data.lanes):
         return ""
-    figures = lane_figures(data)
-    lead = lead_method(figures)
-    overall, decode_only = speedups_of(figures), speedups_of(figures, decode_only=True)
+    race = race_view(data)
+    figures, lead = race.figures, race.lead or ""
+    overall, decode_only = race.speedups, race.decode_speedups
     # (the curve's predictions only when none of its points is noise: a noisy point would be read as a cost)
     trusted = data.costs is not None and data.costs.trusted
-    predicted = predicted_speedups(data.costs, data.records_by_method(), lead) if trusted and data.costs else {}
+    predicted = predicted_speedups(data.costs, race.records, lead) if trusted and data.costs else {}
     rows = []
     for method, f in figures.items():
         if method == lead:
@@ -372,26 +276,12 @@ def table_html(data: RaceData | None) -> str:
         )
     )
     table = f"<table class='sage-table'><caption>{caption}</caption>{head}{''.join(rows)}</table>"
-    return wrap(table + account_html(data) + costs_html(data.costs, data.replay) + premise_html(data))
+    return wrap(table + account_html(race) + costs_html(data.costs, data.replay) + premise_html(race))
 
 
-def account_of(data: RaceData) -> RaceAccount:
-    """The race's account (sage_core.studies.account) on the cost curve in use, with the α sage-frozen held."""
-    lanes = {m: rs for m, rs in data.records_by_method().items() if rs}
-    trusted = data.costs if data.costs is not None and data.costs.trusted else None
-    return race_account(lanes, trusted, held_alpha(data))
-
-
-def held_alpha(data: RaceData) -> float | None:
-    """The α sage-frozen's lane held, as its header records it (None without that lane)."""
-    frozen = data.lane("sage-frozen")
-    held = frozen.header.settings_of("sage-frozen").get("alpha") if frozen and frozen.header else None
-    return held if isinstance(held, int | float) and not isinstance(held, bool) else None
-
-
-def account_html(data: RaceData) -> str:
+def account_html(race: RaceView) -> str:
     """Why this race went as it did, from its own records: depth, entropy, budget, prefill and rounds."""
-    account = account_of(data)
+    account = race.account
     lines = account.lines()
     if not lines:
         return ""
@@ -403,7 +293,7 @@ def account_html(data: RaceData) -> str:
 def why_html(data: RaceData | None) -> str:
     """The account's one-sentence why (`RaceAccount.why`) for the finished status and the explainer; "" before
     SAGE and a rival have a round."""
-    why = account_of(data).why() if data is not None else ""
+    why = race_view(data).account.why() if data is not None else ""
     return (
         f" <span class='sage-why-line'>{_esc(why)}{' (recorded: a replay)' if data and data.replay else ''}</span>"
         if why
@@ -458,11 +348,11 @@ def _cost_cell(text: str, why: str) -> str:
     return f"<td class='sage-noise' title='{_esc(why)}: noise, not a cost'>⚠ {text}</td>"
 
 
-def premise_html(data: RaceData) -> str:
+def premise_html(race: RaceView) -> str:
     """The paper's premise on this input, measured where α does not choose the tree (sage_core.studies.premise), what
     adaptation bought (SAGE against sage-frozen, when both ran), α against the accepted length, and each
     method's acceptance histogram."""
-    lanes = {m: rs for m, rs in data.records_by_method().items() if drafts(m) and rs}
+    lanes = {lane.method: lane.records for lane in race.lanes if lane.drafts and lane.records}
     if not lanes:
         return ""
     picture = calibration_of(lanes)
@@ -484,7 +374,7 @@ def premise_html(data: RaceData) -> str:
         f"<b>{_signed(picture.token_lag1)}</b> token by token ({picture.tokens} pairs), "
         f"{_signed(picture.round_lag1)} round by round. {_esc(picture.meaning())}</div>"
     ]
-    bought = adaptation_sentence(data)
+    bought = adaptation_sentence(race)
     if bought:
         parts.append(f"<div class='sage-legend'><b>{_esc(bought)}</b></div>")
     return "".join([*parts, calibration_bars(picture), histogram_html(lanes)])
@@ -494,15 +384,15 @@ def _signed(value: float | None) -> str:
     return "–" if value is None else f"{value:+.2f}"
 
 
-def adaptation_sentence(data: RaceData) -> str:
+def adaptation_sentence(race: RaceView) -> str:
     """What adaptation bought on this race (SAGE against sage-frozen), or "" when they did not both run."""
-    sage, frozen = data.lane("sage"), data.lane("sage-frozen")
+    sage, frozen = race.lane("sage"), race.lane("sage-frozen")
     if sage is None or frozen is None:
         return ""
-    bought = adaptation_bought(sage.records, frozen.records, held_alpha(data))
+    bought = adaptation_bought(sage.records, frozen.records, race.held_alpha)
     if bought is None:
         return ""
-    return bought.sentence() + (" (recorded: a replay)" if data.replay else "")
+    return bought.sentence() + (" (recorded: a replay)" if race.replay else "")
 
 
 BAR_PX = 120  # the longest bar of the small bar charts
@@ -552,23 +442,6 @@ def histogram_html(lanes: Mapping[str, Sequence[RoundRecord]]) -> str:
     )
 
 
-#: The side a headline compares SAGE with, first present first (else the first other side).
-RIVALS = ("static", "dynamic", "chain", "ar")
-
-
-def race_headlines(data: RaceData) -> list[Headline]:
-    """The lead method (SAGE when it raced) against every other side with rounds, the main rival first
-    (`RIVALS`): each an estimate with its interval and verdict (sage_core.timing.headline)."""
-    sides = {lane.method: side_times(lane.method, lane.records, drafts(lane.method)) for lane in data.lanes}
-    sides = {m: s for m, s in sides.items() if s.rounds}
-    if len(sides) < 2:
-        return []
-    lead = lead_method(sides)
-    others = sorted((m for m in sides if m != lead), key=lambda m: RIVALS.index(m) if m in RIVALS else len(RIVALS))
-    found = (headline(sides[lead], sides[m]) for m in others)
-    return [h for h in found if h is not None]
-
-
 def headline_words(h: Headline) -> str:
     """The headline in words: the verdict first, then the estimate and its interval."""
     rival, low, high = SHORT.get(h.rival, h.rival), *h.interval
@@ -603,7 +476,7 @@ def headline_html(data: RaceData | None) -> str:
     """The speedup as an estimate with its interval and verdict, read off the records of the run shown."""
     if data is None:
         return ""
-    found = race_headlines(data)
+    found = race_view(data).headlines
     if not found and not data.finished and len(data.lanes) > 1 and any(lane.method == "sage" for lane in data.lanes):
         # a side has no round yet: the headline's place says so, the same on the page and in the talk view
         return "<div class='sage-headline'>SAGE speedup so far: unclear, too few rounds yet for a verdict</div>"
@@ -650,11 +523,12 @@ def loss_sentence(data: RaceData) -> str:
     """When the headline says SAGE was slower than a rival: one sentence with the measured reason, from the
     same figures as the headline (its rounds' median cost and yield against the rival's; the prefill as
     charged); "" when no headline says "slower" (an unclear one names no loser)."""
-    lost = [h for h in race_headlines(data) if h.lead == "sage" and h.verdict == "slower"]
+    race = race_view(data)
+    lost = [h for h in race.headlines if h.lead == "sage" and h.verdict == "slower"]
     if not lost:
         return ""
     h = min(lost, key=lambda x: x.speedup)
-    sage_lane, rival_lane = data.lane("sage"), data.lane(h.rival)
+    sage_lane, rival_lane = race.lane("sage"), race.lane(h.rival)
     assert sage_lane is not None and rival_lane is not None
     (s_ms, s_draft, s_tokens), (r_ms, r_draft, r_tokens) = (
         _round_costs(sage_lane.records),
@@ -691,12 +565,12 @@ def pace_note(live: RaceData, recorded: RaceData | None) -> str:
     target): both rates measured, so the visitor knows the slower race is the machine, not the method."""
     if recorded is None or live.replay:
         return ""
-    mine, theirs = live.lane("sage"), recorded.lane("sage")
-    if mine is None or theirs is None or not mine.records or not theirs.records:
+    mine, theirs = race_view(live).lane("sage"), race_view(recorded).lane("sage")
+    if mine is None or theirs is None or mine.figures is None or theirs.figures is None:
         return ""
     if mine.header is None or theirs.header is None or mine.header.target != theirs.header.target:
         return ""
-    here, there = LaneFigures.of(mine.records).tokens_per_second, LaneFigures.of(theirs.records).tokens_per_second
+    here, there = mine.figures.tokens_per_second, theirs.figures.tokens_per_second
     if here <= 0 or there < 2 * here:
         return ""
     where = f"{theirs.header.device}, {theirs.header.dtype}"

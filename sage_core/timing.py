@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import statistics
 import time
+import zlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -174,14 +175,17 @@ class Headline:
         }
 
 
-def headline(lead: SideTimes, rival: SideTimes) -> Headline | None:
-    """The headline of `lead` against `rival` (None until both have decode rounds). The interval resamples
-    each side's rounds (time and tokens together) with a fixed seed, so the same records always give the
-    same interval."""
+def headline(lead: SideTimes, rival: SideTimes, fixed_answers: bool = True) -> Headline | None:
+    """The headline of `lead` against `rival` (None until both have decode rounds). The interval is over
+    re-runs of the same race: with `fixed_answers` (greedy: a re-run gives the same tokens in the same
+    rounds) it resamples each side's round times alone, its tokens as they are; else (sampling: a re-run
+    draws other answers) it resamples each side's rounds with their tokens. Each side is resampled on its
+    own seed (from its name), so the same records always give the same interval."""
     if not lead.rounds or not rival.rounds:
         return None
     prefill = charged_prefill((lead, rival))
-    mine, theirs = _resampled(lead, prefill[lead.method]), _resampled(rival, prefill[rival.method])
+    mine = _resampled(lead, prefill[lead.method], fixed_answers)
+    theirs = _resampled(rival, prefill[rival.method], fixed_answers)
     point = [_seconds_per_token(side, prefill[side.method]) for side in (lead, rival)]
     both = numpy.asarray(theirs) / numpy.asarray(mine)  # rows: end to end, decode only
     return Headline(
@@ -204,12 +208,16 @@ def _seconds_per_token(side: SideTimes, prefill: float) -> tuple[float, float]:
     return (prefill + decode) / side.tokens, decode / max(sum(side.round_tokens), 1)
 
 
-def _resampled(side: SideTimes, prefill: float) -> tuple[numpy.ndarray, numpy.ndarray]:
-    """`_seconds_per_token` over `BOOTSTRAPS` resamplings of the side's rounds (seeded: reproducible)."""
-    rng = numpy.random.default_rng(0)
+def _resampled(side: SideTimes, prefill: float, fixed_answers: bool) -> tuple[numpy.ndarray, numpy.ndarray]:
+    """`_seconds_per_token` over `BOOTSTRAPS` resamplings of the side's round times (with `fixed_answers`
+    its tokens stay as they are; else each picked round brings its tokens), seeded by the side's name."""
+    rng = numpy.random.default_rng(zlib.crc32(side.method.encode()))
     picks = rng.integers(0, side.rounds, size=(BOOTSTRAPS, side.rounds))
     decode = side.rounds * numpy.median(numpy.asarray(side.round_seconds)[picks], axis=1)
-    tokens = numpy.asarray(side.round_tokens, dtype=float)[picks].sum(axis=1)
+    if fixed_answers:
+        tokens = numpy.full(BOOTSTRAPS, float(sum(side.round_tokens)))
+    else:
+        tokens = numpy.asarray(side.round_tokens, dtype=float)[picks].sum(axis=1)
     return (prefill + decode) / (side.prefill_tokens + tokens), decode / numpy.maximum(tokens, 1)
 
 

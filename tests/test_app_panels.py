@@ -23,6 +23,7 @@ from app.page import Page
 from app.race import REPLAY_MAX_WAIT, Lane, RaceData, replay_steps
 from app.race_trace import load_race, parse_race, race_trace_lines
 from app.ui import last
+from app.view import LaneFigures, race_view
 from sage_core import save_trace
 from sage_core.errors import ModelLoadError, TraceError
 from sage_core.trace_check import MAX_TREE_DEPTH, MAX_TREE_NODES
@@ -38,13 +39,14 @@ def traces(fig) -> list:
 def test_race_figure_plots_each_sides_own_clock_and_the_speedup():
     data = synthetic_race()
     fig = panels.race_figure(data.records_by_method())
+    assert fig.to_json() == panels.race_figure(data.records_by_method(), figures=race_view(data).figures).to_json()
     by_name = {t.name.split(":")[0]: t for t in traces(fig)}
     for lane in data.lanes:
         trace = by_name[panels.short_label(lane.method)]
         assert list(trace.x) == [0.0, *(r.total_seconds for r in lane.records)]
         assert list(trace.y) == [0, *(r.total_tokens for r in lane.records)]
     # 8 tokens in 0.9 s against 8 tokens in 1.4 s.
-    assert panels.speedups(data.records_by_method()) == pytest.approx({"sage_over_static": 1.4 / 0.9})
+    assert panels.speedups(race_view(data).figures) == pytest.approx({"sage_over_static": 1.4 / 0.9})
     assert f"{1.4 / 0.9:.2f}×" in fig.layout.annotations[0].text
 
 
@@ -133,7 +135,8 @@ def test_tree_figure_draws_the_chosen_step_with_accepted_path_and_bonus():
 
 def test_figures_are_marked_as_replay():
     data = synthetic_race()
-    figures = panels.all_figures(data.records_by_method(), data.token_texts, "sage", replay=True)
+    data.replay = True
+    figures = panels.all_figures(race_view(data), "sage")
     assert set(figures) == {"confidence", "shapes", "tree", "accepted", "race"}
     assert all("(replay)" in fig.layout.title.text for fig in figures.values())
 
@@ -141,7 +144,7 @@ def test_figures_are_marked_as_replay():
 def test_every_panel_downloads_as_a_slide_sized_png():
     """Gradio hands the figure's JSON to Plotly: its config sets the camera button's scale and file name."""
     data = synthetic_race()
-    for name, fig in panels.all_figures(data.records_by_method(), data.token_texts, "sage").items():
+    for name, fig in panels.all_figures(race_view(data), "sage").items():
         config = json.loads(fig.to_json())["config"]
         assert config["toImageButtonOptions"] == {
             "format": "png",
@@ -186,8 +189,7 @@ def _font_sizes(node, inside_font: bool = False):
 
 def test_every_panel_text_is_at_least_the_talk_views_size():
     data = synthetic_race()
-    records = data.records_by_method()
-    figures = panels.all_figures(records, data.token_texts, "sage")
+    figures = panels.all_figures(race_view(data), "sage")
     figures["empty"] = panels.confidence_figure({})
     for name, fig in figures.items():
         layout = json.loads(fig.to_json())
@@ -243,7 +245,7 @@ def test_badge_says_identical_when_all_sides_agree():
 def test_badge_shows_the_first_differing_token():
     data = synthetic_race()
     data.lane("static").records[:] = with_changed_token(data.lane("static").records, 2, 1, 99, "blue")
-    result = render.verdict(data)
+    result = race_view(data).verdict
     assert not result.identical and result.first_difference["position"] == 4
     html = render.badge_html(data)
     assert "sage-badge bad" in html and "token 4" in html and "blue" in html and "id 99" in html
@@ -285,7 +287,7 @@ def test_when_sage_loses_one_sentence_gives_the_measured_reason_and_the_rest_is_
         ],
         token_texts=data.token_texts,
     )
-    main = render.race_headlines(lost)[0]
+    main = race_view(lost).headlines[0]
     assert main.verdict == "slower"
     sentence = render.loss_sentence(lost)
     ms, drafting = 1000 * sage_rounds[0].round_seconds, 1000 * sage_rounds[0].draft_seconds
@@ -306,8 +308,8 @@ def test_a_live_race_on_a_slower_machine_is_told_so_in_one_line():
     ]
     live = RaceData(lanes=[Lane("sage", header("sage"), slow), recorded.lanes[1]], token_texts=recorded.token_texts)
     note = render.pace_note(live, recorded)
-    here = render.LaneFigures.of(slow).tokens_per_second
-    there = render.LaneFigures.of(recorded.lane("sage").records).tokens_per_second
+    here = LaneFigures.of(slow).tokens_per_second
+    there = LaneFigures.of(recorded.lane("sage").records).tokens_per_second
     assert f"ran SAGE at {here:.1f} tokens/s" in note and f"ran at {there:.1f}" in note
     assert f"{there / here:.1f}× slower" in note and "(cpu, float32)" in note
     assert render.pace_note(recorded, recorded) == ""  # as fast: nothing to say

@@ -11,6 +11,7 @@ from app.panels import DIMMED, draft_view_caption, draft_view_image
 from app.pruning_panel import show_draft_view
 from app.race import RaceRequest, race_steps, resolve_prune_ratio
 from app.render import lane_html
+from app.view import race_view
 from sage_core.errors import InputError
 from sage_core.media import Media, image_media
 
@@ -57,9 +58,10 @@ def test_a_pruned_race_has_the_same_texts_labels_and_a_picture(tiny_pair, image,
     headers = {lane.method: lane.header for lane in data.lanes}
     assert headers["ar"].prune_ratio == 0 and headers["ar"].kept_visual_indices is None
     assert headers["sage"].kept_visual_indices and headers["sage"].prune_ratio == ratio
-    assert "SAGE + pruning" in lane_html(data.lanes[0], data)
-    assert "SD-Tree + pruning (SpecVLM)" in lane_html(data.lane("static"), data)
-    assert "Plain AR" in lane_html(data.lane("ar"), data)
+    race = race_view(data)
+    assert "SAGE + pruning" in lane_html(race.lanes[0], race)
+    assert "SD-Tree + pruning (SpecVLM)" in lane_html(race.lane("static"), race)
+    assert "Plain AR" in lane_html(race.lane("ar"), race)
     update, caption = show_draft_view(data)
     assert update["visible"] is True and isinstance(update["value"], Image.Image)
     kept = len(headers["sage"].kept_visual_indices)

@@ -95,6 +95,23 @@ def test_the_interval_is_reproducible_and_decode_only_stands_beside_it():
     assert headline(replace(lead, round_seconds=(), round_tokens=()), rival) is None
 
 
+def test_a_greedy_races_interval_is_over_its_round_times_and_a_sampled_ones_over_its_rounds():
+    """Greedy, a re-run gives the same tokens in the same rounds, so only the round times are resampled; with
+    sampling a re-run draws other answers, so each picked round brings its tokens. Uneven rounds (SAGE accepts
+    2 to 12 tokens) widen the sampled interval, not the greedy one; equal rounds give the same interval."""
+    lead, rival = quiet()
+    uneven = replace(lead, round_tokens=tuple(2 + 10 * (i % 2) for i in range(lead.rounds)))  # 84 tokens
+    greedy, sampled = headline(uneven, rival), headline(uneven, rival, fixed_answers=False)
+    assert greedy is not None and sampled is not None
+    assert greedy.speedup == sampled.speedup  # the estimate is the same; only what a re-run may change differs
+    width = [h.interval[1] - h.interval[0] for h in (greedy, sampled)]
+    assert width[0] < width[1] / 2
+    # steady round times: a greedy re-run would be faster again; a sampled one might draw the short rounds
+    assert (greedy.verdict, sampled.verdict) == ("faster", "unclear")
+    even_greedy, even_sampled = headline(lead, rival), headline(lead, rival, fixed_answers=False)
+    assert even_greedy == even_sampled  # every round the same tokens: nothing for a re-run to redraw
+
+
 def lanes_of(lead: SideTimes, rival: SideTimes) -> RaceData:
     """A race whose records carry these timings (the texts do not matter to the headline)."""
     lanes = []

@@ -1,0 +1,286 @@
+"""The race's view model: what the page, the panels, the export and the API read, made once per step.
+
+A race's records change only when a round lands, yet one page update reads
+them many times (the headline, the badge, the columns, the table, the
+account, five panels and the explainer; the API and the export the same).
+`race_view(data)` reads them once: each lane's method entry, its settings as
+its header records them, its summary figures and text, then the race's
+lossless verdict, its headlines and its account. The view is cached on the
+race (`RaceData.view`) until another round lands, so every reader gets the
+same figures and nothing is computed twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sage_core import RoundRecord, RunHeader, SageConfig, summarize
+from sage_core.cost_curve import CostCurve
+from sage_core.errors import SageError
+from sage_core.methods import MethodSpec, drafts, method_spec
+from sage_core.studies.account import RaceAccount, race_account
+from sage_core.timing import Headline, headline, side_times
+from sage_core.trace_check import recorded_settings
+
+from .race import Lane, RaceData
+
+#: The side a headline compares SAGE with, first present first (else the first other side).
+RIVALS = ("static", "dynamic", "chain", "ar")
+
+
+@dataclass(frozen=True)
+class LaneFigures:
+    """The live figures of one side, all read off its records."""
+
+    rounds: int
+    tau: float
+    tokens_per_forward: float
+    tokens: int
+    tokens_per_second: float
+    seconds: float
+    decode_tokens_per_second: float
+
+    @classmethod
+    def of(cls, records: Sequence[RoundRecord]) -> LaneFigures:
+        s = summarize(records)
+        return cls(
+            rounds=s.rounds,
+            tau=s.mean_accepted,
+            tokens_per_forward=s.tokens_per_forward,
+            tokens=len(s.token_ids),
+            tokens_per_second=s.tokens_per_second,
+            seconds=s.seconds,
+            decode_tokens_per_second=s.decode_tokens_per_second,
+        )
+
+
+def lead_method(methods: Iterable[str]) -> str:
+    """The method the others are compared with: SAGE when it raced, else the first."""
+    methods = list(methods)
+    return "sage" if "sage" in methods else methods[0]
+
+
+def speedups_of(figures: Mapping[str, LaneFigures], decode_only: bool = False) -> dict[str, float]:
+    """The lead method's tokens/s over each other method's (decode-only: after the prefill); the one place
+    a speedup is computed. A method with no measured rate is left out."""
+    if len(figures) < 2:
+        return {}
+    lead = lead_method(figures)
+
+    def rate(f: LaneFigures) -> float:
+        return f.decode_tokens_per_second if decode_only else f.tokens_per_second
+
+    return {m: rate(figures[lead]) / rate(f) for m, f in figures.items() if m != lead and rate(f) > 0}
+
+
+def recorded(header: RunHeader | None, method: str) -> Any:
+    """`method`'s settings as `header` records them (`recorded_settings`: one way for every method); None
+    without a header, for a method without settings, or for settings its class refuses."""
+    if header is None:
+        return None
+    try:
+        return recorded_settings(header, method)
+    except SageError:
+        return None
+
+
+@dataclass(frozen=True)
+class LaneView:
+    """One side as every reader sees it: its method entry, the settings its header records (its own
+    method's, and SAGE's for the panels that draw SAGE's policy), its figures, its tokens and text."""
+
+    lane: Lane
+    spec: MethodSpec
+    records: tuple[RoundRecord, ...]
+    settings: Any  # its own method's settings (None: the method has none)
+    sage: SageConfig  # SAGE's settings as this side ran them (the defaults when not recorded)
+    figures: LaneFigures | None  # None before its first record
+    token_ids: tuple[int, ...]
+    text: str
+    finished: bool
+
+    @property
+    def method(self) -> str:
+        return self.lane.method
+
+    @property
+    def header(self) -> RunHeader | None:
+        return self.lane.header
+
+    @property
+    def drafts(self) -> bool:
+        return drafts(self.method)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Whether the sides agree token for token (so far, while racing)."""
+
+    identical: bool
+    compared: int  # tokens compared
+    reference: str
+    first_difference: dict | None
+
+
+@dataclass(frozen=True)
+class RaceView:
+    """A race as every reader sees it after one step: its lanes' views, the lossless verdict, the headlines
+    (the lead against each other side, the main rival first), the account, and the figures' speedups."""
+
+    lanes: tuple[LaneView, ...]
+    token_texts: Mapping[int, str]
+    replay: bool
+    stopped: bool
+    costs: CostCurve | None
+    verdict: Verdict | None
+    headlines: tuple[Headline, ...]
+    account: RaceAccount
+    held_alpha: float | None  # the α sage-frozen's lane held (None without that lane)
+    speedups: Mapping[str, float]  # the lead's tokens/s over each other side's, end to end
+    decode_speedups: Mapping[str, float]  # the same after the prefill
+
+    @property
+    def finished(self) -> bool:
+        return all(lane.finished for lane in self.lanes)
+
+    @property
+    def methods(self) -> list[str]:
+        return [lane.method for lane in self.lanes]
+
+    @property
+    def header(self) -> RunHeader | None:
+        return next((lane.header for lane in self.lanes if lane.header is not None), None)
+
+    @property
+    def records(self) -> dict[str, tuple[RoundRecord, ...]]:
+        return {lane.method: lane.records for lane in self.lanes}
+
+    @property
+    def figures(self) -> dict[str, LaneFigures]:
+        """Each side's figures, for the sides with a record."""
+        return {lane.method: lane.figures for lane in self.lanes if lane.figures is not None}
+
+    @property
+    def lead(self) -> str | None:
+        return lead_method(self.figures) if self.figures else None
+
+    def lane(self, method: str | None) -> LaneView | None:
+        return next((lane for lane in self.lanes if lane.method == method), None)
+
+    @property
+    def tree_method(self) -> str:
+        """The side whose tree the panels show first: SAGE when it raced, else the first that drafts."""
+        if self.lane("sage") is not None:
+            return "sage"
+        return next((lane.method for lane in self.lanes if lane.drafts), self.lanes[0].method if self.lanes else "sage")
+
+    def sage_for(self, method: str | None) -> SageConfig:
+        """SAGE's settings for the confidence panel: SAGE's lane's when it raced, else `method`'s lane's."""
+        lane = self.lane("sage") or self.lane(method)
+        return lane.sage if lane is not None else SageConfig()
+
+
+def lane_view(lane: Lane) -> LaneView:
+    records = tuple(lane.records)
+    sage = recorded(lane.header, "sage")
+    return LaneView(
+        lane=lane,
+        spec=method_spec(lane.method),
+        records=records,
+        settings=recorded(lane.header, lane.method),
+        sage=sage if isinstance(sage, SageConfig) else SageConfig(),
+        figures=LaneFigures.of(records) if records else None,
+        token_ids=tuple(t for r in records for t in r.new_tokens),
+        text="".join(s for r in records for s in r.new_token_texts),
+        finished=bool(records) and records[-1].finished,
+    )
+
+
+def _verdict(lanes: Sequence[LaneView], token_texts: Mapping[int, str]) -> Verdict | None:
+    """Compare every side with the reference (plain decoding when it ran, else the first)."""
+    lanes = [lane for lane in lanes if lane.records]
+    if len(lanes) < 2:
+        return None
+    reference = next((lane for lane in lanes if not lane.drafts), lanes[0])
+    ref_ids = reference.token_ids
+    compared = len(ref_ids)
+    for lane in lanes:
+        if lane is reference:
+            continue
+        ids = lane.token_ids
+        common = min(len(ids), len(ref_ids))
+        compared = min(compared, common)
+        position = next((i for i in range(common) if ids[i] != ref_ids[i]), None)
+        if position is None and lane.finished and reference.finished and len(ids) != len(ref_ids):
+            position = common
+        if position is not None:
+            difference = {"position": position, "reference": _at(reference, position, token_texts)}
+            difference["other"] = _at(lane, position, token_texts)
+            return Verdict(False, position, reference.method, difference)
+    return Verdict(True, compared, reference.method, None)
+
+
+def _at(lane: LaneView, position: int, token_texts: Mapping[int, str]) -> dict:
+    if position >= len(lane.token_ids):
+        return {"method": lane.method, "token": None, "text": None}
+    token = lane.token_ids[position]
+    texts = [s for r in lane.records for s in r.new_token_texts]
+    text = texts[position] if position < len(texts) else token_texts.get(token, "")
+    return {"method": lane.method, "token": token, "text": text}
+
+
+def _headlines(lanes: Sequence[LaneView]) -> tuple[Headline, ...]:
+    """The lead (SAGE when it raced) against every other side with rounds, the main rival first (`RIVALS`):
+    each an estimate with its interval and verdict (sage_core.timing.headline); a greedy race's interval is
+    over its round times, a sampled one's over its rounds and their tokens."""
+    sides = {lane.method: side_times(lane.method, lane.records, lane.drafts) for lane in lanes}
+    sides = {m: s for m, s in sides.items() if s.rounds}
+    if len(sides) < 2:
+        return ()
+    sampling = next((lane.header.sampling for lane in lanes if lane.header is not None), None)
+    greedy = not (sampling and sampling.get("temperature"))
+    lead = lead_method(sides)
+    others = sorted((m for m in sides if m != lead), key=lambda m: RIVALS.index(m) if m in RIVALS else len(RIVALS))
+    found = (headline(sides[lead], sides[m], fixed_answers=greedy) for m in others)
+    return tuple(h for h in found if h is not None)
+
+
+def _held_alpha(lanes: Sequence[LaneView]) -> float | None:
+    frozen = next((lane for lane in lanes if lane.method == "sage-frozen"), None)
+    held = frozen.header.settings_of("sage-frozen").get("alpha") if frozen and frozen.header else None
+    return held if isinstance(held, int | float) and not isinstance(held, bool) else None
+
+
+def _key(data: RaceData) -> tuple:
+    """What a view depends on: its lanes, their headers and records (a new round, or one replaced), the
+    curve, stop or replay (identities: a record is frozen, so the same object says the same thing)."""
+    lanes = tuple((id(lane), lane.method, id(lane.header), tuple(map(id, lane.records))) for lane in data.lanes)
+    return (id(data.lanes), lanes, id(data.costs), data.stopped, data.replay, id(data.token_texts))
+
+
+def race_view(data: RaceData) -> RaceView:
+    """The race's view after its latest step, made once and cached on the race until a round lands."""
+    key = _key(data)
+    if data.view is not None and data.view[0] == key:
+        return data.view[1]
+    lanes = tuple(lane_view(lane) for lane in data.lanes)
+    held = _held_alpha(lanes)
+    trusted = data.costs if data.costs is not None and data.costs.trusted else None
+    figures = {lane.method: lane.figures for lane in lanes if lane.figures is not None}
+    view = RaceView(
+        lanes=lanes,
+        token_texts=data.token_texts,
+        replay=data.replay,
+        stopped=data.stopped,
+        costs=data.costs,
+        verdict=_verdict(lanes, data.token_texts),
+        headlines=_headlines(lanes),
+        account=race_account({lane.method: lane.records for lane in lanes if lane.records}, trusted, held),
+        held_alpha=held,
+        speedups=speedups_of(figures),
+        decode_speedups=speedups_of(figures, decode_only=True),
+    )
+    data.view = (key, view)
+    return view
