@@ -25,6 +25,7 @@ from sage_core.methods.smart import (
     smart_expands,
     smart_tree,
     tree_speedup,
+    with_node,
 )
 from sage_core.models import BUILTIN_TARGET
 from sage_core.records import trace_lines
@@ -149,6 +150,24 @@ def decoded(pair, media, method: str, prompt: str = PROMPT, tokens: int = TOKENS
 
 
 @pytest.mark.skipif(not (BUILTIN_TARGET / "config.json").exists(), reason="built-in pair not trained")
+def test_a_nodes_marginal_cost_is_worked_out_once_per_tree_and_anew_after_each_expansion():
+    """ΔC depends on the tree's level counts alone: the tree keeps it per depth until a node joins."""
+    uneven = CostCurve(
+        "cpu", "float32", "fast", COST_SIZES, 2.0, tuple(2.0 + 0.3 * n**1.2 for n in COST_SIZES),
+        tuple(0.4 + 0.05 * n for n in COST_SIZES),
+    )  # fmt: skip
+    tree = SmartTree(uneven, node_cap=16, depth_cap=4)
+    tree.offer(full_tree(3, 3, 0.9))
+    for _ in range(5):
+        for depth in range(1, len(tree.level_counts) + 2):
+            fresh = round_cost(with_node(tree.level_counts, depth), uneven) - round_cost(tree.level_counts, uneven)
+            assert tree.added_cost(depth) == pytest.approx(fresh, rel=1e-12)
+        best = next(
+            i for i, c in enumerate(tree.candidates) if c.parent in (ROOT, *tree.in_tree) and i not in tree.in_tree
+        )
+        tree._add(best)  # (the step grow takes after a passing judgement)
+
+
 def test_smart_is_lossless_on_the_builtin_pair(builtin_pair, greedy):
     """On the pair's measured curve (on a CPU a tree's verification may cost several one-token steps, and
     SMART then drafts little or nothing) and on a made-up accelerator's curve, where it drafts deep trees."""

@@ -191,6 +191,9 @@ class SmartTree:
     def __post_init__(self) -> None:
         self.base_cost = self.cost = round_cost((), self.curve, self.fed)
         self.in_tree: set[int] = set()
+        # ΔC by depth for the tree as it stands (it depends on nothing else): a scan weighs many candidates
+        # at the same few depths, so each is worked out once per expansion
+        self._added: dict[int, float] = {}
 
     @property
     def speedup(self) -> float:
@@ -201,7 +204,10 @@ class SmartTree:
 
     def added_cost(self, depth: int) -> float:
         """ΔC of one more node at `depth`."""
-        return round_cost(with_node(self.level_counts, depth), self.curve, self.fed) - self.cost
+        if depth not in self._added:
+            wider = round_cost(with_node(self.level_counts, depth), self.curve, self.fed)
+            self._added[depth] = wider - self.cost
+        return self._added[depth]
 
     def judge(self, node: int) -> SmartDecision:
         candidate = self.candidates[node]
@@ -225,8 +231,8 @@ class SmartTree:
             if i not in self.in_tree and c.p > 0 and c.depth <= self.depth_cap:
                 children.setdefault(c.parent, []).append(i)
 
-        def rank(i: int) -> tuple[float, int, int]:
-            return -self.candidates[i].p, self.candidates[i].depth, i
+        ranks = [(-c.p, c.depth, i) for i, c in enumerate(self.candidates)]  # best first: likeliest, shallowest
+        rank = ranks.__getitem__
 
         order = sorted((i for parent in (ROOT, *self.in_tree) for i in children.get(parent, ())), key=rank)
         while len(self.kept) < self.node_cap:
@@ -246,6 +252,7 @@ class SmartTree:
         candidate = self.candidates[node]
         self.level_counts = with_node(self.level_counts, candidate.depth)
         self.cost = round_cost(self.level_counts, self.curve, self.fed)
+        self._added.clear()
         self.expected += candidate.p
         self.kept.append(node)
         self.in_tree.add(node)
