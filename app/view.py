@@ -19,7 +19,7 @@ from typing import Any
 from sage_core import RoundRecord, RunHeader, SageConfig, summarize
 from sage_core.cost_curve import CostCurve
 from sage_core.errors import SageError
-from sage_core.methods import MethodSpec, drafts, method_spec
+from sage_core.methods import MethodSpec, drafts, is_method, method_spec
 from sage_core.studies.account import RaceAccount, race_account
 from sage_core.timing import Headline, headline, side_times
 from sage_core.trace_check import recorded_settings
@@ -92,7 +92,7 @@ class LaneView:
     method's, and SAGE's for the panels that draw SAGE's policy), its figures, its tokens and text."""
 
     lane: Lane
-    spec: MethodSpec
+    spec: MethodSpec | None  # None for a method no longer registered (a seam's toy, say): drawn by its name
     records: tuple[RoundRecord, ...]
     settings: Any  # its own method's settings (None: the method has none)
     sage: SageConfig  # SAGE's settings as this side ran them (the defaults when not recorded)
@@ -187,7 +187,7 @@ def lane_view(lane: Lane) -> LaneView:
     sage = recorded(lane.header, "sage")
     return LaneView(
         lane=lane,
-        spec=method_spec(lane.method),
+        spec=method_spec(lane.method) if is_method(lane.method) else None,
         records=records,
         settings=recorded(lane.header, lane.method),
         sage=sage if isinstance(sage, SageConfig) else SageConfig(),

@@ -104,3 +104,21 @@ def test_the_export_and_the_api_show_the_tree_of_the_lane_the_page_shows(methods
     assert SimpleNamespace(**frame).explain.count(f"{race.lane(expected).spec.short}") >= 1
     tree = race_result(data, with_trace=False)["panels"]["tree"]
     assert race.lane(expected).spec.short in tree["layout"]["title"]["text"]
+
+
+def test_a_lane_of_a_method_no_longer_registered_is_drawn_by_its_name():
+    """A race kept in a visitor's state outlives a method registered for a while (a seam's toy): its lane has
+    no registry entry, and the page, the panels and the answer still draw it, by its name."""
+    data = synthetic_race()
+    static = data.lane("static")
+    toy = Lane(
+        "retired-toy",
+        replace(static.header, method="retired-toy"),
+        [replace(r, method="retired-toy") for r in static.records],
+    )
+    data.lanes.append(toy)
+    race = race_view(data)
+    assert race.lane("retired-toy").spec is None and race.lane("retired-toy").settings is None
+    page = handlers_on_a_stand_in_page().view(data, "status", None)
+    assert "retired-toy" in page["lanes"] and "retired-toy" in page["table"]
+    assert race_result(data, with_trace=False)["texts"]["retired-toy"] == race.lane("static").text

@@ -152,10 +152,8 @@ def decoded(pair, media, method: str, prompt: str = PROMPT, tokens: int = TOKENS
 @pytest.mark.skipif(not (BUILTIN_TARGET / "config.json").exists(), reason="built-in pair not trained")
 def test_a_nodes_marginal_cost_is_worked_out_once_per_tree_and_anew_after_each_expansion():
     """ΔC depends on the tree's level counts alone: the tree keeps it per depth until a node joins."""
-    uneven = CostCurve(
-        "cpu", "float32", "fast", COST_SIZES, 2.0, tuple(2.0 + 0.3 * n**1.2 for n in COST_SIZES),
-        tuple(0.4 + 0.05 * n for n in COST_SIZES),
-    )  # fmt: skip
+    verify, draft = tuple(2.0 + 0.3 * n**1.2 for n in COST_SIZES), tuple(0.4 + 0.05 * n for n in COST_SIZES)
+    uneven = CostCurve("cpu", "float32", "fast", COST_SIZES, 2.0, verify, draft)
     tree = SmartTree(uneven, node_cap=16, depth_cap=4)
     tree.offer(full_tree(3, 3, 0.9))
     for _ in range(5):
