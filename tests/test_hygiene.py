@@ -1,4 +1,4 @@
-"""The suppressions and shapes CI holds, counted and printed (`pytest tests/test_hygiene.py -s` shows the
+"""The suppressions and shapes CI holds, counted and printed (`pytest tests/test_hygiene.py -s -n 0` shows the
 counts): `# fmt: skip` the exception, every `# type: ignore` with its reason, no `E402` noqa, functions of
 `sage_core` and `app` at most 60 lines and 8 parameters outside short named lists, and no import cycle
 within `sage_core` or within `app` (module-level imports)."""
