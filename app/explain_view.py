@@ -166,13 +166,17 @@ def exact(raw: float, rounded: int) -> str:
 
 
 def _shape(e: RoundExplained) -> list[str]:
-    """D(α) and W(α) with their numbers."""
-    if e.depth is None or e.depth_raw is None or e.width_raw is None or e.width is None or e.alpha is None:
+    """D(α) and W(α) with their numbers (D(α) alone for a method that plans no width: sage-cost)."""
+    if e.depth is None or e.depth_raw is None or e.alpha is None:
         return []
-    return [
-        "<h4>Shape</h4><div class='f'>"
+    depth = (
         f"D(α) = D_min + α·(D_max − D_min) = {e.depth_min} + {e.alpha:.3f}·({e.depth_max} − {e.depth_min}) "
-        f"= {exact(e.depth_raw, e.depth)} → <b>{e.depth}</b><br>"
+        f"= {exact(e.depth_raw, e.depth)} → <b>{e.depth}</b>"
+    )
+    if e.width_raw is None or e.width is None:
+        return [f"<h4>Shape</h4><div class='f'>{depth}</div>"]
+    return [
+        f"<h4>Shape</h4><div class='f'>{depth}<br>"
         f"W(α) = W_min + (1 − α)·(W_max − W_min) = {e.width_min} + {1 - e.alpha:.3f}·({e.width_max} − "
         f"{e.width_min}) = {exact(e.width_raw, e.width)} → <b>{e.width}</b></div>"
     ]

@@ -113,14 +113,15 @@ def test_the_spread_is_measured_on_the_device(tiny_root, image):
 # -- a curve measured to a stated precision, with the recorded one as fallback, that no visitor can poison --
 
 #: The curve the issue saw after a warm-up with one core busy: a one-token step of 27.89 ± 87.85 ms, one node
-#: 22 ms, two nodes 102 ms (sage-cost then ran 32 one-token rounds).
+#: 22 ms, two nodes 102 ms (sage-cost then ran 32 one-token rounds), every larger tree timed as busy too (a
+#: dip after 2 nodes let today's sage-cost, which offers every candidate, grow past the hump regardless).
 POISONED = CostCurve(
     device="cpu",
     dtype="float32",
     backend="fast",
     sizes=COST_SIZES,
     one_token_ms=27.89,
-    verify_ms=(22.0, 102.0, 31.0, 35.0, 40.0, 52.0, 70.0),
+    verify_ms=(22.0, 102.0, 110.0, 120.0, 130.0, 150.0, 170.0),
     draft_level_ms=(2.0,) * 7,
     one_token_spread_ms=175.7,
     verify_spread_ms=(4.0, 120.0, 5.0, 5.0, 6.0, 8.0, 9.0),

@@ -130,3 +130,50 @@ def test_the_explainer_shows_the_budgets_weighed_and_their_rates(tiny_root, imag
         assert f"{nodes} nodes (depth " in text and f"{rate:.0f} tokens/s" in text
     assert f"It verified the best: {record.budget_chosen} nodes." in text
     assert "(chosen)" in text
+
+
+def test_the_floor_leaves_out_only_candidates_the_best_budget_could_not_keep():
+    """A level's candidates under `_Growth.floor` (the verification's least cost per node times the best rate
+    so far) never join the best prefix: on random trees and curves, the best budget weighed over every
+    candidate equals the one weighed over those above the floor, and the floor does leave some out."""
+    import random
+
+    from sage_core.methods.budget import RankCalibration, RoundCosts, weigh_prefixes
+    from sage_core.methods.sage_cost import _Growth
+    from sage_core.policy import Expansion
+
+    generator, left_out = random.Random(7), 0
+    for _ in range(200):
+        slope = generator.uniform(0.05, 1.0)  # ms a verified node
+        costs = RoundCosts(
+            tuple(0.3 + 0.05 * n for n in range(80)), tuple(5 + slope * n for n in range(80)), generator.uniform(0, 2)
+        )
+        growth = _Growth(costs, RankCalibration(), 64, 1)
+        everything: list[float] = []
+        depths: list[int] = []
+        frontier = [Expansion(-1, 1.0, 1.0, (1, 2, 3, 4), _probs(generator, 4))]
+        for level in range(1, 5):
+            for node in frontier:
+                above = 1.0 if node.node == -1 else everything[node.node]
+                everything += [above * p for p in node.top_probs]
+                depths += [level] * len(node.top_probs)
+            offered = growth.choose(level, frontier, len(everything))
+            assert {(c.parent, c.token) for c in offered} >= {(node.node, 1) for node in frontier}  # firsts always
+            left_out += len(everything) - len(growth.paths)
+            full = weigh_prefixes(everything, depths, costs, 64, 1)
+            assert growth.choice is not None
+            assert growth.choice.chosen.tokens_per_s == pytest.approx(full.chosen.tokens_per_s)
+            # the next level: each kept node of this level offers four children (kept ones only, as the growth)
+            kept = sorted(n for n in growth.choice.kept if growth.depths[n] == level)
+            frontier = [Expansion(n, 0.5, 0.5, (1, 2, 3, 4), _probs(generator, 4)) for n in kept]
+            # renumber `everything` as the growth numbers its candidates (those offered, in order)
+            everything, depths = list(growth.paths), list(growth.depths)
+            if not frontier:
+                break
+    assert left_out > 0
+
+
+def _probs(generator, count: int) -> tuple[float, ...]:
+    values = sorted((generator.random() ** 3 for _ in range(count)), reverse=True)
+    total = sum(values) * generator.uniform(1.0, 2.0)
+    return tuple(v / total for v in values)

@@ -57,7 +57,7 @@ def _sage_cost_proposer(settings: None, config: DecodeConfig) -> Proposer:
 def _sage_cost_round(record: RoundRecord, settings: Any) -> str:
     """sage-cost's round: the entropy's shape, then the budgets weighed and their expected tokens per second."""
     if record.budget_chosen is None or record.alpha is None:
-        return "SAGE-cost: SAGE's shape, each round's node budget chosen by expected tokens per second."
+        return "SAGE-cost: SAGE's depth D(α), each round's nodes and budget chosen by expected tokens per second."
     weighed = ", ".join(
         f"{n} nodes (depth {d}): {e:.2f} accepted expected, {r:.0f} tokens/s"
         + (" (chosen)" if n == record.budget_chosen else "")
@@ -66,8 +66,8 @@ def _sage_cost_round(record: RoundRecord, settings: Any) -> str:
         )
     )
     return (
-        f"SAGE-cost: α = {record.alpha:.3f} from this round's draft entropy shaped the candidates (depth at most "
-        f"D(α) = {record.planned_depth}, root width W(α) = {record.planned_width}); each budget weighed by "
+        f"SAGE-cost: α = {record.alpha:.3f} from this round's draft entropy set how deep the candidates may reach "
+        f"(D(α) = {record.planned_depth}); every drafted candidate that could pay was offered, each budget weighed by "
         f"expected tokens per second (calibrated acceptance over the measured cost of drafting and verifying "
         f"it): {weighed}. It verified the best: {record.budget_chosen} nodes."
     )
@@ -170,8 +170,8 @@ BUILTIN: tuple[MethodSpec, ...] = (
                                  f"race beside SAGE, else {BEST_FIRST_NODES}).", 1, 256),),
                settings_title="best-first, --method best-first (ablation: SAGE's average node count, no shaping)",
                dash="8px,3px,2px,3px,2px,3px", marker="pentagon"),
-    MethodSpec("sage-cost", "SAGE-cost (SAGE's shape, budget by measured cost)", "SAGE-cost",
-               "SAGE's shape; each round's node budget maximises expected tokens/s on this device", "#E0C000", 0,
+    MethodSpec("sage-cost", "SAGE-cost (SAGE's depth, budget by measured cost)", "SAGE-cost",
+               "depth D(α) by entropy; each round's nodes maximise expected tokens/s on this device", "#E0C000", 0,
                drafts=True, proposer=_sage_cost_proposer, pruned_label="SAGE-cost + pruning", explainer="tree",
                describe=_sage_cost_round,
                dash="2px,2px", marker="star-diamond"),

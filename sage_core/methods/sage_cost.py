@@ -1,18 +1,25 @@
-"""`sage-cost`: SAGE's entropy-shaped tree, with each round's budget chosen for speed on this hardware.
+"""`sage-cost`: SAGE's entropy-set depth, with each round's nodes and budget chosen for speed on this hardware.
 
 The paper's SAGE (proposers.SageProposer) keeps a node when its cumulative draft
 probability clears theta_l = 0.1 * l / D(alpha), up to 64 nodes, and moves D_max by
 a window of recent acceptance lengths: entropy and that window size the tree.
-`sage-cost` keeps SAGE's shape rules (paper §3.2: alpha from this round's root
-distribution, depth D(alpha) = D_min + alpha * (D_max - D_min), root width W(alpha),
-W_l = W(alpha) * (0.5 + P_parent) / l children per expanded node), with D_max at its
-limit (`depth_max_limit`, 10): the window, a rule of thumb for how deep pays, is
-replaced by the budget model (budget.py), as is the threshold. At every level the
-candidates drafted so far are weighed, every prefix by calibrated path probability,
-in expected tokens per second by the measured cost curve (costs.py); the nodes of
-the newest level that the best prefix keeps are expanded (one draft forward),
-and the tree stops growing when the best prefix keeps none of them (greedy
-stopping, as CaDDTree). The round verifies the best prefix of all candidates.
+`sage-cost` keeps SAGE's entropy rule for how deep a round may reach (paper §3.2:
+alpha from this round's root distribution, depth at most D(alpha) = D_min + alpha *
+(D_max - D_min)), with D_max at its limit (`depth_max_limit`, 10): the window, a rule
+of thumb for how deep pays, is replaced by the budget model (budget.py), as are the
+threshold and SAGE's widths. Every expanded node offers the draft's candidates after
+it (its top-k, most likely first, down to the least path probability that could still
+join the best budget: `_Growth.floor`). At every level the candidates drafted so far
+are weighed, every prefix by calibrated path probability, in expected tokens per
+second by the measured cost curve (costs.py); the nodes of the newest level that the
+best prefix keeps are expanded (one draft forward), and the tree stops growing when
+the best prefix keeps none of them (greedy stopping, as CaDDTree). The round verifies
+the best prefix of all candidates.
+SAGE's widths W(alpha), W_l were this method's until 2026-12-04: measured on the
+built-in pair (docs/benchmarks.md), they cut the candidates the budget would have
+kept (tau 4.56 against 6.60 with the hesitant draft when every candidate is offered,
+7.83 against 8.50 with the sure one), so the cost rule now chooses the breadth and
+entropy the depth.
 
 Calibration: from the run's own verdicts, cut nodes included (a fresh run starts from the draft's own
 probabilities). The cost curve: measured once per pair, backend and device, on the
@@ -34,11 +41,12 @@ import time
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import replace
+from itertools import pairwise
 
 from ..cost_curve import COST_SIZES, CostCurve
 from ..drafting import DraftedTree
 from ..method_settings import SageConfig
-from ..policy import Candidate, Expansion, confidence, level_width, planned_depth, planned_width
+from ..policy import Candidate, Expansion, confidence, planned_depth
 from ..proposers import Adaptation, Drafter, Proposal, RoundShape, RunStart
 from ..studies.costs import costs_for_run
 from ..trees import ROOT, Tree
@@ -50,7 +58,7 @@ OVERHEAD_ROUNDS = 16
 
 
 class SageCostProposer:
-    """SAGE's shape, the budget of highest expected tokens per second (module docstring)."""
+    """SAGE's depth D(alpha), the nodes and budget of highest expected tokens per second (module docstring)."""
 
     def __init__(self, config: SageConfig, curve: CostCurve | None = None) -> None:
         self.config = config
@@ -92,14 +100,13 @@ class SageCostProposer:
         root = drafter.root(pending, sage.candidates)
         entropy, alpha = confidence(root[1])
         depth = planned_depth(alpha, sage.depth_min, sage.depth_max_limit)
-        width = planned_width(alpha, sage.width_min, sage.width_max)
-        growth = _Growth(self.costs, self.calibration, width, sage.node_budget, len(pending))
+        growth = _Growth(self.costs, self.calibration, sage.node_budget, len(pending))
         drafted = drafter.grow(root, growth.choose, depth, sage.candidates, growth.expand)
         choice = growth.choice
         assert choice is not None  # level 1 always offers the root's best candidate
         self.offered = (drafted.tree, tuple(sorted(choice.kept)))
         shape = RoundShape(
-            entropy, alpha, sage.depth_max_limit, depth, width, root, own=choice, own_fields=budget_fields(choice)
+            entropy, alpha, sage.depth_max_limit, depth, None, root, own=choice, own_fields=budget_fields(choice)
         )
         return Proposal(keep_nodes(drafted, choice.kept), shape)
 
@@ -121,35 +128,46 @@ class SageCostProposer:
 
 
 class _Growth:
-    """One round's growth: each level offers SAGE's widths (every candidate when `width` is None), the
-    budget model picks what to expand."""
+    """One round's growth: each level offers every expanded node's candidates above the floor, the budget
+    model picks what to expand."""
 
-    def __init__(
-        self, costs: RoundCosts, calibration: RankCalibration, width: int | None, node_cap: int, fed: int
-    ) -> None:
-        self.costs, self.calibration, self.width, self.node_cap, self.fed = costs, calibration, width, node_cap, fed
+    def __init__(self, costs: RoundCosts, calibration: RankCalibration, node_cap: int, fed: int) -> None:
+        self.costs, self.calibration, self.node_cap, self.fed = costs, calibration, node_cap, fed
+        self.least_node_ms = max(min((b - a for a, b in pairwise(costs.verify)), default=0.0), 0.0)
         self.paths: list[float] = []  # each candidate's calibrated path probability
         self.depths: list[int] = []
         self.choice: BudgetChoice | None = None
         self.kept: frozenset[int] = frozenset()
 
     def choose(self, level: int, frontier: Sequence[Expansion], count: int) -> list[Candidate]:
-        """Every expanded node offers its W_l most likely children; all candidates so far are weighed."""
+        """Every expanded node offers its children, most likely first, while their calibrated path probability
+        clears the floor (the first always); all candidates so far are weighed."""
         rate = self.calibration.rate
+        floor = self.floor()
         offered = []
         for node in frontier:
             above = 1.0 if node.node == ROOT else self.paths[node.node]
-            offers = len(node.top_tokens) if self.width is None else level_width(self.width, level, node.prob)
-            for r in range(min(offers, len(node.top_tokens))):
+            for r in range(len(node.top_tokens)):
                 prob = node.top_probs[r]
+                path = above * rate(prob, r)
+                if r and path < floor:  # the rest are less likely still (the draft offers them in order)
+                    break
                 offered.append(Candidate(node.node, node.top_tokens[r], prob, node.cumulative * prob))
-                self.paths.append(above * rate(prob, r))
+                self.paths.append(path)
         if not offered:
             return []
         self.depths += [level] * len(offered)
         self.choice = weigh_prefixes(self.paths, self.depths, self.costs, self.node_cap, self.fed)
         self.kept = self.choice.kept
         return offered
+
+    def floor(self) -> float:
+        """The path probability below which a candidate cannot join the best budget: adding nodes of path
+        probability p and cost at least c each (the verification's least cost per node) raises the best
+        rate R (tokens per ms) only if p > c * R. 0 before the first level is weighed."""
+        if self.choice is None:
+            return 0.0
+        return self.least_node_ms * self.choice.chosen.tokens_per_s / 1000
 
     def expand(self, node: int, level: int, cumulative: float) -> bool:
         """A node of the newest level is drafted on when the best budget so far keeps it."""
