@@ -10,11 +10,11 @@ import argparse
 import importlib.util
 import os
 
-from app.inputs import env_port, env_switch
+from app.inputs import MCP_ENV, check_launch_settings, env_switch
 from sage_core import SageError
 
-try:  # before Gradio is imported: it reads GRADIO_SERVER_PORT as it loads, and a bad one is a traceback
-    PORT = env_port("GRADIO_SERVER_PORT", 7860)
+try:  # before Gradio is imported (it reads GRADIO_SERVER_PORT as it loads: a bad one is a traceback) and before
+    PORT = check_launch_settings()  # the models load: a bad setting is one sentence within seconds
 except SageError as error:
     raise SystemExit(f"error: {error}") from None
 
@@ -32,7 +32,7 @@ def mcp_wanted(argv: list[str] | None = None) -> bool:
     parser = argparse.ArgumentParser(description="Launch the SAGE demo.")
     parser.add_argument("--mcp", action="store_true", help="also serve the API as MCP tools (Gradio's MCP server)")
     flag = parser.parse_args(argv).mcp
-    return bool(flag) or env_switch("SAGE_MCP")
+    return bool(flag) or env_switch(MCP_ENV)
 
 
 if __name__ == "__main__":

@@ -361,16 +361,18 @@ class Handlers:
         trace: str | None = None,
         tail: int | None = None,
     ) -> Update:
-        """The page after a step: status, verdict, columns (each side's latest `tail` rounds while streaming),
-        table, state; the panels and tree controls when `figures`; the download when a trace was written."""
+        """The page after a step: status, columns (each side's latest `tail` rounds while streaming), table,
+        state; the headline (its interval resamples every round: a long race's dearest text), the panels and
+        the tree controls when `figures`; the download when a trace was written."""
         page = self.page
         update: Update = {
             page.status: status,
-            page.verdict: headline_html(data) + badge_html(data),
             page.lanes: race_html(data, tail),
             page.table: table_html(data),
             page.state: data,
         }
+        if figures:
+            update[page.verdict] = headline_html(data) + badge_html(data)
         if figures and data is not None:
             radio, slider, method = self.tree_controls(data, tree_lane)
             race = race_view(data)

@@ -76,6 +76,27 @@ def env_switch(name: str, default: bool = False) -> bool:
     raise ConfigError(f"{name} must be on or off (or 1/0, true/false, yes/no), not {shown(os.environ[name])}")
 
 
+COST_CURVE_ENV = "SAGE_APP_COST_CURVE"
+MCP_ENV = "SAGE_MCP"
+
+
+def cost_curve_wanted() -> bool:
+    """Whether the warm-up measures the verification cost curve: SAGE_APP_COST_CURVE on (the default) or
+    off; ConfigError with one sentence for anything else."""
+    return env_switch(COST_CURVE_ENV, default=True)
+
+
+def check_launch_settings() -> int:
+    """The port, and every setting read at launch that needs no model (the limits, SAGE_APP_COST_CURVE,
+    SAGE_MCP), checked before Gradio and the models load: a bad one is one sentence within seconds. The
+    custom-model settings are checked as the app is built (app.models.CustomModels)."""
+    port = env_port("GRADIO_SERVER_PORT", 7860)
+    Limits.from_env()
+    cost_curve_wanted()
+    env_switch(MCP_ENV)
+    return port
+
+
 @dataclass(frozen=True)
 class Limits:
     """What the app accepts and how much work one request may make (override with SAGE_APP_MAX_UPLOAD_MB,

@@ -36,7 +36,7 @@ from sage_core.models.presets import GPU_PRESETS
 from sage_core.studies.costs import measure_cost_spread, read_recorded_curve, remember_curve, settled_curve
 from sage_core.studies.sweep import SweepResult, sweep
 
-from .inputs import env_switch, load_examples
+from .inputs import cost_curve_wanted, env_switch, load_examples
 from .spaces_compat import ZERO_GPU
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -312,15 +312,6 @@ def release_memory() -> None:
     gc.collect()
     if torch.cuda.is_available():
         torch.cuda.empty_cache()
-
-
-COST_CURVE_ENV = "SAGE_APP_COST_CURVE"
-
-
-def cost_curve_wanted() -> bool:
-    """Whether the warm-up measures the verification cost curve: SAGE_APP_COST_CURVE on (the default) or
-    off; ConfigError with one sentence for anything else."""
-    return env_switch(COST_CURVE_ENV, default=True)
 
 
 #: The warm-up's prompt: words every pair has tokens for (the built-in pair's vocabulary is small).

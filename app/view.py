@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from sage_core import RoundRecord, RunHeader, SageConfig, summarize
@@ -127,7 +128,9 @@ class Verdict:
 @dataclass(frozen=True)
 class RaceView:
     """A race as every reader sees it after one step: its lanes' views, the lossless verdict, the headlines
-    (the lead against each other side, the main rival first), the account, and the figures' speedups."""
+    (the lead against each other side, the main rival first), the account, and the figures' speedups. The
+    headlines and the account are worked out when first read (a streamed step that redraws only the text
+    reads neither), then kept with the view."""
 
     lanes: tuple[LaneView, ...]
     token_texts: Mapping[int, str]
@@ -135,8 +138,6 @@ class RaceView:
     stopped: bool
     costs: CostCurve | None
     verdict: Verdict | None
-    headlines: tuple[Headline, ...]
-    account: RaceAccount
     held_alpha: float | None  # the α sage-frozen's lane held (None without that lane)
     speedups: Mapping[str, float]  # the lead's tokens/s over each other side's, end to end
     decode_speedups: Mapping[str, float]  # the same after the prefill
@@ -144,6 +145,17 @@ class RaceView:
     @property
     def finished(self) -> bool:
         return all(lane.finished for lane in self.lanes)
+
+    @cached_property
+    def headlines(self) -> tuple[Headline, ...]:
+        return _headlines(self.lanes)
+
+    @cached_property
+    def account(self) -> RaceAccount:
+        trusted = self.costs if self.costs is not None and self.costs.trusted else None
+        return race_account(
+            {lane.method: lane.records for lane in self.lanes if lane.records}, trusted, self.held_alpha
+        )
 
     @property
     def methods(self) -> list[str]:
@@ -267,7 +279,6 @@ def race_view(data: RaceData) -> RaceView:
         return data.view[1]
     lanes = tuple(lane_view(lane) for lane in data.lanes)
     held = _held_alpha(lanes)
-    trusted = data.costs if data.costs is not None and data.costs.trusted else None
     figures = {lane.method: lane.figures for lane in lanes if lane.figures is not None}
     view = RaceView(
         lanes=lanes,
@@ -276,8 +287,6 @@ def race_view(data: RaceData) -> RaceView:
         stopped=data.stopped,
         costs=data.costs,
         verdict=_verdict(lanes, data.token_texts),
-        headlines=_headlines(lanes),
-        account=race_account({lane.method: lane.records for lane in lanes if lane.records}, trusted, held),
         held_alpha=held,
         speedups=speedups_of(figures),
         decode_speedups=speedups_of(figures, decode_only=True),

@@ -16,6 +16,7 @@ import json
 import statistics
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import MISSING, asdict, dataclass, fields
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
@@ -163,11 +164,14 @@ class RoundRecord:
     # expanded; empty without a draft, and in traces written before it was recorded).
     path_entropies: tuple[float, ...] = ()
 
-    @property
+    @cached_property
     def tree(self) -> Tree:
+        """The round's tree (made once: the panels, the account and the headline read it at every step of a
+        streamed race; a record is frozen, and the cache sits outside its fields: traces and equality as
+        before)."""
         return Tree(self.tree_tokens, self.tree_parents, self.tree_draft_probs)
 
-    @property
+    @cached_property
     def depth(self) -> int:
         return self.tree.depth
 

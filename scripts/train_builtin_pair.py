@@ -605,6 +605,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--target-lr", type=float, default=3e-4)
     ap.add_argument("--draft-lr", type=float, default=8e-4)
     ap.add_argument("--eval-n", type=int, default=140, help="examples for the final evaluations (half for progress)")
+    ap.add_argument(
+        "--eval-tokens", type=int, default=128, help="longest answer the final evaluations generate (tests: a few)"
+    )
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--save-dtype", choices=("float16", "float32"), default="float16")
     ap.add_argument("--init-target", help="continue from this saved target instead of a fresh one")
@@ -674,12 +677,12 @@ def main(argv=None):
     for p in target.parameters():
         p.requires_grad_(False)
     save(target, processor, out / "target", args.save_dtype)
-    res_t = evaluate(target, processor, eval_examples)
+    res_t = evaluate(target, processor, eval_examples, args.eval_tokens)
     log(f"target final: acc {res_t['accuracy']:.3f} " + " ".join(f"{k} {v:.2f}" for k, v in res_t["per_kind"].items()))
 
     d_steps, d_time = train_side(args, "draft", draft, processor, checkpoints, eval_examples, mix, teacher=target)
     save(draft, processor, out / args.draft_name, args.save_dtype)
-    res_d = evaluate(draft, processor, eval_examples)
+    res_d = evaluate(draft, processor, eval_examples, args.eval_tokens)
     log(f"draft final: acc {res_d['accuracy']:.3f} " + " ".join(f"{k} {v:.2f}" for k, v in res_d["per_kind"].items()))
     agr = agreement(target, draft, processor, eval_examples, res_t["answer_ids"])
     log("agreement: " + " ".join(f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}" for k, v in agr.items()))

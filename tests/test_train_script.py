@@ -20,7 +20,8 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_a_few_training_steps_save_a_loadable_float16_pair(tmp_path, capsys):
     script = load_script("train_builtin_pair")
     steps = str(script.VIDEO_EVERY)  # so that one of the steps is a batch of clips
-    args = f"--target-steps {steps} --draft-steps {steps} --batch-size 2 --eval-n 8 --threads 1".split()
+    quick = ["--batch-size", "2", "--eval-n", "8", "--eval-tokens", "16", "--threads", "1"]
+    args = ["--target-steps", steps, "--draft-steps", steps, *quick]
     args += ["--target-vision-steps", "2", "--draft-vision-steps", "2"]
     script.main(["--out", str(tmp_path), "--checkpoints", str(tmp_path / "checkpoints"), *args])
     torch.set_num_threads(1)
@@ -41,7 +42,7 @@ def test_a_few_training_steps_save_a_loadable_float16_pair(tmp_path, capsys):
     # The same command run again resumes from the checkpoints: with 2 more target steps it trains
     # exactly those, and the draft, whose budget is spent, trains no further.
     capsys.readouterr()
-    more = f"--target-steps {int(steps) + 2} --draft-steps {steps} --batch-size 2 --eval-n 8 --threads 1".split()
+    more = ["--target-steps", str(int(steps) + 2), "--draft-steps", steps, *quick]
     script.main(["--out", str(tmp_path), "--checkpoints", str(tmp_path / "checkpoints"), *more])
     log = capsys.readouterr().out
     assert f"target: resumed from {tmp_path / 'checkpoints' / 'target.pt'} at step {steps}" in log
@@ -151,7 +152,7 @@ def test_the_full_recipe_chains_its_runs(tmp_path):
     out, work = tmp_path / "pair", tmp_path / "work"
     runs = full_recipe_runs(out, work)
     assert len(runs) == 17
-    tiny = ["--batch-size", "2", "--eval-n", "8", "--threads", "1"]
+    tiny = ["--batch-size", "2", "--eval-n", "2", "--eval-tokens", "8", "--threads", "1"]
 
     def weights(folder: Path) -> dict[str, torch.Tensor]:
         tensors: dict[str, torch.Tensor] = {}
