@@ -642,6 +642,8 @@ def parse_args(argv=None) -> argparse.Namespace:
             ap.error(f"--{flag.replace('_', '-')} must be >= 0")
     if args.vision_lr <= 0:
         ap.error("--vision-lr must be > 0")
+    if args.eval_tokens < 1:
+        ap.error("--eval-tokens must be >= 1")
     for flag in ("lone", "hand_drawn", "shifted", "reworded", "rows", "jpeg", "free"):
         if not 0.0 <= getattr(args, flag) <= 1.0:
             ap.error(f"--{flag.replace('_', '-')} must be between 0 and 1")

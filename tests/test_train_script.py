@@ -106,6 +106,7 @@ def test_per_token_labels_name_what_is_drawn_under_each_token(kind):
         (["--target-vision-steps", "-2"], "--target-vision-steps must be >= 0"),
         (["--draft-vision-minutes", "-0.5"], "--draft-vision-minutes must be >= 0"),
         (["--vision-lr", "0"], "--vision-lr must be > 0"),
+        (["--eval-tokens", "0"], "--eval-tokens must be >= 1"),
         (["--reworded", "1.5"], "--reworded must be between 0 and 1"),
         (["--hand-drawn", "-0.1"], "--hand-drawn must be between 0 and 1"),
         (["--free", "1.5"], "--free must be between 0 and 1"),
