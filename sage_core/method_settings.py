@@ -203,6 +203,13 @@ class FrozenSageConfig:
         object.__setattr__(self, "alpha", alpha)
 
 
+#: The deepest tree a method without SAGE's acceptance window grows: sage-cost's D_max (D(alpha) reaches it at
+#: alpha = 1), best-first's depth and SMART's default depth cap. SAGE's window moves its D_max up to
+#: `depth_max_limit` (10) only; the budget methods stop growing where a level no longer pays, and on the
+#: built-in pair with the sure draft their trees ran into 10 levels with the deepest still paying (nearly
+#: every round of sage-cost's; docs/benchmarks.md, 2026-12-04), so they reach further.
+BUDGET_TREE_DEPTH = 16
+
 #: best-first's nodes per round when none is given and SAGE did not race beside it: SAGE's mean node count
 #: on the built-in pair's long examples with the sure draft (10.8 nodes a round, scripts/benchmark.py).
 BEST_FIRST_NODES = 11

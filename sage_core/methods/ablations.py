@@ -5,6 +5,8 @@
   read from each round's draft entropy: what reading the entropy every round adds.
 - `best-first` (`BestFirstProposer`): each round the N drafted nodes of highest cumulative draft
   probability, grown best-first with no depth or width from entropy (the allocation TALON and DDTree use),
+  at most `BUDGET_TREE_DEPTH` (16) levels deep as sage-cost and SMART (10, SAGE's `depth_max_limit`, until
+  2026-12-04),
   one draft forward per level over the frontier nodes whose children could still rank among the best N:
   what the shaping adds at the same average node count. N is `BestFirstConfig.nodes`; in a race beside
   SAGE, unless given, SAGE's mean node count in that race (app/race.py), as sage-frozen holds SAGE's mean α.
@@ -17,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..drafting import DraftedTree, TopK
-from ..method_settings import SageConfig
+from ..method_settings import BUDGET_TREE_DEPTH, SageConfig
 from ..policy import Candidate, Expansion, confidence
 from ..proposers import Adaptation, Drafter, Proposal, RoundShape, SageProposer, rerank_tree
 from ..verify import Verdict
@@ -43,7 +45,7 @@ class BestFirstProposer:
     def __init__(self, config: SageConfig, nodes: int) -> None:
         self.nodes = nodes
         self.candidates = config.candidates
-        self.max_depth = config.depth_max_limit
+        self.max_depth = max(BUDGET_TREE_DEPTH, config.depth_max_limit)
         self.max_nodes = nodes * self.max_depth  # the draft's scratch: at most `nodes` new nodes a level
 
     def propose(self, drafter: Drafter | None, pending: Sequence[int]) -> Proposal:

@@ -5,9 +5,14 @@ probability clears theta_l = 0.1 * l / D(alpha), up to 64 nodes, and moves D_max
 a window of recent acceptance lengths: entropy and that window size the tree.
 `sage-cost` keeps SAGE's entropy rule for how deep a round may reach (paper §3.2:
 alpha from this round's root distribution, depth at most D(alpha) = D_min + alpha *
-(D_max - D_min)), with D_max at its limit (`depth_max_limit`, 10): the window, a rule
+(D_max - D_min)), with D_max at its own limit `DEPTH_LIMIT` (16, `BUDGET_TREE_DEPTH`): the window, a rule
 of thumb for how deep pays, is replaced by the budget model (budget.py), as are the
-threshold and SAGE's widths. Every expanded node offers the draft's candidates after
+threshold and SAGE's widths. SAGE's window moves D_max up to `depth_max_limit` (10);
+sage-cost's scale reached only that far until 2026-12-04, and nearly every round then
+ended at D(alpha) with its deepest level still paying (93 % of its draft forwards with
+the hesitant draft, 99 % with the sure one led to kept nodes): with the scale reaching
+16 the sure draft's rounds run deeper (measured in docs/benchmarks.md, beside a fixed
+depth of 14 without entropy). Every expanded node offers the draft's candidates after
 it (its top-k, most likely first, down to the least path probability that could still
 join the best budget: `_Growth.floor`). At every level the candidates drafted so far
 are weighed, every prefix by calibrated path probability, in expected tokens per
@@ -45,7 +50,7 @@ from itertools import pairwise
 
 from ..cost_curve import COST_SIZES, CostCurve
 from ..drafting import DraftedTree
-from ..method_settings import SageConfig
+from ..method_settings import BUDGET_TREE_DEPTH, SageConfig
 from ..policy import Candidate, Expansion, confidence, planned_depth
 from ..proposers import Adaptation, Drafter, Proposal, RoundShape, RunStart
 from ..studies.costs import costs_for_run
@@ -55,6 +60,8 @@ from .budget import BudgetChoice, RankCalibration, RoundCosts, budget_fields, dr
 
 #: How many of the latest rounds the learned round overhead is the median of.
 OVERHEAD_ROUNDS = 16
+#: sage-cost's D_max: D(alpha) = D_min + alpha * (DEPTH_LIMIT - D_min) (module docstring).
+DEPTH_LIMIT = BUDGET_TREE_DEPTH
 
 
 class SageCostProposer:
@@ -63,9 +70,12 @@ class SageCostProposer:
     def __init__(self, config: SageConfig, curve: CostCurve | None = None) -> None:
         self.config = config
         self.candidates = config.candidates
-        self.max_depth = config.depth_max_limit
-        # A level drafts on at most N_max nodes; the cost curve's measurement verifies up to 64 (+ the root).
-        self.max_nodes = max(config.node_budget * config.depth_max_limit, COST_SIZES[-1] + 1)
+        self.max_depth = max(DEPTH_LIMIT, config.depth_min)
+        # A round verifies at most N_max nodes and drafts on at most N_max (`_Growth.expand`); the cost curve's
+        # measurement verifies up to 64 (+ the root). Every cache keeps room for this many rows of scratch, and
+        # room costs time (a run with 900 rows more took 6 ms longer to prefill and 7 ms longer to decode on the
+        # built-in pair), so it is what a round can use, not N_max for every level.
+        self.max_nodes = max(config.node_budget, COST_SIZES[-1] + 1)
         self.calibration = RankCalibration()
         self.curve: CostCurve | None = None
         self.costs: RoundCosts | None = None
@@ -99,14 +109,14 @@ class SageCostProposer:
         sage = self.config
         root = drafter.root(pending, sage.candidates)
         entropy, alpha = confidence(root[1])
-        depth = planned_depth(alpha, sage.depth_min, sage.depth_max_limit)
+        depth = planned_depth(alpha, sage.depth_min, self.max_depth)
         growth = _Growth(self.costs, self.calibration, sage.node_budget, len(pending))
         drafted = drafter.grow(root, growth.choose, depth, sage.candidates, growth.expand)
         choice = growth.choice
         assert choice is not None  # level 1 always offers the root's best candidate
         self.offered = (drafted.tree, tuple(sorted(choice.kept)))
         shape = RoundShape(
-            entropy, alpha, sage.depth_max_limit, depth, None, root, own=choice, own_fields=budget_fields(choice)
+            entropy, alpha, self.max_depth, depth, None, root, own=choice, own_fields=budget_fields(choice)
         )
         return Proposal(keep_nodes(drafted, choice.kept), shape)
 
@@ -138,6 +148,7 @@ class _Growth:
         self.depths: list[int] = []
         self.choice: BudgetChoice | None = None
         self.kept: frozenset[int] = frozenset()
+        self.drafted_on = 0  # nodes given a draft forward this round (at most the node cap)
 
     def choose(self, level: int, frontier: Sequence[Expansion], count: int) -> list[Candidate]:
         """Every expanded node offers its children, most likely first, while their calibrated path probability
@@ -170,8 +181,13 @@ class _Growth:
         return self.least_node_ms * self.choice.chosen.tokens_per_s / 1000
 
     def expand(self, node: int, level: int, cumulative: float) -> bool:
-        """A node of the newest level is drafted on when the best budget so far keeps it."""
-        return node in self.kept
+        """A node of the newest level is drafted on when the best budget so far keeps it, while the round has
+        drafted on fewer than the node cap (the draft's scratch; a budget keeps at most that many nodes, so the
+        cap binds only when every level's kept nodes were later given up)."""
+        if node not in self.kept or self.drafted_on >= self.node_cap:
+            return False
+        self.drafted_on += 1
+        return True
 
 
 def keep_nodes(drafted: DraftedTree, keep: frozenset[int]) -> DraftedTree:

@@ -21,6 +21,9 @@ The project's reading of the published rule:
   taken best-first, highest p first (ties: shallower, then drafted first); after each expansion the scan
   restarts from the best, and the tree grows until no candidate passes or the node cap (or the depth cap)
   is reached (`SmartTree.grow`, `smart_tree`).
+- The paper leaves the caps open. The depth cap is `BUDGET_TREE_DEPTH` (16), as deep as sage-cost and
+  best-first may grow (10, SAGE's `depth_max_limit`, until 2026-12-04: at 16 SMART ran 1.07× faster end to
+  end with the sure draft, 1.01× with the hesitant one, docs/benchmarks.md).
 
 The draft runs level by level (`drafting.grow_tree`): after each draft forward the new level's children join
 the candidates and the rule grows the tree; a node of the newest level is drafted on only when it is in the
@@ -47,7 +50,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..cost_curve import COST_SIZES, CostCurve
 from ..errors import ConfigError
-from ..method_settings import settle_numbers
+from ..method_settings import BUDGET_TREE_DEPTH, settle_numbers
 from ..policy import Candidate, Expansion
 from ..proposers import Adaptation, Drafter, Proposal, RoundShape, RunStart
 from ..records import MAX_RATIO, RoundRecord
@@ -74,7 +77,7 @@ class SmartConfig:
     calibrated from the run's verdicts ("calibrated")."""
 
     node_cap: int = 64
-    depth_cap: int = 10
+    depth_cap: int = BUDGET_TREE_DEPTH
     candidates: int = 10
     probabilities: Probabilities = "draft"
 
@@ -283,10 +286,10 @@ class SmartProposer:
         self.config = config
         self.candidates = config.candidates
         self.max_depth = config.depth_cap
-        # Verified: at most node_cap. The draft reads each level's nodes in the tree as it stood then (at most
-        # node_cap a level: the tree is grown again at every level). The cost curve's measurement on this
-        # run's caches verifies up to 64 nodes and the root.
-        self.max_nodes = max(config.node_cap * config.depth_cap, COST_SIZES[-1] + 1)
+        # Verified: at most node_cap; drafted on: at most node_cap a round (`_Growth.expand`). The cost curve's
+        # measurement on this run's caches verifies up to 64 nodes and the root. Every cache keeps room for this
+        # many rows of scratch, and room costs time (sage_cost.SageCostProposer), so it is what a round can use.
+        self.max_nodes = max(config.node_cap, COST_SIZES[-1] + 1)
         self.curve = curve
         self.calibration = RankCalibration() if config.probabilities == "calibrated" else None
         self.offered: tuple[Tree, tuple[int, ...]] | None = None  # this round's drafted tree, its kept nodes
@@ -332,6 +335,7 @@ class _Growth:
 
     def __init__(self, tree: SmartTree, calibration: RankCalibration | None) -> None:
         self.tree, self.calibration = tree, calibration
+        self.drafted_on = 0  # nodes given a draft forward this round (at most the node cap: the draft's scratch)
 
     def choose(self, level: int, frontier: Sequence[Expansion], count: int) -> list[Candidate]:
         known, rate = self.tree.candidates, self.calibration
@@ -349,7 +353,10 @@ class _Growth:
         return offered
 
     def expand(self, node: int, level: int, cumulative: float) -> bool:
-        return self.tree.worth_drafting(node)
+        if self.drafted_on >= self.tree.node_cap or not self.tree.worth_drafting(node):
+            return False
+        self.drafted_on += 1
+        return True
 
 
 def record_fields(smart: SmartRound, curve: CostCurve) -> dict[str, Any]:
