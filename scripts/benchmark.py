@@ -96,7 +96,9 @@ from sage_core.config import BACKENDS, Backend, SamplingConfig
 from sage_core.cost_curve import CostCurve
 from sage_core.errors import SageError
 from sage_core.media import DEFAULT_FRAMES
-from sage_core.methods import drafts, method_names, specs
+from sage_core.method_settings import SageConfig
+from sage_core.methods import drafts, method_names, register, specs, unregister
+from sage_core.methods.sage_cost import SageCostProposer
 from sage_core.records import RoundRecord
 from sage_core.studies.costs import measure_costs, predicted_speedups
 from sage_core.studies.sweep import SWEEP_BUDGETS, sweep
@@ -186,6 +188,27 @@ class Rounds:
     pad_tokens: int = 0
     prompt_tokens: int = 0
     temperature: float = 0.0
+
+
+#: The entropy ablation's lane (--sage-cost-fixed-depth): sage-cost with its depth cap held, not set by D(α).
+FIXED_DEPTH = "sage-cost-fixed"
+
+
+def register_fixed_depth(depth: int) -> None:
+    """Register the lane `sage-cost-fixed` for this process: sage-cost with every round's depth cap at `depth`
+    (everything else sage-cost's), so the benchmark weighs what D(α) adds at the same depth on average."""
+    SageCostProposer(SageConfig(), fixed_depth=depth)  # the depth's check, before anything registers
+    base = next(spec for spec in specs() if spec.name == "sage-cost")
+    register(
+        dataclasses.replace(
+            base,
+            name=FIXED_DEPTH,
+            label=f"sage-cost, depth {depth} every round (no entropy; ablation)",
+            short="sage-cost-fixed",
+            ablation=True,
+            proposer=lambda settings, config: SageCostProposer(config.sage, fixed_depth=depth),
+        )
+    )
 
 
 # -- running the methods --------------------------------------------------------
@@ -399,6 +422,7 @@ def summarize_at(
                 "best-first",
                 "smart",
                 "sage-cost",
+                FIXED_DEPTH,
             ):
                 if base in methods:
                     ratios = [speeds[(method, field)][e] / speeds[(base, field)][e] for e in examples]
@@ -426,7 +450,8 @@ def summarize_at(
 SAGE_AGAINST = (("assisted", "transformers' assisted generation"), ("static", "the static tree"),
                 ("chain", "the 5-token chain"), ("dynamic", "the dynamic tree (EAGLE-2)"),
                 ("sage-frozen", "SAGE with α frozen"), ("best-first", "the best-first tree"),
-                ("smart", "SMART (cost-shaped, 2026)"), ("sage", "the paper's SAGE"))  # fmt: skip
+                ("smart", "SMART (cost-shaped, 2026)"), ("sage", "the paper's SAGE"),
+                (FIXED_DEPTH, "sage-cost at a fixed depth (no entropy)"))  # fmt: skip
 LEADS = (("sage", "SAGE"), ("sage-cost", "sage-cost"))
 
 
@@ -692,6 +717,12 @@ def parse_args() -> tuple[argparse.ArgumentParser, argparse.Namespace]:
     parser.add_argument("--top-p", type=float, default=1.0, help="when sampling (default 1: off)")
     parser.add_argument("--top-k-sampling", type=int, default=50, help="when sampling (default 50 as generate)")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument(
+        "--sage-cost-fixed-depth",
+        type=int,
+        help="also race sage-cost with every round's depth cap held at N instead of D(α) (the entropy ablation: "
+        "N near sage-cost's mean D(α), which the τ study prints), as the lane sage-cost-fixed",
+    )
     parser.add_argument("--device", default="auto")
     parser.add_argument("--dtype", default="auto")
     parser.add_argument(
@@ -756,8 +787,15 @@ def plan_of(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Plan:
 
 
 def methods_of(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tuple[list[str], list[Backend]]:
-    """--methods with --prune-ratios and --backend applied, and the backends."""
+    """--methods with --prune-ratios and --backend applied (and --sage-cost-fixed-depth's lane), and the
+    backends."""
     methods = args.methods.split(",")
+    if args.sage_cost_fixed_depth is not None:
+        try:
+            register_fixed_depth(args.sage_cost_fixed_depth)
+        except ValueError as error:
+            parser.error(f"--sage-cost-fixed-depth: {error}")
+        methods.append(FIXED_DEPTH)
     unknown = set(methods) - {*method_names(), *PEERS}
     if unknown:
         parser.error(f"unknown methods: {', '.join(sorted(unknown))}")
@@ -786,6 +824,14 @@ class Measured:
 
 
 def main() -> int:
+    try:
+        return run_main()
+    finally:  # the ablation's lane is this run's alone (the benchmark also runs inside the tests' process)
+        if FIXED_DEPTH in method_names():
+            unregister(FIXED_DEPTH)
+
+
+def run_main() -> int:
     parser, args = parse_args()
     plan = plan_of(parser, args)
     pair = load_pair(args.target, args.draft, args.device, args.dtype)

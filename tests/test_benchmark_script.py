@@ -420,3 +420,26 @@ def test_the_tau_study_compares_every_drafting_method_and_checks_the_premise(cap
     with pytest.raises(SystemExit):
         study(["--n", "1", "--methods", "sage,eagle"])
     assert "unknown method 'eagle'" in capsys.readouterr().err
+
+
+def test_the_entropy_ablation_races_sage_cost_at_a_fixed_depth(tiny_root, tmp_path, monkeypatch, capsys):
+    from sage_core.methods import method_names
+
+    examples = noise_example(tmp_path)
+    target, draft = tiny_folder(tiny_root, "qwen2_5_vl", "target"), tiny_folder(tiny_root, "qwen2_5_vl", "noised")
+    out_json = tmp_path / "bench.json"
+    args = ("--target", target, "--draft", draft, "--examples", examples, "--repeats", "1", "--max-new-tokens", "8")
+    methods = ("--methods", "generate,sage-cost", "--sage-cost-fixed-depth", "3", "--json", str(out_json))
+    assert run_benchmark(monkeypatch, *args, *methods, "--device", "cpu", "--dtype", "float32") == 0
+    out = capsys.readouterr().out
+    assert "sage-cost over sage-cost at a fixed depth (no entropy): " in out
+    report = json.loads(out_json.read_text())
+    fixed = [run["tokens"] for run in report["runs"] if run["method"] == "sage-cost-fixed"]
+    plain = [run["tokens"] for run in report["runs"] if run["method"] == "generate"]
+    assert fixed and plain and all(tokens == plain[0] for tokens in fixed)  # lossless: generate's tokens
+    assert {row["method"] for row in report["summary"]} >= {"sage-cost", "sage-cost-fixed"}
+    assert "sage-cost-fixed" not in method_names()  # registered for that run only
+    assert "--sage-cost-fixed-depth: sage-cost's fixed depth must be in [1, 16]" in refusal(
+        monkeypatch, capsys, "--sage-cost-fixed-depth", "17"
+    )
+    assert "sage-cost-fixed" not in method_names()

@@ -5,16 +5,18 @@ probability clears theta_l = 0.1 * l / D(alpha), up to 64 nodes, and moves D_max
 a window of recent acceptance lengths: entropy and that window size the tree.
 `sage-cost` keeps SAGE's entropy rule for how deep a round may reach (paper §3.2:
 alpha from this round's root distribution, depth at most D(alpha) = D_min + alpha *
-(D_max - D_min)), with D_max at its own limit `DEPTH_LIMIT` (16, `BUDGET_TREE_DEPTH`): the window, a rule
-of thumb for how deep pays, is replaced by the budget model (budget.py), as are the
+(D_max - D_min)), with D_max at its own limit `DEPTH_LIMIT` (16, `BUDGET_TREE_DEPTH`):
+the window, a rule of thumb for how deep pays, is replaced by the budget model (budget.py), as are the
 threshold and SAGE's widths. SAGE's window moves D_max up to `depth_max_limit` (10);
 sage-cost's scale reached only that far until 2026-12-04, and nearly every round then
 ended at D(alpha) with its deepest level still paying (93 % of its draft forwards with
 the hesitant draft, 99 % with the sure one led to kept nodes): with the scale reaching
-16 the sure draft's rounds run deeper (measured in docs/benchmarks.md, beside a fixed
-depth of 14 without entropy). Every expanded node offers the draft's candidates after
-it (its top-k, most likely first, down to the least path probability that could still
-join the best budget: `_Growth.floor`). At every level the candidates drafted so far
+16 the sure draft's rounds run deeper (docs/benchmarks.md). What entropy adds is measured by
+the ablation lane of `scripts/benchmark.py --sage-cost-fixed-depth N` (`fixed_depth`: the
+depth cap held at N every round): on the built-in pair, nothing measurable.
+Every expanded node offers the draft's candidates after it (its top-k, most likely
+first, down to the least path probability that could still join the best budget:
+`_Growth.floor`). At every level the candidates drafted so far
 are weighed, every prefix by calibrated path probability, in expected tokens per
 second by the measured cost curve (costs.py); the nodes of the newest level that the
 best prefix keeps are expanded (one draft forward), and the tree stops growing when
@@ -67,8 +69,13 @@ DEPTH_LIMIT = BUDGET_TREE_DEPTH
 class SageCostProposer:
     """SAGE's depth D(alpha), the nodes and budget of highest expected tokens per second (module docstring)."""
 
-    def __init__(self, config: SageConfig, curve: CostCurve | None = None) -> None:
+    def __init__(self, config: SageConfig, curve: CostCurve | None = None, fixed_depth: int | None = None) -> None:
+        if fixed_depth is not None and not 1 <= fixed_depth <= DEPTH_LIMIT:
+            raise ValueError(f"sage-cost's fixed depth must be in [1, {DEPTH_LIMIT}], not {fixed_depth!r}")
         self.config = config
+        # The entropy ablation (scripts/benchmark.py --sage-cost-fixed-depth): every round's depth cap is this,
+        # not D(alpha); None: D(alpha), the method itself.
+        self.fixed_depth = fixed_depth
         self.candidates = config.candidates
         self.max_depth = max(DEPTH_LIMIT, config.depth_min)
         # A round verifies at most N_max nodes and drafts on at most N_max (`_Growth.expand`); the cost curve's
@@ -109,7 +116,7 @@ class SageCostProposer:
         sage = self.config
         root = drafter.root(pending, sage.candidates)
         entropy, alpha = confidence(root[1])
-        depth = planned_depth(alpha, sage.depth_min, self.max_depth)
+        depth = self.fixed_depth or planned_depth(alpha, sage.depth_min, self.max_depth)
         growth = _Growth(self.costs, self.calibration, sage.node_budget, len(pending))
         drafted = drafter.grow(root, growth.choose, depth, sage.candidates, growth.expand)
         choice = growth.choice
