@@ -46,7 +46,7 @@ import bisect
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from ..cost_curve import COST_SIZES, CostCurve
 from ..errors import ConfigError
@@ -109,9 +109,46 @@ def round_cost(level_counts: Sequence[int], curve: CostCurve, fed: int = 1) -> f
     """C in one-token steps for a tree with `level_counts[l]` nodes on level l + 1: the draft's feed of `fed`
     committed tokens, a draft level over each level with a level below it, the verification of every node
     and the curve's round overhead (if it gives one)."""
-    drafting = curve.draft_at(fed) + sum(curve.draft_at(n) for n in level_counts[:-1])
-    overhead = curve.round_overhead_ms or 0.0
-    return (drafting + curve.verify_at(sum(level_counts)) + overhead) / curve.one_token_ms
+    return _CurveReadings.of(curve).round_cost(level_counts, fed)
+
+
+class _CurveReadings:
+    """A curve's readings at whole node counts, each interpolated once: a round's scans ask for the same few
+    thousands of times (`round_cost`, the same numbers in the same order as reading the curve each time)."""
+
+    _known: ClassVar[dict[int, tuple[CostCurve, _CurveReadings]]] = {}  # pure numbers of a curve, no one's state
+
+    def __init__(self, curve: CostCurve) -> None:
+        self.curve = curve
+        self.draft: dict[int, float] = {}
+        self.verify: dict[int, float] = {}
+        self.overhead = curve.round_overhead_ms or 0.0
+
+    @classmethod
+    def of(cls, curve: CostCurve) -> _CurveReadings:
+        """The readings of this very curve (kept for the latest few curves, by identity)."""
+        held = cls._known.get(id(curve))
+        if held is None or held[0] is not curve:
+            if len(cls._known) >= 8:
+                cls._known.clear()
+            held = cls._known[id(curve)] = (curve, cls(curve))
+        return held[1]
+
+    def draft_at(self, nodes: int) -> float:
+        value = self.draft.get(nodes)
+        if value is None:
+            value = self.draft[nodes] = self.curve.draft_at(nodes)
+        return value
+
+    def verify_at(self, nodes: int) -> float:
+        value = self.verify.get(nodes)
+        if value is None:
+            value = self.verify[nodes] = self.curve.verify_at(nodes)
+        return value
+
+    def round_cost(self, level_counts: Sequence[int], fed: int) -> float:
+        drafting = self.draft_at(fed) + sum(self.draft_at(n) for n in level_counts[:-1])
+        return (drafting + self.verify_at(sum(level_counts)) + self.overhead) / self.curve.one_token_ms
 
 
 def with_node(level_counts: Sequence[int], depth: int) -> tuple[int, ...]:
@@ -189,14 +226,21 @@ class SmartTree:
     level_counts: tuple[int, ...] = ()
     expected: float = 0.0
     steps: list[SmartStep] = field(default_factory=list)
-    decisions: dict[int, SmartDecision] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.base_cost = self.cost = round_cost((), self.curve, self.fed)
+        self._readings = _CurveReadings.of(self.curve)
+        self.base_cost = self.cost = self._readings.round_cost((), self.fed)
         self.in_tree: set[int] = set()
         # ΔC by depth for the tree as it stands (it depends on nothing else): a scan weighs many candidates
         # at the same few depths, so each is worked out once per expansion
         self._added: dict[int, float] = {}
+        # each candidate's last verdict, (p, ΔC, S, expanded): `decisions` makes the records when asked
+        self._verdicts: dict[int, tuple[float, float, float, bool]] = {}
+
+    @property
+    def decisions(self) -> dict[int, SmartDecision]:
+        """Each candidate weighed: its last verdict."""
+        return {node: SmartDecision(node, *verdict) for node, verdict in self._verdicts.items()}
 
     @property
     def speedup(self) -> float:
@@ -208,15 +252,17 @@ class SmartTree:
     def added_cost(self, depth: int) -> float:
         """ΔC of one more node at `depth`."""
         if depth not in self._added:
-            wider = round_cost(with_node(self.level_counts, depth), self.curve, self.fed)
+            wider = self._readings.round_cost(with_node(self.level_counts, depth), self.fed)
             self._added[depth] = wider - self.cost
         return self._added[depth]
 
-    def judge(self, node: int) -> SmartDecision:
+    def judge(self, node: int) -> tuple[float, float, float, bool]:
+        """The rule's verdict on a candidate, (p, ΔC, S, expanded), recorded as its last (`decisions`)."""
         candidate = self.candidates[node]
         added = self.added_cost(candidate.depth)
-        verdict = smart_expands(candidate.p, added, self.expected, self.cost)
-        return SmartDecision(node, candidate.p, added, self.speedup, verdict)
+        verdict = (candidate.p, added, self.speedup, smart_expands(candidate.p, added, self.expected, self.cost))
+        self._verdicts[node] = verdict
+        return verdict
 
     def worth_drafting(self, node: int) -> bool:
         """Whether a child as likely as `node` (none is likelier) would be expanded now."""
@@ -240,9 +286,7 @@ class SmartTree:
         order = sorted((i for parent in (ROOT, *self.in_tree) for i in children.get(parent, ())), key=rank)
         while len(self.kept) < self.node_cap:
             for position, node in enumerate(order):
-                decision = self.judge(node)
-                self.decisions[node] = decision
-                if decision.expanded:
+                if self.judge(node)[3]:
                     self._add(node)
                     del order[position]
                     for child in children.get(node, ()):
@@ -254,7 +298,7 @@ class SmartTree:
     def _add(self, node: int) -> None:
         candidate = self.candidates[node]
         self.level_counts = with_node(self.level_counts, candidate.depth)
-        self.cost = round_cost(self.level_counts, self.curve, self.fed)
+        self.cost = self._readings.round_cost(self.level_counts, self.fed)
         self._added.clear()
         self.expected += candidate.p
         self.kept.append(node)
@@ -262,7 +306,8 @@ class SmartTree:
         self.steps.append(SmartStep(len(self.kept), len(self.level_counts), self.expected, self.cost))
 
     def result(self) -> SmartRound:
-        decisions = tuple(self.decisions[n] for n in sorted(self.decisions))
+        weighed = self.decisions
+        decisions = tuple(weighed[n] for n in sorted(weighed))
         return SmartRound(tuple(self.kept), tuple(self.steps), decisions, self.base_cost)
 
 
