@@ -471,6 +471,20 @@ def sage_lines(rows: Sequence[dict[str, Any]]) -> str:
     return lines + efficiency_lines(rows) + drafting_lines(rows)
 
 
+def planned_depth_line(records: Sequence[RoundRecord]) -> str:
+    """sage-cost's mean D(α) over its profiled rounds (--sage-cost-fixed-depth holds the depth near it), and how
+    often a round's tree reached it; empty when sage-cost did not run."""
+    rounds = [r for r in records if r.phase == "decode" and r.planned_depth is not None]
+    if not rounds:
+        return ""
+    mean = statistics.fmean(r.planned_depth or 0 for r in rounds)
+    reached = sum(r.depth >= (r.planned_depth or 0) for r in rounds)
+    return (
+        f"\n\nsage-cost's mean D(α): {mean:.1f} over {len(rounds)} rounds (--sage-cost-fixed-depth holds the depth "
+        f"near it); {reached} of those trees reached it."
+    )
+
+
 def drafting_lines(rows: Sequence[dict[str, Any]]) -> str:
     """Each drafting method's draft time per round beside SAGE's, with the nodes each verifies a round (the
     same-budget baseline, best-first, should cost what its tree must: at most 1.3× SAGE's at its node count)."""
@@ -721,7 +735,7 @@ def parse_args() -> tuple[argparse.ArgumentParser, argparse.Namespace]:
         "--sage-cost-fixed-depth",
         type=int,
         help="also race sage-cost with every round's depth cap held at N instead of D(α) (the entropy ablation: "
-        "N near sage-cost's mean D(α), which the τ study prints), as the lane sage-cost-fixed",
+        "N near sage-cost's mean D(α), which a run without it prints), as the lane sage-cost-fixed",
     )
     parser.add_argument("--device", default="auto")
     parser.add_argument("--dtype", default="auto")
@@ -908,6 +922,7 @@ def write_reports(args: argparse.Namespace, plan: Plan, pair: ModelPair, measure
     rows = summarize(runs, rounds, plan.methods, temperatures)
     table = cost_lines(curve, measured.profiled_records, rows) + markdown(rows)
     table += sage_lines(rows)
+    table += planned_depth_line(measured.profiled_records.get("sage-cost", ()))
     table += backend_lines(rows, plan.backends)
     print(f"\n{len(plan.examples)} examples, {args.repeats} repeats, median over examples [min–max]\n")
     if len(plan.pads) > 1:

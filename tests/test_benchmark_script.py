@@ -433,6 +433,7 @@ def test_the_entropy_ablation_races_sage_cost_at_a_fixed_depth(tiny_root, tmp_pa
     assert run_benchmark(monkeypatch, *args, *methods, "--device", "cpu", "--dtype", "float32") == 0
     out = capsys.readouterr().out
     assert "sage-cost over sage-cost at a fixed depth (no entropy): " in out
+    assert "sage-cost's mean D(α): " in out  # what the fixed depth is held near
     report = json.loads(out_json.read_text())
     fixed = [run["tokens"] for run in report["runs"] if run["method"] == "sage-cost-fixed"]
     plain = [run["tokens"] for run in report["runs"] if run["method"] == "generate"]

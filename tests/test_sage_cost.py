@@ -177,3 +177,19 @@ def _probs(generator, count: int) -> tuple[float, ...]:
     values = sorted((generator.random() ** 3 for _ in range(count)), reverse=True)
     total = sum(values) * generator.uniform(1.0, 2.0)
     return tuple(v / total for v in values)
+
+
+def test_a_round_drafts_on_at_most_the_node_budget_and_the_caches_hold_that_much():
+    """The draft's scratch in a round is at most N_max nodes (a kept node past it gets no draft forward), so
+    the caches keep room for N_max rows (or the cost curve's 64 and the root), not N_max a level."""
+    from sage_core.method_settings import SageConfig
+    from sage_core.methods.budget import RankCalibration, RoundCosts
+    from sage_core.methods.sage_cost import DEPTH_LIMIT, SageCostProposer, _Growth
+
+    costs = RoundCosts(tuple(0.3 for _ in range(80)), tuple(5.0 + 0.1 * n for n in range(80)))
+    growth = _Growth(costs, RankCalibration(), 2, 1)
+    growth.kept = frozenset({0, 1, 2, 4})
+    assert [growth.expand(n, 1, 0.9) for n in (0, 3, 1, 2, 4)] == [True, False, True, False, False]
+    assert SageCostProposer(SageConfig(node_budget=100)).max_nodes == 100
+    assert SageCostProposer(SageConfig(node_budget=8)).max_nodes == 65
+    assert SageCostProposer(SageConfig()).max_depth == DEPTH_LIMIT == 16

@@ -226,3 +226,19 @@ def test_on_a_real_pair_a_flat_curve_fills_the_cap_and_a_steep_one_keeps_chains(
     assert tokens == expected
     trees = [r.tree for r in run.records if r.phase == "decode"]
     assert all(max(Counter(t.depths).values(), default=0) <= 1 for t in trees)  # chains (or no tree)
+
+
+def test_a_round_drafts_on_at_most_the_node_cap_and_the_caches_hold_that_much():
+    """SMART grows its tree again at every level, so the nodes drafted on add up across levels: a round stops
+    drafting at the node cap (the draft's scratch), and the caches keep room for that, not the cap a level."""
+    from sage_core.methods.smart import _Growth
+
+    tree = SmartTree(FLAT, node_cap=4, depth_cap=4)
+    tree.offer([SmartCandidate(ROOT, 0.9, 1), SmartCandidate(ROOT, 0.8, 1)])
+    tree.grow()
+    growth = _Growth(tree, None)
+    growth.drafted_on = 3  # three nodes drafted on at the levels before
+    assert tree.worth_drafting(0) and tree.worth_drafting(1)
+    assert growth.expand(0, 1, 0.9) and not growth.expand(1, 1, 0.8)
+    assert SmartProposer(SmartConfig(node_cap=100)).max_nodes == 100
+    assert SmartProposer(SmartConfig()).max_nodes == 65 and SmartConfig().depth_cap == 16

@@ -45,7 +45,7 @@ class BestFirstProposer:
     def __init__(self, config: SageConfig, nodes: int) -> None:
         self.nodes = nodes
         self.candidates = config.candidates
-        self.max_depth = max(BUDGET_TREE_DEPTH, config.depth_max_limit)
+        self.max_depth = BUDGET_TREE_DEPTH
         self.max_nodes = nodes * self.max_depth  # the draft's scratch: at most `nodes` new nodes a level
 
     def propose(self, drafter: Drafter | None, pending: Sequence[int]) -> Proposal:

@@ -77,7 +77,7 @@ class SageCostProposer:
         # not D(alpha); None: D(alpha), the method itself.
         self.fixed_depth = fixed_depth
         self.candidates = config.candidates
-        self.max_depth = max(DEPTH_LIMIT, config.depth_min)
+        self.max_depth = DEPTH_LIMIT  # (D_min is at most 10)
         # A round verifies at most N_max nodes and drafts on at most N_max (`_Growth.expand`); the cost curve's
         # measurement verifies up to 64 (+ the root). Every cache keeps room for this many rows of scratch, and
         # room costs time (a run with 900 rows more took 6 ms longer to prefill and 7 ms longer to decode on the

@@ -46,7 +46,7 @@ import bisect
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..cost_curve import COST_SIZES, CostCurve
 from ..errors import ConfigError
@@ -109,30 +109,19 @@ def round_cost(level_counts: Sequence[int], curve: CostCurve, fed: int = 1) -> f
     """C in one-token steps for a tree with `level_counts[l]` nodes on level l + 1: the draft's feed of `fed`
     committed tokens, a draft level over each level with a level below it, the verification of every node
     and the curve's round overhead (if it gives one)."""
-    return _CurveReadings.of(curve).round_cost(level_counts, fed)
+    return CurveReadings(curve).round_cost(level_counts, fed)
 
 
-class _CurveReadings:
+class CurveReadings:
     """A curve's readings at whole node counts, each interpolated once: a round's scans ask for the same few
-    thousands of times (`round_cost`, the same numbers in the same order as reading the curve each time)."""
-
-    _known: ClassVar[dict[int, tuple[CostCurve, _CurveReadings]]] = {}  # pure numbers of a curve, no one's state
+    thousands of times (`round_cost`, the same numbers in the same order as reading the curve each time). A
+    run's proposer keeps one for its curve and hands it to each round's trees."""
 
     def __init__(self, curve: CostCurve) -> None:
         self.curve = curve
         self.draft: dict[int, float] = {}
         self.verify: dict[int, float] = {}
         self.overhead = curve.round_overhead_ms or 0.0
-
-    @classmethod
-    def of(cls, curve: CostCurve) -> _CurveReadings:
-        """The readings of this very curve (kept for the latest few curves, by identity)."""
-        held = cls._known.get(id(curve))
-        if held is None or held[0] is not curve:
-            if len(cls._known) >= 8:
-                cls._known.clear()
-            held = cls._known[id(curve)] = (curve, cls(curve))
-        return held[1]
 
     def draft_at(self, nodes: int) -> float:
         value = self.draft.get(nodes)
@@ -226,9 +215,11 @@ class SmartTree:
     level_counts: tuple[int, ...] = ()
     expected: float = 0.0
     steps: list[SmartStep] = field(default_factory=list)
+    readings: CurveReadings | None = field(default=None, repr=False, compare=False)  # shared by a run's trees
 
     def __post_init__(self) -> None:
-        self._readings = _CurveReadings.of(self.curve)
+        given = self.readings
+        self._readings = given if given is not None and given.curve is self.curve else CurveReadings(self.curve)
         self.base_cost = self.cost = self._readings.round_cost((), self.fed)
         self.in_tree: set[int] = set()
         # ΔC by depth for the tree as it stands (it depends on nothing else): a scan weighs many candidates
@@ -339,6 +330,7 @@ class SmartProposer:
         self.calibration = RankCalibration() if config.probabilities == "calibrated" else None
         self.offered: tuple[Tree, tuple[int, ...]] | None = None  # this round's drafted tree, its kept nodes
         self.last_round: SmartRound | None = None
+        self.readings: CurveReadings | None = None  # the curve's readings, kept for this run's rounds
 
     def start_run(self, run: RunStart) -> None:
         """The pair's cost curve, measured on this run's prefilled caches the first time (costs_for_run)."""
@@ -349,9 +341,11 @@ class SmartProposer:
         assert drafter is not None and self.curve is not None, "SMART drafts with a draft and a cost curve"
         config = self.config
         root = drafter.root(pending, config.candidates)
-        growth = _Growth(
-            SmartTree(self.curve, config.node_cap, config.depth_cap, max(len(pending), 1)), self.calibration
-        )
+        if self.readings is None or self.readings.curve is not self.curve:
+            self.readings = CurveReadings(self.curve)
+        fed = max(len(pending), 1)
+        tree = SmartTree(self.curve, config.node_cap, config.depth_cap, fed, readings=self.readings)
+        growth = _Growth(tree, self.calibration)
         drafted = drafter.grow(root, growth.choose, config.depth_cap, config.candidates, growth.expand)
         smart = growth.tree.result()
         self.last_round = smart
@@ -392,7 +386,7 @@ class _Growth:
                 offered.append(Candidate(node.node, token, prob, node.cumulative * prob))
                 smart.append(SmartCandidate(node.node, above * factor, level))
         old = self.tree
-        self.tree = SmartTree(old.curve, old.node_cap, old.depth_cap, old.fed)
+        self.tree = SmartTree(old.curve, old.node_cap, old.depth_cap, old.fed, readings=old._readings)
         self.tree.offer([*known, *smart])
         self.tree.grow()
         return offered
