@@ -3,11 +3,11 @@
     python -m scripts.visitor_memory            # the built-in pair on the CPU; prints a table
     python -m scripts.visitor_memory --json out.json
 
-An 8000 x 8000, 8-frame MJPG video (a few MB) is raced three times through the running page's
-own streamed race (`/race_live`, pruning at the paper's ratio), each time by a new visitor (a
-new session, so each keeps its own per-user state). After each race the process's resident
-memory is read (after `gc.collect()` and `malloc_trim`, so freed memory is not counted as held),
-and its peak during the race (VmHWM, reset through /proc/self/clear_refs before the race).
+A 6000 x 6000, 8-frame MJPG video (a few MB; 36 M pixels a frame, under the race's 40 M-pixel limit) is
+raced three times through the running page's own streamed race (`/race_live`, pruning at the paper's
+ratio), each time by a new visitor (a new session, so each keeps its own per-user state). After each
+race the process's resident memory is read (after `gc.collect()` and `malloc_trim`, so freed memory is
+not counted as held), and its peak during the race (VmHWM, reset through /proc/self/clear_refs before the race).
 Then a stepped race on the same video is started, stepped once and dropped (`RaceStepper.drop`,
 what the process's bound on stepped races does to the oldest): the memory its caches held is
 read before and after. Goals: each race holds under 150 MB afterwards, one race peaks under
@@ -55,7 +55,7 @@ def peak_mb() -> float:
     return kib("VmHWM") / 1024
 
 
-def huge_video(path: Path, side: int = 8000, frames: int = 8) -> Path:
+def huge_video(path: Path, side: int = 6000, frames: int = 8) -> Path:
     """An MJPG clip of `frames` side x side frames: flat colours with a disc, so it compresses to a few MB."""
     import cv2
     import numpy as np
@@ -123,7 +123,7 @@ def stepped_race(video: Path, tokens: int) -> dict[str, float]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--side", type=int, default=8000)
+    parser.add_argument("--side", type=int, default=6000)
     parser.add_argument("--frames", type=int, default=8)
     parser.add_argument("--races", type=int, default=3)
     parser.add_argument("--max-new-tokens", type=int, default=24)

@@ -54,7 +54,7 @@ VISITOR_SCRIPT = SCRIPT.parent / "visitor_memory.py"
 
 @pytest.mark.slow
 def test_a_huge_video_race_holds_little_and_peaks_below_the_goal(tmp_path):
-    """Page races with pruning on an 8000 x 8000, 8-frame video (cut to 2000 x 2000 and 2 races here, to fit
+    """Page races with pruning on a 6000 x 6000, 8-frame video (cut to 2000 x 2000 and 2 races here, to fit
     the test's time; the script's defaults are the full case): each holds under 150 MB afterwards and
     peaks under +3 GB; a dropped stepped race gives its memory back."""
     out = tmp_path / "figures.json"
