@@ -11,11 +11,19 @@ with its square. The GIF is drawn from the records with PIL (`slides_gif`): no b
 
 Every export has a budget (`Budget`: frames, seconds, bytes), said in one sentence before it starts;
 a race longer than its frames is sampled evenly (first and last rounds kept), and an export that
-passes its time or size stops and says which bound it passed. The page's buttons run the export as a
-generator that yields after every frame (`export_job`): a visitor who leaves stops it at the next
-frame, and its partial file is removed. Exports take slots of their own (`ExportSlots`: small ones
-never wait behind large ones) outside the races' concurrency group, and a visitor keeps one export
-file at a time, removed with their session (`forget_export`).
+passes its time or size stops and says which bound it passed, within a frame as well as between
+frames (the GIF's drawing runs the budget's check as it goes). A token's text is shown cut to
+`slides_gif.TOKEN_CHARS` characters with a mark (…), in the HTML file as in the GIF, so no token makes a
+frame slow or large.
+
+The page's buttons run the export on a thread of its own (`ExportThread`), one frame each time the
+page's generator asks (`export_job`); while a frame is drawn the generator yields its progress line
+again every `HEARTBEAT_S` seconds, so that Gradio can close it when the visitor leaves (it cannot close a
+generator while it runs). Closed, it stops the thread within the frame (the drawing's check) and its
+partial file is removed; a thread whose page stops asking for `PATIENCE_S` seconds stops as well.
+Exports take slots of their own (`ExportSlots`: small ones never wait behind large ones) outside the
+races' concurrency group, a slot is given back only when its thread has stopped, and a visitor keeps one
+export file at a time, removed with their session (`forget_export`).
 
 Every frame is drawn by the app's own pure renderers (`render`, `panels`, `explain_view`) from the
 recorded records; nothing is measured here.
@@ -24,13 +32,15 @@ recorded records; nothing is measured here.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import html
 import json
+import queue
 import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
@@ -39,6 +49,7 @@ import gradio as gr
 from gradio.utils import get_upload_folder
 from plotly.offline import get_plotlyjs
 
+from sage_core import RoundRecord
 from sage_core.errors import SageError
 
 from . import slides_gif
@@ -60,10 +71,26 @@ EXPORT_DIR = Path(get_upload_folder()) / "sage-exports"
 #: A race of at most this many rounds is a small export (its own slots: never behind a large one).
 SMALL_ROUNDS = 60
 TEXT_START = "<div class='sage-text'>"
+#: While the page's export waits for a frame, it yields its progress line again this often (s): Gradio
+#: closes a visitor's generator only between yields, so a visitor who leaves stops it within seconds.
+HEARTBEAT_S = 2.0
+#: An export thread waits this long (s) for its page to ask for the next frame; a page that never asks has gone.
+PATIENCE_S = 30.0
+#: How long closing the page's export waits for its thread to stop (s); the thread gives its slot back itself.
+JOIN_S = 5.0
 
 
 class ExportError(SageError):
     """An export that cannot be made (no rounds to show, a bound passed, a path that cannot be written)."""
+
+
+class Stopped(ExportError):
+    """An export stopped because its visitor left (nobody reads this one)."""
+
+
+def never_stops() -> bool:
+    """The stop of an export that only its budget stops (the command line's)."""
+    return False
 
 
 @dataclass(frozen=True)
@@ -84,6 +111,22 @@ class Budget:
 
 
 GIF_BUDGET = Budget(frames=slides_gif.GIF_FRAMES, seconds=180.0, megabytes=60.0)
+
+
+def cut_record(record: RoundRecord) -> RoundRecord:
+    """The record with each token's text cut for showing (`slides_gif.cut`); itself when none is too long."""
+    texts = record.new_token_texts
+    if all(len(text) <= slides_gif.TOKEN_CHARS for text in texts):
+        return record
+    return replace(record, new_token_texts=tuple(slides_gif.cut(text) for text in texts))
+
+
+def for_showing(data: RaceData) -> RaceData:
+    """The race with every token's text cut to `slides_gif.TOKEN_CHARS` characters, the cut marked (…):
+    what the exports show (one pass over the records, once an export)."""
+    lanes = [Lane(lane.method, lane.header, [cut_record(r) for r in lane.records]) for lane in data.lanes]
+    texts = {token: slides_gif.cut(text) for token, text in data.token_texts.items()}
+    return replace(data, lanes=lanes, token_texts=texts)
 
 
 def race_at(data: RaceData, step: int) -> RaceData:
@@ -123,7 +166,8 @@ def frames(data: RaceData, most: int = Budget.frames) -> list[dict[str, Any]]:
     rounds = rounds_of(data)
     if rounds == 0:
         raise ExportError("the race has no rounds to export; finish a race (or load a trace) first")
-    return [frame(data, step) for step in frame_steps(rounds, most)]
+    shown = for_showing(data)
+    return [frame(shown, step) for step in frame_steps(rounds, most)]
 
 
 # -- frames as changes ----------------------------------------------------------------------------
@@ -309,6 +353,17 @@ class Spend:
         self.started = clock()
         self.bytes = 0
 
+    def watch(self, done: int, total: int, stop: Callable[[], bool]) -> slides_gif.Check:
+        """The check a frame's drawing runs as it goes: it raises when `stop()` (the visitor left) or
+        when the budget is passed (`check`)."""
+
+        def check() -> None:
+            if stop():
+                raise Stopped(f"the export stopped after {done} of {total} frames: its visitor left")
+            self.check(done, total)
+
+        return check
+
     def check(self, done: int, total: int) -> None:
         if self.clock() - self.started > self.budget.seconds:
             raise ExportError(
@@ -338,22 +393,35 @@ def open_for_writing(path: Path) -> TextIO:
         raise ExportError(f"cannot write {path}: {error.strerror or error.__class__.__name__}") from error
 
 
-def write_html(data: RaceData, path: str | Path, title: str = "SAGE race", budget: Budget = Budget()) -> Iterator[int]:
-    """Write the HTML replay frame by frame, yielding after each frame (the count written), so that a
-    caller can stop it between frames; stopped or failed, it leaves no partial file."""
+def export_plan(data: RaceData, path: str | Path, budget: Budget) -> tuple[Path, list[int], Spend, RaceData]:
+    """What an export writes: its checked path, the rounds it draws (sampled to the budget's frames), its
+    spending, and the race with its token texts cut for showing."""
     rounds = rounds_of(data)
     if rounds == 0:
         raise ExportError("the race has no rounds to export; finish a race (or load a trace) first")
-    path = writable(path)
-    steps = frame_steps(rounds, budget.frames)
-    spend = Spend(budget)
+    return writable(path), frame_steps(rounds, budget.frames), Spend(budget), for_showing(data)
+
+
+def write_html(
+    data: RaceData,
+    path: str | Path,
+    title: str = "SAGE race",
+    budget: Budget = Budget(),
+    stop: Callable[[], bool] = never_stops,
+) -> Iterator[int]:
+    """Write the HTML replay frame by frame, yielding after each frame (the count written), so that a
+    caller can stop it between frames (`stop`, or closing it); stopped or failed, it leaves no partial
+    file. Token texts are cut (`for_showing`), so a frame's time and size do not grow with one token."""
+    path, steps, spend, shown = export_plan(data, path, budget)
     try:
         with open_for_writing(path) as out:
-            spend.bytes += out.write(page_head(data, title))
+            spend.bytes += out.write(page_head(shown, title))
             previous: Any = None
             for count, step in enumerate(steps):
-                spend.check(count, len(steps))
-                current = frame(data, step)
+                check = spend.watch(count, len(steps), stop)
+                check()
+                current = frame(shown, step)
+                check()
                 spend.bytes += out.write(("," if count else "") + script_json(patch(previous, current)))
                 previous = current
                 yield count + 1
@@ -364,21 +432,24 @@ def write_html(data: RaceData, path: str | Path, title: str = "SAGE race", budge
         raise
 
 
-def write_gif(data: RaceData, path: str | Path, title: str = "SAGE race", budget: Budget = GIF_BUDGET) -> Iterator[int]:
-    """Draw the GIF frame by frame with PIL (no browser), yielding after each frame; stopped or failed,
-    it leaves no partial file. At most `budget.frames` palette frames are held (0.9 MB each)."""
-    rounds = rounds_of(data)
-    if rounds == 0:
-        raise ExportError("the race has no rounds to export; finish a race (or load a trace) first")
-    path = writable(path)
-    steps = frame_steps(rounds, budget.frames)
-    spend = Spend(budget)
+def write_gif(
+    data: RaceData,
+    path: str | Path,
+    title: str = "SAGE race",
+    budget: Budget = GIF_BUDGET,
+    stop: Callable[[], bool] = never_stops,
+) -> Iterator[int]:
+    """Draw the GIF frame by frame with PIL (no browser), yielding after each frame; stopped (`stop`,
+    checked within a frame as the budget is) or failed, it leaves no partial file. At most
+    `budget.frames` palette frames are held (0.9 MB each)."""
+    path, steps, spend, shown = export_plan(data, path, budget)
     pictures = []
     palette = slides_gif.slide_palette()
     try:
         for count, step in enumerate(steps):
-            spend.check(count, len(steps))
-            picture = slides_gif.slide(race_at(data, step), rounds, title)
+            check = spend.watch(count, len(steps), stop)
+            check()
+            picture = slides_gif.slide(race_at(shown, step), rounds_of(data), title, check)
             pictures.append(slides_gif.palette_frame(picture, palette))
             yield count + 1
         durations = [FRAME_MS] * (len(pictures) - 1) + [3 * FRAME_MS]  # hold the end
@@ -408,21 +479,25 @@ def save_gif(data: RaceData, path: str | Path, title: str = "SAGE race", budget:
 
 class ExportSlots:
     """Exports running at once, small and large apart, so a small one never waits behind a large one.
-    A slot is taken at once or refused in a sentence (nobody queues), and a slot its export never gave
-    back (a generator dropped without being closed) is free again once the export's time budget is past."""
+    A slot is taken at once or refused in a sentence (nobody queues). A slot handed to a thread
+    (`hand_over`) is given back by that thread when it has stopped, never before; a slot its export never
+    gave back and no thread holds (a generator dropped before drawing) is free again after `lease` s."""
 
     def __init__(self, small: int = 2, large: int = 1, lease: float = Budget.seconds + 30.0) -> None:
         self.capacity = {"small": small, "large": large}
         self.lease = lease
         self.held: dict[str, dict[str, float]] = {"small": {}, "large": {}}
+        self.threads: dict[str, threading.Thread] = {}
         self.lock = threading.Lock()
 
     def take(self, kind: str, clock: Callable[[], float] = time.monotonic) -> str:
         with self.lock:
             held = self.held[kind]
             for key, since in list(held.items()):
-                if clock() - since > self.lease:
+                thread = self.threads.get(key)
+                if clock() - since > self.lease and (thread is None or not thread.is_alive()):
                     del held[key]
+                    self.threads.pop(key, None)
             if len(held) >= self.capacity[kind]:
                 raise ExportError(
                     f"{len(held)} {kind} exports are running (at most {self.capacity[kind]} at once); "
@@ -435,6 +510,106 @@ class ExportSlots:
     def give_back(self, kind: str, key: str) -> None:
         with self.lock:
             self.held[kind].pop(key, None)
+            self.threads.pop(key, None)
+
+    def hand_over(self, key: str, thread: threading.Thread) -> None:
+        """From now on `thread` gives the slot back (when it has stopped); it cannot lapse before."""
+        with self.lock:
+            self.threads[key] = thread
+
+    def handed_over(self, key: str) -> bool:
+        with self.lock:
+            return key in self.threads
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One taken export slot."""
+
+    slots: ExportSlots
+    kind: str
+    key: str
+
+    def give_back(self) -> None:
+        self.slots.give_back(self.kind, self.key)
+
+
+class ExportThread:
+    """An export's writer on a thread of its own, drawing one frame each time the page asks (`frames`).
+    The page's generator never draws, so it yields at least every `HEARTBEAT_S` s and Gradio can close it
+    when its visitor leaves; closing it stops the thread within its frame (the writer's `stop`). The
+    thread gives the slot back when it has stopped, and stops by itself when nobody asks for `PATIENCE_S` s."""
+
+    def __init__(self, writer: Callable[[Callable[[], bool]], Iterator[int]], slot: Slot | None = None) -> None:
+        self.stop = threading.Event()
+        self.asked = threading.Semaphore(0)
+        self.results: queue.SimpleQueue[int | BaseException | None] = queue.SimpleQueue()
+        self.slot = slot
+        self.thread = threading.Thread(target=self.run, args=(writer,), name="sage-export", daemon=True)
+
+    def start(self) -> None:
+        """Start the thread, the slot handed to it first (so it cannot lapse while the thread runs)."""
+        if self.slot is not None:
+            self.slot.slots.hand_over(self.slot.key, self.thread)
+        try:
+            self.thread.start()
+        except BaseException:
+            if self.slot is not None:
+                self.slot.give_back()
+            raise
+
+    def run(self, writer: Callable[[Callable[[], bool]], Iterator[int]]) -> None:
+        try:
+            self.drive(writer(self.stop.is_set))
+            self.results.put(None)
+        except BaseException as error:  # handed to the page (a Stopped one to nobody)
+            self.results.put(error)
+        finally:
+            if self.slot is not None:
+                self.slot.give_back()
+
+    def drive(self, drawn: Iterator[int]) -> None:
+        """Draw a frame each time one is asked for, until the writer ends or nobody asks; the writer is
+        closed either way (a writer closed early removes its partial file)."""
+        try:
+            while self.asked.acquire(timeout=PATIENCE_S) and not self.stop.is_set():
+                try:
+                    self.results.put(next(drawn))
+                except StopIteration:
+                    return
+            self.stop.set()
+            raise Stopped("the export stopped: its visitor left")
+        finally:
+            close = getattr(drawn, "close", None)
+            if close is not None:
+                close()
+
+    def frames(self) -> Generator[int | None, None, None]:
+        """The writer's counts as its frames are drawn, and None every `HEARTBEAT_S` s while one is.
+        Closed early (the visitor left) it stops the thread and waits up to `JOIN_S` s for it."""
+        self.start()
+        try:
+            while True:
+                self.asked.release()
+                done = yield from self.result()
+                if done is None:
+                    return
+                yield done
+        finally:
+            self.stop.set()
+            self.asked.release()
+            self.thread.join(JOIN_S)
+
+    def result(self) -> Generator[None, None, int | None]:
+        while True:
+            try:
+                done = self.results.get(timeout=HEARTBEAT_S)
+            except queue.Empty:
+                yield None
+                continue
+            if isinstance(done, BaseException):
+                raise done
+            return done
 
 
 SLOTS = ExportSlots()
@@ -463,17 +638,22 @@ def export_job(
     rounds = rounds_of(data)
     size = "small" if rounds <= SMALL_ROUNDS else "large"
     try:
-        key = slots.take(size)
+        slot = Slot(slots, size, slots.take(size))
     except ExportError as error:
         yield hidden(str(error), previous)
         return
     try:
-        yield from run_export(data, previous, kind, folder)
+        yield from run_export(data, previous, kind, folder, slot)
     finally:
-        slots.give_back(size, key)
+        if not slots.handed_over(slot.key):  # (else its thread gives it back when it has stopped)
+            slot.give_back()
 
 
-def run_export(data: RaceData, previous: Any, kind: str, folder: Path) -> Iterator[tuple[Any, Any, Any]]:
+def run_export(
+    data: RaceData, previous: Any, kind: str, folder: Path, slot: Slot | None = None
+) -> Iterator[tuple[Any, Any, Any]]:
+    """The budget's sentence, a progress line a frame (again every `HEARTBEAT_S` s while one is drawn,
+    on an `ExportThread`), then the file; the slot, when given, goes with the thread."""
     rounds = rounds_of(data)
     gif = kind == "gif"
     budget = GIF_BUDGET if gif else Budget()
@@ -483,9 +663,14 @@ def run_export(data: RaceData, previous: Any, kind: str, folder: Path) -> Iterat
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"sage-slides-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}.{kind}"
     total = len(frame_steps(rounds, budget.frames))
+    worker = ExportThread(lambda stop: writer(data, path, budget=budget, stop=stop), slot)
+    shown = 0
     try:
-        for done in writer(data, path, budget=budget):
-            yield gr.update(), status_html(f"Exporting the {label}: frame {done} of {total}…"), previous
+        with contextlib.closing(worker.frames()) as drawn:
+            for done in drawn:
+                shown = done or shown
+                line = f"Exporting the {label}: frame {shown} of {total}{'' if done else ', drawing'}…"
+                yield gr.update(), status_html(line), previous
     except ExportError as error:
         yield hidden(str(error), previous)
         return

@@ -6,16 +6,30 @@ the bottom left and the round's draft tree, whole, at the bottom right. Text is 
 slide can be read from the back of a room. Frames are drawn one at a time and turned into a palette
 image at once (a 1280 x 720 palette frame is 0.9 MB), and a long race is sampled to at most
 `GIF_FRAMES` rounds, so the memory an export holds is bounded whatever the race's length.
+
+A frame's time is bounded whatever its text: a token's text is cut to `TOKEN_CHARS` characters with a
+mark (…), only the tail of each side's text that its box can show is wrapped, a line holds at most
+`LINE_CHARS` characters, and wrapping is linear in the text (a cut is found by a binary search over at
+most `LINE_CHARS` characters). When the whole text was wrapped for every frame, a frame with one
+8,000-character token took 0.9 s, 40,000 characters 22 s and 80,000 characters 224 s (quadratic: a
+400,000-character token, over half an hour a frame); with one of 400,000 characters a frame takes 0.02
+to 0.1 s now. Drawing takes a `check` that raises to stop (the export's budget, or its visitor
+gone), called between the frame's parts and every line or few hundred tree nodes.
+
+Right-to-left text is drawn in its direction and shaped by Pillow's layout with raqm (`RAQM`: whether
+this Pillow has it). Without raqm each right-to-left run is reversed as a best effort: its letters in
+order, but unshaped (Arabic letters unjoined), and a line mixing directions keeps its runs left to right.
 """
 
 from __future__ import annotations
 
 import html
 import re
-from collections.abc import Sequence
+import unicodedata
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from PIL import Image, ImageDraw, ImageFont
+from PIL import Image, ImageDraw, ImageFont, features
 
 from sage_core import RoundRecord
 from sage_core.methods import drafts
@@ -31,13 +45,33 @@ INK = (15, 23, 42)
 QUIET = (100, 116, 139)
 FONT_FILES = ("DejaVuSans.ttf", "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf", "Arial.ttf")
 Font = ImageFont.FreeTypeFont | ImageFont.ImageFont
+#: A check called while a frame is drawn: it raises to stop the drawing (a budget passed, a visitor gone).
+Check = Callable[[], None]
+#: Whether Pillow lays text out with raqm (bidirectional and shaped); without it RTL runs are reversed.
+RAQM = features.check("raqm")
+#: A token's text is drawn cut to this many characters, the cut marked with `MARK`.
+TOKEN_CHARS = 256
+MARK = "…"
+#: The most characters one line holds (more than any line of 18 px text 1,248 px wide that is not
+#: zero-width marks), so the last n lines of a text are in its last n x LINE_CHARS characters.
+LINE_CHARS = 320
+#: Rows of text a side's box shows, 26 px apart.
+ROW_PX = 26
+RTL_CLASSES = frozenset({"R", "AL"})
+NEUTRAL_CLASSES = frozenset({"WS", "ON", "NSM", "BN", "CS", "ES", "ET", "S"})
+
+
+def never() -> None:
+    """The check of a drawing that nothing stops."""
 
 
 def font(size: int) -> Font:
-    """A scalable font of `size` px: DejaVu Sans where the system has it, else Pillow's own."""
+    """A scalable font of `size` px: DejaVu Sans where the system has it, else Pillow's own; laid out
+    with raqm where Pillow has it (right-to-left text in its direction, shaped)."""
+    engine = ImageFont.Layout.RAQM if RAQM else ImageFont.Layout.BASIC
     for name in FONT_FILES:
         try:
-            return ImageFont.truetype(name, size)
+            return ImageFont.truetype(name, size, layout_engine=engine)
         except OSError:
             continue
     return ImageFont.load_default(size=size)
@@ -48,43 +82,142 @@ def plain(fragment: str) -> str:
     return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", fragment)).split())
 
 
-def wrapped(draw: ImageDraw.ImageDraw, text: str, face: Font, width: float) -> list[str]:
-    """`text` in lines no wider than `width` (a word longer than a line is cut, never lost)."""
+def cut(text: str, most: int = TOKEN_CHARS) -> str:
+    """`text`, or its first `most` - 1 characters and the mark when it is longer: never drawn whole."""
+    return text if len(text) <= most else text[: most - 1] + MARK
+
+
+def visual(line: str) -> str:
+    """The line as handed to Pillow: itself with raqm (which orders and shapes it), else each
+    right-to-left run reversed (letters and the spaces and marks between them; digits break a run)."""
+    if RAQM:
+        return line
+    out: list[str] = []
+    run: list[str] = []
+    for char in line:
+        kind = unicodedata.bidirectional(char)
+        if kind in RTL_CLASSES or (run and kind in NEUTRAL_CLASSES):
+            run.append(char)
+            continue
+        out.append(reversed_run(run))
+        run = []
+        out.append(char)
+    return "".join([*out, reversed_run(run)])
+
+
+def reversed_run(run: list[str]) -> str:
+    """A right-to-left run reversed, the neutrals that trail it kept after it in their order."""
+    end = len(run)
+    while end and unicodedata.bidirectional(run[end - 1]) not in RTL_CLASSES:
+        end -= 1
+    return "".join(reversed(run[:end])) + "".join(run[end:])
+
+
+def draw_line(draw: ImageDraw.ImageDraw, xy: tuple[float, float], line: str, face: Font, fill: object) -> None:
+    """One line of text at `xy`, in its direction (see `visual`)."""
+    draw.text(xy, visual(line), font=face, fill=fill)  # type: ignore[arg-type]
+
+
+def fitting(draw: ImageDraw.ImageDraw, text: str, face: Font, width: float) -> int:
+    """How many of `text`'s first characters fit in `width` (at least 1, at most `LINE_CHARS`): a binary
+    search, about 9 measurements of at most `LINE_CHARS` characters however long the text."""
+    low, high = 1, min(len(text), LINE_CHARS)
+    if draw.textlength(text[:high], font=face) <= width:
+        return high
+    while high - low > 1:  # text[:low] fits (or is one character), text[:high] does not
+        middle = (low + high) // 2
+        if draw.textlength(text[:middle], font=face) <= width:
+            low = middle
+        else:
+            high = middle
+    return low
+
+
+def wrapped(
+    draw: ImageDraw.ImageDraw,
+    text: str,
+    face: Font,
+    width: float,
+    most: int | None = None,
+    check: Check = never,
+) -> list[str]:
+    """`text` in lines no wider than `width` and no longer than `LINE_CHARS` (a word longer than a line
+    is cut, never lost), the first `most` of them when `most` is given. Linear in the text: a line is
+    measured once a word and a word is cut by `fitting`, never measured whole. `check` runs every line."""
     lines: list[str] = []
     line = ""
     for word in text.replace("\n", " ").split(" "):
         trial = f"{line} {word}" if line else word
-        if draw.textlength(trial, font=face) <= width:
+        if len(trial) <= LINE_CHARS and draw.textlength(trial, font=face) <= width:
             line = trial
             continue
         if line:
             lines.append(line)
-        while draw.textlength(word, font=face) > width and len(word) > 1:
-            cut = max(1, int(len(word) * width / max(1.0, draw.textlength(word, font=face))))
-            lines.append(word[:cut])
-            word = word[cut:]
-        line = word
+        start = 0
+        while len(word) - start > 1 and (
+            len(word) - start > LINE_CHARS or draw.textlength(word[start:], font=face) > width
+        ):
+            piece = fitting(draw, word[start : start + LINE_CHARS], face, width)
+            lines.append(word[start : start + piece])
+            start += piece
+            check()
+            if most is not None and len(lines) >= most:
+                return lines[:most]
+        line = word[start:]
+        check()
+        if most is not None and len(lines) >= most:
+            return lines[:most]
     return [*lines, line] if line else lines
 
 
-def draw_lanes(draw: ImageDraw.ImageDraw, data: RaceData, box: tuple[int, int, int, int]) -> None:
-    """Each side's name, figures and text, the newest lines shown when the text is longer than its box."""
+def tail_lines(
+    draw: ImageDraw.ImageDraw, text: str, face: Font, width: float, rows: int, check: Check = never
+) -> list[str]:
+    """The last `rows` lines of `text` wrapped. Only a tail is wrapped: first one of about rows + 1 lines
+    of narrow letters, then, when that gave too few lines, one of rows + 1 full lines (`LINE_CHARS`),
+    which always holds them; a tail's first line (maybe cut mid-word) is never shown."""
+    narrow = int(width / (0.3 * getattr(face, "size", 19))) + 1
+    for per_line in (min(narrow, LINE_CHARS), LINE_CHARS):
+        start = max(0, len(text) - (rows + 1) * per_line)
+        lines = wrapped(draw, text[start:], face, width, check=check)
+        if start == 0 or len(lines) > rows:
+            return lines[-rows:]
+    return lines[-rows:]
+
+
+def lane_tail(records: Sequence[RoundRecord], chars: int) -> str:
+    """The last `chars` characters of a side's text, each token's text cut (`cut`), read from the end:
+    the cost is the tail's, not the text's."""
+    parts: list[str] = []
+    held = 0
+    for record in reversed(records):
+        for text in reversed(record.new_token_texts):
+            parts.append(cut(text))
+            held += len(parts[-1])
+            if held >= chars:
+                return "".join(reversed(parts))[-chars:]
+    return "".join(reversed(parts))
+
+
+def draw_lanes(draw: ImageDraw.ImageDraw, data: RaceData, box: tuple[int, int, int, int], check: Check = never) -> None:
+    """Each side's name, figures and text, the newest lines shown when the text is longer than its box
+    (only the tail that fits is read and wrapped: `lane_tail`, `tail_lines`)."""
     left, top, right, bottom = box
     width = (right - left) / max(1, len(data.lanes))
     name_face, text_face = font(22), font(19)
+    fits = max(1, (bottom - top - 40) // ROW_PX)
     for index, lane in enumerate(data.lanes):
+        check()
         x = left + index * width
         colour = DOTS.get(lane.method, "#334155")
         draw.ellipse((x + 4, top + 8, x + 18, top + 22), fill=colour)
         tokens = sum(len(r.new_tokens) for r in lane.records)
         seconds = lane.records[-1].total_seconds if lane.records else 0.0
         title = f"{SHORT.get(lane.method, lane.method)}: {len(lane.records)} rounds, {tokens} tokens, {seconds:.2f} s"
-        draw.text((x + 26, top + 2), title, font=name_face, fill=INK)
-        text = "".join(t for r in lane.records for t in r.new_token_texts)
-        lines = wrapped(draw, text, text_face, width - 24)
-        fits = max(1, (bottom - top - 40) // 26)
-        for row, line in enumerate(lines[-fits:]):
-            draw.text((x + 8, top + 36 + row * 26), line, font=text_face, fill=INK)
+        draw.text((x + 26, top + 2), cut(title, 80), font=name_face, fill=INK)
+        text = lane_tail(lane.records, (fits + 1) * LINE_CHARS)
+        for row, line in enumerate(tail_lines(draw, text, text_face, width - 24, fits, check)):
+            draw_line(draw, (x + 8, top + 36 + row * ROW_PX), line, text_face, INK)
 
 
 def draw_rounds_panel(draw: ImageDraw.ImageDraw, data: RaceData, rounds: int, box: tuple[int, int, int, int]) -> None:
@@ -119,24 +252,26 @@ def tree_layout(record: RoundRecord) -> tuple[list[int], list[int]]:
         children.setdefault(parent, []).append(node)
     row = [0] * len(depth)
     next_row = 0
-
-    def place(node: int) -> None:
-        nonlocal next_row
+    # children before their parent, in draft order (a stack, not recursion: a deep tree is no error)
+    stack = [(top, False) for top in reversed(children.get(-1, []))]
+    while stack:
+        node, placed_kids = stack.pop()
         kids = children.get(node, [])
-        for kid in kids:
-            place(kid)
-        if kids:
+        if kids and not placed_kids:
+            stack.append((node, True))
+            stack.extend((kid, False) for kid in reversed(kids))
+        elif kids:
             row[node] = row[kids[0]]
         else:
             row[node], next_row = next_row, next_row + 1
-
-    for top in children.get(-1, []):
-        place(top)
     return depth, row
 
 
-def draw_tree(draw: ImageDraw.ImageDraw, record: RoundRecord | None, texts: dict[int, str], box: tuple) -> None:
-    """The round's draft tree, whole: every node scaled into the box, the accepted path in green."""
+def draw_tree(
+    draw: ImageDraw.ImageDraw, record: RoundRecord | None, texts: dict[int, str], box: tuple, check: Check = never
+) -> None:
+    """The round's draft tree, whole: every node scaled into the box, the accepted path in green, each
+    label cut to 14 characters (`cut`). `check` runs every 256 nodes."""
     left, top, right, bottom = box
     title = f"the draft tree of round {record.round} ({record.method})" if record else "the draft tree"
     draw.text((left, top), title, font=font(20), fill=INK)
@@ -151,14 +286,18 @@ def draw_tree(draw: ImageDraw.ImageDraw, record: RoundRecord | None, texts: dict
     root = (left + 10, where[0][1] if where else top + 40)
     accepted = set(record.accepted_nodes)
     for node, parent in enumerate(record.tree_parents):
+        if node % 256 == 0:
+            check()
         start = root if parent < 0 else where[parent]
         good = node in accepted
         draw.line((start, where[node]), fill=ACCEPTED if good else REJECTED, width=4 if good else 2)
     for node, (x, y) in enumerate(where):
+        if node % 256 == 0:
+            check()
         good = node in accepted
-        label = texts.get(record.tree_tokens[node], str(record.tree_tokens[node])).strip() or "␣"
+        label = cut(texts.get(record.tree_tokens[node], str(record.tree_tokens[node])).strip() or "␣", 14)
         draw.ellipse((x - 5, y - 5, x + 5, y + 5), fill=ACCEPTED if good else REJECTED)
-        draw.text((x + 8, y), label[:14], font=face, fill=INK if good else QUIET, anchor="lm")
+        draw.text((x + 8, y), visual(label), font=face, fill=INK if good else QUIET, anchor="lm")
 
 
 def tree_record(data: RaceData) -> RoundRecord | None:
@@ -169,19 +308,24 @@ def tree_record(data: RaceData) -> RoundRecord | None:
     return lanes[0].records[-1] if lanes and lanes[0].records else None
 
 
-def slide(data: RaceData, rounds: int, title: str) -> Image.Image:
-    """One frame: the race as it stood (`data`, already cut at its round) in the talk view's layout."""
+def slide(data: RaceData, rounds: int, title: str, check: Check = never) -> Image.Image:
+    """One frame: the race as it stood (`data`, already cut at its round) in the talk view's layout.
+    `check` runs between its parts and within them (see the module's note): it raises to stop."""
     picture = Image.new("RGB", GIF_SIZE, "white")
     draw = ImageDraw.Draw(picture)
     step = max((len(lane.records) for lane in data.lanes), default=1) - 1
-    draw.text((16, 10), f"{title}: round {step} of {rounds - 1}", font=font(26), fill=INK)
-    verdict = wrapped(draw, plain(badge_html(data)) + " " + plain(headline_html(data)), font(19), 1248)
-    for row, line in enumerate(verdict[:2]):
-        draw.text((16, 48 + row * 24), line, font=font(19), fill=QUIET)
-    draw_lanes(draw, data, (8, 100, 1272, 390))
+    draw.text((16, 10), f"{cut(title, 80)}: round {step} of {rounds - 1}", font=font(26), fill=INK)
+    check()
+    verdict = plain(badge_html(data)) + " " + plain(headline_html(data))
+    for row, line in enumerate(wrapped(draw, verdict, font(19), 1248, most=2, check=check)):
+        draw_line(draw, (16, 48 + row * 24), line, font(19), QUIET)
+    draw_lanes(draw, data, (8, 100, 1272, 390), check)
     draw.line((8, 396, 1272, 396), fill=REJECTED, width=1)
+    check()
     draw_rounds_panel(draw, data, rounds, (16, 404, 500, 712))
-    draw_tree(draw, tree_record(data), data.token_texts, (520, 404, 1272, 712))
+    check()
+    draw_tree(draw, tree_record(data), data.token_texts, (520, 404, 1272, 712), check)
+    check()
     return picture
 
 
