@@ -85,10 +85,13 @@ def finite(value: Any) -> Any:
     return value
 
 
-def json_answer(result: dict[str, Any], panels: bool = False, trace: bool = False) -> str:
-    """A race's answer (`race_result`) as the MCP tool sends it: JSON text, without the panels and the trace
-    unless asked for (`left_out` names what was left out)."""
+def json_answer(
+    result: dict[str, Any], panels: bool = False, trace: bool = False, offered: Sequence[str] = ASKED_FOR
+) -> str:
+    """A race's answer (`race_result`) as the MCP tools send it: JSON text, without the panels and the trace
+    unless asked for (`left_out` names what of `offered` was left out; a replay offers no trace: its caller
+    sent it)."""
     wanted = {"panels": panels, "trace": trace}
     kept = {k: v for k, v in result.items() if wanted.get(k, True)}
-    kept["left_out"] = [name for name in ASKED_FOR if not wanted[name]]
+    kept["left_out"] = [name for name in offered if not wanted[name]]
     return json.dumps(finite(kept), ensure_ascii=False, allow_nan=False)

@@ -28,7 +28,7 @@ import torch
 
 from sage_core import SageError
 
-from .gradio_patches import around_preprocess_data
+from .gradio_patches import around_preprocess_data, found_again, session_lost
 from .models import release_memory
 
 log = logging.getLogger("sage.app")
@@ -107,6 +107,7 @@ def refusals_as_sentences(demo: gr.Blocks) -> None:
     not Gradio's bare "Error"; a raw call that leaves off trailing values gets their defaults."""
 
     async def preprocess_data(stock: Any, block_fn: Any, inputs: list[Any], *args: Any, **kwargs: Any) -> Any:
+        refuse_if_lost(block_fn, args[0] if args else kwargs.get("state"))
         try:
             sent = with_defaults(block_fn, inputs)
             raw = list(sent) if isinstance(sent, list) else sent
@@ -120,6 +121,27 @@ def refusals_as_sentences(demo: gr.Blocks) -> None:
             raise gr.Error(sentence, print_exception=False) from error
 
     around_preprocess_data(demo, preprocess_data)
+
+
+LOST = (
+    "This page's race is no longer on the server (the page was away longer than the server keeps a visitor's "
+    "race, or the server restarted): what the page shows can still be read, but press Start or Replay to race again."
+)
+
+
+def refuse_if_lost(block_fn: Any, session: Any) -> None:
+    """An event of a page whose session the app dropped (`gradio_patches.session_lost`) that reads the page's
+    state is refused with `LOST`, never run on a fresh session's defaults (the landing race). An event that
+    starts anew (writes a state and reads none: Start, Replay) finds the session again, and so does one that
+    rewrites every state it reads (Step: the next press starts a stepped race from round 0, as told)."""
+    if not session_lost(session):
+        return
+    reads = {block._id for block in getattr(block_fn, "inputs", []) or [] if isinstance(block, gr.State)}
+    writes = {block._id for block in getattr(block_fn, "outputs", []) or [] if isinstance(block, gr.State)}
+    if writes and reads <= writes:
+        found_again(session)
+    if reads:
+        raise gr.Error(LOST, print_exception=False)
 
 
 def booleans_kept(block_fn: Any, sent: Any, processed: Any) -> Any:

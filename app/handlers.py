@@ -139,15 +139,17 @@ def replay_speed(value: object) -> float:
 class Budget:
     """A race's time budget: `spend` hands out the race's steps until it has run `seconds`, then stops
     the race (the steps so far are kept; `spent` says so) and closes it, so its decoding ends there.
-    Closing the handed-out steps early (a visitor gone, Stop) closes the race as well."""
+    Closing the handed-out steps early (a visitor gone, Stop) closes the race as well. `spent_before` is what
+    the race spent before its first step (reading its video: `Media.load_seconds`), counted in the budget."""
 
-    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic, spent_before: float = 0.0) -> None:
         self.seconds = seconds
         self.clock = clock
+        self.spent_before = spent_before
         self.spent = False
 
     def spend(self, source: Iterator[RaceData]) -> Generator[RaceData, None, None]:
-        start = self.clock()
+        start = self.clock() - self.spent_before
         try:
             for data in source:
                 if not data.finished and self.clock() - start > self.seconds:
@@ -159,6 +161,11 @@ class Budget:
             close = getattr(source, "close", None)
             if close is not None:
                 close()
+
+
+def media_seconds(request: Any) -> float:
+    """How long reading the request's picture or video took (counted in the race's budget)."""
+    return float(getattr(getattr(request, "media", None), "load_seconds", 0.0) or 0.0)
 
 
 class ReplayClock:
@@ -502,7 +509,7 @@ class Handlers:
                 yield self.status_only(notes + pair_status(choice, lead))
             loaded = self.load_for(request, progress)
             running = pair_status(choice, f"Racing on {loaded.pair.device}, round by round:")
-            budget = Budget(self.settings.limits.max_race_seconds)
+            budget = Budget(self.settings.limits.max_race_seconds, spent_before=media_seconds(request))
             yield from self.stream(self.race(request, loaded), running, tree_lane, budget, lead=notes)
         except Exception as error:
             yield self.status_only(error_html(user_message(error)))
@@ -518,7 +525,7 @@ class Handlers:
 
     def race_to_end(self, form: RaceForm) -> dict:
         request = self.request(form)
-        budget = Budget(self.settings.limits.max_race_seconds)
+        budget = Budget(self.settings.limits.max_race_seconds, spent_before=media_seconds(request))
         notes = race_notes(request.pair.target, request.media, request.prompt)
         return race_result(last(budget.spend(self.race(request, self.load_for(request)))), notes=notes)
 
@@ -564,14 +571,19 @@ class Handlers:
 
     # -- the page's controls --
 
+    def unchanged(self) -> Update:
+        """A control's answer that changes nothing (Gradio reads an empty dict as one value for several
+        outputs and answers a bare "Error"; every page control has the status line among its outputs)."""
+        return {self.page.status: gr.skip()}
+
     def stop(self, data: RaceData | None) -> Update:
         """Stop the race or replay: every status line says so (the streaming event is cancelled too)."""
         page = self.page
         if data is None:
             return {page.status: stopped_status(None)}
         data.stopped = not data.finished
-        if not data.stopped:
-            return {}
+        if not data.stopped:  # a finished race (or the landing one): nothing to stop
+            return self.unchanged()
         return {
             page.status: stopped_status(data),
             page.verdict: headline_html(data) + badge_html(data),
@@ -583,7 +595,7 @@ class Handlers:
         """Once the streaming event is cancelled, draw the stopped race again: an update the stream
         had sent before Stop may reach the page after Stop's own."""
         if data is None or not data.stopped:
-            return {}
+            return self.unchanged()
         page = self.page
         return {
             page.status: stopped_status(data),
@@ -594,7 +606,7 @@ class Handlers:
     def show_tree(self, data: RaceData | None, method: str | None, step: float | None) -> Update:
         lane = data.lane(method) if data is not None and method else None
         if data is None or lane is None:
-            return {}
+            return self.unchanged()
         return self.tree_view(data, lane, None if step is None else int(step))
 
     def tree_view(self, data: RaceData, lane: Any, step: int | None) -> Update:
@@ -607,7 +619,7 @@ class Handlers:
         _, slider, chosen = self.tree_controls(data, method)
         lane = data.lane(chosen) if data is not None and chosen else None
         if data is None or lane is None:
-            return {}
+            return self.unchanged()
         return {**self.tree_view(data, lane, None), self.page.tree_round: slider}
 
     # -- the teaching mode's Step: one round at a time on every side --

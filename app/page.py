@@ -358,6 +358,8 @@ class Page:
     api_race_json: Any = None
     api_json_asked: tuple[Any, ...] = ()
     api_json: Any = None
+    # The MCP tool `replay_api`: the trace and its pace, then whether to add the panels
+    api_replay_json: Any = None
     sketch: Any = None  # the Draw tab's pad (app/sketch.py)
     slides: Any = None  # "Export for slides": the race on screen as one offline HTML replay (app/export.py)
     slides_file: Any = None
@@ -592,6 +594,7 @@ def build_page(
         api_race_json=gr.Button(visible=False),
         api_json_asked=(gr.Checkbox(False, visible=False), gr.Checkbox(False, visible=False)),
         api_json=gr.Textbox(visible=False),
+        api_replay_json=gr.Button(visible=False),
         sketch=sketch,
         slides=slides,
         slides_file=slides_file,

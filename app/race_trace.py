@@ -9,6 +9,7 @@ single-run trace of the CLI loads too.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -52,7 +53,18 @@ def save_race(data: RaceData, path: str | Path) -> Path:
 
 def load_race(path: str | Path, max_bytes: int = MAX_TRACE_BYTES) -> RaceData:
     """Read a race trace (or a single-run trace) of at most `max_bytes`; raises TraceError when it is neither."""
-    return parse_race(read_trace_text(path, max_bytes).splitlines(), source=Path(path).name)
+    return parse_race(read_trace_text(path, max_bytes).splitlines(), source=trace_name(path))
+
+
+#: The name Gradio gives a file sent as a data: URL ("file", or "file." and the extension its type suggests).
+SENT_AS_DATA = re.compile(r"file(\.[A-Za-z0-9]+)?")
+
+
+def trace_name(path: str | Path) -> str:
+    """How the page and the answer name a trace: its file's name, or "the trace you sent" for one that came as
+    a data: URL (Gradio names those `file.txt`, which names nothing the caller knows)."""
+    name = Path(path).name
+    return "the trace you sent" if SENT_AS_DATA.fullmatch(name) else name
 
 
 def parse_race(lines: Sequence[str], source: str = "") -> RaceData:

@@ -30,11 +30,11 @@ from starlette.middleware import Middleware
 from . import models
 from .boundary import guard, refusals_as_sentences
 from .export import wire_export
-from .gradio_patches import answer_full_queue, bound_sessions
+from .gradio_patches import HeartbeatWatch, answer_full_queue, bound_sessions
 from .handlers import TRACE_DIR, Handlers, Settings, Update, controls, last, race_api_function, save_trace_file
 from .inputs import Limits, RaceForm, load_examples
 from .landing import wire_landing
-from .mcp_tool import hidden_from_mcp, race_json_function
+from .mcp_tool import hidden_from_mcp, race_json_function, replay_json_function
 from .page import HEAD, STATE_TTL, TITLE, Page, build_page, image_input
 from .page_cache import PageCache
 from .preview import wire_preview
@@ -206,8 +206,16 @@ def wire(page: Page, handlers: Handlers) -> None:
         concurrency_id="race",
         concurrency_limit=RACE_CONCURRENCY,
     )
+    page.api_replay_json.click(
+        guard(replay_json_function(handlers.replay_api)),
+        [page.trace_in, page.speed, page.api_json_asked[0]],
+        page.api_json,
+        api_name="replay_json",
+        concurrency_id="replay",
+        concurrency_limit=REPLAY_CONCURRENCY,
+    )
     page.api_replay.click(
-        guard(handlers.replay_api),
+        hidden_from_mcp(guard(handlers.replay_api)),
         [page.trace_in, page.speed],
         page.api_result,
         api_name="replay",
@@ -265,13 +273,14 @@ def queued(demo: gr.Blocks, limits: Limits | None = None) -> gr.Blocks:
 def launch_options(limits: Limits | None = None) -> dict[str, Any]:
     """What `launch` needs besides the address: Gradio refuses larger uploads before storing them; the page
     is served from memory (`page_cache`), so a crowd of arrivals does not hold up the races; at most
-    `limits.max_sessions` visitors' sessions are kept."""
+    `limits.max_sessions` visitors' sessions are kept, each page's heartbeat watched (`HeartbeatWatch`) so
+    that a session follows its visitor, not the socket."""
     limits = limits or Limits.from_env()
     return {
         "max_file_size": limits.max_file_bytes,
         "state_session_capacity": limits.max_sessions,
         "head": HEAD,
-        "app_kwargs": {"middleware": [Middleware(PageCache)]},
+        "app_kwargs": {"middleware": [Middleware(PageCache), Middleware(HeartbeatWatch)]},
     }
 
 

@@ -12,6 +12,7 @@ same figures and nothing is computed twice.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -65,7 +66,8 @@ def lead_method(methods: Iterable[str]) -> str:
 
 def speedups_of(figures: Mapping[str, LaneFigures], decode_only: bool = False) -> dict[str, float]:
     """The lead method's tokens/s over each other method's (decode-only: after the prefill); the one place
-    a speedup is computed. A method with no measured rate is left out."""
+    a speedup is computed. A method with no measured rate, or a ratio that is not a finite number (a doctored
+    trace's times), is left out."""
     if len(figures) < 2:
         return {}
     lead = lead_method(figures)
@@ -73,7 +75,11 @@ def speedups_of(figures: Mapping[str, LaneFigures], decode_only: bool = False) -
     def rate(f: LaneFigures) -> float:
         return f.decode_tokens_per_second if decode_only else f.tokens_per_second
 
-    return {m: rate(figures[lead]) / rate(f) for m, f in figures.items() if m != lead and rate(f) > 0}
+    mine = rate(figures[lead])
+    if not (math.isfinite(mine) and mine > 0):
+        return {}
+    ratios = {m: mine / rate(f) for m, f in figures.items() if m != lead and math.isfinite(rate(f)) and rate(f) > 0}
+    return {m: value for m, value in ratios.items() if math.isfinite(value)}
 
 
 def recorded(header: RunHeader | None, method: str) -> Any:

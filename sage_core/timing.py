@@ -176,7 +176,8 @@ class Headline:
 
 
 def headline(lead: SideTimes, rival: SideTimes, fixed_answers: bool = True) -> Headline | None:
-    """The headline of `lead` against `rival` (None until both have decode rounds). The interval is over
+    """The headline of `lead` against `rival` (None until both have decode rounds, or when a side's time per
+    token is zero or the ratio is not a finite number: a doctored trace's times). The interval is over
     re-runs of the same race: with `fixed_answers` (greedy: a re-run gives the same tokens in the same
     rounds) it resamples each side's round times alone, its tokens as they are; else (sampling: a re-run
     draws other answers) it resamples each side's rounds with their tokens. Each side is resampled on its
@@ -184,17 +185,23 @@ def headline(lead: SideTimes, rival: SideTimes, fixed_answers: bool = True) -> H
     if not lead.rounds or not rival.rounds:
         return None
     prefill = charged_prefill((lead, rival))
+    point = [_seconds_per_token(side, prefill[side.method]) for side in (lead, rival)]
+    if not all(math.isfinite(t) and t > 0 for t in (*point[0], *point[1])):
+        return None  # a side that took no time (a doctored trace): no ratio to say
     mine = _resampled(lead, prefill[lead.method], fixed_answers)
     theirs = _resampled(rival, prefill[rival.method], fixed_answers)
-    point = [_seconds_per_token(side, prefill[side.method]) for side in (lead, rival)]
-    both = numpy.asarray(theirs) / numpy.asarray(mine)  # rows: end to end, decode only
+    with numpy.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        both = numpy.asarray(theirs) / numpy.asarray(mine)  # rows: end to end, decode only
+        ratios = (point[1][0] / point[0][0], point[1][1] / point[0][1])
+    if not (numpy.isfinite(both).all() and all(math.isfinite(r) for r in ratios)):
+        return None  # times so far apart (1e-300 s against 1e290 s) that no ratio is a number
     return Headline(
         lead.method,
         rival.method,
-        point[1][0] / point[0][0],
-        _interval(both[0], point[1][0] / point[0][0]),
-        point[1][1] / point[0][1],
-        _interval(both[1], point[1][1] / point[0][1]),
+        ratios[0],
+        _interval(both[0], ratios[0]),
+        ratios[1],
+        _interval(both[1], ratios[1]),
         prefill[lead.method],
         prefill[rival.method],
         (lead.tokens_per_forward, rival.tokens_per_forward),
@@ -205,7 +212,7 @@ def headline(lead: SideTimes, rival: SideTimes, fixed_answers: bool = True) -> H
 def _seconds_per_token(side: SideTimes, prefill: float) -> tuple[float, float]:
     """End-to-end and decode-only seconds per token, the rounds at their median cost."""
     decode = side.rounds * side.round_cost()
-    return (prefill + decode) / side.tokens, decode / max(sum(side.round_tokens), 1)
+    return (prefill + decode) / max(side.tokens, 1), decode / max(sum(side.round_tokens), 1)
 
 
 def _resampled(side: SideTimes, prefill: float, fixed_answers: bool) -> tuple[numpy.ndarray, numpy.ndarray]:

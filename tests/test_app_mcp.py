@@ -97,7 +97,7 @@ def test_the_mcp_server_lists_the_race_tool_with_its_docstring() -> None:
     finally:
         demo.close()
     assert "race_api" in tools and "replay_api" in tools, sorted(tools)
-    assert not [name for name in tools if name.startswith("race_api_")], sorted(tools)  # /race is not a second tool
+    assert not [n for n in tools if n.startswith(("race_api_", "replay_api_"))], sorted(tools)  # no second tools
     race = tools["race_api"]
     assert race.description.startswith("Race SAGE against its baselines"), race.description
     assert "Returns:" in race.description and "losslessness verdict" in race.description
@@ -112,6 +112,37 @@ def test_the_mcp_server_lists_the_race_tool_with_its_docstring() -> None:
         assert accepted in properties["image"]["description"], properties["image"]["description"]
         assert accepted in race.description
     assert "data: URL" in tools["replay_api"].inputSchema["properties"]["trace_file"]["description"]
+
+
+@pytest.mark.timeout(240)
+def test_an_mcp_client_replays_a_data_url_trace_as_json_named_as_sent() -> None:
+    """`replay_api` answered Python's repr of a dict (67,409 characters of single quotes) and named a trace sent
+    as a data: URL `file.txt`: it answers JSON like `race_api`, the panels only when asked for."""
+    trace = ROOT / "assets" / "landing" / "race.jsonl"
+    data_url = "data:text/plain;base64," + base64.b64encode(trace.read_bytes()).decode()
+    demo = build_demo()
+    queued(demo).launch(
+        server_name="127.0.0.1",
+        server_port=free_port(),
+        prevent_thread_lock=True,
+        quiet=True,
+        mcp_server=True,
+        **launch_options(),
+    )
+    url = f"{demo.local_url}gradio_api/mcp/"
+    try:
+        replayed = asyncio.run(call_tool(url, "replay_api", {"trace_file": data_url, "speed": 0}))
+        asked = asyncio.run(call_tool(url, "replay_api", {"trace_file": data_url, "speed": 0, "panels": True}))
+    finally:
+        demo.close()
+    assert not replayed.isError, replayed.content
+    answer = json.loads(replayed.content[0].text)
+    print(f"\nthe replay's MCP answer: {len(replayed.content[0].text.encode())} bytes")
+    assert answer["replay"] is True and answer["left_out"] == ["panels"] and "trace" not in answer
+    assert answer["source"] == "the trace you sent" and answer["texts"] and "headline" in answer
+    assert len(replayed.content[0].text.encode()) <= MCP_MAX_BYTES
+    with_panels = json.loads(asked.content[0].text)
+    assert with_panels["left_out"] == [] and with_panels["panels"] and with_panels["texts"] == answer["texts"]
 
 
 def test_app_py_turns_the_mcp_server_on_by_flag_or_environment(monkeypatch: pytest.MonkeyPatch) -> None:

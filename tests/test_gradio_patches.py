@@ -14,6 +14,7 @@ import pytest
 from gradio import queueing, route_utils
 from gradio.state_holder import SessionState, StateHolder
 
+from app import gradio_patches
 from app.gradio_patches import SESSION_BOUNDS, drop_session, stale_sessions
 from app.inputs import Limits
 
@@ -29,6 +30,14 @@ def test_what_the_patches_rely_on_is_still_in_gradio() -> None:
     # The server calls the cleanup the app extends, every second.
     assert "delete_all_expired_state()" in inspect.getsource(route_utils), "Gradio no longer cleans state"
     assert "queue_full" in inspect.getsource(queueing.Queue.push), "Gradio's full queue says it differently"
+    # What `SessionRules` and `HeartbeatWatch` read and replace: the heartbeat's route, the queue's events in
+    # flight per session, and the holder's session making and capacity.
+    from gradio import routes
+
+    assert '"/heartbeat/{session_hash}"' in inspect.getsource(routes), "Gradio's heartbeat route moved"
+    assert "pending_event_ids_session" in inspect.getsource(queueing.Queue.__init__)
+    assert "self.update(session_id)" in inspect.getsource(gradio_patches._stock_getitem)
+    assert "self.capacity" in inspect.getsource(gradio_patches._stock_update)
     # What `around_preprocess_data` and `around_preprocess` wrap: an event's inputs, a component's payload.
     assert inspect.iscoroutinefunction(gr.Blocks.preprocess_data)
     assert list(inspect.signature(gr.Blocks.preprocess_data).parameters)[:3] == ["self", "block_fn", "inputs"]
@@ -78,7 +87,8 @@ def test_a_served_app_drops_a_visitors_session_once_they_leave() -> None:
     form = RaceForm(image=image, prompt="describe it.", pair="builtin", methods=["sage", "static"], max_new_tokens=2)
     values = [getattr(form, name) for name in RACE_FIELDS]
     with running_demo("builtin", "builtin", limits) as (demo, url):
-        assert getattr(demo, SESSION_BOUNDS) == (1.0, 3600) and demo.state_session_capacity == 50
+        rules = getattr(demo, SESSION_BOUNDS)
+        assert (rules.closed_grace_s, rules.idle_s) == (1.0, 3600) and demo.state_session_capacity == 50
         clients = [Client(url, verbose=False) for _ in range(4)]
         for client in clients:
             answer = client.predict(*values, api_name="/race")

@@ -4,6 +4,7 @@ headline in the page's words, the loss sentence and `/race`'s answer."""
 
 from __future__ import annotations
 
+import json
 import statistics
 from dataclasses import replace
 
@@ -13,7 +14,7 @@ from app import render
 from app.api import race_result
 from app.race import Lane, RaceData
 from sage_core.timing import MIN_ROUNDS, SideTimes, charged_prefill, headline, side_times
-from tests.app_records import header, record
+from tests.app_records import header, record, synthetic_race
 
 
 def side(method: str, round_ms: list[float], tokens: int, prefill_ms: float = 100.0, drafts: bool = True) -> SideTimes:
@@ -158,3 +159,35 @@ def test_frozen_alpha_in_race_is_sages_mean_unless_given() -> None:
     assert frozen_alpha_in_race(0.5, alphas, 0.89) == (0.5, "given")  # an explicit value is kept
     held, source = frozen_alpha_in_race(None, [], 0.89)
     assert held == 0.89 and "default" in source
+
+
+@pytest.mark.parametrize("lead_scale, rival_scale", [(0.0, 1.0), (5e-324, 1.0), (1e-300, 1e290)])
+def test_a_trace_whose_side_took_no_time_gets_no_headline_and_never_inf_or_nan(tmp_path, lead_scale, rival_scale):
+    """A doctored replay whose SAGE rounds took 0 s (or 5e-324 s; or 1e-300 s against 1e290 s) once answered
+    "internal error" on /replay, the page, MCP and both exports, or printed "inf× (interval nan–nan×)": the
+    race has no headline, and nothing says inf or nan."""
+    from app import export
+    from app.api import json_answer
+    from app.race_trace import load_race, race_trace_lines
+
+    race = synthetic_race()
+    assert race_result(race, with_trace=False)["headline"] is not None  # a headline before the doctoring
+    for lane, scale in ((race.lane("sage"), lead_scale), (race.lane("static"), rival_scale)):
+        total = 0.0
+        for index, r in enumerate(lane.records):
+            seconds = r.round_seconds * scale
+            total += seconds
+            lane.records[index] = replace(
+                r, round_seconds=seconds, draft_seconds=0.0, verify_seconds=seconds, total_seconds=total
+            )
+    path = tmp_path / "doctored.jsonl"
+    path.write_text("\n".join(race_trace_lines(race)) + "\n")
+    replayed = load_race(str(path))
+    replayed.replay = True
+    answer = race_result(replayed, with_trace=False)
+    assert answer["headline"] is None and answer["headlines"] == {}
+    shown = render.headline_html(replayed) + render.table_html(replayed) + render.race_html(replayed)
+    sent = json_answer(answer)
+    frames = json.dumps(export.frames(replayed, 3))
+    for text in (shown, sent, frames, render.loss_sentence(replayed)):
+        assert "inf×" not in text and "nan" not in text.lower().replace("nano", ""), text[:400]

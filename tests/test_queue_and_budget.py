@@ -129,6 +129,20 @@ def test_a_race_stops_at_its_time_budget_and_is_closed():
     assert source.gi_frame is None  # closed: its decoding ends there
 
 
+def test_reading_the_video_counts_in_the_races_budget():
+    """A clip that took 4 s of a 5 s budget to read leaves the race about 1 s (before: the whole 5 s after it)."""
+    from types import SimpleNamespace
+
+    from app.handlers import media_seconds
+
+    request = SimpleNamespace(media=SimpleNamespace(load_seconds=4.0))
+    assert media_seconds(request) == 4.0 and media_seconds(SimpleNamespace(media=None)) == 0.0
+    ticks = iter(range(1000))
+    budget = Budget(5.0, clock=lambda: float(next(ticks)), spent_before=media_seconds(request))
+    handed = list(budget.spend(endless()))
+    assert budget.spent and len(handed) <= 3
+
+
 def test_the_page_says_the_race_reached_its_budget(monkeypatch):
     from app.handlers import Handlers, Settings
 
