@@ -446,6 +446,11 @@ def headline_words(h: Headline) -> str:
     """The headline in words: the verdict first, then the estimate and its interval."""
     rival, low, high = SHORT.get(h.rival, h.rival), *h.interval
     between = f"(90% interval {low:.2f}–{high:.2f}×)"
+    if h.verdict == "same work":
+        return (
+            f"the same work as {rival}: the same trees and accepted tokens every round, so neither is faster "
+            f"({h.speedup:.2f}× on the clock {between} is this machine's noise)"
+        )
     if h.verdict == "faster":
         return f"{h.speedup:.2f}× faster than {rival} {between}"
     if h.verdict == "slower":

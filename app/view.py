@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
 
@@ -23,7 +23,7 @@ from sage_core.cost_curve import CostCurve
 from sage_core.errors import SageError
 from sage_core.methods import MethodSpec, drafts, is_method, method_spec
 from sage_core.studies.account import RaceAccount, race_account
-from sage_core.timing import Headline, headline, side_times
+from sage_core.timing import Headline, headline, same_work, side_times
 from sage_core.trace_check import recorded_settings
 
 from .race import Lane, RaceData
@@ -261,8 +261,9 @@ def _headlines(lanes: Sequence[LaneView]) -> tuple[Headline, ...]:
     greedy = not (sampling and sampling.get("temperature"))
     lead = lead_method(sides)
     others = sorted((m for m in sides if m != lead), key=lambda m: RIVALS.index(m) if m in RIVALS else len(RIVALS))
+    records = {lane.method: lane.records for lane in lanes}
     found = (headline(sides[lead], sides[m], fixed_answers=greedy) for m in others)
-    return tuple(h for h in found if h is not None)
+    return tuple(replace(h, same_work=same_work(records[h.lead], records[h.rival])) for h in found if h is not None)
 
 
 def _held_alpha(lanes: Sequence[LaneView]) -> float | None:

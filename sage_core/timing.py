@@ -90,7 +90,7 @@ INTERVAL = (5.0, 95.0)
 BOOTSTRAPS = 1000
 #: Below this many decode rounds on either side no verdict is given (an interval of two rounds says little).
 MIN_ROUNDS = 4
-Verdict = Literal["faster", "slower", "unclear"]
+Verdict = Literal["faster", "slower", "unclear", "same work"]
 
 
 @dataclass(frozen=True)
@@ -149,12 +149,17 @@ class Headline:
     rival_prefill_seconds: float
     tokens_per_forward: tuple[float, float]  # the lead's, the rival's
     rounds: tuple[int, int]
+    same_work: bool = False  # the same trees and accepted paths every round (`same_work`)
 
     @property
     def verdict(self) -> Verdict:
-        """Faster when the whole interval is above 1, slower when below, else unclear (too noisy, or too
-        close to call); "unclear" too when either side ran fewer than `MIN_ROUNDS` decode rounds."""
+        """ "same work" when both sides did the same work (the same trees and paths every round: any gap on
+        the clock is the machine's); else faster when the whole interval is above 1, slower when below, else
+        unclear (too noisy, or too close to call); "unclear" too when either side ran fewer than `MIN_ROUNDS`
+        decode rounds."""
         low, high = self.interval
+        if self.same_work:
+            return "same work"
         if min(self.rounds) < MIN_ROUNDS:
             return "unclear"
         return "faster" if low > 1 else "slower" if high < 1 else "unclear"
@@ -231,6 +236,23 @@ def _resampled(side: SideTimes, prefill: float, fixed_answers: bool) -> tuple[nu
 def _interval(ratios: numpy.ndarray, point: float) -> tuple[float, float]:
     low, high = (float(v) for v in numpy.percentile(ratios, INTERVAL))
     return min(low, point), max(high, point)
+
+
+def same_work(mine: Sequence[RoundRecord], theirs: Sequence[RoundRecord]) -> bool:
+    """Whether two sides did the same work: as many decode rounds, each with the same tree (tokens and
+    parents) and the same accepted path (sage against sage-frozen with α at 1.00 every round, say). Their
+    target forwards, nodes verified and tokens are then the same: a ratio of their times measures only the
+    machine."""
+    a = [r for r in mine if r.phase == "decode"]
+    b = [r for r in theirs if r.phase == "decode"]
+    return (
+        bool(a)
+        and len(a) == len(b)
+        and all(
+            (x.tree_tokens, x.tree_parents, x.accepted_nodes) == (y.tree_tokens, y.tree_parents, y.accepted_nodes)
+            for x, y in zip(a, b, strict=True)
+        )
+    )
 
 
 def side_times(method: str, records: Sequence[RoundRecord], drafts: bool = True) -> SideTimes:

@@ -191,3 +191,37 @@ def test_a_trace_whose_side_took_no_time_gets_no_headline_and_never_inf_or_nan(t
     frames = json.dumps(export.frames(replayed, 3))
     for text in (shown, sent, frames, render.loss_sentence(replayed)):
         assert "inf×" not in text and "nan" not in text.lower().replace("nano", ""), text[:400]
+
+
+def test_identical_work_is_the_same_work_never_faster_and_adaptation_is_not_credited_with_the_clock():
+    """sage and sage-frozen on identical trees (τ the same, α 1.00 every round) once read "vs SAGE-frozen:
+    2.43× faster (1.12–3.23×)" and, in bold, "What adaptation bought on this input: … finished sooner": the
+    same work is said to be the same work, and adaptation bought nothing."""
+    from app.view import race_view
+    from sage_core.studies.premise import adaptation_bought
+    from sage_core.timing import same_work
+
+    lead, rival = quiet()
+    race = lanes_of(lead, rival)
+    sage = race.lane("sage")
+    slow = [replace(r, method="sage-frozen", round_seconds=2 * r.round_seconds) for r in sage.records]
+    race.lanes[1] = Lane("sage-frozen", header("sage-frozen"), slow)  # the same trees, twice the time
+    assert same_work(sage.records, slow) and not same_work(
+        sage.records, race_view(lanes_of(lead, rival)).lanes[1].records
+    )
+    found = race_view(race).headlines
+    assert found and found[0].rival == "sage-frozen" and found[0].verdict == "same work"
+    assert found[0].speedup > 1.5  # the clock says "faster" ...
+    shown = render.headline_html(race)
+    assert "the same work as" in shown and "faster than" not in shown and "slower than" not in shown
+    assert race_result(race, with_trace=False)["headline"]["verdict"] == "same work"
+    bought = adaptation_bought(sage.records, slow, 1.0)
+    assert (
+        bought is not None
+        and bought.same_work
+        and bought.sentence().startswith("What adaptation bought on this input: nothing.")
+    )
+    assert "sooner" not in bought.sentence() and "later" not in bought.sentence()
+    # τ the same but other trees: still no credit for the clock alone
+    other = replace(bought, same_work=False)
+    assert "nothing measurable" in other.sentence() and "sooner" not in other.sentence()

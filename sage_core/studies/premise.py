@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from ..methods import is_method, method_spec
 from ..records import RoundRecord
+from ..timing import same_work
 from .stats import interval
 
 MIN_ROUNDS = 4
@@ -295,6 +296,7 @@ class AdaptationBought:
     sage_seconds: float
     frozen_seconds: float
     frozen_alpha: float | None
+    same_work: bool = False  # the same trees and accepted paths every round (`timing.same_work`)
 
     @property
     def delta_tau(self) -> float:
@@ -305,24 +307,30 @@ class AdaptationBought:
         return self.sage_seconds - self.frozen_seconds
 
     def sentence(self) -> str:
-        """One plain sentence; it says so when adaptation bought nothing measurable here, and names each
-        difference that is measurable (τ, wall time) in its own direction."""
+        """One plain sentence; it says "nothing" when both did the same work, "nothing measurable" when τ
+        moved less than `NOTICEABLE_TAU` (wall time alone is never credited to adaptation), and else names
+        each difference that is measurable (τ, then wall time) in its own direction."""
         held = f" at {self.frozen_alpha:.2f}" if self.frozen_alpha is not None else ""
         figures = (
             f"τ {self.sage_tau:.2f} against {self.frozen_tau:.2f} (Δτ {self.delta_tau:+.2f}), wall time "
             f"{self.sage_seconds:.2f} s against {self.frozen_seconds:.2f} s "
             f"(Δ {self.delta_seconds * 1000:+.0f} ms)"
         )
-        verdicts = []
-        if abs(self.delta_tau) >= NOTICEABLE_TAU:
-            verdicts.append(f"accepted {'more' if self.delta_tau > 0 else 'fewer'} draft tokens per round")
-        if self.frozen_seconds > 0 and abs(self.delta_seconds) / self.frozen_seconds >= NOTICEABLE_TIME:
-            verdicts.append(f"finished {'sooner' if self.delta_seconds < 0 else 'later'}")
-        if not verdicts:
+        if self.same_work:
+            return (
+                f"What adaptation bought on this input: nothing. SAGE reading the entropy every round built the "
+                f"same trees and accepted the same tokens as SAGE with α held{held}, round for round: the same "
+                f"work, so any gap in wall time is this machine's noise ({figures})."
+            )
+        if abs(self.delta_tau) < NOTICEABLE_TAU:  # no more tokens per round: a gap on the clock is not its doing
             return (
                 f"What adaptation bought on this input: nothing measurable. SAGE reading the entropy every "
-                f"round against SAGE with α held{held}: {figures}."
+                f"round against SAGE with α held{held}: {figures}; with τ the same, wall time alone is "
+                "not credited to adaptation."
             )
+        verdicts = [f"accepted {'more' if self.delta_tau > 0 else 'fewer'} draft tokens per round"]
+        if self.frozen_seconds > 0 and abs(self.delta_seconds) / self.frozen_seconds >= NOTICEABLE_TIME:
+            verdicts.append(f"finished {'sooner' if self.delta_seconds < 0 else 'later'}")
         return (
             f"What adaptation bought on this input: SAGE reading the entropy every round {' and '.join(verdicts)}"
             f" than SAGE with α held{held}: {figures}."
@@ -349,6 +357,7 @@ def adaptation_bought(
         sage_seconds=sage[-1].total_seconds,
         frozen_seconds=frozen[-1].total_seconds,
         frozen_alpha=frozen_alpha,
+        same_work=same_work(sage, frozen),
     )
 
 
