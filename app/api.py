@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
-from .panels import all_figures, speedups
+from .panels import all_figures, speedups, wall_clock_speedups
 from .race import RaceData
 from .race_trace import race_trace_lines
 from .render import headline_words
@@ -50,7 +50,10 @@ def race_result(
         },
         "token_ids": {lane.method: list(lane.token_ids) for lane in race.lanes},
         "figures": {m: asdict(f) for m, f in race.figures.items()},
-        "speedups": speedups(race.figures),
+        # the lead's speedup over each side as the headline defines it (the prefill charged once, the rounds at
+        # their median cost: headline["speedup"] for the main rival); the clock's raw tokens/s ratios beside it
+        "speedups": speedups(race),
+        "wall_clock_speedups": wall_clock_speedups(race),
         # the lead against its main rival as an estimate: speedup, 90% interval, verdict (and the figures beside
         # it: decode-only, the prefill as charged, tokens per target forward); null with fewer than two sides
         "headline": {**found[0].as_dict(), "words": headline_words(found[0])} if found else None,

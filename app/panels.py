@@ -36,7 +36,7 @@ from .palette import ACCEPTED, BONUS, CUT, GREY, REJECTED, SERIES, Series
 from .render import DOTS as COLOURS
 from .render import SHORT as SHORT_LABELS
 from .render import display_token
-from .view import LaneFigures, RaceView, lead_method, speedups_of
+from .view import LaneFigures, RaceView
 
 Lanes = Mapping[str, Sequence[RoundRecord]]
 
@@ -676,9 +676,15 @@ def accepted_figure(lanes: Lanes, replay: bool = False) -> go.Figure:
 # -- 5. the race: tokens against time ------------------------------------------------------------
 
 
-def race_figure(lanes: Lanes, replay: bool = False, figures: Mapping[str, LaneFigures] | None = None) -> go.Figure:
-    """Tokens against time, each side's rate in its legend and the lead's speedups below; `figures`: the
-    sides' figures when the race's view has them (else read off `lanes`)."""
+def race_figure(
+    lanes: Lanes,
+    replay: bool = False,
+    figures: Mapping[str, LaneFigures] | None = None,
+    speedups: Mapping[str, float] | None = None,
+) -> go.Figure:
+    """Tokens against time, each side's rate in its legend and the lead's speedups below (`speedups`, keyed
+    "lead_over_other": the headline's, from the race's view); `figures`: the sides' figures when the race's
+    view has them (else read off `lanes`)."""
     title = "⑤ The race: tokens against time"
     present = {m: rs for m, rs in lanes.items() if rs}
     if not present:
@@ -699,7 +705,7 @@ def race_figure(lanes: Lanes, replay: bool = False, figures: Mapping[str, LaneFi
     fig.update_xaxes(title_text="seconds (synchronised, prefill included)", rangemode="tozero")
     fig.update_yaxes(title_text="tokens", rangemode="tozero")
     _layout(fig, title, replay=replay)
-    lines = speedup_lines(figures)
+    lines = speedup_lines(speedups or {})
     if lines:  # below the axis's title, off the lines (one line each: with every method they would cover them)
         under = BOTTOM_PX + SPEEDUP_LINE_PX * len(lines)
         fig.add_annotation(
@@ -723,19 +729,27 @@ def lane_figures(lanes: Lanes) -> dict[str, LaneFigures]:
     return {m: LaneFigures.of(rs) for m, rs in lanes.items() if rs}
 
 
-def speedups(figures: Mapping[str, LaneFigures]) -> dict[str, float]:
-    """tokens/s of the lead method (SAGE when it raced) over each other method's, keyed "lead_over_other"."""
-    if len(figures) < 2:
-        return {}
-    lead = lead_method(figures)
-    return {f"{lead}_over_{m}": value for m, value in speedups_of(figures).items()}
+def keyed(lead: str | None, ratios: Mapping[str, float]) -> dict[str, float]:
+    """Ratios of the lead over each other side, keyed "lead_over_other" (as `/race` sends them)."""
+    return {f"{lead}_over_{m}": value for m, value in ratios.items()} if lead else {}
 
 
-def speedup_lines(figures: Mapping[str, LaneFigures]) -> list[str]:
+def speedups(race: RaceView) -> dict[str, float]:
+    """The lead's speedup over each other side as the headline defines it (`RaceView.speedups`: the prefill
+    charged once, the rounds at their median cost), keyed "lead_over_other"."""
+    return keyed(race.lead, race.speedups)
+
+
+def wall_clock_speedups(race: RaceView) -> dict[str, float]:
+    """The lead's tokens/s over each other side's as the clock measured them (load and all), keyed alike."""
+    return keyed(race.lead, race.wall_speedups)
+
+
+def speedup_lines(speedups: Mapping[str, float]) -> list[str]:
     lines = []
-    for key, value in speedups(figures).items():
+    for key, value in speedups.items():
         lead, other = key.split("_over_")
-        lines.append(f"{short_label(lead)} ÷ {short_label(other)}: <b>{value:.2f}×</b> tokens/s")
+        lines.append(f"{short_label(lead)} ÷ {short_label(other)}: <b>{value:.2f}×</b> (the headline's speedup)")
     return lines
 
 
@@ -749,7 +763,7 @@ def all_figures(race: RaceView, tree_method: str | None = None, tree_round: int 
         "tree": tree_figure(lanes.get(tree_method, ()), tree_round, race.token_texts, tree_method, replay),
         "shapes": shape_figure(lanes, replay),
         "accepted": accepted_figure(lanes, replay),
-        "race": race_figure(lanes, replay, race.figures),
+        "race": race_figure(lanes, replay, race.figures, speedups(race)),
     }
     return {name: for_slides(fig, name) for name, fig in figures.items()}
 

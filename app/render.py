@@ -20,7 +20,7 @@ from sage_core.studies.premise import Calibration, acceptance_histogram, adaptat
 from sage_core.timing import MIN_ROUNDS, Headline
 
 from .race import RaceData
-from .view import LaneView, RaceView, race_view
+from .view import SPEEDUP_DEFINITION, LaneView, RaceView, race_view
 
 CSS = """
 .sage-wrap { font-family: Inter, system-ui, sans-serif; }
@@ -228,17 +228,18 @@ def table_html(data: RaceData | None) -> str:
         return ""
     race = race_view(data)
     figures, lead = race.figures, race.lead or ""
-    overall, decode_only = race.speedups, race.decode_speedups
+    overall, decode_only, wall = race.speedups, race.decode_speedups, race.wall_speedups
     # (the curve's predictions only when none of its points is noise: a noisy point would be read as a cost)
     trusted = data.costs is not None and data.costs.trusted
     predicted = predicted_speedups(data.costs, race.records, lead) if trusted and data.costs else {}
     rows = []
     for method, f in figures.items():
         if method == lead:
-            speed, decode_speed = "—", "—"
+            speed, decode_speed, clock = "—", "—", "—"
         else:
             speed = f"{overall[method]:.2f}×" if method in overall else "–"
             decode_speed = f"{decode_only[method]:.2f}×" if method in decode_only else "–"
+            clock = f"{wall[method]:.2f}×" if method in wall else "–"
         if trusted:
             decode_speed += (
                 f" <span title='predicted by the measured costs'>({predicted[method]:.2f}×)</span>"
@@ -251,18 +252,20 @@ def table_html(data: RaceData | None) -> str:
             f"{_esc(SHORT.get(method, method))}</td><td>{f.rounds}</td><td>{tau}</td>"
             f"<td>{f.tokens_per_forward:.2f}</td>"
             f"<td>{f.tokens}</td><td>{f.tokens_per_second:.1f}</td><td>{f.seconds:.2f}</td>"
-            f"<td>{speed}</td><td>{decode_speed}</td></tr>"
+            f"<td><b>{speed}</b></td><td>{decode_speed}</td><td>{clock}</td></tr>"
         )
     lead_name = SHORT.get(lead, lead)
     source = "recorded (replay)" if data.replay else "measured in this run"
     head = (
         "<tr><th>method</th><th>rounds</th><th>τ</th><th>tokens / target forward</th><th>tokens</th>"
-        f"<th>tokens/s</th><th>time (s)</th><th>{lead_name} speedup</th><th>decode-only</th></tr>"
+        f"<th>tokens/s</th><th>time (s)</th><th>{lead_name} speedup</th><th>decode-only</th>"
+        "<th>wall clock</th></tr>"
     )
     caption = (
         f"Figures {source}. τ = accepted draft tokens per round (paper's metric, bonus excluded); "
         "tokens / target forward counts the bonus (= τ + 1 per round, prefill included). Time is each side's "
-        "own device-synchronised time, prefill included; decode-only leaves the prefill out."
+        "own device-synchronised time, prefill included; decode-only leaves the prefill out. "
+        f"{SPEEDUP_DEFINITION[0].upper()}{SPEEDUP_DEFINITION[1:]}."
         + (
             " In brackets: the decode-only speedup the measured cost curve predicts from each side's rounds "
             "(tree sizes and tokens per round)."

@@ -23,7 +23,7 @@ from sage_core.cost_curve import CostCurve
 from sage_core.errors import SageError
 from sage_core.methods import MethodSpec, drafts, is_method, method_spec
 from sage_core.studies.account import RaceAccount, race_account
-from sage_core.timing import Headline, headline, same_work, side_times
+from sage_core.timing import Headline, headline, point_speedups, same_work, side_times
 from sage_core.trace_check import recorded_settings
 
 from .race import Lane, RaceData
@@ -64,10 +64,18 @@ def lead_method(methods: Iterable[str]) -> str:
     return "sage" if "sage" in methods else methods[0]
 
 
+#: One line on how the two speedups differ (the table's caption, panel ⑤, the API's docs).
+SPEEDUP_DEFINITION = (
+    "speedup: each side's time per token with the same prefill charged once to both and its rounds at their "
+    "median cost (what the headline says); wall clock: tokens ÷ seconds as the clock measured them, "
+    "so another process's load on one side shows in it"
+)
+
+
 def speedups_of(figures: Mapping[str, LaneFigures], decode_only: bool = False) -> dict[str, float]:
-    """The lead method's tokens/s over each other method's (decode-only: after the prefill); the one place
-    a speedup is computed. A method with no measured rate, or a ratio that is not a finite number (a doctored
-    trace's times), is left out."""
+    """The lead method's tokens/s over each other method's (decode-only: after the prefill), as the clock
+    measured them (`RaceView.wall_speedups`; the speedup the app shows is `RaceView.speedups`). A method
+    with no measured rate, or a ratio that is not a finite number (a doctored trace's times), is left out."""
     if len(figures) < 2:
         return {}
     lead = lead_method(figures)
@@ -145,12 +153,32 @@ class RaceView:
     costs: CostCurve | None
     verdict: Verdict | None
     held_alpha: float | None  # the α sage-frozen's lane held (None without that lane)
-    speedups: Mapping[str, float]  # the lead's tokens/s over each other side's, end to end
-    decode_speedups: Mapping[str, float]  # the same after the prefill
+    wall_speedups: Mapping[str, float]  # the lead's tokens/s over each other side's, as the clock measured
 
     @property
     def finished(self) -> bool:
         return all(lane.finished for lane in self.lanes)
+
+    @cached_property
+    def _points(self) -> dict[str, tuple[float, float]]:
+        sides = {lane.method: side_times(lane.method, lane.records, lane.drafts) for lane in self.lanes}
+        lead = self.lead
+        if lead is None or lead not in sides:
+            return {}
+        found = {m: point_speedups(sides[lead], side) for m, side in sides.items() if m != lead}
+        return {m: point for m, point in found.items() if point is not None}
+
+    @property
+    def speedups(self) -> dict[str, float]:
+        """The lead's speedup over each other side, as the headline defines it (`timing.point_speedups`: the
+        prefill charged once, the rounds at their median cost): the one figure the headline, the table,
+        panel ⑤ and `/race` show. Raw tokens/s ratios are `wall_speedups`."""
+        return {m: point[0] for m, point in self._points.items()}
+
+    @property
+    def decode_speedups(self) -> dict[str, float]:
+        """The same after the prefill (decode only)."""
+        return {m: point[1] for m, point in self._points.items()}
 
     @cached_property
     def headlines(self) -> tuple[Headline, ...]:
@@ -295,8 +323,7 @@ def race_view(data: RaceData) -> RaceView:
         costs=data.costs,
         verdict=_verdict(lanes, data.token_texts),
         held_alpha=held,
-        speedups=speedups_of(figures),
-        decode_speedups=speedups_of(figures, decode_only=True),
+        wall_speedups=speedups_of(figures),
     )
     data.view = (key, view)
     return view

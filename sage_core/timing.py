@@ -187,19 +187,16 @@ def headline(lead: SideTimes, rival: SideTimes, fixed_answers: bool = True) -> H
     rounds) it resamples each side's round times alone, its tokens as they are; else (sampling: a re-run
     draws other answers) it resamples each side's rounds with their tokens. Each side is resampled on its
     own seed (from its name), so the same records always give the same interval."""
-    if not lead.rounds or not rival.rounds:
+    ratios = point_speedups(lead, rival)
+    if ratios is None:
         return None
     prefill = charged_prefill((lead, rival))
-    point = [_seconds_per_token(side, prefill[side.method]) for side in (lead, rival)]
-    if not all(math.isfinite(t) and t > 0 for t in (*point[0], *point[1])):
-        return None  # a side that took no time (a doctored trace): no ratio to say
     mine = _resampled(lead, prefill[lead.method], fixed_answers)
     theirs = _resampled(rival, prefill[rival.method], fixed_answers)
     with numpy.errstate(divide="ignore", invalid="ignore", over="ignore"):
         both = numpy.asarray(theirs) / numpy.asarray(mine)  # rows: end to end, decode only
-        ratios = (point[1][0] / point[0][0], point[1][1] / point[0][1])
-    if not (numpy.isfinite(both).all() and all(math.isfinite(r) for r in ratios)):
-        return None  # times so far apart (1e-300 s against 1e290 s) that no ratio is a number
+    if not numpy.isfinite(both).all():
+        return None  # times so far apart that a resampled ratio is not a number
     return Headline(
         lead.method,
         rival.method,
@@ -212,6 +209,22 @@ def headline(lead: SideTimes, rival: SideTimes, fixed_answers: bool = True) -> H
         (lead.tokens_per_forward, rival.tokens_per_forward),
         (lead.rounds, rival.rounds),
     )
+
+
+def point_speedups(lead: SideTimes, rival: SideTimes) -> tuple[float, float] | None:
+    """The speedup of `lead` over `rival` as the headline defines it, end to end and decode only: each side
+    charged the same prefill once (`charged_prefill`), its rounds at their median cost. The one definition
+    of a speedup the app shows (the headline, the table, panel ⑤, `/race`); no interval, so it is cheap to
+    redraw with every streamed round. None until both have decode rounds, or when a side's time per token
+    is zero or a ratio is not a finite number (a doctored trace's times)."""
+    if not lead.rounds or not rival.rounds:
+        return None
+    prefill = charged_prefill((lead, rival))
+    point = [_seconds_per_token(side, prefill[side.method]) for side in (lead, rival)]
+    if not all(math.isfinite(t) and t > 0 for t in (*point[0], *point[1])):
+        return None
+    ratios = (point[1][0] / point[0][0], point[1][1] / point[0][1])
+    return ratios if all(math.isfinite(r) for r in ratios) else None
 
 
 def _seconds_per_token(side: SideTimes, prefill: float) -> tuple[float, float]:

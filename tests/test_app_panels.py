@@ -26,6 +26,7 @@ from app.ui import last
 from app.view import LaneFigures, race_view
 from sage_core import save_trace
 from sage_core.errors import ModelLoadError, TraceError
+from sage_core.timing import point_speedups, side_times
 from sage_core.trace_check import MAX_TREE_DEPTH, MAX_TREE_NODES
 
 
@@ -38,16 +39,25 @@ def traces(fig) -> list:
 
 def test_race_figure_plots_each_sides_own_clock_and_the_speedup():
     data = synthetic_race()
-    fig = panels.race_figure(data.records_by_method())
-    assert fig.to_json() == panels.race_figure(data.records_by_method(), figures=race_view(data).figures).to_json()
+    race = race_view(data)
+    fig = panels.race_figure(data.records_by_method(), speedups=panels.speedups(race))
+    assert (
+        fig.to_json()
+        == panels.race_figure(data.records_by_method(), figures=race.figures, speedups=panels.speedups(race)).to_json()
+    )
     by_name = {t.name.split(":")[0]: t for t in traces(fig)}
     for lane in data.lanes:
         trace = by_name[panels.short_label(lane.method)]
         assert list(trace.x) == [0.0, *(r.total_seconds for r in lane.records)]
         assert list(trace.y) == [0, *(r.total_tokens for r in lane.records)]
-    # 8 tokens in 0.9 s against 8 tokens in 1.4 s.
-    assert panels.speedups(race_view(data).figures) == pytest.approx({"sage_over_static": 1.4 / 0.9})
-    assert f"{1.4 / 0.9:.2f}×" in fig.layout.annotations[0].text
+    # 8 tokens in 0.9 s against 8 tokens in 1.4 s on the clock; the speedup shown is the headline's (the
+    # prefill charged once, the rounds at their median cost), the same figure the table and /race show.
+    assert panels.wall_clock_speedups(race) == pytest.approx({"sage_over_static": 1.4 / 0.9})
+    lead, rival = (side_times(lane.method, lane.records) for lane in data.lanes)
+    point = point_speedups(lead, rival)
+    assert point is not None and panels.speedups(race) == pytest.approx({"sage_over_static": point[0]})
+    assert f"<b>{point[0]:.2f}×</b> (the headline's speedup)" in fig.layout.annotations[0].text
+    assert f"<b>{point[0]:.2f}×</b>" in render.table_html(data)
 
 
 def test_accepted_figure_shows_tau_per_step_and_leaves_out_plain_decoding():
@@ -607,7 +617,8 @@ def test_after_stop_draws_the_stopped_race_again(tmp_path, monkeypatch):
     monkeypatch.setattr(handlers, "TRACE_DIR", tmp_path)
     handler = handlers_on_a_stand_in_page()
     data = unfinished_race()
-    assert handler.after_stop(data) == {} and handler.after_stop(None) == {}  # not stopped: nothing to redraw
+    nothing = handler.unchanged()  # not stopped: nothing to redraw (an update, never `{}`: Gradio's bare "Error")
+    assert handler.after_stop(data) == nothing and handler.after_stop(None) == nothing and nothing
     handler.stop(data)
     update = handler.after_stop(data)
     assert "race was stopped" in update["status"] and "Stopped" in update["verdict"]
@@ -617,7 +628,8 @@ def test_after_stop_draws_the_stopped_race_again(tmp_path, monkeypatch):
 def test_a_finished_race_is_not_marked_stopped(tmp_path, monkeypatch):
     monkeypatch.setattr(handlers, "TRACE_DIR", tmp_path)
     data = synthetic_race()
-    assert handlers_on_a_stand_in_page().stop(data) == {} and not data.stopped
+    handler = handlers_on_a_stand_in_page()
+    assert handler.stop(data) == handler.unchanged() and not data.stopped
 
 
 def test_written_traces_are_removed_after_an_hour(tmp_path):
