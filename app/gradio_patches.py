@@ -48,7 +48,7 @@ def answer_full_queue(demo: gr.Blocks, answer: Callable[[int, int | None], str])
             message = answer(len(queue), queue.max_size)
         return accepted, message, state
 
-    queue.push = push  # type: ignore[method-assign]  # Gradio's queue has no hook for a full queue's answer
+    setattr(queue, "push", push)  # noqa: B010  # Gradio's queue has no hook for a full queue's answer
 
 
 def around_preprocess(component: Any, around: Callable[[Callable[[Any], Any], Any], Any]) -> Any:
@@ -70,7 +70,7 @@ def around_preprocess_data(demo: gr.Blocks, around: Callable[..., Awaitable[Any]
     async def preprocess_data(block_fn: Any, inputs: list[Any], *args: Any, **kwargs: Any) -> Any:
         return await around(stock, block_fn, inputs, *args, **kwargs)
 
-    demo.preprocess_data = preprocess_data  # type: ignore[method-assign]  # Gradio has no hook for bad input
+    setattr(demo, "preprocess_data", preprocess_data)  # noqa: B010  # Gradio has no hook for bad input
 
 
 # -- sessions that follow the visitor ------------------------------------------------------------
@@ -283,9 +283,13 @@ def bound_sessions(demo: gr.Blocks, closed_grace_s: float, idle_s: float) -> Non
     heartbeats are watched by `HeartbeatWatch`, one of `launch`'s middleware). Other Blocks in the process
     keep Gradio's own behaviour."""
     setattr(demo, SESSION_BOUNDS, SessionRules(closed_grace_s, idle_s))
-    StateHolder.delete_all_expired_state = _delete_all_expired_state  # type: ignore[method-assign]  # no hook
-    StateHolder.__getitem__ = _getitem  # type: ignore[method-assign]  # no hook for a session made anew
-    StateHolder.update = _update  # type: ignore[method-assign]  # no hook for the capacity's choice
+    # Gradio has no hooks for these: its cleanup, a session made anew, and the capacity's choice.
+    for name, patched in (
+        ("delete_all_expired_state", _delete_all_expired_state),
+        ("__getitem__", _getitem),
+        ("update", _update),
+    ):
+        setattr(StateHolder, name, patched)
 
 
 __all__ = [

@@ -50,7 +50,7 @@ def json_tool(api: Callable[..., dict], name: str, offered: Sequence[str], retur
         return json_answer(api(**values), offered=offered, **asked)
 
     head, _, _ = (api.__doc__ or "").partition("Returns:")
-    answer_as_json.__signature__ = signature  # type: ignore[attr-defined]  # what Gradio reads the fields from
+    setattr(answer_as_json, "__signature__", signature)  # noqa: B010  # what Gradio reads the fields from
     answer_as_json.__doc__ = head.rstrip() + "\n" + "".join(ASKED_ARGS[flag] for flag in offered) + "\n" + returns
     answer_as_json.__name__ = name  # the MCP tool's name (clients knew it)
     return answer_as_json

@@ -28,6 +28,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from PIL import Image, ImageDraw, ImageFont, features
 
@@ -113,9 +114,9 @@ def reversed_run(run: list[str]) -> str:
     return "".join(reversed(run[:end])) + "".join(run[end:])
 
 
-def draw_line(draw: ImageDraw.ImageDraw, xy: tuple[float, float], line: str, face: Font, fill: object) -> None:
+def draw_line(draw: ImageDraw.ImageDraw, xy: tuple[float, float], line: str, face: Font, fill: Any) -> None:
     """One line of text at `xy`, in its direction (see `visual`)."""
-    draw.text(xy, visual(line), font=face, fill=fill)  # type: ignore[arg-type]
+    draw.text(xy, visual(line), font=face, fill=fill)
 
 
 def fitting(draw: ImageDraw.ImageDraw, text: str, face: Font, width: float) -> int:

@@ -29,6 +29,7 @@ from .models.forwards import FORWARDS
 from .models.presets import GPU_PRESETS
 from .models.prompts import check_prompt
 from .records import record_to_dict, save_trace, summarize
+from .studies.account import no_tree_note
 
 if TYPE_CHECKING:
     from .decode import DecodeRun
@@ -243,6 +244,7 @@ def _report(args: argparse.Namespace, run: DecodeRun, summary: RunSummary, confi
         result["draft_prompt_tokens"] = run.header.draft_prompt_tokens  # after pruning; null without a draft
         result["sampling"] = run.header.sampling
         result["trace"] = [record_to_dict(r) for r in run.records]
+        result["note"] = no_tree_note(config.method, run.records)
         print(json.dumps(result))
     else:
         print(
@@ -252,6 +254,8 @@ def _report(args: argparse.Namespace, run: DecodeRun, summary: RunSummary, confi
             + ("" if sampling.greedy else f"; sampled at temperature {sampling.temperature}, seed {run.seed}"),
             file=sys.stderr,
         )
+        if note := no_tree_note(config.method, run.records):
+            print(note, file=sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -289,8 +289,13 @@ def test_every_figure_of_the_race_account_is_recomputed_from_the_records():
         else:
             assert side.alpha_mean is None
         line = next(x for x in account.lines() if x.startswith(f"{method}:"))
-        assert f"τ {side.tau:.2f} over {len(rounds)} rounds" in line
-        assert f"full depth accepted in {full} of {len(rounds)} rounds" in line
+        if side.depth_cap == 0:  # plain decoding, said as what it is (not "trees up to 0 deep")
+            assert "one token per target forward" in line and "0 deep" not in line, line
+            assert ("plain decoding: no draft" in line) == (method == "ar"), line
+        else:
+            assert f"τ {side.tau:.2f} over {len(rounds)} rounds" in line
+            assert f"full depth accepted in {full} of {len(rounds)} rounds" in line
+            assert f"{1000 * median / (side.tau + 1):.1f} ms a token" in line
     sage, frozen = account.side("sage"), account.side("sage-frozen")
     assert account.reacting_delta_tau == pytest.approx(sage.tau - frozen.tau)
     assert f"Δτ {sage.tau - frozen.tau:+.2f}" in account.lines()[-1] and "held at 0.89" in account.lines()[-1]
@@ -304,6 +309,14 @@ def test_every_figure_of_the_race_account_is_recomputed_from_the_records():
     assert f"τ {sage.tau:.2f} against {static.tau:.2f}" in why
     assert f"{sage.nodes_per_round:.1f} nodes verified a round against {static.nodes_per_round:.1f}" in why
     assert f"bought Δτ {sage.tau - frozen.tau:+.2f} against α held at 0.89" in why
+    # what decides the race after the prefill, true whichever side won: each side's time per token
+    assert f"{sage.ms_per_token:.1f} ms a token against {static.ms_per_token:.1f}" in why
+    cheaper = sage.ms_per_token < static.ms_per_token
+    assert ("cheaper per token" in why or "about the same" in why) if cheaper else ("cheaper per token" not in why)
+    against_plain = race_account({m: runs[m] for m in ("sage", "ar")}, curve).why()
+    plain = account.side("ar")
+    assert against_plain.startswith("Why: Plain AR made one token per target forward (no draft)"), against_plain
+    assert f"{sage.ms_per_token:.1f} ms a token against {plain.ms_per_token:.1f}" in against_plain
     alone = race_account({m: runs[m] for m in ("sage", "chain")}, curve)
     assert "measured only beside SAGE, α frozen" in alone.why() and "against SD-Chain's" in alone.why()
     assert race_account({"sage": runs["sage"]}, curve).why() == ""

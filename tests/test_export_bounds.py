@@ -8,6 +8,7 @@ import threading
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 from PIL import Image, ImageChops, ImageDraw, ImageFont
@@ -28,7 +29,7 @@ class Measuring:
 
     def textlength(self, text: str, font: object = None) -> float:
         self.chars += len(text)
-        return self.draw.textlength(text, font=font)  # type: ignore[arg-type]
+        return self.draw.textlength(text, font=cast(Any, font))
 
     def __getattr__(self, name: str) -> object:
         return getattr(self.draw, name)
@@ -139,8 +140,8 @@ def test_wrapping_is_linear_in_the_text_and_loses_nothing(letter):
     face = slides_gif.font(19)
     measured = []
     for length in (10_000, 40_000):
-        draw = Measuring()
-        lines = slides_gif.wrapped(draw, letter * length, face, 600)  # type: ignore[arg-type]
+        draw: Any = Measuring()
+        lines = slides_gif.wrapped(draw, letter * length, face, 600)
         assert "".join(lines) == letter * length
         assert all(draw.draw.textlength(line, font=face) <= 600 for line in lines[:50])
         measured.append(draw.chars)
@@ -153,8 +154,8 @@ def test_only_the_drawn_tail_is_wrapped_and_a_huge_token_is_cut_with_a_mark():
     record = base.lanes[0].records[-1]
     many = replace(record, new_token_texts=tuple(f" w{i:05d}" * 14 for i in range(4_000)))  # 400,000 chars
     lanes = [Lane(base.lanes[0].method, base.lanes[0].header, [record, many])]
-    draw = Measuring()
-    slides_gif.draw_lanes(draw, RaceData(lanes=lanes), (8, 100, 1272, 390))  # type: ignore[arg-type]
+    draw: Any = Measuring()
+    slides_gif.draw_lanes(draw, RaceData(lanes=lanes), (8, 100, 1272, 390))
     assert draw.chars < 100_000, draw.chars  # the whole text wrapped measures millions
     tail = slides_gif.lane_tail([replace(record, new_token_texts=("a", HUGE, "b"))], 1_000)
     assert tail.endswith("x" * (slides_gif.TOKEN_CHARS - 1) + slides_gif.MARK + "b")
@@ -180,7 +181,7 @@ def test_a_deep_draft_tree_is_laid_out_without_recursion():
 @pytest.mark.skipif(not slides_gif.RAQM, reason="Pillow has no raqm here")
 def test_rtl_text_is_drawn_right_to_left_with_raqm():
     face = slides_gif.font(24)
-    basic = ImageFont.truetype(face.path, 24, layout_engine=ImageFont.Layout.BASIC)  # type: ignore[union-attr]
+    basic = ImageFont.truetype(cast(Any, face).path, 24, layout_engine=ImageFont.Layout.BASIC)
 
     def drawn(text: str, how) -> Image.Image:
         picture = Image.new("L", (240, 40), 0)
@@ -188,7 +189,7 @@ def test_rtl_text_is_drawn_right_to_left_with_raqm():
         return picture
 
     def unlike(a: Image.Image, b: Image.Image) -> int:
-        return sum(ImageChops.difference(a, b).getdata())  # type: ignore[arg-type]
+        return sum(cast(Any, ImageChops.difference(a, b).getdata()))
 
     ours = drawn("שלום", lambda d, t: slides_gif.draw_line(d, (4, 4), t, face, 255))
     right_to_left = drawn("םולש", lambda d, t: d.text((4, 4), t, font=basic, fill=255))  # reversed by hand

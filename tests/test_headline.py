@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import statistics
 from dataclasses import replace
+from typing import Any, cast
 
 import pytest
 
@@ -14,7 +15,7 @@ from app import render
 from app.api import race_result
 from app.race import Lane, RaceData
 from sage_core.timing import MIN_ROUNDS, SideTimes, charged_prefill, headline, side_times
-from tests.app_records import header, record, synthetic_race
+from tests.app_records import header, record, sage_records, synthetic_race
 
 
 def side(method: str, round_ms: list[float], tokens: int, prefill_ms: float = 100.0, drafts: bool = True) -> SideTimes:
@@ -225,3 +226,28 @@ def test_identical_work_is_the_same_work_never_faster_and_adaptation_is_not_cred
     # τ the same but other trees: still no credit for the clock alone
     other = replace(bought, same_work=False)
     assert "nothing measurable" in other.sentence() and "sooner" not in other.sentence()
+
+
+def test_a_method_whose_rule_refused_every_node_says_so_in_the_cli_the_race_and_the_api(capsys):
+    """1 of 5 `sage generate --method smart` runs made 65 target forwards at τ 0.00 with no note: a method
+    that drafts but made no tree in any round says so (the CLI's report and JSON, the race's account, /race)."""
+    import argparse
+
+    from app.view import race_view
+    from sage_core import cli
+    from sage_core.records import summarize
+    from sage_core.studies.account import no_tree_note
+
+    refused = [record("smart", step, step, 0, 0.1, 0.1 * (step + 1)) for step in range(4)]
+    note = no_tree_note("smart", refused)
+    assert note.startswith("SMART made no tree in any of its 3 rounds: its rule refused every candidate"), note
+    assert no_tree_note("ar", refused) == "" and no_tree_note("sage", sage_records()) == ""
+    race = RaceData(lanes=[Lane("sage", header("sage"), sage_records()), Lane("smart", header("smart"), refused)])
+    account = race_view(race).account
+    said = next(line for line in account.lines() if line.startswith("smart:"))
+    assert "refused every candidate in all 3 rounds" in said and "0 deep" not in said
+    assert "refused every candidate" in " ".join(race_result(race, with_trace=False)["account"]["lines"])
+    run = argparse.Namespace(header=header("smart"), records=refused, seed=0)
+    config = argparse.Namespace(method="smart", sampling=argparse.Namespace(greedy=True))
+    cli._report(argparse.Namespace(json=False), cast(Any, run), summarize(refused), cast(Any, config))
+    assert note in capsys.readouterr().err

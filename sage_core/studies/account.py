@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..cost_curve import CostCurve
-from ..methods import short_name
+from ..methods import drafts, short_name
 from ..records import RoundRecord
 
 
@@ -41,7 +41,30 @@ class SideAccount:
     alpha_mean: float | None
     alpha_range: tuple[float, float] | None
 
+    @property
+    def ms_per_token(self) -> float:
+        """A median round's time over the tokens a round brings on average (τ accepted and the bonus)."""
+        return self.median_round_ms / (self.tau + 1)
+
+    @property
+    def plain(self) -> bool:
+        """Whether it decoded as plain decoding does: no tree in any round (plain decoding itself, or a method
+        whose rule refused every candidate)."""
+        return self.depth_cap == 0
+
     def sentence(self) -> str:
+        if self.plain:
+            what = (
+                "plain decoding: no draft, one token per target forward"
+                if not drafts(self.method)
+                else f"its rule refused every candidate in all {self.rounds} rounds (no node's chance of "
+                "acceptance paid for its verification), so it decoded as plain decoding does, one token per "
+                "target forward"
+            )
+            return (
+                f"{self.method}: {what}, {self.rounds} rounds; a round {self.median_round_ms:.1f} ms (median); "
+                f"prefill {self.prefill_ms:.0f} ms"
+            )
         alpha = (
             f"; α {self.alpha_mean:.2f} on average ({self.alpha_range[0]:.2f}–{self.alpha_range[1]:.2f})"
             if self.alpha_mean is not None and self.alpha_range is not None
@@ -52,7 +75,8 @@ class SideAccount:
             f"{self.method}: τ {self.tau:.2f} over {self.rounds} rounds; trees up to {self.depth_cap} deep "
             f"({self.mean_depth:.1f} on average), the full depth accepted in {self.full_depth_rounds} of "
             f"{self.rounds} rounds; {self.nodes_per_round:.1f} nodes verified a round{cost}; prefill "
-            f"{self.prefill_ms:.0f} ms, a round {self.median_round_ms:.1f} ms (median){alpha}"
+            f"{self.prefill_ms:.0f} ms, a round {self.median_round_ms:.1f} ms (median), {self.ms_per_token:.1f} ms a "
+            f"token{alpha}"
         )
 
 
@@ -106,9 +130,9 @@ class RaceAccount:
 
     def rival(self) -> SideAccount | None:
         """The side SAGE's why is told against: SD-Tree when it raced, else the first other side that drafts
-        (sage-frozen, SAGE's own ablation, last)."""
-        others = [s for s in self.sides if s.method != "sage" and s.depth_cap > 0]
-        others.sort(key=lambda s: (s.method != "static", s.method == "sage-frozen"))
+        (sage-frozen, SAGE's own ablation, last), else plain decoding (or a side that made no tree)."""
+        others = [s for s in self.sides if s.method != "sage"]
+        others.sort(key=lambda s: (s.plain, s.method != "static", s.method == "sage-frozen"))
         return others[0] if others else None
 
     def why(self) -> str:
@@ -119,13 +143,20 @@ class RaceAccount:
         if sage is None or rival is None:
             return ""
         name = short_name(rival.method)
-        parts = [
-            f"SAGE's trees went up to {sage.depth_cap} deep ({sage.mean_depth:.1f} on average) against {name}'s "
-            f"{rival.depth_cap}, and {name} accepted its full depth in {rival.full_depth_rounds} of its "
-            f"{rival.rounds} rounds",
-            f"τ {sage.tau:.2f} against {rival.tau:.2f}, with {sage.nodes_per_round:.1f} nodes verified a round "
-            f"against {rival.nodes_per_round:.1f}",
-        ]
+        if rival.plain:
+            parts = [
+                f"{name} made one token per target forward ({'no draft' if not drafts(rival.method) else 'no tree'})"
+                f", SAGE {sage.tau + 1:.2f} a round with trees up to {sage.depth_cap} deep",
+            ]
+        else:
+            parts = [
+                f"SAGE's trees went up to {sage.depth_cap} deep ({sage.mean_depth:.1f} on average) against "
+                f"{name}'s {rival.depth_cap}, and {name} accepted its full depth in {rival.full_depth_rounds} of its "
+                f"{rival.rounds} rounds",
+                f"τ {sage.tau:.2f} against {rival.tau:.2f}, with {sage.nodes_per_round:.1f} nodes verified a round "
+                f"against {rival.nodes_per_round:.1f}",
+            ]
+        parts.append(per_token(sage, rival, name))
         if self.reacting_delta_tau is not None:
             held = f" at {self.frozen_alpha:.2f}" if self.frozen_alpha is not None else ""
             parts.append(f"reacting to the entropy bought Δτ {self.reacting_delta_tau:+.2f} against α held{held}")
@@ -143,6 +174,39 @@ class RaceAccount:
             "lines": self.lines(),
             "why": self.why(),
         }
+
+
+def no_tree_note(method: str, records: Sequence[RoundRecord]) -> str:
+    """One sentence when a method that drafts made no tree in any decode round (its rule refused every
+    candidate: SMART or sage-cost when no node's chance of acceptance pays for its verification), so it
+    decoded as plain decoding does; "" otherwise."""
+    rounds = [r for r in records if r.phase == "decode"]
+    if not drafts(method) or not rounds or any(r.tree_tokens for r in rounds):
+        return ""
+    return (
+        f"{short_name(method)} made no tree in any of its {len(rounds)} rounds: its rule refused every candidate "
+        "(no node's chance of acceptance paid for its verification on the cost curve), so it decoded as plain "
+        "decoding does, one token per target forward."
+    )
+
+
+#: Below this relative gap two sides' time per token is "about the same" (one race, no interval).
+SAME_COST = 0.03
+
+
+def per_token(sage: SideAccount, rival: SideAccount, name: str) -> str:
+    """What decides the race after the prefill, true whichever side won: each side's median round over the
+    tokens it brought, and which was cheaper per token."""
+    mine, theirs = sage.ms_per_token, rival.ms_per_token
+    figures = (
+        f"a round {sage.median_round_ms:.1f} ms for {sage.tau + 1:.2f} tokens against {rival.median_round_ms:.1f} ms "
+        f"for {rival.tau + 1:.2f}: {mine:.1f} ms a token against {theirs:.1f}"
+    )
+    if theirs > 0 and abs(mine - theirs) / theirs < SAME_COST:
+        return figures + ", about the same per token"
+    if mine < theirs:
+        return figures + f", so SAGE's rounds were cheaper per token than {name}'s"
+    return figures + f", so SAGE's rounds were dearer per token than {name}'s: its extra tokens did not pay for them"
 
 
 def race_account(
