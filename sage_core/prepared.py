@@ -119,6 +119,28 @@ def listed_words(words: Sequence[str], most: int = 3) -> str:
     return ", ".join(f"“{w}”" for w in words[:most]) + more
 
 
+#: Common short words of French, Spanish, German, Italian, Portuguese and Dutch questions that are not English
+#: words: a question whose unknown words include these is taken as written in another language.
+FOREIGN_WORDS = frozenset(
+    " ".join(
+        (
+            "le la les des une est combien dans quel quelle quels décris décrivez",  # French
+            "el los las una cuántos cuántas qué hay",  # Spanish
+            "der das ist wie viele und ein eine gibt es beschreibe",  # German
+            "di che quanti quante sono ci descrivi",  # Italian
+            "os um uma quantos quantas há descreva",  # Portuguese
+            "het een hoeveel zijn er beschrijf",  # Dutch
+        )
+    ).split()
+)
+
+
+def looks_like_another_language(words: Sequence[str]) -> bool:
+    """Whether a question's unknown words look written in another language: a letter outside ASCII (é, ñ, ß, 中,
+    я), or a common word of another European language; a misspelt English word is neither."""
+    return any(any(ch.isalpha() and not ch.isascii() for ch in word) or word.lower() in FOREIGN_WORDS for word in words)
+
+
 def check_vocabulary(model: VLM, prompt: str, name: str = "the model") -> None:
     """Refuse a prompt with words the model has no token for, naming them (InputError): for a model whose folder
     ships an asking note (`VLM.asking_note`: the built-in pair's names the questions that work) in its words; for
@@ -128,6 +150,9 @@ def check_vocabulary(model: VLM, prompt: str, name: str = "the model") -> None:
         return
     tokenizer = model.tokenizer
     words = unknown_words(tokenizer, prompt)
+    other_language = getattr(model, "other_language_note", None)
+    if words and other_language and looks_like_another_language(words):
+        raise InputError(other_language.format(words=listed_words(words)))
     if words and model.asking_note:  # a model that ships its asking note (the built-in pair): in its words
         raise InputError(model.asking_note.format(words=listed_words(words)))
     if words:

@@ -349,6 +349,20 @@ def asking_note() -> str:
     )
 
 
+def other_language_note() -> str:
+    """The built-in pair's sentence for a question that looks written in another language (`{words}` naming the
+    words it was not taught): it reads English only."""
+    return (
+        "The built-in pair reads English only, and this question looks written in another language (it was not "
+        f"taught {{words}}): ask in English, e.g. “{SUGGESTIONS['shapes'][0]}” or “{SUGGESTIONS['shapes'][1]}”"
+    )
+
+
+def asking_notes() -> dict[str, str]:
+    """What a model folder the world trained ships as its asking note (sage_core.models.loading.ASKING_NOTE)."""
+    return {"note": asking_note(), "other_language": other_language_note()}
+
+
 def write_asking_note(folder: Path) -> None:
     """Ship the asking note in a model folder the world trained (scripts/train_builtin_pair.py)."""
-    (folder / "asking_note.json").write_text(json.dumps({"note": asking_note()}, ensure_ascii=False) + "\n")
+    (folder / "asking_note.json").write_text(json.dumps(asking_notes(), ensure_ascii=False) + "\n")

@@ -14,6 +14,7 @@ import json
 import random
 import re
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 from PIL import Image
@@ -21,6 +22,7 @@ from PIL import Image
 from app.models import builtin_available
 from app.notes import OUTSIDE_WORLD_NOTE, race_notes
 from sage_core import load_media
+from sage_core.errors import SageError
 from sage_world import asking, scenes, wording
 from sage_world.quality import example_media
 from sage_world.scenes import HAND_DRAWN, ROW_KIND, SHIFTED, make_example, make_examples
@@ -270,3 +272,30 @@ def test_the_docs_word_and_token_counts_are_the_pairs():
     assert (int(said[2]), int(said[3])) == (len(world), len(visitor))
     assert f"tokenizer's {len(tokenizer)} tokens" in app_doc
     assert f"the {len(words)} words of its {len(tokenizer)} tokens" in limits_doc
+
+
+@pytest.mark.skipif(not builtin_available(), reason="built-in pair not trained")
+def test_a_question_in_another_language_gets_the_language_note_and_a_misspelt_one_does_not():
+    """French and Chinese questions were declined with the list of words the pair was not taught; they get one
+    sentence saying the built-in pair reads English only. An English question with typos keeps the word note."""
+    from app import models
+    from app.handlers import Handlers, Settings
+    from app.inputs import Limits, load_examples
+    from sage_core.prepared import looks_like_another_language
+
+    settings = Settings(Limits(), models.presets(), "builtin", models.CustomModels(), load_examples())
+    handlers = Handlers(cast(Any, None), settings)  # the API handler draws no page
+    for question in (
+        "Décris l'image en détail.",
+        "图中有多少个形状？",
+        "Wie viele Formen gibt es?",
+        "¿Cuántas formas hay?",
+    ):
+        with pytest.raises(SageError) as refused:
+            handlers.race_api(image=str(EXAMPLES / "chart.png"), prompt=question, pair="builtin", max_new_tokens=4)
+        said = str(refused.value)
+        assert said.startswith("The built-in pair reads English only"), (question, said)
+    with pytest.raises(SageError) as refused:
+        handlers.race_api(image=str(EXAMPLES / "chart.png"), prompt="descrbe the imgae in detial.", pair="builtin")
+    assert "reads English only" not in str(refused.value) and "was not taught" in str(refused.value)
+    assert not looks_like_another_language(["descrbe", "imgae", "detial"])

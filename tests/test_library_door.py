@@ -103,11 +103,11 @@ def test_the_asking_note_is_the_folders_and_the_world_wrote_it(image, tmp_path) 
     pair's folders ship the note the world writes (sage_world.asking); copied without it, or with one that is no
     note, the pair's unknown words get the library's own sentence."""
     from sage_core.models.loading import ASKING_NOTE
-    from sage_world.asking import asking_note
+    from sage_world.asking import asking_note, asking_notes
 
     for role in ("target", "draft", "hesitant-draft"):
         shipped = json.loads((BUILTIN / role / ASKING_NOTE).read_text(encoding="utf-8"))
-        assert shipped == {"note": asking_note()}
+        assert shipped == asking_notes() and shipped["note"] == asking_note()
     for name, note in (
         ("none", None),
         ("no words", {"note": "not taught"}),

@@ -26,17 +26,19 @@ BUILTIN_DRAFT = ASSETS / "builtin" / "draft"
 
 
 #: A model folder may ship a note on what it was taught (the built-in pair's does): {"note": "... {words} ..."},
-#: the sentence a prompt with words it has no token for gets, `{words}` naming them (prepared.check_vocabulary).
+#: the sentence a prompt with words it has no token for gets, `{words}` naming them (prepared.check_vocabulary);
+#: and {"other_language": "... {words} ..."}, the sentence for a question that looks written in another language.
 ASKING_NOTE = "asking_note.json"
 
 
-def asking_note_of(folder: str) -> str | None:
-    """The asking note a local model folder ships (`ASKING_NOTE`), or None (none, unreadable, or no `{words}`)."""
+def asking_note_of(folder: str, key: str = "note") -> str | None:
+    """A sentence a local model folder's asking note ships (`ASKING_NOTE`) under `key`, or None (none,
+    unreadable, or no `{words}`)."""
     path = Path(folder) / ASKING_NOTE if folder else None
     if path is None or not path.is_file():
         return None
     try:
-        note = json.loads(path.read_text(encoding="utf-8")).get("note")
+        note = json.loads(path.read_text(encoding="utf-8")).get(key)
     except (OSError, ValueError, AttributeError):
         return None
     if not isinstance(note, str) or "{words}" not in note:

@@ -67,7 +67,9 @@ class VLM:
         # the decode-time text forward without transformers' module machinery, where it is safe (lean.py)
         self.lean: LeanText | None = LeanText.of(model)
         # what a prompt with words it has no token for is told, when its folder ships a note (loading.ASKING_NOTE)
-        self.asking_note = asking_note_of(str(getattr(model.config, "_name_or_path", "") or ""))
+        folder = str(getattr(model.config, "_name_or_path", "") or "")
+        self.asking_note = asking_note_of(folder)
+        self.other_language_note = asking_note_of(folder, "other_language")
 
     @classmethod
     def load(
