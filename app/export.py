@@ -7,7 +7,7 @@ carries only what changed since the one before (`patch`: the new end of a text, 
 panel), and the player rebuilds each frame from them, so the file grows with the race's length, not
 with its square. The GIF is drawn from the records with PIL (`slides_gif`): no browser.
 
-    python -m app.export race.jsonl --html race.html --gif race.gif
+    python -m app.export race.jsonl --html race.html --gif race.gif --webm race.webm
 
 Every export has a budget (`Budget`: frames, seconds, bytes), said in one sentence before it starts;
 a race longer than its frames is sampled evenly (first and last rounds kept), and an export that
@@ -52,7 +52,7 @@ from plotly.offline import get_plotlyjs
 from sage_core import RoundRecord
 from sage_core.errors import SageError
 
-from . import slides_gif
+from . import slides_gif, slides_video
 from .explain_view import explained_html
 from .inputs import Limits
 from .page import Page
@@ -64,7 +64,7 @@ from .view import race_view
 
 PANEL_ORDER = ("confidence", "tree", "shapes", "accepted", "race")
 #: One frame a round, shown this long by the player (ms) and the GIF.
-FRAME_MS = 900
+FRAME_MS = slides_video.FRAME_MS
 GIF_SIZE = slides_gif.GIF_SIZE
 #: The page's export files live in Gradio's own cache folder, so Gradio serves them without a second copy.
 EXPORT_DIR = Path(get_upload_folder()) / "sage-exports"
@@ -462,6 +462,40 @@ def write_gif(
         raise
 
 
+def write_webm(
+    data: RaceData,
+    path: str | Path,
+    title: str = "SAGE race",
+    budget: Budget = GIF_BUDGET,
+    stop: Callable[[], bool] = never_stops,
+) -> Iterator[int]:
+    """The GIF's frames as a WebM video (VP9, 1280 x 720, one frame a round at `FRAME_MS`, the end held),
+    encoded as they are drawn (one frame held at a time); stopped or failed, it leaves no partial file."""
+    path, steps, spend, shown = export_plan(data, path, budget)
+    try:
+        with slides_video.video(path, GIF_SIZE) as writer:
+            for count, step in enumerate(steps):
+                check = spend.watch(count, len(steps), stop)
+                check()
+                picture = slides_gif.slide(race_at(shown, step), rounds_of(data), title, check)
+                slides_video.add_frame(writer, picture, 3 if count == len(steps) - 1 else 1)
+                yield count + 1
+        spend.bytes = path.stat().st_size
+        spend.check(len(steps), len(steps))
+    except slides_video.VideoError as error:
+        path.unlink(missing_ok=True)
+        raise ExportError(str(error)) from error
+    except BaseException:
+        path.unlink(missing_ok=True)
+        raise
+
+
+def save_webm(data: RaceData, path: str | Path, title: str = "SAGE race", budget: Budget = GIF_BUDGET) -> Path:
+    for _ in write_webm(data, path, title, budget):
+        pass
+    return Path(path)
+
+
 def save_html(data: RaceData, path: str | Path, title: str = "SAGE race", budget: Budget = Budget()) -> Path:
     for _ in write_html(data, path, title, budget):
         pass
@@ -472,6 +506,14 @@ def save_gif(data: RaceData, path: str | Path, title: str = "SAGE race", budget:
     for _ in write_gif(data, path, title, budget):
         pass
     return Path(path)
+
+
+#: Each kind of export: its budget, its writer, and how its status line names it.
+EXPORTS: dict[str, tuple[Budget, Callable[..., Iterator[int]], str]] = {
+    "html": (Budget(), write_html, "HTML replay"),
+    "gif": (GIF_BUDGET, write_gif, "GIF (drawn on the server, no browser)"),
+    "webm": (GIF_BUDGET, write_webm, "WebM video (drawn on the server, no browser)"),
+}
 
 
 # -- the page's buttons -------------------------------------------------------------------------
@@ -655,10 +697,7 @@ def run_export(
     """The budget's sentence, a progress line a frame (again every `HEARTBEAT_S` s while one is drawn,
     on an `ExportThread`), then the file; the slot, when given, goes with the thread."""
     rounds = rounds_of(data)
-    gif = kind == "gif"
-    budget = GIF_BUDGET if gif else Budget()
-    writer = write_gif if gif else write_html
-    label = "GIF (drawn on the server, no browser)" if gif else "HTML replay"
+    budget, writer, label = EXPORTS[kind]
     yield gr.update(), status_html(budget.sentence(rounds, label)), previous
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"sage-slides-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}.{kind}"
@@ -675,11 +714,14 @@ def run_export(
         yield hidden(str(error), previous)
         return
     forget_export(previous, folder)
-    note = (
-        f"Saved the race as an animated GIF, {total} frames of {rounds} rounds ({FRAME_MS} ms each, the end held)."
-        if kind == "gif"
-        else "Saved the race as one HTML file that replays offline (open it in any browser; space plays, → steps)."
-    )
+    notes = {
+        "gif": f"Saved the race as an animated GIF, {total} frames of {rounds} rounds ({FRAME_MS} ms each, the end "
+        "held).",
+        "webm": f"Saved the race as a WebM video (VP9, 1280 × 720), {total} frames of {rounds} rounds ({FRAME_MS} ms "
+        "each, the end held): it plays in browsers and PowerPoint 365.",
+        "html": "Saved the race as one HTML file that replays offline (open it in any browser; space plays, → steps).",
+    }
+    note = notes[kind]
     yield gr.update(visible=True, value=str(path)), status_html(note), str(path)
 
 
@@ -693,6 +735,11 @@ def gif_file(data: RaceData | None, previous: Any = None) -> Iterator[tuple[Any,
     yield from export_job(data, previous, "gif")
 
 
+def video_file(data: RaceData | None, previous: Any = None) -> Iterator[tuple[Any, Any, Any]]:
+    """The page's "… or a video": the GIF's frames as a WebM (VP9), no browser."""
+    yield from export_job(data, previous, "webm")
+
+
 def wire_export(page: Page) -> None:
     """The Export for slides buttons. They run outside the races' concurrency group, with no Gradio limit
     (so they never wait in, or fill, the queue the races share): `ExportSlots` takes or refuses at once."""
@@ -702,6 +749,8 @@ def wire_export(page: Page) -> None:
     page.slides.click(slides_file, [page.state, kept], outputs, **group)
     if page.gif is not None:
         page.gif.click(gif_file, [page.state, kept], outputs, **group)
+    if page.video_export is not None:
+        page.video_export.click(video_file, [page.state, kept], outputs, **group)
 
 
 # -- the command line --------------------------------------------------------------------------
@@ -712,10 +761,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("trace", help="a race trace (.jsonl), as the app's Download trace or sage --trace saves")
     parser.add_argument("--html", help="write a self-contained HTML replay here")
     parser.add_argument("--gif", help="write an animated GIF of the race here (drawn with PIL: no browser)")
+    parser.add_argument("--webm", help="write a WebM video (VP9) of the GIF's frames here (no browser)")
     parser.add_argument("--title", default="SAGE race")
     args = parser.parse_args(argv)
-    if not args.html and not args.gif:
-        parser.error("say what to write: --html and/or --gif")
+    if not args.html and not args.gif and not args.webm:
+        parser.error("say what to write: --html, --gif and/or --webm")
     try:
         data = load_race(args.trace, max_bytes=Limits.from_env().max_trace_bytes)
         data.replay = True
@@ -726,6 +776,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.gif:
             print(GIF_BUDGET.sentence(rounds, "GIF"))
             print(f"wrote {save_gif(data, args.gif, args.title)}")
+        if args.webm:
+            print(GIF_BUDGET.sentence(rounds, "WebM video"))
+            print(f"wrote {save_webm(data, args.webm, args.title)}")
     except SageError as error:  # (TraceError is one)
         print(f"error: {error}", file=sys.stderr)
         return 2

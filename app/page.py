@@ -364,6 +364,7 @@ class Page:
     slides: Any = None  # "Export for slides": the race on screen as one offline HTML replay (app/export.py)
     slides_file: Any = None
     gif: Any = None  # "… as an animated GIF" of the same race (drawn with PIL on the server: no browser)
+    video_export: Any = None  # "… or a video": the GIF's frames as a WebM (VP9), no browser
     # The budget sweep of the chosen pair beside its cost curve (measured when first asked for;
     # sage_core/studies/sweep_figure.py)
     sweep_show: Any = None
@@ -546,7 +547,10 @@ def build_page(
                     "Export for slides: one HTML file that replays offline", size="sm", elem_id="export-slides"
                 )
                 gif = gr.Button("… or an animated GIF", size="sm", elem_id="export-gif")
-            slides_file = gr.File(label="For slides (HTML replay or GIF)", visible=False, elem_id="slides-file")
+                video_export = gr.Button("… or a video (WebM)", size="sm", elem_id="export-webm")
+            slides_file = gr.File(
+                label="For slides (HTML replay, GIF or WebM video)", visible=False, elem_id="slides-file"
+            )
             sweep_show, sweep_note, fig_sweep = sweep_outputs()
     return Page(
         state=state,
@@ -599,6 +603,7 @@ def build_page(
         slides=slides,
         slides_file=slides_file,
         gif=gif,
+        video_export=video_export,
         sweep_show=sweep_show,
         sweep_note=sweep_note,
         fig_sweep=fig_sweep,

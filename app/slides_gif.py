@@ -1,8 +1,10 @@
 """A race as an animated GIF drawn from its records with PIL: no browser, nothing but the README's install.
 
-The picture is the talk view's layout on one 16:9 slide (1280 x 720): the title and the verdict on top,
-each side's text below (following its newest tokens), panel ① (tokens each round brought, per side) at
-the bottom left and the round's draft tree, whole, at the bottom right. Text is 18 px or larger so a
+The picture is the talk view's layout on one 16:9 slide (1280 x 720): the headline in large type on top (the
+lead against its main rival, in the page's words), the round and the lossless verdict below it, each side's
+text below (following its newest tokens; rounds counted as the page counts them), panel ① (tokens each
+round brought, per side, with its legend) at the bottom left and the round's draft tree, whole, at the
+bottom right. The same frames make the WebM video (`slides_video`). Text is 18 px or larger so a
 slide can be read from the back of a room. Frames are drawn one at a time and turned into a palette
 image at once (a 1280 x 720 palette frame is 0.9 MB), and a long race is sampled to at most
 `GIF_FRAMES` rounds, so the memory an export holds is bounded whatever the race's length.
@@ -36,8 +38,9 @@ from sage_core import RoundRecord
 from sage_core.methods import drafts
 
 from .palette import ACCEPTED, REJECTED
-from .race import RaceData
-from .render import DOTS, SHORT, badge_html, headline_html
+from .race import Lane, RaceData
+from .render import DOTS, SHORT, badge_html, headline_html, headline_words
+from .view import race_view
 
 GIF_SIZE = (1280, 720)
 #: The most frames one GIF draws (a longer race is sampled evenly, its first and last rounds kept).
@@ -200,6 +203,15 @@ def lane_tail(records: Sequence[RoundRecord], chars: int) -> str:
     return "".join(reversed(parts))
 
 
+def lane_title(lane: Lane) -> str:
+    """A side's name and figures, counted as the page counts them: its decode rounds (the prefill is round
+    0, not one of them), its tokens and its seconds."""
+    rounds = sum(1 for r in lane.records if r.phase == "decode")
+    tokens = sum(len(r.new_tokens) for r in lane.records)
+    seconds = lane.records[-1].total_seconds if lane.records else 0.0
+    return f"{SHORT.get(lane.method, lane.method)}: {rounds} rounds, {tokens} tokens, {seconds:.2f} s"
+
+
 def draw_lanes(draw: ImageDraw.ImageDraw, data: RaceData, box: tuple[int, int, int, int], check: Check = never) -> None:
     """Each side's name, figures and text, the newest lines shown when the text is longer than its box
     (only the tail that fits is read and wrapped: `lane_tail`, `tail_lines`)."""
@@ -212,10 +224,7 @@ def draw_lanes(draw: ImageDraw.ImageDraw, data: RaceData, box: tuple[int, int, i
         x = left + index * width
         colour = DOTS.get(lane.method, "#334155")
         draw.ellipse((x + 4, top + 8, x + 18, top + 22), fill=colour)
-        tokens = sum(len(r.new_tokens) for r in lane.records)
-        seconds = lane.records[-1].total_seconds if lane.records else 0.0
-        title = f"{SHORT.get(lane.method, lane.method)}: {len(lane.records)} rounds, {tokens} tokens, {seconds:.2f} s"
-        draw.text((x + 26, top + 2), cut(title, 80), font=name_face, fill=INK)
+        draw.text((x + 26, top + 2), cut(lane_title(lane), 80), font=name_face, fill=INK)
         text = lane_tail(lane.records, (fits + 1) * LINE_CHARS)
         for row, line in enumerate(tail_lines(draw, text, text_face, width - 24, fits, check)):
             draw_line(draw, (x + 8, top + 36 + row * ROW_PX), line, text_face, INK)
@@ -232,6 +241,12 @@ def draw_rounds_panel(draw: ImageDraw.ImageDraw, data: RaceData, rounds: int, bo
     draw.text((left + 8, plot[3] - 18), "0", font=font(18), fill=QUIET)
     draw.text((plot[0], plot[3] + 4), f"round 0 … {max(rounds - 1, 0)}", font=font(18), fill=QUIET)
     span = max(1, rounds - 1)
+    for row, lane in enumerate(data.lanes):  # the legend, top right inside the plot: a line and the side's name
+        name = SHORT.get(lane.method, lane.method)
+        y = plot[1] + 6 + row * 22
+        x = plot[2] - 12 - draw.textlength(name, font=font(18))
+        draw.line((x - 34, y + 10, x - 8, y + 10), fill=DOTS.get(lane.method, "#334155"), width=3)
+        draw.text((x, y), name, font=font(18), fill=INK)
     for lane in data.lanes:
         points = [
             (plot[0] + (plot[2] - plot[0]) * r.round / span, plot[3] - (plot[3] - plot[1]) * len(r.new_tokens) / most)
@@ -309,17 +324,30 @@ def tree_record(data: RaceData) -> RoundRecord | None:
     return lanes[0].records[-1] if lanes and lanes[0].records else None
 
 
+def headline_title(data: RaceData, title: str) -> str:
+    """A slide's title in large type: the race's headline (its lead against the main rival, in the page's
+    words), else the page's headline line (a race too short for one says why), else `title`."""
+    found = race_view(data).headlines
+    if found:
+        lead = SHORT.get(found[0].lead, found[0].lead)
+        return f"{lead}: {headline_words(found[0])}"
+    return plain(headline_html(data)) or title
+
+
 def slide(data: RaceData, rounds: int, title: str, check: Check = never) -> Image.Image:
     """One frame: the race as it stood (`data`, already cut at its round) in the talk view's layout.
     `check` runs between its parts and within them (see the module's note): it raises to stop."""
     picture = Image.new("RGB", GIF_SIZE, "white")
     draw = ImageDraw.Draw(picture)
     step = max((len(lane.records) for lane in data.lanes), default=1) - 1
-    draw.text((16, 10), f"{cut(title, 80)}: round {step} of {rounds - 1}", font=font(26), fill=INK)
+    big = font(28)
+    for row, line in enumerate(wrapped(draw, headline_title(data, title), big, 1248, most=2, check=check)):
+        draw_line(draw, (16, 6 + row * 32), line, big, INK)
     check()
-    verdict = plain(badge_html(data)) + " " + plain(headline_html(data))
-    for row, line in enumerate(wrapped(draw, verdict, font(19), 1248, most=2, check=check)):
-        draw_line(draw, (16, 48 + row * 24), line, font(19), QUIET)
+    where = f"{cut(title, 80)}: round {step} of {rounds - 1} (round 0 is the prefill) · {plain(badge_html(data))}"
+    small = font(18)
+    shown = fitting(draw, where, small, 1230)
+    draw_line(draw, (16, 72), where if shown >= len(where) else where[:shown].rstrip() + MARK, small, QUIET)
     draw_lanes(draw, data, (8, 100, 1272, 390), check)
     draw.line((8, 396, 1272, 396), fill=REJECTED, width=1)
     check()

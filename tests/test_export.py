@@ -295,3 +295,44 @@ def test_a_script_breaking_token_text_still_plays_to_the_end(tmp_path):
             where = page.locator(box).bounding_box()
             assert where and where["y"] + where["height"] <= 722 and where["height"] > 40, (box, where)
         browser.close()
+
+
+def test_the_gif_and_the_video_are_16_9_titled_with_the_headline_and_count_rounds_as_the_page(tmp_path):
+    """The GIF carried the headline as a small grey run-on line cut mid-sentence, counted 9 / 12 rounds where the
+    page said 8 / 11, and there was no video: the GIF and the WebM (made without a browser) are 1280 x 720,
+    titled with the headline in large type, and count rounds as the page does."""
+    import cv2
+    from PIL import Image
+
+    from app import slides_gif
+    from app.render import headline_words
+    from app.view import race_view
+
+    data = long_race(12)
+    view = race_view(data)
+    assert view.headlines, "a race of 11 decode rounds a side has a headline"
+    title = slides_gif.headline_title(data, "SAGE race")
+    assert title == f"SAGE: {headline_words(view.headlines[0])}"
+    for lane in data.lanes:
+        figures = view.lane(lane.method).figures
+        assert figures is not None and f": {figures.rounds} rounds, " in slides_gif.lane_title(lane)
+        assert figures.rounds == len(lane.records) - 1  # the prefill is round 0, not a round the page counts
+    gif = export.save_gif(data, tmp_path / "race.gif")
+    with Image.open(gif) as picture:
+        assert picture.size == (1280, 720) and picture.n_frames == len(export.frame_steps(12, slides_gif.GIF_FRAMES))
+    assert export.main([str(save_race(data, tmp_path / "race.jsonl")), "--webm", str(tmp_path / "race.webm")]) == 0
+    capture = cv2.VideoCapture(str(tmp_path / "race.webm"))
+    try:
+        size = (int(capture.get(cv2.CAP_PROP_FRAME_WIDTH)), int(capture.get(cv2.CAP_PROP_FRAME_HEIGHT)))
+        frames = 0
+        while capture.grab():
+            frames += 1
+    finally:
+        capture.release()
+    assert size == (1280, 720) and frames == len(export.frame_steps(12, slides_gif.GIF_FRAMES)) + 2  # the end held
+
+
+def test_a_video_export_from_the_page_says_what_it_saved(tmp_path):
+    *_, (update, status, kept) = export.export_job(synthetic_race(), None, "webm", folder=tmp_path)
+    assert update["visible"] is True and kept.endswith(".webm") and Path(kept).stat().st_size > 1000
+    assert "WebM video (VP9, 1280 × 720)" in status
