@@ -15,7 +15,7 @@ from sage_core import RoundRecord
 from sage_core.method_settings import SageConfig
 from sage_core.methods import method_spec
 from sage_core.policy import round_half_up
-from sage_core.studies.explain import RoundExplained, explain_round
+from sage_core.studies.explain import RoundExplained, explain_round, probability_places
 
 from .palette import CUT
 from .panels import pick_round, short_label
@@ -131,11 +131,12 @@ def _top_table(e: RoundExplained, text: TokenText) -> list[str]:
         return []
     out = [f"<h4>The draft's top-{len(e.top_probs)} after the root</h4><table>"]
     top = max(e.top_probs)
+    places = probability_places(e.top_probs)  # enough digits to recompute H from the printed numbers
     for token, prob in zip(e.top_tokens, e.top_probs, strict=True):
         width = int(160 * prob / top) if top > 0 else 0
         out.append(
             f"<tr><td class='f'>{text(token)}</td><td><span class='bar' style='width:{width}px'></span></td>"
-            f"<td class='f'>{prob:.3f}</td></tr>"
+            f"<td class='f'>{prob:.{places}f}</td></tr>"
         )
     out.append("</table>")
     return out
@@ -147,7 +148,8 @@ def _confidence(e: RoundExplained) -> list[str]:
         return []
     return [
         "<h4>Confidence</h4><div class='f'>"
-        f"H = −Σ p̂·log p̂ over the top-{len(e.top_probs)} renormalised (p̂ = p / Σp, Σp = {sum(e.top_probs):.3f}; "
+        f"H = −Σ p̂·log p̂ over the top-{len(e.top_probs)} renormalised (p̂ = p / Σp, "
+        f"Σp = {sum(e.top_probs):.{probability_places(e.top_probs)}f}; "
         f"not the full distribution) = {e.entropy:.3f} nats<br>"
         f"α = 1 − H / log {len(e.top_probs)} = 1 − {e.entropy:.3f} / {e.log_k:.3f} = <b>{e.measured_alpha:.3f}</b>"
         + (f"; the shape used α = <b>{e.alpha:.3f}</b>, held fixed" if abs(e.measured_alpha - e.alpha) > 5e-4 else "")
@@ -189,22 +191,34 @@ def _levels(e: RoundExplained) -> list[str]:
         "l − 1 offers W_l = W(α)·(1/l)·(0.5 + P_parent) for l ≥ 2 (rounded, at least 1). A kept child's "
         f"cumulative probability must exceed θ_l = {e.threshold_base:g}·l/D; at most {e.node_budget} nodes "
         "(the budget). So a level can keep fewer than its widths offer: the cut columns say why.</div><table>"
-        "<tr><th>l</th><th>θ_l</th><th>W_l per parent</th><th>kept</th>"
-        "<th>cut: width · threshold · budget</th></tr>"
+        "<tr><th>l</th><th>θ_l</th><th>W_l per parent (P_parent)</th><th>kept</th>"
+        "<th>kept nodes: p ← parent's p</th><th>cut: width · threshold · budget</th></tr>"
     ]
+    by_node = {n.node: n for n in e.nodes}
     for level in e.levels:
         widths = ", ".join(
-            f"{'root' if w.node == -1 else f'#{w.node}'}: {exact(w.raw, w.width)}→{w.width}" for w in level.widths[:6]
+            f"{'root' if w.node == -1 else f'#{w.node} ({w.parent_prob:.3f})'}: {exact(w.raw, w.width)}→{w.width}"
+            for w in level.widths[:6]
         )
+        kept = [n for n in e.nodes if n.depth == level.level]
+        nodes = ", ".join(f"#{n.node} {n.draft_prob:.3f} ← {_parent(n, by_node)}" for n in kept[:6])
+        if len(kept) > 6:
+            nodes += f", … ({len(kept)} nodes)"
         if len(level.widths) > 6:
             widths += f", … ({len(level.widths)} parents)"
         out.append(
             f"<tr><td>{level.level}</td><td class='f'>{e.threshold_base:g}·{level.level}/{e.depth} = "
-            f"{level.threshold:.4f}</td><td class='f'>{widths}</td><td>{level.kept}</td>"
+            f"{level.threshold:.4f}</td><td class='f'>{widths}</td><td>{level.kept}</td><td class='f'>{nodes}</td>"
             f"<td>{level.cut_by_width} · {level.cut_by_threshold} · {level.cut_by_budget}</td></tr>"
         )
     out.append("</table>")
     return out + _stopped_short(e)
+
+
+def _parent(node: Any, by_node: dict[int, Any]) -> str:
+    """A node's parent as the level table prints it: the root, or its index and draft probability."""
+    parent = by_node.get(node.parent)
+    return "root" if parent is None else f"#{parent.node} {parent.draft_prob:.3f}"
 
 
 def _stopped_short(e: RoundExplained) -> list[str]:

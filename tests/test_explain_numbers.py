@@ -27,6 +27,7 @@ from sage_core.methods.smart import WEIGHED_LISTED
 from sage_core.models import BUILTIN_TARGET, ModelPair
 from sage_core.policy import confidence, level_threshold, level_width, planned_depth, planned_width
 from sage_core.records import RoundRecord
+from sage_core.studies.explain import probability_places
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "assets" / "examples"
 SAGE = SageConfig(window=3)  # a short window, so that it closes within one answer
@@ -99,7 +100,10 @@ def accounted(record: RoundRecord, config: SageConfig) -> set[str]:
     tree_depths, cum = depths(record), cumulative(record)
     ok |= {str(d) for d in tree_depths}
     probs = record.root_top_probs
-    ok |= {f"{p:.3f}" for p in probs} | {str(len(probs))}
+    places = probability_places(probs)  # the top-k printed with enough digits to recompute H from them
+    ok |= {f"{p:.{places}f}" for p in probs} | {str(len(probs))}
+    # the level table: every kept node's draft probability and its parent's, by node index
+    ok |= {f"{p:.3f}" for p in record.tree_draft_probs} | {str(n) for n in range(len(record.tree_tokens))}
     spec = method_spec(record.method)
     if spec.template is not None:
         ok.add(str(len(spec.template)))
@@ -109,7 +113,7 @@ def accounted(record: RoundRecord, config: SageConfig) -> set[str]:
         alphas.append(record.alpha)
     if record.alpha is not None and probs:
         entropy = confidence(probs)[0]
-        ok |= {f"{entropy:.3f}", f"{math.log(len(probs)):.3f}", f"{sum(probs):.3f}"}  # (Σp: the renormalising)
+        ok |= {f"{entropy:.3f}", f"{math.log(len(probs)):.3f}", f"{sum(probs):.{places}f}"}  # (Σp: renormalising)
         ok |= {f"{alpha:.3f}" for alpha in alphas} | {f"{1 - alpha:.3f}" for alpha in alphas}
         if record.planned_depth is None:
             ok.add("25")  # SAGE's first round: the static tree
@@ -335,3 +339,34 @@ def test_a_rounded_number_is_printed_so_rounding_the_print_gives_it():
     for raw in [1.499995, 2.4999991, 3.5, 0.994, *(draw.uniform(0, 9) for _ in range(2000))]:
         printed = exact(raw, round_half_up(raw))
         assert round_half_up(float(printed)) == round_half_up(raw), (raw, printed)
+
+
+def test_a_student_recomputes_h_from_the_printed_probabilities_and_reads_every_nodes_p():
+    """On the landing recording, H printed with 3 decimals could not be recomputed from the top-k printed with 3
+    (0.025 against the printed 0.038): every round's printed top-k now recomputes the printed H, and the level
+    table prints each kept node's draft probability and its parent's."""
+    from app.race_trace import load_race
+    from app.view import race_view
+    from sage_core.policy import topk_entropy
+
+    race = race_view(load_race(str(EXAMPLES.parent / "landing" / "race.jsonl")))
+    lane = race.lane("sage")
+    assert lane is not None
+    checked = 0
+    for record in lane.records:
+        if record.phase != "decode" or not record.root_top_probs or record.alpha is None:
+            continue
+        html = explain_html(lane.records, record.round, race.token_texts, "sage", SageConfig())
+        table = html[html.index("after the root</h4>") : html.index("</table>", html.index("after the root</h4>"))]
+        printed = [float(p) for p in re.findall(r"<td class='f'>([\d.]+)</td></tr>", table)]
+        said = re.search(r"= ([\d.]+) nats", html)
+        assert said and len(printed) == len(record.root_top_probs)
+        assert f"{topk_entropy(printed):.3f}" == said.group(1), (record.round, printed, said.group(1))
+        kept = [n for n, d in enumerate(depths(record)) if d == 2][:6] if "Level by level" in html else []
+        for node in kept:
+            parent = record.tree_parents[node]
+            assert (
+                f"#{node} {record.tree_draft_probs[node]:.3f} ← #{parent} {record.tree_draft_probs[parent]:.3f}" in html
+            )
+        checked += bool(kept)
+    assert checked > 0

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..method_settings import SageConfig
 from ..methods import method_spec
+from ..policy import topk_entropy
 from ..records import RoundRecord
 from ..trees import ROOT, STATIC_TREE
 
@@ -55,6 +56,7 @@ class NodeCheck:
     target_choice: int | None  # None when the trace did not record the target's choices
     agreed: bool | None
     accepted: bool
+    draft_prob: float = 0.0  # the draft's probability of the node's token after its parent
 
 
 @dataclass(frozen=True)
@@ -288,6 +290,21 @@ def _levels_explained(record: RoundRecord) -> tuple[LevelExplained, ...]:
     return tuple(levels)
 
 
+def probability_places(probs: Sequence[float], most: int = 8) -> int:
+    """The fewest decimals (3 to `most`) that print `probs` so that the entropy a student recomputes from the
+    printed numbers (renormalised, as SAGE does) rounds to the printed H at 3 decimals: 0.0004 printed 0.000
+    would leave a term out (a landing round's H 0.025 against the printed 0.038)."""
+    if not probs or sum(probs) <= 0:
+        return 3
+    target = f"{topk_entropy(probs):.3f}"
+    for places in range(3, most + 1):
+        shown = [float(f"{p:.{places}f}") for p in probs]
+        kept = all(p == 0 or v > 0 for p, v in zip(probs, shown, strict=True))  # no term printed as 0
+        if kept and f"{topk_entropy(shown):.3f}" == target:
+            return places
+    return most
+
+
 def _node_checks(record: RoundRecord) -> tuple[NodeCheck, ...]:
     """Each drafted node against the target's choice after its parent."""
     tree, choices, accepted = record.tree, record.target_choices, set(record.accepted_nodes)
@@ -304,6 +321,7 @@ def _node_checks(record: RoundRecord) -> tuple[NodeCheck, ...]:
                 target_choice=choice,
                 agreed=None if choice is None else choice == token,
                 accepted=node in accepted,
+                draft_prob=record.tree_draft_probs[node] if node < len(record.tree_draft_probs) else 0.0,
             )
         )
     return tuple(nodes)
