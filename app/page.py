@@ -361,6 +361,7 @@ class Page:
     # The MCP tool `replay_api`: the trace and its pace, then whether to add the panels
     api_replay_json: Any = None
     sketch: Any = None  # the Draw tab's pad (app/sketch.py)
+    draw_tab: Any = None  # the Draw tab (opening it with the pad empty says what Start would race)
     slides: Any = None  # "Export for slides": the race on screen as one offline HTML replay (app/export.py)
     slides_file: Any = None
     gif: Any = None  # "… as an animated GIF" of the same race (drawn with PIL on the server: no browser)
@@ -433,7 +434,7 @@ def build_page(
                     )
                 with gr.Tab("Video", id="video"):
                     video = lenient(gr.Video(label="Video", height=190, sources=["upload"], elem_id="video-input"))
-                with gr.Tab("Draw", id="draw", elem_id="draw-tab"):
+                with gr.Tab("Draw", id="draw", elem_id="draw-tab") as draw_tab:
                     sketch = sketch_pad()
             _html(EXAMPLES_NOTE)
             gallery = gr.Gallery(
@@ -600,6 +601,7 @@ def build_page(
         api_json=gr.Textbox(visible=False),
         api_replay_json=gr.Button(visible=False),
         sketch=sketch,
+        draw_tab=draw_tab,
         slides=slides,
         slides_file=slides_file,
         gif=gif,

@@ -29,7 +29,7 @@ from sage_world.world import on_white
 
 from .gradio_patches import around_preprocess
 from .inputs import remove_older
-from .render import error_html
+from .render import error_html, status_html
 
 if TYPE_CHECKING:
     from .page import Page
@@ -156,14 +156,32 @@ def forget_sketch(path: Any, folder: Path = SKETCH_DIR) -> None:
 def use_sketch(value: Any, prompt: Any, previous: Any = None) -> tuple[Any, Any, Any, Any, Any]:
     """The image input, the video input, the prompt, the status and the visitor's saved drawing after a
     stroke: the drawing, no clip, a description asked for when the prompt is empty, and the status
-    unchanged (a drawing too large leaves the inputs as they were and says why). The visitor's previous
+    unchanged (a drawing too large leaves the inputs as they were and says why; a cleared pad clears the
+    picture and says the pad is empty). The visitor's previous
     drawing is removed, so a visitor holds one file at most, and it goes with their state."""
     if isinstance(value, TooLarge):
         return gr.update(), gr.update(), gr.update(), error_html(str(value)), previous
     path = sketch_file(value)
     forget_sketch(previous)
-    wanted = prompt if isinstance(prompt, str) and prompt.strip() else (SKETCH_PROMPT if path else prompt)
+    if path is None:  # cleared: no picture until the next stroke, and the page says so
+        return None, None, prompt, status_html(CLEARED_PAD, "info"), None
+    wanted = prompt if isinstance(prompt, str) and prompt.strip() else SKETCH_PROMPT
     return path, None, wanted, gr.update(), path
+
+
+#: What the page says of an empty pad when the Draw tab opens: Start races the picture the image input holds.
+EMPTY_PAD = (
+    "ⓘ The pad is empty: draw on it to race your drawing. Until you do, Start races the picture in the Image tab."
+)
+#: ... and once the pad was cleared: the picture goes with it.
+CLEARED_PAD = "ⓘ The pad is empty: draw on it to race your drawing (there is no picture to race until you do)."
+
+
+def empty_pad_note(value: Any) -> Any:
+    """The Draw tab opened: the status says so when the pad is empty (else it is left as it is)."""
+    if isinstance(value, TooLarge) or drawn_picture(value) is not None:
+        return gr.skip()
+    return status_html(EMPTY_PAD, "info")
 
 
 def wire_sketch(page: Page, sketch: gr.Sketchpad) -> None:
@@ -176,3 +194,5 @@ def wire_sketch(page: Page, sketch: gr.Sketchpad) -> None:
         queue=False,
         api_visibility="private",
     )
+    if page.draw_tab is not None:
+        page.draw_tab.select(empty_pad_note, [sketch], [page.status], queue=False, api_visibility="private")

@@ -42,7 +42,18 @@ def test_nothing_drawn_is_no_picture_and_a_prompt_is_asked_for_only_when_empty(t
     assert saved == image
     assert image is not None and video is None and prompt == sketch.SKETCH_PROMPT
     assert sketch.use_sketch(as_array, "how many shapes are there?")[2] == "how many shapes are there?"
-    assert sketch.use_sketch({"composite": empty}, "")[:2] == (None, None)
+    cleared = sketch.use_sketch({"composite": empty}, "")
+    assert cleared[:2] == (None, None) and "The pad is empty" in cleared[3]
+
+
+def test_opening_the_draw_tab_with_an_empty_pad_says_what_start_would_race():
+    """Start on an empty pad raced the Image tab's picture without saying so."""
+    empty = Image.new("RGBA", sketch.CANVAS, (0, 0, 0, 0))
+    for value in (None, {"composite": empty, "layers": []}):
+        said = sketch.empty_pad_note(value)
+        assert "The pad is empty" in said and "Start races the picture in the Image tab" in said
+    drawn = sketch.empty_pad_note({"composite": np.asarray(strokes()), "layers": []})
+    assert not isinstance(drawn, str)  # a drawing: the status is left as it is
 
 
 def test_a_visitor_holds_one_saved_drawing_and_it_goes_with_their_state():
