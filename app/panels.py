@@ -267,6 +267,7 @@ def _window_row(fig: go.Figure, steps: Sequence[RoundRecord], sage: SageConfig) 
             x=[r.round for r in closed],
             y=[r.window_mean for r in closed],
             mode="markers+text",
+            cliponaxis=False,  # a label at the edge is drawn whole (the HTML export cut "apes", "<|in")
             name="window mean τ",
             showlegend=False,
             marker=dict(size=11, color=window.colour, symbol=window.marker),
@@ -523,6 +524,7 @@ def _cut_traces(fig: go.Figure, plot: _TreePlot) -> None:
             x=[x + 1 for x in cut_x],
             y=cut_ys,
             mode="markers+text",
+            cliponaxis=False,  # a label at the edge is drawn whole (the HTML export cut "apes", "<|in")
             name="cut",
             text=[display_token(plot.text_of(token), 10) for _, token, _, _ in cut],
             textposition="middle right",
@@ -563,6 +565,7 @@ def _node_trace(fig: go.Figure, plot: _TreePlot) -> None:
             x=[depths[n] for n in nodes],
             y=[plot.ys[n] for n in nodes],
             mode="markers+text",
+            cliponaxis=False,  # a label at the edge is drawn whole (the HTML export cut "apes", "<|in")
             text=[display_token(plot.text_of(tree.tokens[n]), 10) for n in nodes],
             textposition=[_label_side(plot, n) for n in nodes],
             textfont=dict(
@@ -607,6 +610,7 @@ def _root_and_bonus_traces(fig: go.Figure, plot: _TreePlot, root_token: int | No
             x=[0],
             y=[plot.ys[-1]],
             mode="markers+text",
+            cliponaxis=False,  # a label at the edge is drawn whole (the HTML export cut "apes", "<|in")
             text=[root_text],
             textposition="middle left",
             marker=dict(size=14, color="#1e293b", symbol="square"),
@@ -633,6 +637,7 @@ def _root_and_bonus_traces(fig: go.Figure, plot: _TreePlot, root_token: int | No
                 x=[bonus_x],
                 y=[bonus_y],
                 mode="markers+text",
+                cliponaxis=False,  # a label at the edge is drawn whole (the HTML export cut "apes", "<|in")
                 text=[display_token(plot.text_of(bonus), 10)],
                 textposition="middle right",
                 textfont=dict(size=TEXT_PX + 2, color="#8a5a00"),

@@ -803,3 +803,13 @@ def test_the_table_states_the_premise_on_sages_rounds():
     html = render.table_html(data)
     assert "The paper's premise on this input" in html
     assert "too few (or too uniform)" in html  # two hand-built rounds are too few to test it
+
+
+def test_no_text_label_of_any_panel_is_clipped_at_its_axes():
+    """The HTML export cut the tree's labels at the plot's edge ("apes", "<|in"): every trace that draws text
+    draws it whole, past the axes if it must."""
+    race = race_view(synthetic_race(with_ar=True))
+    for name, fig in panels.all_figures(race).items():
+        for trace in fig.data:
+            if "text" in (getattr(trace, "mode", None) or ""):
+                assert trace.cliponaxis is False, (name, trace.name)
