@@ -137,10 +137,23 @@ TALK_JS = """
       }
     }
   }
-  // In the talk view each text follows its newest tokens, so that the end of a long answer is on screen.
+  // In the talk view each side's whole answer is on screen: its type shrinks (18 px down to 11 px) until the
+  // text fits its box; an answer longer than even that follows its newest tokens.
+  const FONT_MAX = 18, FONT_MIN = 11;
   const follow = () => {
-    if (!talking()) return;
-    for (const t of document.querySelectorAll('#lanes .sage-text')) t.scrollTop = t.scrollHeight;
+    const texts = document.querySelectorAll('#lanes .sage-text');
+    if (!talking()) { for (const t of texts) t.style.fontSize = ''; return; }
+    for (const t of texts) {
+      const over = () => t.scrollHeight > t.clientHeight + 1;
+      let size = parseFloat(t.style.fontSize) || FONT_MAX;
+      while (size < FONT_MAX && !over()) {  // room again (a new race, a shorter text): grow back
+        t.style.fontSize = (size + 1) + 'px';
+        if (over()) { t.style.fontSize = size + 'px'; break; }
+        size += 1;
+      }
+      while (size > FONT_MIN && over()) { size -= 1; t.style.fontSize = size + 'px'; }
+      if (over()) t.scrollTop = t.scrollHeight;
+    }
   };
   window.sageTalk = (on) => {
     on = on === undefined ? !talking() : on;
@@ -184,16 +197,16 @@ body.sage-talk #sage-controls #start-race { flex: 1 0 auto !important; }
 body.sage-talk #status { top: 58px; left: 8px; right: 60vw; height: 44px; overflow-y: auto; }
 body.sage-talk #status .sage-status { font-size: 14px; padding: 4px 10px; }  /* (scrolls: the loss's sentence) */
 body.sage-talk #verdict { top: 6px; left: calc(40vw + 16px); right: 8px; height: 96px; overflow: hidden; }
-body.sage-talk #verdict .sage-headline { font-size: 17px; margin: 0 0 4px 0; line-height: 1.25; }
+body.sage-talk #verdict .sage-headline { font-size: 16px; margin: 0 0 4px 0; line-height: 1.2; }
 body.sage-talk #verdict .sage-headline div.sage-headline-note { display: none; }  /* details; verdict, replay stay */
-body.sage-talk #verdict .sage-badge { font-size: 18px; padding: 6px 12px; }
+body.sage-talk #verdict .sage-badge { font-size: 15px; padding: 4px 10px; white-space: normal; }  /* whole */
 body.sage-talk #verdict .sage-badge small { display: none; }
 body.sage-talk #lanes { top: 108px; left: 8px; right: 8px; height: calc(44vh - 108px); overflow: hidden; }
 body.sage-talk #lanes .sage-legend { display: none; }
 body.sage-talk #lanes .sage-col { padding: 6px 10px; }
 body.sage-talk #lanes .sage-stats { margin-bottom: 2px; }
 body.sage-talk #lanes .sage-sub { display: none; }
-body.sage-talk #lanes .sage-text { font-size: 18px; line-height: 1.6; max-height: calc(44vh - 190px); }
+body.sage-talk #lanes .sage-text { font-size: 18px; line-height: 1.45; max-height: calc(44vh - 190px); }
 body.sage-talk #panel-confidence { top: calc(44vh + 4px); left: 8px; right: 58vw; bottom: 6px; }
 body.sage-talk #panel-tree { top: calc(44vh + 4px); left: 42vw; right: 8px; bottom: 6px; }
 body.sage-talk #panel-confidence .modebar-container, body.sage-talk #panel-tree .modebar-container {

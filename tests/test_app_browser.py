@@ -416,6 +416,18 @@ def test_the_story_fits_a_laptop_a_projector_in_the_talk_view_and_a_phone(app_ur
     # each text follows its newest tokens: the end of the answer is in view, whatever its length
     ends = page.evaluate(TEXT_ENDS_JS)
     assert ends and max(ends) <= 2, ends
+    # ... and each whole answer is on screen: its type shrinks until it fits its box (no half line at the top)
+    page.wait_for_timeout(700)
+    fitted = page.evaluate(
+        "() => [...document.querySelectorAll('#lanes .sage-text')].map(t => [t.scrollHeight - t.clientHeight, "
+        "parseFloat(getComputedStyle(t).fontSize)])"
+    )
+    assert fitted and all(over <= 1 and size >= 11 for over, size in fitted), fitted
+    badge = page.evaluate(
+        "() => { const b = document.querySelector('#verdict .sage-badge').getBoundingClientRect();"
+        " const v = document.querySelector('#verdict').getBoundingClientRect(); return b.bottom - v.bottom; }"
+    )
+    assert badge <= 0, badge  # the lossless badge whole inside its box
     page.screenshot(path=str(ARTIFACTS / "talk-1280.png"))
     page.close()
 
