@@ -432,6 +432,18 @@ def write_html(
         raise
 
 
+def drawn_slides(
+    shown: RaceData, steps: Sequence[int], spend: Spend, title: str, stop: Callable[[], bool]
+) -> Iterator[Any]:
+    """The GIF's and the video's slides, one a round of `steps`, each drawn under the export's budget and its
+    visitor's leaving (`Spend.watch`, checked before and within the frame)."""
+    rounds = rounds_of(shown)
+    for count, step in enumerate(steps):
+        check = spend.watch(count, len(steps), stop)
+        check()
+        yield slides_gif.slide(race_at(shown, step), rounds, title, check)
+
+
 def write_gif(
     data: RaceData,
     path: str | Path,
@@ -446,12 +458,9 @@ def write_gif(
     pictures = []
     palette = slides_gif.slide_palette()
     try:
-        for count, step in enumerate(steps):
-            check = spend.watch(count, len(steps), stop)
-            check()
-            picture = slides_gif.slide(race_at(shown, step), rounds_of(data), title, check)
+        for count, picture in enumerate(drawn_slides(shown, steps, spend, title, stop), 1):
             pictures.append(slides_gif.palette_frame(picture, palette))
-            yield count + 1
+            yield count
         durations = [FRAME_MS] * (len(pictures) - 1) + [3 * FRAME_MS]  # hold the end
         try:
             slides_gif.write_gif(pictures, path, durations)
@@ -474,12 +483,9 @@ def write_webm(
     path, steps, spend, shown = export_plan(data, path, budget)
     try:
         with slides_video.video(path, GIF_SIZE) as writer:
-            for count, step in enumerate(steps):
-                check = spend.watch(count, len(steps), stop)
-                check()
-                picture = slides_gif.slide(race_at(shown, step), rounds_of(data), title, check)
-                slides_video.add_frame(writer, picture, 3 if count == len(steps) - 1 else 1)
-                yield count + 1
+            for count, picture in enumerate(drawn_slides(shown, steps, spend, title, stop), 1):
+                slides_video.add_frame(writer, picture, 3 if count == len(steps) else 1)  # (the end held)
+                yield count
         spend.bytes = path.stat().st_size
         spend.check(len(steps), len(steps))
     except slides_video.VideoError as error:

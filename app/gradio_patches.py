@@ -80,7 +80,7 @@ HEARTBEAT_PATH = re.compile(r"/heartbeat/(?P<session>[^/]+)/?$")
 #: How many dropped sessions' ids are remembered, to tell a returning page that its race is gone.
 DROPPED_KEPT = 20_000
 #: The flag on a session Gradio made anew for an id the app had dropped: its page's race is gone.
-LOST = "_sage_lost"
+LOST_MARK = "_sage_lost"
 
 
 @dataclass
@@ -199,30 +199,23 @@ def drop_session(holder: StateHolder, session_id: str) -> None:
 
 
 def session_lost(session: Any) -> bool:
-    """Whether the session was made anew for a page whose own session the app had dropped (or whose race
-    expired): what its page shows is no longer on the server."""
-    return bool(getattr(session, LOST, False))
+    """Whether the session was made anew for a page whose own session the app had dropped: what its page
+    shows is no longer on the server."""
+    return bool(getattr(session, LOST_MARK, False))
 
 
 def found_again(session: Any) -> None:
     """The page has been told, or has started anew: its session is its own again."""
-    if session is not None and hasattr(session, LOST):
-        setattr(session, LOST, False)
+    if session is not None and hasattr(session, LOST_MARK):
+        setattr(session, LOST_MARK, False)
 
 
 def _delete_all_expired_state(self: StateHolder) -> None:
-    """Gradio's own cleanup (run every second by the server), then whole sessions for the app's Blocks; a
-    session whose `gr.State` expired under an open page is marked lost (its page still shows the race)."""
+    """Gradio's own cleanup (run every second by the server), then whole sessions for the app's Blocks."""
+    _stock_delete_all_expired_state(self)
     rules = rules_of(getattr(self, "blocks", None))
     if rules is None:
-        _stock_delete_all_expired_state(self)
         return
-    held = {session_id: len(session.state_data) for session_id, session in list(self.session_data.items())}
-    _stock_delete_all_expired_state(self)
-    for session_id, count in held.items():
-        session = self.session_data.get(session_id)
-        if session is not None and len(session.state_data) < count:
-            setattr(session, LOST, True)
     now = datetime.datetime.now()
     for session_id in rules.stale(self, now):
         drop_session(self, session_id)
@@ -235,7 +228,7 @@ def _getitem(self: StateHolder, session_id: str) -> Any:
     fresh = rules is not None and session_id not in self.session_data
     session = _stock_getitem(self, session_id)
     if fresh and rules is not None and session_id in rules.dropped:
-        setattr(session, LOST, True)
+        setattr(session, LOST_MARK, True)
     return session
 
 
@@ -293,7 +286,7 @@ def bound_sessions(demo: gr.Blocks, closed_grace_s: float, idle_s: float) -> Non
 
 
 __all__ = [
-    "LOST",
+    "LOST_MARK",
     "SESSION_BOUNDS",
     "HeartbeatWatch",
     "SessionRules",

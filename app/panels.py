@@ -742,7 +742,7 @@ def keyed(lead: str | None, ratios: Mapping[str, float]) -> dict[str, float]:
 def speedups(race: RaceView) -> dict[str, float]:
     """The lead's speedup over each other side as the headline defines it (`RaceView.speedups`: the prefill
     charged once, the rounds at their median cost), keyed "lead_over_other"."""
-    return keyed(race.lead, race.speedups)
+    return keyed(race.headline_lead, race.speedups)
 
 
 def wall_clock_speedups(race: RaceView) -> dict[str, float]:

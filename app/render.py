@@ -228,7 +228,9 @@ def table_html(data: RaceData | None) -> str:
         return ""
     race = race_view(data)
     figures, lead = race.figures, race.lead or ""
-    overall, decode_only, wall = race.speedups, race.decode_speedups, race.wall_speedups
+    agreed = race.headline_lead == race.lead  # (until the lead's first decode round, no headline speedups)
+    overall = race.speedups if agreed else {}
+    decode_only, wall = race.decode_speedups if agreed else {}, race.wall_speedups
     # (the curve's predictions only when none of its points is noise: a noisy point would be read as a cost)
     trusted = data.costs is not None and data.costs.trusted
     predicted = predicted_speedups(data.costs, race.records, lead) if trusted and data.costs else {}

@@ -23,7 +23,7 @@ from sage_core.cost_curve import CostCurve
 from sage_core.errors import SageError
 from sage_core.methods import MethodSpec, drafts, is_method, method_spec
 from sage_core.studies.account import RaceAccount, race_account
-from sage_core.timing import Headline, headline, point_speedups, same_work, side_times
+from sage_core.timing import Headline, SideTimes, headline, point_speedups, same_work, side_times
 from sage_core.trace_check import recorded_settings
 
 from .race import Lane, RaceData
@@ -160,12 +160,23 @@ class RaceView:
         return all(lane.finished for lane in self.lanes)
 
     @cached_property
-    def _points(self) -> dict[str, tuple[float, float]]:
+    def _sides(self) -> dict[str, SideTimes]:
+        """Each side's times (`timing.side_times`), for the sides with a decode round: what the headline and
+        the speedups are worked out from."""
         sides = {lane.method: side_times(lane.method, lane.records, lane.drafts) for lane in self.lanes}
-        lead = self.lead
-        if lead is None or lead not in sides:
+        return {m: side for m, side in sides.items() if side.rounds}
+
+    @property
+    def headline_lead(self) -> str | None:
+        """The side the headline and the speedups compare the others with (SAGE when it has raced a round)."""
+        return lead_method(self._sides) if self._sides else None
+
+    @cached_property
+    def _points(self) -> dict[str, tuple[float, float]]:
+        lead = self.headline_lead
+        if lead is None:
             return {}
-        found = {m: point_speedups(sides[lead], side) for m, side in sides.items() if m != lead}
+        found = {m: point_speedups(self._sides[lead], side) for m, side in self._sides.items() if m != lead}
         return {m: point for m, point in found.items() if point is not None}
 
     @property
@@ -182,7 +193,7 @@ class RaceView:
 
     @cached_property
     def headlines(self) -> tuple[Headline, ...]:
-        return _headlines(self.lanes)
+        return _headlines(self.lanes, self._sides)
 
     @cached_property
     def account(self) -> RaceAccount:
@@ -277,12 +288,10 @@ def _at(lane: LaneView, position: int, token_texts: Mapping[int, str]) -> dict:
     return {"method": lane.method, "token": token, "text": text}
 
 
-def _headlines(lanes: Sequence[LaneView]) -> tuple[Headline, ...]:
-    """The lead (SAGE when it raced) against every other side with rounds, the main rival first (`RIVALS`):
-    each an estimate with its interval and verdict (sage_core.timing.headline); a greedy race's interval is
-    over its round times, a sampled one's over its rounds and their tokens."""
-    sides = {lane.method: side_times(lane.method, lane.records, lane.drafts) for lane in lanes}
-    sides = {m: s for m, s in sides.items() if s.rounds}
+def _headlines(lanes: Sequence[LaneView], sides: Mapping[str, SideTimes]) -> tuple[Headline, ...]:
+    """The lead (SAGE when it raced) against every other side with rounds (`sides`), the main rival first
+    (`RIVALS`): each an estimate with its interval and verdict (sage_core.timing.headline); a greedy race's
+    interval is over its round times, a sampled one's over its rounds and their tokens."""
     if len(sides) < 2:
         return ()
     sampling = next((lane.header.sampling for lane in lanes if lane.header is not None), None)

@@ -11,6 +11,8 @@ import base64
 import json
 import runpy
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -42,10 +44,9 @@ async def call_tool(url: str, name: str, arguments: dict) -> Any:
         return await session.call_tool(name, arguments)
 
 
-@pytest.mark.slow
-def test_an_mcp_client_races_a_data_url_and_reads_a_refusal_as_one_sentence() -> None:
-    picture = ROOT / "assets" / "examples" / "describe_five.png"
-    data_url = "data:image/png;base64," + base64.b64encode(picture.read_bytes()).decode()
+@contextmanager
+def mcp_server() -> Iterator[str]:
+    """The app queued and launched as `python app.py --mcp` launches it, on a free port; yields its MCP URL."""
     demo = build_demo()
     queued(demo).launch(
         server_name="127.0.0.1",
@@ -55,16 +56,23 @@ def test_an_mcp_client_races_a_data_url_and_reads_a_refusal_as_one_sentence() ->
         mcp_server=True,
         **launch_options(),
     )
-    url = f"{demo.local_url}gradio_api/mcp/"
-    prompt = "describe the image in detail."
     try:
+        yield f"{demo.local_url}gradio_api/mcp/"
+    finally:
+        demo.close()
+
+
+@pytest.mark.slow
+def test_an_mcp_client_races_a_data_url_and_reads_a_refusal_as_one_sentence() -> None:
+    picture = ROOT / "assets" / "examples" / "describe_five.png"
+    data_url = "data:image/png;base64," + base64.b64encode(picture.read_bytes()).decode()
+    prompt = "describe the image in detail."
+    with mcp_server() as url:
         raced = asyncio.run(call_tool(url, "race_api", {"image": data_url, "prompt": prompt, "max_new_tokens": 8}))
         asked = {"image": data_url, "prompt": prompt, "max_new_tokens": 8, "panels": True, "trace": True}
         full = asyncio.run(call_tool(url, "race_api", asked))
         refused = asyncio.run(call_tool(url, "race_api", {"image": "http://127.0.0.1:9/x.png", "prompt": prompt}))
         unknown = asyncio.run(call_tool(url, "race_api", {"image": data_url, "prompt": "zzqx the image"}))
-    finally:
-        demo.close()
     assert not raced.isError, raced.content
     text = raced.content[0].text
     answer = json.loads(text)  # JSON text (Gradio's MCP server would send a dict's repr: app/mcp_tool.py)
@@ -120,21 +128,9 @@ def test_an_mcp_client_replays_a_data_url_trace_as_json_named_as_sent() -> None:
     as a data: URL `file.txt`: it answers JSON like `race_api`, the panels only when asked for."""
     trace = ROOT / "assets" / "landing" / "race.jsonl"
     data_url = "data:text/plain;base64," + base64.b64encode(trace.read_bytes()).decode()
-    demo = build_demo()
-    queued(demo).launch(
-        server_name="127.0.0.1",
-        server_port=free_port(),
-        prevent_thread_lock=True,
-        quiet=True,
-        mcp_server=True,
-        **launch_options(),
-    )
-    url = f"{demo.local_url}gradio_api/mcp/"
-    try:
+    with mcp_server() as url:
         replayed = asyncio.run(call_tool(url, "replay_api", {"trace_file": data_url, "speed": 0}))
         asked = asyncio.run(call_tool(url, "replay_api", {"trace_file": data_url, "speed": 0, "panels": True}))
-    finally:
-        demo.close()
     assert not replayed.isError, replayed.content
     answer = json.loads(replayed.content[0].text)
     print(f"\nthe replay's MCP answer: {len(replayed.content[0].text.encode())} bytes")

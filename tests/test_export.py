@@ -195,6 +195,8 @@ def test_the_cli_says_in_a_line_when_it_cannot_write(tmp_path, capsys):
         assert err.startswith("error: cannot write") and "Traceback" not in err
     assert export.main([str(trace), "--gif", str(tmp_path / "missing" / "x.gif")]) == 2
     assert capsys.readouterr().err.startswith("error: cannot write")
+    assert export.main([str(trace), "--webm", str(tmp_path / "missing" / "x.webm")]) == 2
+    assert capsys.readouterr().err.startswith("error: cannot write")
 
 
 def test_the_gif_needs_no_browser_and_is_16_by_9(tmp_path):

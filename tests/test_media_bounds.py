@@ -25,6 +25,17 @@ def status_kib(field: str) -> int:
     raise RuntimeError(f"{field} not in /proc/self/status")
 
 
+def notes_at_once(clip: Path, visitors: int) -> list[str]:
+    """`preview.still_note` of `clip` for `visitors` uploads at once (one thread each), in the order they ended."""
+    notes: list[str] = []
+    threads = [threading.Thread(target=lambda: notes.append(preview.still_note(clip))) for _ in range(visitors)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return notes
+
+
 def reset_peak() -> None:
     """Start the process's peak resident memory (VmHWM) afresh (Linux); the test is skipped elsewhere."""
     try:
@@ -93,12 +104,7 @@ def test_four_previews_of_a_huge_frame_decode_nothing(huge_frame_clip: Path) -> 
     decoded (905 to 912 MB)."""
     reset_peak()
     before = status_kib("VmRSS")
-    notes: list[str] = []
-    threads = [threading.Thread(target=lambda: notes.append(preview.still_note(huge_frame_clip))) for _ in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    notes = notes_at_once(huge_frame_clip, 4)
     extra_mb = (status_kib("VmHWM") - before) / 1024
     assert extra_mb < 1024, f"four previews took {extra_mb:.0f} MB more"
     assert len(notes) == 4 and all(note == notes[0] for note in notes)
@@ -131,12 +137,7 @@ def test_at_most_two_stills_are_decoded_at_once(monkeypatch: pytest.MonkeyPatch)
         return decode(capture, index)
 
     monkeypatch.setattr(preview, "frame_at", slow_frame_at)
-    notes: list[str] = []
-    threads = [threading.Thread(target=lambda: notes.append(preview.still_note(clip))) for _ in range(6)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    notes = notes_at_once(clip, 6)
     assert most == preview.PREVIEW_SLOTS == 2
     assert len(notes) == 6 and all("data:image/jpeg;base64," in note for note in notes)  # each waited its turn
 

@@ -73,6 +73,7 @@ from dataclasses import dataclass, replace
 import pytest
 import torch
 from sequence_oracle import SequenceOracle, SequenceState
+from test_sampling import BonusFromTarget, UnnormalisedAcceptance  # the wrong verifiers of the negative controls
 
 from sage_core import DecodeConfig, SageConfig, decode, load_pair
 from sage_core.config import SamplingConfig
@@ -82,7 +83,7 @@ from sage_core.methods.builtin import DRAFTING_METHODS
 from sage_core.models import ModelPair
 from sage_core.prepared import PreparedInputs, prepare_inputs
 from sage_core.records import RoundRecord
-from sage_core.sampling import SamplingVerifier, Warper
+from sage_core.sampling import Warper
 from sage_core.studies.costs import remember_curve
 from sage_core.trees import ROOT
 from sage_testkit.pairs import tiny_folder
@@ -401,20 +402,6 @@ def test_every_tree_method_samples_exactly_as_the_target(setting, reference, fir
 
 
 # -- power: the same statistics, the same number of runs, reject what is not the target's sampling ----
-
-
-class BonusFromTarget(SamplingVerifier):
-    """Wrong: after every child is rejected, the bonus comes from the target's p, not the residual."""
-
-    def residual(self, row, rejected):
-        return row
-
-
-class UnnormalisedAcceptance(SamplingVerifier):
-    """Wrong: a child is accepted with r(c) as if the residual still had mass 1 (exact for a first child)."""
-
-    def acceptance(self, mass, left):
-        return mass
 
 
 @pytest.mark.parametrize(

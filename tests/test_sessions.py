@@ -28,6 +28,7 @@ from gradio.state_holder import StateHolder
 from app.boundary import LOST
 from app.gradio_patches import SESSION_BOUNDS, bound_sessions, drop_session, session_lost
 from app.inputs import Limits, load_examples
+from app.page import STATE_TTL
 
 NOW = datetime.datetime(2026, 12, 4, 12, 0, 0)
 
@@ -90,7 +91,7 @@ def test_every_page_control_reads_a_lost_session_as_a_sentence() -> None:
     from types import SimpleNamespace
 
     from app.boundary import refuse_if_lost
-    from app.gradio_patches import LOST as FLAG
+    from app.gradio_patches import LOST_MARK as FLAG
 
     state, other, text = gr.State(None), gr.State(None), gr.Textbox()
     session = SimpleNamespace(**{FLAG: True})
@@ -151,7 +152,7 @@ def test_a_visitor_survives_a_blip_and_a_crowd_and_a_lost_session_is_told() -> N
 
     limits = replace(Limits(), session_grace_seconds=1.0, max_sessions=12)
     with running_demo("builtin", "builtin", limits) as (demo, url):
-        page_state = next(b for b in demo.blocks.values() if isinstance(b, gr.State) and b.time_to_live == 3600)
+        page_state = next(b for b in demo.blocks.values() if isinstance(b, gr.State) and b.time_to_live == STATE_TTL)
         example = next(
             e for e in load_examples() if not e.is_video and e.prompt != getattr(page_state.value, "prompt", None)
         )
