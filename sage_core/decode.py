@@ -26,6 +26,7 @@ from .errors import ConfigError, InputError, kind_of
 from .media import Media, check_is_media
 from .methods import drafts
 from .models import KVState, ModelPair
+from .models.one_pass import OnePass
 from .models.pair import check_method
 from .policy import topk_entropy
 from .prepared import PreparedInputs, check_vocabulary, prepare_inputs, with_draft_inputs
@@ -108,6 +109,8 @@ class DecodeRun:
         if config.prune_ratio > 0:
             _check_prunable(self.target_inputs, self.draft_inputs, visual_tokens)
         self.seed = resolve_seed(config.sampling)  # None when greedy
+        one_pass = one_pass_of_draft(pair) if uses_draft else None
+        self.draft_block = one_pass.block_size if one_pass is not None else 0
         self.header = RunHeader(
             method=config.method,
             target=pair.target.name,
@@ -125,6 +128,7 @@ class DecodeRun:
             visual_tokens=visual_tokens,
             draft_prompt_tokens=int(self.draft_inputs["input_ids"].shape[1]) if self.draft_inputs is not None else None,
             sampling={**asdict(config.sampling), "seed": self.seed},
+            draft_block=self.draft_block,
         )
         self.records: list[RoundRecord] = []
         self._steps = self._run()
@@ -176,8 +180,10 @@ class DecodeRun:
             # Timing: the draft and the verification each end with a device-to-host copy,
             # so the laps need no synchronisation; the step's end has the only one.
             laps = Laps(self.pair.devices)
-            # 1. Draft the tree (SAGE: its shape follows the draft's confidence).
+            # 1. Draft the tree (SAGE: its shape follows the draft's confidence; a one-pass draft: one forward).
+            forwards_before = loop.drafter.forwards[0] if loop.drafter is not None else 0
             proposal = loop.proposer.propose(loop.drafter, loop.pending)
+            draft_forwards = loop.drafter.forwards[0] - forwards_before if loop.drafter is not None else 0
             tree = proposal.tree
             draft_seconds = laps.lap()
             # 2. Verify: one target forward over the root and every node.
@@ -218,6 +224,7 @@ class DecodeRun:
             window_mean=adaptation.window_mean,
             next_depth_max=adaptation.next_depth_max,
             path_entropies=_path_entropies(proposal.drafted, verdict.accepted_nodes),
+            draft_forwards=draft_forwards,
             **proposal.shape.record_fields(),
         )
 
@@ -228,7 +235,7 @@ class DecodeRun:
         pair, config = self.pair, self.config
         target = open_backend(pair.target, self.backend)
         verifier = make_verifier(config.sampling, self.seed)  # greedy or sampling: the loop does not ask
-        reserve = _cache_reserve(config.max_new_tokens, self.proposer)
+        reserve = _cache_reserve(config.max_new_tokens, self.proposer, self.draft_block)
         laps = Laps(pair.devices)
         # With pruning the target's prefill also scores the visual tokens, and the draft reads only
         # the kept ones (pruning.py).
@@ -294,7 +301,8 @@ class DecodeRun:
         state = draft.prefill(self.draft_inputs, reserve, kept_visual=kept).state
         if kept is not None:
             self.header = replace(self.header, draft_prompt_tokens=state.committed, kept_visual_indices=kept)
-        return Drafter(draft, state, pair.shared_vocab_size, warp, frozenset(pair.target.eos_token_ids))
+        eos = frozenset(pair.target.eos_token_ids)
+        return Drafter(draft, state, pair.shared_vocab_size, warp, eos, one_pass_of_draft(pair))
 
 
 @dataclass
@@ -355,10 +363,18 @@ def _check_prunable(target_inputs: Any, draft_inputs: Any, visual_tokens: int) -
         )
 
 
-def _cache_reserve(max_new_tokens: int, proposer: Proposer) -> int:
+def _cache_reserve(max_new_tokens: int, proposer: Proposer, block: int = 0) -> int:
     """Cache entries a run adds after its prompt, at most: its new tokens, then the scratch of a round
-    (the root and the proposer's largest tree, and its depth in tokens the draft reads)."""
-    return max_new_tokens + proposer.max_nodes + 1 + proposer.max_depth + 1
+    (the root and the proposer's largest tree, and its depth in tokens the draft reads; a one-pass
+    draft's masks too)."""
+    return max_new_tokens + proposer.max_nodes + 1 + proposer.max_depth + 1 + block
+
+
+def one_pass_of_draft(pair: ModelPair) -> OnePass | None:
+    """The pair's draft's one-pass settings (None: it drafts one level per forward; a stand-in model
+    without them is sequential)."""
+    one_pass = getattr(pair.draft, "one_pass", None)
+    return one_pass if isinstance(one_pass, OnePass) else None
 
 
 def decode(

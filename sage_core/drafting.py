@@ -16,6 +16,7 @@ import torch
 
 from .backends import ModelBackend
 from .models import KVState
+from .models.one_pass import OnePass
 from .policy import Candidate, Expansion
 from .trees import ROOT, RankPath, Tree
 from .verify import Warp
@@ -32,6 +33,8 @@ class DraftedTree:
     # The draft's renormalisable top-k probabilities after the root (-1) and
     # after every expanded node: what SAGE's confidence is computed from.
     distributions: dict[int, tuple[float, ...]]
+    # Draft forwards the levels ran (the root's, which fed the committed tokens, not counted).
+    level_forwards: int = 0
 
 
 TopK = tuple[tuple[int, ...], tuple[float, ...]]  # (tokens, probabilities), most likely first
@@ -91,7 +94,32 @@ def feed_committed(draft: ModelBackend, state: KVState, pending: Sequence[int]) 
     return logits[-1]
 
 
-def grow_tree(side: DraftSide, root: TopK, choose: Chooser, max_depth: int, top: int, expand: Expand) -> DraftedTree:
+def draft_block(draft: ModelBackend, state: KVState, pending: Sequence[int], one_pass: OnePass) -> torch.Tensor:
+    """A one-pass draft's round: one forward over the tokens committed since its last round and
+    `block_size - 1` masks after them, each mask at the position of the token it stands for; only the
+    real tokens' entries are kept (the masks' are scratch, dropped). Returns the logits of depths
+    1 .. block_size: the last real token's row, then the masks'."""
+    start, scratch = state.committed, state.scratch
+    fed = [*pending, *([one_pass.mask_token_id] * (one_pass.block_size - 1))]
+    logits = draft.extend(
+        state,
+        fed,
+        positions=[start + i for i in range(len(fed))],
+        parents=[-1] + [scratch + i for i in range(len(fed) - 1)],
+    )
+    draft.commit(state, range(len(pending)))
+    return logits[len(pending) - 1 :]
+
+
+def grow_tree(
+    side: DraftSide,
+    root: TopK,
+    choose: Chooser,
+    max_depth: int,
+    top: int,
+    expand: Expand,
+    block: Sequence[TopK] | None = None,
+) -> DraftedTree:
     """Grow a tree level by level under the draft's tree attention.
 
     `side.state` has the root committed last; `root` is the draft's top-k after
@@ -103,11 +131,14 @@ def grow_tree(side: DraftSide, root: TopK, choose: Chooser, max_depth: int, top:
     with no node to expand ends the tree without a draft forward. A node whose
     token is in `side.stop` (the target's end-of-sequence ids) is never expanded:
     nothing after it could be accepted.
+
+    With a one-pass draft's `block` (its top-k at depths 1, 2, ...: `draft_block`) no level runs a
+    forward: every node expanded at level l is offered the block's depth l + 1 (the draft's marginal
+    there, the same whichever sibling it follows), and the tree ends at the block's depth.
     """
-    draft, state, vocab, warp, stop = side.backend, side.state, side.vocab, side.warp, side.stop
-    root_position = state.committed - 1
+    levels: LevelOffers = BlockOffers(block) if block is not None else LevelForwards(side, top)
+    max_depth = min(max_depth, levels.deepest)
     nodes: list[Candidate] = []  # each with its parent, token, draft probability and cumulative probability
-    scratch_of: dict[int, int] = {ROOT: -1}  # node -> its index among the draft's scratch entries
     distributions = {ROOT: root[1]}
     frontier = [Expansion(ROOT, 1.0, 1.0, *root)]
     for level in range(1, max_depth + 1):
@@ -119,25 +150,74 @@ def grow_tree(side: DraftSide, root: TopK, choose: Chooser, max_depth: int, top:
         to_expand = [
             first_new + i
             for i, c in enumerate(chosen)
-            if level < max_depth and c.token not in stop and expand(first_new + i, level, c.cumulative)
+            if level < max_depth and c.token not in side.stop and expand(first_new + i, level, c.cumulative)
         ]
         if not to_expand:
             break
-        first = state.scratch
-        scratch_of.update((node, first + offset) for offset, node in enumerate(to_expand))
-        logits = draft.extend(
-            state,
-            [nodes[n].token for n in to_expand],
-            positions=[root_position + level] * len(to_expand),
-            parents=[scratch_of[nodes[n].parent] for n in to_expand],
-        )
         frontier = []
-        for node, (next_tokens, next_probs) in zip(to_expand, top_candidates(logits, top, vocab, warp), strict=True):
+        for node, (next_tokens, next_probs) in zip(to_expand, levels.offer(level, nodes, to_expand), strict=True):
             distributions[node] = next_probs
             frontier.append(Expansion(node, nodes[node].prob, nodes[node].cumulative, next_tokens, next_probs))
-    draft.commit(state, [])
+    levels.finish()
     tree = Tree(tuple(c.token for c in nodes), tuple(c.parent for c in nodes), tuple(c.prob for c in nodes))
-    return DraftedTree(tree, distributions)
+    return DraftedTree(tree, distributions, levels.forwards)
+
+
+class LevelOffers(Protocol):
+    """Where a level's children come from: the draft's top-k after each node expanded at `level`."""
+
+    @property
+    def deepest(self) -> int: ...
+    @property
+    def forwards(self) -> int: ...
+    def offer(self, level: int, nodes: Sequence[Candidate], to_expand: Sequence[int]) -> list[TopK]: ...
+    def finish(self) -> None: ...
+
+
+class LevelForwards:
+    """A sequential draft: one forward over the nodes a level expands, under tree attention (scratch
+    entries, dropped at the end)."""
+
+    deepest = 1 << 30
+
+    def __init__(self, side: DraftSide, top: int) -> None:
+        self.side, self.top = side, top
+        self.root_position = side.state.committed - 1
+        self.scratch_of: dict[int, int] = {ROOT: -1}  # node -> its index among the draft's scratch entries
+        self.forwards = 0
+
+    def offer(self, level: int, nodes: Sequence[Candidate], to_expand: Sequence[int]) -> list[TopK]:
+        side, state = self.side, self.side.state
+        self.forwards += 1
+        first = state.scratch
+        self.scratch_of.update((node, first + offset) for offset, node in enumerate(to_expand))
+        logits = side.backend.extend(
+            state,
+            [nodes[n].token for n in to_expand],
+            positions=[self.root_position + level] * len(to_expand),
+            parents=[self.scratch_of[nodes[n].parent] for n in to_expand],
+        )
+        return top_candidates(logits, self.top, side.vocab, side.warp)
+
+    def finish(self) -> None:
+        if self.forwards:
+            self.side.backend.commit(self.side.state, [])
+
+
+class BlockOffers:
+    """A one-pass draft: a node expanded at level l is offered the block's depth l + 1, no forward."""
+
+    forwards = 0
+
+    def __init__(self, block: Sequence[TopK]) -> None:
+        self.block = block
+        self.deepest = len(block)
+
+    def offer(self, level: int, nodes: Sequence[Candidate], to_expand: Sequence[int]) -> list[TopK]:
+        return [self.block[level]] * len(to_expand)
+
+    def finish(self) -> None:
+        pass
 
 
 def template_chooser(template: Sequence[RankPath]) -> tuple[Chooser, Expand, int]:

@@ -24,12 +24,25 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import torch
+
 from .backends import ModelBackend
 from .config import DecodeConfig
-from .drafting import Chooser, DraftedTree, Expand, TopK, feed_committed, grow_tree, template_chooser, top_candidates
+from .drafting import (
+    Chooser,
+    DraftedTree,
+    Expand,
+    TopK,
+    draft_block,
+    feed_committed,
+    grow_tree,
+    template_chooser,
+    top_candidates,
+)
 from .method_settings import DynamicConfig, SageConfig
 from .methods import method_spec
 from .models import KVState, ModelPair
+from .models.one_pass import OnePass
 from .policy import (
     CUT_LISTED,
     Candidate,
@@ -50,20 +63,45 @@ from .verify import Verdict, Warp
 @dataclass(frozen=True)
 class Drafter:
     """What a round drafts with: the draft's backend and cache, the shared vocabulary, the warp
-    (sampling), and the tokens that end the sequence (never expanded)."""
+    (sampling), the tokens that end the sequence (never expanded), and, for a one-pass draft, its
+    mask and block (`one_pass`: the whole round's draft is one forward, `drafting.draft_block`).
+
+    `forwards` counts the draft forwards run so far (the loop reads each round's), and a one-pass
+    round's block logits wait in `block` between `root` and `grow`."""
 
     backend: ModelBackend
     state: KVState
     vocab: int
     warp: Warp | None
     stop: frozenset[int]
+    one_pass: OnePass | None = None
+    forwards: list[int] = field(default_factory=lambda: [0])
+    block: list[torch.Tensor] = field(default_factory=list)
+
+    @property
+    def block_size(self) -> int:
+        """Depths one forward drafts (0: a sequential draft, one forward per level)."""
+        return self.one_pass.block_size if self.one_pass is not None else 0
 
     def root(self, pending: Sequence[int], k: int) -> TopK:
-        """Feed the tokens committed since last round; the draft's top-k after the root."""
-        return top_candidates(feed_committed(self.backend, self.state, pending), k, self.vocab, self.warp)[0]
+        """Feed the tokens committed since last round; the draft's top-k after the root (a one-pass
+        draft: its whole block, from the same forward)."""
+        self.forwards[0] += 1
+        if self.one_pass is None:
+            logits = feed_committed(self.backend, self.state, pending)
+        else:
+            self.block[:] = [draft_block(self.backend, self.state, pending, self.one_pass)]
+            logits = self.block[0][0]
+        return top_candidates(logits, k, self.vocab, self.warp)[0]
 
     def grow(self, root: TopK, choose: Chooser, depth: int, k: int, expand: Expand) -> DraftedTree:
-        return grow_tree(self, root, choose, depth, k, expand)
+        block = None
+        if self.one_pass is not None:
+            assert self.block, "a one-pass round drafts its block in root() first"
+            block = [root, *top_candidates(self.block[0][1:], k, self.vocab, self.warp)]
+        drafted = grow_tree(self, root, choose, depth, k, expand, block)
+        self.forwards[0] += drafted.level_forwards
+        return drafted
 
 
 @dataclass(frozen=True)

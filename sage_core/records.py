@@ -69,6 +69,9 @@ class RunHeader:
     # The sampling settings (config.SamplingConfig) with the seed the run used
     # (None when greedy). Absent in traces written before sampling existed: greedy.
     sampling: dict[str, Any] | None = None
+    # The draft's block when it is a one-pass draft (models/one_pass.py: depths 1 .. K from one forward a
+    # round); 0 for a sequential draft (one forward per tree level) and in traces written before it.
+    draft_block: int = 0
 
     def settings_of(self, method: str) -> dict[str, Any]:
         """The settings `method` ran with as recorded (empty: its defaults, or a method without settings)."""
@@ -163,6 +166,9 @@ class RoundRecord:
     # its uncertainty about each new token of the round, in answer order (shorter where a node was not
     # expanded; empty without a draft, and in traces written before it was recorded).
     path_entropies: tuple[float, ...] = ()
+    # Draft forwards this round ran: 1 with a one-pass draft, the tokens fed plus one per expanded level
+    # with a sequential one, 0 without a draft (None for the prefill, and in traces written before it).
+    draft_forwards: int | None = None
 
     @cached_property
     def tree(self) -> Tree:

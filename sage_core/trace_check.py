@@ -233,6 +233,8 @@ def header_problem(header: RunHeader) -> str | None:
     kept = header.kept_visual_indices
     if kept is not None and not (isinstance(kept, tuple) and all(_is_int(i) for i in kept)):
         return "the kept visual token indices must be a list of whole numbers"
+    if not _is_int(header.draft_block) or header.draft_block == 1:
+        return "the draft's block must be 0 (a sequential draft) or a whole number of at least 2"
     if not _is_number(header.prune_ratio, 0.0, 1.0) or not _is_int(header.visual_tokens):
         return "its pruning ratio must lie in [0, 1) and its visual token count be a whole number"
     return _sampling_problem(header.sampling) or _settings_problem(header)
@@ -338,6 +340,8 @@ def _value_problem(record: RoundRecord) -> str | None:
         return "the confidence alpha must lie in [0, 1]"
     if not all(v is None or _is_int(v) for v in (record.depth_max, record.planned_depth, record.planned_width)):
         return "planned depths and widths must be non-negative integers"
+    if record.draft_forwards is not None and not _is_int(record.draft_forwards):
+        return "the round's draft forwards must be a whole number"
     return None
 
 

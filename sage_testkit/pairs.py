@@ -10,6 +10,7 @@ runs on the folders, offline. tests/conftest.py hands these out as fixtures (`ti
 from __future__ import annotations
 
 import functools
+import json
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +21,7 @@ from sage_core import load_pair
 from sage_core.media import Media, image_media
 from sage_core.methods.builtin import METHODS
 from sage_core.models import ModelPair
+from sage_core.models.one_pass import ONE_PASS_KEY
 from sage_core.records import RunHeader
 
 from .tiny_models import build_tiny_vlm, model_class
@@ -30,13 +32,17 @@ DRAFT_KINDS = ("copy", "noised", "unrelated")
 NOISE = 0.1  # the "noised" draft: each weight plus this share of its tensor's spread in Gaussian noise
 DRAFT_METHODS = tuple(m for m in METHODS if m != "ar")
 PROMPTS = ("Describe the picture.", "What colour is it?")
+#: The "one-pass" draft: the noised one declared a one-pass draft; any token serves as its mask (a random
+#: model was never trained with one: the loop's positions and cache are what the tests check).
+ONE_PASS_MASK, ONE_PASS_BLOCK = 97, 6
 ADDED_NEW = 12  # new tokens per run on the families added to the first four (the suite's time budget)
 
 _BUILT: dict[tuple[str, str, str], str] = {}
 
 
 def tiny_folder(root: Path, family: str, kind: str) -> str:
-    """Build (once per process and root) the target ("target") or a draft (a `DRAFT_KINDS` or "padded")
+    """Build (once per process and root) the target ("target") or a draft (a `DRAFT_KINDS`, "padded" or
+    "one-pass")
     of `family` under `root`; its folder."""
     key = (str(root), family, kind)
     if key not in _BUILT:
@@ -49,10 +55,21 @@ def tiny_folder(root: Path, family: str, kind: str) -> str:
             build_tiny_vlm(family, folder, seed=1, size="smaller", vocab_padding=5)
         elif kind == "noised":
             _build_noised(family, folder)
+        elif kind == "one-pass":
+            _build_noised(family, folder)
+            declare_one_pass(folder, ONE_PASS_MASK, ONE_PASS_BLOCK)
         else:
-            raise ValueError(f"unknown draft kind {kind!r}; expected target, padded or one of {DRAFT_KINDS}")
+            raise ValueError(f"unknown draft kind {kind!r}; expected target, padded, one-pass or one of {DRAFT_KINDS}")
         _BUILT[key] = str(folder)
     return _BUILT[key]
+
+
+def declare_one_pass(folder: Path, mask_token_id: int, block_size: int) -> None:
+    """Declare the saved model in `folder` a one-pass draft (models/one_pass.py) with this mask and block."""
+    config_file = folder / "config.json"
+    config = json.loads(config_file.read_text(encoding="utf-8"))
+    config[ONE_PASS_KEY] = {"mask_token_id": mask_token_id, "block_size": block_size}
+    config_file.write_text(json.dumps(config, indent=2), encoding="utf-8")
 
 
 def _build_noised(family: str, folder: Path) -> None:

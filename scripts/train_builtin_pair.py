@@ -439,6 +439,7 @@ class Stage:
     steps: int
     batch_size: int
     checkpoint: Path
+    block: int = 0  # a one-pass draft's block (PARD's masks: `one_pass_block`); 0 for a sequential model
 
 
 def pretrain_vision(stage: Stage, model, processor, rng):
@@ -449,7 +450,7 @@ def pretrain_vision(stage: Stage, model, processor, rng):
     (the first run of this generation: shape and place questions at chance after 68 minutes);
     per-token labels teach it both in minutes (about 1 s a step). ``stage.steps``: a fixed step count
     instead of ``stage.minutes``. Resumes: skipped when ``stage.checkpoint`` exists."""
-    name, lr, minutes, steps, batch_size, checkpoint = astuple(stage)
+    name, lr, minutes, steps, batch_size, checkpoint, _ = astuple(stage)
     visual = model.model.visual
     if checkpoint.exists():
         visual.load_state_dict(torch.load(checkpoint, weights_only=False))
@@ -498,6 +499,77 @@ def lr_factor(frac: float, step: int, warmup: int = 100, hold: float = 0.65, flo
     return floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * t))
 
 
+#: The one-pass draft's mask: ``<|endoftext|>`` (id 0), the padding token, which no prompt or answer holds
+#: with attention on (the library reads it, with the block length, from the draft's config: `ONE_PASS_KEY`).
+MASK_TOKEN_ID = 0
+ONE_PASS_KEY = "one_pass_draft"
+
+
+def one_pass_block(ids: torch.Tensor, labels: torch.Tensor, block: int, rng: random.Random):
+    """PARD's collator, one block a row: each row's answer is cut after a random real token c (the
+    "\\n" after "assistant" up to the token before the last), the next ``block - 1`` tokens are replaced
+    by the mask, and the loss is kept on the real prefix (depth 1) and on the block (position c + d - 1
+    predicts the token d after c, d = 1 .. block); positions after the block see masks and are left out.
+    Returns the draft's input ids and a [rows, length - 1] mask of the positions that count (position p
+    predicts token p + 1, as the teacher, who reads the real row, does at the same index)."""
+    student = ids.clone()
+    keep = torch.zeros(ids.shape[0], ids.shape[1] - 1, dtype=torch.bool)
+    for r in range(ids.shape[0]):
+        answer = (labels[r] != -100).nonzero().flatten().tolist()
+        if not answer:
+            continue
+        first, last = answer[0], answer[-1]
+        cut = rng.randint(first - 1, last - 1)
+        student[r, cut + 1 : cut + block] = MASK_TOKEN_ID
+        for p in range(first - 1, min(cut + block, last)):
+            keep[r, p] = labels[r, p + 1] != -100
+    return student, keep
+
+
+@torch.no_grad()
+def block_agreement(draft, teacher, processor, examples, block: int, rng: random.Random) -> list[float]:
+    """Per depth d = 1 .. block: how often the one-pass draft's top token at depth d equals the
+    teacher's (teacher-forced on the examples' answers, one random cut a row)."""
+    hits, seen = [0] * block, [0] * block
+    for start in range(0, len(examples), 16):
+        enc, labels = make_batch(processor, [[e] for e in examples[start : start + 16]])
+        student, _ = one_pass_block(enc["input_ids"], labels, block, rng)
+        teacher_top = teacher(**enc).logits.argmax(-1)
+        draft_top = draft(**dict(enc, input_ids=student)).logits.argmax(-1)
+        for r in range(student.shape[0]):
+            masked = (student[r] == MASK_TOKEN_ID) & (enc["input_ids"][r] != MASK_TOKEN_ID)
+            answer = (labels[r] != -100).nonzero().flatten().tolist()
+            if not answer:
+                continue
+            cut = int(masked.nonzero().flatten()[0]) - 1 if masked.any() else answer[-1] - 1
+            for d in range(block):
+                p = cut + d
+                if p + 1 > answer[-1]:
+                    break
+                hits[d] += int(draft_top[r, p] == teacher_top[r, p])
+                seen[d] += 1
+    return [h / s if s else float("nan") for h, s in zip(hits, seen, strict=True)]
+
+
+def distillation_loss(model, teacher, enc, labels, block: int, rng: random.Random) -> torch.Tensor:
+    """0.5 cross-entropy on the data + 0.5 KL(teacher || model) on the answer positions; with a one-pass
+    `block`, the model reads PARD's masks after a random cut (`one_pass_block`) and the teacher the real
+    row, each position scored against the teacher's prediction at the same index."""
+    tgt = labels[:, 1:]
+    mask = tgt != -100
+    if block:
+        student_ids, mask = one_pass_block(enc["input_ids"], labels, block, rng)
+        tgt = enc["input_ids"][:, 1:]
+        logits = model(**dict(enc, input_ids=student_ids)).logits[:, :-1]
+    else:
+        logits = model(**enc).logits[:, :-1]
+    ce = F.cross_entropy(logits[mask], tgt[mask])
+    with torch.no_grad():
+        t_logits = teacher(**enc).logits[:, :-1][mask]
+    kl = F.kl_div(F.log_softmax(logits[mask], -1), F.log_softmax(t_logits, -1), log_target=True, reduction="batchmean")
+    return 0.5 * ce + 0.5 * kl
+
+
 def train(stage: Stage, model, processor, rng, eval_examples, teacher=None, aux_weight=0.0, mix=DataMix()):
     """Train ``model`` for ``stage.minutes`` of training time (or ``stage.steps``), checkpointing to
     ``stage.checkpoint`` every CHECKPOINT_EVERY_S and resuming from it when it exists (same data stream:
@@ -507,7 +579,7 @@ def train(stage: Stage, model, processor, rng, eval_examples, teacher=None, aux_
     merged tokens predicts the shape, cell, colour and size drawn there; the head is discarded):
     dense labels that teach the vision tower shapes and places far faster than the answer tokens
     alone."""
-    name, lr, minutes, steps, batch_size, checkpoint = astuple(stage)
+    name, lr, minutes, steps, batch_size, checkpoint, _ = astuple(stage)
     head, captured, hook = attach_aux_head(model.model.visual)
     opt = torch.optim.AdamW([*model.parameters(), *head.parameters()], lr=lr, betas=(0.9, 0.98), weight_decay=0.01)
     budget = minutes * 60.0
@@ -540,16 +612,7 @@ def train(stage: Stage, model, processor, rng, eval_examples, teacher=None, aux_
         if teacher is None:
             loss = model(**enc, labels=labels).loss
         else:
-            logits = model(**enc).logits[:, :-1]
-            tgt = labels[:, 1:]
-            mask = tgt != -100
-            ce = F.cross_entropy(logits[mask], tgt[mask])
-            with torch.no_grad():
-                t_logits = teacher(**enc).logits[:, :-1][mask]
-            kl = F.kl_div(
-                F.log_softmax(logits[mask], -1), F.log_softmax(t_logits, -1), log_target=True, reduction="batchmean"
-            )
-            loss = 0.5 * ce + 0.5 * kl
+            loss = distillation_loss(model, teacher, enc, labels, stage.block, rng)
         if aux_weight and "image_grid_thw" in enc:  # image batches (clips have no labels)
             labels_per_token = batch_token_labels([c[0] for c in conversations], enc["image_grid_thw"])
             loss = loss + aux_weight * aux_loss(head, captured[0], labels_per_token)
@@ -615,6 +678,14 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--draft-layers", type=int, default=0, help="keep only the first N text layers of --init-draft")
     ap.add_argument("--draft-name", default="draft", help="the draft's folder under OUT (e.g. hesitant-draft)")
     ap.add_argument(
+        "--one-pass",
+        type=int,
+        default=0,
+        metavar="K",
+        help="distil the draft as a one-pass draft of block K (PARD: K - 1 masks after a random cut); saved "
+        "with its mask token and K in its config",
+    )
+    ap.add_argument(
         "--visitor-words",
         action="store_true",
         help="the tokenizer with wording.VISITOR_WORDS appended (run 10 on); a smaller loaded model grows to it",
@@ -642,6 +713,8 @@ def parse_args(argv=None) -> argparse.Namespace:
             ap.error(f"--{flag.replace('_', '-')} must be >= 0")
     if args.vision_lr <= 0:
         ap.error("--vision-lr must be > 0")
+    if args.one_pass < 0 or args.one_pass == 1:
+        ap.error("--one-pass must be 0 (a sequential draft) or a block of at least 2")
     if args.eval_tokens < 1:
         ap.error("--eval-tokens must be >= 1")
     for flag in ("lone", "hand_drawn", "shifted", "reworded", "rows", "jpeg", "free"):
@@ -683,7 +756,12 @@ def main(argv=None):
     log(f"target final: acc {res_t['accuracy']:.3f} " + " ".join(f"{k} {v:.2f}" for k, v in res_t["per_kind"].items()))
 
     d_steps, d_time = train_side(args, "draft", draft, processor, checkpoints, eval_examples, mix, teacher=target)
+    if args.one_pass:
+        setattr(draft.config, ONE_PASS_KEY, {"mask_token_id": MASK_TOKEN_ID, "block_size": args.one_pass})
     save(draft, processor, out / args.draft_name, args.save_dtype)
+    if args.one_pass:
+        depths = block_agreement(draft, target, processor, eval_examples, args.one_pass, random.Random(args.seed))
+        log("one-pass agreement per depth: " + " ".join(f"{d + 1}:{a:.3f}" for d, a in enumerate(depths)))
     res_d = evaluate(draft, processor, eval_examples, args.eval_tokens)
     log(f"draft final: acc {res_d['accuracy']:.3f} " + " ".join(f"{k} {v:.2f}" for k, v in res_d["per_kind"].items()))
     agr = agreement(target, draft, processor, eval_examples, res_t["answer_ids"])
@@ -719,7 +797,9 @@ def train_side(args, side: str, model, processor, checkpoints: Path, eval_exampl
         pretrain_vision(vision, model, processor, random.Random(vision_seed))
     if not (minutes > 0 or steps > 0):
         return 0, 0
-    stage = Stage(side, getattr(args, f"{side}_lr"), minutes, steps, args.batch_size, checkpoints / f"{side}.pt")
+    block = args.one_pass if side == "draft" else 0
+    checkpoint = checkpoints / f"{side}.pt"
+    stage = Stage(side, getattr(args, f"{side}_lr"), minutes, steps, args.batch_size, checkpoint, block)
     return train(stage, model, processor, random.Random(seed), eval_examples, teacher, args.aux_weight, mix)
 
 

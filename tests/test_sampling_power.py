@@ -97,7 +97,8 @@ RUNS = 2_000
 BINS = 20  # the probability integral transform's bins (100 expected counts each)
 STATISTICS = ("position 2", "joint 1-2", "joint 1-3", "position 2 | 1", "position 3 | 1-2", "tree places")
 FAMILY_ALPHA = 1e-3
-ALPHA = FAMILY_ALPHA / (1 + len(STATISTICS) * len(DRAFTING_METHODS))
+DRAFTS = ("noised", "one-pass")  # a sequential draft, and the same weights as a one-pass draft (its block)
+ALPHA = FAMILY_ALPHA / (1 + len(STATISTICS) * len(DRAFTING_METHODS) * len(DRAFTS))
 REST: Tokens = (-1,)  # the pooled cell of the outcomes a reference leaves unlisted
 ENDED: Tokens = ()  # a run that ended (end-of-sequence) before the position asked for
 # A one-token step of 2 ms, each node verified 0.02 ms more, a draft level 0.1 ms, no round overhead.
@@ -124,14 +125,22 @@ class Setting:
     media: Media
 
 
-@pytest.fixture(scope="module")
-def setting(tiny_root, image) -> Setting:
-    pair = load_pair(
-        tiny_folder(tiny_root, FAMILY, "target"), tiny_folder(tiny_root, FAMILY, "noised"), "cpu", "float32"
-    )
+def make_setting(tiny_root, image, draft: str) -> Setting:
+    pair = load_pair(tiny_folder(tiny_root, FAMILY, "target"), tiny_folder(tiny_root, FAMILY, draft), "cpu", "float32")
     oracle = ModelPair(SequenceOracle(pair.target), SequenceOracle(pair.draft))
     assert remember_curve(oracle, "fast", CURVE)  # keyed by the inner models: this module's pair only
     return Setting(pair, oracle, prepare_inputs(oracle, image, PROMPT), image)
+
+
+@pytest.fixture(scope="module")
+def setting(tiny_root, image) -> Setting:
+    return make_setting(tiny_root, image, "noised")
+
+
+@pytest.fixture(scope="module")
+def one_pass_setting(tiny_root, image) -> Setting:
+    """The noised draft declared a one-pass draft: every depth of its tree from one forward's block."""
+    return make_setting(tiny_root, image, "one-pass")
 
 
 class TargetRows:
@@ -383,12 +392,17 @@ def test_the_first_token_is_the_targets_sample(first_tokens, reference):
     assert p_value > ALPHA, p_value
 
 
+@pytest.mark.parametrize("draft", DRAFTS)
 @pytest.mark.parametrize("method", DRAFTING_METHODS)
-def test_every_tree_method_samples_exactly_as_the_target(setting, reference, first_tokens, method):
+def test_every_tree_method_samples_exactly_as_the_target(
+    setting, one_pass_setting, reference, first_tokens, method, draft
+):
     """RUNS runs of 3 tokens: position 2 and the joints against the exact distributions, positions 2 and 3
     and the tree's places given each run's own prefix; the runs rejected children and drew from the
-    residual often."""
-    runs = sampled_runs(setting, method)
+    residual often. With the one-pass draft every round is one draft forward."""
+    runs = sampled_runs(one_pass_setting if draft == "one-pass" else setting, method)
+    if draft == "one-pass":
+        assert {r.draft_forwards for run in runs.records for r in run} == {1}
     assert [a[:1] for a in runs.answers] == first_tokens  # the prefill's sample, whatever the method
     values = p_values(runs, reference)
     assert set(values) == set(STATISTICS)

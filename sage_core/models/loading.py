@@ -23,6 +23,9 @@ ASSETS = (
 )
 BUILTIN_TARGET = ASSETS / "builtin" / "target"
 BUILTIN_DRAFT = ASSETS / "builtin" / "draft"
+#: The built-in pair's other drafts, loaded by folder: a weaker one, and one that drafts a block in one pass.
+BUILTIN_HESITANT_DRAFT = ASSETS / "builtin" / "hesitant-draft"
+BUILTIN_ONE_PASS_DRAFT = ASSETS / "builtin" / "one-pass-draft"
 
 
 #: A model folder may ship a note on what it was taught (the built-in pair's does): {"note": "... {words} ..."},

@@ -22,6 +22,7 @@ from .forwards import LEAN, Forward, TreeBatch
 from .lean import LeanText
 from .loading import asking_note_of, first_line, load_model
 from .masks import additive_mask, in_batch_depth, rows_from_parents, tree_mask_on_host
+from .one_pass import OnePass, one_pass_of
 from .prompts import chat_prompt, check_media, check_prompt, processor_inputs
 from .registry import FAMILIES
 from .visual import last_logits_only, pruned_prefill, scored_prefill, visual_positions
@@ -70,6 +71,9 @@ class VLM:
         folder = str(getattr(model.config, "_name_or_path", "") or "")
         self.asking_note = asking_note_of(folder)
         self.other_language_note = asking_note_of(folder, "other_language")
+        # a one-pass draft's mask token and block (its config's `one_pass_draft`; None: sequential)
+        rows = model.get_input_embeddings().weight.shape[0]
+        self.one_pass: OnePass | None = one_pass_of(model.config, name, rows)
 
     @classmethod
     def load(
