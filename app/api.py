@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
-from .panels import all_figures, speedups, wall_clock_speedups
+from .panel_table import Focus, panel_figures
+from .panels import speedups, wall_clock_speedups
 from .race import RaceData
 from .race_trace import race_trace_lines
 from .render import headline_words
@@ -27,26 +28,28 @@ def race_result(
     with_trace: bool = True,
     notes: Sequence[str] = (),
 ) -> dict[str, Any]:
+    """The answer for the race as it stands, from one view of it (`race_view`) handed to every reader: its
+    texts, figures, verdict, headlines, account, every panel of the table by name and the trace."""
     race = race_view(data)
-    header = data.header
-    figures = all_figures(race, tree_method, tree_round)
+    header = race.header
+    figures = panel_figures(race, Focus(tree_method, tree_round))
     result, found = race.verdict, race.headlines
     return {
-        "replay": data.replay,
-        "stopped": data.stopped,
-        "source": data.source,
+        "replay": race.replay,
+        "stopped": race.stopped,
+        "source": race.source,
         "target": header.target if header else "",
-        "draft": next((lane.header.draft for lane in data.lanes if lane.header and lane.header.draft), ""),
+        "draft": next((lane.header.draft for lane in race.lanes if lane.header and lane.header.draft), ""),
         "device": header.device if header else "",
         "dtype": header.dtype if header else "",
         "prompt": header.prompt if header else "",
         "media": header.media if header else "",
-        "methods": data.methods,
+        "methods": race.methods,
         "texts": {lane.method: lane.text for lane in race.lanes},
         # the target's prompt length, and each side's draft prompt after pruning (None: no draft)
         "prompt_tokens": header.prompt_tokens if header else 0,
         "draft_prompt_tokens": {
-            lane.method: lane.header.draft_prompt_tokens if lane.header else None for lane in data.lanes
+            lane.method: lane.header.draft_prompt_tokens if lane.header else None for lane in race.lanes
         },
         "token_ids": {lane.method: list(lane.token_ids) for lane in race.lanes},
         "figures": {m: asdict(f) for m, f in race.figures.items()},

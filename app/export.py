@@ -56,13 +56,14 @@ from . import slides_gif, slides_video
 from .explain_view import explained_html
 from .inputs import Limits
 from .page import Page
-from .panels import all_figures
+from .panel_table import PANEL_NAMES, Panel, panel_figures, placed
 from .race import Lane, RaceData
 from .race_trace import load_race
 from .render import CSS, LEGEND, badge_html, error_html, headline_html, lane_html, status_html, wrap
 from .view import race_view
 
-PANEL_ORDER = ("confidence", "tree", "shapes", "accepted", "race")
+#: Every panel's name in the table's order (`panel_table`: the export draws each).
+PANEL_ORDER = PANEL_NAMES
 #: One frame a round, shown this long by the player (ms) and the GIF.
 FRAME_MS = slides_video.FRAME_MS
 GIF_SIZE = slides_gif.GIF_SIZE
@@ -147,16 +148,16 @@ def frame_steps(rounds: int, most: int) -> list[int]:
 
 
 def frame(data: RaceData, step: int) -> dict[str, Any]:
-    """One frame: the page's texts (one string a side), verdict, panels and explainer after `step` rounds."""
-    shown = race_at(data, step)
-    race = race_view(shown)
-    figures = all_figures(race)
+    """One frame: the page's texts (one string a side), verdict, panels and explainer after `step` rounds, all
+    from one view of the race as it stood then (`race_view`), handed to every renderer."""
+    race = race_view(race_at(data, step))
+    figures = panel_figures(race)
     return {
         "step": step,
         # each side as [its name and figures, its text]: the text grows at its end, the figures change
         "lanes": [lane_html(each, race).split(TEXT_START, 1) for each in race.lanes],
-        "verdict": headline_html(shown) + badge_html(shown),
-        "figures": {name: json.loads(figures[name].to_json()) for name in PANEL_ORDER},
+        "verdict": headline_html(race) + badge_html(race),
+        "figures": {name: json.loads(figure.to_json()) for name, figure in figures.items()},
         "explain": explained_html(race),
     }
 
@@ -221,7 +222,7 @@ def script_json(value: Any) -> str:
 
 PLAYER_JS = """
 const PATCHES = JSON.parse(document.getElementById('sage-frames').textContent);
-const PANELS = %(panels)s, FIT = ['confidence', 'tree'];
+const PANELS = %(panels)s, FIT = %(fit)s;
 const SHELL = %(shell)s, TEXT_START = %(text_start)s;
 let at = -1, state = null, timer = null;
 function apply(old, p) {
@@ -310,12 +311,18 @@ header button { font-size: 14px; padding: 2px 10px; }
 """
 
 
+def talk_panels() -> list[Panel]:
+    """The panels of the talk view's first screen, fitted to their boxes: beside the texts, and the tree."""
+    return [*placed("stage"), *placed("tree")]
+
+
 def page_head(data: RaceData, title: str) -> str:
     """The page up to the frames: styles, Plotly's bundle, the controls and the talk view's boxes."""
     source = html.escape(data.source or ("a recorded race" if data.replay else "a race run in the app"))
     header = data.header
     where = html.escape(f"{header.device}, {header.dtype}, target {header.target}") if header else ""
-    panels = "".join(f"<div id='panel-{name}'></div>" for name in PANEL_ORDER[2:])
+    talk = "".join(f"<div id='{panel.element_id}'></div>" for panel in talk_panels())
+    panels = "".join(f"<div id='{panel.element_id}'></div>" for panel in placed("row"))
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
 <style>{CSS}{PAGE_CSS}</style>
@@ -329,7 +336,7 @@ def page_head(data: RaceData, title: str) -> str:
 <span class="note" title="every number is the recorded one, not measured now">A recording of {source}
 ({where}), played one round a step: every number is the recorded one.</span></header>
 <div id="verdict"></div><div id="lanes"></div>
-<div id="panel-confidence"></div><div id="panel-tree"></div></div>
+{talk}</div>
 <div id="below"><div id="explain"></div><div class="row">{panels}</div></div>
 <script type="application/json" id="sage-frames">["""
 
@@ -338,6 +345,7 @@ def page_tail() -> str:
     shell = wrap(f"{LEGEND}<div class='sage-cols'>\0</div>").split("\0")
     player = PLAYER_JS % {
         "panels": script_json(list(PANEL_ORDER)),
+        "fit": script_json([panel.name for panel in talk_panels()]),
         "frame_ms": FRAME_MS,
         "shell": script_json(shell),
         "text_start": script_json(TEXT_START),
@@ -441,7 +449,7 @@ def drawn_slides(
     for count, step in enumerate(steps):
         check = spend.watch(count, len(steps), stop)
         check()
-        yield slides_gif.slide(race_at(shown, step), rounds, title, check)
+        yield slides_gif.slide(race_view(race_at(shown, step)), rounds, title, check)
 
 
 def write_gif(

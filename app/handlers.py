@@ -39,7 +39,7 @@ import gradio as gr
 
 from sage_core import METHOD_LABELS
 from sage_core.method_settings import as_float
-from sage_core.methods import drafts, form_settings, specs
+from sage_core.methods import form_settings, specs
 from sage_core.prepared import check_vocabulary
 from sage_core.studies.sweep_figure import sweep_figure
 
@@ -61,7 +61,7 @@ from .inputs import (
 )
 from .notes import notes_html, race_notes
 from .page import DEFAULT_MAX_NEW_TOKENS, DEFAULT_METHODS, Page
-from .panels import all_figures, tree_figure
+from .panel_table import Focus, panel_figures, panel_table
 from .race import (
     RaceData,
     RaceStepper,
@@ -83,7 +83,7 @@ from .render import (
     why_html,
 )
 from .stepping import DROPPED, SteppedRaces
-from .view import race_view
+from .view import RaceView, race_view
 
 TRACE_DIR = Path(tempfile.gettempdir()) / "sage-app-traces"
 #: The race the page opens with (app/landing.py replays it).
@@ -97,6 +97,8 @@ STREAMED_STEPS = 200
 #: Beyond this many steps in all, the panels are redrawn proportionally less often while streaming.
 FIGURE_STEPS = 400
 Update = dict[Any, Any]  # component -> its new value or update
+#: A status line that reads the step's view of the race (the finished status: its account, its loss).
+Status = str | Callable[[RaceView], str]
 
 
 @dataclass(frozen=True)
@@ -192,14 +194,14 @@ def pair_status(choice: Choice, lead: str) -> str:
     return status_html(f"{lead} target <code>{target}</code>, draft <code>{draft}</code>")
 
 
-def replay_status(data: RaceData, done: bool = False, speed: float = 1.0, note: str = "") -> str:
-    header = data.header
+def replay_status(race: RaceView, done: bool = False, speed: float = 1.0, note: str = "") -> str:
+    header = race.header
     recorded = f"{header.device}, {header.dtype}; target {header.target}" if header else "unknown device"
     state = "finished" if done else f"playing at {speed:g}× the recorded pace"
     return status_html(
-        f"▶ <b>REPLAY</b> of a recorded trace ({html.escape(data.source or 'trace')}), {state}. No model is "
+        f"▶ <b>REPLAY</b> of a recorded trace ({html.escape(race.source or 'trace')}), {state}. No model is "
         f"loaded: every number is the recorded one ({html.escape(recorded)}). Each side advances on its own "
-        f"recorded clock.{html.escape(note)}{why_html(data) if done else ''}",
+        f"recorded clock.{html.escape(note)}{why_html(race) if done else ''}",
         "replay",
     )
 
@@ -215,10 +217,10 @@ def replay_budget_note(seconds: float) -> str:
     return f" The replay waited {seconds:g} s, this server's budget for one replay: the rest was shown at once."
 
 
-def stopped_status(data: RaceData | None) -> str:
-    if data is None:
+def stopped_status(race: RaceView | None) -> str:
+    if race is None:
         return status_html("Nothing is running.")
-    what = "replay" if data.replay else "race"
+    what = "replay" if race.replay else "race"
     return status_html(f"■ The {what} was stopped. The rounds so far are kept; download the trace to replay them.")
 
 
@@ -302,35 +304,35 @@ def race_api_function(handlers: Handlers) -> Callable[..., dict]:
     return race_api
 
 
-def race_note(data: RaceData) -> str:
+def race_note(race: RaceView) -> str:
     """Under the explainer's round: the race's why so far (the account's sentence), so the round explained and
     the race's figures are read together."""
-    why = why_html(data)
-    return f"<p class='sage-note'><b>Over this race{'' if data.finished else ' so far'}:</b>{why}</p>" if why else ""
+    why = why_html(race)
+    return f"<p class='sage-note'><b>Over this race{'' if race.finished else ' so far'}:</b>{why}</p>" if why else ""
 
 
-def finished_status(data: RaceData, note: str = "") -> str:
-    if data.stopped:
-        return stopped_status(data)
-    if data.replay:
-        return replay_status(data, done=True, note=note)
-    header = data.header
+def finished_status(race: RaceView, note: str = "") -> str:
+    if race.stopped:
+        return stopped_status(race)
+    if race.replay:
+        return replay_status(race, done=True, note=note)
+    header = race.header
     where = f"{header.device}, {header.dtype}" if header else "?"
-    steps = ", ".join(f"{METHOD_LABELS[lane.method]} {len(lane.records) - 1} rounds" for lane in data.lanes)
-    why = loss_html(data, header.device if header else None)
-    pace = pace_note(data, opening_recording())
+    steps = ", ".join(f"{METHOD_LABELS[lane.method]} {len(lane.records) - 1} rounds" for lane in race.lanes)
+    why = loss_html(race, header.device if header else None)
+    pace = pace_note(race, opening_recording())
     pace = f" {html.escape(pace)}" if pace else ""
     return status_html(
-        f"✔ Race finished on {where}: {steps}.{why_html(data)} Download the trace below to replay it later.{pace}{why}"
+        f"✔ Race finished on {where}: {steps}.{why_html(race)} Download the trace below to replay it later.{pace}{why}"
     )
 
 
 @functools.cache
-def opening_recording() -> RaceData | None:
-    """The race the page opens with (`LANDING_TRACE`), read once: what a live race's pace is
-    compared with (None when it is missing or unreadable)."""
+def opening_recording() -> RaceView | None:
+    """The race the page opens with (`LANDING_TRACE`), read once, as every reader sees it: what a live race's
+    pace is compared with (None when it is missing or unreadable)."""
     try:
-        return load_race(LANDING_TRACE)
+        return race_view(load_race(LANDING_TRACE))
     except Exception:
         return None
 
@@ -348,11 +350,11 @@ class Handlers:
 
     # -- the streamed view --
 
-    def tree_controls(self, data: RaceData | None, wanted: str | None) -> tuple[Any, Any, str | None]:
+    def tree_controls(self, race: RaceView | None, wanted: str | None) -> tuple[Any, Any, str | None]:
         """Updates of the tree panel's method radio and round slider, following the latest round."""
-        drafting = [m for m in (data.methods if data else []) if drafts(m)]
-        method = wanted if wanted in drafting else (race_view(data).tree_method if data and drafting else None)
-        lane = data.lane(method) if data and method else None
+        drafting = [lane.method for lane in (race.lanes if race else ()) if lane.drafts]
+        method = wanted if wanted in drafting else (race.tree_method if race and drafting else None)
+        lane = race.lane(method) if race and method else None
         steps = [r.round for r in lane.records if r.phase == "decode"] if lane else []
         latest = steps[-1] if steps else 0
         radio = gr.update(choices=[(METHOD_LABELS.get(m, m), m) for m in drafting], value=method)
@@ -362,42 +364,40 @@ class Handlers:
     def view(
         self,
         data: RaceData | None,
-        status: str,
+        status: Status,
         tree_lane: str | None,
         figures: bool = True,
         trace: str | None = None,
         tail: int | None = None,
     ) -> Update:
-        """The page after a step: status, columns (each side's latest `tail` rounds while streaming), table,
-        state; the headline (its interval resamples every round: a long race's dearest text), the panels and
-        the tree controls when `figures`; the download when a trace was written."""
+        """The page after a step, from one view of the race (`race_view`, handed to every renderer): status (a
+        line, or one made from the view), columns (each side's latest `tail` rounds while streaming), table,
+        state; the headline (its interval resamples every round: a long race's dearest text), every panel of
+        `panel_table` and the tree controls when `figures`; the download when a trace was written."""
         page = self.page
+        race = race_view(data) if data is not None else None
         update: Update = {
-            page.status: status,
-            page.lanes: race_html(data, tail),
-            page.table: table_html(data),
+            page.status: status if isinstance(status, str) else status(race) if race else "",
+            page.lanes: race_html(race, tail),
+            page.table: table_html(race),
             page.state: data,
         }
         if figures:
-            update[page.verdict] = headline_html(data) + badge_html(data)
-        if figures and data is not None:
-            radio, slider, method = self.tree_controls(data, tree_lane)
-            race = race_view(data)
-            figs = all_figures(race, method)
-            explained = explained_html(race, method) + race_note(data)
-            update |= {
-                page.fig_race: figs["race"],
-                page.fig_accepted: figs["accepted"],
-                page.fig_confidence: figs["confidence"],
-                page.fig_shapes: figs["shapes"],
-                page.fig_tree: figs["tree"],
-                page.explain: explained,
-                page.tree_round: slider,
-                page.tree_lane: radio,
-            }
+            update[page.verdict] = headline_html(race) + badge_html(race)
+        if figures and race is not None:
+            update |= self.panels(race, tree_lane)
         if trace:
             update[page.download] = gr.update(value=trace, visible=True)
         return update
+
+    def panels(self, race: RaceView, tree_lane: str | None) -> Update:
+        """Every panel of the table (each keyed by its plot, `Panel.attribute`), the explainer and the tree
+        controls, following `tree_lane` (else the view's tree lane)."""
+        radio, slider, method = self.tree_controls(race, tree_lane)
+        figures = panel_figures(race, Focus(method))
+        plots = {getattr(self.page, panel.attribute): figures[panel.name] for panel in panel_table()}
+        explained = explained_html(race, method) + race_note(race)
+        return plots | {self.page.explain: explained, self.page.tree_round: slider, self.page.tree_lane: radio}
 
     def status_only(self, status: str) -> Update:
         return {self.page.status: status}
@@ -408,7 +408,7 @@ class Handlers:
         running: str,
         tree_lane: str | None,
         budget: Budget | None = None,
-        finished: Callable[[RaceData], str] | None = None,
+        finished: Callable[[RaceView], str] | None = None,
         lead: str = "",
     ) -> Iterator[Update]:
         """Redraw the text often and the panels less often while `source` yields; end with everything.
@@ -427,7 +427,7 @@ class Handlers:
         running: str,
         tree_lane: str | None,
         budget: Budget,
-        finished: Callable[[RaceData], str],
+        finished: Callable[[RaceView], str],
         lead: str = "",
     ) -> Iterator[Update]:
         data: RaceData | None = None
@@ -451,7 +451,10 @@ class Handlers:
             if update is not None:
                 yield update
         if data is not None:
-            status = lead + (budget_status(budget.seconds) if budget.spent else finished(data))
+
+            def status(race: RaceView) -> str:
+                return lead + (budget_status(budget.seconds) if budget.spent else finished(race))
+
             yield self.view(data, status, tree_lane, trace=save_trace_file(data))
 
     # -- races --
@@ -540,12 +543,12 @@ class Handlers:
         try:
             pace = replay_speed(speed)
             recorded = self.open_trace(trace_file)
-            playing = replay_status(recorded, speed=pace)
+            playing = replay_status(race_view(recorded), speed=pace)
             clock = ReplayClock(self.settings.limits.max_replay_seconds)
 
-            def finished(data: RaceData) -> str:
+            def finished(race: RaceView) -> str:
                 note = replay_budget_note(clock.seconds_allowed) if clock.spent else ""
-                return finished_status(data, note)
+                return finished_status(race, note)
 
             yield from self.stream(
                 replay_steps(recorded, pace, sleep=clock.sleep), playing, tree_lane, finished=finished
@@ -584,11 +587,17 @@ class Handlers:
         data.stopped = not data.finished
         if not data.stopped:  # a finished race (or the landing one): nothing to stop
             return self.unchanged()
+        return self.stopped_view(race_view(data)) | {
+            page.download: gr.update(value=save_trace_file(data), visible=True)
+        }
+
+    def stopped_view(self, race: RaceView) -> Update:
+        """A stopped race's status, headline, badge and columns, from its view."""
+        page = self.page
         return {
-            page.status: stopped_status(data),
-            page.verdict: headline_html(data) + badge_html(data),
-            page.lanes: race_html(data),
-            page.download: gr.update(value=save_trace_file(data), visible=True),
+            page.status: stopped_status(race),
+            page.verdict: headline_html(race) + badge_html(race),
+            page.lanes: race_html(race),
         }
 
     def after_stop(self, data: RaceData | None) -> Update:
@@ -596,31 +605,27 @@ class Handlers:
         had sent before Stop may reach the page after Stop's own."""
         if data is None or not data.stopped:
             return self.unchanged()
-        page = self.page
-        return {
-            page.status: stopped_status(data),
-            page.verdict: headline_html(data) + badge_html(data),
-            page.lanes: race_html(data),
-        }
+        return self.stopped_view(race_view(data))
 
     def show_tree(self, data: RaceData | None, method: str | None, step: float | None) -> Update:
-        lane = data.lane(method) if data is not None and method else None
-        if data is None or lane is None:
+        race = race_view(data) if data is not None else None
+        if race is None or not method or race.lane(method) is None:
             return self.unchanged()
-        return self.tree_view(data, lane, None if step is None else int(step))
+        return self.tree_view(race, method, None if step is None else int(step))
 
-    def tree_view(self, data: RaceData, lane: Any, step: int | None) -> Update:
-        """The tree panel and the explainer for one lane at one round (None: its latest)."""
-        explained = explained_html(race_view(data), lane.method, step) + race_note(data)
-        figure = tree_figure(lane.records, step, data.token_texts, lane.method, data.replay)
-        return {self.page.fig_tree: figure, self.page.explain: explained}
+    def tree_view(self, race: RaceView, method: str, step: int | None) -> Update:
+        """The tree panel and the explainer for one lane at one round (None: its latest), from the race's view."""
+        tree = next(panel for panel in panel_table() if panel.name == "tree")
+        figure = tree.figure(race, Focus(method, step))
+        explained = explained_html(race, method, step) + race_note(race)
+        return {getattr(self.page, tree.attribute): figure, self.page.explain: explained}
 
     def show_lane(self, data: RaceData | None, method: str | None) -> Update:
-        _, slider, chosen = self.tree_controls(data, method)
-        lane = data.lane(chosen) if data is not None and chosen else None
-        if data is None or lane is None:
+        race = race_view(data) if data is not None else None
+        _, slider, chosen = self.tree_controls(race, method)
+        if race is None or not chosen or race.lane(chosen) is None:
             return self.unchanged()
-        return {**self.tree_view(data, lane, None), self.page.tree_round: slider}
+        return {**self.tree_view(race, chosen, None), self.page.tree_round: slider}
 
     # -- the teaching mode's Step: one round at a time on every side --
 

@@ -23,7 +23,7 @@ from sage_core import Media, SageError, load_media
 from sage_core.config import SamplingConfig, check_max_new_tokens
 from sage_core.errors import ConfigError
 from sage_core.media import VIDEO_SUFFIXES
-from sage_core.method_settings import BEST_FIRST_NODES, FROZEN_ALPHA, as_setting, as_whole, shown
+from sage_core.method_settings import as_setting, as_whole, shown
 from sage_core.methods import MethodSpec, form_settings, is_method, registered_names, specs
 from sage_core.models.prompts import check_prompt
 
@@ -284,11 +284,9 @@ def check_request(form: RaceForm, pair: Choice, limits: Limits) -> RaceRequest:
     sampling = sampling_settings(form.temperature, form.seed)
     media = open_media(path, limits)
     prune_ratio = resolve_prune_ratio(form.prune_choice, form.prune_chosen, media.kind)
-    frozen = settings.get("sage-frozen")  # unset (or left at the calibrated default): SAGE's mean α in this race
-    given = frozen is not None and frozen.alpha != FROZEN_ALPHA
-    best_first = settings.get("best-first")  # the same for best-first's node count
-    nodes_given = best_first is not None and best_first.nodes != BEST_FIRST_NODES
-    return RaceRequest(media, prompt, methods, tokens, settings, sampling, prune_ratio, pair, given, nodes_given)
+    # a held setting unset (or left at its default): its method holds the average of the lane it reads
+    holding = frozenset(spec.name for spec in specs() if spec.holds_in_race(settings.get(spec.name)))
+    return RaceRequest(media, prompt, methods, tokens, settings, sampling, prune_ratio, pair, holding)
 
 
 __all__ = ["Choice", "RaceForm", "RaceRequest", "check_request", "race_fields"]

@@ -29,6 +29,7 @@ from .page import Page
 from .race import RaceData, replay_steps
 from .race_trace import load_race
 from .render import status_html
+from .view import RaceView
 
 ROOT = Path(__file__).resolve().parent.parent
 #: The picture of the recorded race, beside its trace.
@@ -81,7 +82,10 @@ def landing_view(handlers: Handlers, trace: Path = LANDING_TRACE) -> tuple[Updat
     if recorded is None:
         return {}, ""
     data = final_state(recorded)
-    status = landing_lead() + replay_status(data, done=True) + pace_html(data)
+
+    def status(race: RaceView) -> str:  # (read off the view the page's update is made from)
+        return landing_lead() + replay_status(race, done=True) + pace_html(data)
+
     return handlers.view(data, status, None), data.header.prompt if data.header else ""
 
 

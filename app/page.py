@@ -17,6 +17,7 @@ from sage_core.methods.builtin import RACE_DEFAULT
 
 from .gradio_patches import around_preprocess
 from .inputs import DEFAULT_PROMPT, Example, Limits, race_fields
+from .panel_table import Panel, panel_table, placed
 from .pruning_panel import draft_view_outputs, pruning_controls
 from .render import CSS, badge_html, race_html, status_html
 from .sketch import sketch_pad
@@ -50,27 +51,12 @@ EXPLAIN_EMPTY = (
 STEPPER_TTL = 900
 #: A race's records (what the panels redraw from) are dropped this many seconds after its last update.
 STATE_TTL = 3600
-#: What to look for in each panel: folded away under it.
-TOUR = {
-    "race": "Each line is one side's tokens against its own device-synchronised clock, prefill included: the steeper, "
-    "the faster. A flat stretch is one round's time; a jump is what the round produced (the accepted draft tokens "
-    "plus the target's bonus token).",
-    "accepted": "τ per round: how many draft tokens the target accepted. Watch SAGE's τ stay high on the template "
-    "words the draft is sure of and dip on colours, counts and values, where it is not.",
-    "confidence": "H is the entropy of the draft's top-10 after the root, α = 1 − H / log 10 its confidence. A sure "
-    "draft (α high) gets a deep, narrow tree: D(α) up, W(α) down; an unsure one a shallow, wide tree. Bottom row: "
-    "when SAGE's window of recent rounds closes, its mean τ is compared with 2 and 3 to lower or raise D_max.",
-    "shapes": "Per round the tree's depth, root width and node count. The static tree is the same 25 nodes, at most 5 "
-    "deep, every round; SAGE's tree follows α: deeper than 5 when the draft is sure, wider when it is not. Why one "
-    "side won is in the race's account under the table: each side's depth and how often it accepted all of it, "
-    "what reacting to the entropy bought against sage-frozen at SAGE's own mean α, the nodes and their cost.",
-    "tree": "One round's tree: green is the path the target accepted, orange its bonus token, grey the rejected "
-    "nodes, and the greyed ✕ the candidates SAGE's rules cut (hover for the rule). Move the round slider, or press → "
-    "to step a race one round at a time.",
-    "explain": "The round in numbers: the draft's top-10, H and α, D(α) and W(α) rounded as the code rounds them, "
-    "each level's width W_l and threshold θ_l with how many candidates each rule cut, then the target's check of "
-    "every node it reached. Every number is read from the round's record.",
-}
+#: What to look for in the explainer (each panel's own help is its row of `panel_table`): folded away under it.
+EXPLAIN_HELP = (
+    "The round in numbers: the draft's top-10, H and α, D(α) and W(α) rounded as the code rounds them, each level's "
+    "width W_l and threshold θ_l with how many candidates each rule cut, then the target's check of every node it "
+    "reached. Every number is read from the round's record."
+)
 #: Keys, unless the visitor is typing in a field: → steps the race (or the replay last stepped), s starts a
 #: race, t switches the talk view.
 KEYBOARD_JS = """
@@ -242,12 +228,17 @@ body.sage-talk #panel-confidence .js-plotly-plot, body.sage-talk #panel-tree .js
 HEAD = KEYBOARD_JS + TALK_JS + DRAW_JS + PAGE_CSS
 
 
-def _panel(name: str) -> gr.Plot:
-    """A Plotly panel (`#panel-<name>`) in its own column, its tour folded under it."""
-    with gr.Column(min_width=300):
-        plot = gr.Plot(show_label=False, elem_id=f"panel-{name}")
-        _tour(name)
+def _plot(panel: Panel) -> gr.Plot:
+    """A Plotly panel (`#panel-<name>`), its help folded under it."""
+    plot = gr.Plot(show_label=False, elem_id=panel.element_id)
+    _tour(panel.help)
     return plot
+
+
+def _panel(panel: Panel) -> gr.Plot:
+    """A Plotly panel in its own column, its help folded under it."""
+    with gr.Column(min_width=300):
+        return _plot(panel)
 
 
 def sweep_outputs() -> tuple[gr.Button, gr.HTML, gr.Plot]:
@@ -261,9 +252,9 @@ def sweep_outputs() -> tuple[gr.Button, gr.HTML, gr.Plot]:
     return show, note, plot
 
 
-def _tour(panel: str) -> None:
+def _tour(help: str) -> None:
     with gr.Accordion("What to look for", open=False, elem_classes=["sage-tour"]):
-        gr.Markdown(TOUR[panel])
+        gr.Markdown(help)
 
 
 def image_input(**kwargs: Any) -> gr.Image:
@@ -356,13 +347,9 @@ class Page:
     download: gr.DownloadButton
     draft_seen: gr.Image
     draft_note: gr.HTML
-    fig_race: gr.Plot
-    fig_accepted: gr.Plot
-    fig_confidence: gr.Plot
-    fig_shapes: gr.Plot
+    plots: dict[str, gr.Plot]  # every panel's plot by its name (`panel_table`), also the attribute `fig_<name>`
     tree_lane: gr.Radio
     tree_round: gr.Slider
-    fig_tree: gr.Plot
     explain: gr.HTML
     api_race: gr.Button
     api_replay: gr.Button
@@ -384,6 +371,10 @@ class Page:
     sweep_show: Any = None
     sweep_note: Any = None
     fig_sweep: Any = None
+
+    def __post_init__(self) -> None:
+        for name, plot in self.plots.items():  # (each panel's plot by its attribute too: `Panel.attribute`)
+            object.__setattr__(self, f"fig_{name}", plot)
 
     @property
     def race_inputs(self) -> list[Any]:
@@ -413,11 +404,7 @@ class Page:
             self.verdict,
             self.lanes,
             self.table,
-            self.fig_race,
-            self.fig_accepted,
-            self.fig_confidence,
-            self.fig_shapes,
-            self.fig_tree,
+            *self.plots.values(),
             self.explain,
             self.tree_round,
             self.tree_lane,
@@ -532,7 +519,7 @@ def build_page(
                     lanes = _html(race_html(None), elem_id="lanes")
                     draft_seen, draft_note = draft_view_outputs()  # shown after a race with pruning
                 with gr.Column(scale=4, min_width=340):
-                    fig_confidence = _panel("confidence")
+                    plots = {panel.name: _panel(panel) for panel in placed("stage")}
             with gr.Row(equal_height=False):
                 with gr.Column(scale=3, min_width=340):
                     with gr.Row(equal_height=False, elem_id="tree-controls"):
@@ -547,13 +534,12 @@ def build_page(
                             interactive=False,
                             elem_id="tree-step",
                         )
-                    fig_tree = gr.Plot(show_label=False, elem_id="panel-tree")
-                    _tour("tree")
+                    plots |= {panel.name: _plot(panel) for panel in placed("tree")}
                 with gr.Column(scale=2, min_width=340):
                     explain = _html(EXPLAIN_EMPTY, elem_id="explain")
-                    _tour("explain")
+                    _tour(EXPLAIN_HELP)
             with gr.Row(equal_height=False):
-                fig_shapes, fig_accepted, fig_race = _panel("shapes"), _panel("accepted"), _panel("race")
+                plots |= {panel.name: _panel(panel) for panel in placed("row")}
             table = _html("", elem_id="figures-table")
             with gr.Row():
                 download = gr.DownloadButton("⬇ Download trace (JSON lines)", visible=False, size="sm")
@@ -598,13 +584,9 @@ def build_page(
         lanes=lanes,
         table=table,
         download=download,
-        fig_race=fig_race,
-        fig_accepted=fig_accepted,
-        fig_confidence=fig_confidence,
-        fig_shapes=fig_shapes,
+        plots={panel.name: plots[panel.name] for panel in panel_table()},  # (in the table's order)
         tree_lane=tree_lane,
         tree_round=tree_round,
-        fig_tree=fig_tree,
         explain=explain,
         api_race=gr.Button(visible=False),
         api_replay=gr.Button(visible=False),

@@ -11,7 +11,8 @@
 5. `race_figure`: tokens against each side's own wall time: the race.
 
 Every number drawn comes from the records handed in; nothing is computed
-here that the records do not hold.
+here that the records do not hold. The page's table of panels (`app/panel_table.py`) draws each from the
+race's view.
 """
 
 from __future__ import annotations
@@ -756,21 +757,6 @@ def speedup_lines(speedups: Mapping[str, float]) -> list[str]:
         lead, other = key.split("_over_")
         lines.append(f"{short_label(lead)} ÷ {short_label(other)}: <b>{value:.2f}×</b> (the headline's speedup)")
     return lines
-
-
-def all_figures(race: RaceView, tree_method: str | None = None, tree_round: int | None = None) -> dict[str, go.Figure]:
-    """The five panels by name, in the story's order ① to ⑤ (each downloads as a slide-sized PNG), all read
-    off the race's view; the tree panel shows `tree_method`'s lane (default: the view's `tree_method`)."""
-    lanes, replay = race.records, race.replay
-    tree_method = tree_method or race.tree_method
-    figures = {
-        "confidence": confidence_figure(lanes, replay, race.sage_for(tree_method)),
-        "tree": tree_figure(lanes.get(tree_method, ()), tree_round, race.token_texts, tree_method, replay),
-        "shapes": shape_figure(lanes, replay),
-        "accepted": accepted_figure(lanes, replay),
-        "race": race_figure(lanes, replay, race.figures, speedups(race)),
-    }
-    return {name: for_slides(fig, name) for name, fig in figures.items()}
 
 
 # -- what the draft sees (draft-side visual token pruning) --------------------------------------

@@ -20,7 +20,6 @@ A race is saved and read back as a trace by `app.race_trace`.
 from __future__ import annotations
 
 import functools
-import statistics
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
@@ -34,21 +33,18 @@ from sage_core import (
     ModelPair,
     RoundRecord,
     RunHeader,
-    RunSummary,
     SageConfig,
     decode,
     prepare_inputs,
-    summarize,
 )
 from sage_core.config import SamplingConfig, check_prune_ratio
 from sage_core.cost_curve import CostCurve
 from sage_core.errors import InputError
 from sage_core.media import thumbnail
-from sage_core.method_settings import BEST_FIRST_NODES, FROZEN_ALPHA, BestFirstConfig, FrozenSageConfig, shown
-from sage_core.methods import drafts, in_order
+from sage_core.method_settings import shown
+from sage_core.methods import drafts, in_order, method_spec
 from sage_core.models import VisualBox
 from sage_core.pruning import PAPER_RATIOS
-from sage_core.studies.account import frozen_alpha_in_race
 
 #: The draft-view picture's height: the race keeps its medium shrunk to this, no larger.
 DRAFT_VIEW_HEIGHT = 150
@@ -74,9 +70,6 @@ class Lane:
     def text(self) -> str:
         return "".join(s for r in self.records for s in r.new_token_texts)
 
-    def summary(self) -> RunSummary | None:
-        return summarize(self.records) if self.records else None
-
 
 @dataclass
 class RaceData:
@@ -98,15 +91,8 @@ class RaceData:
     def finished(self) -> bool:
         return all(lane.finished for lane in self.lanes)
 
-    @property
-    def methods(self) -> list[str]:
-        return [lane.method for lane in self.lanes]
-
     def lane(self, method: str) -> Lane | None:
         return next((lane for lane in self.lanes if lane.method == method), None)
-
-    def records_by_method(self) -> dict[str, list[RoundRecord]]:
-        return {lane.method: lane.records for lane in self.lanes}
 
     @property
     def header(self) -> RunHeader | None:
@@ -160,10 +146,9 @@ class RaceRequest:
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
     prune_ratio: float = 0.0
     pair: Choice = field(default_factory=Choice)
-    # False: sage-frozen's α was not set, so it holds SAGE's mean α in this race (run after SAGE's lane).
-    frozen_alpha_given: bool = True
-    # False: best-first's node count was not set, so it holds SAGE's mean node count in this race (the same).
-    best_first_nodes_given: bool = True
+    # The methods whose held setting was not given (`MethodSpec.holds`: sage-frozen's α, best-first's node count),
+    # so that beside the lane they read they hold its average in this race (and run once it has finished).
+    holding: frozenset[str] = frozenset()
 
     @property
     def sage(self) -> SageConfig:
@@ -218,10 +203,10 @@ def race_steps(
     data, runs = start_runs(pair, request, lock, costs)
     data.source = source
     active = list(zip(data.lanes, runs, strict=True))
-    waiting = [(lane, run) for lane, run in active if _holds_sages_average(request, lane.method)]
+    waiting = [(lane, run) for lane, run in active if _holds_average(request, lane.method)]
     active = [pair_ for pair_ in active if pair_ not in waiting]
     yield from _step_lanes(data, active, lock, token_texts)
-    for lane, _ in waiting:  # SAGE has finished: hold its mean α (or node count) in this race
+    for lane, _ in waiting:  # the lanes they read have finished: hold their averages in this race
         config = _held_config(request, data, lane.method)
         with lock:
             run = decode(pair, request.media, request.prompt, config)
@@ -229,30 +214,20 @@ def race_steps(
         yield from _step_lanes(data, [(lane, run)], lock, token_texts)
 
 
-def _holds_sages_average(request: RaceRequest, method: str) -> bool:
-    """Whether this lane holds SAGE's average in this race (sage-frozen its α, best-first its node count, each
-    when not given) while racing SAGE: it starts once SAGE has finished."""
-    if "sage" not in request.methods:
-        return False
-    return (method == "sage-frozen" and not request.frozen_alpha_given) or (
-        method == "best-first" and not request.best_first_nodes_given
-    )
+def _holds_average(request: RaceRequest, method: str) -> bool:
+    """Whether this lane holds another lane's average in this race (its registry entry's `holds`, its setting
+    not given) while that lane races: it starts once that lane has finished."""
+    holds = method_spec(method).holds if method in request.holding else None
+    return holds is not None and holds.lane in request.methods
 
 
 def _held_config(request: RaceRequest, data: RaceData, method: str) -> DecodeConfig:
-    """The configuration of a lane holding SAGE's average in this race (`sage_core.studies.account`):
-    sage-frozen SAGE's mean α, best-first SAGE's mean node count (rounded)."""
-    sage = data.lane("sage")
-    rounds = [r for r in sage.records if r.phase == "decode"] if sage is not None else []
-    if method == "best-first":
-        nodes = [len(r.tree_tokens) for r in rounds if r.tree_tokens]
-        held = max(1, round(statistics.fmean(nodes))) if nodes else BEST_FIRST_NODES
-        settings = {**request.settings, "best-first": BestFirstConfig(held)}
-        return replace(request, settings=settings).config("best-first")
-    alphas = [r.alpha for r in rounds if r.alpha is not None]
-    alpha, _ = frozen_alpha_in_race(None, alphas, FROZEN_ALPHA)
-    settings = {**request.settings, "sage-frozen": FrozenSageConfig(alpha)}
-    return replace(request, settings=settings).config("sage-frozen")
+    """The configuration of a lane holding another lane's average in this race (`MethodSpec.held_settings`:
+    sage-frozen SAGE's mean α, best-first SAGE's mean node count, rounded)."""
+    spec = method_spec(method)
+    source = data.lane(spec.holds.lane) if spec.holds is not None else None
+    held = spec.held_settings(request.settings.get(method), source.records if source is not None else ())
+    return replace(request, settings={**request.settings, method: held}).config(method)
 
 
 def _step_lanes(
@@ -275,7 +250,7 @@ def _step_lanes(
             yield data
 
 
-#: What a stepped lane answers while it waits for SAGE's lane to finish (it holds SAGE's average).
+#: What a stepped lane answers while it waits for the lane whose average it holds to finish.
 WAITING: Literal["waiting"] = "waiting"
 #: A stepped side's next step: its record, `WAITING`, or None when it has no more.
 Advance = Callable[[], RoundRecord | Literal["waiting"] | None]
@@ -331,7 +306,7 @@ class RaceStepper:
             if lane.finished or index in self._exhausted:
                 continue
             record = advance()
-            if record == WAITING:  # (a lane holding SAGE's average waits for SAGE to finish)
+            if record == WAITING:  # (a lane holding another's average waits for it to finish)
                 continue
             if not isinstance(record, RoundRecord):
                 self._exhausted.add(index)
@@ -355,13 +330,14 @@ def live_stepper(
     data, runs = start_runs(pair, request, guard, costs)
 
     def advancer(lane: Lane, run: Any) -> Advance:
-        held = _holds_sages_average(request, lane.method)  # it starts once SAGE's lane has finished, as in a race
+        held = _holds_average(request, lane.method)  # it starts once the lane it reads has finished, as in a race
         current: list[DecodeRun] = [] if held else [run]
 
         def advance() -> RoundRecord | Literal["waiting"] | None:
             if not current:
-                sage = data.lane("sage")
-                if sage is not None and not sage.finished:
+                holds = method_spec(lane.method).holds
+                source = data.lane(holds.lane) if holds is not None else None
+                if source is not None and not source.finished:
                     return WAITING
                 config = _held_config(request, data, lane.method)
                 with guard:

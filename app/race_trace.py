@@ -36,7 +36,11 @@ RACE_FORMAT = "sage-race/1"
 def race_trace_lines(data: RaceData) -> Iterator[str]:
     """The JSON lines of a race: the race line, then each run's trace."""
     texts = {str(k): v for k, v in sorted(data.token_texts.items())}
-    meta: dict[str, Any] = {"format": RACE_FORMAT, "methods": data.methods, "token_texts": texts}
+    meta: dict[str, Any] = {
+        "format": RACE_FORMAT,
+        "methods": [lane.method for lane in data.lanes],
+        "token_texts": texts,
+    }
     if data.costs is not None:
         meta["costs"] = asdict(data.costs)
     yield json.dumps({"race": meta})

@@ -14,13 +14,12 @@ from collections.abc import Mapping, Sequence
 
 from sage_core import RoundRecord
 from sage_core.cost_curve import CostCurve
-from sage_core.methods import ByMethod, drafts, method_label
+from sage_core.methods import ByMethod, drafts, holder, method_label
 from sage_core.studies.costs import predicted_speedups
 from sage_core.studies.premise import Calibration, acceptance_histogram, adaptation_bought, calibration_of
 from sage_core.timing import MIN_ROUNDS, Headline
 
-from .race import RaceData
-from .view import SPEEDUP_DEFINITION, LaneView, RaceView, race_view
+from .view import SPEEDUP_DEFINITION, LaneView, RaceView
 
 CSS = """
 .sage-wrap { font-family: Inter, system-ui, sans-serif; }
@@ -154,15 +153,14 @@ LEGEND = (
 )
 
 
-def race_html(data: RaceData | None, tail: int | None = None) -> str:
+def race_html(race: RaceView | None, tail: int | None = None) -> str:
     """The columns; while streaming, `tail` keeps each side's text to its latest steps (the whole text is
     sent once, at the end)."""
-    if data is None or not data.lanes:
+    if race is None or not race.lanes:
         return wrap(
             LEGEND + "<div class='sage-col' style='color:#64748b'>Pick an example (or upload an image or a "
             "video), then press <b>Start race</b>.</div>"
         )
-    race = race_view(data)
     body = "".join(lane_html(lane, race, tail) for lane in race.lanes)
     return wrap(f"{LEGEND}<div class='sage-cols'>{body}</div>")
 
@@ -170,8 +168,8 @@ def race_html(data: RaceData | None, tail: int | None = None) -> str:
 # -- the badge ------------------------------------------------------------------------
 
 
-def badge_html(data: RaceData | None) -> str:
-    sampled = data.header.sampling if data is not None and data.header is not None else None
+def badge_html(race: RaceView | None) -> str:
+    sampled = race.header.sampling if race is not None and race.header is not None else None
     if sampled and sampled.get("temperature"):  # two samples differ: the claim is about distributions
         return wrap(
             "<div class='sage-badge ok'>Sampling: exact in distribution"
@@ -180,25 +178,25 @@ def badge_html(data: RaceData | None) -> str:
             "texts differ; every method's output is distributed exactly as the target's own sampling "
             "(tests/test_sampling.py checks it with chi-square tests and negative controls)</small></div>"
         )
-    if data is None:
+    if race is None:
         return wrap("<div class='sage-badge wait'>Losslessness: waiting for a race</div>")
-    result = race_view(data).verdict
+    result = race.verdict
     if result is None:
-        if len(data.lanes) == 1:
+        if len(race.lanes) == 1:
             return wrap("<div class='sage-badge wait'>Losslessness: one method only, nothing to compare</div>")
         return wrap("<div class='sage-badge wait'>Losslessness: waiting for a race</div>")
-    speculative = [SHORT.get(lane.method, lane.method) for lane in data.lanes if drafts(lane.method)]
+    speculative = [SHORT.get(lane.method, lane.method) for lane in race.lanes if lane.drafts]
     names = ", ".join(speculative[:-1]) + " and " + speculative[-1] if len(speculative) > 1 else speculative[0]
-    with_ar = any(not drafts(lane.method) for lane in data.lanes)
+    with_ar = any(not lane.drafts for lane in race.lanes)
     if result.identical:
         scope = "identical token for token" + (" (and identical to plain decoding)" if with_ar else "")
-        if data.finished:
+        if race.finished:
             return wrap(
                 f"<div class='sage-badge ok'>✔ Lossless: {names} outputs are {scope}"
                 f"<small>{result.compared} tokens compared; greedy speculative decoding must equal the "
                 "target's own greedy output</small></div>"
             )
-        lead = "■ Stopped:" if data.stopped else "…"
+        lead = "■ Stopped:" if race.stopped else "…"
         return wrap(
             f"<div class='sage-badge wait'>{lead} {names}: identical so far"
             f"<small>{result.compared} tokens compared</small></div>"
@@ -223,17 +221,16 @@ def badge_html(data: RaceData | None) -> str:
 # -- the figures table -----------------------------------------------------------------
 
 
-def table_html(data: RaceData | None) -> str:
-    if data is None or not any(lane.records for lane in data.lanes):
+def table_html(race: RaceView | None) -> str:
+    if race is None or not any(lane.records for lane in race.lanes):
         return ""
-    race = race_view(data)
     figures, lead = race.figures, race.lead or ""
     agreed = race.headline_lead == race.lead  # (until the lead's first decode round, no headline speedups)
     overall = race.speedups if agreed else {}
     decode_only, wall = race.decode_speedups if agreed else {}, race.wall_speedups
     # (the curve's predictions only when none of its points is noise: a noisy point would be read as a cost)
-    trusted = data.costs is not None and data.costs.trusted
-    predicted = predicted_speedups(data.costs, race.records, lead) if trusted and data.costs else {}
+    trusted = race.costs is not None and race.costs.trusted
+    predicted = predicted_speedups(race.costs, race.records, lead) if trusted and race.costs else {}
     rows = []
     for method, f in figures.items():
         if method == lead:
@@ -257,7 +254,7 @@ def table_html(data: RaceData | None) -> str:
             f"<td><b>{speed}</b></td><td>{decode_speed}</td><td>{clock}</td></tr>"
         )
     lead_name = SHORT.get(lead, lead)
-    source = "recorded (replay)" if data.replay else "measured in this run"
+    source = "recorded (replay)" if race.replay else "measured in this run"
     head = (
         "<tr><th>method</th><th>rounds</th><th>τ</th><th>tokens / target forward</th><th>tokens</th>"
         f"<th>tokens/s</th><th>time (s)</th><th>{lead_name} speedup</th><th>decode-only</th>"
@@ -276,12 +273,12 @@ def table_html(data: RaceData | None) -> str:
         )
         + (
             " No predicted speedups: the cost curve below has points that are noise."
-            if data.costs is not None and not trusted
+            if race.costs is not None and not trusted
             else ""
         )
     )
     table = f"<table class='sage-table'><caption>{caption}</caption>{head}{''.join(rows)}</table>"
-    return wrap(table + account_html(race) + costs_html(data.costs, data.replay) + premise_html(race))
+    return wrap(table + account_html(race) + costs_html(race.costs, race.replay) + premise_html(race))
 
 
 def account_html(race: RaceView) -> str:
@@ -295,12 +292,12 @@ def account_html(race: RaceView) -> str:
     return f"<div class='sage-legend'><b>Why, from this race's records</b>{why}<ul>{items}</ul></div>"
 
 
-def why_html(data: RaceData | None) -> str:
+def why_html(race: RaceView | None) -> str:
     """The account's one-sentence why (`RaceAccount.why`) for the finished status and the explainer; "" before
     SAGE and a rival have a round."""
-    why = race_view(data).account.why() if data is not None else ""
+    why = race.account.why() if race is not None else ""
     return (
-        f" <span class='sage-why-line'>{_esc(why)}{' (recorded: a replay)' if data and data.replay else ''}</span>"
+        f" <span class='sage-why-line'>{_esc(why)}{' (recorded: a replay)' if race and race.replay else ''}</span>"
         if why
         else ""
     )
@@ -390,8 +387,9 @@ def _signed(value: float | None) -> str:
 
 
 def adaptation_sentence(race: RaceView) -> str:
-    """What adaptation bought on this race (SAGE against sage-frozen), or "" when they did not both run."""
-    sage, frozen = race.lane("sage"), race.lane("sage-frozen")
+    """What adaptation bought on this race (SAGE against the lane holding its α: sage-frozen), or "" when they did
+    not both run."""
+    sage, frozen = race.lane("sage"), race.lane(holder("sage", "alpha"))
     if sage is None or frozen is None:
         return ""
     bought = adaptation_bought(sage.records, frozen.records, race.held_alpha)
@@ -482,23 +480,23 @@ def headline_details(h: Headline) -> str:
     )
 
 
-def headline_html(data: RaceData | None) -> str:
+def headline_html(race: RaceView | None) -> str:
     """The speedup as an estimate with its interval and verdict, read off the records of the run shown."""
-    if data is None:
+    if race is None:
         return ""
-    found = race_view(data).headlines
-    if not found and not data.finished and len(data.lanes) > 1 and any(lane.method == "sage" for lane in data.lanes):
+    found = race.headlines
+    if not found and not race.finished and len(race.lanes) > 1 and race.lane("sage") is not None:
         # a side has no round yet: the headline's place says so, the same on the page and in the talk view
         return "<div class='sage-headline'>SAGE speedup so far: unclear, too few rounds yet for a verdict</div>"
     if not found or found[0].lead != "sage":
         return ""
     main, *rest = found
     label = "SAGE speedup"
-    if data.replay:
-        header = data.header
+    if race.replay:
+        header = race.header
         where = f"replay, recorded on {_esc(header.device)}" if header is not None else "replay"
         label += f" <span class='sage-headline-note'>({where})</span>"
-    when = "" if data.finished else (" when stopped" if data.stopped else " so far")
+    when = "" if race.finished else (" when stopped" if race.stopped else " so far")
     others = "".join(f" · vs {_esc(SHORT.get(h.rival, h.rival))}: {_esc(headline_words(h))}" for h in rest)
     return (
         f"<div class='sage-headline'>{label}{when}: {_esc(headline_words(main))}"
@@ -529,11 +527,10 @@ def _round_costs(records: Sequence[RoundRecord]) -> tuple[float, float, float]:
     )
 
 
-def loss_sentence(data: RaceData) -> str:
+def loss_sentence(race: RaceView) -> str:
     """When the headline says SAGE was slower than a rival: one sentence with the measured reason, from the
     same figures as the headline (its rounds' median cost and yield against the rival's; the prefill as
     charged); "" when no headline says "slower" (an unclear one names no loser)."""
-    race = race_view(data)
     lost = [h for h in race.headlines if h.lead == "sage" and h.verdict == "slower"]
     if not lost:
         return ""
@@ -559,9 +556,9 @@ def loss_sentence(data: RaceData) -> str:
     )
 
 
-def loss_html(data: RaceData, device: str | None) -> str:
+def loss_html(race: RaceView, device: str | None) -> str:
     """The loss sentence, and the long explanation folded behind a disclosure (on a CPU)."""
-    sentence = loss_sentence(data)
+    sentence = loss_sentence(race)
     more = (
         f"<details class='sage-why'><summary>Why speedups are small on a CPU</summary>{_esc(CPU_ECONOMICS)}</details>"
         if device == "cpu"
@@ -570,12 +567,12 @@ def loss_html(data: RaceData, device: str | None) -> str:
     return (f" <b>{_esc(sentence)}</b>" if sentence else "") + more
 
 
-def pace_note(live: RaceData, recorded: RaceData | None) -> str:
+def pace_note(live: RaceView, recorded: RaceView | None) -> str:
     """One line when this machine ran SAGE markedly slower than the recording the page opened with (same
     target): both rates measured, so the visitor knows the slower race is the machine, not the method."""
     if recorded is None or live.replay:
         return ""
-    mine, theirs = race_view(live).lane("sage"), race_view(recorded).lane("sage")
+    mine, theirs = live.lane("sage"), recorded.lane("sage")
     if mine is None or theirs is None or mine.figures is None or theirs.figures is None:
         return ""
     if mine.header is None or theirs.header is None or mine.header.target != theirs.header.target:

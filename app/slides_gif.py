@@ -28,19 +28,17 @@ from __future__ import annotations
 import html
 import re
 import unicodedata
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from PIL import Image, ImageDraw, ImageFont, features
 
 from sage_core import RoundRecord
-from sage_core.methods import drafts
 
 from .palette import ACCEPTED, REJECTED
-from .race import Lane, RaceData
 from .render import DOTS, SHORT, badge_html, headline_html, headline_words
-from .view import race_view
+from .view import LaneView, RaceView
 
 GIF_SIZE = (1280, 720)
 #: The most frames one GIF draws (a longer race is sampled evenly, its first and last rounds kept).
@@ -203,7 +201,7 @@ def lane_tail(records: Sequence[RoundRecord], chars: int) -> str:
     return "".join(reversed(parts))
 
 
-def lane_title(lane: Lane) -> str:
+def lane_title(lane: LaneView) -> str:
     """A side's name and figures, counted as the page counts them: its decode rounds (the prefill is round
     0, not one of them), its tokens and its seconds."""
     rounds = sum(1 for r in lane.records if r.phase == "decode")
@@ -212,14 +210,14 @@ def lane_title(lane: Lane) -> str:
     return f"{SHORT.get(lane.method, lane.method)}: {rounds} rounds, {tokens} tokens, {seconds:.2f} s"
 
 
-def draw_lanes(draw: ImageDraw.ImageDraw, data: RaceData, box: tuple[int, int, int, int], check: Check = never) -> None:
+def draw_lanes(draw: ImageDraw.ImageDraw, race: RaceView, box: tuple[int, int, int, int], check: Check = never) -> None:
     """Each side's name, figures and text, the newest lines shown when the text is longer than its box
     (only the tail that fits is read and wrapped: `lane_tail`, `tail_lines`)."""
     left, top, right, bottom = box
-    width = (right - left) / max(1, len(data.lanes))
+    width = (right - left) / max(1, len(race.lanes))
     name_face, text_face = font(22), font(19)
     fits = max(1, (bottom - top - 40) // ROW_PX)
-    for index, lane in enumerate(data.lanes):
+    for index, lane in enumerate(race.lanes):
         check()
         x = left + index * width
         colour = DOTS.get(lane.method, "#334155")
@@ -230,24 +228,24 @@ def draw_lanes(draw: ImageDraw.ImageDraw, data: RaceData, box: tuple[int, int, i
             draw_line(draw, (x + 8, top + 36 + row * ROW_PX), line, text_face, INK)
 
 
-def draw_rounds_panel(draw: ImageDraw.ImageDraw, data: RaceData, rounds: int, box: tuple[int, int, int, int]) -> None:
+def draw_rounds_panel(draw: ImageDraw.ImageDraw, race: RaceView, rounds: int, box: tuple[int, int, int, int]) -> None:
     """Panel ①: the tokens each round brought, one line a side, on axes sized for the whole race."""
     left, top, right, bottom = box
     draw.text((left, top), "① tokens each round brought", font=font(20), fill=INK)
     plot = (left + 40, top + 34, right - 8, bottom - 28)
     draw.rectangle(plot, outline=QUIET)
-    most = max((len(r.new_tokens) for lane in data.lanes for r in lane.records), default=1) or 1
+    most = max((len(r.new_tokens) for lane in race.lanes for r in lane.records), default=1) or 1
     draw.text((left, plot[1] - 4), str(most), font=font(18), fill=QUIET)
     draw.text((left + 8, plot[3] - 18), "0", font=font(18), fill=QUIET)
     draw.text((plot[0], plot[3] + 4), f"round 0 … {max(rounds - 1, 0)}", font=font(18), fill=QUIET)
     span = max(1, rounds - 1)
-    for row, lane in enumerate(data.lanes):  # the legend, top right inside the plot: a line and the side's name
+    for row, lane in enumerate(race.lanes):  # the legend, top right inside the plot: a line and the side's name
         name = SHORT.get(lane.method, lane.method)
         y = plot[1] + 6 + row * 22
         x = plot[2] - 12 - draw.textlength(name, font=font(18))
         draw.line((x - 34, y + 10, x - 8, y + 10), fill=DOTS.get(lane.method, "#334155"), width=3)
         draw.text((x, y), name, font=font(18), fill=INK)
-    for lane in data.lanes:
+    for lane in race.lanes:
         points = [
             (plot[0] + (plot[2] - plot[0]) * r.round / span, plot[3] - (plot[3] - plot[1]) * len(r.new_tokens) / most)
             for r in lane.records
@@ -284,7 +282,7 @@ def tree_layout(record: RoundRecord) -> tuple[list[int], list[int]]:
 
 
 def draw_tree(
-    draw: ImageDraw.ImageDraw, record: RoundRecord | None, texts: dict[int, str], box: tuple, check: Check = never
+    draw: ImageDraw.ImageDraw, record: RoundRecord | None, texts: Mapping[int, str], box: tuple, check: Check = never
 ) -> None:
     """The round's draft tree, whole: every node scaled into the box, the accepted path in green, each
     label cut to 14 characters (`cut`). `check` runs every 256 nodes."""
@@ -316,44 +314,42 @@ def draw_tree(
         draw.text((x + 8, y), visual(label), font=face, fill=INK if good else QUIET, anchor="lm")
 
 
-def tree_record(data: RaceData) -> RoundRecord | None:
+def tree_record(race: RaceView) -> RoundRecord | None:
     """The newest round's record of the side whose tree the talk view shows (SAGE's, else a drafting side's)."""
-    lanes = [lane for lane in data.lanes if lane.method == "sage"] or [
-        each for each in data.lanes if drafts(each.method)
-    ]
+    lanes = [lane for lane in race.lanes if lane.method == "sage"] or [each for each in race.lanes if each.drafts]
     return lanes[0].records[-1] if lanes and lanes[0].records else None
 
 
-def headline_title(data: RaceData, title: str) -> str:
+def headline_title(race: RaceView, title: str) -> str:
     """A slide's title in large type: the race's headline (its lead against the main rival, in the page's
     words), else the page's headline line (a race too short for one says why), else `title`."""
-    found = race_view(data).headlines
+    found = race.headlines
     if found:
         lead = SHORT.get(found[0].lead, found[0].lead)
         return f"{lead}: {headline_words(found[0])}"
-    return plain(headline_html(data)) or title
+    return plain(headline_html(race)) or title
 
 
-def slide(data: RaceData, rounds: int, title: str, check: Check = never) -> Image.Image:
-    """One frame: the race as it stood (`data`, already cut at its round) in the talk view's layout.
+def slide(race: RaceView, rounds: int, title: str, check: Check = never) -> Image.Image:
+    """One frame: the race as it stood (its view, already cut at its round) in the talk view's layout.
     `check` runs between its parts and within them (see the module's note): it raises to stop."""
     picture = Image.new("RGB", GIF_SIZE, "white")
     draw = ImageDraw.Draw(picture)
-    step = max((len(lane.records) for lane in data.lanes), default=1) - 1
+    step = max((len(lane.records) for lane in race.lanes), default=1) - 1
     big = font(28)
-    for row, line in enumerate(wrapped(draw, headline_title(data, title), big, 1248, most=2, check=check)):
+    for row, line in enumerate(wrapped(draw, headline_title(race, title), big, 1248, most=2, check=check)):
         draw_line(draw, (16, 6 + row * 32), line, big, INK)
     check()
-    where = f"{cut(title, 80)}: round {step} of {rounds - 1} (round 0 is the prefill) · {plain(badge_html(data))}"
+    where = f"{cut(title, 80)}: round {step} of {rounds - 1} (round 0 is the prefill) · {plain(badge_html(race))}"
     small = font(18)
     shown = fitting(draw, where, small, 1230)
     draw_line(draw, (16, 72), where if shown >= len(where) else where[:shown].rstrip() + MARK, small, QUIET)
-    draw_lanes(draw, data, (8, 100, 1272, 390), check)
+    draw_lanes(draw, race, (8, 100, 1272, 390), check)
     draw.line((8, 396, 1272, 396), fill=REJECTED, width=1)
     check()
-    draw_rounds_panel(draw, data, rounds, (16, 404, 500, 712))
+    draw_rounds_panel(draw, race, rounds, (16, 404, 500, 712))
     check()
-    draw_tree(draw, tree_record(data), data.token_texts, (520, 404, 1272, 712), check)
+    draw_tree(draw, tree_record(race), race.token_texts, (520, 404, 1272, 712), check)
     check()
     return picture
 

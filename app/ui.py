@@ -178,14 +178,14 @@ def wire(page: Page, handlers: Handlers) -> None:
     page.tree_round.input(
         controls(handlers.show_tree, page),
         [page.state, page.tree_lane, page.tree_round],
-        [page.fig_tree, page.explain, page.status],
+        [page.plots["tree"], page.explain, page.status],
         queue=False,
         api_visibility="private",
     )
     page.tree_lane.input(
         controls(handlers.show_lane, page),
         [page.state, page.tree_lane],
-        [page.fig_tree, page.explain, page.tree_round, page.status],
+        [page.plots["tree"], page.explain, page.tree_round, page.status],
         queue=False,
         api_visibility="private",
     )

@@ -21,7 +21,7 @@ from typing import Any
 from sage_core import RoundRecord, RunHeader, SageConfig, summarize
 from sage_core.cost_curve import CostCurve
 from sage_core.errors import SageError
-from sage_core.methods import MethodSpec, drafts, is_method, method_spec
+from sage_core.methods import MethodSpec, drafts, holder, is_method, method_spec
 from sage_core.studies.account import RaceAccount, race_account
 from sage_core.timing import Headline, SideTimes, headline, point_speedups, same_work, side_times
 from sage_core.trace_check import recorded_settings
@@ -150,9 +150,10 @@ class RaceView:
     token_texts: Mapping[int, str]
     replay: bool
     stopped: bool
+    source: str  # where the race came from (a trace's name for a replay)
     costs: CostCurve | None
     verdict: Verdict | None
-    held_alpha: float | None  # the α sage-frozen's lane held (None without that lane)
+    held_alpha: float | None  # the α held by the lane holding SAGE's (`holder("sage", "alpha")`; None without it)
     wall_speedups: Mapping[str, float]  # the lead's tokens/s over each other side's, as the clock measured
 
     @property
@@ -304,8 +305,11 @@ def _headlines(lanes: Sequence[LaneView], sides: Mapping[str, SideTimes]) -> tup
 
 
 def _held_alpha(lanes: Sequence[LaneView]) -> float | None:
-    frozen = next((lane for lane in lanes if lane.method == "sage-frozen"), None)
-    held = frozen.header.settings_of("sage-frozen").get("alpha") if frozen and frozen.header else None
+    """The α the lane holding SAGE's held (the registry's `holder("sage", "alpha")`: sage-frozen), as its header
+    records it; None without that lane."""
+    method = holder("sage", "alpha")
+    lane = next((lane for lane in lanes if lane.method == method), None)
+    held = lane.header.settings_of(lane.method).get("alpha") if lane and lane.header else None
     return held if isinstance(held, int | float) and not isinstance(held, bool) else None
 
 
@@ -313,7 +317,7 @@ def _key(data: RaceData) -> tuple:
     """What a view depends on: its lanes, their headers and records (a new round, or one replaced), the
     curve, stop or replay (identities: a record is frozen, so the same object says the same thing)."""
     lanes = tuple((id(lane), lane.method, id(lane.header), tuple(map(id, lane.records))) for lane in data.lanes)
-    return (id(data.lanes), lanes, id(data.costs), data.stopped, data.replay, id(data.token_texts))
+    return (id(data.lanes), lanes, id(data.costs), data.stopped, data.replay, id(data.token_texts), data.source)
 
 
 def race_view(data: RaceData) -> RaceView:
@@ -329,6 +333,7 @@ def race_view(data: RaceData) -> RaceView:
         token_texts=data.token_texts,
         replay=data.replay,
         stopped=data.stopped,
+        source=data.source,
         costs=data.costs,
         verdict=_verdict(lanes, data.token_texts),
         held_alpha=held,

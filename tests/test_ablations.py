@@ -5,7 +5,6 @@ method; here, that each does what it says."""
 from __future__ import annotations
 
 import random
-from dataclasses import replace
 
 import pytest
 
@@ -151,7 +150,7 @@ def test_in_a_race_an_unset_best_first_holds_sages_mean_node_count(pair, image) 
     from app.race import RaceRequest, race_steps
 
     methods = ("sage", "best-first")
-    request = RaceRequest(image, "Describe the picture.", methods, 16, best_first_nodes_given=False)
+    request = RaceRequest(image, "Describe the picture.", methods, 16, holding=frozenset({"best-first"}))
     data = last(race_steps(pair, request))
     nodes = [r.node_count for r in data.lane("sage").records if r.phase == "decode" and r.node_count]
     assert nodes and data.lane("best-first").header.settings_of("best-first")["nodes"] == max(
@@ -196,7 +195,9 @@ def test_in_a_race_an_unset_frozen_alpha_is_sages_own_mean(pair, image) -> None:
     from app.race import RaceRequest, race_steps
 
     methods = ("sage", "sage-frozen")
-    data = last(race_steps(pair, RaceRequest(image, "Describe the picture.", methods, 16, frozen_alpha_given=False)))
+    data = last(
+        race_steps(pair, RaceRequest(image, "Describe the picture.", methods, 16, holding=frozenset({"sage-frozen"})))
+    )
     alphas = [r.alpha for r in data.lane("sage").records if r.alpha is not None]
     held = data.lane("sage-frozen").header.settings_of("sage-frozen")["alpha"]
     assert alphas and held == pytest.approx(sum(alphas) / len(alphas))
@@ -211,8 +212,7 @@ def test_step_mode_holds_sages_averages_as_the_race_does(pair, image) -> None:
     from app.race import RaceRequest, live_stepper
 
     methods = ("sage", "sage-frozen", "best-first")
-    request = RaceRequest(image, "Describe the picture.", methods, 16, frozen_alpha_given=False)
-    request = replace(request, best_first_nodes_given=False)
+    request = RaceRequest(image, "Describe the picture.", methods, 16, holding=frozenset({"sage-frozen", "best-first"}))
     stepper = live_stepper(pair, request)
     waited = 0
     for _ in range(100):

@@ -90,7 +90,7 @@ def test_race_returns_identical_texts(raced, pair):
 
 def test_race_figures_agree_with_its_trace(raced):
     race = parse_race(raced["trace"].splitlines())
-    assert race.methods == raced["methods"]
+    assert [lane.method for lane in race.lanes] == raced["methods"]
     # The pair's verification cost curve, measured at its warm-up, travels with the race.
     assert race.costs is not None and race.costs.sizes == (1, 2, 4, 8, 16, 32, 64) and race.costs.device == "cpu"
     rates = {}

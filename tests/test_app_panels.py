@@ -20,6 +20,7 @@ from app.handlers import Handlers, Settings
 from app.inputs import Limits
 from app.models import CustomModels
 from app.page import Page
+from app.panel_table import Focus, panel_figures, panel_table
 from app.race import REPLAY_MAX_WAIT, Lane, RaceData, replay_steps
 from app.race_trace import load_race, parse_race, race_trace_lines
 from app.ui import last
@@ -40,10 +41,10 @@ def traces(fig) -> list:
 def test_race_figure_plots_each_sides_own_clock_and_the_speedup():
     data = synthetic_race()
     race = race_view(data)
-    fig = panels.race_figure(data.records_by_method(), speedups=panels.speedups(race))
+    fig = panels.race_figure(race_view(data).records, speedups=panels.speedups(race))
     assert (
         fig.to_json()
-        == panels.race_figure(data.records_by_method(), figures=race.figures, speedups=panels.speedups(race)).to_json()
+        == panels.race_figure(race_view(data).records, figures=race.figures, speedups=panels.speedups(race)).to_json()
     )
     by_name = {t.name.split(":")[0]: t for t in traces(fig)}
     for lane in data.lanes:
@@ -57,12 +58,12 @@ def test_race_figure_plots_each_sides_own_clock_and_the_speedup():
     point = point_speedups(lead, rival)
     assert point is not None and panels.speedups(race) == pytest.approx({"sage_over_static": point[0]})
     assert f"<b>{point[0]:.2f}×</b> (the headline's speedup)" in fig.layout.annotations[0].text
-    assert f"<b>{point[0]:.2f}×</b>" in render.table_html(data)
+    assert f"<b>{point[0]:.2f}×</b>" in render.table_html(race_view(data))
 
 
 def test_accepted_figure_shows_tau_per_step_and_leaves_out_plain_decoding():
     data = synthetic_race(with_ar=True)
-    fig = panels.accepted_figure(data.records_by_method())
+    fig = panels.accepted_figure(race_view(data).records)
     assert len(fig.data) == 2  # plain decoding drafts nothing
     sage = next(t for t in fig.data if t.name.startswith("SAGE"))
     assert list(sage.x) == [1, 2] and list(sage.y) == [3, 2]
@@ -73,7 +74,7 @@ def test_accepted_figure_shows_tau_per_step_and_leaves_out_plain_decoding():
 
 def test_shape_figure_reads_depth_width_and_nodes_off_each_tree():
     data = synthetic_race()
-    fig = panels.shape_figure(data.records_by_method())
+    fig = panels.shape_figure(race_view(data).records)
     assert len(fig.data) == 6  # 3 rows x 2 methods
     sage = [t for t in fig.data if t.legendgroup == "sage"]
     depth, width, nodes = (list(t.y) for t in sage)
@@ -83,7 +84,7 @@ def test_shape_figure_reads_depth_width_and_nodes_off_each_tree():
 
 
 def test_confidence_figure_shows_entropy_alpha_and_the_planned_shape():
-    lanes = synthetic_race().records_by_method()
+    lanes = race_view(synthetic_race()).records
     fig = panels.confidence_figure(lanes)
     named = {t.name: t for t in fig.data}
     assert list(named["entropy H (nats)"].y) == [0.4, 1.5]
@@ -146,7 +147,7 @@ def test_tree_figure_draws_the_chosen_step_with_accepted_path_and_bonus():
 def test_figures_are_marked_as_replay():
     data = synthetic_race()
     data.replay = True
-    figures = panels.all_figures(race_view(data), "sage")
+    figures = panel_figures(race_view(data), Focus("sage"))
     assert set(figures) == {"confidence", "shapes", "tree", "accepted", "race"}
     assert all("(replay)" in fig.layout.title.text for fig in figures.values())
 
@@ -154,7 +155,7 @@ def test_figures_are_marked_as_replay():
 def test_every_panel_downloads_as_a_slide_sized_png():
     """Gradio hands the figure's JSON to Plotly: its config sets the camera button's scale and file name."""
     data = synthetic_race()
-    for name, fig in panels.all_figures(race_view(data), "sage").items():
+    for name, fig in panel_figures(race_view(data), Focus("sage")).items():
         config = json.loads(fig.to_json())["config"]
         assert config["toImageButtonOptions"] == {
             "format": "png",
@@ -199,7 +200,7 @@ def _font_sizes(node, inside_font: bool = False):
 
 def test_every_panel_text_is_at_least_the_talk_views_size():
     data = synthetic_race()
-    figures = panels.all_figures(race_view(data), "sage")
+    figures = panel_figures(race_view(data), Focus("sage"))
     figures["empty"] = panels.confidence_figure({})
     for name, fig in figures.items():
         layout = json.loads(fig.to_json())
@@ -248,7 +249,7 @@ def test_marked_text_marks_draft_and_bonus_tokens_and_step_boundaries():
 
 
 def test_badge_says_identical_when_all_sides_agree():
-    html = render.badge_html(synthetic_race(with_ar=True))
+    html = render.badge_html(race_view(synthetic_race(with_ar=True)))
     assert "sage-badge ok" in html and "identical to plain decoding" in html
 
 
@@ -257,28 +258,30 @@ def test_badge_shows_the_first_differing_token():
     data.lane("static").records[:] = with_changed_token(data.lane("static").records, 2, 1, 99, "blue")
     result = race_view(data).verdict
     assert not result.identical and result.first_difference["position"] == 4
-    html = render.badge_html(data)
+    html = render.badge_html(race_view(data))
     assert "sage-badge bad" in html and "token 4" in html and "blue" in html and "id 99" in html
 
 
 def test_the_headline_says_so_far_until_the_race_ends():
     data = synthetic_race()
     assert data.finished
-    assert "so far" not in render.headline_html(data) and "SAGE speedup:" in render.headline_html(data)
+    assert "so far" not in render.headline_html(race_view(data)) and "SAGE speedup:" in render.headline_html(
+        race_view(data)
+    )
     running = RaceData(
         lanes=[Lane(lane.method, lane.header, lane.records[:2]) for lane in data.lanes], token_texts=data.token_texts
     )
     assert not running.finished
-    assert "SAGE speedup so far:" in render.headline_html(running)
+    assert "SAGE speedup so far:" in render.headline_html(race_view(running))
     running.stopped = True
-    assert "SAGE speedup when stopped:" in render.headline_html(running)
+    assert "SAGE speedup when stopped:" in render.headline_html(race_view(running))
     data.replay = True
-    assert "(replay, recorded on cpu)</span>:" in render.headline_html(data)  # the machine it ran on
+    assert "(replay, recorded on cpu)</span>:" in render.headline_html(race_view(data))  # the machine it ran on
 
 
 def test_when_sage_loses_one_sentence_gives_the_measured_reason_and_the_rest_is_folded():
     data = synthetic_race()
-    assert render.loss_sentence(data) == ""  # SAGE won this one
+    assert render.loss_sentence(race_view(data)) == ""  # SAGE won this one
     slow = [
         replace(
             r, total_seconds=3 * r.total_seconds, round_seconds=3 * r.round_seconds, draft_seconds=3 * r.draft_seconds
@@ -286,7 +289,7 @@ def test_when_sage_loses_one_sentence_gives_the_measured_reason_and_the_rest_is_
         for r in data.lane("sage").records
     ]
     short = RaceData(lanes=[Lane("sage", header("sage"), slow), data.lanes[1]], token_texts=data.token_texts)
-    assert render.loss_sentence(short) == ""  # two rounds: the headline is unclear, and names no loser
+    assert render.loss_sentence(race_view(short)) == ""  # two rounds: the headline is unclear, and names no loser
     # six rounds a side (each side's first decode round again): the headline says slower, the sentence why
     sage_rounds = [replace(slow[1], round=i, round_seconds=1.0, draft_seconds=0.4) for i in range(1, 7)]
     tree_rounds = [replace(data.lane("static").records[1], round=i) for i in range(1, 7)]
@@ -299,15 +302,15 @@ def test_when_sage_loses_one_sentence_gives_the_measured_reason_and_the_rest_is_
     )
     main = race_view(lost).headlines[0]
     assert main.verdict == "slower"
-    sentence = render.loss_sentence(lost)
+    sentence = render.loss_sentence(race_view(lost))
     ms, drafting = 1000 * sage_rounds[0].round_seconds, 1000 * sage_rounds[0].draft_seconds
     assert sentence.startswith(f"SAGE was slower than SD-Tree here ({main.speedup:.2f}×)")
     assert f"its rounds took {ms:.1f} ms ({drafting:.1f} drafting)" in sentence
     assert "charged once to both" in sentence  # the prefill is the same work: the rounds decide
     assert len(sentence.split()) <= 50
-    folded = render.loss_html(lost, "cpu")
+    folded = render.loss_html(race_view(lost), "cpu")
     assert "<details" in folded and folded.index(sentence.split(":")[0]) < folded.index("<details")
-    assert "<details" not in render.loss_html(lost, "cuda")
+    assert "<details" not in render.loss_html(race_view(lost), "cuda")
 
 
 def test_a_live_race_on_a_slower_machine_is_told_so_in_one_line():
@@ -317,37 +320,37 @@ def test_a_live_race_on_a_slower_machine_is_told_so_in_one_line():
         for r in recorded.lane("sage").records
     ]
     live = RaceData(lanes=[Lane("sage", header("sage"), slow), recorded.lanes[1]], token_texts=recorded.token_texts)
-    note = render.pace_note(live, recorded)
+    note = render.pace_note(race_view(live), race_view(recorded))
     here = LaneFigures.of(slow).tokens_per_second
     there = LaneFigures.of(recorded.lane("sage").records).tokens_per_second
     assert f"ran SAGE at {here:.1f} tokens/s" in note and f"ran at {there:.1f}" in note
     assert f"{there / here:.1f}× slower" in note and "(cpu, float32)" in note
-    assert render.pace_note(recorded, recorded) == ""  # as fast: nothing to say
-    assert render.pace_note(live, None) == ""
+    assert render.pace_note(race_view(recorded), race_view(recorded)) == ""  # as fast: nothing to say
+    assert render.pace_note(race_view(live), None) == ""
     other = RaceData(lanes=[Lane("sage", replace(header("sage"), target="another"), slow)])
-    assert render.pace_note(other, recorded) == ""  # another pair: not comparable
+    assert render.pace_note(race_view(other), race_view(recorded)) == ""  # another pair: not comparable
 
 
 def test_badge_while_racing_compares_the_common_prefix():
     data = synthetic_race()
     data.lane("static").records[:] = data.lane("static").records[:2]
-    assert "identical so far" in render.badge_html(data)
+    assert "identical so far" in render.badge_html(race_view(data))
 
 
 def test_table_lists_figures_from_the_records():
     data = synthetic_race()
-    html = render.table_html(data)
+    html = render.table_html(race_view(data))
     assert f"<td>{8 / 0.9:.1f}</td>" in html  # SAGE: 8 tokens in 0.9 s (the hand-built records)
     assert f"{1.4 / 0.9:.2f}×" in html
     assert "measured in this run" in html
     data.replay = True
-    assert "recorded (replay)" in render.table_html(data)
+    assert "recorded (replay)" in render.table_html(race_view(data))
 
 
 def test_lane_html_escapes_and_tags_replays():
     data = synthetic_race()
     data.replay = True
-    html = render.race_html(data)
+    html = render.race_html(race_view(data))
     assert html.count("class='sage-col'") == 2 and "replay" in html
     assert "done (eos)" in html
 
@@ -358,7 +361,7 @@ def test_lane_html_escapes_and_tags_replays():
 def test_race_trace_round_trip():
     data = synthetic_race(with_ar=True)
     back = parse_race(list(race_trace_lines(data)))
-    assert back.replay and back.methods == data.methods
+    assert back.replay and race_view(back).methods == race_view(data).methods
     for lane, again in zip(data.lanes, back.lanes, strict=True):
         assert again.records == lane.records and again.header == lane.header
     assert back.token_texts[40] == "w40"
@@ -368,7 +371,7 @@ def test_a_single_run_trace_of_the_library_loads(tmp_path):
     path = tmp_path / "run.jsonl"
     save_trace(path, header("sage"), sage_records())
     back = parse_race(path.read_text().splitlines())
-    assert back.methods == ["sage"] and back.lane("sage").records == sage_records()
+    assert race_view(back).methods == ["sage"] and back.lane("sage").records == sage_records()
     assert back.token_texts[TOKENS[1]] == " red"  # learned from the emitted texts
 
 
@@ -393,7 +396,7 @@ def test_a_trace_over_the_size_limit_is_refused_before_it_is_read(tmp_path, monk
     path = tmp_path / "race.jsonl"
     path.write_text("\n".join(race_trace_lines(synthetic_race())) + "\n")
     size = path.stat().st_size
-    assert load_race(path, max_bytes=size).methods == ["sage", "static"]
+    assert race_view(load_race(path, max_bytes=size)).methods == ["sage", "static"]
     monkeypatch.setattr(Path, "read_text", lambda *a, **k: pytest.fail("an oversized trace must not be read"))
     with pytest.raises(TraceError, match="the limit is"):
         load_race(path, max_bytes=size - 1)
@@ -418,7 +421,7 @@ def test_replay_follows_each_sides_recorded_clock():
         now[0] += seconds
 
     seen = []
-    counts = dict.fromkeys(data.methods, 0)
+    counts = dict.fromkeys(race_view(data).methods, 0)
     for snapshot in replay_steps(data, 2.0, sleep, lambda: now[0]):
         grown = [lane for lane in snapshot.lanes if len(lane.records) > counts[lane.method]]
         assert len(grown) == 1  # one step at a time
@@ -428,7 +431,7 @@ def test_replay_follows_each_sides_recorded_clock():
         assert now[0] == pytest.approx(record.total_seconds / 2.0)  # at its recorded time, twice as fast
         seen.append((record.total_seconds, lane.method))
     assert len(seen) == sum(len(lane.records) for lane in data.lanes)
-    assert seen == sorted(seen, key=lambda event: (event[0], data.methods.index(event[1])))
+    assert seen == sorted(seen, key=lambda event: (event[0], race_view(data).methods.index(event[1])))
 
 
 def test_replay_without_waiting_ends_with_the_recorded_race():
@@ -465,7 +468,7 @@ def test_display_token_makes_whitespace_visible():
 def test_race_data_helpers():
     data = RaceData(lanes=[Lane("sage"), Lane("static")])
     assert not data.finished and data.header is None
-    assert render.badge_html(data).count("waiting") == 1
+    assert render.badge_html(race_view(data)).count("waiting") == 1
     assert re.search("Pick an example", render.race_html(None))
 
 
@@ -552,7 +555,8 @@ def test_a_replay_never_waits_long_whatever_times_the_trace_records():
 
 def handlers_on_a_stand_in_page() -> Handlers:
     """The handlers with each component stood in by its name (they answer with updates keyed by component)."""
-    page = SimpleNamespace(**{f.name: f.name for f in fields(Page)})
+    names = [f.name for f in fields(Page)] + [panel.attribute for panel in panel_table()]  # (each panel's plot)
+    page = SimpleNamespace(**{name: name for name in names})
     settings = Settings(Limits(), [], "builtin", CustomModels(), [], text_interval=0.0, figure_interval=0.0)
     return Handlers(page, settings)
 
@@ -769,7 +773,7 @@ def test_a_trace_header_with_bad_sampling_or_pruning_fields_is_refused(fields, m
     lines[1] = json.dumps(row)
     with pytest.raises(TraceError, match=message):
         parse_race(lines)
-    assert parse_race(list(race_trace_lines(synthetic_race()))).methods  # the untouched trace loads
+    assert parse_race(list(race_trace_lines(synthetic_race()))).lanes  # the untouched trace loads
 
 
 def test_the_table_shows_the_measured_cost_curve_and_the_speedup_it_predicts():
@@ -777,17 +781,17 @@ def test_the_table_shows_the_measured_cost_curve_and_the_speedup_it_predicts():
     from sage_core.studies.costs import predicted_speedups
 
     data = synthetic_race()
-    assert "Verification cost" not in render.table_html(data)  # nothing measured: nothing shown
+    assert "Verification cost" not in render.table_html(race_view(data))  # nothing measured: nothing shown
     data.costs = CostCurve("cpu", "float32", "fast", (1, 2, 4), 1.0, (1.2, 1.4, 2.2), (0.5, 0.6, 1.0))
-    html = render.table_html(data)
+    html = render.table_html(race_view(data))
     assert "Verification cost (in use: measured on this machine (cpu, float32)" in html
     assert "<td>2.20 (2.20×)</td>" in html and "<td>0.60</td>" in html
-    predicted = predicted_speedups(data.costs, data.records_by_method(), "sage")
+    predicted = predicted_speedups(data.costs, race_view(data).records, "sage")
     assert f"({predicted['static']:.2f}×)" in html
     # The curve travels with the race trace and comes back with a replay; a race without one still loads.
     replayed = parse_race(list(race_trace_lines(data)))
     assert replayed.costs == data.costs
-    assert "recorded with the race" in render.table_html(replayed)
+    assert "recorded with the race" in render.table_html(race_view(replayed))
     data.costs = None
     assert parse_race(list(race_trace_lines(data))).costs is None
     broken = [
@@ -800,7 +804,7 @@ def test_the_table_shows_the_measured_cost_curve_and_the_speedup_it_predicts():
 
 def test_the_table_states_the_premise_on_sages_rounds():
     data = synthetic_race()
-    html = render.table_html(data)
+    html = render.table_html(race_view(data))
     assert "The paper's premise on this input" in html
     assert "too few (or too uniform)" in html  # two hand-built rounds are too few to test it
 
@@ -809,7 +813,7 @@ def test_no_text_label_of_any_panel_is_clipped_at_its_axes():
     """The HTML export cut the tree's labels at the plot's edge ("apes", "<|in"): every trace that draws text
     draws it whole, past the axes if it must."""
     race = race_view(synthetic_race(with_ar=True))
-    for name, fig in panels.all_figures(race).items():
+    for name, fig in panel_figures(race).items():
         for trace in fig.data:
             if "text" in (getattr(trace, "mode", None) or ""):
                 assert trace.cliponaxis is False, (name, trace.name)

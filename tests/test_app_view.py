@@ -98,7 +98,7 @@ def test_the_export_and_the_api_show_the_tree_of_the_lane_the_page_shows(methods
     expected = "sage" if "sage" in methods else "static"
     race = race_view(data)
     assert race.tree_method == expected
-    _, _, method = handlers_on_a_stand_in_page().tree_controls(data, None)
+    _, _, method = handlers_on_a_stand_in_page().tree_controls(race, None)
     assert method == expected
     frame = export.frame(data, len(data.lane(expected).records) - 1)
     assert SimpleNamespace(**frame).explain.count(f"{race.lane(expected).spec.short}") >= 1

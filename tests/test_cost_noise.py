@@ -19,6 +19,7 @@ from app_records import synthetic_race
 from app import models, render
 from app.inputs import load_examples
 from app.race_trace import parse_race, race_trace_lines
+from app.view import race_view
 from sage_core import DecodeConfig, decode, load_media, load_pair
 from sage_core.cost_curve import COST_SIZES, NOISY_SPREAD, CostCurve
 from sage_core.errors import TraceError
@@ -62,13 +63,13 @@ def test_a_dip_within_the_spread_or_the_slack_is_not_noise_and_a_wide_spread_is(
 def test_the_table_greys_and_names_noise_and_then_predicts_nothing():
     data = synthetic_race()
     data.costs = curve((10.21, 8.08, 1.6, 1.9), (0.2, 0.3, 0.05, 0.05))
-    html = render.table_html(data)
+    html = render.table_html(race_view(data))
     assert "⚠ Noise, not a cost" in html and "1 nodes: dearer than 8 nodes" in html
     assert html.count("class='sage-noise'") == 2 and "10.21 ±0.10 (10.21×)" in html
     assert "medians of 9 interleaved runs, ± half their interquartile range" in html
     assert "No predicted speedups" in html and "In brackets" not in html
     data.costs = curve((1.2, 1.4, 1.6, 1.9), (0.05, 0.05, 0.05, 0.1))
-    html = render.table_html(data)
+    html = render.table_html(race_view(data))
     assert "sage-noise" not in html and "Noise" not in html and "In brackets" in html and "1.20 ±0.03" in html
 
 
@@ -142,7 +143,7 @@ def test_a_noise_flagged_curve_falls_back_to_the_recorded_one_and_says_so():
     assert label.startswith("recorded with the pair (cpu, float32 at ") and "set aside" in label
     data = synthetic_race()
     data.costs = used
-    html = render.table_html(data)
+    html = render.table_html(race_view(data))
     assert "in use: recorded with the pair" in html and "sage-noise" not in html
     # without a recorded curve: the best measurement, shown as noise, which no run may decide from
     alone = settled_curve(lambda passes: POISONED)

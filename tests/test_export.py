@@ -313,7 +313,7 @@ def test_the_gif_and_the_video_are_16_9_titled_with_the_headline_and_count_round
     data = long_race(12)
     view = race_view(data)
     assert view.headlines, "a race of 11 decode rounds a side has a headline"
-    title = slides_gif.headline_title(data, "SAGE race")
+    title = slides_gif.headline_title(view, "SAGE race")
     assert title == f"SAGE: {headline_words(view.headlines[0])}"
     for lane in data.lanes:
         figures = view.lane(lane.method).figures

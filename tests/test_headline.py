@@ -14,6 +14,7 @@ import pytest
 from app import render
 from app.api import race_result
 from app.race import Lane, RaceData
+from app.view import race_view
 from sage_core.timing import MIN_ROUNDS, SideTimes, charged_prefill, headline, side_times
 from tests.app_records import header, record, sage_records, synthetic_race
 
@@ -136,19 +137,22 @@ def test_the_page_the_loss_sentence_and_the_answer_say_the_same_thing():
     assert read == lead
     h = headline(lead, rival)
     assert h is not None
-    shown = render.headline_html(won)
+    shown = render.headline_html(race_view(won))
     assert render.headline_words(h) in shown and "faster than SD-Tree" in shown and "90% interval" in shown
     assert "charged once to both" in shown and "tokens per target forward" in shown
-    assert render.loss_sentence(won) == ""
+    assert render.loss_sentence(race_view(won)) == ""
     answer = race_result(won, with_trace=False)["headline"]
     assert answer["verdict"] == "faster" and answer["speedup"] == pytest.approx(h.speedup, abs=1e-4)
     lost = lanes_of(replace(lead, round_tokens=(4,) * lead.rounds), rival)
-    sentence = render.loss_sentence(lost)
-    assert "slower than SD-Tree" in render.headline_html(lost)
+    sentence = render.loss_sentence(race_view(lost))
+    assert "slower than SD-Tree" in render.headline_html(race_view(lost))
     assert sentence.startswith("SAGE was slower than SD-Tree here") and "charged once to both" in sentence
     assert race_result(lost, with_trace=False)["headline"]["verdict"] == "slower"
     noisy = lanes_of(side("sage", SAGE_MS[:3], 8), rival)
-    assert "unclear against SD-Tree" in render.headline_html(noisy) and render.loss_sentence(noisy) == ""
+    assert (
+        "unclear against SD-Tree" in render.headline_html(race_view(noisy))
+        and render.loss_sentence(race_view(noisy)) == ""
+    )
 
 
 def test_frozen_alpha_in_race_is_sages_mean_unless_given() -> None:
@@ -187,10 +191,14 @@ def test_a_trace_whose_side_took_no_time_gets_no_headline_and_never_inf_or_nan(t
     replayed.replay = True
     answer = race_result(replayed, with_trace=False)
     assert answer["headline"] is None and answer["headlines"] == {}
-    shown = render.headline_html(replayed) + render.table_html(replayed) + render.race_html(replayed)
+    shown = (
+        render.headline_html(race_view(replayed))
+        + render.table_html(race_view(replayed))
+        + render.race_html(race_view(replayed))
+    )
     sent = json_answer(answer)
     frames = json.dumps(export.frames(replayed, 3))
-    for text in (shown, sent, frames, render.loss_sentence(replayed)):
+    for text in (shown, sent, frames, render.loss_sentence(race_view(replayed))):
         assert "inf×" not in text and "nan" not in text.lower().replace("nano", ""), text[:400]
 
 
@@ -198,7 +206,6 @@ def test_identical_work_is_the_same_work_never_faster_and_adaptation_is_not_cred
     """sage and sage-frozen on identical trees (τ the same, α 1.00 every round) once read "vs SAGE-frozen:
     2.43× faster (1.12–3.23×)" and, in bold, "What adaptation bought on this input: … finished sooner": the
     same work is said to be the same work, and adaptation bought nothing."""
-    from app.view import race_view
     from sage_core.studies.premise import adaptation_bought
     from sage_core.timing import same_work
 
@@ -213,7 +220,7 @@ def test_identical_work_is_the_same_work_never_faster_and_adaptation_is_not_cred
     found = race_view(race).headlines
     assert found and found[0].rival == "sage-frozen" and found[0].verdict == "same work"
     assert found[0].speedup > 1.5  # the clock says "faster" ...
-    shown = render.headline_html(race)
+    shown = render.headline_html(race_view(race))
     assert "the same work as" in shown and "faster than" not in shown and "slower than" not in shown
     assert race_result(race, with_trace=False)["headline"]["verdict"] == "same work"
     bought = adaptation_bought(sage.records, slow, 1.0)
@@ -233,7 +240,6 @@ def test_a_method_whose_rule_refused_every_node_says_so_in_the_cli_the_race_and_
     that drafts but made no tree in any round says so (the CLI's report and JSON, the race's account, /race)."""
     import argparse
 
-    from app.view import race_view
     from sage_core import cli
     from sage_core.records import summarize
     from sage_core.studies.account import no_tree_note

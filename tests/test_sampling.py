@@ -352,13 +352,14 @@ def test_a_sampled_race_says_exact_in_distribution_and_a_greedy_one_stays_lossle
     from app.handlers import last
     from app.inputs import sampling_settings
     from app.race import RaceRequest, race_steps
+    from app.view import race_view
 
     pair = tiny_pair(str(tiny_root), FAMILY, "noised")
     sampling = sampling_settings(0.8, 4)
     data = last(race_steps(pair, RaceRequest(image, PROMPT, ("sage", "static"), 12, sampling=sampling)))
     recorded = {"temperature": 0.8, "top_p": 1.0, "top_k": 50, "seed": 4}
     assert all(lane.header.sampling == recorded for lane in data.lanes)
-    html = render.badge_html(data)
+    html = render.badge_html(race_view(data))
     assert "Sampling: exact in distribution" in html and "temperature 0.8" in html and "seed 4" in html
     assert "Lossless" not in html
     # The tree panel shows each tried child's acceptance probability.
@@ -373,7 +374,7 @@ def test_a_sampled_race_says_exact_in_distribution_and_a_greedy_one_stays_lossle
     greedy = last(
         race_steps(pair, RaceRequest(image, PROMPT, ("sage", "static"), 12, sampling=sampling_settings(0, 4)))
     )
-    assert "Lossless" in render.badge_html(greedy) and "identical" in render.badge_html(greedy)
+    assert "Lossless" in render.badge_html(race_view(greedy)) and "identical" in render.badge_html(race_view(greedy))
     with pytest.raises(ConfigError, match="temperature"):
         sampling_settings(-1, 0)
     with pytest.raises(ConfigError, match="seed"):

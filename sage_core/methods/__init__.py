@@ -12,9 +12,9 @@ their tests.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import ConfigError
@@ -57,6 +57,18 @@ class Setting:
         return value if self.choices else as_setting(value, self.whole)  # one number check: method_settings
 
 
+@dataclass(frozen=True)
+class Holds:
+    """What a method holds from another lane of a race, unless its setting is given: that lane's average over
+    its decode rounds (sage-frozen holds SAGE's mean α, best-first SAGE's mean node count), so that what differs
+    is the part it takes away. Beside that lane, its own lane starts once that lane has finished."""
+
+    lane: str  # the method whose lane it reads ("sage")
+    field: str  # its settings' field that holds the average (left at its default: not given)
+    # The average from that lane's decode rounds; None: nothing to average (its default is kept).
+    average: Callable[[Sequence[RoundRecord]], Any]
+
+
 #: Makes a method's proposer for one run: (its settings, the run's whole configuration) -> Proposer.
 ProposerFactory = Callable[[Any, "DecodeConfig"], "Proposer"]
 
@@ -89,9 +101,26 @@ class MethodSpec:
     # Its look's second cues besides the colour, in the panels that plot methods together (Plotly's names).
     dash: str = "solid"
     marker: str = "circle"
+    holds: Holds | None = None  # what it holds from another lane of a race unless given (None: nothing)
 
     def default_settings(self) -> Any:
         return self.settings() if self.settings is not None else None
+
+    def holds_in_race(self, settings: Any) -> bool:
+        """Whether these settings leave its held field at its default, so that in a race beside `holds.lane`
+        it holds that lane's average (False for a method that holds nothing)."""
+        if self.holds is None:
+            return False
+        field = self.holds.field
+        return settings is None or bool(getattr(settings, field) == getattr(self.default_settings(), field))
+
+    def held_settings(self, settings: Any, rounds: Sequence[RoundRecord]) -> Any:
+        """`settings` holding the average of `rounds` (its `holds.lane`'s decode rounds); as they were when
+        there is nothing to average."""
+        assert self.holds is not None, f"{self.name} holds nothing from another lane"
+        value = self.holds.average([r for r in rounds if r.phase == "decode"])
+        base = settings if settings is not None else self.default_settings()
+        return base if value is None else replace(base, **{self.holds.field: value})
 
     def settings_from(self, values: Mapping[str, object]) -> Any:
         """Its settings from values by setting name (form, JSON or command line; missing ones take their
@@ -183,6 +212,17 @@ def method_spec(name: str) -> MethodSpec:
     if spec is None:
         raise ConfigError(f"unknown method {shown(name)}; choose one of {', '.join(registered_names())}")
     return spec
+
+
+def holding(lane: Method) -> list[MethodSpec]:
+    """The registered methods that hold an average of `lane`'s in a race (sage-frozen and best-first: SAGE's)."""
+    return [spec for spec in specs() if spec.holds is not None and spec.holds.lane == lane]
+
+
+def holder(lane: Method, field: str) -> Method | None:
+    """The method that holds `lane`'s average of `field` in a race (`holder("sage", "alpha")`: SAGE itself
+    with α held, sage-frozen), or None when none is registered."""
+    return next((spec.name for spec in holding(lane) if spec.holds and spec.holds.field == field), None)
 
 
 def is_method(name: object) -> bool:

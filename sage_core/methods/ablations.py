@@ -9,20 +9,36 @@
   2026-12-04),
   one draft forward per level over the frontier nodes whose children could still rank among the best N:
   what the shaping adds at the same average node count. N is `BestFirstConfig.nodes`; in a race beside
-  SAGE, unless given, SAGE's mean node count in that race (app/race.py), as sage-frozen holds SAGE's mean α.
+  SAGE, unless given, SAGE's mean node count in that race (`mean_nodes`), as sage-frozen holds SAGE's mean α
+  (`mean_alpha`): each entry's `Holds` says so, and the app's race asks the registry.
 
 Both verify an ordinary draft tree, so both are lossless and, under sampling, exact like every method.
 """
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Sequence
 
 from ..drafting import DraftedTree, TopK
 from ..method_settings import BUDGET_TREE_DEPTH, SageConfig
 from ..policy import Candidate, Expansion, confidence
 from ..proposers import Adaptation, Drafter, Proposal, RoundShape, SageProposer, rerank_tree
+from ..records import RoundRecord
 from ..verify import Verdict
+
+
+def mean_alpha(rounds: Sequence[RoundRecord]) -> float | None:
+    """SAGE's mean α over its decode rounds (what sage-frozen holds beside it); None without one."""
+    alphas = [r.alpha for r in rounds if r.alpha is not None]
+    return statistics.fmean(alphas) if alphas else None
+
+
+def mean_nodes(rounds: Sequence[RoundRecord]) -> int | None:
+    """SAGE's mean node count a round over its decode rounds with a tree, rounded (what best-first holds beside
+    it); None without one."""
+    nodes = [len(r.tree_tokens) for r in rounds if r.tree_tokens]
+    return max(1, round(statistics.fmean(nodes))) if nodes else None
 
 
 class FrozenSageProposer(SageProposer):

@@ -22,8 +22,8 @@ from ..method_settings import (
 )
 from ..proposers import DynamicProposer, SageProposer
 from ..trees import CHAIN_TREE, STATIC_TREE
-from . import Method, MethodSpec, Setting, register
-from .ablations import BestFirstProposer, FrozenSageProposer
+from . import Holds, Method, MethodSpec, Setting, register
+from .ablations import BestFirstProposer, FrozenSageProposer, mean_alpha, mean_nodes
 from .sage_cost import SageCostProposer
 from .smart import SMART_SPEC
 
@@ -160,7 +160,7 @@ BUILTIN: tuple[MethodSpec, ...] = (
                                  f"{FrozenSageConfig.alpha:g}, {FROZEN_ALPHA_SOURCE}).", 0.0, 1.0, whole=False),),
                settings_title="sage-frozen, --method sage-frozen (ablation: SAGE's settings, α held fixed)",
                explainer="sage", describe=_frozen_round, ablation=True, alpha_free=True,
-               dash="longdashdot", marker="star"),
+               dash="longdashdot", marker="star", holds=Holds("sage", "alpha", mean_alpha)),
     MethodSpec("best-first", "Best-first tree (SAGE's node count)", "Best-first",
                "SAGE's node count, best cumulative probability first, no entropy shaping (ablation)", "#004000", 1,
                drafts=True, proposer=_best_first_proposer, pruned_label="Best-first + pruning", explainer="rerank",
@@ -169,7 +169,7 @@ BUILTIN: tuple[MethodSpec, ...] = (
                                  f"best-first's nodes per round, in [1, 256] (default: SAGE's mean node count in a "
                                  f"race beside SAGE, else {BEST_FIRST_NODES}).", 1, 256),),
                settings_title="best-first, --method best-first (ablation: SAGE's average node count, no shaping)",
-               dash="8px,3px,2px,3px,2px,3px", marker="pentagon"),
+               dash="8px,3px,2px,3px,2px,3px", marker="pentagon", holds=Holds("sage", "nodes", mean_nodes)),
     MethodSpec("sage-cost", "SAGE-cost (SAGE's depth, budget by measured cost)", "SAGE-cost",
                "depth D(α) by entropy; each round's nodes maximise expected tokens/s on this device", "#E0C000", 0,
                drafts=True, proposer=_sage_cost_proposer, pruned_label="SAGE-cost + pruning", explainer="tree",

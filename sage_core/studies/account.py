@@ -3,8 +3,9 @@ prefill each bought SAGE against the other sides.
 
 - depth: each side's deepest tree (SD-Tree's is its cap; SAGE's is D(α) each round) and how often a round
   accepted its tree's full depth (a round that did could have used a deeper tree);
-- reacting to entropy: SAGE's α (its mean and its range) and, when `sage-frozen` raced, τ against it and the
-  α it held (a race whose α never moves is credited with nothing);
+- reacting to entropy: SAGE's α (its mean and its range) and, when the lane holding SAGE's α raced (the
+  registry's `holder("sage", "alpha")`: sage-frozen), τ against it and the α it held (a race whose α never moves
+  is credited with nothing);
 - budget: nodes verified per round and what they cost on the cost curve in use;
 - prefill and decode: as measured, the prefill the same work for every side that drafts.
 
@@ -18,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..cost_curve import CostCurve
-from ..methods import drafts, short_name
+from ..methods import drafts, holder, short_name
 from ..records import RoundRecord
 
 
@@ -132,7 +133,8 @@ class RaceAccount:
         """The side SAGE's why is told against: SD-Tree when it raced, else the first other side that drafts
         (sage-frozen, SAGE's own ablation, last), else plain decoding (or a side that made no tree)."""
         others = [s for s in self.sides if s.method != "sage"]
-        others.sort(key=lambda s: (s.plain, s.method != "static", s.method == "sage-frozen"))
+        frozen = holder("sage", "alpha")
+        others.sort(key=lambda s: (s.plain, s.method != "static", s.method == frozen))
         return others[0] if others else None
 
     def why(self) -> str:
@@ -215,7 +217,8 @@ def race_account(
     """The account of a race's sides (lanes in column order), on the cost curve in use."""
     sides = tuple(a for m, records in lanes.items() if (a := side_account(m, records, curve)) is not None)
     by_method = {s.method: s for s in sides}
-    sage, frozen = by_method.get("sage"), by_method.get("sage-frozen")
+    frozen_lane = holder("sage", "alpha")  # SAGE itself with α held (sage-frozen): what reacting to entropy bought
+    sage, frozen = by_method.get("sage"), by_method.get(frozen_lane) if frozen_lane else None
     delta = sage.tau - frozen.tau if sage is not None and frozen is not None else None
     return RaceAccount(sides, delta, frozen_alpha if frozen is not None else None)
 
