@@ -175,6 +175,23 @@ def test_the_trace_keeps_the_block_and_the_forwards(tiny_root, image, tmp_path):
     assert record_from_dict(older).draft_forwards is None
 
 
+def test_the_cost_aware_methods_price_a_one_pass_round_as_one_forward():
+    """sage-cost and SMART weigh a tree by its cost: with a one-pass draft its levels cost nothing and the feed
+    reads the block's masks too, so a deeper tree costs only its verification."""
+    from sage_core.cost_curve import COST_SIZES, CostCurve
+    from sage_core.methods.budget import RoundCosts
+    from sage_core.methods.smart import CurveReadings
+
+    curve = CostCurve("cpu", "float32", "fast", COST_SIZES, 4.0, tuple(4 + 0.2 * n for n in COST_SIZES), (1.0,) * 7)
+    sequential, one_pass = RoundCosts.of(curve, 20), RoundCosts.of(curve, 20, block=8)
+    assert one_pass.level == (0.0,) * 21 and sequential.level is None
+    assert one_pass.draft[3] == curve.draft_at(3 + 7)
+    readings, block_readings = CurveReadings(curve), CurveReadings(curve, 8)
+    assert readings.round_cost([1, 1, 1, 1], 1) > readings.round_cost([1], 1)  # each level a forward
+    deep, shallow = block_readings.round_cost([1, 1, 1, 1], 1), block_readings.round_cost([4], 1)
+    assert deep == shallow  # same nodes, same cost, whatever the depth
+
+
 @pytest.mark.parametrize(
     "declared",
     [

@@ -234,14 +234,22 @@ class RoundCosts:
     what every round costs besides its forwards (the loop's own work: acceptance, commits, records), the
     same for any budget; it makes a bigger tree's extra nodes relatively cheaper."""
 
-    draft: tuple[float, ...]  # draft[n]: a draft level (or the feed) over n nodes
+    draft: tuple[float, ...]  # draft[n]: the feed of n committed tokens (a sequential draft: a level of n nodes)
     verify: tuple[float, ...]  # verify[n]: the verification of n nodes
     overhead: float = 0.0
+    # level[n]: a draft level over n nodes; None: as `draft` (a sequential draft). A one-pass draft's levels
+    # cost nothing (its feed carries the whole block).
+    level: tuple[float, ...] | None = None
 
     @classmethod
-    def of(cls, curve: CostCurve, most: int, overhead: float = 0.0) -> RoundCosts:
+    def of(cls, curve: CostCurve, most: int, overhead: float = 0.0, block: int = 0) -> RoundCosts:
+        """The curve read at 0 .. `most` nodes; with a one-pass draft's `block`, the feed of n tokens is a
+        forward over n + block - 1 (the masks too) and the levels are free."""
         span = range(most + 1)
-        return cls(tuple(curve.draft_at(n) for n in span), tuple(curve.verify_at(n) for n in span), overhead)
+        verify = tuple(curve.verify_at(n) for n in span)
+        if not block:
+            return cls(tuple(curve.draft_at(n) for n in span), verify, overhead)
+        return cls(tuple(curve.draft_at(n + block - 1) for n in span), verify, overhead, (0.0,) * len(span))
 
 
 def choose_budget(
@@ -267,10 +275,10 @@ def weigh_prefixes(
     them as it drafts). The drafting cost is kept up to date node by node: ancestors come first, so a
     node is at most one level below the deepest so far."""
     size = min(node_cap, len(paths))
-    draft, verify = costs.draft, costs.verify
+    draft, verify = costs.level if costs.level is not None else costs.draft, costs.verify
     order = tuple(sorted(range(len(paths)), key=lambda i: (-paths[i], node_depths[i], i)))
     per_level = [0] * (max(node_depths) + 2)
-    expected, deepest, drafting = 0.0, 0, draft[min(fed, len(draft) - 1)] + costs.overhead
+    expected, deepest, drafting = 0.0, 0, costs.draft[min(fed, len(costs.draft) - 1)] + costs.overhead
     depths, expectations, round_ms = [], [], []
     best, best_rate = 0, -1.0
     for index in range(size):

@@ -88,19 +88,21 @@ class SageCostProposer:
         self.costs: RoundCosts | None = None
         self.residuals: deque[float] = deque(maxlen=OVERHEAD_ROUNDS)  # measured - modelled round ms
         self.started: float | None = None  # when this round's proposal began (perf_counter)
+        self.block = 0  # the draft's one-pass block (0: sequential), known at the run's start
         self.offered: tuple[Tree, tuple[int, ...]] | None = None  # this round's drafted tree, its kept nodes
         if curve is not None:
             self.use_costs(curve)
 
     def start_run(self, run: RunStart) -> None:
         """The pair's cost curve, measured on this run's prefilled caches the first time (costs_for_run)."""
+        self.block = run.drafter.block_size  # a one-pass draft's levels are free (RoundCosts.of)
         self.use_costs(costs_for_run(run.pair, run.backend, run.target, run.target_state, run.drafter, run.root))
 
     def use_costs(self, curve: CostCurve) -> None:
         """The cost curve the next rounds are weighed by (it may change between rounds)."""
         self.curve = curve
         most = self.config.node_budget + self.config.candidates * self.config.width_max
-        self.costs = RoundCosts.of(curve, most, self.round_overhead())
+        self.costs = RoundCosts.of(curve, most, self.round_overhead(), self.block)
 
     def round_overhead(self) -> float:
         """The curve's round overhead, or the one learned from this run's rounds (0 before the first)."""

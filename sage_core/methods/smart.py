@@ -117,8 +117,9 @@ class CurveReadings:
     thousands of times (`round_cost`, the same numbers in the same order as reading the curve each time). A
     run's proposer keeps one for its curve and hands it to each round's trees."""
 
-    def __init__(self, curve: CostCurve) -> None:
+    def __init__(self, curve: CostCurve, block: int = 0) -> None:
         self.curve = curve
+        self.block = block  # a one-pass draft's: its feed reads block - 1 masks too, and its levels are free
         self.draft: dict[int, float] = {}
         self.verify: dict[int, float] = {}
         self.overhead = curve.round_overhead_ms or 0.0
@@ -136,7 +137,10 @@ class CurveReadings:
         return value
 
     def round_cost(self, level_counts: Sequence[int], fed: int) -> float:
-        drafting = self.draft_at(fed) + sum(self.draft_at(n) for n in level_counts[:-1])
+        if self.block:
+            drafting = self.draft_at(fed + self.block - 1)
+        else:
+            drafting = self.draft_at(fed) + sum(self.draft_at(n) for n in level_counts[:-1])
         return (drafting + self.verify_at(sum(level_counts)) + self.overhead) / self.curve.one_token_ms
 
 
@@ -342,7 +346,7 @@ class SmartProposer:
         config = self.config
         root = drafter.root(pending, config.candidates)
         if self.readings is None or self.readings.curve is not self.curve:
-            self.readings = CurveReadings(self.curve)
+            self.readings = CurveReadings(self.curve, drafter.block_size)
         fed = max(len(pending), 1)
         tree = SmartTree(self.curve, config.node_cap, config.depth_cap, fed, readings=self.readings)
         growth = _Growth(tree, self.calibration)
