@@ -90,7 +90,7 @@ from typing import Any, cast
 import torch
 from transformers import LogitsProcessor, LogitsProcessorList
 
-from sage_core import DecodeConfig, ModelPair, PreparedInputs, decode, load_media, load_pair
+from sage_core import VLM, DecodeConfig, ModelPair, PreparedInputs, check_pair, decode, load_media, load_pair
 from sage_core import prepare_inputs as prepare
 from sage_core.config import BACKENDS, Backend, SamplingConfig
 from sage_core.cost_curve import CostCurve
@@ -112,6 +112,7 @@ PEERS = ("generate", "assisted")
 BENCHMARKED = tuple(spec.name for spec in specs())
 PRUNED = "+prune"  # a method name with a ratio: "sage+prune0.9"
 ON = "@"  # one of our methods on another backend than the first: "sage@compiled"
+WITH = "/"  # one of our methods with --second-draft: "sage/one-pass-draft" (the draft's folder name)
 FILLER = "the picture. "  # --long-prompt pads with this text
 
 
@@ -122,6 +123,7 @@ def method_config(method: str, max_new: int, backend: str = "fast", sampling: Sa
     """`sage`, `sage+prune0.9` or `sage@compiled` -> its decode settings (greedy, or sampled as
     `sampling` says); `backend` unless the name gives another."""
     method, _, on = method.partition(ON)
+    method = method.partition(WITH)[0]
     name, _, ratio = method.partition(PRUNED)
     prune = float(ratio) if ratio else 0.0
     return DecodeConfig(name, max_new, prune_ratio=prune, backend=cast(Backend, on or backend), sampling=sampling)
@@ -144,6 +146,16 @@ def set_video_pixels(video_processor: Any, pixels: int) -> None:
 def on_backends(methods: Sequence[str], backends: Sequence[str]) -> list[str]:
     """The methods as given (on the first backend), then each of ours again on every other backend."""
     return list(methods) + [f"{m}{ON}{backend}" for backend in backends[1:] for m in methods if m not in PEERS]
+
+
+def with_second_draft(methods: Sequence[str], tag: str) -> list[str]:
+    """The methods as given, then each of ours that drafts again with the second draft (`tag`: its name)."""
+    return list(methods) + [f"{m}{WITH}{tag}" for m in methods if m not in PEERS and drafts(m.partition(ON)[0])]
+
+
+def second_drafted(method: str) -> bool:
+    """Whether a lane runs with --second-draft's draft."""
+    return WITH in method
 
 
 def with_pruning(methods: Sequence[str], ratios: Sequence[float]) -> list[str]:
@@ -185,6 +197,7 @@ class Rounds:
     step_ms: float
     outside_forwards_ms: float  # step time not spent inside a model forward
     nodes: float = 0.0  # tree nodes verified per round (median)
+    draft_forwards: float = 0.0  # draft forwards per round (median; a one-pass draft: 1)
     pad_tokens: int = 0
     prompt_tokens: int = 0
     temperature: float = 0.0
@@ -336,7 +349,7 @@ def profile_rounds(
     vlms = [pair.target, pair.draft] if drafts(config.method) else [pair.target]
     models = [part for vlm in vlms for part in (vlm.model, vlm.lean) if part is not None]  # either may run
     run = decode(pair, prepared.media, prepared.prompt, config, prepared)
-    draft, verify, step, outside, nodes = [], [], [], [], []
+    draft, verify, step, outside, nodes, forwards_run = [], [], [], [], [], []
     with forward_timer(models, pair.devices) as forwards:
         for record in run:
             before = forwards[0]  # the timer is read after the step: its forwards are in
@@ -347,6 +360,7 @@ def profile_rounds(
                 step.append(record.round_seconds)
                 outside.append(record.round_seconds - before)
                 nodes.append(float(len(record.tree_tokens)))
+                forwards_run.append(float(record.draft_forwards or 0))
     if keep is not None:
         keep.extend(run.records)
     return Rounds(
@@ -358,6 +372,7 @@ def profile_rounds(
         _ms(step),
         _ms(outside),
         statistics.median(nodes) if nodes else 0.0,
+        statistics.median(forwards_run) if forwards_run else 0.0,
         temperature=sampling.temperature,
     )
 
@@ -440,7 +455,7 @@ def summarize_at(
         row["draft_prompt_tokens"] = statistics.median(lengths) if lengths else None
         mine_rounds = [r for r in rounds if r.method == method]
         if mine_rounds:
-            for key in ("draft_ms", "verify_ms", "step_ms", "outside_forwards_ms", "nodes"):
+            for key in ("draft_ms", "verify_ms", "step_ms", "outside_forwards_ms", "nodes", "draft_forwards"):
                 row[key] = statistics.median(getattr(r, key) for r in mine_rounds)
         rows.append(row)
     return rows
@@ -469,6 +484,41 @@ def sage_lines(rows: Sequence[dict[str, Any]]) -> str:
                         f"{spread(row[f'x_{base}_decode'])} decode only."
                     )
     return lines + efficiency_lines(rows) + drafting_lines(rows)
+
+
+def per_example_ratio(row: dict[str, Any], base: dict[str, Any], field: str) -> list[float]:
+    """A row's tokens per second over another's, example by example (both list the examples in one order)."""
+    key = f"tokens_per_s_{field}"
+    return [a / b for a, b in zip(row[key], base[key], strict=True)]
+
+
+def second_draft_lines(rows: Sequence[dict[str, Any]]) -> str:
+    """With --second-draft: each method with the second draft over itself with the first, and the best lane of
+    each draft (by its median speedup over plain decoding) against the other's, per example; greedy rows."""
+    greedy = {row["method"]: row for row in rows if row["temperature"] == 0}
+    seconds = [name for name in greedy if second_drafted(name)]
+    if not seconds:
+        return ""
+    lines = "\n\nThe second draft against the first (median of the per-example ratios [min–max]; end to end / decode):"
+    for name in seconds:
+        first = greedy.get(name.partition(WITH)[0])
+        if first is not None:
+            ratios = [per_example_ratio(greedy[name], first, f) for f in ("e2e", "decode")]
+            lines += f"\n  {name} over {first['method']}: {spread(ratios[0])} / {spread(ratios[1])}"
+    ranked = [row for row in greedy.values() if "x_ar_e2e" in row and row.get("tau") is not None]
+    best_second = max((r for r in ranked if second_drafted(r["method"])), key=_median_speedup, default=None)
+    best_first = max((r for r in ranked if not second_drafted(r["method"])), key=_median_speedup, default=None)
+    if best_second is not None and best_first is not None:
+        ratios = [per_example_ratio(best_second, best_first, f) for f in ("e2e", "decode")]
+        lines += (
+            f"\n  the best with the second draft ({best_second['method']}) over the best with the first "
+            f"({best_first['method']}): {spread(ratios[0])} end to end, {spread(ratios[1])} decode only"
+        )
+    return lines
+
+
+def _median_speedup(row: dict[str, Any]) -> float:
+    return statistics.median(row["x_ar_e2e"])
 
 
 def planned_depth_line(records: Sequence[RoundRecord]) -> str:
@@ -608,6 +658,7 @@ def markdown(rows: Sequence[dict[str, Any]]) -> str:
         "draft prompt",
         "draft prefill ms",
         "draft ms/round",
+        "draft forwards/round",
         "verify ms/round",
         "outside forwards ms/round",
         "same tokens",
@@ -626,11 +677,12 @@ def markdown(rows: Sequence[dict[str, Any]]) -> str:
             share = row["outside_forwards_ms"] / row["step_ms"] if row["step_ms"] else 0.0
             cells += [
                 f"{row['draft_ms']:.1f}",
+                f"{row.get('draft_forwards', 0):.0f}",
                 f"{row['verify_ms']:.1f}",
                 f"{row['outside_forwards_ms']:.2f} ({share:.0%})",
             ]
         else:
-            cells += ["", "", ""]
+            cells += ["", "", "", ""]
         same = row["same_as_generate"]
         cells.append("n/a (sampled)" if same is None else "yes" if same else "NO")
         lines.append("| " + " | ".join(cells) + " |")
@@ -714,6 +766,11 @@ def parse_args() -> tuple[argparse.ArgumentParser, argparse.Namespace]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--target", default="builtin")
     parser.add_argument("--draft", default="builtin")
+    parser.add_argument(
+        "--second-draft",
+        help="also run each of our drafting methods with this draft (e.g. assets/builtin/one-pass-draft), "
+        "interleaved, as METHOD/NAME (NAME: the draft's folder name)",
+    )
     parser.add_argument("--examples", default=str(ROOT / "assets" / "examples" / "examples.json"))
     parser.add_argument("--methods", default=",".join((*BENCHMARKED, *PEERS)))
     parser.add_argument(
@@ -823,7 +880,15 @@ def methods_of(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tup
     backends = list(dict.fromkeys(args.backend.split(",")))
     if set(backends) - set(BACKENDS):
         parser.error(f"--backend: choose from {', '.join(BACKENDS)}, not {args.backend!r}")
-    return on_backends(methods, backends), cast(list[Backend], backends)  # each checked against BACKENDS
+    methods = on_backends(methods, backends)
+    if args.second_draft:
+        methods = with_second_draft(methods, draft_tag(args.second_draft))
+    return methods, cast(list[Backend], backends)  # each checked against BACKENDS
+
+
+def draft_tag(draft: str) -> str:
+    """A second draft's name in the lanes: its folder's (or hub id's) last part."""
+    return Path(str(draft).rstrip("/")).name or str(draft)
 
 
 @dataclass
@@ -849,6 +914,9 @@ def run_main() -> int:
     parser, args = parse_args()
     plan = plan_of(parser, args)
     pair = load_pair(args.target, args.draft, args.device, args.dtype)
+    second = None
+    if args.second_draft:  # the same target object: its weights are loaded once
+        second = check_pair(pair.target, VLM.load(args.second_draft, "draft", args.device, args.dtype))
     if args.video_pixels:
         for model in (pair.target, pair.draft):
             set_video_pixels(model.processor.video_processor, args.video_pixels)
@@ -874,7 +942,8 @@ def run_main() -> int:
             parser.error(f"{name}: {error}")
         if measured.curve is None and any(drafts(m) for m in plan.methods):
             measured.curve = measure_costs(pair, media, prepared.prompt, plan.backends[0])
-        bench_example(args, plan, pair, prepared, name, pad, measured)
+        pairs = {False: pair} if second is None else {False: pair, True: second}
+        bench_example(args, plan, pairs, prepared, name, pad, measured)
         print(f"  {name}: done", file=sys.stderr)
     return write_reports(args, plan, pair, measured)
 
@@ -882,20 +951,23 @@ def run_main() -> int:
 def bench_example(
     args: argparse.Namespace,
     plan: Plan,
-    pair: ModelPair,
+    pairs: dict[bool, ModelPair],
     prepared: PreparedInputs,
     name: str,
     pad: int,
     measured: Measured,
 ) -> None:
     """One example (with `pad` tokens of padding): every method at every temperature, a warm-up and then
-    `--repeats` timed runs in rotating order, then one profiled run of each of our methods."""
+    `--repeats` timed runs in rotating order, then one profiled run of each of our methods (`pairs`: the
+    pair, and under True the target with --second-draft's draft; the prepared inputs serve both when the
+    drafts' processors are alike, else each run prepares its draft's)."""
     base_backend, methods = plan.backends[0], plan.methods
     prompt_tokens = int(prepared.target["input_ids"].shape[1])
 
     def one(method: str, repeat: int, temperature: float) -> Run:
         runner = run_peer if method in PEERS else run_ours
         sampling = replace(plan.settings[temperature], seed=None if temperature == 0 else repeat + 1)
+        pair = pairs[second_drafted(method)]
         run = runner(pair, prepared, method, args.max_new_tokens, name, repeat, base_backend, sampling)
         return replace(run, pad_tokens=pad, prompt_tokens=prompt_tokens)
 
@@ -910,6 +982,7 @@ def bench_example(
             if method not in PEERS:
                 sampling = replace(plan.settings[temperature], seed=None if temperature == 0 else 0)
                 keep = measured.profiled_records.setdefault(method, []) if temperature == 0 and pad == 0 else None
+                pair = pairs[second_drafted(method)]
                 profiled = profile_rounds(
                     pair, prepared, method, args.max_new_tokens, name, base_backend, sampling, keep
                 )
@@ -922,6 +995,7 @@ def write_reports(args: argparse.Namespace, plan: Plan, pair: ModelPair, measure
     rows = summarize(runs, rounds, plan.methods, temperatures)
     table = cost_lines(curve, measured.profiled_records, rows) + markdown(rows)
     table += sage_lines(rows)
+    table += second_draft_lines(rows)
     table += planned_depth_line(measured.profiled_records.get("sage-cost", ()))
     table += backend_lines(rows, plan.backends)
     print(f"\n{len(plan.examples)} examples, {args.repeats} repeats, median over examples [min–max]\n")

@@ -144,6 +144,26 @@ def test_benchmark_runs_our_methods_on_several_backends_interleaved(tiny_root, t
     assert "sage@plain against sage on fast:" in text and "ar@plain against ar on fast:" in text
 
 
+def test_benchmark_races_a_second_draft_interleaved(tiny_root, tmp_path, monkeypatch):
+    """--second-draft: each drafting method again with a one-pass draft, in the same interleaved repeats; the
+    rows say one draft forward a round, and the lines under the table compare the drafts method by method."""
+    examples = noise_example(tmp_path)
+    target, draft = tiny_folder(tiny_root, "qwen2_vl", "target"), tiny_folder(tiny_root, "qwen2_vl", "noised")
+    one_pass = tiny_folder(tiny_root, "qwen2_vl", "one-pass")
+    out_json, out_md = tmp_path / "bench.json", tmp_path / "bench.md"
+    args = ["--target", target, "--draft", draft, "--second-draft", one_pass, "--examples", examples]
+    args += ["--methods", "generate,ar,sage,chain", "--repeats", "1", "--max-new-tokens", "10"]
+    args += ["--device", "cpu", "--dtype", "float32", "--json", str(out_json), "--markdown", str(out_md)]
+    assert run_benchmark(monkeypatch, *args) == 0
+    rows = {row["method"]: row for row in json.loads(out_json.read_text())["summary"]}
+    tag = Path(one_pass).name
+    assert set(rows) == {"generate", "ar", "sage", "chain", f"sage/{tag}", f"chain/{tag}"}
+    assert all(row["same_as_generate"] for row in rows.values())
+    assert rows[f"sage/{tag}"]["draft_forwards"] == 1 and rows["chain"]["draft_forwards"] == 5
+    text = out_md.read_text()
+    assert f"sage/{tag} over sage:" in text and "the best with the second draft" in text
+
+
 def test_benchmark_names_a_method_on_another_backend():
     script = runpy.run_path(str(SCRIPT), run_name="benchmark")
     config = script["method_config"]("sage+prune0.8@compiled", 16, "fast")
