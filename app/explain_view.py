@@ -91,6 +91,8 @@ def _policy(e: RoundExplained, text: TokenText) -> list[str]:
     out: list[str] = []
     if e.description:  # the method's own sentence (its registry entry's)
         out.append(f"<p>{html.escape(e.description)}</p>")
+    if e.drafting:  # its draft forwards: one a level, or one for the block
+        out.append(f"<p class='muted'>{html.escape(e.drafting)}</p>")
     out += _top_table(e, text)
     if e.explainer == "rerank":
         return out + _dynamic(e, text)

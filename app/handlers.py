@@ -261,8 +261,8 @@ RACE_API_ARGS = {
     "image": "an image as a public http(s) URL or a data: URL (from the same machine: data:image/png;base64,...).",
     "video": "a video (mp4, webm, avi, mov, mkv) as a public http(s) URL or a data: URL; give it or `image`.",
     "prompt": "the question or instruction about the image or video.",
-    "pair": 'the model pair: "builtin" or "builtin-hesitant", or on a GPU a preset such as "qwen2.5-vl-7b", '
-    '"llava-ov-7b", "qwen3-vl-8b" or "smolvlm2-2.2b" (empty: the default).',
+    "pair": 'the model pair: "builtin", "builtin-hesitant" or "builtin-one-pass", or on a GPU a preset such as '
+    '"qwen2.5-vl-7b", "llava-ov-7b", "qwen3-vl-8b" or "smolvlm2-2.2b" (empty: the default).',
     "custom_target": "a custom target model (hub id or folder), when the app allows custom models.",
     "custom_draft": "a custom draft model of the same tokenizer as the target.",
     "max_new_tokens": "the most new tokens each method decodes.",
@@ -475,8 +475,8 @@ class Handlers:
         names = None
         if pair == models.CUSTOM_KEY:
             names = (custom_target.strip(), custom_draft.strip())
-        elif pair == models.BUILTIN_HESITANT.key:  # the draft by its name, not its server path
-            names = (target, "builtin-hesitant")
+        elif shown := next((p.shown_draft for p in self.settings.offered if p.key == pair and p.shown_draft), ""):
+            names = (target, shown)  # a built-in draft by its name, not its server path
         elif pair == models.ENV_KEY:  # the operator's folders, shown (and recorded) by their names only
             names = (Path(target).name, Path(draft).name)
         return Choice(target, draft, names)

@@ -50,6 +50,8 @@ class Preset:
     target: str
     draft: str
     needs_gpu: bool = False
+    # A built-in draft other than the sure one: the name it is shown and recorded by (not its server path).
+    shown_draft: str = ""
 
 
 BUILTIN = Preset("builtin", "Built-in tiny pair (trained for this demo; runs on a CPU)", "builtin", "builtin")
@@ -61,6 +63,17 @@ BUILTIN_HESITANT = Preset(
     "Built-in tiny pair, hesitant draft (SAGE goes wide; runs on a CPU)",
     "builtin",
     str(HESITANT_DRAFT_DIR),
+    shown_draft="builtin-hesitant",
+)
+ONE_PASS_DRAFT_DIR = BUILTIN_DIR / "one-pass-draft"
+#: The built-in target with the one-pass draft (PARD): every method drafts its whole tree in one draft forward
+#: a round. Shown (and recorded) as "builtin-one-pass".
+BUILTIN_ONE_PASS = Preset(
+    "builtin-one-pass",
+    "Built-in tiny pair, one-pass draft (one draft forward a round; runs on a CPU)",
+    "builtin",
+    str(ONE_PASS_DRAFT_DIR),
+    shown_draft="builtin-one-pass",
 )
 # The GPU pairs of the library's presets (sage_core/models/presets.py) that fit one GPU.
 HUB_PRESETS = tuple(Preset(p.key, p.label, p.target, p.draft, needs_gpu=True) for p in GPU_PRESETS if p.single_gpu)
@@ -91,8 +104,7 @@ def presets(default_pair: tuple[str, str] | None = None) -> list[Preset]:
     if pair is not None and pair != ("builtin", "builtin"):
         offered.append(Preset(ENV_KEY, f"Configured pair: {Path(pair[0]).name} + {Path(pair[1]).name}", *pair))
     offered.append(BUILTIN)
-    if (HESITANT_DRAFT_DIR / "config.json").is_file():
-        offered.append(BUILTIN_HESITANT)
+    offered += [p for p in (BUILTIN_HESITANT, BUILTIN_ONE_PASS) if (Path(p.draft) / "config.json").is_file()]
     if gpu_available():
         offered.extend(HUB_PRESETS)
     return offered

@@ -132,6 +132,8 @@ def lane_html(lane: LaneView, race: RaceView, tail: int | None = None) -> str:
     if lane.figures is not None:
         f = lane.figures
         tau = f"<span>τ <b>{f.tau:.2f}</b></span>" if drafts(method) else "<span>τ <b>–</b></span>"
+        if drafts(method) and f.rounds:  # draft forwards a round: a sequential draft's levels, a one-pass draft's 1
+            tau += f"<span title='draft forwards per round'>draft fwd <b>{f.draft_forwards_per_round:.1f}</b></span>"
         stats = (
             f"<div class='sage-stats'><span>rounds <b>{f.rounds}</b></span>{tau}"
             f"<span>tokens/forward <b>{f.tokens_per_forward:.2f}</b></span>"
@@ -246,17 +248,20 @@ def table_html(race: RaceView | None) -> str:
                 else ""
             )
         tau = f"{f.tau:.2f}" if drafts(method) else "–"
+        forwards = f"{f.draft_forwards_per_round:.1f}" if drafts(method) and f.rounds else "–"
         rows.append(
             f"<tr><td><span class='sage-dot' style='background:{DOTS.get(method, '#334155')}'></span> "
             f"{_esc(SHORT.get(method, method))}</td><td>{f.rounds}</td><td>{tau}</td>"
-            f"<td>{f.tokens_per_forward:.2f}</td>"
+            f"<td>{f.tokens_per_forward:.2f}</td><td>{forwards}</td>"
             f"<td>{f.tokens}</td><td>{f.tokens_per_second:.1f}</td><td>{f.seconds:.2f}</td>"
             f"<td><b>{speed}</b></td><td>{decode_speed}</td><td>{clock}</td></tr>"
         )
     lead_name = SHORT.get(lead, lead)
     source = "recorded (replay)" if race.replay else "measured in this run"
     head = (
-        "<tr><th>method</th><th>rounds</th><th>τ</th><th>tokens / target forward</th><th>tokens</th>"
+        "<tr><th>method</th><th>rounds</th><th>τ</th><th>tokens / target forward</th>"
+        "<th title='a sequential draft runs one a level; a one-pass draft one for the whole tree'>"
+        "draft forwards / round</th><th>tokens</th>"
         f"<th>tokens/s</th><th>time (s)</th><th>{lead_name} speedup</th><th>decode-only</th>"
         "<th>wall clock</th></tr>"
     )

@@ -43,6 +43,8 @@ class LaneFigures:
     tokens_per_second: float
     seconds: float
     decode_tokens_per_second: float
+    # Draft forwards a decode round (a one-pass draft: 1; a sequential one: one a level; 0 without a draft).
+    draft_forwards_per_round: float = 0.0
 
     @classmethod
     def of(cls, records: Sequence[RoundRecord]) -> LaneFigures:
@@ -55,6 +57,7 @@ class LaneFigures:
             tokens_per_second=s.tokens_per_second,
             seconds=s.seconds,
             decode_tokens_per_second=s.decode_tokens_per_second,
+            draft_forwards_per_round=s.draft_forwards / s.rounds if s.rounds else 0.0,
         )
 
 

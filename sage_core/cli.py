@@ -251,11 +251,20 @@ def _report(args: argparse.Namespace, run: DecodeRun, summary: RunSummary, confi
             f"\n[{config.method}] {len(summary.token_ids)} tokens in {summary.seconds:.2f} s "
             f"({summary.tokens_per_second:.1f} tokens/s), {summary.target_forwards} target forwards, "
             f"tau {summary.mean_accepted:.2f}, {summary.tokens_per_forward:.2f} tokens per forward"
+            + _drafting(run, summary)
             + ("" if sampling.greedy else f"; sampled at temperature {sampling.temperature}, seed {run.seed}"),
             file=sys.stderr,
         )
         if note := no_tree_note(config.method, run.records):
             print(note, file=sys.stderr)
+
+
+def _drafting(run: DecodeRun, summary: RunSummary) -> str:
+    """The draft forwards a round (a one-pass draft's block named), or "" without a draft."""
+    if not summary.rounds or not summary.draft_forwards:
+        return ""
+    block = f" (one-pass draft, block {run.header.draft_block})" if run.header.draft_block else ""
+    return f", {summary.draft_forwards / summary.rounds:.1f} draft forwards a round{block}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

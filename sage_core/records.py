@@ -220,6 +220,7 @@ class RunSummary:
     tokens_per_second: float
     decode_tokens_per_second: float  # tokens after the prefill's one, over decode_seconds
     finish_reason: FinishReason | None
+    draft_forwards: int = 0  # over the decode rounds (a one-pass draft: one a round; 0 without a draft)
 
 
 def summarize(records: Sequence[RoundRecord]) -> RunSummary:
@@ -246,6 +247,7 @@ def summarize(records: Sequence[RoundRecord]) -> RunSummary:
         tokens_per_second=len(token_ids) / seconds if seconds > 0 else 0.0,
         decode_tokens_per_second=decode_tokens / decode_seconds if decode_seconds > 0 else 0.0,
         finish_reason=records[-1].finish_reason,
+        draft_forwards=sum(r.draft_forwards or 0 for r in decode_rounds),
     )
 
 

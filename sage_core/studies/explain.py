@@ -121,6 +121,9 @@ class RoundExplained:
     # Per depth of the tree (1 first), the highest cumulative probability of its nodes: why a tree stops
     # short of D(α) (under the next level's θ no child could pass, and that level is not drafted).
     best_cumulative: tuple[float, ...] = ()
+    # How the round drafted: its draft forwards and what they were (`drafting_sentence`; "" without a draft).
+    draft_forwards: int | None = None
+    drafting: str = ""
 
     @property
     def bonus_emitted(self) -> bool:
@@ -237,6 +240,30 @@ def explain_round(record: RoundRecord, config: SageConfig, settings: Any = None)
         description=describe_round(record, settings) if own and kind != "prefill" else "",
         emitted_tokens=record.new_tokens,
         finish_reason=record.finish_reason,
+        draft_forwards=record.draft_forwards,
+        drafting=drafting_sentence(record),
+    )
+
+
+def drafting_sentence(record: RoundRecord) -> str:
+    """What the round's draft forwards were: one a level (a sequential draft), or one for the whole block (a
+    one-pass draft, and why its siblings help less); "" for plain decoding, the prefill and old traces."""
+    forwards, depth = record.draft_forwards, record.tree.depth
+    if record.phase != "decode" or not forwards or not record.tree.tokens:
+        return ""
+    if forwards == 1 and depth > 1:
+        return (
+            f"The draft ran one forward for this whole {depth}-level tree: a one-pass draft reads the tokens "
+            "committed last round and a mask for each deeper place, and gives every depth's distribution at "
+            "once. Each depth's distribution is the same whichever token comes before it, so a second child "
+            "at a depth is the draft's second guess for that place, not a guess that follows its sibling: "
+            "siblings help less than with a draft that runs level by level."
+        )
+    levels = forwards - 1
+    return (
+        f"The draft ran {forwards} forward{'s' if forwards != 1 else ''} in sequence: one over the tokens "
+        f"committed last round, then {levels} for the level{'s' if levels != 1 else ''} it expanded, each "
+        "waiting for the one before (a one-pass draft would run one)."
     )
 
 
