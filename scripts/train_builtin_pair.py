@@ -514,6 +514,7 @@ def one_pass_block(ids: torch.Tensor, labels: torch.Tensor, block: int, rng: ran
     predicts token p + 1, as the teacher, who reads the real row, does at the same index)."""
     student = ids.clone()
     keep = torch.zeros(ids.shape[0], ids.shape[1] - 1, dtype=torch.bool)
+    deeper = torch.zeros_like(keep)  # the block's depths 2 .. block (a mask before them)
     for r in range(ids.shape[0]):
         answer = (labels[r] != -100).nonzero().flatten().tolist()
         if not answer:
@@ -523,7 +524,14 @@ def one_pass_block(ids: torch.Tensor, labels: torch.Tensor, block: int, rng: ran
         student[r, cut + 1 : cut + block] = MASK_TOKEN_ID
         for p in range(first - 1, min(cut + block, last)):
             keep[r, p] = labels[r, p + 1] != -100
-    return student, keep
+            deeper[r, p] = p > cut
+    return student, keep, deeper
+
+
+def repeated(enc, copies: int):
+    """A processor batch `copies` times over (each tensor concatenated on its first axis: rows, patches and
+    grids alike, in the same order), for several cuts of one row."""
+    return {k: torch.cat([v] * copies) if torch.is_tensor(v) else v for k, v in enc.items()}
 
 
 @torch.no_grad()
@@ -531,9 +539,12 @@ def block_agreement(draft, teacher, processor, examples, block: int, rng: random
     """Per depth d = 1 .. block: how often the one-pass draft's top token at depth d equals the
     teacher's (teacher-forced on the examples' answers, one random cut a row)."""
     hits, seen = [0] * block, [0] * block
-    for start in range(0, len(examples), 16):
-        enc, labels = make_batch(processor, [[e] for e in examples[start : start + 16]])
-        student, _ = one_pass_block(enc["input_ids"], labels, block, rng)
+    # a batch holds pictures or clips, not both (the processor takes one kind of media a call)
+    batches = [[e for e in examples if bool(e.frames) == clips] for clips in (False, True)]
+    chunks = [batch[i : i + 16] for batch in batches for i in range(0, len(batch), 16)]
+    for chunk in chunks:
+        enc, labels = make_batch(processor, [[e] for e in chunk])
+        student, _, _ = one_pass_block(enc["input_ids"], labels, block, rng)
         teacher_top = teacher(**enc).logits.argmax(-1)
         draft_top = draft(**dict(enc, input_ids=student)).logits.argmax(-1)
         for r in range(student.shape[0]):
@@ -551,23 +562,37 @@ def block_agreement(draft, teacher, processor, examples, block: int, rng: random
     return [h / s if s else float("nan") for h, s in zip(hits, seen, strict=True)]
 
 
+#: A one-pass draft's training (`--block-copies`, `--block-weight`): cuts a row (each its own copy of the row in
+#: the draft's batch; the teacher reads the row once), and the weight of the block's depths 2 .. K against depth 1.
+BLOCK_TRAINING = {"copies": 1, "weight": 1.0}
+
+
 def distillation_loss(model, teacher, enc, labels, block: int, rng: random.Random) -> torch.Tensor:
     """0.5 cross-entropy on the data + 0.5 KL(teacher || model) on the answer positions; with a one-pass
-    `block`, the model reads PARD's masks after a random cut (`one_pass_block`) and the teacher the real
-    row, each position scored against the teacher's prediction at the same index."""
-    tgt = labels[:, 1:]
-    mask = tgt != -100
-    if block:
-        student_ids, mask = one_pass_block(enc["input_ids"], labels, block, rng)
-        tgt = enc["input_ids"][:, 1:]
-        logits = model(**dict(enc, input_ids=student_ids)).logits[:, :-1]
-    else:
-        logits = model(**enc).logits[:, :-1]
-    ce = F.cross_entropy(logits[mask], tgt[mask])
+    `block`, the model reads PARD's masks after a random cut (`one_pass_block`; `BLOCK_TRAINING["copies"]` cuts
+    a row) and the teacher the real row, each position scored against the teacher's prediction at the same
+    index, the block's deeper depths weighted `BLOCK_TRAINING["weight"]`."""
     with torch.no_grad():
-        t_logits = teacher(**enc).logits[:, :-1][mask]
-    kl = F.kl_div(F.log_softmax(logits[mask], -1), F.log_softmax(t_logits, -1), log_target=True, reduction="batchmean")
-    return 0.5 * ce + 0.5 * kl
+        t_all = teacher(**enc).logits[:, :-1]
+    if not block:
+        tgt = labels[:, 1:]
+        mask = tgt != -100
+        logits = model(**enc).logits[:, :-1]
+        ce = F.cross_entropy(logits[mask], tgt[mask])
+        kl = F.kl_div(
+            F.log_softmax(logits[mask], -1), F.log_softmax(t_all[mask], -1), log_target=True, reduction="batchmean"
+        )
+        return 0.5 * ce + 0.5 * kl
+    copies = int(BLOCK_TRAINING["copies"])
+    many, many_labels = repeated(enc, copies), torch.cat([labels] * copies)
+    student_ids, mask, deeper = one_pass_block(many["input_ids"], many_labels, block, rng)
+    tgt = many["input_ids"][:, 1:][mask]
+    logits = model(**dict(many, input_ids=student_ids)).logits[:, :-1][mask]
+    t_logits = torch.cat([t_all] * copies)[mask]
+    weights = 1.0 + (BLOCK_TRAINING["weight"] - 1.0) * deeper[mask].float()
+    ce = F.cross_entropy(logits, tgt, reduction="none")
+    kl = F.kl_div(F.log_softmax(logits, -1), F.log_softmax(t_logits, -1), log_target=True, reduction="none").sum(-1)
+    return ((0.5 * ce + 0.5 * kl) * weights).sum() / weights.sum()
 
 
 def train(stage: Stage, model, processor, rng, eval_examples, teacher=None, aux_weight=0.0, mix=DataMix()):
@@ -615,6 +640,8 @@ def train(stage: Stage, model, processor, rng, eval_examples, teacher=None, aux_
             loss = distillation_loss(model, teacher, enc, labels, stage.block, rng)
         if aux_weight and "image_grid_thw" in enc:  # image batches (clips have no labels)
             labels_per_token = batch_token_labels([c[0] for c in conversations], enc["image_grid_thw"])
+            copies = captured[0].shape[0] // max(labels_per_token.shape[0], 1)  # a one-pass draft's cuts
+            labels_per_token = torch.cat([labels_per_token] * max(copies, 1))
             loss = loss + aux_weight * aux_loss(head, captured[0], labels_per_token)
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -677,6 +704,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--init-draft", help="continue from this saved draft instead of a fresh one")
     ap.add_argument("--draft-layers", type=int, default=0, help="keep only the first N text layers of --init-draft")
     ap.add_argument("--draft-name", default="draft", help="the draft's folder under OUT (e.g. hesitant-draft)")
+    ap.add_argument("--block-copies", type=int, default=1, help="a one-pass draft's cuts a row (each a copy)")
+    ap.add_argument("--block-weight", type=float, default=1.0, help="a one-pass draft's depths 2 .. K against 1")
     ap.add_argument(
         "--one-pass",
         type=int,
@@ -713,6 +742,8 @@ def parse_args(argv=None) -> argparse.Namespace:
             ap.error(f"--{flag.replace('_', '-')} must be >= 0")
     if args.vision_lr <= 0:
         ap.error("--vision-lr must be > 0")
+    if args.block_copies < 1 or args.block_weight <= 0:
+        ap.error("--block-copies must be at least 1 and --block-weight above 0")
     if args.one_pass < 0 or args.one_pass == 1:
         ap.error("--one-pass must be 0 (a sequential draft) or a block of at least 2")
     if args.eval_tokens < 1:
@@ -728,6 +759,7 @@ def main(argv=None):
     mix = DataMix(args.lone, args.hand_drawn, args.shifted, args.reworded, args.rows, args.jpeg, args.free)
 
     torch.set_num_threads(args.threads)
+    BLOCK_TRAINING.update(copies=args.block_copies, weight=args.block_weight)
     random.seed(args.seed)
     t_start = time.time()
     out = Path(args.out)
