@@ -20,14 +20,15 @@ from pathlib import Path
 from typing import Any
 
 from sage_core import Media, SageError, load_media
-from sage_core.config import SamplingConfig, check_max_new_tokens
-from sage_core.errors import ConfigError
+from sage_core.config import SamplingConfig, check_max_new_tokens, check_prune_ratio
+from sage_core.errors import ConfigError, InputError
 from sage_core.media import VIDEO_SUFFIXES
 from sage_core.method_settings import as_setting, as_whole, shown
 from sage_core.methods import MethodSpec, form_settings, is_method, registered_names, specs
 from sage_core.models.prompts import check_prompt
+from sage_core.pruning import PAPER_RATIOS
 
-from .race import Choice, RaceRequest, order_methods, resolve_prune_ratio
+from .race import Choice, RaceRequest, order_methods
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES_DIR = ROOT / "assets" / "examples"
@@ -35,6 +36,17 @@ DEFAULT_PROMPT = "describe the image in detail."  # a prompt the built-in pair k
 
 
 SWITCH_ON, SWITCH_OFF = ("1", "on", "true", "yes"), ("0", "off", "false", "no")
+
+
+def resolve_prune_ratio(choice: object, chosen: object, kind: str) -> float:
+    """The pruning control: "off", "paper" (80% of an image's visual tokens, 90% of a video's) or "chosen"."""
+    if choice in (None, "", "off"):
+        return 0.0
+    if choice == "paper":
+        return PAPER_RATIOS[kind]
+    if choice != "chosen":
+        raise InputError(f"unknown pruning choice {shown(choice)}; use off, paper or chosen")
+    return check_prune_ratio(0.0 if chosen is None else chosen)
 
 
 def env_number(name: str, default: float, minimum: float = 0.0, refused: str = "") -> float:

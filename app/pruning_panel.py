@@ -1,7 +1,7 @@
 """The page's draft-side pruning pieces (SpecVLM): the control and the picture of what the draft sees.
 
 The control picks off, the paper's ratios (80% of an image's visual tokens, 90% of a video's) or a
-chosen ratio, for every side of a race that drafts (`race.resolve_prune_ratio`). After a race the
+chosen ratio, for every side of a race that drafts (`inputs.resolve_prune_ratio`). After a race the
 picture shows the image, or each sampled frame, with the patches the draft did not read dimmed
 (`panels.draft_view_image`), from the kept indices in the runs' headers.
 """

@@ -37,14 +37,11 @@ from sage_core import (
     decode,
     prepare_inputs,
 )
-from sage_core.config import SamplingConfig, check_prune_ratio
+from sage_core.config import SamplingConfig
 from sage_core.cost_curve import CostCurve
-from sage_core.errors import InputError
 from sage_core.media import thumbnail
-from sage_core.method_settings import shown
 from sage_core.methods import drafts, in_order, method_spec
 from sage_core.models import VisualBox
-from sage_core.pruning import PAPER_RATIOS
 
 #: The draft-view picture's height: the race keeps its medium shrunk to this, no larger.
 DRAFT_VIEW_HEIGHT = 150
@@ -98,16 +95,16 @@ class RaceData:
     def header(self) -> RunHeader | None:
         return next((lane.header for lane in self.lanes if lane.header is not None), None)
 
-
-def resolve_prune_ratio(choice: object, chosen: object, kind: str) -> float:
-    """The pruning control: "off", "paper" (80% of an image's visual tokens, 90% of a video's) or "chosen"."""
-    if choice in (None, "", "off"):
-        return 0.0
-    if choice == "paper":
-        return PAPER_RATIOS[kind]
-    if choice != "chosen":
-        raise InputError(f"unknown pruning choice {shown(choice)}; use off, paper or chosen")
-    return check_prune_ratio(0.0 if chosen is None else chosen)
+    def emptied(self) -> RaceData:
+        """A recorded race before its first step: its lanes with their headers and no records, its token texts,
+        its source and its cost curve (a replay fills it step by step)."""
+        return RaceData(
+            lanes=[Lane(lane.method, lane.header) for lane in self.lanes],
+            token_texts=dict(self.token_texts),
+            replay=True,
+            source=self.source,
+            costs=self.costs,
+        )
 
 
 def order_methods(methods: Sequence[str]) -> list[str]:
@@ -359,13 +356,7 @@ def live_stepper(
 
 def replay_stepper(recorded: RaceData, key: object = None) -> RaceStepper:
     """A recorded race to step through, one recorded step per side per call."""
-    data = RaceData(
-        lanes=[Lane(lane.method, lane.header) for lane in recorded.lanes],
-        token_texts=dict(recorded.token_texts),
-        replay=True,
-        source=recorded.source,
-        costs=recorded.costs,
-    )
+    data = recorded.emptied()
     return RaceStepper(data, [functools.partial(next, iter(lane.records), None) for lane in recorded.lanes], key)
 
 
@@ -407,13 +398,7 @@ def replay_steps(
         ((record.total_seconds, index, record) for index, lane in enumerate(recorded.lanes) for record in lane.records),
         key=lambda event: (event[0], event[1]),
     )
-    data = RaceData(
-        lanes=[Lane(lane.method, lane.header) for lane in recorded.lanes],
-        token_texts=dict(recorded.token_texts),
-        replay=True,
-        source=recorded.source,
-        costs=recorded.costs,
-    )
+    data = recorded.emptied()
     start = clock()
     for at, index, record in events:
         if speed > 0:

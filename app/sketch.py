@@ -18,7 +18,7 @@ import tempfile
 import threading
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import gradio as gr
 import numpy as np
@@ -30,9 +30,6 @@ from sage_world.world import on_white
 from .gradio_patches import around_preprocess
 from .inputs import remove_older
 from .render import error_html, status_html
-
-if TYPE_CHECKING:
-    from .page import Page
 
 SKETCH_DIR = Path(tempfile.gettempdir()) / "sage-app-sketches"
 #: The canvas the visitor draws on (px), and the brush: thick enough to survive the pair's 128 px budget.
@@ -182,17 +179,3 @@ def empty_pad_note(value: Any) -> Any:
     if isinstance(value, TooLarge) or drawn_picture(value) is not None:
         return gr.skip()
     return status_html(EMPTY_PAD, "info")
-
-
-def wire_sketch(page: Page, sketch: gr.Sketchpad) -> None:
-    """Each change of the drawing becomes the race's picture (outside the queue: the work is bounded)."""
-    drawn = gr.State(None, delete_callback=forget_sketch)  # the visitor's saved drawing, removed with them
-    sketch.change(
-        use_sketch,
-        [sketch, page.prompt, drawn],
-        [page.image, page.video, page.prompt, page.status, drawn],
-        queue=False,
-        api_visibility="private",
-    )
-    if page.draw_tab is not None:
-        page.draw_tab.select(empty_pad_note, [sketch], [page.status], queue=False, api_visibility="private")

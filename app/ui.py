@@ -39,7 +39,7 @@ from .page import HEAD, STATE_TTL, TITLE, Page, build_page, image_input
 from .page_cache import PageCache
 from .preview import wire_preview
 from .pruning_panel import show_draft_view
-from .sketch import wire_sketch
+from .sketch import empty_pad_note, forget_sketch, use_sketch
 from .spaces_compat import ZERO_GPU, gpu, gpu_for_race, race_seconds
 
 RACE_CONCURRENCY = 2
@@ -99,6 +99,20 @@ def stepped_race(handlers: Handlers) -> Callable[..., Update]:
         return handlers.step_live(RaceForm.of(fields), tree_lane, stepper, progress)
 
     return step_live
+
+
+def wire_sketch(page: Page, sketch: gr.Sketchpad) -> None:
+    """Each change of the drawing becomes the race's picture (outside the queue: the work is bounded)."""
+    drawn = gr.State(None, delete_callback=forget_sketch)  # the visitor's saved drawing, removed with them
+    sketch.change(
+        use_sketch,
+        [sketch, page.prompt, drawn],
+        [page.image, page.video, page.prompt, page.status, drawn],
+        queue=False,
+        api_visibility="private",
+    )
+    if page.draw_tab is not None:
+        page.draw_tab.select(empty_pad_note, [sketch], [page.status], queue=False, api_visibility="private")
 
 
 def wire(page: Page, handlers: Handlers) -> None:

@@ -20,7 +20,7 @@ The loop (`decode.py`, `drafting.py`) sees one interface, `ModelBackend`:
 Both are registries (`register_cache_strategy`, `register_forward`): a new one is a class and its
 registration, nothing else (tests/test_forward_seam.py, tests/test_cache_seam.py).
 
-`DecodeConfig.backend` names a preset, a (cache strategy, forward) pair (`config.BACKEND_PRESETS`):
+`DecodeConfig.backend` names a preset, a (cache strategy, forward) pair (`BACKEND_PRESETS`):
 "fast" (in-place, fused; the default), "compiled" (in-place, compiled), "fast-hf" (in-place,
 transformers: what the lean forwards are measured against) and "plain" (growing, transformers:
 transformers as it comes, the reference the others are checked against). `DecodeConfig.cache` and
@@ -35,15 +35,30 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import torch
 
-from .config import BACKEND_PRESETS, BACKENDS
 from .errors import ConfigError
 from .models import VLM, KVState
 from .models.caches import CacheStrategy, cache_strategy
 from .models.forwards import LEAN, Forward, forward_named
+
+# The loop talks to the models through a cache strategy and a forward, chosen separately;
+# these four names are presets of the two (all lossless): "fast" (caches grown in place, commits that
+# move only the accepted rows, the lean text forward of models/lean.py: the target's bit for bit, the
+# draft's fused), "compiled" (the same, with the draft's fused forward through torch.compile),
+# "fast-hf" (the same cache with transformers' own forward for both) and "plain" (transformers' own
+# DynamicCache and forward). `DecodeConfig.cache` / `.forward` replace either half.
+Backend = Literal["fast", "compiled", "fast-hf", "plain"]
+BACKENDS: tuple[Backend, ...] = ("fast", "compiled", "fast-hf", "plain")
+#: Each preset's (cache strategy, forward), by their names in models/caches.py and models/forwards.py.
+BACKEND_PRESETS: dict[str, tuple[str, str]] = {
+    "fast": ("in-place", "fused"),
+    "compiled": ("in-place", "compiled"),
+    "fast-hf": ("in-place", "transformers"),
+    "plain": ("growing", "transformers"),
+}
 
 
 @dataclass(frozen=True)

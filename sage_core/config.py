@@ -8,27 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
-from typing import Any, Literal
+from typing import Any
 
+from .backends import BACKENDS, Backend
 from .errors import ConfigError, InputError, kind_of
 from .method_settings import DynamicConfig, SageConfig, as_float, as_whole, in_range, read_number, shown
 from .methods import Method, drafts, method_spec
-
-# How the loop talks to the models (backends.py): a cache strategy and a forward, chosen separately;
-# these four names are presets of the two (all lossless): "fast" (caches grown in place, commits that
-# move only the accepted rows, the lean text forward of models/lean.py: the target's bit for bit, the
-# draft's fused), "compiled" (the same, with the draft's fused forward through torch.compile),
-# "fast-hf" (the same cache with transformers' own forward for both) and "plain" (transformers' own
-# DynamicCache and forward). `DecodeConfig.cache` / `.forward` replace either half.
-Backend = Literal["fast", "compiled", "fast-hf", "plain"]
-BACKENDS: tuple[Backend, ...] = ("fast", "compiled", "fast-hf", "plain")
-#: Each preset's (cache strategy, forward), by their names in models/caches.py and models/forwards.py.
-BACKEND_PRESETS: dict[str, tuple[str, str]] = {
-    "fast": ("in-place", "fused"),
-    "compiled": ("in-place", "compiled"),
-    "fast-hf": ("in-place", "transformers"),
-    "plain": ("growing", "transformers"),
-}
 
 MIN_TEMPERATURE = 0.01
 MAX_TEMPERATURE = 2.0

@@ -24,15 +24,15 @@ from .config import DecodeConfig
 from .drafting import DraftedTree
 from .errors import ConfigError, InputError, kind_of
 from .media import Media, check_is_media
-from .methods import drafts
+from .methods import MethodSpec, method_spec
 from .models import KVState, ModelPair
 from .models.one_pass import OnePass
 from .models.pair import check_method
 from .policy import topk_entropy
 from .prepared import PreparedInputs, check_vocabulary, prepare_inputs, with_draft_inputs
-from .proposers import Drafter, Proposer, RunStart, make_proposer
+from .proposers import Drafter, PlainProposer, Proposer, RunStart, TemplateProposer
 from .pruning import select_visual_tokens
-from .records import FinishReason, RoundRecord, RunHeader, RunSummary, summarize
+from .records import NO_TREE, FinishReason, RoundRecord, RunHeader, RunSummary, summarize
 from .sampling import make_verifier, resolve_seed
 from .timing import Laps
 from .trees import EMPTY_TREE, ROOT
@@ -84,8 +84,9 @@ class DecodeRun:
         check_vocabulary(pair.target, prompt, f"the model {pair.target.name}")  # unknown words named
         check_method(pair, config.method, config.prune_ratio)  # what a family cannot run, refused
         self.backend = BackendChoice.of(config.backend, config.cache, config.forward)  # an unknown name refused
-        uses_draft = drafts(config.method)
-        self.proposer = make_proposer(config)  # the run's one proposer (SAGE's window lives in it)
+        spec = method_spec(config.method)  # the run's registry entry, looked up once
+        uses_draft = spec.drafts
+        self.proposer = make_proposer(config, spec)  # the run's one proposer (SAGE's window lives in it)
         top = self.proposer.candidates
         if top > pair.shared_vocab_size:
             raise InputError(
@@ -200,9 +201,10 @@ class DecodeRun:
             adaptation = loop.proposer.observe(proposal, verdict)
             round_seconds = laps.stop()
         loop.total_seconds += round_seconds
-        return RoundRecord(
-            method=self.config.method,
-            round=step,
+        return loop.record(
+            self.config.method,
+            step,
+            new_tokens,
             phase="decode",
             tree_tokens=tree.tokens,
             tree_parents=tree.parents,
@@ -212,14 +214,9 @@ class DecodeRun:
             bonus_token=verdict.bonus_token,
             tried_nodes=verdict.tried_nodes,
             accept_probs=verdict.accept_probs,
-            new_tokens=new_tokens,
-            new_token_texts=loop.text.push(new_tokens),
             draft_seconds=draft_seconds,
             verify_seconds=verify_seconds,
             round_seconds=round_seconds,
-            total_tokens=loop.produced,
-            total_seconds=loop.total_seconds,
-            finish_reason=loop.finish,
             target_choices=verdict.target_choices,
             window_mean=adaptation.window_mean,
             next_depth_max=adaptation.next_depth_max,
@@ -245,9 +242,8 @@ class DecodeRun:
         verify_seconds = laps.lap()
         drafter = self._prefill_draft(scores, reserve, verifier.warp)
         proposer = self.proposer
-        start_run = getattr(proposer, "start_run", None)  # the proposer's optional start-of-run hook
-        if start_run is not None and drafter is not None:
-            start_run(RunStart(pair, self.backend.label, target, target_state, drafter, first))
+        if drafter is not None:  # the proposer's start-of-run hook (sage-cost, SMART: their cost curve)
+            proposer.start_run(RunStart(pair, self.backend.label, target, target_state, drafter, first))
         prefill_seconds = laps.stop()
         loop = _Loop(
             target,
@@ -263,29 +259,15 @@ class DecodeRun:
         new_tokens = loop.emit([first])
         seconds = self.prepare_seconds + prefill_seconds
         loop.total_seconds += seconds
-        record = RoundRecord(
-            method=config.method,
-            round=0,
-            phase="prefill",
-            tree_tokens=(),
-            tree_parents=(),
-            tree_draft_probs=(),
-            entropy=None,
-            alpha=None,
-            depth_max=None,
-            planned_depth=None,
-            planned_width=None,
-            accepted_nodes=(),
-            accepted_tokens=(),
+        record = loop.record(
+            config.method,
+            0,
+            new_tokens,
+            **NO_TREE,
             bonus_token=first,
-            new_tokens=new_tokens,
-            new_token_texts=loop.text.push(new_tokens),
             draft_seconds=prefill_seconds - verify_seconds,
             verify_seconds=verify_seconds,
             round_seconds=seconds,
-            total_tokens=loop.produced,
-            total_seconds=loop.total_seconds,
-            finish_reason=loop.finish,
         )
         return loop, record
 
@@ -337,6 +319,19 @@ class _Loop:
         self.produced += len(out)
         return tuple(out)
 
+    def record(self, method: str, step: int, new_tokens: tuple[int, ...], **fields: Any) -> RoundRecord:
+        """The round's record: what it appended with each token's text, and the running totals after it."""
+        return RoundRecord(
+            method=method,
+            round=step,
+            new_tokens=new_tokens,
+            new_token_texts=self.text.push(new_tokens),
+            total_tokens=self.produced,
+            total_seconds=self.total_seconds,
+            finish_reason=self.finish,
+            **fields,
+        )
+
 
 def _path_entropies(drafted: DraftedTree, accepted_nodes: Sequence[int]) -> tuple[float, ...]:
     """The draft's entropy after the root and after each accepted node, while it drafted there."""
@@ -375,6 +370,19 @@ def one_pass_of_draft(pair: ModelPair) -> OnePass | None:
     without them is sequential)."""
     one_pass = getattr(pair.draft, "one_pass", None)
     return one_pass if isinstance(one_pass, OnePass) else None
+
+
+def make_proposer(config: DecodeConfig, spec: MethodSpec | None = None) -> Proposer:
+    """The proposer of the settings' method, fresh for one run (SAGE's window starts anew), as its registry
+    entry (`spec`, when the caller has it) makes it: plain decoding for a method without a draft, a template
+    for a fixed tree, else its own factory with its settings (`DecodeConfig.settings_for`)."""
+    spec = spec if spec is not None else method_spec(config.method)
+    if not spec.drafts:
+        return PlainProposer()
+    if spec.template is not None:
+        return TemplateProposer(spec.template, config.template_candidates)
+    assert spec.proposer is not None  # `register` refuses a drafting method with neither
+    return spec.proposer(config.settings_for(spec.name), config)
 
 
 def decode(

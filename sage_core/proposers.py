@@ -4,8 +4,9 @@ As transformers' candidate generators (`get_candidates`, then
 `update_candidate_strategy` with the number of matches), a `Proposer`
 drafts the round's tree from the draft model (`propose`) and takes in the
 target's verdict on it (`observe`). The decode loop calls every method the
-same way; `make_proposer` picks the one the settings name, as `make_verifier`
-picks the verifier. One proposer per method of the registry (methods.py):
+same way; the loop makes the one its method's registry entry names
+(decode.make_proposer), as `make_verifier` picks the verifier. One proposer
+per method of the registry (methods/registry.py):
 
 - plain decoding: no draft, the empty tree;
 - the chain and the static tree: a fixed rank template (`TemplateProposer`);
@@ -27,7 +28,6 @@ from typing import Any, Protocol
 import torch
 
 from .backends import ModelBackend
-from .config import DecodeConfig
 from .drafting import (
     Chooser,
     DraftedTree,
@@ -40,7 +40,6 @@ from .drafting import (
     top_candidates,
 )
 from .method_settings import DynamicConfig, SageConfig
-from .methods import method_spec
 from .models import KVState, ModelPair
 from .models.one_pass import OnePass
 from .policy import (
@@ -214,23 +213,17 @@ class RunStart:
 
 class Proposer(Protocol):
     """Drafts each round's tree and learns from the verdict; says how large its trees can get (the caches
-    reserve room for them). A proposer may also have `start_run(run: RunStart)`, called once after the
-    prefill, before the first round."""
+    reserve room for them). A proposer subclasses this seam (as transformers' candidate generators do
+    theirs), which gives it a `start_run` that does nothing."""
 
-    @property
-    def candidates(self) -> int:
-        """Draft candidates per node (0: no draft)."""
-        ...
+    candidates: int  # draft candidates per node (0: no draft)
+    max_nodes: int  # the most tree nodes one round verifies, or feeds the draft (0: no draft)
+    max_depth: int  # the deepest tree one round drafts, in levels below the root
 
-    @property
-    def max_nodes(self) -> int:
-        """The most tree nodes one round verifies, or feeds the draft (0: no draft)."""
-        ...
-
-    @property
-    def max_depth(self) -> int:
-        """The deepest tree one round drafts, in levels below the root."""
-        ...
+    def start_run(self, run: RunStart) -> None:
+        """Called once after the prefill, before the first round, when the run drafts (sage-cost and SMART
+        measure their cost curve here); nothing by default."""
+        return None
 
     def propose(self, drafter: Drafter | None, pending: Sequence[int]) -> Proposal:
         """The round's tree; `pending`: the tokens committed since the last round, the root last."""
@@ -239,7 +232,7 @@ class Proposer(Protocol):
     def observe(self, proposal: Proposal, verdict: Verdict) -> Adaptation: ...
 
 
-class PlainProposer:
+class PlainProposer(Proposer):
     """Plain decoding: the target alone, the empty tree."""
 
     candidates = max_nodes = max_depth = 0
@@ -251,7 +244,7 @@ class PlainProposer:
         return Adaptation()
 
 
-class TemplateProposer:
+class TemplateProposer(Proposer):
     """A fixed tree, the same rank template every round (the chain, the static tree)."""
 
     def __init__(self, template: Sequence[RankPath], top: int) -> None:
@@ -308,7 +301,7 @@ class SagePlanner:
         return statistics.fmean(recent) if closing else None
 
 
-class SageProposer:
+class SageProposer(Proposer):
     """SAGE: the tree's depth and width follow the draft's confidence (paper §3.2); the acceptance
     window moves D_max (§3.3). The first round (and, in template mode, any round without a
     previous one) uses the static tree, as in the paper."""
@@ -381,7 +374,7 @@ class SageProposer:
         return Adaptation(window_mean, self.planner.window.depth_max)
 
 
-class DynamicProposer:
+class DynamicProposer(Proposer):
     """EAGLE-2's dynamic draft tree on the same draft model (Li et al. 2024, §4; method_settings.DynamicConfig).
 
     Expansion: the root's top-k are level 1; at each of `depth` levels the `candidates` nodes of the
@@ -459,16 +452,3 @@ def rerank_tree(drafted: DraftedTree, budget: int) -> tuple[DraftedTree, Rerank]
     ][:CUT_LISTED]
     cutoff = min((cumulative[o] for o in keep), default=0.0)
     return DraftedTree(reranked, dists), Rerank(cutoff, tuple(dropped), tuple(listed))
-
-
-def make_proposer(config: DecodeConfig) -> Proposer:
-    """The proposer of the settings' method, fresh for one run (SAGE's window starts anew), as its registry
-    entry makes it: plain decoding for a method without a draft, a template for a fixed tree, else its own
-    factory with its settings (`DecodeConfig.settings_for`)."""
-    spec = method_spec(config.method)
-    if not spec.drafts:
-        return PlainProposer()
-    if spec.template is not None:
-        return TemplateProposer(spec.template, config.template_candidates)
-    assert spec.proposer is not None  # `register` refuses a drafting method with neither
-    return spec.proposer(config.settings_for(), config)

@@ -204,6 +204,22 @@ class RoundRecord:
         return self.finish_reason is not None
 
 
+#: The prefill's round (round 0): one target forward over the prompt, no tree, no policy, nothing accepted.
+NO_TREE: dict[str, Any] = {
+    "phase": "prefill",
+    "tree_tokens": (),
+    "tree_parents": (),
+    "tree_draft_probs": (),
+    "entropy": None,
+    "alpha": None,
+    "depth_max": None,
+    "planned_depth": None,
+    "planned_width": None,
+    "accepted_nodes": (),
+    "accepted_tokens": (),
+}
+
+
 @dataclass(frozen=True)
 class RunSummary:
     """The figures of a whole run, derived from its records."""

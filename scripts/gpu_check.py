@@ -49,12 +49,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-# A plain checkout, no install needed: the repository on the import path (scripts/ is already there, as the
-# script's own folder).
+# A plain checkout, no install needed: `python3 scripts/gpu_check.py` from any folder puts the repository on the
+# import path (`python -m scripts.gpu_check` from the repository has it there already).
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import gpu_figures as figures
 import torch
+
+from scripts import gpu_figures as figures
 
 DEFAULT_BUDGET_S = 480.0
 

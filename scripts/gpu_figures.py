@@ -8,7 +8,6 @@ Every time is a median of synchronised runs after a warm-up (CUDA events on a GP
 from __future__ import annotations
 
 import copy
-import runpy
 import statistics
 import tempfile
 import time
@@ -633,11 +632,12 @@ def budget_sweep(context: Context, emit: Emit, left: Callable[[], float]) -> str
 
 def memory(context: Context, emit: Emit, left: Callable[[], float]) -> str | None:
     """Issue 9's memory case (scripts/memory_check.py): Qwen's vocabulary, a short and a long prompt."""
-    check = runpy.run_path(str(ROOT / "scripts" / "memory_check.py"), run_name="memory_check")
+    from scripts import memory_check as check  # (its pair builder and measurement; it loads models when called)
+
     pads, max_new = ([0, 40], 4) if context.smoke else ([0, 1940], 32)
     with tempfile.TemporaryDirectory() as folder:
-        small_target, small_draft = check["build_pair"](Path(folder))
-        rows = check["measure"](small_target, small_draft, context.device.type, pads, max_new, "sage")
+        small_target, small_draft = check.build_pair(Path(folder))
+        rows = check.measure(small_target, small_draft, context.device.type, pads, max_new, "sage")
     for row in rows:
         emit(**{k: v for k, v in row.items() if isinstance(v, int | float | str | bool) or v is None})
     return None

@@ -173,8 +173,7 @@ def test_the_lanes_are_registry_methods_off_by_default() -> None:
 
 
 def test_a_configuration_carries_each_methods_settings_where_its_entry_says():
-    from sage_core.decode import _cache_reserve
-    from sage_core.proposers import make_proposer
+    from sage_core.decode import _cache_reserve, make_proposer
 
     config = DecodeConfig("sage-frozen", 16).with_settings(
         {"sage": SageConfig(depth_max=6), "sage-frozen": FrozenSageConfig(0.5)}

@@ -7,9 +7,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from app.inputs import resolve_prune_ratio
 from app.panels import DIMMED, draft_view_caption, draft_view_image
 from app.pruning_panel import show_draft_view
-from app.race import RaceRequest, race_steps, resolve_prune_ratio
+from app.race import RaceRequest, race_steps
 from app.render import lane_html
 from app.view import race_view
 from sage_core.errors import InputError

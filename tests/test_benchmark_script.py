@@ -39,35 +39,21 @@ def refusal(monkeypatch, capsys, *args: str) -> str:
     return capsys.readouterr().err
 
 
-def test_benchmark_runs_every_method_and_writes_its_reports(tiny_root, tmp_path, monkeypatch):
-    examples = noise_example(tmp_path)
-    target, draft = tiny_folder(tiny_root, "qwen2_5_vl", "target"), tiny_folder(tiny_root, "qwen2_5_vl", "noised")
+def tiny_benchmark(tiny_root, tmp_path, monkeypatch, family: str, *args: str, side: int = 56) -> tuple[dict, str]:
+    """The script on a tiny pair of `family` (its noised draft) and one noise picture, on the CPU in float32,
+    with these further arguments: its JSON report and its markdown."""
+    examples = noise_example(tmp_path, side)
+    target, draft = tiny_folder(tiny_root, family, "target"), tiny_folder(tiny_root, family, "noised")
     out_json, out_md = tmp_path / "bench.json", tmp_path / "bench.md"
-    assert (
-        run_benchmark(
-            monkeypatch,
-            "--target",
-            target,
-            "--draft",
-            draft,
-            "--examples",
-            examples,
-            "--repeats",
-            "2",
-            "--max-new-tokens",
-            "12",
-            "--device",
-            "cpu",
-            "--dtype",
-            "float32",
-            "--json",
-            str(out_json),
-            "--markdown",
-            str(out_md),
-        )
-        == 0
+    common = ["--target", target, "--draft", draft, "--examples", examples, "--device", "cpu", "--dtype", "float32"]
+    assert run_benchmark(monkeypatch, *common, *args, "--json", str(out_json), "--markdown", str(out_md)) == 0
+    return json.loads(out_json.read_text()), out_md.read_text()
+
+
+def test_benchmark_runs_every_method_and_writes_its_reports(tiny_root, tmp_path, monkeypatch):
+    report, text = tiny_benchmark(
+        tiny_root, tmp_path, monkeypatch, "qwen2_5_vl", "--repeats", "2", "--max-new-tokens", "12"
     )
-    report = json.loads(out_json.read_text())
     rows = {row["method"]: row for row in report["summary"]}
     # Every registry method by default, the ablation lanes included (sage-cost is compared with them too).
     assert set(rows) == {
@@ -89,58 +75,39 @@ def test_benchmark_runs_every_method_and_writes_its_reports(tiny_root, tmp_path,
     assert orders[0] != orders[1] and sorted(orders[0]) == sorted(orders[1])
     sage = rows["sage"]
     assert 0 <= sage["outside_forwards_ms"] < sage["step_ms"] and sage["verify_ms"] > 0 and sage["draft_ms"] > 0
-    assert "| sage |" in out_md.read_text()
-    assert "SAGE over the dynamic tree (EAGLE-2)" in out_md.read_text()
-    assert "sage-cost over SAGE with α frozen" in out_md.read_text()
-    assert "sage-cost over the best-first tree" in out_md.read_text()
-    assert "sage-cost over SMART (cost-shaped, 2026)" in out_md.read_text()
+    assert "| sage |" in text
+    assert "SAGE over the dynamic tree (EAGLE-2)" in text
+    assert "sage-cost over SAGE with α frozen" in text
+    assert "sage-cost over the best-first tree" in text
+    assert "sage-cost over SMART (cost-shaped, 2026)" in text
     curve = report["cost_curve"]  # measured on the first example, printed before the table
     assert curve["sizes"] == [1, 2, 4, 8, 16, 32, 64] and all(ms > 0 for ms in curve["verify_ms"])
-    assert "64 nodes: verify" in out_md.read_text()
-    assert "SAGE over static, decode only:" in out_md.read_text() and "predicted by these costs" in out_md.read_text()
+    assert "64 nodes: verify" in text
+    assert "SAGE over static, decode only:" in text and "predicted by these costs" in text
 
 
 def test_benchmark_runs_our_methods_on_several_backends_interleaved(tiny_root, tmp_path, monkeypatch):
     """--backend fast,plain: each of our methods on both, in one interleaved run, and the ratio printed."""
-    examples = noise_example(tmp_path)
-    target, draft = tiny_folder(tiny_root, "qwen3_vl", "target"), tiny_folder(tiny_root, "qwen3_vl", "noised")
-    out_json, out_md = tmp_path / "bench.json", tmp_path / "bench.md"
-    assert (
-        run_benchmark(
-            monkeypatch,
-            "--target",
-            target,
-            "--draft",
-            draft,
-            "--examples",
-            examples,
-            "--methods",
-            "generate,ar,sage",
-            "--backend",
-            "fast,plain",
-            "--repeats",
-            "2",
-            "--max-new-tokens",
-            "10",
-            "--device",
-            "cpu",
-            "--dtype",
-            "float32",
-            "--json",
-            str(out_json),
-            "--markdown",
-            str(out_md),
-        )
-        == 0
+    report, text = tiny_benchmark(
+        tiny_root,
+        tmp_path,
+        monkeypatch,
+        "qwen3_vl",
+        "--methods",
+        "generate,ar,sage",
+        "--backend",
+        "fast,plain",
+        "--repeats",
+        "2",
+        "--max-new-tokens",
+        "10",
     )
-    report = json.loads(out_json.read_text())
     rows = {row["method"]: row for row in report["summary"]}
     assert set(rows) == {"generate", "ar", "sage", "ar@plain", "sage@plain"}
     assert all(row["same_as_generate"] for row in rows.values())
     assert rows["sage@plain"]["draft_ms"] > 0 and rows["ar@plain"]["draft_prefill_ms"] is None
     orders = [[r["method"] for r in report["runs"] if r["repeat"] == k] for k in (0, 1)]
     assert orders[0] != orders[1] and sorted(orders[0]) == sorted(orders[1])
-    text = out_md.read_text()
     assert "sage@plain against sage on fast:" in text and "ar@plain against ar on fast:" in text
 
 
@@ -186,85 +153,49 @@ def test_benchmark_refuses_kinds_with_no_example(tmp_path, monkeypatch, capsys):
 def test_benchmark_on_the_plain_backend_with_a_long_prompt(tiny_root, tmp_path, monkeypatch):
     """--backend plain runs our methods on transformers' own cache; --long-prompt adds padded prompts
     and a table of step time against context."""
-    examples = noise_example(tmp_path)
-    target, draft = tiny_folder(tiny_root, "qwen2_vl", "target"), tiny_folder(tiny_root, "qwen2_vl", "noised")
-    out_json, out_md = tmp_path / "bench.json", tmp_path / "bench.md"
-    assert (
-        run_benchmark(
-            monkeypatch,
-            "--target",
-            target,
-            "--draft",
-            draft,
-            "--examples",
-            examples,
-            "--methods",
-            "ar,sage,generate",
-            "--repeats",
-            "1",
-            "--max-new-tokens",
-            "8",
-            "--device",
-            "cpu",
-            "--dtype",
-            "float32",
-            "--backend",
-            "plain",
-            "--long-prompt",
-            "300",
-            "--threads",
-            "1",
-            "--json",
-            str(out_json),
-            "--markdown",
-            str(out_md),
-        )
-        == 0
+    report, text = tiny_benchmark(
+        tiny_root,
+        tmp_path,
+        monkeypatch,
+        "qwen2_vl",
+        "--methods",
+        "ar,sage,generate",
+        "--repeats",
+        "1",
+        "--max-new-tokens",
+        "8",
+        "--backend",
+        "plain",
+        "--long-prompt",
+        "300",
+        "--threads",
+        "1",
     )
-    report = json.loads(out_json.read_text())
     assert report["backend"] == "plain" and report["threads"] == 1
     assert all(row["same_as_generate"] for row in report["summary"])
     lengths = {r["pad_tokens"]: r["prompt_tokens"] for r in report["runs"]}
     assert set(lengths) == {0, 300} and 250 < lengths[300] - lengths[0] < 350
     assert {r["pad_tokens"] for r in report["rounds"]} == {0, 300}
-    text = out_md.read_text()
     assert "Step time against context" in text and "| 300 |" in text
 
 
 def test_benchmark_runs_the_draft_methods_pruned(tiny_root, tmp_path, monkeypatch):
-    examples = noise_example(tmp_path, 64)
-    target, draft = (
-        tiny_folder(tiny_root, "llava_onevision", "target"),
-        tiny_folder(tiny_root, "llava_onevision", "noised"),
+    report, _ = tiny_benchmark(
+        tiny_root,
+        tmp_path,
+        monkeypatch,
+        "llava_onevision",
+        "--methods",
+        "generate,ar,static,sage",
+        "--prune-ratios",
+        "0,0.8",
+        "--repeats",
+        "1",
+        "--max-new-tokens",
+        "10",
+        side=64,
     )
-    out_json = tmp_path / "bench.json"
-    assert (
-        run_benchmark(
-            monkeypatch,
-            "--target",
-            target,
-            "--draft",
-            draft,
-            "--examples",
-            examples,
-            "--methods",
-            "generate,ar,static,sage",
-            "--prune-ratios",
-            "0,0.8",
-            "--repeats",
-            "1",
-            "--max-new-tokens",
-            "10",
-            "--device",
-            "cpu",
-            "--dtype",
-            "float32",
-            "--json",
-            str(out_json),
-        )
-        == 0
-    )
-    rows = {row["method"]: row for row in json.loads(out_json.read_text())["summary"]}
+    rows = {row["method"]: row for row in report["summary"]}
     assert set(rows) == {"generate", "ar", "static", "sage", "static+prune0.8", "sage+prune0.8"}
     assert all(row["same_as_generate"] for row in rows.values())
     for method in ("static", "sage"):
@@ -281,42 +212,24 @@ def test_benchmark_refuses_a_bad_pruning_ratio(tmp_path, monkeypatch, capsys):
 def test_benchmark_reports_tau_and_speed_per_temperature(tiny_root, tmp_path, monkeypatch):
     """--temperatures runs every method (pruned ones included) greedy and sampled: rows per temperature,
     sampled rows marked n/a for same tokens, tau and speedups at each temperature."""
-    examples = noise_example(tmp_path)
-    target, draft = tiny_folder(tiny_root, "qwen2_5_vl", "target"), tiny_folder(tiny_root, "qwen2_5_vl", "noised")
-    out_json, out_md = tmp_path / "bench.json", tmp_path / "bench.md"
-    assert (
-        run_benchmark(
-            monkeypatch,
-            "--target",
-            target,
-            "--draft",
-            draft,
-            "--examples",
-            examples,
-            "--methods",
-            "ar,sage,generate,assisted",
-            "--prune-ratios",
-            "0,0.8",
-            "--temperatures",
-            "0,0.8",
-            "--top-p",
-            "0.95",
-            "--repeats",
-            "1",
-            "--max-new-tokens",
-            "10",
-            "--device",
-            "cpu",
-            "--dtype",
-            "float32",
-            "--json",
-            str(out_json),
-            "--markdown",
-            str(out_md),
-        )
-        == 0
+    report, text = tiny_benchmark(
+        tiny_root,
+        tmp_path,
+        monkeypatch,
+        "qwen2_5_vl",
+        "--methods",
+        "ar,sage,generate,assisted",
+        "--prune-ratios",
+        "0,0.8",
+        "--temperatures",
+        "0,0.8",
+        "--top-p",
+        "0.95",
+        "--repeats",
+        "1",
+        "--max-new-tokens",
+        "10",
     )
-    report = json.loads(out_json.read_text())
     rows = {row["method"]: row for row in report["summary"]}
     greedy = ("ar", "sage", "generate", "assisted", "sage+prune0.8")
     sampled = tuple(f"{m} T=0.8" for m in greedy)
@@ -333,7 +246,7 @@ def test_benchmark_reports_tau_and_speed_per_temperature(tiny_root, tmp_path, mo
     # The peers sampled (seeded per repeat): generate's sampled tokens are not its greedy ones.
     tokens = {(r["method"], r["temperature"]): r["tokens"] for r in report["runs"]}
     assert tokens[("generate", 0.8)] != tokens[("generate", 0.0)]
-    table = out_md.read_text()
+    table = text
     assert "| sage T=0.8 |" in table and "| sage+prune0.8 T=0.8 |" in table and "n/a (sampled)" in table
     assert "at temperature 0.8 (both sampling)" in table
 

@@ -23,7 +23,7 @@ from app.view import race_view
 from sage_core import DecodeConfig, decode, load_media, load_pair
 from sage_core.cost_curve import COST_SIZES, NOISY_SPREAD, CostCurve
 from sage_core.errors import TraceError
-from sage_core.studies import costs
+from sage_core.methods import run_costs
 from sage_core.studies.costs import (
     SETTLE_PASSES,
     known_curve,
@@ -200,5 +200,5 @@ def test_a_poisoned_warm_up_is_rejected_and_sage_cost_keeps_its_quiet_tau(monkey
     assert first >= 0.8 * quiet_tau and second >= 0.8 * quiet_tau, (quiet_tau, first, second)
     # the negative control: deciding from the poisoned curve collapses sage-cost's trees
     control = fresh_pair()
-    costs._RUN_CURVES.setdefault(control.target.model, {})[("fast", id(control.draft.model))] = POISONED
+    run_costs._RUN_CURVES.setdefault(control.target.model, {})[("fast", id(control.draft.model))] = POISONED
     assert sage_cost_tau(control) < 0.8 * quiet_tau

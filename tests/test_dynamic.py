@@ -9,10 +9,11 @@ import pytest
 import torch
 
 from sage_core.config import DecodeConfig
+from sage_core.decode import make_proposer
 from sage_core.drafting import DraftedTree
 from sage_core.errors import ConfigError
 from sage_core.method_settings import DynamicConfig
-from sage_core.proposers import Drafter, DynamicProposer, make_proposer, rerank_tree
+from sage_core.proposers import Drafter, DynamicProposer, rerank_tree
 from sage_core.trees import ROOT, Tree
 
 VOCAB = 40

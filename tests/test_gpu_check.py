@@ -110,12 +110,8 @@ def test_without_a_gpu_it_refuses_the_real_sizes(tmp_path):
 
 
 def test_each_real_shape_stands_for_a_preset_whose_written_memory_it_reports():
-    sys.path.insert(0, str(ROOT / "scripts"))
-    try:
-        import gpu_figures
-    finally:
-        sys.path.remove(str(ROOT / "scripts"))
     from sage_core.models.presets import gpu_preset
+    from scripts import gpu_figures
 
     assert set(gpu_figures.PRESET_OF) == set(gpu_figures.SHAPES)
     for key, role in gpu_figures.PRESET_OF.values():

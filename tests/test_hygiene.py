@@ -1,18 +1,19 @@
 """The suppressions and shapes CI holds, counted and printed (`pytest tests/test_hygiene.py -s -n 0` shows the
 counts): `# fmt: skip` the exception, every `# type: ignore` with its reason, no `E402` noqa, functions of
-`sage_core` and `app` at most 60 lines and 8 parameters outside short named lists, and no import cycle
-within `sage_core` or within `app` (module-level imports)."""
+`sage_core` and `app` at most 60 lines and 8 parameters outside short named lists, no import cycle
+within `sage_core` or within `app` (every import: inside functions and under `TYPE_CHECKING` too), and no
+module of `sage_core` importing one above it in `SAGE_CORE_LAYERS`."""
 
 from __future__ import annotations
 
 import ast
 import re
 import tomllib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCES = ("sage_core", "sage_world", "app", "scripts", "tests", "custom_generate", "app.py")
+SOURCES = ("sage_core", "sage_world", "sage_testkit", "app", "scripts", "tests", "custom_generate", "app.py")
 
 MAX_FMT_SKIP = 40
 MAX_TYPE_IGNORE = 15
@@ -112,7 +113,7 @@ def test_functions_of_sage_core_and_app_fit_a_screen() -> None:
 def test_no_function_takes_more_than_eight_parameters() -> None:
     counts = {
         name: parameter_count(node)
-        for name, node in functions("sage_core", "sage_world", "app", "scripts", "custom_generate")
+        for name, node in functions("sage_core", "sage_world", "sage_testkit", "app", "scripts", "custom_generate")
     }
     many = sorted(f"{name} ({n})" for name, n in counts.items() if n > MAX_PARAMETERS)
     print(f"\nfunctions over {MAX_PARAMETERS} parameters: {len(many)}, allowed {len(MANY_PARAMETERS_ALLOWED)}")
@@ -134,22 +135,12 @@ def modules_of(package: str) -> dict[str, Path]:
 
 
 def every_import(tree: ast.Module) -> Iterator[ast.Import | ast.ImportFrom]:
-    """Every import in the module: at the top, in a try, and inside functions and classes (which run when
-    called, and close a circle as surely), but not under `if TYPE_CHECKING:` (annotations only)."""
-
-    def walk(nodes: list[ast.stmt]) -> Iterator[ast.Import | ast.ImportFrom]:
-        for node in nodes:
-            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-                yield from walk(node.orelse)
-                continue
-            if isinstance(node, ast.Import | ast.ImportFrom):
-                yield node
-            for field in ("body", "orelse", "finalbody", "handlers"):
-                inner = getattr(node, field, None)
-                if isinstance(inner, list):
-                    yield from walk(inner)
-
-    yield from walk(tree.body)
+    """Every import in the module: at the top, in a try, inside functions and classes (which run when called,
+    and close a circle as surely) and under `if TYPE_CHECKING:` (an annotation names what it imports: a
+    circle there is a circle in what the modules mean, and an arrow up is one)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            yield node
 
 
 def import_graph(package: str) -> dict[str, set[str]]:
@@ -215,23 +206,110 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
 
 
 def test_no_import_cycle_within_sage_core_or_app() -> None:
-    for package in ("sage_core", "sage_world", "app"):
+    for package in ("sage_core", "sage_world", "sage_testkit", "app"):
         graph = import_graph(package)
         found = cycles(graph)
         edges = sum(len(targets) for targets in graph.values())
-        print(f"\nimport cycles in {package}: {len(found)} ({len(graph)} modules, {edges} imports, in functions too)")
-        assert graph and edges > len(graph) // 2  # the graph was read, not empty
+        print(
+            f"\nimport cycles in {package}: {len(found)} ({len(graph)} modules, {edges} imports, in functions and "
+            "under TYPE_CHECKING too)"
+        )
+        # the graph was read, not empty (the test kit's few modules import one another once)
+        assert graph and edges > (0 if package == "sage_testkit" else len(graph) // 2)
         assert not found, found
 
 
 def test_the_import_count_sees_imports_inside_functions() -> None:
     tree = ast.parse("import a\nif TYPE_CHECKING:\n    import b\ndef f():\n    from . import c\n    import d\n")
-    assert [ast.unparse(node) for node in every_import(tree)] == ["import a", "from . import c", "import d"]
+    assert [ast.unparse(node) for node in every_import(tree)] == ["import a", "import b", "from . import c", "import d"]
+
+
+#: `sage_core`'s layers, lowest first: a module imports only from its own layer and those below (the loop's
+#: parts never reach the methods' registry, the registry never the configuration, a method never a study).
+#: A name ending in `.*` stands for every module under it; a module in no layer fails the test.
+SAGE_CORE_LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (
+        "base: errors, numbers, trees, records, timing",
+        (
+            "sage_core.errors",
+            "sage_core.compat",
+            "sage_core.registry",
+            "sage_core.trees",
+            "sage_core.method_settings",
+            "sage_core.media",
+            "sage_core.pruning",
+            "sage_core.policy",
+            "sage_core.records",
+            "sage_core.timing",
+            "sage_core.cost_curve",
+        ),
+    ),
+    ("the models", ("sage_core.models", "sage_core.models.*")),
+    ("the loop's parts", ("sage_core.backends", "sage_core.verify", "sage_core.drafting", "sage_core.proposers")),
+    ("the methods' registry", ("sage_core.methods", "sage_core.methods.registry")),
+    ("the configuration and the inputs", ("sage_core.config", "sage_core.sampling", "sage_core.prepared")),
+    ("the methods", ("sage_core.methods.*",)),
+    (
+        "the run: the loop, traces, transformers' door",
+        (
+            "sage_core.decode",
+            "sage_core.trace_check",
+            "sage_core.hf_generate",
+        ),
+    ),
+    ("the studies", ("sage_core.studies", "sage_core.studies.*")),
+    ("the doors", ("sage_core", "sage_core.cli", "sage_core.__main__")),
+)
+
+
+def layer_of(module: str, layers: Sequence[tuple[str, tuple[str, ...]]]) -> int | None:
+    """The index of `module`'s layer: an exact name first, else the deepest `prefix.*` that holds it."""
+    for index, (_, names) in enumerate(layers):
+        if module in names:
+            return index
+    starred = [(len(name), index) for index, (_, names) in enumerate(layers) for name in names if name.endswith(".*")]
+    holding = [(size, index) for size, index in starred if module.startswith(names_prefix(layers, index, size))]
+    return max(holding)[1] if holding else None
+
+
+def names_prefix(layers: Sequence[tuple[str, tuple[str, ...]]], index: int, size: int) -> str:
+    return next(name[:-1] for name in layers[index][1] if name.endswith(".*") and len(name) == size)
+
+
+def arrows_up(graph: Mapping[str, set[str]], layers: Sequence[tuple[str, tuple[str, ...]]]) -> list[str]:
+    """Every import from a module to one in a higher layer, and every module in no layer."""
+    found = []
+    for module, imported in sorted(graph.items()):
+        mine = layer_of(module, layers)
+        if mine is None:
+            found.append(f"{module}: in no layer")
+            continue
+        for other in sorted(imported):
+            theirs = layer_of(other, layers)
+            if theirs is None or theirs > mine:
+                found.append(
+                    f"{module} ({layers[mine][0]}) -> {other} ({'?' if theirs is None else layers[theirs][0]})"
+                )
+    return found
+
+
+def test_the_layer_check_finds_an_arrow_up() -> None:
+    layers = (("low", ("p.a",)), ("high", ("p.b", "p.sub.*")))
+    assert arrows_up({"p.a": set(), "p.b": {"p.a"}, "p.sub.x": {"p.b"}}, layers) == []
+    assert arrows_up({"p.a": {"p.sub.x"}, "p.sub.x": set()}, layers) == ["p.a (low) -> p.sub.x (high)"]
+    assert arrows_up({"p.c": set()}, layers) == ["p.c: in no layer"]
+
+
+def test_no_module_of_sage_core_imports_one_above_it() -> None:
+    graph = import_graph("sage_core")
+    found = arrows_up(graph, SAGE_CORE_LAYERS)
+    print(f"\nimports up sage_core's layers: {len(found)} ({len(SAGE_CORE_LAYERS)} layers, {len(graph)} modules)")
+    assert not found, found
 
 
 def test_no_private_name_is_imported_across_modules() -> None:
     taken = []
-    for path in python_files("sage_core", "sage_world", "app", "scripts"):
+    for path in python_files("sage_core", "sage_world", "sage_testkit", "app", "scripts"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom):
                 private = [a.name for a in node.names if a.name.startswith("_") and not a.name.startswith("__")]
@@ -267,6 +345,18 @@ def test_sage_core_has_rooms_and_the_scripts_keep_their_place() -> None:
             imports_app.append(path.name)
     print(f"scripts editing sys.path (gpu_check.py aside): {edits_path}; library scripts importing app: {imports_app}")
     assert edits_path == [] and imports_app == []
+    assert (ROOT / "scripts" / "__init__.py").exists()  # one way to run each: `python -m scripts.NAME`
+    reaching = [path.name for path in python_files("tests", "sage_testkit") if edits_sys_path(path)]
+    print(f"tests editing sys.path to reach a script or a module: {reaching}")
+    assert reaching == []
+
+
+def edits_sys_path(path: Path) -> bool:
+    """Whether the module's code (not its comments or strings) reads or changes `sys.path`."""
+    return any(
+        isinstance(node, ast.Attribute) and node.attr == "path" and ast.unparse(node.value) == "sys"
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+    )
 
 
 def test_the_library_does_not_reach_the_built_in_world() -> None:

@@ -26,7 +26,7 @@ from sage_core.drafting import template_chooser
 from sage_core.errors import ConfigError
 from sage_core.methods import MethodSpec, Setting, registered
 from sage_core.models import load_pair
-from sage_core.proposers import Adaptation, Drafter, Proposal, RoundShape
+from sage_core.proposers import Adaptation, Drafter, Proposal, Proposer, RoundShape
 from sage_core.studies.explain import explain_round
 from sage_core.verify import Verdict
 from sage_testkit.pairs import tiny_folder
@@ -43,7 +43,7 @@ class ToySettings:
             raise ConfigError(f"the toy chain's length must be a whole number in [1, 5], not {self.length!r}")
 
 
-class ToyProposer:
+class ToyProposer(Proposer):
     """A chain of `length` draft tokens, the draft's best at each level."""
 
     candidates = 4

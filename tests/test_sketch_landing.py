@@ -81,7 +81,7 @@ def test_the_brush_offers_the_world_colours():
 def test_the_landing_trace_is_a_small_long_race_of_the_built_in_pair():
     race = load_race(landing.LANDING_TRACE)
     assert landing.LANDING_TRACE.stat().st_size < 200_000
-    assert {"sage", "static"} <= set(race.methods)
+    assert {"sage", "static"} <= {lane.method for lane in race.lanes}
     sage = race.lane("sage")
     assert sage is not None and sage.header is not None and sage.header.target == "builtin"
     assert len(sage.records) >= 6 and len(sage.token_ids) >= 40  # a long answer, many rounds

@@ -69,7 +69,7 @@ def test_the_app_measures_the_pairs_sweep_once_and_draws_it_beside_the_warm_up_c
     from dataclasses import fields
     from types import SimpleNamespace
 
-    import sage_core.studies.costs
+    import sage_core.methods.run_costs
     from app import models
     from app.handlers import Handlers, Settings
     from app.inputs import Limits
@@ -81,7 +81,7 @@ def test_the_app_measures_the_pairs_sweep_once_and_draws_it_beside_the_warm_up_c
     monkeypatch.setattr(models, "SWEEP_BUDGETS", (4, 16))
     monkeypatch.setattr(models, "SWEEP_TOKENS", 8)
     monkeypatch.setattr(models, "PAIRS", models.PairCache(1))
-    monkeypatch.setattr(sage_core.studies.costs, "_fastest_pass_curve", no_second_measurement)
+    monkeypatch.setattr(sage_core.methods.run_costs, "_fastest_pass_curve", no_second_measurement)
     # The warm-up's curve, settled (a busy machine's would be set aside and every run would measure its own:
     # tests/test_cost_noise.py covers that; here the point is that the settled one is passed on).
     verify = tuple(2.2 + 0.1 * n for n in COST_SIZES)

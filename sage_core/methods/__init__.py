@@ -1,288 +1,73 @@
-"""The decoding methods, in one registry: what the library, the app, the benchmark and the studies read.
+"""The decoding methods: their registry (`registry.py`, re-exported here: what the library, the app, the
+benchmark and the studies read) and the methods themselves (`builtin.py` registers the built-in ones;
+`ablations.py`, `sage_cost.py`, `smart.py`, with `budget.py`'s cost model and `run_costs.py`'s curve measured
+on a run's caches).
 
-A method is one `MethodSpec`: its labels, colour and column order, whether it
-drafts, its proposer (how it drafts a round's tree and what it learns from the
-verdict, proposers.py), its settings (their class, and per setting its name,
-default, range and label: the CLI flag, the /race API field and the app
-control are all made from them, and a bad value is refused in the settings
-class's own sentence) and how the explainer describes its rounds. Nothing else
-names a method: a new one is a registry entry (`register`), a proposer and
-their tests.
+A method is one `MethodSpec`: nothing else names it; a new one is a registry entry (`register`), a proposer
+and their tests. This package's door names only the registry, so that importing it (the configuration does)
+reaches nothing above it.
 """
 
-from __future__ import annotations
-
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, fields, replace
-from typing import TYPE_CHECKING, Any, Literal
-
-from ..errors import ConfigError
-from ..method_settings import (
-    as_setting,
-    shown,
+from .registry import (
+    METHOD_LABELS,
+    PRUNED_METHOD_LABELS,
+    ByMethod,
+    Explainer,
+    Holds,
+    Look,
+    Method,
+    MethodSpec,
+    ProposerFactory,
+    RunConfig,
+    Setting,
+    colour,
+    drafting_methods,
+    drafts,
+    form_settings,
+    holder,
+    holding,
+    in_order,
+    is_method,
+    look,
+    method_label,
+    method_names,
+    method_spec,
+    register,
+    registered,
+    registered_names,
+    short_name,
+    specs,
+    unregister,
 )
-from ..registry import Registry
-from ..trees import RankPath
 
-if TYPE_CHECKING:
-    from ..config import DecodeConfig
-    from ..proposers import Proposer
-    from ..records import RoundRecord
-
-#: A method's name (the registry's; `register` adds more).
-Method = str
-#: How the explainer shows a round: plain decoding, a fixed template, the dynamic tree's rerank, SAGE's
-#: policy (its formulas filled in), or any other tree (the method's own sentence, then the verification).
-Explainer = Literal["plain", "fixed", "rerank", "sage", "tree"]
-
-
-@dataclass(frozen=True)
-class Setting:
-    """One setting of a method as every surface shows it: the flag `--name-with-dashes`, the /race API
-    field and the app control `name`, read into the settings class's `field`; its default is the class's."""
-
-    name: str
-    field: str
-    label: str  # the app control's label
-    help: str  # one line: the flag's help and the API field's description
-    low: float = 0
-    high: float = 0
-    whole: bool = True  # a whole number (else a real number in [low, high])
-    choices: tuple[str, ...] = ()  # a choice among these (then low/high are unused)
-    form: bool = True  # also an app control and a /race field (False: the command line only)
-
-    def read(self, value: object) -> object:
-        """The value as the settings class takes it ("8", 8.0 and 8 alike for a whole number)."""
-        return value if self.choices else as_setting(value, self.whole)  # one number check: method_settings
-
-
-@dataclass(frozen=True)
-class Holds:
-    """What a method holds from another lane of a race, unless its setting is given: that lane's average over
-    its decode rounds (sage-frozen holds SAGE's mean α, best-first SAGE's mean node count), so that what differs
-    is the part it takes away. Beside that lane, its own lane starts once that lane has finished."""
-
-    lane: str  # the method whose lane it reads ("sage")
-    field: str  # its settings' field that holds the average (left at its default: not given)
-    # The average from that lane's decode rounds; None: nothing to average (its default is kept).
-    average: Callable[[Sequence[RoundRecord]], Any]
-
-
-#: Makes a method's proposer for one run: (its settings, the run's whole configuration) -> Proposer.
-ProposerFactory = Callable[[Any, "DecodeConfig"], "Proposer"]
-
-
-@dataclass(frozen=True)
-class MethodSpec:
-    """One decoding method as people and tools see it, and how it runs."""
-
-    name: Method
-    label: str  # for people: "SD-Tree (static 25-node tree)"
-    short: str  # a column heading: "SD-Tree"
-    subtitle: str  # one line under the heading
-    colour: str  # one colour per method, everywhere (race columns, plots); Okabe-Ito, see app/palette.py
-    order: int  # column order: SAGE first, then its rivals, plain decoding last
-    drafts: bool  # whether it uses the draft model (plain decoding does not)
-    proposer: ProposerFactory | None = None  # None: plain decoding, or a template's `TemplateProposer`
-    pruned_label: str = ""  # its name with draft-side visual token pruning ("" when it has no draft)
-    template: tuple[RankPath, ...] | None = None  # a fixed tree's rank template (None: shaped per round)
-    in_race: bool = False  # raced by default in the app
-    ablation: bool = False  # an ablation lane (SAGE without a part of it): run only when named
-    # Whether its trees never depend on the draft's measured α (a fixed tree, SAGE with α frozen): its rounds
-    # measure whether α predicts acceptance without α having chosen the tree (premise.calibration_of).
-    alpha_free: bool = False
-    settings: type | None = None  # its settings class (a frozen dataclass whose checks raise ConfigError)
-    controls: tuple[Setting, ...] = ()  # its settings on the command line, the API and the page
-    settings_title: str = ""  # the heading of its settings ("SAGE policy (paper defaults)")
-    explainer: Explainer = "tree"
-    # The explainer's sentence for one of its rounds (record, its settings); None: its subtitle and tree size.
-    describe: Callable[[RoundRecord, Any], str] | None = None
-    # Its look's second cues besides the colour, in the panels that plot methods together (Plotly's names).
-    dash: str = "solid"
-    marker: str = "circle"
-    holds: Holds | None = None  # what it holds from another lane of a race unless given (None: nothing)
-
-    def default_settings(self) -> Any:
-        return self.settings() if self.settings is not None else None
-
-    def holds_in_race(self, settings: Any) -> bool:
-        """Whether these settings leave its held field at its default, so that in a race beside `holds.lane`
-        it holds that lane's average (False for a method that holds nothing)."""
-        if self.holds is None:
-            return False
-        field = self.holds.field
-        return settings is None or bool(getattr(settings, field) == getattr(self.default_settings(), field))
-
-    def held_settings(self, settings: Any, rounds: Sequence[RoundRecord]) -> Any:
-        """`settings` holding the average of `rounds` (its `holds.lane`'s decode rounds); as they were when
-        there is nothing to average."""
-        assert self.holds is not None, f"{self.name} holds nothing from another lane"
-        value = self.holds.average([r for r in rounds if r.phase == "decode"])
-        base = settings if settings is not None else self.default_settings()
-        return base if value is None else replace(base, **{self.holds.field: value})
-
-    def settings_from(self, values: Mapping[str, object]) -> Any:
-        """Its settings from values by setting name (form, JSON or command line; missing ones take their
-        defaults); a bad value is the settings class's ConfigError, one sentence."""
-        if self.settings is None:
-            return None
-        names = {s.name: s for s in self.controls}
-        given = {names[n].field: names[n].read(v) for n, v in values.items() if n in names}
-        if hasattr(self.settings, "from_form"):
-            return self.settings.from_form(given)
-        try:
-            return self.settings(**given)
-        except TypeError as error:
-            raise ConfigError(f"invalid {self.short} settings: {error}") from error
-
-
-# The registry: process-wide, empty until the built-in methods register themselves (`methods_builtin`,
-# imported by the package) and any other `register` call adds one.
-_BY_NAME: Registry[MethodSpec] = Registry("method", lambda spec: spec.name)
-METHOD_LABELS: dict[str, str] = {}
-PRUNED_METHOD_LABELS: dict[str, str] = {}
-
-
-def register(spec: MethodSpec, *, built_in: bool = False) -> MethodSpec:
-    """Add a method to the registry (the library, the CLI, the app and the scripts then offer it)."""
-    if spec.name in _BY_NAME:
-        raise ConfigError(_BY_NAME.taken.format(name=spec.name))
-    names = [s.name for s in spec.controls]
-    taken = {s.name for other in _BY_NAME.values() for s in other.controls} & set(names)
-    if taken or len(set(names)) != len(names):
-        raise ConfigError(f"the settings of {spec.name!r} reuse a name: {', '.join(sorted(taken)) or names}")
-    if spec.drafts and spec.template is None and spec.proposer is None:
-        raise ConfigError(f"method {spec.name!r} drafts but has neither a template nor a proposer")
-    if spec.settings is not None and {s.field for s in spec.controls} - {f.name for f in fields(spec.settings)}:
-        raise ConfigError(f"a setting of {spec.name!r} names no field of {spec.settings.__name__}")
-    _BY_NAME.add(spec, built_in=built_in)
-    METHOD_LABELS[spec.name] = spec.label
-    if spec.pruned_label:
-        PRUNED_METHOD_LABELS[spec.name] = spec.pruned_label
-    return spec
-
-
-def unregister(name: str) -> None:
-    """Remove a method `register` added (the built-in ones stay)."""
-    _BY_NAME.remove(name)  # (a built-in one: one sentence)
-    METHOD_LABELS.pop(name, None)
-    PRUNED_METHOD_LABELS.pop(name, None)
-
-
-@contextmanager
-def registered(spec: MethodSpec) -> Iterator[MethodSpec]:
-    """The method registered for the block's duration (tests)."""
-    register(spec)
-    try:
-        yield spec
-    finally:
-        unregister(spec.name)
-
-
-def specs() -> list[MethodSpec]:
-    """Every registered method, in column order."""
-    return sorted(_BY_NAME.values(), key=lambda s: (s.order, s.name))
-
-
-def method_names() -> tuple[Method, ...]:
-    """Every registered method's name, in column order."""
-    return tuple(s.name for s in specs())
-
-
-def registered_names() -> tuple[Method, ...]:
-    """Every registered method's name in the order they were registered (the built-in ones first): the order
-    the refusals list them in."""
-    return tuple(_BY_NAME)
-
-
-def drafting_methods() -> tuple[Method, ...]:
-    return tuple(s.name for s in specs() if s.drafts)
-
-
-def form_settings() -> list[tuple[MethodSpec, Setting]]:
-    """The settings every race form carries (app controls and /race fields), method by method in the order
-    the methods were registered (the built-in ones first), so a new method's fields come after the others'."""
-    return [(spec, setting) for spec in _BY_NAME.values() for setting in spec.controls if setting.form]
-
-
-def method_spec(name: str) -> MethodSpec:
-    """The registry entry of `name`; one clear ConfigError for an unknown method."""
-    spec = _BY_NAME.get(name) if isinstance(name, str) else None
-    if spec is None:
-        raise ConfigError(f"unknown method {shown(name)}; choose one of {', '.join(registered_names())}")
-    return spec
-
-
-def holding(lane: Method) -> list[MethodSpec]:
-    """The registered methods that hold an average of `lane`'s in a race (sage-frozen and best-first: SAGE's)."""
-    return [spec for spec in specs() if spec.holds is not None and spec.holds.lane == lane]
-
-
-def holder(lane: Method, field: str) -> Method | None:
-    """The method that holds `lane`'s average of `field` in a race (`holder("sage", "alpha")`: SAGE itself
-    with α held, sage-frozen), or None when none is registered."""
-    return next((spec.name for spec in holding(lane) if spec.holds and spec.holds.field == field), None)
-
-
-def is_method(name: object) -> bool:
-    return isinstance(name, str) and name in _BY_NAME
-
-
-def drafts(name: str) -> bool:
-    """Whether the method uses the draft model (False for unknown names too)."""
-    spec = _BY_NAME.get(name)
-    return spec is not None and spec.drafts
-
-
-def method_label(method: str, prune_ratio: float = 0.0) -> str:
-    """A method's name for people, saying when the draft's visual tokens were pruned."""
-    if prune_ratio > 0 and method in PRUNED_METHOD_LABELS:
-        return PRUNED_METHOD_LABELS[method]
-    return METHOD_LABELS.get(method, method)
-
-
-def short_name(method: str) -> str:
-    spec = _BY_NAME.get(method)
-    return spec.short if spec else method
-
-
-def colour(method: str) -> str:
-    return look(method).colour
-
-
-@dataclass(frozen=True)
-class Look:
-    """How a method is drawn, all in its registry entry: its colour, line dash and marker."""
-
-    colour: str = "#334155"  # (a name no method has: slate)
-    dash: str = "solid"
-    marker: str = "circle"
-
-
-def look(method: str) -> Look:
-    spec = _BY_NAME.get(method)
-    return Look(spec.colour, spec.dash, spec.marker) if spec else Look()
-
-
-class ByMethod(Mapping[str, str]):
-    """One field of every registered method, by name, read from the registry as it is now (a method
-    registered later is in it too): `ByMethod("short")["sage"] == "SAGE"`."""
-
-    def __init__(self, field: str) -> None:
-        self.field = field
-
-    def __getitem__(self, name: str) -> str:
-        return str(getattr(_BY_NAME[name], self.field))
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(method_names())
-
-    def __len__(self) -> int:
-        return len(_BY_NAME)
-
-
-def in_order(methods: Iterable[str]) -> list[str]:
-    """The known methods among `methods`, once each, in column order."""
-    wanted = set(methods)
-    return [name for name in method_names() if name in wanted]
+__all__ = [
+    "METHOD_LABELS",
+    "PRUNED_METHOD_LABELS",
+    "ByMethod",
+    "Explainer",
+    "Holds",
+    "Look",
+    "Method",
+    "MethodSpec",
+    "ProposerFactory",
+    "RunConfig",
+    "Setting",
+    "colour",
+    "drafting_methods",
+    "drafts",
+    "form_settings",
+    "holder",
+    "holding",
+    "in_order",
+    "is_method",
+    "look",
+    "method_label",
+    "method_names",
+    "method_spec",
+    "register",
+    "registered",
+    "registered_names",
+    "short_name",
+    "specs",
+    "unregister",
+]

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from ..drafting import DraftedTree, TopK
 from ..method_settings import BUDGET_TREE_DEPTH, SageConfig
 from ..policy import Candidate, Expansion, confidence
-from ..proposers import Adaptation, Drafter, Proposal, RoundShape, SageProposer, rerank_tree
+from ..proposers import Adaptation, Drafter, Proposal, Proposer, RoundShape, SageProposer, rerank_tree
 from ..records import RoundRecord
 from ..verify import Verdict
 
@@ -53,7 +53,7 @@ class FrozenSageProposer(SageProposer):
         return self.frozen_alpha
 
 
-class BestFirstProposer:
+class BestFirstProposer(Proposer):
     """`nodes` nodes of highest cumulative draft probability each round, drafted best-first: one draft forward
     per level over the frontier nodes whose children could still rank among the best `nodes` (EAGLE-2's
     expansion), no entropy shaping; the root's entropy and α are recorded, not used."""

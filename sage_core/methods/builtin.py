@@ -20,36 +20,34 @@ from ..method_settings import (
     FrozenSageConfig,
     SageConfig,
 )
-from ..proposers import DynamicProposer, SageProposer
+from ..proposers import DynamicProposer, Proposer, SageProposer
 from ..trees import CHAIN_TREE, STATIC_TREE
-from . import Holds, Method, MethodSpec, Setting, register
 from .ablations import BestFirstProposer, FrozenSageProposer, mean_alpha, mean_nodes
+from .registry import Holds, Method, MethodSpec, RunConfig, Setting, register
 from .sage_cost import SageCostProposer
 from .smart import SMART_SPEC
 
 if TYPE_CHECKING:
-    from ..config import DecodeConfig
-    from ..proposers import Proposer
     from ..records import RoundRecord
 
 
-def _sage_proposer(settings: SageConfig, config: DecodeConfig) -> Proposer:
+def _sage_proposer(settings: SageConfig, config: RunConfig) -> Proposer:
     return SageProposer(settings)
 
 
-def _dynamic_proposer(settings: DynamicConfig, config: DecodeConfig) -> Proposer:
+def _dynamic_proposer(settings: DynamicConfig, config: RunConfig) -> Proposer:
     return DynamicProposer(settings)
 
 
-def _frozen_proposer(settings: FrozenSageConfig, config: DecodeConfig) -> Proposer:
+def _frozen_proposer(settings: FrozenSageConfig, config: RunConfig) -> Proposer:
     return FrozenSageProposer(config.sage, settings.alpha)
 
 
-def _best_first_proposer(settings: BestFirstConfig, config: DecodeConfig) -> Proposer:
+def _best_first_proposer(settings: BestFirstConfig, config: RunConfig) -> Proposer:
     return BestFirstProposer(config.sage, settings.nodes)
 
 
-def _sage_cost_proposer(settings: None, config: DecodeConfig) -> Proposer:
+def _sage_cost_proposer(settings: None, config: RunConfig) -> Proposer:
     # SAGE's settings (config.sage) shape it; N_max is its cap
     return SageCostProposer(config.sage)
 

@@ -30,7 +30,7 @@ entropy the depth.
 
 Calibration: from the run's own verdicts, cut nodes included (a fresh run starts from the draft's own
 probabilities). The cost curve: measured once per pair, backend and device, on the
-caches of the first run that needs it (after its prefill; costs.costs_for_run).
+caches of the first run that needs it (after its prefill; run_costs.costs_for_run).
 The round's overhead (its work outside the forwards: acceptance, commits, the
 draft's top-k; about a one-token step's half on a CPU) is in every budget's cost
 too, so it is spread over more tokens when a tree is bigger: learned from the
@@ -54,11 +54,11 @@ from ..cost_curve import COST_SIZES, CostCurve
 from ..drafting import DraftedTree
 from ..method_settings import BUDGET_TREE_DEPTH, SageConfig
 from ..policy import Candidate, Expansion, confidence, planned_depth
-from ..proposers import Adaptation, Drafter, Proposal, RoundShape, RunStart
-from ..studies.costs import costs_for_run
+from ..proposers import Adaptation, Drafter, Proposal, Proposer, RoundShape, RunStart
 from ..trees import ROOT, Tree
 from ..verify import Verdict
 from .budget import BudgetChoice, RankCalibration, RoundCosts, budget_fields, drafted_outcomes, weigh_prefixes
+from .run_costs import costs_for_run
 
 #: How many of the latest rounds the learned round overhead is the median of.
 OVERHEAD_ROUNDS = 16
@@ -66,7 +66,7 @@ OVERHEAD_ROUNDS = 16
 DEPTH_LIMIT = BUDGET_TREE_DEPTH
 
 
-class SageCostProposer:
+class SageCostProposer(Proposer):
     """SAGE's depth D(alpha), the nodes and budget of highest expected tokens per second (module docstring)."""
 
     def __init__(self, config: SageConfig, curve: CostCurve | None = None, fixed_depth: int | None = None) -> None:

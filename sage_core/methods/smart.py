@@ -8,7 +8,7 @@ The project's reading of the published rule:
   product of the draft's probabilities along the path; with `SmartConfig.probabilities = "calibrated"` each
   factor is calibrated from the run's own verdicts, `budget.RankCalibration`, as sage-cost's).
 - C, the round's cost in one-token target steps, is read from the pair's measured cost curve
-  (`cost_curve.CostCurve`, measured once per pair by `studies.costs.costs_for_run`): the draft's feed of
+  (`cost_curve.CostCurve`, measured once per pair by `run_costs.costs_for_run`): the draft's feed of
   the committed tokens, one draft level over each tree level that has a level below it (over that level's
   nodes, as `CostCurve.round_ms` models a round), the verification of the tree's n nodes, and the curve's
   round overhead when it gives one.
@@ -46,24 +46,20 @@ import bisect
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from ..cost_curve import COST_SIZES, CostCurve
 from ..errors import ConfigError
 from ..method_settings import BUDGET_TREE_DEPTH, settle_numbers
 from ..policy import Candidate, Expansion
-from ..proposers import Adaptation, Drafter, Proposal, RoundShape, RunStart
+from ..proposers import Adaptation, Drafter, Proposal, Proposer, RoundShape, RunStart
 from ..records import MAX_RATIO, RoundRecord
-from ..studies.costs import costs_for_run
 from ..trees import ROOT, Tree
 from ..verify import Verdict
-from . import MethodSpec, Setting
 from .budget import RankCalibration, drafted_outcomes
+from .registry import MethodSpec, RunConfig, Setting
+from .run_costs import costs_for_run
 from .sage_cost import keep_nodes
-
-if TYPE_CHECKING:
-    from ..config import DecodeConfig
-    from ..proposers import Proposer
 
 #: The ranges of SMART's whole-number settings.
 SMART_RANGES: dict[str, tuple[int, int]] = {"node_cap": (1, 256), "depth_cap": (1, 16), "candidates": (1, 50)}
@@ -319,7 +315,7 @@ def smart_tree(
 # -- the proposer ---------------------------------------------------------------------------------------
 
 
-class SmartProposer:
+class SmartProposer(Proposer):
     """SMART's tree each round (module docstring), from the pair's measured cost curve."""
 
     def __init__(self, config: SmartConfig, curve: CostCurve | None = None) -> None:
@@ -485,7 +481,7 @@ def weighing_words(record: RoundRecord, most: int = WEIGHED_LISTED) -> str:
     return words
 
 
-def _smart_proposer(settings: SmartConfig, config: DecodeConfig) -> Proposer:
+def _smart_proposer(settings: SmartConfig, config: RunConfig) -> Proposer:
     return SmartProposer(settings)
 
 

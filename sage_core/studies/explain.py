@@ -182,6 +182,16 @@ def describe_round(record: RoundRecord, settings: Any = None) -> str:
     return f"{spec.label}: {spec.subtitle}. This round's tree: {size}."
 
 
+def _cut_candidates(record: RoundRecord) -> tuple[CutCandidate, ...]:
+    """The best few candidates the round cut, each with its level and the rule that cut it."""
+    return tuple(
+        CutCandidate(parent, _level_of(record, parent), token, prob, rule)
+        for parent, token, prob, rule in zip(
+            record.cut_parents, record.cut_tokens, record.cut_probs, record.cut_rules, strict=True
+        )
+    )
+
+
 def explain_round(record: RoundRecord, config: SageConfig, settings: Any = None) -> RoundExplained:
     """Explain one round from its record and the run's SAGE configuration (`settings`: the run's own
     method's settings, for its registry entry's sentence)."""
@@ -216,12 +226,7 @@ def explain_round(record: RoundRecord, config: SageConfig, settings: Any = None)
         node_budget=config.node_budget,
         levels=_levels_explained(record),
         best_cumulative=_best_per_depth(cumulative, depths),
-        cut=tuple(
-            CutCandidate(parent, _level_of(record, parent), token, prob, rule)
-            for parent, token, prob, rule in zip(
-                record.cut_parents, record.cut_tokens, record.cut_probs, record.cut_rules, strict=True
-            )
-        ),
+        cut=_cut_candidates(record),
         nodes=_node_checks(record),
         root_choice=choices[0] if choices else None,
         accepted_nodes=record.accepted_nodes,

@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 from ..config import Backend, DecodeConfig
 from ..decode import DecodeRun
 from ..method_settings import DynamicConfig, SageConfig
-from ..methods import MethodSpec, is_method, registered
+from ..methods import MethodSpec, RunConfig, is_method, registered
 from ..methods.ablations import BestFirstProposer
 from ..models import ModelPair
 from ..prepared import PreparedInputs
@@ -43,7 +43,7 @@ SWEEP_METHODS: tuple[str, ...] = ("sage", "dynamic", "best-first")
 CHOOSING_METHODS: tuple[str, ...] = ("sage-cost", "smart")
 
 
-def _fixed_best_first(settings: None, config: DecodeConfig) -> Proposer:
+def _fixed_best_first(settings: None, config: RunConfig) -> Proposer:
     return BestFirstProposer(config.sage, config.sage.node_budget)
 
 

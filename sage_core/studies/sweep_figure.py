@@ -13,8 +13,11 @@ from sage_core.cost_curve import CostCurve
 from sage_core.methods import colour, short_name
 from sage_core.studies.sweep import SweepPoint, SweepResult
 
-PANELS = (("tau", "τ (accepted draft tokens per round)"), ("tokens_per_forward", "tokens per target forward"),
-          ("speedup", "decode-only speedup × plain decoding"))  # fmt: skip
+PANELS = (
+    ("tau", "τ (accepted draft tokens per round)"),
+    ("tokens_per_forward", "tokens per target forward"),
+    ("speedup", "decode-only speedup × plain decoding"),
+)
 #: The big marker of each choosing method's mean choice (Plotly's symbol names).
 CHOSEN_SYMBOLS = {"sage-cost": "star", "smart": "hexagram"}
 
