@@ -322,8 +322,10 @@ def finished_status(race: RaceView, note: str = "") -> str:
     why = loss_html(race, header.device if header else None)
     pace = pace_note(race, opening_recording())
     pace = f" {html.escape(pace)}" if pace else ""
+    # (the talk view shows the why alone: the rest is detail, `sage-status-detail`)
     return status_html(
-        f"✔ Race finished on {where}: {steps}.{why_html(race)} Download the trace below to replay it later.{pace}{why}"
+        f"<span class='sage-status-detail'>✔ Race finished on {where}: {steps}.</span>{why_html(race)}"
+        f"<span class='sage-status-detail'> Download the trace below to replay it later.{pace}{why}</span>"
     )
 
 

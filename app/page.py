@@ -58,7 +58,8 @@ EXPLAIN_HELP = (
     "reached. Every number is read from the round's record."
 )
 #: Keys, unless the visitor is typing in a field: → steps the race (or the replay last stepped), s starts a
-#: race, t switches the talk view.
+#: race, t switches the talk view. A control that takes no typing (a method's checkbox, a button, a radio)
+#: keeps the keys working once clicked, except the arrows on a radio, which move its choice.
 KEYBOARD_JS = """
 <script>
 document.addEventListener('click', (e) => {
@@ -68,7 +69,10 @@ document.addEventListener('click', (e) => {
 document.addEventListener('keydown', (e) => {
   if (e.altKey || e.ctrlKey || e.metaKey || e.shiftKey) return;
   const t = e.target;
-  if (t && (t.isContentEditable || ['INPUT', 'TEXTAREA', 'SELECT'].includes(t.tagName))) return;
+  const clicks = ['checkbox', 'radio', 'button', 'submit', 'reset', 'color', 'file'];
+  const typing = t && (t.isContentEditable || ['TEXTAREA', 'SELECT'].includes(t.tagName) ||
+    (t.tagName === 'INPUT' && !clicks.includes(t.type)));
+  if (typing || (t && t.type === 'radio' && e.key.startsWith('Arrow'))) return;
   const id = {ArrowRight: window.sageStepTarget || 'step-round', s: 'start-race', t: 'talk-toggle'}[e.key];
   const b = id && document.getElementById(id);
   if (b && !b.disabled) { e.preventDefault(); b.click(); }
@@ -180,19 +184,21 @@ body.sage-talk #sage-controls button {
   flex: 0 1 auto !important; width: auto !important;
 }
 body.sage-talk #sage-controls #start-race { flex: 1 0 auto !important; }
-body.sage-talk #status { top: 58px; left: 8px; right: 60vw; height: 44px; overflow-y: auto; }
-body.sage-talk #status .sage-status { font-size: 14px; padding: 4px 10px; }  /* (scrolls: the loss's sentence) */
+body.sage-talk #status { top: 58px; left: 8px; right: 60vw; height: 62px; overflow-y: auto; }
+body.sage-talk #status .sage-status { font-size: 13px; line-height: 1.3; padding: 3px 10px; }
+body.sage-talk #status .sage-status-detail, body.sage-talk #status .sage-why-line { display: none; }
+body.sage-talk #status .sage-why-brief { display: inline; }  /* a finished race: its why, briefly */
 body.sage-talk #verdict { top: 6px; left: calc(40vw + 16px); right: 8px; height: 96px; overflow: hidden; }
 body.sage-talk #verdict .sage-headline { font-size: 16px; margin: 0 0 4px 0; line-height: 1.2; }
 body.sage-talk #verdict .sage-headline div.sage-headline-note { display: none; }  /* details; verdict, replay stay */
 body.sage-talk #verdict .sage-badge { font-size: 15px; padding: 4px 10px; white-space: normal; }  /* whole */
 body.sage-talk #verdict .sage-badge small { display: none; }
-body.sage-talk #lanes { top: 108px; left: 8px; right: 8px; height: calc(44vh - 108px); overflow: hidden; }
+body.sage-talk #lanes { top: 126px; left: 8px; right: 8px; height: calc(44vh - 126px); overflow: hidden; }
 body.sage-talk #lanes .sage-legend { display: none; }
 body.sage-talk #lanes .sage-col { padding: 6px 10px; }
 body.sage-talk #lanes .sage-stats { margin-bottom: 2px; }
 body.sage-talk #lanes .sage-sub { display: none; }
-body.sage-talk #lanes .sage-text { font-size: 18px; line-height: 1.45; max-height: calc(44vh - 190px); }
+body.sage-talk #lanes .sage-text { font-size: 18px; line-height: 1.45; max-height: calc(44vh - 208px); }
 body.sage-talk #panel-confidence { top: calc(44vh + 4px); left: 8px; right: 58vw; bottom: 6px; }
 body.sage-talk #panel-tree { top: calc(44vh + 4px); left: 42vw; right: 8px; bottom: 6px; }
 body.sage-talk #panel-confidence .modebar-container, body.sage-talk #panel-tree .modebar-container {

@@ -287,7 +287,8 @@ def _window_row(fig: go.Figure, steps: Sequence[RoundRecord], sage: SageConfig) 
         col=1,
     )
     top = max([sage.raise_above + 1, *(r.window_mean or 0.0 for r in closed)])
-    fig.update_yaxes(title_text="mean τ", row=3, col=1, range=[0, top + 0.8])
+    # (a title as short as the row: a talk view's box gives this row about 40 px, and "mean τ" ran into "D, W")
+    fig.update_yaxes(title_text="τ", row=3, col=1, range=[0, top + 0.8])
 
 
 def _window_thresholds(fig: go.Figure, x: Sequence[int], sage: SageConfig) -> None:

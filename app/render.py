@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from sage_core import RoundRecord
 from sage_core.cost_curve import CostCurve
 from sage_core.methods import ByMethod, drafts, holder, method_label
+from sage_core.studies.account import SAME_COST
 from sage_core.studies.costs import predicted_speedups
 from sage_core.studies.premise import Calibration, acceptance_histogram, adaptation_bought, calibration_of
 from sage_core.timing import MIN_ROUNDS, Headline
@@ -57,6 +58,7 @@ CSS = """
 .sage-table th { color: #475569; font-weight: 600; background: #f8fafc; }
 .sage-table caption { caption-side: bottom; text-align: left; font-size: 11px; color: #64748b; padding-top: 4px; }
 .sage-status { border-radius: 8px; padding: 8px 12px; font-size: 14px; }
+.sage-why-brief { display: none; }  /* the talk view's (page.py) */
 .sage-status.info { background: #eff6ff; color: #1e3a8a; }
 .sage-status.error { background: #fee2e2; color: #7f1d1d; border: 1px solid #fca5a5; font-weight: 600; }
 .sage-status.replay { background: #fef3c7; color: #78350f; border: 1px solid #fcd34d; }
@@ -223,6 +225,14 @@ def badge_html(race: RaceView | None) -> str:
 # -- the figures table -----------------------------------------------------------------
 
 
+#: The race table's caption after where its figures come from.
+TABLE_CAPTION = (
+    "τ = accepted draft tokens per round (paper's metric, bonus excluded); tokens / target forward counts the "
+    "bonus (= τ + 1 per round, prefill included). Time is each side's own device-synchronised time, prefill "
+    f"included; decode-only leaves the prefill out. {SPEEDUP_DEFINITION[0].upper()}{SPEEDUP_DEFINITION[1:]}."
+)
+
+
 def table_html(race: RaceView | None) -> str:
     if race is None or not any(lane.records for lane in race.lanes):
         return ""
@@ -258,29 +268,20 @@ def table_html(race: RaceView | None) -> str:
         )
     lead_name = SHORT.get(lead, lead)
     source = "recorded (replay)" if race.replay else "measured in this run"
+    caption = f"Figures {source}. {TABLE_CAPTION}" + (
+        " In brackets: the decode-only speedup the measured cost curve predicts from each side's rounds "
+        "(tree sizes and tokens per round)."
+        if trusted
+        else ""
+    )
+    if race.costs is not None and not trusted:
+        caption += " No predicted speedups: the cost curve below has points that are noise."
     head = (
         "<tr><th>method</th><th>rounds</th><th>τ</th><th>tokens / target forward</th>"
         "<th title='a sequential draft runs one a level; a one-pass draft one for the whole tree'>"
         "draft forwards / round</th><th>tokens</th>"
         f"<th>tokens/s</th><th>time (s)</th><th>{lead_name} speedup</th><th>decode-only</th>"
         "<th>wall clock</th></tr>"
-    )
-    caption = (
-        f"Figures {source}. τ = accepted draft tokens per round (paper's metric, bonus excluded); "
-        "tokens / target forward counts the bonus (= τ + 1 per round, prefill included). Time is each side's "
-        "own device-synchronised time, prefill included; decode-only leaves the prefill out. "
-        f"{SPEEDUP_DEFINITION[0].upper()}{SPEEDUP_DEFINITION[1:]}."
-        + (
-            " In brackets: the decode-only speedup the measured cost curve predicts from each side's rounds "
-            "(tree sizes and tokens per round)."
-            if trusted
-            else ""
-        )
-        + (
-            " No predicted speedups: the cost curve below has points that are noise."
-            if race.costs is not None and not trusted
-            else ""
-        )
     )
     table = f"<table class='sage-table'><caption>{caption}</caption>{head}{''.join(rows)}</table>"
     return wrap(table + account_html(race) + costs_html(race.costs, race.replay) + premise_html(race))
@@ -298,14 +299,36 @@ def account_html(race: RaceView) -> str:
 
 
 def why_html(race: RaceView | None) -> str:
-    """The account's one-sentence why (`RaceAccount.why`) for the finished status and the explainer; "" before
-    SAGE and a rival have a round."""
+    """The account's one-sentence why (`RaceAccount.why`) for the finished status and the explainer, and its
+    brief form for the talk view (`why_brief`; the page shows one or the other); "" before SAGE and a rival
+    have a round."""
     why = race.account.why() if race is not None else ""
+    if not why or race is None:
+        return ""
+    replay = " (recorded: a replay)" if race.replay else ""
     return (
-        f" <span class='sage-why-line'>{_esc(why)}{' (recorded: a replay)' if race and race.replay else ''}</span>"
-        if why
-        else ""
+        f" <span class='sage-why-line'>{_esc(why)}{replay}</span>"
+        f"<span class='sage-why-brief'>{_esc(why_brief(race))}{replay}</span>"
     )
+
+
+def why_brief(race: RaceView) -> str:
+    """The why in one short line (the talk view's status box holds two): τ and the cost of a token, each side's."""
+    account = race.account
+    sage, rival = account.side("sage"), account.rival()
+    if sage is None or rival is None:
+        return ""
+    name = SHORT.get(rival.method, rival.method)
+    mine, theirs = sage.ms_per_token, rival.ms_per_token
+    verdict = (
+        "about the same per token"
+        if theirs > 0 and abs(mine - theirs) / theirs < SAME_COST
+        else "SAGE's rounds cheaper per token"
+        if mine < theirs
+        else "SAGE's rounds dearer per token"
+    )
+    tokens = f"{sage.tau + 1:.2f} tokens a round against {rival.tau + 1:.2f}"
+    return f"Why: {tokens} ({name}); {mine:.1f} ms a token against {theirs:.1f}: {verdict}."
 
 
 def costs_html(curve: CostCurve | None, replay: bool = False) -> str:

@@ -246,7 +246,7 @@ def fresh_page(app_url, browser):
 
 def _race_finished(page) -> None:
     page.wait_for_function(
-        "() => { const s = document.querySelector('#status').innerText; "
+        "() => { const s = document.querySelector('#status').textContent; "  # (the talk view hides its details)
         "return s.includes('Race finished') || !!document.querySelector('#status .sage-status.error'); }"
     )
     assert page.locator("#status .sage-status.error").count() == 0, page.locator("#status").inner_text()
@@ -397,7 +397,11 @@ def test_the_story_fits_a_laptop_a_projector_in_the_talk_view_and_a_phone(app_ur
     page.wait_for_selector("#slides-file a")
     assert "replays offline" in page.locator("#status").inner_text()
     page.locator("#examples button.thumbnail-item").first.click()
-    page.evaluate("document.activeElement && document.activeElement.blur()")
+    # a method's checkbox clicked (twice: the methods as they were) keeps the keys working
+    box = page.locator("#methods input[type=checkbox]").last
+    box.click()
+    box.click()
+    assert page.evaluate("() => document.activeElement && document.activeElement.type") == "checkbox"
     page.keyboard.press("t")
     page.wait_for_function("() => document.body.classList.contains('sage-talk')")
     assert "view=talk" in page.url
@@ -411,6 +415,10 @@ def test_the_story_fits_a_laptop_a_projector_in_the_talk_view_and_a_phone(app_ur
     _race_finished(page)
     page.wait_for_timeout(800)  # the talk view refits the panels the race drew last
     assert _outside(page, TALK_VIEW) == []
+    # the finished race's why is whole in its box (the talk view shows it alone, without the status's details)
+    clipped = "() => { const s = document.querySelector('#status'); return s.scrollHeight - s.clientHeight; }"
+    assert page.evaluate(clipped) <= 1, page.locator("#status").inner_text()
+    assert page.locator("#status .sage-why-brief").is_visible()
     assert page.evaluate("() => document.scrollingElement.scrollTop") == 0
     assert page.evaluate(SMALL_PANEL_TEXT_JS) == []
     # each text follows its newest tokens: the end of the answer is in view, whatever its length

@@ -188,7 +188,12 @@ def test_the_page_says_it_beside_a_live_race_and_beside_every_step(tmp_path, mon
     from app.page import Page
 
     monkeypatch.setattr(handlers_module, "TRACE_DIR", tmp_path)
-    page = SimpleNamespace(**{f.name: f.name for f in fields(Page)})  # each component stood in by its name
+    from app.panel_table import panel_table
+
+    # each component stood in by its name, the panels' plots too (`Page.plots`, each also `page.fig_<name>`)
+    page = SimpleNamespace(
+        **{f.name: f.name for f in fields(Page)}, **{p.attribute: p.attribute for p in panel_table()}
+    )
     settings = Settings(
         Limits(), models.presets(), "builtin", models.CustomModels(), [], text_interval=0.0, figure_interval=0.0
     )
