@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -138,9 +139,10 @@ def main(argv: list[str] | None = None) -> dict:
     else:
         example = groups[args.kind_list[0]][0]
         curve = measure_costs(first, example_media(example), example.question, "fast")
+    given = sys.argv[1:] if argv is None else argv
     out: dict = {"seed": args.seed, "n": args.n, "budgets": args.budget_list, "drafts": {}}
     text = [
-        f"# Which signal sets the depth (`python scripts/depth_study.py {' '.join(argv or [])}`)".rstrip(),
+        f"# Which signal sets the depth (`python scripts/depth_study.py {' '.join(given)}`)",
         "",
         f"{sum(len(v) for v in groups.values())} answers (seed {args.seed}), {time.perf_counter() - started:.0f} s "
         f"to record; cost curve: {curve.label()}, one-token step {curve.one_token_ms:.2f} ms.",

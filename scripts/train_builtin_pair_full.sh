@@ -25,12 +25,17 @@
 #  10. the tokenizer grown by the words visitors ask with, run 9's target trained 1500 more steps with
 #      30 % of the questions in free wordings, the drafts re-distilled 300 and 150 steps (seeds 4455,
 #      5566, 6677). See the pair's README, "Run 10".
+#  12. the one-pass draft (PARD: one draft forward a round), distilled from run 10's target in three stages
+#      from the sure draft: 24 minutes with one cut a row (seed 7788, lr 5e-4), 800 steps with two cuts a row
+#      and the deeper depths weighted 2 (seed 8899, lr 3e-4), then 1000 more steps the same way (seed 9911,
+#      lr 2e-4), block 10, mask <|endoftext|>; saved as OUT/one-pass-draft. See the pair's README, "Run 12".
 # Every run checkpoints and resumes: the same command run again continues where it stopped (a
 # finished run only repeats its evaluations).
 #
 # Usage: bash scripts/train_builtin_pair_full.sh [--from N] [OUT [WORK]]
 #   OUT   where the pair goes (default assets/builtin); WORK: the runs' folders (default OUT-work)
-#   without --from: runs 1-10 (the shipped pair); --from 8: runs 8-10, continuing the pair already
+#   without --from: runs 1-10 and 12 (the shipped pair and its three drafts); --from 12: the one-pass draft
+#   alone, from the pair in OUT; --from 8: runs 8-10, continuing the pair already
 #   in OUT (run 7's); --from 9: runs 9 and 10, continuing run 8's (its drafts in OUT, its target in
 #   WORK/run8); --from 10: run 10 alone, continuing run 9's pair in OUT
 set -euo pipefail
@@ -128,4 +133,16 @@ train --seed 6677 --out "$OUT" --checkpoints "$WORK/run10-hesitant-checkpoints" 
   --init-target "$WORK/run10/target" --target-vision-minutes 0 --target-minutes 0 \
   --init-draft "$OUT/hesitant-draft" --draft-name hesitant-draft --draft-vision-minutes 0 \
   --draft-steps 150 --draft-lr 3e-4
+fi
+if [ "$FROM" -le 12 ]; then
+# Run 12: the one-pass draft, from the sure draft, distilled from the target with PARD's masks (block 10).
+ONE_PASS="--one-pass 10 --draft-name one-pass-draft --target-vision-minutes 0 --target-minutes 0 --draft-vision-minutes 0"
+train --seed 7788 --out "$WORK/run12a" --checkpoints "$WORK/run12a-checkpoints" $MIX8 $MIX10 --eval-n 60 $ONE_PASS \
+  --init-target "$OUT/target" --init-draft "$OUT/draft" --draft-minutes 24 --draft-lr 5e-4
+train --seed 8899 --out "$WORK/run12b" --checkpoints "$WORK/run12b-checkpoints" $MIX8 $MIX10 --eval-n 60 $ONE_PASS \
+  --init-target "$OUT/target" --init-draft "$WORK/run12a/one-pass-draft" --draft-steps 800 --draft-lr 3e-4 \
+  --block-copies 2 --block-weight 2
+train --seed 9911 --out "$OUT" --checkpoints "$WORK/run12c-checkpoints" $MIX8 $MIX10 --eval-n 60 $ONE_PASS \
+  --init-target "$OUT/target" --init-draft "$WORK/run12b/one-pass-draft" --draft-steps 1000 --draft-lr 2e-4 \
+  --block-copies 2 --block-weight 2
 fi

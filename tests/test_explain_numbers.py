@@ -154,6 +154,9 @@ def accounted(record: RoundRecord, config: SageConfig) -> set[str]:
     ok |= {f"{v:.2f}" for v in weighed} | {str(n) for n in range(len(record.node_ratios))}
     ok |= {str(parent) for parent in record.cut_parents} | {f"{p:.3f}" for p in record.cut_probs}
     ok.add(str(len(record.node_ratios) - min(len(record.node_ratios), WEIGHED_LISTED)))
+    # the round's draft forwards: the root's and one a level (a one-pass draft: one for its whole block)
+    if record.draft_forwards is not None:
+        ok |= {str(record.draft_forwards), str(record.draft_forwards - 1)}
     reached = {-1, *record.accepted_nodes}
     ok.add(str(sum(1 for parent in record.tree_parents if parent not in reached)))
     ok.add(str(len(record.accepted_tokens) - min(len(record.accepted_tokens), len(record.new_tokens))))

@@ -126,7 +126,7 @@ def full_recipe_runs(out: Path, work: Path) -> list[list[str]]:
     import shlex
 
     text = (ROOT / "scripts" / "train_builtin_pair_full.sh").read_text().replace("\\\n", " ")
-    for name, value in re.findall(r'^(MIX\w*)="(.*)"$', text, re.MULTILINE):
+    for name, value in re.findall(r'^(MIX\w*|ONE_PASS)="(.*)"$', text, re.MULTILINE):
         text = re.sub(rf"\${name}\b", value, text)
     runs = []
     for line in text.splitlines():
@@ -137,7 +137,7 @@ def full_recipe_runs(out: Path, work: Path) -> list[list[str]]:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(2400)  # seventeen runs, each loading, saving and evaluating a pair (past 600 s on a busy CPU)
+@pytest.mark.timeout(2400)  # twenty runs, each loading, saving and evaluating a pair (past 600 s on a busy CPU)
 def test_the_full_recipe_chains_its_runs(tmp_path):
     """scripts/train_builtin_pair_full.sh, each stage cut to 2 steps: run 2 trains run 1's target
     on, run 3 distils run 1's draft from run 2's target, run 4 trains that pair on and lands it in
@@ -146,13 +146,14 @@ def test_the_full_recipe_chains_its_runs(tmp_path):
     that target on the world with rows to read and JPEGs (in WORK), and distils both drafts from it
     into OUT; run 9 trains run 8's target on (in WORK) and distils both drafts on from it into OUT; run 10
     grows the three models' vocabulary by the visitor words, trains run 9's target on with free wordings (in
-    WORK) and distils both drafts on from it into OUT."""
+    WORK) and distils both drafts on from it into OUT; run 12 distils the one-pass draft from the sure one in three
+    stages (two in WORK, the last into OUT)."""
     from safetensors.torch import load_file
 
     script = load_script("train_builtin_pair")
     out, work = tmp_path / "pair", tmp_path / "work"
     runs = full_recipe_runs(out, work)
-    assert len(runs) == 17
+    assert len(runs) == 20
     tiny = ["--batch-size", "2", "--eval-n", "2", "--eval-tokens", "8", "--threads", "1"]
 
     def weights(folder: Path) -> dict[str, torch.Tensor]:
@@ -218,6 +219,11 @@ def test_the_full_recipe_chains_its_runs(tmp_path):
     hesitant = load_pair(str(out / "target"), str(out / "hesitant-draft"), device="cpu", dtype="float32")
     assert hesitant.draft.model.config.text_config.num_hidden_layers == 1
     assert pair.draft.model.config.text_config.num_hidden_layers == 2
+    # run 12: the one-pass draft, from the sure draft in three stages (in WORK, then OUT), declares its block
+    assert all("--one-pass" in runs[i] for i in (17, 18, 19)) and "--block-copies" in runs[19]
+    one_pass = load_pair(str(out / "target"), str(out / "one-pass-draft"), device="cpu", dtype="float32")
+    assert one_pass.draft.one_pass is not None and one_pass.draft.one_pass.block_size == 10
+    assert not same(weights(work / "run12b" / "one-pass-draft"), weights(out / "one-pass-draft"))
 
 
 def test_the_shipped_examples_still_come_from_the_default_data_stream():
@@ -319,16 +325,17 @@ def test_a_smaller_draft_keeps_the_first_layers_and_still_runs():
 @pytest.mark.parametrize(
     ("start", "seeds"),
     [
-        (None, 17),
-        ("8", ["8642", "9753", "7531", "1133", "2244", "3355", "4455", "5566", "6677"]),
-        ("9", ["1133", "2244", "3355", "4455", "5566", "6677"]),
-        ("10", ["4455", "5566", "6677"]),
+        (None, 20),
+        ("8", ["8642", "9753", "7531", "1133", "2244", "3355", "4455", "5566", "6677", "7788", "8899", "9911"]),
+        ("9", ["1133", "2244", "3355", "4455", "5566", "6677", "7788", "8899", "9911"]),
+        ("10", ["4455", "5566", "6677", "7788", "8899", "9911"]),
+        ("12", ["7788", "8899", "9911"]),
     ],
 )
 def test_the_recipe_starts_where_it_is_told(tmp_path, start, seeds):
-    """`--from 8` runs the continuation stages (runs 8-10) on the pair in OUT, `--from 9` runs 9 and 10,
-    `--from 10` run 10 alone, and no `--from` every run; each `train` recorded by a stand-in `python` on the
-    PATH (nothing trains)."""
+    """`--from 8` runs the continuation stages (runs 8-10, then 12) on the pair in OUT, `--from 9` runs 9, 10 and
+    12, `--from 10` runs 10 and 12, `--from 12` the one-pass draft alone, and no `--from` every run; each `train`
+    recorded by a stand-in `python` on the PATH (nothing trains)."""
     import os
     import subprocess
 
@@ -345,8 +352,13 @@ def test_the_recipe_starts_where_it_is_told(tmp_path, start, seeds):
         assert len(lines) == seeds
         return
     assert [line.split("--seed ")[1].split()[0] for line in lines] == seeds
-    if start != "10":
+    if "1133" in seeds:
         nine = seeds.index("1133")  # run 9 continues run 8's target
         assert f"--init-target {tmp_path / 'work' / 'run8' / 'target'}" in lines[nine]
-    assert f"--init-target {tmp_path / 'out' / 'target'}" in lines[-3]  # run 10 continues the target in OUT
-    assert "--visitor-words" in lines[-3] and f"--out {tmp_path / 'out'} " in lines[-1] + " "  # drafts land in OUT
+    if "4455" in seeds:
+        ten = seeds.index("4455")
+        assert f"--init-target {tmp_path / 'out' / 'target'}" in lines[ten]  # run 10 continues the target in OUT
+        assert "--visitor-words" in lines[ten] and f"--out {tmp_path / 'out'} " in lines[ten + 2] + " "  # drafts: OUT
+    # run 12: the one-pass draft from the sure draft in OUT, its last stage into OUT
+    assert f"--init-draft {tmp_path / 'out' / 'draft'}" in lines[-3] and "--one-pass 10" in lines[-1]
+    assert f"--out {tmp_path / 'out'} " in lines[-1] + " "
