@@ -132,8 +132,11 @@ TALK_JS = """
   const FONT_MAX = 18, FONT_MIN = 11;
   const follow = () => {
     const texts = document.querySelectorAll('#lanes .sage-text');
-    if (!talking()) { for (const t of texts) t.style.fontSize = ''; return; }
+    if (!talking()) { for (const t of texts) { t.style.fontSize = ''; t.style.maxHeight = ''; } return; }
+    const bottom = document.getElementById('lanes').getBoundingClientRect().bottom;
     for (const t of texts) {
+      // the box ends where the lanes do, however many lines the lane's stats took (five lanes: narrow ones)
+      t.style.maxHeight = Math.max(40, bottom - t.getBoundingClientRect().top - 8) + 'px';
       const over = () => t.scrollHeight > t.clientHeight + 1;
       let size = parseFloat(t.style.fontSize) || FONT_MAX;
       while (size < FONT_MAX && !over()) {  // room again (a new race, a shorter text): grow back

@@ -611,3 +611,38 @@ def test_no_panel_has_a_legend_or_label_over_its_title_axes_or_lines(browser, ap
     assert found == []
     if size[0] < 700:  # a phone: a few screens long, the long blocks scrolling in their own boxes
         assert height <= 6000
+
+
+def test_the_talk_view_holds_five_lanes_whole(fresh_page):
+    """Five methods raced in the talk view at 1280 x 720: every lane's text, the badge, the speedup, panel ① and
+    the tree inside the screen, each answer's end in view, the finished race's why whole in its box, and no
+    legend, label or title over another in the panels."""
+    page = fresh_page
+    _landing_replay_finished(page)
+    page.set_viewport_size({"width": 1280, "height": 720})
+    page.locator("#examples button.thumbnail-item").first.click()
+    boxes = page.locator("#methods input[type=checkbox]")
+    ticked = [i for i in range(boxes.count()) if boxes.nth(i).is_checked()]
+    for i in range(boxes.count()):
+        if len(ticked) < 5 and i not in ticked:
+            boxes.nth(i).check()
+            ticked.append(i)
+    assert len(ticked) == 5
+    max_tokens = page.locator("input[type=number]").first
+    max_tokens.fill("24")
+    max_tokens.press("Enter")
+    page.evaluate("document.activeElement && document.activeElement.blur()")
+    page.keyboard.press("t")
+    page.wait_for_function("() => document.body.classList.contains('sage-talk')")
+    page.click("#start-race")
+    _race_finished(page)
+    page.wait_for_timeout(1000)  # the talk view refits the panels and the lanes' type
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "talk-five-lanes.png"))
+    lanes = tuple(f"#lanes .sage-col:nth-child({k}) .sage-text" for k in range(1, 6))
+    assert _outside(page, (*lanes, *TALK_VIEW[2:])) == []
+    ends = page.evaluate(TEXT_ENDS_JS)
+    assert len(ends) == 5 and max(ends) <= 2, ends
+    clipped = "() => { const s = document.querySelector('#status'); return s.scrollHeight - s.clientHeight; }"
+    assert page.evaluate(clipped) <= 1, page.locator("#status").inner_text()
+    assert page.evaluate(OVERLAPS_JS) == []
