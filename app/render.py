@@ -15,7 +15,6 @@ from collections.abc import Mapping, Sequence
 from sage_core import RoundRecord
 from sage_core.cost_curve import CostCurve
 from sage_core.methods import ByMethod, drafts, holder, method_label
-from sage_core.studies.account import SAME_COST
 from sage_core.studies.costs import predicted_speedups
 from sage_core.studies.premise import Calibration, acceptance_histogram, adaptation_bought, calibration_of
 from sage_core.timing import MIN_ROUNDS, Headline
@@ -300,7 +299,7 @@ def account_html(race: RaceView) -> str:
 
 def why_html(race: RaceView | None) -> str:
     """The account's one-sentence why (`RaceAccount.why`) for the finished status and the explainer, and its
-    brief form for the talk view (`why_brief`; the page shows one or the other); "" before SAGE and a rival
+    brief form for the talk view (`RaceAccount.why_brief`; the page shows one or the other); "" before SAGE and a rival
     have a round."""
     why = race.account.why() if race is not None else ""
     if not why or race is None:
@@ -308,27 +307,8 @@ def why_html(race: RaceView | None) -> str:
     replay = " (recorded: a replay)" if race.replay else ""
     return (
         f" <span class='sage-why-line'>{_esc(why)}{replay}</span>"
-        f"<span class='sage-why-brief'>{_esc(why_brief(race))}{replay}</span>"
+        f"<span class='sage-why-brief'>{_esc(race.account.why_brief())}{replay}</span>"
     )
-
-
-def why_brief(race: RaceView) -> str:
-    """The why in one short line (the talk view's status box holds two): τ and the cost of a token, each side's."""
-    account = race.account
-    sage, rival = account.side("sage"), account.rival()
-    if sage is None or rival is None:
-        return ""
-    name = SHORT.get(rival.method, rival.method)
-    mine, theirs = sage.ms_per_token, rival.ms_per_token
-    verdict = (
-        "about the same per token"
-        if theirs > 0 and abs(mine - theirs) / theirs < SAME_COST
-        else "SAGE's rounds cheaper per token"
-        if mine < theirs
-        else "SAGE's rounds dearer per token"
-    )
-    tokens = f"{sage.tau + 1:.2f} tokens a round against {rival.tau + 1:.2f}"
-    return f"Why: {tokens} ({name}); {mine:.1f} ms a token against {theirs:.1f}: {verdict}."
 
 
 def costs_html(curve: CostCurve | None, replay: bool = False) -> str:

@@ -83,15 +83,7 @@ def _copies_to_host(tensor: torch.Tensor) -> bool:
 
 def feed_committed(draft: ModelBackend, state: KVState, pending: Sequence[int]) -> torch.Tensor:
     """Feed the draft the tokens committed since its last round; returns the root's logits."""
-    start, scratch = state.committed, state.scratch
-    logits = draft.extend(
-        state,
-        pending,
-        positions=[start + i for i in range(len(pending))],
-        parents=[-1] + [scratch + i for i in range(len(pending) - 1)],
-    )
-    draft.commit(state, range(len(pending)))
-    return logits[-1]
+    return _feed_chain(draft, state, pending, len(pending))[-1]
 
 
 def draft_block(draft: ModelBackend, state: KVState, pending: Sequence[int], one_pass: OnePass) -> torch.Tensor:
@@ -99,16 +91,22 @@ def draft_block(draft: ModelBackend, state: KVState, pending: Sequence[int], one
     `block_size - 1` masks after them, each mask at the position of the token it stands for; only the
     real tokens' entries are kept (the masks' are scratch, dropped). Returns the logits of depths
     1 .. block_size: the last real token's row, then the masks'."""
-    start, scratch = state.committed, state.scratch
     fed = [*pending, *([one_pass.mask_token_id] * (one_pass.block_size - 1))]
+    return _feed_chain(draft, state, fed, len(pending))[len(pending) - 1 :]
+
+
+def _feed_chain(draft: ModelBackend, state: KVState, tokens: Sequence[int], keep: int) -> torch.Tensor:
+    """One forward over `tokens` as a chain after the committed sequence (consecutive positions); the first
+    `keep` are committed, the rest dropped. Returns every token's logits."""
+    start, scratch = state.committed, state.scratch
     logits = draft.extend(
         state,
-        fed,
-        positions=[start + i for i in range(len(fed))],
-        parents=[-1] + [scratch + i for i in range(len(fed) - 1)],
+        tokens,
+        positions=[start + i for i in range(len(tokens))],
+        parents=[-1] + [scratch + i for i in range(len(tokens) - 1)],
     )
-    draft.commit(state, range(len(pending)))
-    return logits[len(pending) - 1 :]
+    draft.commit(state, range(keep))
+    return logits
 
 
 def grow_tree(

@@ -916,7 +916,10 @@ def run_main() -> int:
     pair = load_pair(args.target, args.draft, args.device, args.dtype)
     second = None
     if args.second_draft:  # the same target object: its weights are loaded once
-        second = check_pair(pair.target, VLM.load(args.second_draft, "draft", args.device, args.dtype))
+        try:
+            second = check_pair(pair.target, VLM.load(args.second_draft, "draft", args.device, args.dtype))
+        except SageError as error:
+            parser.error(f"--second-draft: {error}")
     if args.video_pixels:
         for model in (pair.target, pair.draft):
             set_video_pixels(model.processor.video_processor, args.video_pixels)

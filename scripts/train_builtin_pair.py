@@ -428,6 +428,17 @@ def draw_example(rng: random.Random, mix: DataMix = DataMix()):
 
 
 @dataclass(frozen=True)
+class Block:
+    """A one-pass draft's training: its block (0: a sequential draft), cuts a row (`--block-copies`: each its own
+    copy of the row in the draft's batch; the teacher reads the row once), and the weight of the block's depths
+    2 .. K against depth 1 (`--block-weight`)."""
+
+    size: int = 0
+    copies: int = 1
+    weight: float = 1.0
+
+
+@dataclass(frozen=True)
 class Stage:
     """One training stage of a model: its name in the log, its schedule (the peak learning rate; minutes
     of training time, or a fixed step count instead when `steps` > 0; the batch size) and the file it
@@ -439,7 +450,7 @@ class Stage:
     steps: int
     batch_size: int
     checkpoint: Path
-    block: int = 0  # a one-pass draft's block (PARD's masks: `one_pass_block`); 0 for a sequential model
+    block: Block = Block()  # a one-pass draft's training; size 0: a sequential model
 
 
 def pretrain_vision(stage: Stage, model, processor, rng):
@@ -562,19 +573,14 @@ def block_agreement(draft, teacher, processor, examples, block: int, rng: random
     return [h / s if s else float("nan") for h, s in zip(hits, seen, strict=True)]
 
 
-#: A one-pass draft's training (`--block-copies`, `--block-weight`): cuts a row (each its own copy of the row in
-#: the draft's batch; the teacher reads the row once), and the weight of the block's depths 2 .. K against depth 1.
-BLOCK_TRAINING = {"copies": 1, "weight": 1.0}
-
-
-def distillation_loss(model, teacher, enc, labels, block: int, rng: random.Random) -> torch.Tensor:
+def distillation_loss(model, teacher, enc, labels, block: Block, rng: random.Random) -> torch.Tensor:
     """0.5 cross-entropy on the data + 0.5 KL(teacher || model) on the answer positions; with a one-pass
-    `block`, the model reads PARD's masks after a random cut (`one_pass_block`; `BLOCK_TRAINING["copies"]` cuts
+    `block`, the model reads PARD's masks after a random cut (`one_pass_block`; `block.copies` cuts
     a row) and the teacher the real row, each position scored against the teacher's prediction at the same
-    index, the block's deeper depths weighted `BLOCK_TRAINING["weight"]`."""
+    index, the block's deeper depths weighted `block.weight`."""
     with torch.no_grad():
         t_all = teacher(**enc).logits[:, :-1]
-    if not block:
+    if not block.size:
         tgt = labels[:, 1:]
         mask = tgt != -100
         logits = model(**enc).logits[:, :-1]
@@ -583,13 +589,13 @@ def distillation_loss(model, teacher, enc, labels, block: int, rng: random.Rando
             F.log_softmax(logits[mask], -1), F.log_softmax(t_all[mask], -1), log_target=True, reduction="batchmean"
         )
         return 0.5 * ce + 0.5 * kl
-    copies = int(BLOCK_TRAINING["copies"])
+    copies = block.copies
     many, many_labels = repeated(enc, copies), torch.cat([labels] * copies)
-    student_ids, mask, deeper = one_pass_block(many["input_ids"], many_labels, block, rng)
+    student_ids, mask, deeper = one_pass_block(many["input_ids"], many_labels, block.size, rng)
     tgt = many["input_ids"][:, 1:][mask]
     logits = model(**dict(many, input_ids=student_ids)).logits[:, :-1][mask]
     t_logits = torch.cat([t_all] * copies)[mask]
-    weights = 1.0 + (BLOCK_TRAINING["weight"] - 1.0) * deeper[mask].float()
+    weights = 1.0 + (block.weight - 1.0) * deeper[mask].float()
     ce = F.cross_entropy(logits, tgt, reduction="none")
     kl = F.kl_div(F.log_softmax(logits, -1), F.log_softmax(t_logits, -1), log_target=True, reduction="none").sum(-1)
     return ((0.5 * ce + 0.5 * kl) * weights).sum() / weights.sum()
@@ -759,7 +765,6 @@ def main(argv=None):
     mix = DataMix(args.lone, args.hand_drawn, args.shifted, args.reworded, args.rows, args.jpeg, args.free)
 
     torch.set_num_threads(args.threads)
-    BLOCK_TRAINING.update(copies=args.block_copies, weight=args.block_weight)
     random.seed(args.seed)
     t_start = time.time()
     out = Path(args.out)
@@ -829,7 +834,7 @@ def train_side(args, side: str, model, processor, checkpoints: Path, eval_exampl
         pretrain_vision(vision, model, processor, random.Random(vision_seed))
     if not (minutes > 0 or steps > 0):
         return 0, 0
-    block = args.one_pass if side == "draft" else 0
+    block = Block(args.one_pass, args.block_copies, args.block_weight) if side == "draft" else Block()
     checkpoint = checkpoints / f"{side}.pt"
     stage = Stage(side, getattr(args, f"{side}_lr"), minutes, steps, args.batch_size, checkpoint, block)
     return train(stage, model, processor, random.Random(seed), eval_examples, teacher, args.aux_weight, mix)

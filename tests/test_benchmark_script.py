@@ -377,3 +377,14 @@ def test_the_entropy_ablation_races_sage_cost_at_a_fixed_depth(tiny_root, tmp_pa
         monkeypatch, capsys, "--sage-cost-fixed-depth", "17"
     )
     assert "sage-cost-fixed" not in method_names()
+
+
+def test_benchmark_refuses_a_second_draft_it_cannot_load(tiny_root, tmp_path, monkeypatch, capsys):
+    """A second draft that is not a model, or has another tokenizer than the target's, is one sentence."""
+    target = tiny_folder(tiny_root, "qwen2_vl", "target")
+    args = ["--target", target, "--draft", target, "--examples", noise_example(tmp_path), "--device", "cpu"]
+    args += ["--dtype", "float32"]
+    assert "--second-draft:" in refusal(monkeypatch, capsys, *args, "--second-draft", str(tmp_path / "nothing"))
+    other = tiny_folder(tiny_root, "llava_onevision", "target")
+    message = refusal(monkeypatch, capsys, *args, "--second-draft", other)
+    assert "--second-draft:" in message and "tokenizer" in message

@@ -236,3 +236,38 @@ def test_the_shipped_one_pass_draft_declares_itself(builtin_pair):
         assert {r.draft_forwards for r in rounds} == {1}
         if method not in ("sage-cost", "smart"):  # (these two may refuse every node on a curve measured under load)
             assert sum(r.accepted_length for r in rounds) / len(rounds) > 1.0, method  # the block is trained
+
+
+def test_a_trace_with_bad_draft_figures_is_refused_in_one_sentence(tiny_root, image, tmp_path):
+    """A trace's draft forwards must be a whole number and its draft block 0 or at least 2."""
+    import dataclasses
+
+    from sage_core.errors import InputError
+
+    pair = tiny_pair(str(tiny_root), "qwen2_vl", "one-pass")
+    run = decode(pair, image, PROMPTS[0], DecodeConfig("chain", 6))
+    run.run_to_end()
+    bad_record = [run.records[0], dataclasses.replace(run.records[1], draft_forwards=-1)]
+    bad_header = dataclasses.replace(run.header, draft_block=1)
+    for header, records, words in ((run.header, bad_record, "draft forwards"), (bad_header, run.records, "block")):
+        save_trace(tmp_path / "bad.jsonl", header, records)
+        with pytest.raises((InputError, ValueError)) as caught:
+            load_trace(tmp_path / "bad.jsonl")
+        assert words in str(caught.value) and "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("flags", "words"),
+    [
+        (["--one-pass", "1"], "--one-pass"),
+        (["--block-copies", "0"], "--block-copies"),
+        (["--block-weight", "0"], "--block-weight"),
+    ],
+)
+def test_the_training_scripts_one_pass_flags_refuse_bad_values(flags, words, capsys):
+    import runpy
+
+    script = runpy.run_path(str(Path(__file__).resolve().parent.parent / "scripts" / "train_builtin_pair.py"))
+    with pytest.raises(SystemExit):
+        script["parse_args"](flags)
+    assert words in capsys.readouterr().err

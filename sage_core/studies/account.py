@@ -17,6 +17,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from ..cost_curve import CostCurve
 from ..methods import drafts, holder, short_name
@@ -168,6 +169,22 @@ class RaceAccount:
             parts.append("what reacting to the entropy bought is measured only beside SAGE, α frozen")
         return "Why: " + "; ".join(parts) + "."
 
+    def why_brief(self) -> str:
+        """`why` in one short line (the talk view's status box holds two): tokens a round and the cost of a token,
+        each side's; "" without SAGE and a rival."""
+        sage, rival = self.side("sage"), self.rival()
+        if sage is None or rival is None:
+            return ""
+        verdict = {
+            "same": "about the same per token",
+            "cheaper": "SAGE's rounds cheaper per token",
+            "dearer": "SAGE's rounds dearer per token",
+        }[cost_per_token(sage, rival)]
+        return (
+            f"Why: {sage.tau + 1:.2f} tokens a round against {rival.tau + 1:.2f} ({short_name(rival.method)}); "
+            f"{sage.ms_per_token:.1f} ms a token against {rival.ms_per_token:.1f}: {verdict}."
+        )
+
     def as_dict(self) -> dict:
         return {
             "sides": {s.method: {k: v for k, v in vars(s).items() if k != "method"} for s in self.sides},
@@ -204,11 +221,20 @@ def per_token(sage: SideAccount, rival: SideAccount, name: str) -> str:
         f"a round {sage.median_round_ms:.1f} ms for {sage.tau + 1:.2f} tokens against {rival.median_round_ms:.1f} ms "
         f"for {rival.tau + 1:.2f}: {mine:.1f} ms a token against {theirs:.1f}"
     )
-    if theirs > 0 and abs(mine - theirs) / theirs < SAME_COST:
+    cost = cost_per_token(sage, rival)
+    if cost == "same":
         return figures + ", about the same per token"
-    if mine < theirs:
+    if cost == "cheaper":
         return figures + f", so SAGE's rounds were cheaper per token than {name}'s"
     return figures + f", so SAGE's rounds were dearer per token than {name}'s: its extra tokens did not pay for them"
+
+
+def cost_per_token(sage: SideAccount, rival: SideAccount) -> Literal["same", "cheaper", "dearer"]:
+    """SAGE's cost per token against its rival's: about the same (within `SAME_COST`), cheaper or dearer."""
+    mine, theirs = sage.ms_per_token, rival.ms_per_token
+    if theirs > 0 and abs(mine - theirs) / theirs < SAME_COST:
+        return "same"
+    return "cheaper" if mine < theirs else "dearer"
 
 
 def race_account(
