@@ -9,6 +9,8 @@ reaches nothing above it.
 """
 
 from .registry import (
+    DRAFT_MARK,
+    LANE_DRAFTS,
     METHOD_LABELS,
     PRUNED_METHOD_LABELS,
     ByMethod,
@@ -28,6 +30,8 @@ from .registry import (
     holding,
     in_order,
     is_method,
+    lane_key,
+    lane_parts,
     look,
     method_label,
     method_names,
@@ -41,6 +45,8 @@ from .registry import (
 )
 
 __all__ = [
+    "DRAFT_MARK",
+    "LANE_DRAFTS",
     "METHOD_LABELS",
     "PRUNED_METHOD_LABELS",
     "ByMethod",
@@ -60,6 +66,8 @@ __all__ = [
     "holding",
     "in_order",
     "is_method",
+    "lane_key",
+    "lane_parts",
     "look",
     "method_label",
     "method_names",

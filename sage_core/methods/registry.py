@@ -238,22 +238,58 @@ def is_method(name: object) -> bool:
     return isinstance(name, str) and name in _BY_NAME
 
 
+#: A race lane's key: its method, then after `DRAFT_MARK` the draft it ran with when that is not the pair's own
+#: ("sage/one-pass": SAGE drafted by the pair's one-pass sibling; the benchmark's `--second-draft` lanes read the
+#: same way). The lookups below by name (`drafts`, `method_label`, `short_name`, `look`, `ByMethod`) read a lane's
+#: key as its method, its label saying the draft; `is_method` and `method_spec` take methods only.
+DRAFT_MARK = "/"
+#: The drafts a lane may name beside the pair's own, each as a label ends with it.
+LANE_DRAFTS: dict[str, str] = {"one-pass": "one-pass draft"}
+
+
+def lane_key(method: Method, draft: str = "") -> str:
+    """The key of `method`'s lane drafted by `draft` ("": the pair's own draft, and the key is the method)."""
+    return f"{method}{DRAFT_MARK}{draft}" if draft else method
+
+
+def lane_parts(key: str) -> tuple[Method, str]:
+    """A lane key's method and draft ("" for the pair's own): `lane_parts("sage/one-pass") == ("sage", "one-pass")`."""
+    method, _, draft = key.partition(DRAFT_MARK)
+    return method, draft
+
+
+def _lane_spec(key: object) -> tuple[MethodSpec | None, str]:
+    """The registry entry a lane key reads as, and its draft (None for an unknown method or draft)."""
+    if not isinstance(key, str):
+        return None, ""
+    method, draft = lane_parts(key)
+    if draft and draft not in LANE_DRAFTS:
+        return None, ""
+    return _BY_NAME.get(method), draft
+
+
+def _saying_draft(text: str, draft: str) -> str:
+    return f"{text} · {LANE_DRAFTS[draft]}" if draft else text
+
+
 def drafts(name: str) -> bool:
-    """Whether the method uses the draft model (False for unknown names too)."""
-    spec = _BY_NAME.get(name)
+    """Whether the method (or a lane key's method) uses the draft model (False for unknown names too)."""
+    spec, _ = _lane_spec(name)
     return spec is not None and spec.drafts
 
 
 def method_label(method: str, prune_ratio: float = 0.0) -> str:
-    """A method's name for people, saying when the draft's visual tokens were pruned."""
-    if prune_ratio > 0 and method in PRUNED_METHOD_LABELS:
-        return PRUNED_METHOD_LABELS[method]
-    return METHOD_LABELS.get(method, method)
+    """A method's (or a lane key's) name for people, saying when the draft's visual tokens were pruned and
+    which draft a lane ran with when not the pair's own."""
+    name, draft = lane_parts(method) if _lane_spec(method)[0] is not None else (method, "")
+    if prune_ratio > 0 and name in PRUNED_METHOD_LABELS:
+        return _saying_draft(PRUNED_METHOD_LABELS[name], draft)
+    return _saying_draft(METHOD_LABELS.get(name, name), draft)
 
 
 def short_name(method: str) -> str:
-    spec = _BY_NAME.get(method)
-    return spec.short if spec else method
+    spec, draft = _lane_spec(method)
+    return _saying_draft(spec.short, draft) if spec else method
 
 
 def colour(method: str) -> str:
@@ -270,8 +306,11 @@ class Look:
 
 
 def look(method: str) -> Look:
-    spec = _BY_NAME.get(method)
-    return Look(spec.colour, spec.dash, spec.marker) if spec else Look()
+    """A method's look; a lane on another draft than the pair's (`lane_key`) has its method's, markers open."""
+    spec, draft = _lane_spec(method)
+    if spec is None:
+        return Look()
+    return Look(spec.colour, spec.dash, f"{spec.marker}-open" if draft else spec.marker)
 
 
 class ByMethod(Mapping[str, str]):
@@ -282,7 +321,12 @@ class ByMethod(Mapping[str, str]):
         self.field = field
 
     def __getitem__(self, name: str) -> str:
-        return str(getattr(_BY_NAME[name], self.field))
+        """The field of `name`'s entry; a lane key's (`lane_key`) label, heading and subtitle say its draft."""
+        spec, draft = _lane_spec(name)
+        if spec is None:
+            raise KeyError(name)
+        value = str(getattr(spec, self.field))
+        return _saying_draft(value, draft) if self.field in ("label", "short", "subtitle") else value
 
     def __iter__(self) -> Iterator[str]:
         return iter(method_names())

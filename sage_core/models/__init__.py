@@ -17,7 +17,7 @@
 
 from .family import Family, VisualBox
 from .loading import BUILTIN_DRAFT, BUILTIN_TARGET, resolve_device, resolve_dtype, resolve_name
-from .pair import ModelPair, check_pair, load_pair, processors_alike
+from .pair import ModelPair, check_pair, load_pair, processors_alike, with_draft
 from .prompts import MAX_ASPECT_RATIO, chat_prompt, check_media, processor_inputs
 from .registry import FAMILIES
 from .vlm import VLM, KVState, inference
@@ -42,4 +42,5 @@ __all__ = [
     "resolve_device",
     "resolve_dtype",
     "resolve_name",
+    "with_draft",
 ]

@@ -151,6 +151,15 @@ def load_pair(  # noqa: PLR0913  (the library's documented entry: VLM.load's pla
     return check_pair(loaded_target, VLM.load(draft, "draft", draft_device or device, dtype))
 
 
+def with_draft(pair: ModelPair, draft: str, report: Callable[[str], None] | None = None) -> ModelPair:
+    """The pair's target (the same object: its weights are not loaded again) with another draft (a hub id or a
+    folder), loaded on the device and in the dtype of the pair's draft, checked to share its tokenizer."""
+    dtype = str(pair.draft.dtype).removeprefix("torch.")
+    check_load_arguments(pair.target.name, draft, "auto", dtype)
+    (report or (lambda stage: None))(f"loading the draft {draft} ({source(draft, 'draft')})")
+    return check_pair(pair.target, VLM.load(draft, "draft", str(pair.draft.device), dtype))
+
+
 def check_load_arguments(target: Any, draft: Any, device: Any, dtype: Any) -> None:
     """`load_pair`'s models (a hub id or a folder) and its device and dtype names."""
     for name, value in (("target", target), ("draft", draft)):
