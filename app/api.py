@@ -44,14 +44,16 @@ def race_result(
         "dtype": header.dtype if header else "",
         "prompt": header.prompt if header else "",
         "media": header.media if header else "",
+        # every lane by its key: a method, or a method on the pair's one-pass sibling draft ("sage/one-pass")
         "methods": race.methods,
-        "texts": {lane.method: lane.text for lane in race.lanes},
+        "drafts": {lane.key: lane.header.draft if lane.header else "" for lane in race.lanes},
+        "texts": {lane.key: lane.text for lane in race.lanes},
         # the target's prompt length, and each side's draft prompt after pruning (None: no draft)
         "prompt_tokens": header.prompt_tokens if header else 0,
         "draft_prompt_tokens": {
-            lane.method: lane.header.draft_prompt_tokens if lane.header else None for lane in race.lanes
+            lane.key: lane.header.draft_prompt_tokens if lane.header else None for lane in race.lanes
         },
-        "token_ids": {lane.method: list(lane.token_ids) for lane in race.lanes},
+        "token_ids": {lane.key: list(lane.token_ids) for lane in race.lanes},
         "figures": {m: asdict(f) for m, f in race.figures.items()},
         # the lead's speedup over each side as the headline defines it (the prefill charged once, the rounds at
         # their median cost: headline["speedup"] for the main rival); the clock's raw tokens/s ratios beside it

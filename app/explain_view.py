@@ -19,8 +19,8 @@ from sage_core.studies.explain import RoundExplained, explain_round, probability
 
 from .palette import CUT
 from .panels import pick_round, short_label
-from .render import display_token
-from .view import RaceView
+from .render import display_token, forwards_text
+from .view import LaneView, RaceView
 
 TokenText = Callable[[int | None], str]
 
@@ -48,9 +48,11 @@ def explain_html(
     sage: SageConfig | None = None,
     replay: bool = False,
     settings: Any = None,
+    note: str = "",
 ) -> str:
     """The explainer for the round `step` of one lane (the latest round when None); `settings`: the lane's
-    own method's settings (its registry entry's sentence may name them)."""
+    own method's settings (its registry entry's sentence may name them); `note`: a line (HTML) under the
+    round's heading (`forwards_note`)."""
     label = html.escape(short_label(method))
     if step == 0:
         return _box(f"<b>Step 0, {label}</b>: the prefill. The target reads the prompt and picks the first token.")
@@ -65,7 +67,7 @@ def explain_html(
         return html.escape(display_token(token_texts.get(token, f"#{token}"), 14))
 
     source = " <span class='muted'>(from the trace)</span>" if replay else ""
-    parts = [f"<b>Round {explained.round}, {label}</b>{source}"]
+    parts = [f"<b>Round {explained.round}, {label}</b>{source}", note]
     parts += _policy(explained, text)
     parts += _verification(explained, text)
     return _box("".join(parts))
@@ -78,7 +80,29 @@ def explained_html(race: RaceView, method: str | None = None, step: int | None =
     lane = race.lane(method)
     if lane is None:
         return explain_html((), step, race.token_texts, method, SageConfig(), race.replay)
-    return explain_html(lane.records, step, race.token_texts, method, lane.sage, race.replay, lane.settings)
+    note = forwards_note(race, lane)
+    return explain_html(lane.records, step, race.token_texts, method, lane.sage, race.replay, lane.settings, note)
+
+
+def forwards_note(race: RaceView, lane: LaneView) -> str:
+    """Beside the same method on the other draft: both lanes' draft forwards a round over the race so far, the
+    sequential draft's against the one-pass draft's ("16 against 1"); "" for a lane raced on one draft."""
+    twin = race.twin(lane)
+    if (
+        twin is None
+        or lane.figures is None
+        or twin.figures is None
+        or not (lane.figures.rounds and twin.figures.rounds)
+    ):
+        return ""
+    one_pass, sequential = (lane, twin) if lane.draft else (twin, lane)
+    assert one_pass.figures is not None and sequential.figures is not None
+    many = forwards_text(sequential.figures.draft_forwards_per_round)
+    one = forwards_text(one_pass.figures.draft_forwards_per_round)
+    return (
+        f"<p class='muted'>Draft forwards a round over this race, {html.escape(short_label(lane.method))}: <b>{many}"
+        f"</b> with the sequential draft against <b>{one}</b> with the one-pass draft.</p>"
+    )
 
 
 def _box(body: str) -> str:

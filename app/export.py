@@ -125,14 +125,14 @@ def cut_record(record: RoundRecord) -> RoundRecord:
 def for_showing(data: RaceData) -> RaceData:
     """The race with every token's text cut to `slides_gif.TOKEN_CHARS` characters, the cut marked (…):
     what the exports show (one pass over the records, once an export)."""
-    lanes = [Lane(lane.method, lane.header, [cut_record(r) for r in lane.records]) for lane in data.lanes]
+    lanes = [Lane(lane.method, lane.header, [cut_record(r) for r in lane.records], lane.draft) for lane in data.lanes]
     texts = {token: slides_gif.cut(text) for token, text in data.token_texts.items()}
     return replace(data, lanes=lanes, token_texts=texts)
 
 
 def race_at(data: RaceData, step: int) -> RaceData:
     """The race as it stood after `step` rounds on every side (round 0: the prefill)."""
-    lanes = [Lane(lane.method, lane.header, list(lane.records[: step + 1])) for lane in data.lanes]
+    lanes = [Lane(lane.method, lane.header, list(lane.records[: step + 1]), lane.draft) for lane in data.lanes]
     return replace(data, lanes=lanes, stopped=False)
 
 

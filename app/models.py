@@ -22,8 +22,9 @@ import re
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -32,6 +33,7 @@ from PIL import Image
 from sage_core import DecodeConfig, ModelPair, SageError, decode, image_media, load_media, load_pair, prepare_inputs
 from sage_core.cost_curve import CostCurve
 from sage_core.errors import ConfigError, ModelLoadError
+from sage_core.models import with_draft
 from sage_core.models.presets import GPU_PRESETS
 from sage_core.studies.costs import measure_cost_spread, read_recorded_curve, remember_curve, settled_curve
 from sage_core.studies.sweep import SweepResult, sweep
@@ -52,9 +54,19 @@ class Preset:
     needs_gpu: bool = False
     # A built-in draft other than the sure one: the name it is shown and recorded by (not its server path).
     shown_draft: str = ""
+    # The key of the preset with the same target and a one-pass draft (its sibling): a race may add each method's
+    # lane drafted by it ("also race with the one-pass draft"); "" when the pair has none.
+    one_pass_sibling: str = ""
 
 
-BUILTIN = Preset("builtin", "Built-in tiny pair (trained for this demo; runs on a CPU)", "builtin", "builtin")
+ONE_PASS_KEY = "builtin-one-pass"
+BUILTIN = Preset(
+    "builtin",
+    "Built-in tiny pair (trained for this demo; runs on a CPU)",
+    "builtin",
+    "builtin",
+    one_pass_sibling=ONE_PASS_KEY,
+)
 HESITANT_DRAFT_DIR = BUILTIN_DIR / "hesitant-draft"
 #: The built-in target with a draft that is less sure of itself (smaller, distilled less): SAGE builds
 #: shallow, wide trees where it hesitates. Shown (and recorded) as "builtin-hesitant".
@@ -64,12 +76,13 @@ BUILTIN_HESITANT = Preset(
     "builtin",
     str(HESITANT_DRAFT_DIR),
     shown_draft="builtin-hesitant",
+    one_pass_sibling=ONE_PASS_KEY,
 )
 ONE_PASS_DRAFT_DIR = BUILTIN_DIR / "one-pass-draft"
 #: The built-in target with the one-pass draft (PARD): every method drafts its whole tree in one draft forward
 #: a round. Shown (and recorded) as "builtin-one-pass".
 BUILTIN_ONE_PASS = Preset(
-    "builtin-one-pass",
+    ONE_PASS_KEY,
     "Built-in tiny pair, one-pass draft (one draft forward a round; runs on a CPU)",
     "builtin",
     str(ONE_PASS_DRAFT_DIR),
@@ -127,6 +140,20 @@ def default_preset_key(offered: Sequence[Preset]) -> str:
             f"SAGE_APP_PAIR {wanted!r} is not offered on this machine{gpu_only}; offered: {', '.join(keys)}"
         )
     return wanted or keys[0]
+
+
+def one_pass_sibling(key: str, offered: Sequence[Preset]) -> Preset:
+    """The preset offered here whose draft is the pair `key`'s one-pass sibling (the same target:
+    `Preset.one_pass_sibling`); one sentence (ModelLoadError) for a pair that has none."""
+    preset = next((p for p in offered if p.key == key), None)
+    sibling = next((p for p in offered if preset is not None and p.key == preset.one_pass_sibling), None)
+    if sibling is None:
+        which = "a custom pair" if key == CUSTOM_KEY else f"the pair {key!r}"
+        raise ModelLoadError(
+            f"{which} has no one-pass sibling draft, so it cannot also race with the one-pass draft: choose the "
+            "built-in pair (or its hesitant draft), or race without it"
+        )
+    return sibling
 
 
 HUB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}")
@@ -207,6 +234,9 @@ def resolve_pair(
 @dataclass
 class LoadedPair:
     pair: ModelPair
+    # The pair's target with other drafts (its one-pass sibling's), by draft: loaded once when a race asks for
+    # them (`PairCache.sibling`), dropped with the pair.
+    siblings: dict[str, ModelPair] = field(default_factory=dict)
     # The verification cost curve measured at the warm-up, on the pair's device and dtype (None: not measured).
     costs: CostCurve | None = None
     # The budget sweep measured on this machine the first time it was asked for (`measured_sweep`), and how.
@@ -284,7 +314,7 @@ class PairCache:
     ) -> LoadedPair:
         shown = dict(zip((target, draft), names, strict=True)) if names else {}
         stages = iter((0.05, 0.45))
-        try:
+        with load_errors(target, draft, names):
             pair = load_pair(
                 target,
                 draft,
@@ -297,19 +327,27 @@ class PairCache:
             report("warming up (one short untimed decode, then the verification cost of 1 to 64 nodes)", 0.85)
             loaded = LoadedPair(pair)
             loaded.costs = warm_up(loaded.pair)
-        except SageError as error:
-            log.warning("loading %s with %s failed: %s", target, draft, error)
-            raise type(error)(scrub_paths(str(error), shown)) from error
-        except (torch.OutOfMemoryError, MemoryError) as error:
-            release_memory()
-            raise ModelLoadError("not enough memory to load this pair") from error
-        except Exception as error:  # a broken checkpoint must not take the app down
-            log.exception("loading %s with %s failed", target, draft)
-            detail = scrub_paths(f"{type(error).__name__}: {error}".splitlines()[0][:300], shown)
-            label = names or (target, draft)
-            raise ModelLoadError(scrub_paths(f"cannot load {label[0]!r} with {label[1]!r}: {detail}", shown)) from error
         report("ready", 1.0)
         return loaded
+
+    def sibling(self, loaded: LoadedPair, draft: str, name: str = "", report: Report | None = None) -> ModelPair:
+        """`loaded`'s target with another draft (`with_draft`: the same target object, its weights not loaded
+        again), loaded and warmed up the first time it is asked for, one load at a time, and kept with the pair
+        (dropped with it). `name`: how the draft is shown (never its server path)."""
+        if draft in loaded.siblings:
+            return loaded.siblings[draft]
+        with self._loading:
+            if draft not in loaded.siblings:
+                say = report or (lambda stage, done: None)
+                names = (loaded.pair.target.name, name) if name else None
+                shown = {draft: name} if name else {}
+                with load_errors(loaded.pair.target.name, draft, names):
+                    pair = with_draft(loaded.pair, draft, report=lambda stage: say(scrub_paths(stage, shown), 0.9))
+                    if name:
+                        pair.draft.name = name
+                    warm_decodes(pair)
+                loaded.siblings[draft] = pair
+        return loaded.siblings[draft]
 
     def clear(self) -> None:
         with self._lock:
@@ -317,6 +355,27 @@ class PairCache:
 
     def __len__(self) -> int:
         return len(self._pairs)
+
+
+@contextmanager
+def load_errors(target: str, draft: str, names: tuple[str, str] | None) -> Iterator[None]:
+    """A load's failure as one sentence for a visitor (every path shown by the name the visitor gave, or hidden;
+    the log has them): the library's own sentence, running out of memory, or a broken checkpoint (which must not
+    take the app down)."""
+    shown = dict(zip((target, draft), names, strict=True)) if names else {}
+    try:
+        yield
+    except SageError as error:
+        log.warning("loading %s with %s failed: %s", target, draft, error)
+        raise type(error)(scrub_paths(str(error), shown)) from error
+    except (torch.OutOfMemoryError, MemoryError) as error:
+        release_memory()
+        raise ModelLoadError("not enough memory to load this pair") from error
+    except Exception as error:
+        log.exception("loading %s with %s failed", target, draft)
+        detail = scrub_paths(f"{type(error).__name__}: {error}".splitlines()[0][:300], shown)
+        label = names or (target, draft)
+        raise ModelLoadError(scrub_paths(f"cannot load {label[0]!r} with {label[1]!r}: {detail}", shown)) from error
 
 
 def release_memory() -> None:
@@ -334,10 +393,15 @@ def warm_up(pair: ModelPair) -> CostCurve | None:
     """One short untimed decode per kind of forward (prefill, tree verify, plain step); then the
     verification cost curve on the pair's device and dtype (sage_core.studies.costs), which it returns
     (None when SAGE_APP_COST_CURVE is off: the app then shows no curve and no predicted speedups)."""
+    warm_decodes(pair)
+    return measure_warm_costs(pair) if cost_curve_wanted() else None
+
+
+def warm_decodes(pair: ModelPair) -> None:
+    """One short untimed decode per kind of forward (prefill, tree verify, plain step)."""
     media = image_media(Image.new("RGB", (112, 112), (255, 255, 255)), "warm-up")
     for method, tokens in (("sage", 4), ("ar", 2)):
         decode(pair, media, WARM_UP_PROMPT, DecodeConfig(method=method, max_new_tokens=tokens)).run_to_end()
-    return measure_warm_costs(pair) if cost_curve_wanted() else None
 
 
 #: The cost curve recorded with the built-in pair on a CPU (scripts/headline_check.py --record-curve writes it):

@@ -39,21 +39,32 @@ from sage_core import (
 )
 from sage_core.config import SamplingConfig
 from sage_core.cost_curve import CostCurve
+from sage_core.errors import ConfigError
 from sage_core.media import thumbnail
-from sage_core.methods import drafts, in_order, method_spec
+from sage_core.methods import drafts, in_order, lane_key, method_spec
 from sage_core.models import VisualBox
+from sage_core.prepared import with_draft_inputs
 
+#: A lane's draft when it is the pair's one-pass sibling's (a draft of `sage_core.methods.LANE_DRAFTS`).
+ONE_PASS = "one-pass"
 #: The draft-view picture's height: the race keeps its medium shrunk to this, no larger.
 DRAFT_VIEW_HEIGHT = 150
 
 
 @dataclass
 class Lane:
-    """One side of a race: a method, its run header, its records so far."""
+    """One side of a race: a method, its run header, its records so far, and the draft it drafts with when not
+    the pair's own (`ONE_PASS`: the pair's one-pass sibling). Its `key` names it wherever a race is keyed."""
 
     method: str
     header: RunHeader | None = None
     records: list[RoundRecord] = field(default_factory=list)
+    draft: str = ""
+
+    @property
+    def key(self) -> str:
+        """The lane's method, or its method and draft ("sage/one-pass": `sage_core.methods.lane_key`)."""
+        return lane_key(self.method, self.draft)
 
     @property
     def finished(self) -> bool:
@@ -88,8 +99,9 @@ class RaceData:
     def finished(self) -> bool:
         return all(lane.finished for lane in self.lanes)
 
-    def lane(self, method: str) -> Lane | None:
-        return next((lane for lane in self.lanes if lane.method == method), None)
+    def lane(self, key: str) -> Lane | None:
+        """The lane of this key (`Lane.key`: a method, or a method on the one-pass draft)."""
+        return next((lane for lane in self.lanes if lane.key == key), None)
 
     @property
     def header(self) -> RunHeader | None:
@@ -99,7 +111,7 @@ class RaceData:
         """A recorded race before its first step: its lanes with their headers and no records, its token texts,
         its source and its cost curve (a replay fills it step by step)."""
         return RaceData(
-            lanes=[Lane(lane.method, lane.header) for lane in self.lanes],
+            lanes=[Lane(lane.method, lane.header, draft=lane.draft) for lane in self.lanes],
             token_texts=dict(self.token_texts),
             replay=True,
             source=self.source,
@@ -122,6 +134,9 @@ class Choice:
     target: str = "builtin"
     draft: str = "builtin"
     names: tuple[str, str] | None = None
+    # The pair's one-pass sibling (the same target with its one-pass draft: `app.models.Preset.one_pass_sibling`)
+    # when the race also races each drafting method with it; None: the pair's own draft only.
+    one_pass: Choice | None = None
 
     @property
     def shown(self) -> tuple[str, str]:
@@ -151,6 +166,17 @@ class RaceRequest:
     def sage(self) -> SageConfig:
         return self.config("sage").sage
 
+    @property
+    def lanes(self) -> list[tuple[str, str]]:
+        """Each lane's method and draft, in column order: every chosen method on the pair's draft, each that
+        drafts followed by itself on the one-pass sibling's when the pair names one (`Choice.one_pass`)."""
+        lanes = []
+        for method in order_methods(self.methods):
+            lanes.append((method, ""))
+            if self.pair.one_pass is not None and drafts(method):
+                lanes.append((method, ONE_PASS))
+        return lanes
+
     def config(self, method: str) -> DecodeConfig:
         """The decode configuration of one side: its method, the token limit, every method's settings, the
         sampling, and the pruning when it drafts (plain decoding has no draft to prune)."""
@@ -159,23 +185,43 @@ class RaceRequest:
         ).with_settings(self.settings)
 
 
-def start_runs(
-    pair: ModelPair, request: RaceRequest, lock: AbstractContextManager, costs: CostCurve | None = None
-) -> tuple[RaceData, list[DecodeRun]]:
-    """One run per chosen method (in column order) on inputs prepared once, and the race's empty lanes.
+def drafted_pairs(pair: ModelPair, request: RaceRequest, second: ModelPair | None) -> dict[str, ModelPair]:
+    """The pair each lane's draft names: "" the pair itself, `ONE_PASS` `second` (its target with the one-pass
+    sibling draft), which a request with the one-pass lanes needs."""
+    if any(draft for _, draft in request.lanes) and second is None:
+        raise ConfigError("a race with the one-pass draft needs the pair's target with that draft (second=)")
+    return {"": pair} if second is None else {"": pair, ONE_PASS: second}
 
-    Each processor runs once for the whole race; every run reads the same tensors. The request's sampling
-    (default: greedy) applies to every side, each with its own generator seeded alike; its pruning to every
-    side that drafts; its settings to each method's side. `costs`: the pair's measured cost curve.
+
+def start_runs(
+    pair: ModelPair,
+    request: RaceRequest,
+    lock: AbstractContextManager,
+    costs: CostCurve | None = None,
+    second: ModelPair | None = None,
+) -> tuple[RaceData, list[DecodeRun]]:
+    """One run per lane (in column order: `RaceRequest.lanes`) on inputs prepared once, and the race's empty
+    lanes.
+
+    Each processor runs once for the whole race; every run reads the same tensors (the one-pass lanes' draft
+    reads its own only when its processor differs). The request's sampling (default: greedy) applies to every
+    side, each with its own generator seeded alike; its pruning to every side that drafts; its settings to each
+    method's side. `costs`: the pair's measured cost curve; `second`: the target with the one-pass sibling draft.
     """
-    media, prompt = request.media, request.prompt
-    chosen = order_methods(request.methods)
+    media, prompt, lanes = request.media, request.prompt, request.lanes
+    pairs = drafted_pairs(pair, request, second)
     with lock:
-        prepared = prepare_inputs(pair, media, prompt, with_draft=any(drafts(m) for m in chosen))
-        runs = [decode(pair, media, prompt, request.config(m), prepared) for m in chosen]
+        prepared = prepare_inputs(pair, media, prompt, with_draft=any(drafts(m) for m, d in lanes if not d))
+        inputs = {"": prepared}
+        if ONE_PASS in pairs:  # the target's inputs as they are; the one-pass draft's added
+            inputs[ONE_PASS] = with_draft_inputs(pairs[ONE_PASS], replace(prepared, draft=None, draft_seconds=0.0))
+        runs = [decode(pairs[d], media, prompt, request.config(m), inputs[d]) for m, d in lanes]
         draft = prepared.draft if request.prune_ratio > 0 else None
         boxes = pair.draft.visual_token_boxes(draft) if draft is not None else None
-    data = RaceData(lanes=[Lane(run.config.method, run.header) for run in runs], costs=costs)
+    data = RaceData(
+        lanes=[Lane(run.config.method, run.header, draft=d) for run, (_, d) in zip(runs, lanes, strict=True)],
+        costs=costs,
+    )
     if boxes is not None:  # a small copy: the per-user state holds no full-size media
         data.draft_view = (thumbnail(media, DRAFT_VIEW_HEIGHT), boxes)
     return data, runs
@@ -188,25 +234,27 @@ def race_steps(
     lock: AbstractContextManager | None = None,
     source: str = "",
     costs: CostCurve | None = None,
+    second: ModelPair | None = None,
 ) -> Iterator[RaceData]:
-    """Step one run per method alternately; yield the race after every round.
+    """Step one run per lane alternately; yield the race after every round.
 
     `token_texts` turns token ids into their texts (for the tree panel's
     node labels; it runs between steps, outside the timed parts). `lock` is
     held around each step, so two races never touch a model at once.
-    `costs`: the pair's measured cost curve (see `start_runs`).
+    `costs`, `second`: the pair's measured cost curve, its target with the one-pass draft (see `start_runs`).
     """
     lock = lock or nullcontext()
-    data, runs = start_runs(pair, request, lock, costs)
+    pairs = drafted_pairs(pair, request, second)
+    data, runs = start_runs(pair, request, lock, costs, second)
     data.source = source
     active = list(zip(data.lanes, runs, strict=True))
     waiting = [(lane, run) for lane, run in active if _holds_average(request, lane.method)]
     active = [pair_ for pair_ in active if pair_ not in waiting]
     yield from _step_lanes(data, active, lock, token_texts)
     for lane, _ in waiting:  # the lanes they read have finished: hold their averages in this race
-        config = _held_config(request, data, lane.method)
+        config = _held_config(request, data, lane)
         with lock:
-            run = decode(pair, request.media, request.prompt, config)
+            run = decode(pairs[lane.draft], request.media, request.prompt, config)
         lane.header = run.header
         yield from _step_lanes(data, [(lane, run)], lock, token_texts)
 
@@ -218,11 +266,16 @@ def _holds_average(request: RaceRequest, method: str) -> bool:
     return holds is not None and holds.lane in request.methods
 
 
-def _held_config(request: RaceRequest, data: RaceData, method: str) -> DecodeConfig:
+def _source(data: RaceData, lane: Lane) -> Lane | None:
+    """The lane whose average `lane` holds (`MethodSpec.holds`), on the same draft; None when it holds none."""
+    holds = method_spec(lane.method).holds
+    return data.lane(lane_key(holds.lane, lane.draft)) if holds is not None else None
+
+
+def _held_config(request: RaceRequest, data: RaceData, lane: Lane) -> DecodeConfig:
     """The configuration of a lane holding another lane's average in this race (`MethodSpec.held_settings`:
-    sage-frozen SAGE's mean α, best-first SAGE's mean node count, rounded)."""
-    spec = method_spec(method)
-    source = data.lane(spec.holds.lane) if spec.holds is not None else None
+    sage-frozen SAGE's mean α, best-first SAGE's mean node count, rounded), that lane on the same draft."""
+    method, spec, source = lane.method, method_spec(lane.method), _source(data, lane)
     held = spec.held_settings(request.settings.get(method), source.records if source is not None else ())
     return replace(request, settings={**request.settings, method: held}).config(method)
 
@@ -321,10 +374,12 @@ def live_stepper(
     lock: AbstractContextManager | None = None,
     key: object = None,
     costs: CostCurve | None = None,
+    second: ModelPair | None = None,
 ) -> RaceStepper:
     """A live race to step through (its runs started as `race_steps` starts them)."""
     guard = lock or nullcontext()
-    data, runs = start_runs(pair, request, guard, costs)
+    pairs = drafted_pairs(pair, request, second)
+    data, runs = start_runs(pair, request, guard, costs, second)
 
     def advancer(lane: Lane, run: Any) -> Advance:
         held = _holds_average(request, lane.method)  # it starts once the lane it reads has finished, as in a race
@@ -332,13 +387,12 @@ def live_stepper(
 
         def advance() -> RoundRecord | Literal["waiting"] | None:
             if not current:
-                holds = method_spec(lane.method).holds
-                source = data.lane(holds.lane) if holds is not None else None
+                source = _source(data, lane)
                 if source is not None and not source.finished:
                     return WAITING
-                config = _held_config(request, data, lane.method)
+                config = _held_config(request, data, lane)
                 with guard:
-                    current.append(decode(pair, request.media, request.prompt, config))
+                    current.append(decode(pairs[lane.draft], request.media, request.prompt, config))
                 stepper.runs.append(current[0])
             with guard:
                 record = next(current[0], None)

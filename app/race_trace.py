@@ -1,7 +1,8 @@
 """Race traces: a race saved as JSON lines and read back, every field checked.
 
 One `{"race": {...}}` line (format, methods, the text of every token seen in a draft
-tree, for the tree panel, and the cost curve measured at the warm-up), then each run
+tree, for the tree panel, the cost curve measured at the warm-up, and each written run's
+lane key: "sage/one-pass" for SAGE on the pair's one-pass sibling draft), then each run
 as `sage_core` writes a single-run trace (its header line, then its records). A plain
 single-run trace of the CLI loads too.
 """
@@ -17,7 +18,7 @@ from typing import Any
 
 from sage_core.cost_curve import CostCurve
 from sage_core.errors import TraceError
-from sage_core.methods import method_names
+from sage_core.methods import LANE_DRAFTS, lane_parts, method_names
 from sage_core.records import trace_lines
 from sage_core.trace_check import (
     MAX_TRACE_BYTES,
@@ -40,6 +41,7 @@ def race_trace_lines(data: RaceData) -> Iterator[str]:
         "format": RACE_FORMAT,
         "methods": [lane.method for lane in data.lanes],
         "token_texts": texts,
+        "lanes": [lane.key for lane in data.lanes if lane.header is not None and lane.records],
     }
     if data.costs is not None:
         meta["costs"] = asdict(data.costs)
@@ -77,10 +79,11 @@ def parse_race(lines: Sequence[str], source: str = "") -> RaceData:
     if not rows:
         raise TraceError("the trace file is empty")
     texts: dict[int, str] = {}
-    costs = None
+    costs, keys = None, None
     if "race" in rows[0]:
         texts = _race_meta(rows[0]["race"])
         costs = _race_costs(rows[0]["race"])
+        keys = rows[0]["race"].get("lanes")
         rows = rows[1:]
     starts = [i for i, row in enumerate(rows) if "header" in row]
     if not starts or starts[0] != 0:
@@ -89,16 +92,19 @@ def parse_race(lines: Sequence[str], source: str = "") -> RaceData:
     for begin, end in zip(starts, [*starts[1:], len(rows)], strict=True):
         header, records = parse_trace_rows(rows[begin:end])
         lanes.append(Lane(header.method, header, records))
-    methods = [lane.method for lane in lanes]
+    for lane, draft in zip(lanes, _lane_drafts(keys, lanes), strict=True):
+        lane.draft = draft
+    methods = [lane.key for lane in lanes]
     if len(set(methods)) != len(methods):
-        raise TraceError("a race trace holds one run per method")
+        raise TraceError("a race trace holds one run per method (and draft)")
     first = lanes[0].header
     assert first is not None
     for lane in lanes[1:]:
         assert lane.header is not None
         if (lane.header.prompt, lane.header.media) != (first.prompt, first.media):
             raise TraceError("the runs in this trace decode different inputs; a race compares one prompt")
-    lanes.sort(key=lambda lane: method_names().index(lane.method))  # the registry's column order
+    # the registry's column order, each method on the pair's draft before itself on the one-pass draft
+    lanes.sort(key=lambda lane: (method_names().index(lane.method), lane.draft))
     for lane in lanes:
         for record in lane.records:
             for token, text in zip(record.new_tokens, record.new_token_texts, strict=True):
@@ -120,6 +126,24 @@ def _race_meta(meta: object) -> dict[int, str]:
             raise TraceError(f"the race line's token_texts must map token ids to texts, not {key[:20]!r}")
         checked[int(key)] = text
     return checked
+
+
+def _lane_drafts(keys: object, lanes: Sequence[Lane]) -> list[str]:
+    """Each run's draft as the race line's `lanes` names it (absent in races recorded before it: the pair's
+    own), checked: one key per run, each its run's method on a draft a lane may name (`LANE_DRAFTS`)."""
+    if keys is None:
+        return ["" for _ in lanes]
+    if not isinstance(keys, list) or len(keys) != len(lanes) or not all(isinstance(k, str) for k in keys):
+        raise TraceError("the race line's lanes must name each run's lane, one key per run in the trace's order")
+    drafts = []
+    for key, lane in zip(keys, lanes, strict=True):
+        method, draft = lane_parts(key)
+        if method != lane.method or (draft and draft not in LANE_DRAFTS):
+            raise TraceError(
+                f"the race line's lane {key[:40]!r} is not its run's method {lane.method!r} on a known draft"
+            )
+        drafts.append(draft)
+    return drafts
 
 
 def _race_costs(meta: dict) -> CostCurve | None:

@@ -120,8 +120,31 @@ def _state_tag(lane: LaneView, race: RaceView) -> str:
     return "<span class='sage-tag run'>running…</span>"
 
 
+def forwards_text(value: float) -> str:
+    """Draft forwards a round as a lane shows them: whole when they are ("16", "1"), else to one place ("8.3")."""
+    return f"{value:.0f}" if abs(value - round(value)) < 0.05 else f"{value:.1f}"
+
+
+def draft_forwards_html(lane: LaneView, race: RaceView) -> str:
+    """A drafting lane's draft forwards a round; beside the same method on the other draft, both ("16 against
+    1": the sequential draft's levels against the one-pass draft's one forward), each lane its own first."""
+    f = lane.figures
+    if f is None or not f.rounds or not lane.drafts:
+        return ""
+    twin = race.twin(lane)
+    mine = forwards_text(f.draft_forwards_per_round)
+    if twin is None or twin.figures is None or not twin.figures.rounds:
+        return f"<span title='draft forwards per round'>draft fwd <b>{mine}</b></span>"
+    other = "the one-pass draft" if twin.draft else "the sequential draft"
+    theirs = forwards_text(twin.figures.draft_forwards_per_round)
+    return (
+        f"<span title='draft forwards per round, against {_esc(SHORT.get(twin.key, twin.key))}'>draft fwd "
+        f"<b>{mine}</b> against {theirs} ({other})</span>"
+    )
+
+
 def lane_html(lane: LaneView, race: RaceView, tail: int | None = None) -> str:
-    method = lane.method
+    method = lane.key
     tags = _state_tag(lane, race) + (" <span class='sage-tag replay'>replay</span>" if race.replay else "")
     pruned = lane.header.prune_ratio if lane.header is not None else 0.0
     name = method_label(method, pruned) if pruned > 0 else SHORT.get(method, method)
@@ -133,8 +156,7 @@ def lane_html(lane: LaneView, race: RaceView, tail: int | None = None) -> str:
     if lane.figures is not None:
         f = lane.figures
         tau = f"<span>τ <b>{f.tau:.2f}</b></span>" if drafts(method) else "<span>τ <b>–</b></span>"
-        if drafts(method) and f.rounds:  # draft forwards a round: a sequential draft's levels, a one-pass draft's 1
-            tau += f"<span title='draft forwards per round'>draft fwd <b>{f.draft_forwards_per_round:.1f}</b></span>"
+        tau += draft_forwards_html(lane, race)  # a sequential draft's levels, a one-pass draft's 1
         stats = (
             f"<div class='sage-stats'><span>rounds <b>{f.rounds}</b></span>{tau}"
             f"<span>tokens/forward <b>{f.tokens_per_forward:.2f}</b></span>"
@@ -188,7 +210,7 @@ def badge_html(race: RaceView | None) -> str:
         if len(race.lanes) == 1:
             return wrap("<div class='sage-badge wait'>Losslessness: one method only, nothing to compare</div>")
         return wrap("<div class='sage-badge wait'>Losslessness: waiting for a race</div>")
-    speculative = [SHORT.get(lane.method, lane.method) for lane in race.lanes if lane.drafts]
+    speculative = [SHORT.get(lane.key, lane.key) for lane in race.lanes if lane.drafts]
     names = ", ".join(speculative[:-1]) + " and " + speculative[-1] if len(speculative) > 1 else speculative[0]
     with_ar = any(not lane.drafts for lane in race.lanes)
     if result.identical:
@@ -362,7 +384,7 @@ def premise_html(race: RaceView) -> str:
     """The paper's premise on this input, measured where α does not choose the tree (sage_core.studies.premise), what
     adaptation bought (SAGE against sage-frozen, when both ran), α against the accepted length, and each
     method's acceptance histogram."""
-    lanes = {lane.method: lane.records for lane in race.lanes if lane.drafts and lane.records}
+    lanes = {lane.key: lane.records for lane in race.lanes if lane.drafts and lane.records}
     if not lanes:
         return ""
     picture = calibration_of(lanes)

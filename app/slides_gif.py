@@ -207,7 +207,7 @@ def lane_title(lane: LaneView) -> str:
     rounds = sum(1 for r in lane.records if r.phase == "decode")
     tokens = sum(len(r.new_tokens) for r in lane.records)
     seconds = lane.records[-1].total_seconds if lane.records else 0.0
-    return f"{SHORT.get(lane.method, lane.method)}: {rounds} rounds, {tokens} tokens, {seconds:.2f} s"
+    return f"{SHORT.get(lane.key, lane.key)}: {rounds} rounds, {tokens} tokens, {seconds:.2f} s"
 
 
 def draw_lanes(draw: ImageDraw.ImageDraw, race: RaceView, box: tuple[int, int, int, int], check: Check = never) -> None:
@@ -220,7 +220,7 @@ def draw_lanes(draw: ImageDraw.ImageDraw, race: RaceView, box: tuple[int, int, i
     for index, lane in enumerate(race.lanes):
         check()
         x = left + index * width
-        colour = DOTS.get(lane.method, "#334155")
+        colour = DOTS.get(lane.key, "#334155")
         draw.ellipse((x + 4, top + 8, x + 18, top + 22), fill=colour)
         draw.text((x + 26, top + 2), cut(lane_title(lane), 80), font=name_face, fill=INK)
         text = lane_tail(lane.records, (fits + 1) * LINE_CHARS)
@@ -240,10 +240,10 @@ def draw_rounds_panel(draw: ImageDraw.ImageDraw, race: RaceView, rounds: int, bo
     draw.text((plot[0], plot[3] + 4), f"round 0 … {max(rounds - 1, 0)}", font=font(18), fill=QUIET)
     span = max(1, rounds - 1)
     for row, lane in enumerate(race.lanes):  # the legend, top right inside the plot: a line and the side's name
-        name = SHORT.get(lane.method, lane.method)
+        name = SHORT.get(lane.key, lane.key)
         y = plot[1] + 6 + row * 22
         x = plot[2] - 12 - draw.textlength(name, font=font(18))
-        draw.line((x - 34, y + 10, x - 8, y + 10), fill=DOTS.get(lane.method, "#334155"), width=3)
+        draw.line((x - 34, y + 10, x - 8, y + 10), fill=DOTS.get(lane.key, "#334155"), width=3)
         draw.text((x, y), name, font=font(18), fill=INK)
     for lane in race.lanes:
         points = [
@@ -251,7 +251,7 @@ def draw_rounds_panel(draw: ImageDraw.ImageDraw, race: RaceView, rounds: int, bo
             for r in lane.records
         ]
         if len(points) > 1:
-            draw.line(points, fill=DOTS.get(lane.method, "#334155"), width=3)
+            draw.line(points, fill=DOTS.get(lane.key, "#334155"), width=3)
         elif points:
             draw.ellipse((points[0][0] - 3, points[0][1] - 3, points[0][0] + 3, points[0][1] + 3), fill=INK)
 
@@ -316,7 +316,7 @@ def draw_tree(
 
 def tree_record(race: RaceView) -> RoundRecord | None:
     """The newest round's record of the side whose tree the talk view shows (SAGE's, else a drafting side's)."""
-    lanes = [lane for lane in race.lanes if lane.method == "sage"] or [each for each in race.lanes if each.drafts]
+    lanes = [lane for lane in race.lanes if lane.key == "sage"] or [each for each in race.lanes if each.drafts]
     return lanes[0].records[-1] if lanes and lanes[0].records else None
 
 

@@ -124,6 +124,16 @@ class LaneView:
         return self.lane.method
 
     @property
+    def key(self) -> str:
+        """What the race is keyed by: the method, or the method on another draft (`Lane.key`)."""
+        return self.lane.key
+
+    @property
+    def draft(self) -> str:
+        """The draft it drafted with when not the pair's own ("one-pass"; "" for the pair's own)."""
+        return self.lane.draft
+
+    @property
     def header(self) -> RunHeader | None:
         return self.lane.header
 
@@ -167,7 +177,7 @@ class RaceView:
     def _sides(self) -> dict[str, SideTimes]:
         """Each side's times (`timing.side_times`), for the sides with a decode round: what the headline and
         the speedups are worked out from."""
-        sides = {lane.method: side_times(lane.method, lane.records, lane.drafts) for lane in self.lanes}
+        sides = {lane.key: side_times(lane.key, lane.records, lane.drafts) for lane in self.lanes}
         return {m: side for m, side in sides.items() if side.rounds}
 
     @property
@@ -202,13 +212,12 @@ class RaceView:
     @cached_property
     def account(self) -> RaceAccount:
         trusted = self.costs if self.costs is not None and self.costs.trusted else None
-        return race_account(
-            {lane.method: lane.records for lane in self.lanes if lane.records}, trusted, self.held_alpha
-        )
+        return race_account({lane.key: lane.records for lane in self.lanes if lane.records}, trusted, self.held_alpha)
 
     @property
     def methods(self) -> list[str]:
-        return [lane.method for lane in self.lanes]
+        """Every lane's key, in column order (a method, or a method on the one-pass draft: "sage/one-pass")."""
+        return [lane.key for lane in self.lanes]
 
     @property
     def header(self) -> RunHeader | None:
@@ -216,26 +225,31 @@ class RaceView:
 
     @property
     def records(self) -> dict[str, tuple[RoundRecord, ...]]:
-        return {lane.method: lane.records for lane in self.lanes}
+        return {lane.key: lane.records for lane in self.lanes}
 
     @property
     def figures(self) -> dict[str, LaneFigures]:
         """Each side's figures, for the sides with a record."""
-        return {lane.method: lane.figures for lane in self.lanes if lane.figures is not None}
+        return {lane.key: lane.figures for lane in self.lanes if lane.figures is not None}
 
     @property
     def lead(self) -> str | None:
         return lead_method(self.figures) if self.figures else None
 
-    def lane(self, method: str | None) -> LaneView | None:
-        return next((lane for lane in self.lanes if lane.method == method), None)
+    def lane(self, key: str | None) -> LaneView | None:
+        """The lane of this key (a method, or a method on the one-pass draft: `LaneView.key`)."""
+        return next((lane for lane in self.lanes if lane.key == key), None)
+
+    def twin(self, lane: LaneView) -> LaneView | None:
+        """The same method's lane on the other draft (the pair's own against the one-pass sibling's), if raced."""
+        return next((o for o in self.lanes if o.method == lane.method and o.draft != lane.draft), None)
 
     @property
     def tree_method(self) -> str:
         """The side whose tree the panels show first: SAGE when it raced, else the first that drafts."""
         if self.lane("sage") is not None:
             return "sage"
-        return next((lane.method for lane in self.lanes if lane.drafts), self.lanes[0].method if self.lanes else "sage")
+        return next((lane.key for lane in self.lanes if lane.drafts), self.lanes[0].key if self.lanes else "sage")
 
     def sage_for(self, method: str | None) -> SageConfig:
         """SAGE's settings for the confidence panel: SAGE's lane's when it raced, else `method`'s lane's."""
@@ -279,17 +293,17 @@ def _verdict(lanes: Sequence[LaneView], token_texts: Mapping[int, str]) -> Verdi
         if position is not None:
             difference = {"position": position, "reference": _at(reference, position, token_texts)}
             difference["other"] = _at(lane, position, token_texts)
-            return Verdict(False, position, reference.method, difference)
-    return Verdict(True, compared, reference.method, None)
+            return Verdict(False, position, reference.key, difference)
+    return Verdict(True, compared, reference.key, None)
 
 
 def _at(lane: LaneView, position: int, token_texts: Mapping[int, str]) -> dict:
     if position >= len(lane.token_ids):
-        return {"method": lane.method, "token": None, "text": None}
+        return {"method": lane.key, "token": None, "text": None}
     token = lane.token_ids[position]
     texts = [s for r in lane.records for s in r.new_token_texts]
     text = texts[position] if position < len(texts) else token_texts.get(token, "")
-    return {"method": lane.method, "token": token, "text": text}
+    return {"method": lane.key, "token": token, "text": text}
 
 
 def _headlines(lanes: Sequence[LaneView], sides: Mapping[str, SideTimes]) -> tuple[Headline, ...]:
@@ -302,7 +316,7 @@ def _headlines(lanes: Sequence[LaneView], sides: Mapping[str, SideTimes]) -> tup
     greedy = not (sampling and sampling.get("temperature"))
     lead = lead_method(sides)
     others = sorted((m for m in sides if m != lead), key=lambda m: RIVALS.index(m) if m in RIVALS else len(RIVALS))
-    records = {lane.method: lane.records for lane in lanes}
+    records = {lane.key: lane.records for lane in lanes}
     found = (headline(sides[lead], sides[m], fixed_answers=greedy) for m in others)
     return tuple(replace(h, same_work=same_work(records[h.lead], records[h.rival])) for h in found if h is not None)
 
@@ -311,7 +325,7 @@ def _held_alpha(lanes: Sequence[LaneView]) -> float | None:
     """The α the lane holding SAGE's held (the registry's `holder("sage", "alpha")`: sage-frozen), as its header
     records it; None without that lane."""
     method = holder("sage", "alpha")
-    lane = next((lane for lane in lanes if lane.method == method), None)
+    lane = next((lane for lane in lanes if lane.key == method), None)
     held = lane.header.settings_of(lane.method).get("alpha") if lane and lane.header else None
     return held if isinstance(held, int | float) and not isinstance(held, bool) else None
 
@@ -319,7 +333,7 @@ def _held_alpha(lanes: Sequence[LaneView]) -> float | None:
 def _key(data: RaceData) -> tuple:
     """What a view depends on: its lanes, their headers and records (a new round, or one replaced), the
     curve, stop or replay (identities: a record is frozen, so the same object says the same thing)."""
-    lanes = tuple((id(lane), lane.method, id(lane.header), tuple(map(id, lane.records))) for lane in data.lanes)
+    lanes = tuple((id(lane), lane.key, id(lane.header), tuple(map(id, lane.records))) for lane in data.lanes)
     return (id(data.lanes), lanes, id(data.costs), data.stopped, data.replay, id(data.token_texts), data.source)
 
 
@@ -330,7 +344,7 @@ def race_view(data: RaceData) -> RaceView:
         return data.view[1]
     lanes = tuple(lane_view(lane) for lane in data.lanes)
     held = _held_alpha(lanes)
-    figures = {lane.method: lane.figures for lane in lanes if lane.figures is not None}
+    figures = {lane.key: lane.figures for lane in lanes if lane.figures is not None}
     view = RaceView(
         lanes=lanes,
         token_texts=data.token_texts,
