@@ -37,9 +37,9 @@ from typing import Any
 
 import gradio as gr
 
-from sage_core import METHOD_LABELS
+from sage_core import ModelPair
 from sage_core.method_settings import as_float
-from sage_core.methods import form_settings, specs
+from sage_core.methods import form_settings, method_label, specs
 from sage_core.prepared import check_vocabulary
 from sage_core.studies.sweep_figure import sweep_figure
 
@@ -58,6 +58,7 @@ from .inputs import (
     race_defaults,
     race_fields,
     remove_older,
+    second_draft,
 )
 from .notes import notes_html, race_notes
 from .page import DEFAULT_MAX_NEW_TOKENS, DEFAULT_METHODS, Page
@@ -270,6 +271,8 @@ RACE_API_ARGS = {
     "prune_chosen": 'the share of visual tokens the draft skips when `prune_choice` is "chosen", in [0, 1).',
     "temperature": "0 decodes greedily; above 0 samples, exactly in the target's distribution.",
     "seed": "the sampling seed (empty: a fresh one, recorded in the trace).",
+    "second_draft": '"one-pass" also races each chosen method that drafts with the pair\'s one-pass sibling draft '
+    '(the same target; lanes keyed "sage/one-pass"; only a pair with one: "builtin", "builtin-hesitant"); "off": not.',
 }
 
 
@@ -318,7 +321,7 @@ def finished_status(race: RaceView, note: str = "") -> str:
         return replay_status(race, done=True, note=note)
     header = race.header
     where = f"{header.device}, {header.dtype}" if header else "?"
-    steps = ", ".join(f"{METHOD_LABELS[lane.method]} {len(lane.records) - 1} rounds" for lane in race.lanes)
+    steps = ", ".join(f"{method_label(lane.key)} {len(lane.records) - 1} rounds" for lane in race.lanes)
     why = loss_html(race, header.device if header else None)
     pace = pace_note(race, opening_recording())
     pace = f" {html.escape(pace)}" if pace else ""
@@ -354,12 +357,12 @@ class Handlers:
 
     def tree_controls(self, race: RaceView | None, wanted: str | None) -> tuple[Any, Any, str | None]:
         """Updates of the tree panel's method radio and round slider, following the latest round."""
-        drafting = [lane.method for lane in (race.lanes if race else ()) if lane.drafts]
+        drafting = [lane.key for lane in (race.lanes if race else ()) if lane.drafts]
         method = wanted if wanted in drafting else (race.tree_method if race and drafting else None)
         lane = race.lane(method) if race and method else None
         steps = [r.round for r in lane.records if r.phase == "decode"] if lane else []
         latest = steps[-1] if steps else 0
-        radio = gr.update(choices=[(METHOD_LABELS.get(m, m), m) for m in drafting], value=method)
+        radio = gr.update(choices=[(method_label(m), m) for m in drafting], value=method)
         slider = gr.update(minimum=0, maximum=max(1, latest), value=latest, interactive=bool(steps))
         return radio, slider, method
 
@@ -481,7 +484,15 @@ class Handlers:
             names = (target, shown)  # a built-in draft by its name, not its server path
         elif pair == models.ENV_KEY:  # the operator's folders, shown (and recorded) by their names only
             names = (Path(target).name, Path(draft).name)
-        return Choice(target, draft, names)
+        one_pass = self.one_pass_choice(pair, names[0] if names else target) if second_draft(form) else None
+        return Choice(target, draft, names, one_pass)
+
+    def one_pass_choice(self, pair: str, target_name: str) -> Choice:
+        """The chosen pair's one-pass sibling (`models.one_pass_sibling`: one sentence for a pair without one),
+        shown by its draft's name."""
+        sibling = models.one_pass_sibling(pair, self.settings.offered)
+        target, draft = models.resolve_pair(sibling.key, self.settings.offered, "", "", self.settings.custom)
+        return Choice(target, draft, (target_name, sibling.shown_draft or Path(draft).name))
 
     def load_for(self, request: RaceRequest, progress: Any = None) -> models.LoadedPair:
         """The request's pair, loaded (`load`), and the prompt checked against its vocabulary."""
@@ -498,8 +509,17 @@ class Handlers:
 
         return models.PAIRS.get(choice.target, choice.draft, report=report, names=choice.names)
 
+    def second(self, request: RaceRequest, loaded: models.LoadedPair) -> ModelPair | None:
+        """The pair's target with its one-pass sibling draft when the race asks for it (loaded once, with the pair:
+        `models.PairCache.sibling`), else None."""
+        sibling = request.pair.one_pass
+        if sibling is None:
+            return None
+        return models.PAIRS.sibling(loaded, sibling.draft, name=sibling.shown[1])
+
     def race(self, request: RaceRequest, loaded: models.LoadedPair) -> Iterator[RaceData]:
-        return race_steps(loaded.pair, request, loaded.token_texts, models.RACE_SLOT, costs=loaded.costs)
+        second = self.second(request, loaded)
+        return race_steps(loaded.pair, request, loaded.token_texts, models.RACE_SLOT, costs=loaded.costs, second=second)
 
     def race_live(self, form: RaceForm, tree_lane: Any, progress: Any = None) -> Iterator[Update]:
         """Stream a race of the form's request (`ui.py` turns the page's values into the form)."""
@@ -643,7 +663,10 @@ class Handlers:
             if stepper is None or stepper.key != key or stepper.data.replay or stepper.finished:
                 request = self.request(form)
                 loaded = self.load_for(request, progress)
-                stepper = live_stepper(loaded.pair, request, loaded.token_texts, models.RACE_SLOT, key, loaded.costs)
+                second = self.second(request, loaded)
+                stepper = live_stepper(
+                    loaded.pair, request, loaded.token_texts, models.RACE_SLOT, key, loaded.costs, second
+                )
                 stepper.notes = notes_html(race_notes(request.pair.target, request.media, request.prompt))
             return self.stepped(stepper, tree_lane)
         except Exception as error:

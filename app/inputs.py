@@ -163,16 +163,18 @@ class InputProblem(SageError):
 FIRST_FIELDS: dict[str, Any] = {"image": None, "video": None, "prompt": "", "pair": "", "custom_target": "",
                                 "custom_draft": "", "methods": None, "max_new_tokens": 128}  # fmt: skip
 LAST_FIELDS: dict[str, Any] = {"prune_choice": "off", "prune_chosen": 0.5, "temperature": 0.0, "seed": None}
+#: The race's inputs added since, after every method's settings (so the positions API callers knew stay).
+NEWER_FIELDS: dict[str, Any] = {"second_draft": "off"}
 
 
 def race_defaults() -> dict[str, Any]:
     """Every race input by name, in the order the page sends them (`Page.race_inputs`) and the API names them,
     with its default: the common ones, with the settings of the methods raced by default among them and
-    every other registered method's settings (`MethodSpec.controls`) after them (the positions API callers
-    knew stay)."""
+    every other registered method's settings (`MethodSpec.controls`) after them, then the newer inputs (the
+    positions API callers knew stay)."""
     early = {s.name: getattr(spec.default_settings(), s.field) for spec, s in form_settings() if spec.in_race}
     late = {s.name: getattr(spec.default_settings(), s.field) for spec, s in form_settings() if not spec.in_race}
-    return {**FIRST_FIELDS, **early, **LAST_FIELDS, **late}
+    return {**FIRST_FIELDS, **early, **LAST_FIELDS, **late, **NEWER_FIELDS}
 
 
 def race_fields() -> tuple[str, ...]:
@@ -285,6 +287,29 @@ def check_methods(methods: object) -> tuple[str, ...]:
     return tuple(chosen)
 
 
+#: The second draft a race may add (`second_draft`), and the values that turn it off (the page's checkbox sends a
+#: bool).
+ONE_PASS_CHOICES = ("one-pass", True)
+SECOND_DRAFT_CHOICES = (("off", "off"), ("the one-pass draft too", "one-pass"))  # the page's radio: (label, value)
+NO_SECOND_DRAFT = ("", None, False, "off", "none")
+
+
+def second_draft(form: RaceForm) -> bool:
+    """Whether the race also races each method with the pair's one-pass sibling draft (`second_draft`:
+    "one-pass"; empty or off: not); anything else is one sentence."""
+    value = form.second_draft
+    if isinstance(value, str):
+        value = value.strip().lower()
+    if value in NO_SECOND_DRAFT:
+        return False
+    if value in ONE_PASS_CHOICES:
+        return True
+    raise InputProblem(
+        f'second_draft must be "one-pass" (also race each method with the pair\'s one-pass sibling draft) or '
+        f'"off", not {shown(form.second_draft)}'
+    )
+
+
 def check_request(form: RaceForm, pair: Choice, limits: Limits) -> RaceRequest:
     """Every check that needs no model, once, for the page, the API and the stepped race alike; raises
     InputProblem or ConfigError with the sentence to show."""
@@ -301,7 +326,7 @@ def check_request(form: RaceForm, pair: Choice, limits: Limits) -> RaceRequest:
     return RaceRequest(media, prompt, methods, tokens, settings, sampling, prune_ratio, pair, holding)
 
 
-__all__ = ["Choice", "RaceForm", "RaceRequest", "check_request", "race_fields"]
+__all__ = ["Choice", "RaceForm", "RaceRequest", "check_request", "race_fields", "second_draft"]
 
 
 # -- examples ------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from sage_core.methods import MethodSpec, Setting, specs
 from sage_core.methods.builtin import RACE_DEFAULT
 
 from .gradio_patches import around_preprocess
-from .inputs import DEFAULT_PROMPT, Example, Limits, race_fields
+from .inputs import DEFAULT_PROMPT, SECOND_DRAFT_CHOICES, Example, Limits, race_fields
 from .panel_table import Panel, panel_table, placed
 from .pruning_panel import draft_view_outputs, pruning_controls
 from .render import CSS, badge_html, race_html, status_html
@@ -380,6 +380,8 @@ class Page:
     sweep_show: Any = None
     sweep_note: Any = None
     fig_sweep: Any = None
+    # "Also race each method with the pair's one-pass draft" (`second_draft`: lanes keyed "sage/one-pass")
+    second_draft: Any = None
 
     def __post_init__(self) -> None:
         for name, plot in self.plots.items():  # (each panel's plot by its attribute too: `Panel.attribute`)
@@ -402,6 +404,7 @@ class Page:
             "temperature": self.temperature,
             "seed": self.seed,
             **self.settings,
+            "second_draft": self.second_draft,
         }
         return [named[name] for name in race_fields()]
 
@@ -466,6 +469,14 @@ def build_page(
             talk.click(None, None, None, js="() => window.sageTalk && window.sageTalk()")
             pair = gr.Dropdown(
                 pair_choices, value=default_pair, label="Model pair (target + draft)", allow_custom_value=True
+            )
+            second_draft = lenient(
+                gr.Radio(
+                    list(SECOND_DRAFT_CHOICES),
+                    value="off",
+                    label="Also race each method with the pair's one-pass draft (the built-in pair has one)",
+                    elem_id="second-draft",
+                )
             )
             # (on a phone, the race's settings scroll in a box of their own: PAGE_CSS)
             with gr.Column(elem_id="sage-settings"):
@@ -574,6 +585,7 @@ def build_page(
         stop=stop,
         pair=pair,
         methods=methods,
+        second_draft=second_draft,
         max_new=max_new,
         temperature=temperature,
         seed=seed,

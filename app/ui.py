@@ -32,13 +32,14 @@ from .boundary import guard, refusals_as_sentences
 from .export import wire_export
 from .gradio_patches import HeartbeatWatch, answer_full_queue, bound_sessions
 from .handlers import TRACE_DIR, Handlers, Settings, Update, controls, last, race_api_function, save_trace_file
-from .inputs import Limits, RaceForm, load_examples
+from .inputs import Limits, RaceForm, load_examples, second_draft
 from .landing import wire_landing
 from .mcp_tool import hidden_from_mcp, race_json_function, replay_json_function
 from .page import HEAD, STATE_TTL, TITLE, Page, build_page, image_input
 from .page_cache import PageCache
 from .preview import wire_preview
 from .pruning_panel import show_draft_view
+from .race import ONE_PASS
 from .sketch import empty_pad_note, forget_sketch, use_sketch
 from .spaces_compat import ZERO_GPU, gpu, gpu_for_race, race_seconds
 
@@ -86,9 +87,13 @@ def race_gpu_seconds(*values: Any, **_: Any) -> int:
     fields = [v for v in values if not isinstance(v, gr.Progress)][:-1]
     try:
         form = RaceForm.of(fields)
+        doubled = second_draft(form)  # each method raced on the one-pass draft too: twice the lanes
     except Exception:  # a malformed call: ask for the most; the handler refuses it in a sentence
         return race_seconds(None, None, None)
-    return race_seconds(form.max_new_tokens, form.methods, form.pair)
+    methods = form.methods
+    if doubled and isinstance(methods, list | tuple):
+        methods = [*methods, *(f"{m}/{ONE_PASS}" for m in methods)]
+    return race_seconds(form.max_new_tokens, methods, form.pair)
 
 
 def stepped_race(handlers: Handlers) -> Callable[..., Update]:
