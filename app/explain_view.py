@@ -81,7 +81,7 @@ def explained_html(race: RaceView, method: str | None = None, step: int | None =
     if lane is None:
         return explain_html((), step, race.token_texts, method, SageConfig(), race.replay)
     note = forwards_note(race, lane)
-    return explain_html(lane.records, step, race.token_texts, method, lane.sage, race.replay, lane.settings, note)
+    return explain_html(lane.records, step, race.token_texts, method, lane.sage, race.replay, lane.settings, note=note)
 
 
 def forwards_note(race: RaceView, lane: LaneView) -> str:

@@ -83,7 +83,7 @@ def test_each_lane_reads_its_settings_from_its_own_header(monkeypatch):
     assert race.lane("best-first").sage == SageConfig()  # its header records no SAGE settings: the defaults
     assert race.sage_for("best-first") == SageConfig(candidates=12)  # the confidence panel draws SAGE's
     seen = []
-    monkeypatch.setattr("app.explain_view.explain_html", lambda *args: seen.append(args) or "")
+    monkeypatch.setattr("app.explain_view.explain_html", lambda *args, **_: seen.append(args) or "")
     explained_html(race, "best-first")
     explained_html(race)
     (_, _, _, method, sage_settings, _, own), (_, _, _, default, *_) = seen
