@@ -135,12 +135,9 @@ def draft_forwards_html(lane: LaneView, race: RaceView) -> str:
     mine = forwards_text(f.draft_forwards_per_round)
     if twin is None or twin.figures is None or not twin.figures.rounds:
         return f"<span title='draft forwards per round'>draft fwd <b>{mine}</b></span>"
-    other = "the one-pass draft" if twin.draft else "the sequential draft"
     theirs = forwards_text(twin.figures.draft_forwards_per_round)
-    return (
-        f"<span title='draft forwards per round, against {_esc(SHORT.get(twin.key, twin.key))}'>draft fwd "
-        f"<b>{mine}</b> against {theirs} ({other})</span>"
-    )
+    title = f"draft forwards per round: {mine} here against {theirs} in {SHORT.get(twin.key, twin.key)}"
+    return f"<span title='{_esc(title)}'>draft fwd <b>{mine}</b> against {theirs}</span>"
 
 
 def lane_html(lane: LaneView, race: RaceView, tail: int | None = None) -> str:

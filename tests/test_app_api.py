@@ -204,6 +204,11 @@ BAD_INPUTS = [
     ("custom pair half given", {"image": "example", "pair": "custom", "custom_target": "x"}, "needs both"),
     ("GPU preset without a GPU", {"image": "example", "pair": "qwen2.5-vl-7b"}, "needs a GPU"),
     ("out of memory", custom("oom-target", "oom-draft"), "not enough memory"),
+    # Racing each method with the pair's one-pass draft too: only a pair with a one-pass sibling, before any load.
+    ("no one-pass sibling", custom("oom-target", "oom-draft") | {"second_draft": "one-pass"},
+     "a custom pair has no one-pass sibling draft, so it cannot also race with the one-pass draft"),
+    ("second draft 'two-pass'", {"image": "example", "second_draft": "two-pass"},
+     'second_draft must be "one-pass" .* or "off", not \'two-pass\''),
 ]  # fmt: skip
 
 
@@ -445,3 +450,21 @@ def test_a_pruned_race_keeps_the_texts_and_shrinks_the_drafts_prompt(client, exa
             prune_chosen=1.0,
             api_name="/race",
         )
+
+
+def test_the_race_on_both_drafts_answers_every_lane_over_http(client, pair, example):
+    """`second_draft: "one-pass"` through the page's radio component (the API's field): SAGE on the built-in pair's
+    draft and on its one-pass sibling, each the target's output (tests/test_race_drafts.py checks the rest)."""
+    if pair != ("builtin", "builtin") or not (models.ONE_PASS_DRAFT_DIR / "config.json").is_file():
+        pytest.skip("the built-in pair or its one-pass draft is not trained")
+    answer = client.predict(
+        image=handle_file(example[0]),
+        prompt=example[1],
+        methods=["sage", "ar"],
+        max_new_tokens=6,
+        second_draft="one-pass",
+        api_name="/race",
+    )
+    assert answer["methods"] == ["sage", "sage/one-pass", "ar"] and answer["lossless"]["identical"]
+    assert answer["token_ids"]["sage/one-pass"] == answer["token_ids"]["ar"]
+    assert answer["figures"]["sage/one-pass"]["draft_forwards_per_round"] == 1
