@@ -347,15 +347,16 @@ def own_from_dict(data: Any, kind: type[OwnRecord] | None) -> OwnRecord | None:
         raise ValueError(f"its own record must be an object of {kind.__name__}'s fields")
     if data.get("type") != kind.__name__:
         raise ValueError(f"its own record is a {shown(data.get('type'))}, not its method's {kind.__name__}")
-    known = {f.name for f in own_fields(kind)}
+    known = [f.name for f in own_fields(kind)]
     unknown = [name for name in data if name != "type" and name not in known]
     if unknown:
         raise ValueError(f"its own record has no field {shown(unknown[0])} ({kind.__name__}'s are {', '.join(known)})")
     values = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items() if k != "type"}
     try:
         return kind(**values)
-    except (TypeError, ValueError) as error:
-        raise ValueError(f"its own record is not a {kind.__name__}: {error}") from error
+    except Exception as error:  # its fields missing, or its own checks (a method's class) refusing them
+        said = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        raise ValueError(f"its own record is not a {kind.__name__}: {said}") from error
 
 
 def fold_former_columns(data: dict[str, Any], kind: type[OwnRecord] | None) -> dict[str, Any]:

@@ -13,7 +13,7 @@ import pytest
 from app_records import header, sage_records
 
 from sage_core.errors import ConfigError, TraceError
-from sage_core.methods import MethodSpec, method_spec, register
+from sage_core.methods import MethodSpec, method_spec, register, registered
 from sage_core.methods.budget import SageCostRecord
 from sage_core.methods.smart import SmartRecord
 from sage_core.records import TRACE_FORMAT, OwnRecord, record_to_dict, round_fields, trace_lines
@@ -186,3 +186,25 @@ def test_a_method_whose_own_record_a_round_cannot_carry_is_refused(record, said)
     with pytest.raises(ConfigError, match=r"the own record of 'odd' ") as refused:
         register(spec)
     assert said in str(refused.value)
+
+
+@dataclass(frozen=True)
+class Checked(OwnRecord):
+    number: int = 0
+
+    def __post_init__(self) -> None:
+        if self.number < 0:
+            raise ConfigError("a checked number must not be negative,\nnot " + str(self.number))
+
+
+def test_an_own_record_its_class_refuses_is_refused_in_one_sentence():
+    spec = MethodSpec("checked", "Checked", "Checked", "checked", "#222222", 9, drafts=False, record=Checked)
+    with registered(spec):
+        lines = own_line(lines_of("checked"), {"type": "Checked", "number": 4})
+        assert parse_trace(lines)[1][1].own == Checked(4)
+        with pytest.raises(TraceError) as refused:
+            parse_trace(own_line(lines, {"type": "Checked", "number": -1}))
+    assert str(refused.value) == (
+        "line 3 of the 'checked' run is not a valid round: its own record is not a Checked: a checked number must "
+        "not be negative,"
+    )
