@@ -30,7 +30,7 @@ from plotly.subplots import make_subplots
 from sage_core import Media, RoundRecord, RunHeader
 from sage_core.media import thumbnail
 from sage_core.method_settings import SageConfig
-from sage_core.methods import drafts, look
+from sage_core.methods import drafts, look, specs
 from sage_core.models import VisualBox
 
 from .palette import ACCEPTED, BONUS, CUT, GREY, REJECTED, SERIES, Series
@@ -46,12 +46,21 @@ HEIGHT = 280  # a panel's plot area and axes; its title and legend get their own
 TEXT_PX = 14
 FONT = dict(family="Inter, system-ui, sans-serif", size=TEXT_PX, color="#1e293b")
 SLIDE_SCALE = 3  # the camera button's PNG: 3x the on-screen size, readable on a slide
+#: The words of the cut rules every method shares (records.CUT_RULES); a method's own rules are its own
+#: record's (`OwnRecord.cut_rules`: SMART's "cost"), read by `cut_reason`.
 CUT_REASONS = {
     "width": "cut by width: its parent offered only its top W_l children",
     "threshold": "cut by threshold: cumulative probability ≤ θ_l",
     "budget": "cut by the node budget",
-    "cost": "refused by SMART: its path probability over its marginal cost did not beat the tree's speedup",
 }
+
+
+def cut_reason(rule: str) -> str:
+    """A cut rule in words: a shared one's (`CUT_REASONS`), else the own record's of the method that adds it."""
+    if rule in CUT_REASONS:
+        return CUT_REASONS[rule]
+    owned = (spec.record.cut_rules for spec in specs() if spec.record is not None)
+    return next((words[rule] for words in owned if rule in words), rule)
 
 
 class SlideFigure(go.Figure):
@@ -534,7 +543,7 @@ def _cut_traces(fig: go.Figure, plot: _TreePlot) -> None:
             marker=dict(size=7, color="white", symbol="x-thin-open", line=dict(width=1.5, color=CUT)),
             hovertext=[
                 f"not in the tree: token {display_token(plot.text_of(token))!s} (id {token})<br>"
-                f"draft p = {prob:.3f}<br>{CUT_REASONS.get(rule, rule)}"
+                f"draft p = {prob:.3f}<br>{cut_reason(rule)}"
                 for _, token, prob, rule in cut
             ],
             hoverinfo="text",

@@ -55,6 +55,7 @@ from .policy import (
     planned_depth,
     planned_width,
 )
+from .records import OwnRecord
 from .trees import EMPTY_TREE, ROOT, STATIC_TREE, RankPath, Tree
 from .verify import Verdict, Warp
 
@@ -125,10 +126,12 @@ class RoundShape:
     root_top: TopK | None = None  # the draft's top-k after the root
     levels: tuple[LevelDecision, ...] = ()  # SAGE's online rule, level by level
     rerank: Rerank | None = None  # the dynamic tree's rerank
-    # The method's own: what it decided that only it reads back (`observe`; sage-cost's budgets weighed),
-    # and the record fields it adds for it (opaque to the loop, which names no method).
+    # The method's own: what it decided that only it reads back (`observe`; sage-cost's budgets weighed), the
+    # shared record fields it fills for it (SMART's refusals among the cut candidates) and its own record of
+    # the round (`RoundRecord.own`, of its `MethodSpec.record` type); opaque to the loop, which names no method.
     own: Any = None
     own_fields: Mapping[str, Any] = field(default_factory=dict)
+    own_record: OwnRecord | None = None
 
     def record_fields(self) -> dict[str, Any]:
         """The round record's policy and teaching fields."""
@@ -140,6 +143,7 @@ class RoundShape:
             "planned_width": self.planned_width,
             "root_top_tokens": self.root_top[0] if self.root_top else (),
             "root_top_probs": self.root_top[1] if self.root_top else (),
+            "own": self.own_record,
         }
         fields |= _rerank_fields(self.rerank) if self.rerank is not None else _level_fields(self.levels)
         return fields | dict(self.own_fields)  # the method's own last: they may fill the teaching fields too

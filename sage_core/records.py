@@ -13,25 +13,46 @@ names (OLD_RECORD_NAMES) are read under today's.
 from __future__ import annotations
 
 import json
+import math
 import statistics
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import MISSING, asdict, dataclass, fields
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import MISSING, Field, asdict, dataclass, fields
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal, cast
 
-from .method_settings import with_current_names
+from .method_settings import shown, with_current_names
 from .trees import Tree
 
-TRACE_FORMAT = "sage-trace/2"
+TRACE_FORMAT = "sage-trace/3"
+#: The format before methods kept their own round records (`RoundRecord.own`): their columns flat in every
+#: record (`FORMER_OWN_COLUMNS`); still read, as today's (trace_check.current_header, `fold_former_columns`).
+TRACE_FORMAT_2 = "sage-trace/2"
 #: The format before a header's settings were one mapping (`sage`, `dynamic` and the run's own `settings`
 #: apart): still read, as today's (trace_check.current_header).
 TRACE_FORMAT_1 = "sage-trace/1"
 #: A record's fields in traces written before the renames, and their names now.
 OLD_RECORD_NAMES = {"step": "round", "step_seconds": "round_seconds"}
+#: The columns every record held in formats 1 and 2, now fields of a method's own record: sage-cost's budgets
+#: weighed (budget.SageCostRecord) and SMART's growth and weighing (smart.SmartRecord).
+FORMER_OWN_COLUMNS = (
+    "budget_nodes",
+    "budget_depths",
+    "budget_expected",
+    "budget_rates",
+    "budget_chosen",
+    "node_ratios",
+    "node_speedups",
+    "cut_ratios",
+    "cut_speedups",
+)
 #: The largest benefit/cost ratio a record holds (SMART: a node that costs nothing is recorded at it).
 MAX_RATIO = 1e9
-CUT_RULES = ("width", "threshold", "budget", "cost")  # cost: SMART refused it (benefit/cost under the speedup)
+#: The rules every method's cut candidates may name; a method's own record adds its own (`OwnRecord.cut_rules`:
+#: SMART's "cost").
+CUT_RULES = ("width", "threshold", "budget")
+#: No count, id or seed in a trace is this large (a 64-bit integer's bound).
+MAX_TRACE_INT = 2**63
 Phase = Literal["prefill", "decode"]
 FinishReason = Literal["eos", "length"]
 
@@ -77,6 +98,41 @@ class RunHeader:
         """The settings `method` ran with as recorded (empty: its defaults, or a method without settings)."""
         recorded = self.settings.get(method) if isinstance(self.settings, dict) else None
         return recorded if isinstance(recorded, dict) else {}
+
+
+def is_count(value: Any, low: int = 0) -> bool:
+    """A whole number a trace may hold: an int (not a bool) in [low, MAX_TRACE_INT)."""
+    return type(value) is int and low <= value < MAX_TRACE_INT
+
+
+def is_number(value: Any, low: float = 0.0, high: float = math.inf) -> bool:
+    """A finite number (not a bool) in [low, high], as a trace may hold one."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    if isinstance(value, int) and abs(value) >= MAX_TRACE_INT:
+        return False
+    return math.isfinite(value) and low <= value <= high
+
+
+class OwnRecord:
+    """The base of a method's own record of a round (`MethodSpec.record`, `RoundRecord.own`): a frozen dataclass
+    of plain numbers, strings and tuples, as a round record holds them, that checks itself against its round
+    (`problem`: trace_check refuses a trace with it in one sentence) and says itself in words (`words`: the
+    explainer's text after the method's sentence). A trace writes it as its type's name and its fields
+    (`own_to_dict`) and reads it back as the run's method declares (`own_from_dict`)."""
+
+    #: The rules its method adds to a round's cut candidates (`RoundRecord.cut_rules`), each with its words
+    #: (the tree panel's): SMART's "cost".
+    cut_rules: ClassVar[Mapping[str, str]] = {}
+
+    def problem(self, record: RoundRecord) -> str | None:
+        """What makes it one its method could not have written beside `record` (one clause, as trace_check
+        words a round's problems: "the budget chosen must be one of the budgets weighed"), or None."""
+        return None
+
+    def words(self, record: RoundRecord) -> str:
+        """It in words, beside its round (`record`): the explainer's text after the method's sentence ("": nothing)."""
+        return ""
 
 
 @dataclass(frozen=True)
@@ -147,21 +203,6 @@ class RoundRecord:
     # and the D_max it set for the next round.
     window_mean: float | None = None
     next_depth_max: int | None = None
-    # sage-cost (budget.py): the budgets it weighed (node counts, best first by calibrated path
-    # probability), the depth each reaches, its expected accepted length and expected tokens per
-    # second by the measured cost curve, and the node count it chose (None for other methods).
-    budget_nodes: tuple[int, ...] = ()
-    budget_depths: tuple[int, ...] = ()
-    budget_expected: tuple[float, ...] = ()
-    budget_rates: tuple[float, ...] = ()
-    budget_chosen: int | None = None
-    # SMART (methods/smart.py): per tree node, its benefit over its cost when the rule expanded it (path
-    # probability / marginal cost in one-token steps) and the tree's speedup (E + 1) / C it beat; per cut
-    # candidate (rule "cost"), the same for the refusal. Empty for other methods.
-    node_ratios: tuple[float, ...] = ()
-    node_speedups: tuple[float, ...] = ()
-    cut_ratios: tuple[float, ...] = ()
-    cut_speedups: tuple[float, ...] = ()
     # The draft's entropy (nats, of its renormalised top-k) after the root and after each accepted node:
     # its uncertainty about each new token of the round, in answer order (shorter where a node was not
     # expanded; empty without a draft, and in traces written before it was recorded).
@@ -169,6 +210,9 @@ class RoundRecord:
     # Draft forwards this round ran: 1 with a one-pass draft, the tokens fed plus one per expanded level
     # with a sequential one, 0 without a draft (None for the prefill, and in traces written before it).
     draft_forwards: int | None = None
+    # The method's own record of the round (its `MethodSpec.record`: sage-cost's budgets weighed, SMART's
+    # growth and weighing); None for a method without one, and for a round it recorded nothing in.
+    own: OwnRecord | None = None
 
     @cached_property
     def tree(self) -> Tree:
@@ -267,27 +311,84 @@ def summarize(records: Sequence[RoundRecord]) -> RunSummary:
     )
 
 
+def round_fields() -> tuple[Field[Any], ...]:
+    """A round record's fields, in order: the one list of them for everyone who copies, writes or prints a
+    record (its method's own record is the last, `own`)."""
+    return fields(RoundRecord)
+
+
 def _to_plain(value: Any) -> Any:
     if isinstance(value, tuple):
         return [_to_plain(v) for v in value]
+    if isinstance(value, OwnRecord):
+        return own_to_dict(value)
     return value
 
 
+def own_fields(own: OwnRecord | type[OwnRecord]) -> tuple[Field[Any], ...]:
+    """An own record's fields (of its type, or of one of them): a method's own record is a dataclass."""
+    return fields(cast(Any, own))
+
+
+def own_to_dict(own: OwnRecord) -> dict[str, Any]:
+    """A method's own record as JSON-ready data: its type's name (`type`), then its fields."""
+    return {"type": type(own).__name__, **{f.name: _to_plain(getattr(own, f.name)) for f in own_fields(own)}}
+
+
+def own_from_dict(data: Any, kind: type[OwnRecord] | None) -> OwnRecord | None:
+    """The inverse of `own_to_dict`, as the run's method declares its own record (`kind`; None: it keeps
+    none); a ValueError of one clause when `data` is not one of `kind` (trace_check words it a round's
+    problem)."""
+    if data is None or (kind is not None and type(data) is kind):
+        return data
+    if kind is None:
+        raise ValueError("it holds an own record, but its method keeps none")
+    if not isinstance(data, dict):
+        raise ValueError(f"its own record must be an object of {kind.__name__}'s fields")
+    if data.get("type") != kind.__name__:
+        raise ValueError(f"its own record is a {shown(data.get('type'))}, not its method's {kind.__name__}")
+    known = [f.name for f in own_fields(kind)]
+    unknown = [name for name in data if name != "type" and name not in known]
+    if unknown:
+        raise ValueError(f"its own record has no field {shown(unknown[0])} ({kind.__name__}'s are {', '.join(known)})")
+    values = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items() if k != "type"}
+    try:
+        return kind(**values)
+    except Exception as error:  # its fields missing, or its own checks (a method's class) refusing them
+        said = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        raise ValueError(f"its own record is not a {kind.__name__}: {said}") from error
+
+
+def fold_former_columns(data: dict[str, Any], kind: type[OwnRecord] | None) -> dict[str, Any]:
+    """A record of a trace written before methods kept their own records (formats 1 and 2), as today's: its
+    flat columns (`FORMER_OWN_COLUMNS`) that are fields of its method's own record (`kind`) become that record
+    (None when they are all empty, as in a prefill); the others, no method's now, are left out."""
+    folded = {k: v for k, v in data.items() if k not in FORMER_OWN_COLUMNS}
+    if kind is None or "own" in data:
+        return folded
+    mine = {f.name: data[f.name] for f in own_fields(kind) if f.name in data}
+    if any(value not in (None, [], ()) for value in mine.values()):
+        folded["own"] = {"type": kind.__name__, **mine}
+    return folded
+
+
 def record_to_dict(record: RoundRecord) -> dict[str, Any]:
-    """A record as JSON-ready data, with its derived shape figures added."""
-    data = {k: _to_plain(v) for k, v in asdict(record).items()}
+    """A record as JSON-ready data, with its derived shape figures added (its own record as `own_to_dict`)."""
+    data = {f.name: _to_plain(getattr(record, f.name)) for f in round_fields()}
     data.update(depth=record.depth, root_width=record.root_width, node_count=record.node_count)
     return data
 
 
-def record_from_dict(data: dict[str, Any]) -> RoundRecord:
+def record_from_dict(data: dict[str, Any], own: type[OwnRecord] | None = None) -> RoundRecord:
     """The inverse of `record_to_dict` (derived figures are ignored; fields with defaults may be absent;
-    the names of traces written before the renames are read as today's)."""
+    the names of traces written before the renames are read as today's; its own record as its method
+    declares, `own`: `own_from_dict`)."""
     data = with_current_names(data, OLD_RECORD_NAMES)
     kwargs: dict[str, Any] = {}
-    for f in fields(RoundRecord):
+    for f in round_fields():
         value = data[f.name] if f.default is MISSING else data.get(f.name, f.default)
         kwargs[f.name] = tuple(value) if isinstance(value, list) else value
+    kwargs["own"] = own_from_dict(kwargs["own"], own)
     return RoundRecord(**kwargs)
 
 

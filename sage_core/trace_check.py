@@ -8,7 +8,10 @@ parents do not form a tree, an unknown method, rounds out of order, settings the
 Traces written before some settings were renamed still read (docs/cli-and-library.md lists the old
 names and until when): the SAGE settings' `top_k` and `expansion_threshold` (method_settings.
 OLD_SAGE_NAMES) and a record's `step` and `step_seconds` (records.OLD_RECORD_NAMES) under today's
-names; a header without the dynamic tree's settings is one written before they were recorded.
+names; a header without the dynamic tree's settings is one written before they were recorded. A round's own
+record (`RoundRecord.own`) reads as the type its method declares (`MethodSpec.record`) and checks itself
+(`OwnRecord.problem`); in traces of formats 1 and 2 its columns were flat in every record, and read into it
+(`records.fold_former_columns`).
 """
 
 from __future__ import annotations
@@ -29,7 +32,20 @@ from .cost_curve import COST_SIZES, CostCurve
 from .errors import ConfigError, TraceError
 from .method_settings import OLD_SAGE_NAMES, shown, with_current_names
 from .methods import is_method, method_spec, registered_names
-from .records import CUT_RULES, MAX_RATIO, TRACE_FORMAT, TRACE_FORMAT_1, RoundRecord, RunHeader, record_from_dict
+from .records import (
+    CUT_RULES,
+    TRACE_FORMAT,
+    TRACE_FORMAT_1,
+    TRACE_FORMAT_2,
+    OwnRecord,
+    RoundRecord,
+    RunHeader,
+    fold_former_columns,
+    is_count,
+    is_number,
+    own_from_dict,
+    record_from_dict,
+)
 
 #: Traces larger than this are refused before they are read (the app's own limit may be lower).
 MAX_TRACE_BYTES = 64 * 2**20
@@ -118,16 +134,17 @@ def parse_trace_rows(rows: Sequence[dict[str, Any]]) -> tuple[RunHeader, list[Ro
     if not rows:
         raise TraceError("the trace is empty")
     try:
-        fields_of_header = current_header(dict(rows[0]["header"]))
+        written = dict(rows[0]["header"])
+        fields_of_header = current_header(dict(written))
         if isinstance(fields_of_header.get("kept_visual_indices"), list):
             fields_of_header["kept_visual_indices"] = tuple(fields_of_header["kept_visual_indices"])
         header = RunHeader(**fields_of_header)
-        records = [record_from_dict(row) for row in rows[1:]]
     except (KeyError, TypeError, ValueError) as error:
         raise TraceError(f"not a SAGE trace (JSON lines with a header, then round records): {error}") from error
     problem = header_problem(header)
     if problem is not None:
         raise TraceError(f"the header of the trace is not valid: {problem}")
+    records = _records_of(header, written.get("format") in (TRACE_FORMAT_1, TRACE_FORMAT_2), rows[1:])
     if not records:
         raise TraceError("the trace holds no rounds")
     previous_total = 0.0
@@ -142,6 +159,25 @@ def parse_trace_rows(rows: Sequence[dict[str, Any]]) -> tuple[RunHeader, list[Ro
             raise TraceError(f"line {number} of the {header.method!r} run is not a valid round: {problem}")
         previous_total = record.total_seconds
     return header, records
+
+
+def _records_of(header: RunHeader, former: bool, rows: Sequence[dict[str, Any]]) -> list[RoundRecord]:
+    """The run's records from their lines (2 on), each with its own record as the run's method declares it
+    (`MethodSpec.record`; refused in one sentence when it is not one); a `former` trace's (formats 1 and 2)
+    flat columns read into it (`records.fold_former_columns`)."""
+    kind = method_spec(header.method).record
+    records = []
+    for number, line in enumerate(rows, 2):
+        row = fold_former_columns(line, kind) if former else line
+        try:
+            own = own_from_dict(row.get("own"), kind)
+        except ValueError as error:
+            raise TraceError(f"line {number} of the {header.method!r} run is not a valid round: {error}") from error
+        try:
+            records.append(record_from_dict({**row, "own": own}, kind))
+        except (KeyError, TypeError, ValueError) as error:
+            raise TraceError(f"not a SAGE trace (JSON lines with a header, then round records): {error}") from error
+    return records
 
 
 def _sequence_problem(
@@ -171,10 +207,6 @@ def _sequence_problem(
     return None
 
 
-#: No count, id or seed in a trace is this large (a 64-bit integer's bound).
-MAX_TRACE_INT = 2**63
-
-
 def is_text(value: Any) -> bool:
     """Text that can be written back out: a string with no lone surrogates."""
     if not isinstance(value, str):
@@ -186,22 +218,15 @@ def is_text(value: Any) -> bool:
     return True
 
 
-def _is_int(value: Any, low: int = 0) -> bool:
-    return type(value) is int and low <= value < MAX_TRACE_INT
-
-
-def _is_number(value: Any, low: float = 0.0, high: float = math.inf) -> bool:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return False
-    if isinstance(value, int) and abs(value) >= MAX_TRACE_INT:
-        return False
-    return math.isfinite(value) and low <= value <= high
+_is_int, _is_number = is_count, is_number  # (records': an own record checks itself with them too)
 
 
 def current_header(fields_of_header: dict[str, Any]) -> dict[str, Any]:
     """A header's fields as today's format writes them: a `sage-trace/1` header's `sage`, `dynamic` and own
     `settings` (the run's method's) become one `settings` mapping by method name, and SAGE's settings read
     under their current names (`OLD_SAGE_NAMES`)."""
+    if fields_of_header.get("format") == TRACE_FORMAT_2:  # (its records' own columns: fold_former_columns)
+        return {**fields_of_header, "format": TRACE_FORMAT}
     if fields_of_header.get("format") != TRACE_FORMAT_1:
         return fields_of_header
     settings: dict[str, Any] = {}
@@ -298,7 +323,7 @@ def record_problem(record: RoundRecord) -> str | None:
         or _verdict_problem(record)
         or _path_problem(record)
         or _teaching_problem(record)
-        or _budget_problem(record)
+        or _own_problem(record)
     )
 
 
@@ -435,8 +460,9 @@ def _teaching_shape_problem(record: RoundRecord) -> str | None:
         return "the cut candidates' parents, tokens, probabilities and rules differ in length"
     if any(not -1 <= parent < count for parent in (*record.offer_parents, *record.cut_parents)):
         return "a cut candidate's parent is not in the tree"
-    if not all(isinstance(rule, str) and rule in CUT_RULES for rule in record.cut_rules):
-        return f"cut rules must be one of {', '.join(CUT_RULES)}"
+    rules = (*CUT_RULES, *(record.own.cut_rules if isinstance(record.own, OwnRecord) else ()))
+    if not all(isinstance(rule, str) and rule in rules for rule in record.cut_rules):
+        return f"cut rules must be one of {', '.join(rules)}"
     if len(record.target_choices) not in (0, count + 1):
         return "the target's choices need one entry for the root and one per node"
     return None
@@ -456,34 +482,15 @@ def _adaptation_problem(record: RoundRecord) -> str | None:
     return None
 
 
-def _budget_problem(record: RoundRecord) -> str | None:
-    """What is wrong with a record's budget fields (sage-cost), or None."""
-    columns = (record.budget_nodes, record.budget_depths, record.budget_expected, record.budget_rates)
-    if not all(isinstance(c, tuple) for c in columns) or len({len(c) for c in columns}) != 1:
-        return "the budgets weighed need one node count, depth, expectation and rate each"
-    if not all(_is_int(v, 1) for v in (*record.budget_nodes, *record.budget_depths)):
-        return "the budgets' node counts and depths must be positive integers"
-    if not all(_is_number(v) for v in (*record.budget_expected, *record.budget_rates)):
-        return "the budgets' expectations and rates must be finite, non-negative numbers"
-    if record.budget_chosen is not None and record.budget_chosen not in record.budget_nodes:
-        return "the budget chosen must be one of the budgets weighed"
-    return _weighing_problem(record)
-
-
-def _weighing_problem(record: RoundRecord) -> str | None:
-    """What is wrong with SMART's weighing (benefit/cost and the speedup it faced, per node and per refusal)."""
-    pairs = (
-        (record.node_ratios, record.node_speedups, len(record.tree_tokens)),
-        (record.cut_ratios, record.cut_speedups, len(record.cut_tokens)),
-    )
-    for ratios, speedups, count in pairs:
-        if not isinstance(ratios, tuple) or not isinstance(speedups, tuple) or len(ratios) != len(speedups):
-            return "each benefit/cost ratio needs the speedup it was weighed against"
-        if len(ratios) not in (0, count):
-            return "SMART's weighing needs one ratio per tree node and per cut candidate"
-        if not all(_is_number(v, 0.0, MAX_RATIO) for v in (*ratios, *speedups)):
-            return "benefit/cost ratios and speedups must be finite, non-negative numbers"
-    return None
+def _own_problem(record: RoundRecord) -> str | None:
+    """What is wrong with the round's own record (its method's: sage-cost's budgets, SMART's weighing), in the
+    record's own words (`OwnRecord.problem`), or None."""
+    own = record.own
+    if own is None:
+        return None
+    if not isinstance(own, OwnRecord):
+        return "its own record must be its method's record type"
+    return own.problem(record)
 
 
 # -- a race's recorded cost curve ---------------------------------------------------------

@@ -22,8 +22,9 @@ from app.models import HESITANT_DRAFT_DIR
 from sage_core import DecodeConfig, decode, load_media, load_pair
 from sage_core.method_settings import SageConfig
 from sage_core.methods import method_spec
+from sage_core.methods.budget import SageCostRecord
 from sage_core.methods.builtin import METHODS
-from sage_core.methods.smart import WEIGHED_LISTED
+from sage_core.methods.smart import WEIGHED_LISTED, SmartRecord
 from sage_core.models import BUILTIN_TARGET, ModelPair
 from sage_core.policy import confidence, level_threshold, level_width, planned_depth, planned_width
 from sage_core.records import RoundRecord
@@ -146,14 +147,8 @@ def accounted(record: RoundRecord, config: SageConfig) -> set[str]:
         ok |= {str(sum(1 for d in tree_depths if d == level)) for level in levels}
         ok |= {f"{c:.4f}" for c in cum} | {str(len(cum) - RERANK_LISTED)}
         ok |= {str(d) for d in record.cut_by_budget}
-    # sage-cost: the budgets it weighed, their depths, expected accepted lengths and tokens per second
-    ok |= {str(v) for v in (*record.budget_nodes, *record.budget_depths)}
-    ok |= {f"{e:.2f}" for e in record.budget_expected} | {f"{r:.0f}" for r in record.budget_rates}
-    # SMART: the nodes it expanded and the candidates it refused, each p/ΔC against the tree's speedup S
-    weighed = (*record.node_ratios, *record.node_speedups, *record.cut_ratios, *record.cut_speedups)
-    ok |= {f"{v:.2f}" for v in weighed} | {str(n) for n in range(len(record.node_ratios))}
+    ok |= _own_numbers(record)
     ok |= {str(parent) for parent in record.cut_parents} | {f"{p:.3f}" for p in record.cut_probs}
-    ok.add(str(len(record.node_ratios) - min(len(record.node_ratios), WEIGHED_LISTED)))
     # the round's draft forwards: the root's and one a level (a one-pass draft: one for its whole block)
     if record.draft_forwards is not None:
         ok |= {str(record.draft_forwards), str(record.draft_forwards - 1)}
@@ -168,6 +163,22 @@ def accounted(record: RoundRecord, config: SageConfig) -> set[str]:
             str(record.depth_max),
             str(record.next_depth_max),
         }
+    return ok
+
+
+def _own_numbers(record: RoundRecord) -> set[str]:
+    """The numbers of the round's own record (its method's): sage-cost's budgets weighed, their depths, expected
+    accepted lengths and tokens per second (SMART's record keeps its growth in the same columns); SMART's nodes
+    expanded and candidates refused, each p/ΔC against the tree's speedup S."""
+    ok: set[str] = set()
+    own = record.own
+    if isinstance(own, SageCostRecord):
+        ok |= {str(v) for v in (*own.budget_nodes, *own.budget_depths)}
+        ok |= {f"{e:.2f}" for e in own.budget_expected} | {f"{r:.0f}" for r in own.budget_rates}
+    if isinstance(own, SmartRecord):
+        weighed = (*own.node_ratios, *own.node_speedups, *own.cut_ratios, *own.cut_speedups)
+        ok |= {f"{v:.2f}" for v in weighed} | {str(n) for n in range(len(own.node_ratios))}
+        ok.add(str(len(own.node_ratios) - min(len(own.node_ratios), WEIGHED_LISTED)))
     return ok
 
 

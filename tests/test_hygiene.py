@@ -31,7 +31,6 @@ LONG_ALLOWED = {
 #: carry `noqa: PLR0913` for ruff).
 MANY_PARAMETERS_ALLOWED = {
     "sage_core/hf_generate.py:generate": "transformers' generate() signature, which a custom_generate must take",
-    "sage_core/models/pair.py:load_pair": "the library's documented entry: from_pretrained's placement keywords",
     "sage_core/config.py:__init__": "DecodeConfig's fields as its dataclass __init__ took them (sage= and dynamic= "
     "now name entries of its one settings mapping)",
     # Refactored on other branches of the same issue (ruff's per-file-ignores in pyproject say the same):

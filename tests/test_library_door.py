@@ -87,6 +87,15 @@ def test_load_pair_refuses_wrong_argument_types_by_name(arguments: tuple, said: 
     assert said in one_sentence(refused)
 
 
+def test_load_pair_takes_its_placement_as_keywords_only() -> None:
+    """accelerate's placement (`Placement`: device_map, max_memory, offload_folder) travels as keywords, checked by
+    name before anything loads: a misspelt one, or one passed by position, is refused as Python refuses one."""
+    with pytest.raises(TypeError, match="unexpected keyword argument 'device_mapp'"):
+        load_pair("builtin", "builtin", "cpu", device_mapp="auto")  # misspelt
+    with pytest.raises(TypeError, match="positional arguments"):
+        load_pair("builtin", "builtin", "cpu", "float32", "auto")  # by position
+
+
 @pytest.mark.skipif(not (BUILTIN / "target" / "config.json").is_file(), reason="the built-in pair is not trained")
 def test_decode_names_the_built_in_pairs_unknown_words(image, builtin_pair) -> None:
     pair = builtin_pair

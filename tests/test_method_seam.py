@@ -1,15 +1,17 @@
 """A method is one registry entry end to end: a toy method defined here, and nowhere else, runs through the
 command line, the /race API and the explainer.
 
-The toy drafts a chain whose length is its one setting (`toy_length`, in [1, 5]). Nothing outside this
-module names it: its settings class, its proposer and its registry entry are below, and the CLI flag, the
-API field, the page's control, the refusal of a bad value, the cache reserve and the explainer's sentence
-all come from them.
+The toy drafts a chain whose length is its one setting (`toy_length`, in [1, 5]), and keeps its own record of
+each round with one number of its own (`ToyRecord.chain_mass`: the chain's draft probability). Nothing outside
+this module names it: its settings class, its own record, its proposer and its registry entry are below, and
+the CLI flag, the API field, the page's control, the refusal of a bad value, the cache reserve, the explainer's
+sentence and its own number in the trace, the explainer and the /race answer all come from them.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,11 +29,26 @@ from sage_core.errors import ConfigError
 from sage_core.methods import MethodSpec, Setting, registered
 from sage_core.models import load_pair
 from sage_core.proposers import Adaptation, Drafter, Proposal, Proposer, RoundShape
+from sage_core.records import OwnRecord, RoundRecord
 from sage_core.studies.explain import explain_round
 from sage_core.verify import Verdict
 from sage_testkit.pairs import tiny_folder
 
 TOKENS = 10
+
+
+@dataclass(frozen=True)
+class ToyRecord(OwnRecord):
+    """The toy's own record of a round: one number, the drafted chain's probability (its draft probabilities
+    multiplied)."""
+
+    chain_mass: float = 0.0
+
+    def problem(self, record: RoundRecord) -> str | None:
+        return None if 0.0 <= self.chain_mass <= 1.0 else "the toy chain's mass must lie in [0, 1]"
+
+    def words(self, record: RoundRecord) -> str:
+        return f"Its own number, the chain mass: {self.chain_mass:.4f}."
 
 
 @dataclass(frozen=True)
@@ -56,7 +73,9 @@ class ToyProposer(Proposer):
         assert drafter is not None
         root = drafter.root(pending, self.candidates)
         choose, expand, depth = template_chooser(self.template)
-        return Proposal(drafter.grow(root, choose, depth, self.candidates, expand), RoundShape(root_top=root))
+        drafted = drafter.grow(root, choose, depth, self.candidates, expand)
+        own = ToyRecord(math.prod(drafted.tree.draft_probs))
+        return Proposal(drafted, RoundShape(root_top=root, own_record=own))
 
     def observe(self, proposal: Proposal, verdict: Verdict) -> Adaptation:
         return Adaptation()
@@ -76,6 +95,7 @@ TOY = MethodSpec(
     describe=lambda record, settings: (
         f"The toy drafted a chain of {len(record.tree)} (its setting: {settings.length if settings else '?'})."
     ),
+    record=ToyRecord,
 )
 
 
@@ -138,6 +158,15 @@ def test_the_cli_runs_the_toy_with_its_flag_and_refuses_a_bad_value(toy, pair_fo
 
     header, records = load_trace(trace)  # its settings are in the trace, and it replays
     assert header.settings_of("toy-chain") == {"length": 3} and records[-1].total_tokens == len(result["token_ids"])
+    decoded = [r for r in result["trace"] if r["phase"] == "decode"]  # its own number, in the trace and back
+    masses = [r.own.chain_mass for r in records if isinstance(r.own, ToyRecord)]
+    assert masses == [r["own"]["chain_mass"] for r in decoded] and all(0 < m <= 1 for m in masses)
+    assert all(r["own"] == {"type": "ToyRecord", "chain_mass": r["own"]["chain_mass"]} for r in decoded)
+    assert all(r.own is None for r in records if r.phase == "prefill")
+    assert (
+        f"Its own number, the chain mass: {masses[0]:.4f}."
+        in explain_round(records[1], SageConfig(), ToySettings(3)).description
+    )
     assert main([*common, "--toy-length", "9"]) == 2
     errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
     assert errors == ["error: the toy chain's length must be a whole number in [1, 5], not 9"]
@@ -170,10 +199,15 @@ def test_the_race_api_takes_the_toys_setting_and_the_explainer_describes_its_rou
     assert lane is not None and lane.header is not None and lane.header.settings_of("toy-chain") == {"length": 2}
     decoded = [r for r in lane.records if r.phase == "decode"]
     assert decoded and all(len(r.tree) == 2 for r in decoded)
+    own = decoded[0].own  # its own number reached the answer's trace, and reads back as its own record
+    assert isinstance(own, ToyRecord) and 0 < own.chain_mass <= 1
+    answered = [json.loads(line) for line in raced["trace"].splitlines()]
+    assert {"type": "ToyRecord", "chain_mass": own.chain_mass} in [row.get("own") for row in answered]
     explained = explain_round(decoded[0], SageConfig(), ToySettings(2))
-    assert explained.kind == "tree" and explained.description == "The toy drafted a chain of 2 (its setting: 2)."
+    said = f"The toy drafted a chain of 2 (its setting: 2). Its own number, the chain mass: {own.chain_mass:.4f}."
+    assert explained.kind == "tree" and explained.description == said
     page = explain_html(lane.records, decoded[0].round, data.token_texts, "toy-chain", settings=ToySettings(2))
-    assert "The toy drafted a chain of 2 (its setting: 2)." in page and "SAGE's first round" not in page
+    assert said in page and "SAGE's first round" not in page
     with pytest.raises(AppError, match=r"the toy chain's length must be a whole number in \[1, 5\], not 7"):
         client.predict(
             image=handle_file(picture),

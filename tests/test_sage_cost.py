@@ -14,6 +14,7 @@ import pytest
 
 from sage_core import DecodeConfig, decode, load_pair
 from sage_core.cost_curve import COST_SIZES, CostCurve
+from sage_core.methods.budget import SageCostRecord
 from sage_core.models import ModelPair
 from sage_core.records import trace_lines
 from sage_core.studies.costs import remember_curve
@@ -93,11 +94,12 @@ def test_each_round_records_the_budgets_it_weighed(tiny_root, image):
     pair = _pair(str(tiny_root), "noised")
     _, run = nodes_with(pair, image, fake_curve(0.3))
     for record in (r for r in run.records if r.phase == "decode"):
-        assert record.budget_chosen == record.node_count  # the tree verified is the budget chosen
-        assert record.budget_chosen in record.budget_nodes
-        assert len(record.budget_nodes) == len(record.budget_rates) == len(record.budget_expected)
-        best = record.budget_nodes[record.budget_rates.index(max(record.budget_rates))]
-        assert best == record.budget_chosen  # the chosen one has the highest expected tokens/s shown
+        own = record.own  # sage-cost's own record of the round
+        assert isinstance(own, SageCostRecord) and own.budget_chosen == record.node_count  # the budget verified
+        assert own.budget_chosen in own.budget_nodes
+        assert len(own.budget_nodes) == len(own.budget_rates) == len(own.budget_expected)
+        best = own.budget_nodes[own.budget_rates.index(max(own.budget_rates))]
+        assert best == own.budget_chosen  # the chosen one has the highest expected tokens/s shown
         assert record.alpha is not None and record.planned_depth is not None  # SAGE's entropy shape
         assert record.depth <= record.planned_depth
     header, replayed = parse_trace(list(trace_lines(run.header, run.records)))
@@ -112,7 +114,7 @@ def test_a_trace_with_a_budget_not_weighed_is_refused(tiny_root, image):
     pair = _pair(str(tiny_root), "noised")
     _, run = nodes_with(pair, image, fake_curve(0.3))
     records = list(run.records)
-    records[1] = replace(records[1], budget_chosen=999)
+    records[1] = replace(records[1], own=replace(records[1].own, budget_chosen=999))
     with pytest.raises(TraceError, match="budget chosen"):
         parse_trace(list(trace_lines(run.header, records)))
 
@@ -126,9 +128,11 @@ def test_the_explainer_shows_the_budgets_weighed_and_their_rates(tiny_root, imag
     record = next(r for r in run.records if r.phase == "decode")
     text = explain_round(record, SageConfig()).description
     assert text.startswith("SAGE-cost: α = ")
-    for nodes, rate in zip(record.budget_nodes, record.budget_rates, strict=True):
+    own = record.own
+    assert isinstance(own, SageCostRecord)
+    for nodes, rate in zip(own.budget_nodes, own.budget_rates, strict=True):
         assert f"{nodes} nodes (depth " in text and f"{rate:.0f} tokens/s" in text
-    assert f"It verified the best: {record.budget_chosen} nodes." in text
+    assert f"It verified the best: {own.budget_chosen} nodes." in text
     assert "(chosen)" in text
 
 

@@ -19,8 +19,8 @@ from sage_core.methods.smart import (
     SmartCandidate,
     SmartConfig,
     SmartProposer,
+    SmartRecord,
     SmartTree,
-    describe_round,
     round_cost,
     smart_expands,
     smart_tree,
@@ -29,6 +29,7 @@ from sage_core.methods.smart import (
 )
 from sage_core.models import BUILTIN_TARGET
 from sage_core.records import trace_lines
+from sage_core.studies.explain import describe_round as explained
 from sage_core.trace_check import parse_trace
 from sage_core.trees import ROOT
 
@@ -187,25 +188,28 @@ def test_smart_is_lossless_on_a_tiny_family_and_its_records_replay(tiny_pair, im
     assert tokens == greedy(pair, image, PROMPT, TOKENS)
     rounds = [r for r in run.records if r.phase == "decode"]
     for record in rounds:
-        assert record.budget_chosen == (record.node_count or None)  # the growth ends at the tree verified
-        assert record.budget_nodes == tuple(range(1, record.node_count + 1))
+        own = record.own  # SMART's own record of the round: its growth, then its weighing
+        assert isinstance(own, SmartRecord) and own.budget_chosen == (record.node_count or None)  # ends at the tree
+        assert own.budget_nodes == tuple(range(1, record.node_count + 1))
         if record.node_count:
-            assert f"stopped at {record.node_count} nodes" in describe_round(record, None)
+            assert f"stopped at {record.node_count} nodes" in explained(record)
     header, replayed = parse_trace(list(trace_lines(run.header, run.records)))
     assert header.method == "smart" and replayed == run.records
     # the weighing in the record: every kept node beat the speedup it faced, every refusal did not
-    weighed = [r for r in rounds if r.node_count]
-    assert weighed and all(len(r.node_ratios) == len(r.node_speedups) == r.node_count for r in weighed)
-    assert all(ratio > speedup for r in weighed for ratio, speedup in zip(r.node_ratios, r.node_speedups, strict=True))
-    refusals = [(r, i) for r in rounds for i, rule in enumerate(r.cut_rules) if rule == "cost"]
-    assert refusals and all(r.cut_ratios[i] <= r.cut_speedups[i] for r, i in refusals)
-    assert all(-1 <= r.cut_parents[i] < r.node_count for r, i in refusals)
-    record = weighed[0]
-    said = describe_round(record, None)
-    assert f"node 0 {record.node_ratios[0]:.2f} > {record.node_speedups[0]:.2f}" in said
-    refused = next(r for r, _ in refusals if r.node_count)
+    weighed = [(r, r.own) for r in rounds if r.node_count and isinstance(r.own, SmartRecord)]
+    assert weighed and all(len(o.node_ratios) == len(o.node_speedups) == r.node_count for r, o in weighed)
+    assert all(
+        ratio > speedup for _, o in weighed for ratio, speedup in zip(o.node_ratios, o.node_speedups, strict=True)
+    )
+    refusals = [(r, r.own, i) for r in rounds for i, rule in enumerate(r.cut_rules) if rule == "cost"]
+    assert refusals and all(o.cut_ratios[i] <= o.cut_speedups[i] for _, o, i in refusals)
+    assert all(-1 <= r.cut_parents[i] < r.node_count for r, _, i in refusals)
+    record, own = weighed[0]
+    said = explained(record)
+    assert f"node 0 {own.node_ratios[0]:.2f} > {own.node_speedups[0]:.2f}" in said
+    refused, refused_own = next((r, o) for r, o, _ in refusals if r.node_count)
     first = refused.cut_rules.index("cost")
-    assert f"{refused.cut_ratios[first]:.2f} ≤ {refused.cut_speedups[first]:.2f}" in describe_round(refused, None)
+    assert f"{refused_own.cut_ratios[first]:.2f} ≤ {refused_own.cut_speedups[first]:.2f}" in explained(refused)
     last = run.proposer.last_round
     assert last is not None and all((d.ratio > d.speedup) is d.expanded for d in last.decisions)
     calibrated = DecodeConfig("smart", TOKENS).with_settings({"smart": SmartConfig(probabilities="calibrated")})

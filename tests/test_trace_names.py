@@ -23,7 +23,7 @@ from sage_core import DecodeConfig, DynamicConfig, SageConfig, decode, load_trac
 from sage_core.cli import build_parser, main
 from sage_core.errors import TraceError
 from sage_core.method_settings import FrozenSageConfig
-from sage_core.records import trace_lines
+from sage_core.records import TRACE_FORMAT, trace_lines
 from sage_core.trace_check import parse_trace, recorded_settings
 
 LANDING = Path(__file__).resolve().parent / "data" / "race-old-names.jsonl"  # the landing trace first shipped
@@ -141,7 +141,7 @@ def test_a_format_1_header_reads_as_one_settings_mapping():
     row["header"].update(format="sage-trace/1", sage=settings["sage"], settings=settings["sage-frozen"])
     row["header"]["dynamic"] = asdict(DynamicConfig(depth=3))
     header_then, _ = parse_trace([json.dumps(row), *lines[1:]])
-    assert header_then.format == "sage-trace/2"
+    assert header_then.format == TRACE_FORMAT
     assert header_then.settings == {**settings, "dynamic": asdict(DynamicConfig(depth=3))}
     assert recorded_settings(header_then) == FrozenSageConfig(0.3)
     assert recorded_settings(header_then, "sage") == SageConfig(window=4)

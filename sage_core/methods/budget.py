@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from ..cost_curve import CostCurve
+from ..records import OwnRecord, RoundRecord, is_count, is_number
 from ..trees import ROOT, Tree
 
 #: The calibration's bins of draft probability: [0, 0.1), [0.1, 0.2), ... [0.9, 1].
@@ -300,14 +301,53 @@ def weigh_prefixes(
     return BudgetChoice(order, tuple(depths), tuple(expectations), tuple(round_ms), best)
 
 
-def budget_fields(choice: BudgetChoice) -> dict[str, tuple[int, ...] | tuple[float, ...] | int]:
-    """A round record's budget fields: the budgets shown (`SHOWN_BUDGETS` and the chosen one), the depth
+@dataclass(frozen=True)
+class SageCostRecord(OwnRecord):
+    """sage-cost's own record of a round (`RoundRecord.own`): the budgets it weighed (node counts, best first by
+    calibrated path probability), the depth each reaches, its expected accepted length and expected tokens per
+    second by the measured cost curve, and the node count it chose. SMART's record keeps its growth in the
+    same columns (smart.SmartRecord)."""
+
+    budget_nodes: tuple[int, ...] = ()
+    budget_depths: tuple[int, ...] = ()
+    budget_expected: tuple[float, ...] = ()
+    budget_rates: tuple[float, ...] = ()
+    budget_chosen: int | None = None
+
+    def problem(self, record: RoundRecord) -> str | None:
+        columns = (self.budget_nodes, self.budget_depths, self.budget_expected, self.budget_rates)
+        if not all(isinstance(c, tuple) for c in columns) or len({len(c) for c in columns}) != 1:
+            return "the budgets weighed need one node count, depth, expectation and rate each"
+        if not all(is_count(v, 1) for v in (*self.budget_nodes, *self.budget_depths)):
+            return "the budgets' node counts and depths must be positive integers"
+        if not all(is_number(v) for v in (*self.budget_expected, *self.budget_rates)):
+            return "the budgets' expectations and rates must be finite, non-negative numbers"
+        if self.budget_chosen is not None and self.budget_chosen not in self.budget_nodes:
+            return "the budget chosen must be one of the budgets weighed"
+        return None
+
+    def words(self, record: RoundRecord) -> str:
+        """Each budget weighed, the chosen one marked, and the one verified."""
+        if self.budget_chosen is None:
+            return ""
+        weighed = ", ".join(
+            f"{n} nodes (depth {d}): {e:.2f} accepted expected, {r:.0f} tokens/s"
+            + (" (chosen)" if n == self.budget_chosen else "")
+            for n, d, e, r in zip(
+                self.budget_nodes, self.budget_depths, self.budget_expected, self.budget_rates, strict=True
+            )
+        )
+        return f"Budgets weighed: {weighed}. It verified the best: {self.budget_chosen} nodes."
+
+
+def budget_record(choice: BudgetChoice) -> SageCostRecord:
+    """A round's own record (sage-cost's): the budgets shown (`SHOWN_BUDGETS` and the chosen one), the depth
     each reaches, its expected accepted length and expected tokens per second, and the chosen node count."""
     shown = choice.shown()
-    return {
-        "budget_nodes": tuple(o.nodes for o in shown),
-        "budget_depths": tuple(o.depth for o in shown),
-        "budget_expected": tuple(round(o.expected_accepted, 4) for o in shown),
-        "budget_rates": tuple(round(o.tokens_per_s, 2) for o in shown),
-        "budget_chosen": choice.chosen.nodes,
-    }
+    return SageCostRecord(
+        budget_nodes=tuple(o.nodes for o in shown),
+        budget_depths=tuple(o.depth for o in shown),
+        budget_expected=tuple(round(o.expected_accepted, 4) for o in shown),
+        budget_rates=tuple(round(o.tokens_per_s, 2) for o in shown),
+        budget_chosen=choice.chosen.nodes,
+    )

@@ -23,6 +23,7 @@ from ..method_settings import (
 from ..proposers import DynamicProposer, Proposer, SageProposer
 from ..trees import CHAIN_TREE, STATIC_TREE
 from .ablations import BestFirstProposer, FrozenSageProposer, mean_alpha, mean_nodes
+from .budget import SageCostRecord
 from .registry import Holds, Method, MethodSpec, RunConfig, Setting, register
 from .sage_cost import SageCostProposer
 from .smart import SMART_SPEC
@@ -53,21 +54,14 @@ def _sage_cost_proposer(settings: None, config: RunConfig) -> Proposer:
 
 
 def _sage_cost_round(record: RoundRecord, settings: Any) -> str:
-    """sage-cost's round: the entropy's shape, then the budgets weighed and their expected tokens per second."""
-    if record.budget_chosen is None or record.alpha is None:
+    """sage-cost's round: the entropy's shape (its own record, `SageCostRecord.words`, then says the budgets
+    weighed and their expected tokens per second)."""
+    if record.own is None or record.alpha is None:
         return "SAGE-cost: SAGE's depth D(α), each round's nodes and budget chosen by expected tokens per second."
-    weighed = ", ".join(
-        f"{n} nodes (depth {d}): {e:.2f} accepted expected, {r:.0f} tokens/s"
-        + (" (chosen)" if n == record.budget_chosen else "")
-        for n, d, e, r in zip(
-            record.budget_nodes, record.budget_depths, record.budget_expected, record.budget_rates, strict=True
-        )
-    )
     return (
         f"SAGE-cost: α = {record.alpha:.3f} from this round's draft entropy set how deep the candidates may reach "
         f"(D(α) = {record.planned_depth}); every drafted candidate that could pay was offered, each budget weighed by "
-        f"expected tokens per second (calibrated acceptance over the measured cost of drafting and verifying "
-        f"it): {weighed}. It verified the best: {record.budget_chosen} nodes."
+        "expected tokens per second (calibrated acceptance over the measured cost of drafting and verifying it)."
     )
 
 
@@ -171,7 +165,7 @@ BUILTIN: tuple[MethodSpec, ...] = (
     MethodSpec("sage-cost", "SAGE-cost (SAGE's depth, budget by measured cost)", "SAGE-cost",
                "depth D(α) by entropy; each round's nodes maximise expected tokens/s on this device", "#E0C000", 0,
                drafts=True, proposer=_sage_cost_proposer, pruned_label="SAGE-cost + pruning", explainer="tree",
-               describe=_sage_cost_round,
+               describe=_sage_cost_round, record=SageCostRecord,
                dash="2px,2px", marker="star-diamond"),
     SMART_SPEC,
 )  # fmt: skip

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields, is_dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from ..errors import ConfigError
 from ..method_settings import SageConfig, as_setting, shown
+from ..records import OwnRecord, round_fields
 from ..registry import Registry
 from ..trees import RankPath
 
@@ -111,6 +112,9 @@ class MethodSpec:
     dash: str = "solid"
     marker: str = "circle"
     holds: Holds | None = None  # what it holds from another lane of a race unless given (None: nothing)
+    # Its own record of a round beside the fields every method shares (`RoundRecord.own`: a frozen dataclass
+    # subclassing records.OwnRecord, which checks itself and says itself in words); None: it keeps none.
+    record: type[OwnRecord] | None = None
 
     def default_settings(self) -> Any:
         return self.settings() if self.settings is not None else None
@@ -165,11 +169,29 @@ def register(spec: MethodSpec, *, built_in: bool = False) -> MethodSpec:
         raise ConfigError(f"method {spec.name!r} drafts but has neither a template nor a proposer")
     if spec.settings is not None and {s.field for s in spec.controls} - {f.name for f in fields(spec.settings)}:
         raise ConfigError(f"a setting of {spec.name!r} names no field of {spec.settings.__name__}")
+    problem = _own_record_problem(spec)
+    if problem is not None:
+        raise ConfigError(problem)
     _BY_NAME.add(spec, built_in=built_in)
     METHOD_LABELS[spec.name] = spec.label
     if spec.pruned_label:
         PRUNED_METHOD_LABELS[spec.name] = spec.pruned_label
     return spec
+
+
+def _own_record_problem(spec: MethodSpec) -> str | None:
+    """Why its own record type (`MethodSpec.record`) is not one a round record can carry, or None."""
+    kind = spec.record
+    if kind is None:
+        return None
+    if not (isinstance(kind, type) and issubclass(kind, OwnRecord) and is_dataclass(kind)):
+        return f"the own record of {spec.name!r} must be a dataclass subclassing records.OwnRecord"
+    if not getattr(getattr(kind, "__dataclass_params__", None), "frozen", False):
+        return f"the own record of {spec.name!r} ({kind.__name__}) must be frozen, as a round record is"
+    shared = {f.name for f in round_fields()} & {f.name for f in fields(kind)}
+    if shared:
+        return f"the own record of {spec.name!r} reuses a round record's field: {', '.join(sorted(shared))}"
+    return None
 
 
 def unregister(name: str) -> None:

@@ -57,7 +57,7 @@ from ..policy import Candidate, Expansion, confidence, planned_depth
 from ..proposers import Adaptation, Drafter, Proposal, Proposer, RoundShape, RunStart
 from ..trees import ROOT, Tree
 from ..verify import Verdict
-from .budget import BudgetChoice, RankCalibration, RoundCosts, budget_fields, drafted_outcomes, weigh_prefixes
+from .budget import BudgetChoice, RankCalibration, RoundCosts, budget_record, drafted_outcomes, weigh_prefixes
 from .run_costs import costs_for_run
 
 #: How many of the latest rounds the learned round overhead is the median of.
@@ -125,7 +125,7 @@ class SageCostProposer(Proposer):
         assert choice is not None  # level 1 always offers the root's best candidate
         self.offered = (drafted.tree, tuple(sorted(choice.kept)))
         shape = RoundShape(
-            entropy, alpha, self.max_depth, depth, None, root, own=choice, own_fields=budget_fields(choice)
+            entropy, alpha, self.max_depth, depth, None, root, own=choice, own_record=budget_record(choice)
         )
         return Proposal(keep_nodes(drafted, choice.kept), shape)
 

@@ -32,31 +32,31 @@ most 1), so a round spends no draft forward that the rule could not use. The tre
 nodes, closed under parents; it depends only on the draft's outputs, past verdicts and the cost curve, never
 on this round's target logits, so greedy output stays the target's and sampling stays exact.
 
-Records: the round's growth is in the record's budget fields (after each expansion: the node count, the
-depth reached, E and the modelled tokens per second; the node count chosen), which replay and the explainer
-reads (`describe_round`); each kept node's benefit/cost and the speedup it beat (`node_ratios`,
-`node_speedups`), and the likeliest refused candidates as cut candidates of rule "cost" with theirs
-(`cut_ratios`, `cut_speedups`: `weighing_fields`). Every candidate's last verdict is in `RoundShape.own` (a
-`SmartRound`) and in `SmartProposer.last_round`.
+Records: the round's own record (`SmartRecord`, `RoundRecord.own`) holds its growth in sage-cost's budget
+columns (after each expansion: the node count, the depth reached, E and the modelled tokens per second; the
+node count chosen), which replay and the explainer read (`describe_round`, `SmartRecord.words`); each kept
+node's benefit/cost and the speedup it beat (`node_ratios`, `node_speedups`), and for the likeliest refused
+candidates, shared cut candidates of rule "cost" (`refusal_fields`), theirs (`cut_ratios`, `cut_speedups`).
+Every candidate's last verdict is in `RoundShape.own` (a `SmartRound`) and in `SmartProposer.last_round`.
 """
 
 from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from ..cost_curve import COST_SIZES, CostCurve
 from ..errors import ConfigError
 from ..method_settings import BUDGET_TREE_DEPTH, settle_numbers
 from ..policy import Candidate, Expansion
 from ..proposers import Adaptation, Drafter, Proposal, Proposer, RoundShape, RunStart
-from ..records import MAX_RATIO, RoundRecord
+from ..records import MAX_RATIO, RoundRecord, is_number
 from ..trees import ROOT, Tree
 from ..verify import Verdict
-from .budget import RankCalibration, drafted_outcomes
+from .budget import RankCalibration, SageCostRecord, drafted_outcomes
 from .registry import MethodSpec, RunConfig, Setting
 from .run_costs import costs_for_run
 from .sage_cost import keep_nodes
@@ -351,8 +351,8 @@ class SmartProposer(Proposer):
         self.last_round = smart
         kept = frozenset(smart.kept)
         self.offered = (drafted.tree, tuple(sorted(kept)))
-        fields = record_fields(smart, self.curve) | weighing_fields(smart, drafted.tree)
-        shape = RoundShape(root_top=root, own=smart, own_fields=fields)
+        own_record, fields = smart_record(smart, self.curve, drafted.tree), refusal_fields(smart, drafted.tree)
+        shape = RoundShape(root_top=root, own=smart, own_fields=fields, own_record=own_record)
         return Proposal(keep_nodes(drafted, kept), shape)
 
     def observe(self, proposal: Proposal, verdict: Verdict) -> Adaptation:
@@ -398,43 +398,96 @@ class _Growth:
         return True
 
 
-def record_fields(smart: SmartRound, curve: CostCurve) -> dict[str, Any]:
-    """The round record's budget fields: the tree after each expansion (node count, depth, E, modelled
-    tokens per second) and the node count verified (None for an empty tree)."""
-    per_second = 1000.0 / curve.one_token_ms  # one-token steps a second
-    return {
-        "budget_nodes": tuple(s.nodes for s in smart.steps),
-        "budget_depths": tuple(s.depth for s in smart.steps),
-        "budget_expected": tuple(round(s.expected, 4) for s in smart.steps),
-        "budget_rates": tuple(round(s.speedup * per_second, 2) for s in smart.steps),
-        "budget_chosen": len(smart.kept) if smart.kept else None,
-    }
-
-
 #: The refused candidates a record keeps (the likeliest first).
 REFUSED_SHOWN = 6
+WEIGHED_LISTED = 4  # the expanded nodes and refused candidates the explainer names, each; the rest counted
+#: SMART's cut rule, and its words (the tree panel's): a candidate refused for its benefit over its cost.
+COST_RULE = "cost"
 
 
-def weighing_fields(smart: SmartRound, drafted: Tree) -> dict[str, Any]:
-    """The round record's weighing fields: each kept node's benefit/cost and the speedup it beat (in the order
-    of the verified tree: the kept candidates, renumbered in drafted order), and the likeliest refused
-    candidates (parent in the verified tree, token, draft probability, rule "cost") with theirs."""
-    kept = sorted(smart.kept)
-    position = {node: index for index, node in enumerate(kept)}
+@dataclass(frozen=True)
+class SmartRecord(SageCostRecord):
+    """SMART's own record of a round (`RoundRecord.own`): its growth in sage-cost's budget columns (after each
+    expansion: the node count, the depth reached, E and the modelled tokens per second; the node count
+    verified, None for an empty tree), then its weighing: per tree node, its benefit over its cost when the
+    rule expanded it (path probability / marginal cost in one-token steps) and the tree's speedup (E + 1) / C
+    it beat; per cut candidate of rule "cost" (the round's shared cut columns), the same for the refusal."""
+
+    node_ratios: tuple[float, ...] = ()
+    node_speedups: tuple[float, ...] = ()
+    cut_ratios: tuple[float, ...] = ()
+    cut_speedups: tuple[float, ...] = ()
+
+    cut_rules: ClassVar[Mapping[str, str]] = {
+        COST_RULE: "refused by SMART: its path probability over its marginal cost did not beat the tree's speedup"
+    }
+
+    def problem(self, record: RoundRecord) -> str | None:
+        """The budget columns' problems (sage-cost's), then the weighing's: one ratio and one speedup per tree
+        node and per cut candidate (or none), finite and non-negative."""
+        pairs = (
+            (self.node_ratios, self.node_speedups, len(record.tree_tokens)),
+            (self.cut_ratios, self.cut_speedups, len(record.cut_tokens)),
+        )
+        for ratios, speedups, count in pairs:
+            if not isinstance(ratios, tuple) or not isinstance(speedups, tuple) or len(ratios) != len(speedups):
+                return "each benefit/cost ratio needs the speedup it was weighed against"
+            if len(ratios) not in (0, count):
+                return "SMART's weighing needs one ratio per tree node and per cut candidate"
+            if not all(is_number(v, 0.0, MAX_RATIO) for v in (*ratios, *speedups)):
+                return "benefit/cost ratios and speedups must be finite, non-negative numbers"
+        return super().problem(record)
+
+    def words(self, record: RoundRecord) -> str:
+        """Where the growth stopped, then the first expanded nodes and the likeliest refused candidates, each
+        with p/ΔC against S ("" for an empty tree)."""
+        if self.budget_chosen is None or not self.budget_nodes:
+            return ""
+        expected, rate = self.budget_expected[-1], self.budget_rates[-1]
+        return (
+            f"It stopped at {self.budget_chosen} nodes (depth {self.budget_depths[-1]}), {expected:.2f} accepted "
+            f"tokens expected, {rate:.0f} tokens/s modelled." + weighing_words(self, record)
+        )
+
+
+def smart_record(smart: SmartRound, curve: CostCurve, drafted: Tree) -> SmartRecord:
+    """The round's own record: the tree after each expansion (node count, depth, E, modelled tokens per second)
+    and the node count verified (None for an empty tree); each kept node's benefit/cost and the speedup it beat
+    (in the order of the verified tree: the kept candidates, renumbered in drafted order), and those of the
+    likeliest refused candidates (`refusal_fields`)."""
+    per_second = 1000.0 / curve.one_token_ms  # one-token steps a second
     verdicts = {d.node: d for d in smart.decisions}
-    refused = sorted((d for d in smart.refused if d.node < len(drafted.tokens)), key=lambda d: (-d.p, d.node))[
-        :REFUSED_SHOWN
-    ]
+    kept, refused = sorted(smart.kept), _refused(smart, drafted)
+    return SmartRecord(
+        budget_nodes=tuple(s.nodes for s in smart.steps),
+        budget_depths=tuple(s.depth for s in smart.steps),
+        budget_expected=tuple(round(s.expected, 4) for s in smart.steps),
+        budget_rates=tuple(round(s.speedup * per_second, 2) for s in smart.steps),
+        budget_chosen=len(smart.kept) if smart.kept else None,
+        node_ratios=tuple(_shown_ratio(verdicts[n].ratio) for n in kept),
+        node_speedups=tuple(round(verdicts[n].speedup, 4) for n in kept),
+        cut_ratios=tuple(_shown_ratio(d.ratio) for d in refused),
+        cut_speedups=tuple(round(d.speedup, 4) for d in refused),
+    )
+
+
+def _refused(smart: SmartRound, drafted: Tree) -> list[SmartDecision]:
+    """The likeliest refused candidates a record keeps (`REFUSED_SHOWN`), likeliest first."""
+    refused = (d for d in smart.refused if d.node < len(drafted.tokens))
+    return sorted(refused, key=lambda d: (-d.p, d.node))[:REFUSED_SHOWN]
+
+
+def refusal_fields(smart: SmartRound, drafted: Tree) -> dict[str, Any]:
+    """The round record's shared cut columns for the likeliest refused candidates: parent in the verified tree,
+    token, draft probability, rule "cost" (their ratios and speedups are in its own record)."""
+    position = {node: index for index, node in enumerate(sorted(smart.kept))}
+    refused = _refused(smart, drafted)
     parents = [drafted.parents[d.node] for d in refused]
     return {
-        "node_ratios": tuple(_shown_ratio(verdicts[n].ratio) for n in kept),
-        "node_speedups": tuple(round(verdicts[n].speedup, 4) for n in kept),
         "cut_parents": tuple(position.get(p, -1) if p >= 0 else -1 for p in parents),
         "cut_tokens": tuple(drafted.tokens[d.node] for d in refused),
         "cut_probs": tuple(drafted.draft_probs[d.node] for d in refused),
-        "cut_rules": ("cost",) * len(refused),
-        "cut_ratios": tuple(_shown_ratio(d.ratio) for d in refused),
-        "cut_speedups": tuple(round(d.speedup, 4) for d in refused),
+        "cut_rules": (COST_RULE,) * len(refused),
     }
 
 
@@ -443,38 +496,31 @@ def _shown_ratio(ratio: float) -> float:
 
 
 def describe_round(record: RoundRecord, settings: Any) -> str:
-    """The explainer's sentence for a SMART round, from its budget and weighing fields: where it stopped, then
-    the nodes it expanded (benefit/cost against the speedup each beat) and the likeliest it refused."""
-    if record.budget_chosen is None or not record.budget_nodes:
+    """The explainer's sentence for a SMART round: its rule (its own record, `SmartRecord.words`, then says
+    where it stopped, the nodes it expanded and the likeliest it refused)."""
+    if not isinstance(record.own, SmartRecord) or record.own.budget_chosen is None or not record.own.budget_nodes:
         return "SMART: no candidate's benefit over its cost beat the speedup of verifying no tree."
-    expected, rate = record.budget_expected[-1], record.budget_rates[-1]
-    sentence = (
-        f"SMART: each candidate, likeliest first, was expanded only while its path probability over its "
-        f"measured marginal cost beat the tree's speedup (E + 1) / C; it stopped at {record.budget_chosen} nodes "
-        f"(depth {record.budget_depths[-1]}), {expected:.2f} accepted tokens expected, {rate:.0f} tokens/s modelled."
+    return (
+        "SMART: each candidate, likeliest first, was expanded only while its path probability over its measured "
+        "marginal cost beat the tree's speedup (E + 1) / C."
     )
-    return sentence + weighing_words(record)
 
 
-WEIGHED_LISTED = 4  # the expanded nodes and refused candidates the explainer names, each; the rest counted
-
-
-def weighing_words(record: RoundRecord, most: int = WEIGHED_LISTED) -> str:
+def weighing_words(own: SmartRecord, record: RoundRecord, most: int = WEIGHED_LISTED) -> str:
     """The first expanded nodes and the likeliest refused candidates, each with p/ΔC against S."""
     expanded = [
-        f"node {n} {r:.2f} > {s:.2f}"
-        for n, (r, s) in enumerate(zip(record.node_ratios, record.node_speedups, strict=True))
+        f"node {n} {r:.2f} > {s:.2f}" for n, (r, s) in enumerate(zip(own.node_ratios, own.node_speedups, strict=True))
     ][:most]
     refused = [
         f"under node {parent} (draft p {p:.3f}) {r:.2f} ≤ {s:.2f}"
         for parent, p, r, s, rule in zip(
-            record.cut_parents, record.cut_probs, record.cut_ratios, record.cut_speedups, record.cut_rules, strict=False
+            record.cut_parents, record.cut_probs, own.cut_ratios, own.cut_speedups, record.cut_rules, strict=False
         )
-        if rule == "cost"
+        if rule == COST_RULE
     ][:most]
     words = ""
     if expanded:
-        more = len(record.node_ratios) - len(expanded)
+        more = len(own.node_ratios) - len(expanded)
         words += f" Expanded (p/ΔC > S): {'; '.join(expanded)}{f'; {more} more' if more > 0 else ''}."
     if refused:
         words += f" Refused, likeliest first (p/ΔC ≤ S): {'; '.join(refused)}."
@@ -510,6 +556,7 @@ SMART_SPEC = MethodSpec(
     settings_title="SMART, --method smart (arXiv 2604.09731)",
     explainer="tree",
     describe=describe_round,
+    record=SmartRecord,
     dash="12px,4px",  # a dash and marker no built-in method has
     marker="hexagon",
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import torch
 
@@ -125,28 +125,39 @@ def processors_alike(first: Any, second: Any) -> bool:
     return settings(one) == settings(two)
 
 
-def load_pair(  # noqa: PLR0913  (the library's documented entry: VLM.load's placement keywords, from_pretrained's)
+class Placement(TypedDict, total=False):
+    """accelerate's placement of the target, as `load_pair` takes it (its keywords; see `VLM.load`)."""
+
+    device_map: str | None
+    max_memory: Mapping[str, str] | None
+    offload_folder: str | None
+
+
+def load_pair(
     target: str = "builtin",
     draft: str = "builtin",
     device: str = "auto",
     dtype: str = "auto",
-    device_map: str | None = None,
-    max_memory: Mapping[str, str] | None = None,
-    offload_folder: str | None = None,
+    *,
     draft_device: str | None = None,
     report: Callable[[str], None] | None = None,
+    **placement: Unpack[Placement],
 ) -> ModelPair:
     """Load and check a target and its draft (each by hub id or local folder).
 
-    The target may be placed by accelerate (`device_map`, `max_memory`,
-    `offload_folder`: see `VLM.load`); the draft sits on `draft_device`
+    The target may be placed by accelerate (the keywords `device_map`, `max_memory`,
+    `offload_folder`: `Placement`, see `VLM.load`); the draft sits on `draft_device`
     (default: `device`). The two models exchange only token ids, so they may
     sit on different devices. `report` is told each stage as it starts.
     """
+    unknown = [name for name in placement if name not in Placement.__annotations__]
+    if unknown:
+        raise TypeError(f"load_pair() got an unexpected keyword argument {unknown[0]!r}")
     check_load_arguments(target, draft, device, dtype)
     say = report or (lambda stage: None)
     say(f"loading the target {target} ({source(target, 'target')})")
-    loaded_target = VLM.load(target, "target", device, dtype, device_map, max_memory, offload_folder)
+    where = (placement.get("device_map"), placement.get("max_memory"), placement.get("offload_folder"))
+    loaded_target = VLM.load(target, "target", device, dtype, *where)
     say(f"loading the draft {draft} ({source(draft, 'draft')})")
     return check_pair(loaded_target, VLM.load(draft, "draft", draft_device or device, dtype))
 

@@ -173,13 +173,17 @@ def round_kind(record: RoundRecord, config: SageConfig) -> RoundKind:
 
 def describe_round(record: RoundRecord, settings: Any = None) -> str:
     """The method's own sentence for a round (its registry entry's `describe`), or one made from its
-    entry: its label and subtitle, and the round's tree size."""
+    entry: its label and subtitle, and the round's tree size; then its own record in words, when it keeps one
+    (`OwnRecord.words`: sage-cost's budgets weighed, SMART's growth and weighing)."""
     spec = method_spec(record.method)
     if spec.describe is not None:
-        return spec.describe(record, settings)
-    tree = record.tree
-    size = f"{len(tree)} nodes, {tree.depth} levels deep" if tree.tokens else "no tree"
-    return f"{spec.label}: {spec.subtitle}. This round's tree: {size}."
+        sentence = spec.describe(record, settings)
+    else:
+        tree = record.tree
+        size = f"{len(tree)} nodes, {tree.depth} levels deep" if tree.tokens else "no tree"
+        sentence = f"{spec.label}: {spec.subtitle}. This round's tree: {size}."
+    own = record.own.words(record) if record.own is not None else ""
+    return f"{sentence} {own}" if own else sentence
 
 
 def _cut_candidates(record: RoundRecord) -> tuple[CutCandidate, ...]:
@@ -205,7 +209,7 @@ def explain_round(record: RoundRecord, config: SageConfig, settings: Any = None)
     cumulative = tree.cumulative_probs()
     ranked = sorted(range(len(tree)), key=lambda n: (-cumulative[n], depths[n], n))
     rerank = spec.explainer == "rerank" and kind != "prefill"
-    own = spec.describe is not None or kind == "tree"
+    said = spec.describe is not None or kind == "tree" or record.own is not None  # a sentence of its own
     return RoundExplained(
         method=record.method,
         round=record.round,
@@ -242,7 +246,7 @@ def explain_round(record: RoundRecord, config: SageConfig, settings: Any = None)
         kept_cumulative=tuple((n, cumulative[n]) for n in ranked) if rerank else (),
         rerank_cutoff=record.level_thresholds[0] if rerank and record.level_thresholds else None,
         explainer=spec.explainer,
-        description=describe_round(record, settings) if own and kind != "prefill" else "",
+        description=describe_round(record, settings) if said and kind != "prefill" else "",
         emitted_tokens=record.new_tokens,
         finish_reason=record.finish_reason,
         draft_forwards=record.draft_forwards,

@@ -16,8 +16,8 @@ example (median over repeats), then the median over examples. The budget a metho
 Every run of an example must give the same tokens (all greedy, all lossless); the sweep checks it.
 
 `sage-cost` and `smart` run once per example with their own choice every round; the sweep marks the mean
-node count each chose (sage-cost: the budget it picked, `budget_chosen`; SMART: the nodes its rule kept),
-with its τ, tokens per forward and speedup.
+node count each chose (sage-cost: the budget it picked, its own record's `budget_chosen`; SMART: the nodes its
+rule kept), with its τ, tokens per forward and speedup.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from ..decode import DecodeRun
 from ..method_settings import DynamicConfig, SageConfig
 from ..methods import MethodSpec, RunConfig, is_method, registered
 from ..methods.ablations import BestFirstProposer
+from ..methods.budget import SageCostRecord
 from ..models import ModelPair
 from ..prepared import PreparedInputs
 from ..proposers import Proposer
@@ -194,5 +195,8 @@ def _result(
 
 
 def chosen_nodes(record: RoundRecord) -> int:
-    """The budget a choosing method took in one round: sage-cost's recorded choice, else the nodes it verified."""
-    return record.budget_chosen if record.budget_chosen is not None else record.node_count
+    """The budget a choosing method took in one round: sage-cost's recorded choice (its own record's), else the
+    nodes it verified."""
+    own = record.own
+    chosen = own.budget_chosen if isinstance(own, SageCostRecord) else None
+    return chosen if chosen is not None else record.node_count
