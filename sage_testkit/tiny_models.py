@@ -116,6 +116,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -299,6 +300,33 @@ def _qwen_rope(theta: float, **more: object) -> dict[str, object]:
     return {"rope_type": "default", "rope_theta": theta, "mrope_section": _MROPE_SECTION, **more}
 
 
+def _tower(size: str, **more: Any) -> dict[str, Any]:
+    """A vision tower of `size` in the CLIP / SigLIP names (width, MLP, heads, depth), then `more`."""
+    vis = _VISION_SIZES[size]
+    return {
+        "hidden_size": vis["hidden_size"],
+        "intermediate_size": vis["intermediate_size"],
+        "num_attention_heads": vis["num_heads"],
+        "num_hidden_layers": vis["depth"],
+        **more,
+    }
+
+
+def _siglip(size: str, side: int) -> dict[str, Any]:
+    """LLaVA-OneVision's and Gemma 3's tower: SigLIP without its pooling head, on `side`-pixel images."""
+    return {
+        "model_type": "siglip_vision_model",
+        **_tower(size, image_size=side, patch_size=_LLAVA_PATCH, vision_use_head=False),
+    }
+
+
+def _config_class(name: str) -> Any:
+    """transformers' config class of this name (the rows that share a builder name theirs)."""
+    import transformers
+
+    return getattr(transformers, name)
+
+
 # --------------------------------------------------------------------------------------------
 # configs, one per family
 # --------------------------------------------------------------------------------------------
@@ -423,21 +451,10 @@ def _qwen3_5_config(size: str, text: dict[str, Any], sp: Mapping[str, int]) -> B
 def _llava_onevision_config(size: str, text: dict[str, Any], sp: Mapping[str, int]) -> Built:
     import transformers
 
-    vis = _VISION_SIZES[size]
     text.update(model_type="qwen2", rope_parameters={"rope_type": "default", "rope_theta": 1000000.0})
-    vision = {
-        "model_type": "siglip_vision_model",
-        "hidden_size": vis["hidden_size"],
-        "intermediate_size": vis["intermediate_size"],
-        "num_attention_heads": vis["num_heads"],
-        "num_hidden_layers": vis["depth"],
-        "image_size": _LLAVA_IMAGE,
-        "patch_size": _LLAVA_PATCH,
-        "vision_use_head": False,
-    }
     return transformers.LlavaOnevisionConfig(
         text_config=text,
-        vision_config=vision,
+        vision_config=_siglip(size, _LLAVA_IMAGE),
         image_token_index=sp["<image>"],
         video_token_index=sp["<video>"],
         vision_feature_select_strategy="full",
@@ -450,16 +467,10 @@ def _llava_onevision_config(size: str, text: dict[str, Any], sp: Mapping[str, in
 
 def _llava_kwargs(size: str, text: dict[str, Any], sp: Mapping[str, int]) -> dict[str, Any]:
     """LLaVA 1.5 / NeXT / NeXT-Video: a CLIP tower and a LLaMA text model."""
-    vis = _VISION_SIZES[size]
+    width = _VISION_SIZES[size]["hidden_size"]
     clip = {
         "model_type": "clip_vision_model",
-        "hidden_size": vis["hidden_size"],
-        "intermediate_size": vis["intermediate_size"],
-        "num_attention_heads": vis["num_heads"],
-        "num_hidden_layers": vis["depth"],
-        "image_size": _CLIP_SIDE,
-        "patch_size": _LLAVA_PATCH,
-        "projection_dim": vis["hidden_size"],
+        **_tower(size, image_size=_CLIP_SIDE, patch_size=_LLAVA_PATCH, projection_dim=width),
     }
     return {
         "text_config": _llama_text(text),
@@ -503,16 +514,10 @@ def _mistral3_config(size: str, text: dict[str, Any], sp: Mapping[str, int]) -> 
     vis = _VISION_SIZES[size]
     # as Mistral-Small-3.1 (no window)
     _llama_text(text).update(model_type="mistral", head_dim=16, sliding_window=None)
-    vision = {
-        "model_type": "pixtral",
-        "hidden_size": vis["hidden_size"],
-        "intermediate_size": vis["intermediate_size"],
-        "num_attention_heads": vis["num_heads"],
-        "num_hidden_layers": vis["depth"],
-        "image_size": _PIXTRAL_SIDE,
-        "patch_size": _LLAVA_PATCH,
-        "head_dim": vis["hidden_size"] // vis["num_heads"],
-    }
+    pixtral = _tower(
+        size, image_size=_PIXTRAL_SIDE, patch_size=_LLAVA_PATCH, head_dim=vis["hidden_size"] // vis["num_heads"]
+    )
+    vision = {"model_type": "pixtral", **pixtral}
     return transformers.Mistral3Config(
         text_config=text,
         vision_config=vision,
@@ -523,32 +528,12 @@ def _mistral3_config(size: str, text: dict[str, Any], sp: Mapping[str, int]) -> 
     )
 
 
-def _idefics3_config(size: str, text: dict[str, Any], sp: Mapping[str, int]) -> Built:
-    import transformers
-
-    return _idefics_like(transformers.Idefics3Config, size, text, sp)
-
-
-def _smolvlm_config(size: str, text: dict[str, Any], sp: Mapping[str, int]) -> Built:
-    import transformers
-
-    return _idefics_like(transformers.SmolVLMConfig, size, text, sp)
-
-
-def _idefics_like(config_class: Any, size: str, text: dict[str, Any], sp: Mapping[str, int]) -> Built:
-    """Idefics3 and SmolVLM: a LLaMA text model behind `model.model.text_model`."""
-    vis = _VISION_SIZES[size]
-    vision = {
-        "hidden_size": vis["hidden_size"],
-        "intermediate_size": vis["intermediate_size"],
-        "num_attention_heads": vis["num_heads"],
-        "num_hidden_layers": vis["depth"],
-        "image_size": _CLIP_SIDE,
-        "patch_size": _LLAVA_PATCH,
-    }
-    return config_class(
+def _idefics_like(class_name: str, size: str, text: dict[str, Any], sp: Mapping[str, int]) -> Built:
+    """Idefics3 and SmolVLM (`class_name`, their config class): a LLaMA text model behind
+    `model.model.text_model`."""
+    return _config_class(class_name)(
         text_config=_llama_text(text),
-        vision_config=vision,
+        vision_config=_tower(size, image_size=_CLIP_SIDE, patch_size=_LLAVA_PATCH),
         image_token_id=sp["<image>"],
         scale_factor=2,
         tie_word_embeddings=False,
@@ -559,19 +544,10 @@ def _internvl_config(size: str, text: dict[str, Any], sp: Mapping[str, int]) -> 
     """InternVL: a Qwen2 text model."""
     import transformers
 
-    vis = _VISION_SIZES[size]
     _llama_text(text).update(model_type="qwen2", rope_parameters={"rope_type": "default", "rope_theta": 1000000.0})
-    vision = {
-        "hidden_size": vis["hidden_size"],
-        "intermediate_size": vis["intermediate_size"],
-        "num_attention_heads": vis["num_heads"],
-        "num_hidden_layers": vis["depth"],
-        "image_size": [_CLIP_SIDE, _CLIP_SIDE],
-        "patch_size": [_LLAVA_PATCH, _LLAVA_PATCH],
-    }
     return transformers.InternVLConfig(
         text_config=text,
-        vision_config=vision,
+        vision_config=_tower(size, image_size=[_CLIP_SIDE, _CLIP_SIDE], patch_size=[_LLAVA_PATCH, _LLAVA_PATCH]),
         image_token_id=sp["<IMG_CONTEXT>"],
         image_seq_length=_IDEFICS3_SEQ,
         downsample_ratio=0.5,
@@ -582,7 +558,6 @@ def _internvl_config(size: str, text: dict[str, Any], sp: Mapping[str, int]) -> 
 def _gemma3_config(size: str, text: dict[str, Any], sp: Mapping[str, int]) -> Built:
     import transformers
 
-    vis = _VISION_SIZES[size]
     _llama_text(text).update(
         model_type="gemma3_text",
         head_dim=16,
@@ -590,19 +565,9 @@ def _gemma3_config(size: str, text: dict[str, Any], sp: Mapping[str, int]) -> Bu
         sliding_window=GEMMA3_WINDOW,
         layer_types=["sliding_attention", "full_attention"][: text["num_hidden_layers"]],
     )
-    vision = {
-        "model_type": "siglip_vision_model",
-        "hidden_size": vis["hidden_size"],
-        "intermediate_size": vis["intermediate_size"],
-        "num_attention_heads": vis["num_heads"],
-        "num_hidden_layers": vis["depth"],
-        "image_size": _CLIP_SIDE,
-        "patch_size": _LLAVA_PATCH,
-        "vision_use_head": False,
-    }
     return transformers.Gemma3Config(
         text_config=text,
-        vision_config=vision,
+        vision_config=_siglip(size, _CLIP_SIDE),
         mm_tokens_per_image=_IDEFICS3_SEQ,
         boi_token_index=sp["<start_of_image>"],
         eoi_token_index=sp["<end_of_image>"],
@@ -628,17 +593,14 @@ def _gemma4_config(size: str, text: dict[str, Any], sp: Mapping[str, int]) -> Bu
         vocab_size_per_layer_input=text["vocab_size"],
         hidden_size_per_layer_input=8,
     )
-    vision = {
-        "hidden_size": vis["hidden_size"],
-        "intermediate_size": vis["intermediate_size"],
-        "num_hidden_layers": vis["depth"],
-        "num_attention_heads": vis["num_heads"],
-        "num_key_value_heads": vis["num_heads"],
-        "head_dim": vis["hidden_size"] // vis["num_heads"],
-        "patch_size": _LLAVA_PATCH,
-        "pooling_kernel_size": 2,
-        "position_embedding_size": 64,
-    }
+    vision = _tower(
+        size,
+        num_key_value_heads=vis["num_heads"],
+        head_dim=vis["hidden_size"] // vis["num_heads"],
+        patch_size=_LLAVA_PATCH,
+        pooling_kernel_size=2,
+        position_embedding_size=64,
+    )
     return transformers.Gemma4Config(
         text_config=text,
         vision_config=vision,
@@ -651,19 +613,8 @@ def _gemma4_config(size: str, text: dict[str, Any], sp: Mapping[str, int]) -> Bu
     )
 
 
-def _glm4v_config(size: str, text: dict[str, Any], sp: Mapping[str, int]) -> Built:
-    import transformers
-
-    return _glm_like(transformers.Glm4vConfig, size, text, sp)
-
-
-def _glm46v_config(size: str, text: dict[str, Any], sp: Mapping[str, int]) -> Built:
-    import transformers
-
-    return _glm_like(transformers.Glm46VConfig, size, text, sp)
-
-
-def _glm_like(config_class: Any, size: str, text: dict[str, Any], sp: Mapping[str, int]) -> Built:
+def _glm_like(class_name: str, size: str, text: dict[str, Any], sp: Mapping[str, int]) -> Built:
+    """GLM-4.1V and GLM-4.6V (`class_name`, their config class)."""
     vis = _VISION_SIZES[size]
     _llama_text(text).pop("model_type")
     # M-RoPE on half of each head (partial_rotary_factor 0.5): the sections sum to 16 * 0.5 / 2
@@ -684,7 +635,7 @@ def _glm_like(config_class: Any, size: str, text: dict[str, Any], sp: Mapping[st
         "out_hidden_size": text["hidden_size"],
         "image_size": 56,
     }
-    return config_class(
+    return _config_class(class_name)(
         text_config=text,
         vision_config=vision,
         image_token_id=sp["<|image|>"],
@@ -954,23 +905,23 @@ _ROWS = (
                _llava_next_video_processor, "LlavaNextVideoForConditionalGeneration"),
     TinyFamily("mistral3", _PIXTRAL_SPECIALS, ("[IMG]", "[IMG]"), _mistral3_config, _mistral3_processor,
                "Mistral3ForConditionalGeneration"),
-    TinyFamily("idefics3", _IDEFICS3_SPECIALS, _LLAVA_PLACEHOLDERS, _idefics3_config, _idefics3_processor,
-               "Idefics3ForConditionalGeneration"),
-    TinyFamily("smolvlm", (*_IDEFICS3_SPECIALS, "<video>"), _LLAVA_PLACEHOLDERS, _smolvlm_config,
-               _smolvlm_processor, "SmolVLMForConditionalGeneration"),
+    TinyFamily("idefics3", _IDEFICS3_SPECIALS, _LLAVA_PLACEHOLDERS, partial(_idefics_like, "Idefics3Config"),
+               _idefics3_processor, "Idefics3ForConditionalGeneration"),
+    TinyFamily("smolvlm", (*_IDEFICS3_SPECIALS, "<video>"), _LLAVA_PLACEHOLDERS,
+               partial(_idefics_like, "SmolVLMConfig"), _smolvlm_processor, "SmolVLMForConditionalGeneration"),
     TinyFamily("internvl", _INTERNVL_SPECIALS, ("<IMG_CONTEXT>", "<video>"), _internvl_config, _internvl_processor,
                "InternVLForConditionalGeneration", token_names=_INTERNVL_TOKEN_NAMES),
     TinyFamily("qwen3_vl_moe", _QWEN_SPECIALS, _QWEN_PLACEHOLDERS, _qwen3_vl_moe_config, _qwen_vl_processor,
                "Qwen3VLMoeForConditionalGeneration", processor_family="qwen3_vl"),
     TinyFamily("gemma3", _GEMMA3_SPECIALS, ("<start_of_image>", "<video>"), _gemma3_config, _gemma3_processor,
                "Gemma3ForConditionalGeneration", token_names=_GEMMA3_TOKEN_NAMES),
-    TinyFamily("glm4v", _GLM4V_SPECIALS, _GLM4V_PLACEHOLDERS, _glm4v_config, _glm_processor,
+    TinyFamily("glm4v", _GLM4V_SPECIALS, _GLM4V_PLACEHOLDERS, partial(_glm_like, "Glm4vConfig"), _glm_processor,
                "Glm4vForConditionalGeneration"),
     TinyFamily("qwen3_5", _QWEN_SPECIALS, _QWEN_PLACEHOLDERS, _qwen3_5_config, _qwen_vl_processor,
                "Qwen3_5ForConditionalGeneration", processor_family="qwen3_vl"),
     TinyFamily("gemma4", _GEMMA4_SPECIALS, ("<image_soft_token>", "<|video|>"), _gemma4_config, _gemma4_processor,
                "Gemma4ForConditionalGeneration", token_names=_GEMMA4_TOKEN_NAMES),
-    TinyFamily("glm46v", _GLM4V_SPECIALS, _GLM4V_PLACEHOLDERS, _glm46v_config, _glm_processor,
+    TinyFamily("glm46v", _GLM4V_SPECIALS, _GLM4V_PLACEHOLDERS, partial(_glm_like, "Glm46VConfig"), _glm_processor,
                "Glm46VForConditionalGeneration"),
 )  # fmt: skip
 #: every family's builder, by the config's `model_type` (as sage_core/models/registry.py's FAMILIES)
