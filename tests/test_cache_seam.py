@@ -9,7 +9,6 @@ CLI's `--cache`.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,12 +19,12 @@ import torch
 from transformers import DynamicCache
 
 from sage_core import DecodeConfig, decode, load_pair
-from sage_core.cli import main
 from sage_core.errors import ConfigError
 from sage_core.models import KVState, ModelPair
 from sage_core.models.caches import clear_scratch, register_cache_strategy, unregister_cache_strategy
 from sage_testkit.pairs import greedy, tiny_folder
 from sage_testkit.references import files_naming
+from sage_testkit.seams import cli_token_ids, generate_argv, lent
 
 TOKENS = 16
 PROMPT = "Describe the picture."
@@ -59,11 +58,8 @@ class RebuiltEveryCommit:
 @pytest.fixture(scope="module")
 def toy() -> Iterator[RebuiltEveryCommit]:
     strategy = RebuiltEveryCommit()
-    register_cache_strategy(strategy)
-    try:
+    with lent(strategy, register_cache_strategy, lambda: unregister_cache_strategy(strategy.name)):
         yield strategy
-    finally:
-        unregister_cache_strategy(strategy.name)
 
 
 @pytest.fixture(scope="module")
@@ -88,16 +84,15 @@ def test_a_decode_on_the_toy_cache_strategy_equals_greedy_generate(toy, pair, im
     assert len(toy.commits) >= summary.rounds - 1 and sum(toy.commits) >= len(summary.token_ids) - 1
 
 
-def test_the_cli_offers_the_toy_cache_strategy_and_refuses_an_unknown_one(toy, pair, tmp_path, capsys):
+def test_the_cli_offers_the_toy_cache_strategy_and_refuses_an_unknown_one(toy, pair, tmp_path):
     from PIL import Image
 
     from sage_core import load_media
 
     picture = tmp_path / "picture.png"
     Image.new("RGB", (48, 48), (40, 200, 40)).save(picture)
-    models = ["--target", pair.target.name, "--draft", pair.draft.name, "--device", "cpu"]
-    common = ["generate", *models, "--image", str(picture), "--prompt", PROMPT, "--max-new-tokens", str(TOKENS)]
-    assert main([*common, "--cache", toy.name, "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["token_ids"] == greedy(pair, load_media(str(picture)), PROMPT, TOKENS)
+    more = ["--max-new-tokens", str(TOKENS), "--cache", toy.name]
+    argv = generate_argv(pair.target.name, pair.draft.name, picture, PROMPT, *more)
+    assert cli_token_ids(argv) == greedy(pair, load_media(str(picture)), PROMPT, TOKENS)
     with pytest.raises(ConfigError, match="unknown cache strategy 'nope'; choose one of in-place, growing"):
         decode(pair, load_media(str(picture)), PROMPT, DecodeConfig("sage", TOKENS, cache="nope"))

@@ -25,6 +25,7 @@ from sage_core.models.llava import Llava
 from sage_core.models.registry import FAMILIES, register_family, unregister_family
 from sage_testkit.pairs import NOISE, greedy
 from sage_testkit.references import files_naming
+from sage_testkit.seams import lent
 from sage_testkit.tiny_models import SPECIAL_TOKENS, build_config, build_processor
 
 MODEL_TYPE = "vipllava"
@@ -66,11 +67,8 @@ def build_vipllava(folder: Path, noise: float) -> str:
 @pytest.fixture(scope="module")
 def toy() -> Iterator[Llava]:
     assert MODEL_TYPE not in FAMILIES  # the project does not ship it
-    register_family(VIP_LLAVA)
-    try:
+    with lent(VIP_LLAVA, register_family, lambda: unregister_family(MODEL_TYPE)):
         yield VIP_LLAVA
-    finally:
-        unregister_family(MODEL_TYPE)
 
 
 @pytest.fixture(scope="module")

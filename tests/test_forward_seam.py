@@ -8,7 +8,6 @@ the new tokens it reads. Nothing outside this module names it: `register_forward
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,12 +16,12 @@ import pytest
 import torch
 
 from sage_core import DecodeConfig, decode, load_pair
-from sage_core.cli import main
 from sage_core.errors import ConfigError
 from sage_core.models import ModelPair
 from sage_core.models.forwards import TextModel, TreeBatch, register_forward, unregister_forward
 from sage_testkit.pairs import greedy, tiny_folder
 from sage_testkit.references import files_naming
+from sage_testkit.seams import cli_token_ids, generate_argv, lent
 
 TOKENS = 16
 PROMPT = "Describe the picture."
@@ -52,11 +51,8 @@ class TwoStepForward:
 @pytest.fixture(scope="module")
 def toy() -> Iterator[TwoStepForward]:
     forward = TwoStepForward()
-    register_forward(forward)
-    try:
+    with lent(forward, register_forward, lambda: unregister_forward(forward.name)):
         yield forward
-    finally:
-        unregister_forward(forward.name)
 
 
 @pytest.fixture(scope="module")
@@ -80,16 +76,15 @@ def test_a_decode_on_the_toy_forward_equals_greedy_generate(toy, pair, image, me
     assert len(toy.tokens_read) >= summary.rounds and max(toy.tokens_read) > 1  # verifications and levels
 
 
-def test_the_cli_offers_the_toy_forward_and_refuses_an_unknown_one(toy, pair, tmp_path, capsys):
+def test_the_cli_offers_the_toy_forward_and_refuses_an_unknown_one(toy, pair, tmp_path):
     from PIL import Image
 
     from sage_core import load_media
 
     picture = tmp_path / "picture.png"
     Image.new("RGB", (48, 48), (200, 40, 40)).save(picture)
-    models = ["--target", pair.target.name, "--draft", pair.draft.name, "--device", "cpu"]
-    common = ["generate", *models, "--image", str(picture), "--prompt", PROMPT, "--max-new-tokens", str(TOKENS)]
-    assert main([*common, "--forward", toy.name, "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["token_ids"] == greedy(pair, load_media(str(picture)), PROMPT, TOKENS)
+    more = ["--max-new-tokens", str(TOKENS), "--forward", toy.name]
+    argv = generate_argv(pair.target.name, pair.draft.name, picture, PROMPT, *more)
+    assert cli_token_ids(argv) == greedy(pair, load_media(str(picture)), PROMPT, TOKENS)
     with pytest.raises(ConfigError, match="unknown forward 'nope'; choose one of transformers, lean, fused, compiled"):
         decode(pair, load_media(str(picture)), PROMPT, DecodeConfig("sage", TOKENS, forward="nope"))

@@ -1,0 +1,46 @@
+"""What the seam tests and the command-line tests share: a toy registered for a test module's duration, and
+the argument list of a `generate` run on the command line."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, redirect_stdout
+from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+@contextmanager
+def lent(toy: T, register: Callable[[T], object], unregister: Callable[[], object]) -> Iterator[T]:
+    """`toy` registered (`register`) for the block's duration, then unregistered (`unregister`), whatever
+    happened in the block."""
+    register(toy)
+    try:
+        yield toy
+    finally:
+        unregister()
+
+
+def generate_argv(
+    target: str, draft: str, media: str | Path, prompt: str, *more: str, media_flag: str = "--image"
+) -> list[str]:
+    """The command line's `generate` on this pair, medium (`media_flag`: --image or --video) and prompt, on the
+    CPU, then `more` arguments."""
+    models = ["--target", target, "--draft", draft]
+    return ["generate", *models, media_flag, str(media), "--prompt", prompt, "--device", "cpu", *more]
+
+
+def cli_token_ids(argv: Sequence[str]) -> list[int]:
+    """The new tokens the command line's `generate ... --json` reports with these arguments (it exits 0)."""
+    from sage_core.cli import main
+
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert main([*argv, "--json"]) == 0
+    return json.loads(out.getvalue())["token_ids"]
+
+
+__all__ = ["cli_token_ids", "generate_argv", "lent"]
