@@ -10,6 +10,12 @@ from contextlib import contextmanager, redirect_stdout
 from pathlib import Path
 from typing import TypeVar
 
+from sage_core import load_pair
+from sage_core.models import ModelPair
+
+from .pairs import tiny_folder
+from .references import files_naming
+
 T = TypeVar("T")
 
 
@@ -22,6 +28,19 @@ def lent(toy: T, register: Callable[[T], object], unregister: Callable[[], objec
         yield toy
     finally:
         unregister()
+
+
+def own_pair(root: Path, family: str) -> ModelPair:
+    """`family`'s tiny target and noised draft loaded afresh for one test module (not the process's shared
+    pair: a toy's runs touch no other module's models)."""
+    return load_pair(tiny_folder(root, family, "target"), tiny_folder(root, family, "noised"), "cpu")
+
+
+def files_needing(toy: str, name: str) -> list[str]:
+    """The checkout's files that name `name` (`files_naming`), said for the toy `toy` in the test's output."""
+    files = files_naming(name)
+    print(f"files {toy} needed: {len(files)} ({', '.join(files)})")
+    return files
 
 
 def generate_argv(
@@ -43,4 +62,4 @@ def cli_token_ids(argv: Sequence[str]) -> list[int]:
     return json.loads(out.getvalue())["token_ids"]
 
 
-__all__ = ["cli_token_ids", "generate_argv", "lent"]
+__all__ = ["cli_token_ids", "files_needing", "generate_argv", "lent", "own_pair"]

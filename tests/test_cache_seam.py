@@ -18,13 +18,12 @@ import pytest
 import torch
 from transformers import DynamicCache
 
-from sage_core import DecodeConfig, decode, load_pair
+from sage_core import DecodeConfig, decode
 from sage_core.errors import ConfigError
 from sage_core.models import KVState, ModelPair
 from sage_core.models.caches import clear_scratch, register_cache_strategy, unregister_cache_strategy
-from sage_testkit.pairs import greedy, tiny_folder
-from sage_testkit.references import files_naming
-from sage_testkit.seams import cli_token_ids, generate_argv, lent
+from sage_testkit.pairs import greedy
+from sage_testkit.seams import cli_token_ids, files_needing, generate_argv, lent, own_pair
 
 TOKENS = 16
 PROMPT = "Describe the picture."
@@ -64,13 +63,11 @@ def toy() -> Iterator[RebuiltEveryCommit]:
 
 @pytest.fixture(scope="module")
 def pair(tiny_root: Path) -> ModelPair:
-    return load_pair(tiny_folder(tiny_root, "qwen3_vl", "target"), tiny_folder(tiny_root, "qwen3_vl", "noised"), "cpu")
+    return own_pair(tiny_root, "qwen3_vl")
 
 
 def test_the_toy_cache_strategy_needs_this_module_only(toy):
-    files = files_naming(toy.name)
-    print(f"files the toy cache strategy needed: {len(files)} ({', '.join(files)})")
-    assert files == ["tests/test_cache_seam.py"]
+    assert files_needing("the toy cache strategy", toy.name) == ["tests/test_cache_seam.py"]
 
 
 @pytest.mark.parametrize(("method", "forward"), [("sage", None), ("chain", "transformers"), ("ar", None)])

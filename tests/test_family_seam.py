@@ -24,8 +24,7 @@ from sage_core.models import ModelPair
 from sage_core.models.llava import Llava
 from sage_core.models.registry import FAMILIES, register_family, unregister_family
 from sage_testkit.pairs import NOISE, greedy
-from sage_testkit.references import files_naming
-from sage_testkit.seams import lent
+from sage_testkit.seams import files_needing, lent
 from sage_testkit.tiny_models import SPECIAL_TOKENS, build_config, build_processor
 
 MODEL_TYPE = "vipllava"
@@ -80,9 +79,7 @@ def pair(toy, tmp_path_factory) -> ModelPair:
 
 
 def test_the_toy_family_needs_this_module_only(toy):
-    files = files_naming(toy.model_type)
-    print(f"files the toy family needed: {len(files)} ({', '.join(files)})")
-    assert files == ["tests/test_family_seam.py"]
+    assert files_needing("the toy family", toy.model_type) == ["tests/test_family_seam.py"]
 
 
 def test_the_toy_family_loads_as_itself(pair, image):

@@ -15,13 +15,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from sage_core import DecodeConfig, decode, load_pair
+from sage_core import DecodeConfig, decode
 from sage_core.errors import ConfigError
 from sage_core.models import ModelPair
 from sage_core.models.forwards import TextModel, TreeBatch, register_forward, unregister_forward
-from sage_testkit.pairs import greedy, tiny_folder
-from sage_testkit.references import files_naming
-from sage_testkit.seams import cli_token_ids, generate_argv, lent
+from sage_testkit.pairs import greedy
+from sage_testkit.seams import cli_token_ids, files_needing, generate_argv, lent, own_pair
 
 TOKENS = 16
 PROMPT = "Describe the picture."
@@ -57,13 +56,11 @@ def toy() -> Iterator[TwoStepForward]:
 
 @pytest.fixture(scope="module")
 def pair(tiny_root: Path) -> ModelPair:
-    return load_pair(tiny_folder(tiny_root, "qwen3_vl", "target"), tiny_folder(tiny_root, "qwen3_vl", "noised"), "cpu")
+    return own_pair(tiny_root, "qwen3_vl")
 
 
 def test_the_toy_forward_needs_this_module_only(toy):
-    files = files_naming(toy.name)
-    print(f"files the toy forward needed: {len(files)} ({', '.join(files)})")
-    assert files == ["tests/test_forward_seam.py"]
+    assert files_needing("the toy forward", toy.name) == ["tests/test_forward_seam.py"]
 
 
 @pytest.mark.parametrize(("method", "cache"), [("sage", None), ("static", "growing")])
