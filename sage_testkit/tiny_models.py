@@ -300,16 +300,25 @@ def _qwen_rope(theta: float, **more: object) -> dict[str, object]:
     return {"rope_type": "default", "rope_theta": theta, "mrope_section": _MROPE_SECTION, **more}
 
 
-def _tower(size: str, **more: Any) -> dict[str, Any]:
-    """A vision tower of `size` in the CLIP / SigLIP names (width, MLP, heads, depth), then `more`."""
+def _tower(size: str, *, qwen_names: bool = False, **more: Any) -> dict[str, Any]:
+    """A vision tower of `size` (width, MLP, heads, depth) in the CLIP / SigLIP names, or Qwen's
+    (`qwen_names`: heads `num_heads`, layers `depth`), then `more`."""
     vis = _VISION_SIZES[size]
+    heads, layers = ("num_heads", "depth") if qwen_names else ("num_attention_heads", "num_hidden_layers")
     return {
         "hidden_size": vis["hidden_size"],
         "intermediate_size": vis["intermediate_size"],
-        "num_attention_heads": vis["num_heads"],
-        "num_hidden_layers": vis["depth"],
+        heads: vis["num_heads"],
+        layers: vis["depth"],
         **more,
     }
+
+
+def _qwen_tower(size: str, text: Mapping[str, Any], patch_size: int, **more: Any) -> dict[str, Any]:
+    """A Qwen2.5-VL-style tower of `size` (as Qwen3-VL's and GLM-4.1V's): 2 x 2 patches of 2 frames merged
+    into the text's width, then `more`."""
+    merge = {"out_hidden_size": text["hidden_size"], "spatial_merge_size": 2, "temporal_patch_size": 2}
+    return _tower(size, qwen_names=True, patch_size=patch_size, **merge, **more)
 
 
 def _siglip(size: str, side: int) -> dict[str, Any]:
@@ -354,22 +363,16 @@ def _qwen2_vl_config(size: str, text: dict[str, Any], sp: Mapping[str, int]) -> 
 def _qwen2_5_vl_config(size: str, text: dict[str, Any], sp: Mapping[str, int]) -> Built:
     import transformers
 
-    vis = _VISION_SIZES[size]
     text.update(rope_parameters=_qwen_rope(1000000.0))
-    vision = {
-        "depth": vis["depth"],
-        "hidden_size": vis["hidden_size"],
-        "intermediate_size": vis["intermediate_size"],
-        "num_heads": vis["num_heads"],
-        "out_hidden_size": text["hidden_size"],
-        "patch_size": 14,
-        "spatial_merge_size": 2,
-        "temporal_patch_size": 2,
-        "tokens_per_second": 2,
-        "window_size": 56,
-        "fullatt_block_indexes": [vis["depth"] - 1],
-        "initializer_range": INITIALIZER_RANGE,
-    }
+    vision = _qwen_tower(
+        size,
+        text,
+        14,
+        tokens_per_second=2,
+        window_size=56,
+        fullatt_block_indexes=[_VISION_SIZES[size]["depth"] - 1],
+        initializer_range=INITIALIZER_RANGE,
+    )
     return transformers.Qwen2_5_VLConfig(
         text_config=text, vision_config=vision, tie_word_embeddings=False, **_qwen_ids(sp)
     )
@@ -378,22 +381,11 @@ def _qwen2_5_vl_config(size: str, text: dict[str, Any], sp: Mapping[str, int]) -
 def _qwen3_vl_config(size: str, text: dict[str, Any], sp: Mapping[str, int]) -> Built:
     import transformers
 
-    vis = _VISION_SIZES[size]
     text.update(head_dim=16, rope_parameters=_qwen_rope(5000000.0, mrope_interleaved=True))
     text.pop("tie_word_embeddings")
-    vision = {
-        "depth": vis["depth"],
-        "hidden_size": vis["hidden_size"],
-        "intermediate_size": vis["intermediate_size"],
-        "num_heads": vis["num_heads"],
-        "out_hidden_size": text["hidden_size"],
-        "patch_size": 16,
-        "spatial_merge_size": 2,
-        "temporal_patch_size": 2,
-        "num_position_embeddings": 16,
-        "deepstack_visual_indexes": [0],
-        "initializer_range": INITIALIZER_RANGE,
-    }
+    vision = _qwen_tower(
+        size, text, 16, num_position_embeddings=16, deepstack_visual_indexes=[0], initializer_range=INITIALIZER_RANGE
+    )
     return transformers.Qwen3VLConfig(
         text_config=text, vision_config=vision, tie_word_embeddings=False, **_qwen_ids(sp)
     )
@@ -615,7 +607,6 @@ def _gemma4_config(size: str, text: dict[str, Any], sp: Mapping[str, int]) -> Bu
 
 def _glm_like(class_name: str, size: str, text: dict[str, Any], sp: Mapping[str, int]) -> Built:
     """GLM-4.1V and GLM-4.6V (`class_name`, their config class)."""
-    vis = _VISION_SIZES[size]
     _llama_text(text).pop("model_type")
     # M-RoPE on half of each head (partial_rotary_factor 0.5): the sections sum to 16 * 0.5 / 2
     text["rope_parameters"] = {
@@ -624,20 +615,9 @@ def _glm_like(class_name: str, size: str, text: dict[str, Any], sp: Mapping[str,
         "mrope_section": [1, 1, 2],
         "partial_rotary_factor": 0.5,
     }
-    vision = {
-        "depth": vis["depth"],
-        "hidden_size": vis["hidden_size"],
-        "num_heads": vis["num_heads"],
-        "intermediate_size": vis["intermediate_size"],
-        "patch_size": 14,
-        "spatial_merge_size": 2,
-        "temporal_patch_size": 2,
-        "out_hidden_size": text["hidden_size"],
-        "image_size": 56,
-    }
     return _config_class(class_name)(
         text_config=text,
-        vision_config=vision,
+        vision_config=_qwen_tower(size, text, 14, image_size=56),
         image_token_id=sp["<|image|>"],
         video_token_id=sp["<|video|>"],
         image_start_token_id=sp["<|begin_of_image|>"],
