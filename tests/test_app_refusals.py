@@ -25,6 +25,7 @@ from app.models import CustomModels
 from sage_core import DecodeConfig, SageError, decode, load_media, load_pair
 from sage_core.cli import main
 from sage_testkit.pairs import tiny_folder
+from sage_testkit.seams import generate_argv
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "assets" / "examples"
 IMAGE = str(next(EXAMPLES.glob("*.png")))
@@ -129,23 +130,7 @@ def test_the_library_and_the_cli_refuse_the_same_pruning_in_one_sentence(models_
     pair = load_pair(target, draft, "cpu", "float32")
     with pytest.raises(SageError, match=PRUNING):
         decode(pair, load_media(IMAGE), "Describe it.", DecodeConfig("sage", 4, prune_ratio=0.5))
-    argv = [
-        "generate",
-        "--target",
-        target,
-        "--draft",
-        draft,
-        "--image",
-        IMAGE,
-        "--prompt",
-        "Describe it.",
-        "--prune-ratio",
-        "0.5",
-        "--device",
-        "cpu",
-        "--max-new-tokens",
-        "4",
-    ]
+    argv = generate_argv(target, draft, IMAGE, "Describe it.", "--prune-ratio", "0.5", "--max-new-tokens", "4")
     assert main(argv) == 2
     error = capsys.readouterr().err.strip().splitlines()[-1]
     assert error.startswith("error: ") and PRUNING in error

@@ -33,6 +33,7 @@ from sage_core.records import OwnRecord, RoundRecord
 from sage_core.studies.explain import explain_round
 from sage_core.verify import Verdict
 from sage_testkit.pairs import tiny_folder
+from sage_testkit.seams import generate_argv
 
 TOKENS = 10
 
@@ -131,23 +132,9 @@ def greedy_ids(pair_folders: tuple[str, str], picture: str, prompt: str) -> list
 
 def test_the_cli_runs_the_toy_with_its_flag_and_refuses_a_bad_value(toy, pair_folders, picture, capsys, tmp_path):
     target, draft = pair_folders
-    common = [
-        "generate",
-        "--target",
-        target,
-        "--draft",
-        draft,
-        "--image",
-        picture,
-        "--prompt",
-        "What is it?",
-        "--method",
-        "toy-chain",
-        "--max-new-tokens",
-        str(TOKENS),
-        "--device",
-        "cpu",
-    ]
+    common = generate_argv(
+        target, draft, picture, "What is it?", "--method", "toy-chain", "--max-new-tokens", str(TOKENS)
+    )
     trace = tmp_path / "toy.jsonl"
     assert main([*common, "--toy-length", "3", "--json", "--trace", str(trace)]) == 0
     result = json.loads(capsys.readouterr().out)

@@ -28,6 +28,7 @@ from sage_testkit.pairs import (
     tiny_folder,
     tiny_pair,
 )
+from sage_testkit.seams import generate_argv
 from sage_testkit.tiny_models import ALL_FAMILIES, model_class
 
 PROMPT = "Describe the picture."
@@ -189,30 +190,8 @@ def test_cli_json_reports_both_prompt_lengths_and_the_trace_the_kept_tokens(tiny
     target = tiny_folder(tiny_root, "llava_onevision", "target")
     draft = tiny_folder(tiny_root, "llava_onevision", "noised")
     trace = tmp_path / "run.jsonl"
-    code = main(
-        [
-            "generate",
-            "--target",
-            target,
-            "--draft",
-            draft,
-            "--image",
-            str(path),
-            "--prompt",
-            PROMPT,
-            "--method",
-            "static",
-            "--max-new-tokens",
-            "12",
-            "--prune-ratio",
-            "0.8",
-            "--device",
-            "cpu",
-            "--json",
-            "--trace",
-            str(trace),
-        ]
-    )
+    more = ["--method", "static", "--max-new-tokens", "12", "--prune-ratio", "0.8", "--json", "--trace", str(trace)]
+    code = main(generate_argv(target, draft, path, PROMPT, *more))
     assert code == 0
     result = json.loads(capsys.readouterr().out)
     header, _ = load_trace(trace)

@@ -17,6 +17,7 @@ from sage_core.cli import main
 from sage_core.errors import TraceError
 from sage_core.trace_check import parse_trace
 from sage_testkit.pairs import tiny_folder
+from sage_testkit.seams import generate_argv
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -87,30 +88,8 @@ def test_cli_json_matches_generate(tiny_root, tiny_pair, greedy, image_file, vid
         expected_ids = greedy(pair, media, "What moves?", 16)
         prompt_tokens = pair.target.prepare(media, "What moves?")["input_ids"].shape[1]
         trace = tmp_path / f"{method}.jsonl"
-        code = main(
-            [
-                "generate",
-                "--target",
-                target,
-                "--draft",
-                draft,
-                flag,
-                str(path),
-                "--frames",
-                "6",
-                "--prompt",
-                "What moves?",
-                "--method",
-                method,
-                "--max-new-tokens",
-                "16",
-                "--device",
-                "cpu",
-                "--json",
-                "--trace",
-                str(trace),
-            ]
-        )
+        more = ["--frames", "6", "--method", method, "--max-new-tokens", "16", "--json", "--trace", str(trace)]
+        code = main(generate_argv(target, draft, path, "What moves?", *more, media_flag=flag))
         assert code == 0
         result = json.loads(capsys.readouterr().out)
         assert result["token_ids"] == expected_ids
@@ -234,21 +213,7 @@ def test_an_unexpected_failure_is_one_internal_error_line(tiny_root, image_file,
 
     monkeypatch.setattr(sys.modules["sage_core.decode"], "decode", broken)
     target = tiny_folder(tiny_root, "qwen2_vl", "target")
-    code = main(
-        [
-            "generate",
-            "--image",
-            str(image_file),
-            "--prompt",
-            "hi",
-            "--target",
-            target,
-            "--draft",
-            target,
-            "--device",
-            "cpu",
-        ]
-    )
+    code = main(generate_argv(target, target, image_file, "hi"))
     errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
     assert code == 2
     assert errors == ["error: internal error (KeyError: 'a bug'); SAGE_DEBUG=1 shows the traceback"]
@@ -256,24 +221,7 @@ def test_an_unexpected_failure_is_one_internal_error_line(tiny_root, image_file,
 
 def test_cli_prints_the_loading_stages(tiny_root, image_file, capsys):
     target = tiny_folder(tiny_root, "qwen2_vl", "target")
-    main(
-        [
-            "generate",
-            "--image",
-            str(image_file),
-            "--prompt",
-            "hi",
-            "--target",
-            target,
-            "--draft",
-            target,
-            "--device",
-            "cpu",
-            "--max-new-tokens",
-            "2",
-            "--json",
-        ]
-    )
+    main(generate_argv(target, target, image_file, "hi", "--max-new-tokens", "2", "--json"))
     stages = [line for line in capsys.readouterr().err.splitlines() if line.startswith("[loading")]
     assert stages == [f"[loading the target {target} (local folder)]", f"[loading the draft {target} (local folder)]"]
 
