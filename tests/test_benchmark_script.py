@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import runpy
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -39,21 +40,27 @@ def refusal(monkeypatch, capsys, *args: str) -> str:
     return capsys.readouterr().err
 
 
-def tiny_benchmark(tiny_root, tmp_path, monkeypatch, family: str, *args: str, side: int = 56) -> tuple[dict, str]:
-    """The script on a tiny pair of `family` (its noised draft) and one noise picture, on the CPU in float32,
-    with these further arguments: its JSON report and its markdown."""
-    examples = noise_example(tmp_path, side)
-    target, draft = tiny_folder(tiny_root, family, "target"), tiny_folder(tiny_root, family, "noised")
-    out_json, out_md = tmp_path / "bench.json", tmp_path / "bench.md"
-    common = ["--target", target, "--draft", draft, "--examples", examples, "--device", "cpu", "--dtype", "float32"]
-    assert run_benchmark(monkeypatch, *common, *args, "--json", str(out_json), "--markdown", str(out_md)) == 0
-    return json.loads(out_json.read_text()), out_md.read_text()
+@pytest.fixture
+def bench(tiny_root, tmp_path, monkeypatch) -> Callable[..., tuple[dict, str]]:
+    """`bench(family, *args, side=56, **options)`: the script on a tiny pair of `family` (its noised draft) and
+    one noise picture of `side` pixels, on the CPU in float32, with these further arguments (`options`:
+    `--name value` each, `max_new_tokens=8` as `--max-new-tokens 8`): its JSON report and its markdown."""
+
+    def run(family: str, *args: str, side: int = 56, **options: object) -> tuple[dict, str]:
+        examples = noise_example(tmp_path, side)
+        target, draft = tiny_folder(tiny_root, family, "target"), tiny_folder(tiny_root, family, "noised")
+        out_json, out_md = tmp_path / "bench.json", tmp_path / "bench.md"
+        common = ["--target", target, "--draft", draft, "--examples", examples, "--device", "cpu", "--dtype", "float32"]
+        named = [word for key, value in options.items() for word in ("--" + key.replace("_", "-"), str(value))]
+        outputs = ["--json", str(out_json), "--markdown", str(out_md)]
+        assert run_benchmark(monkeypatch, *common, *args, *named, *outputs) == 0
+        return json.loads(out_json.read_text()), out_md.read_text()
+
+    return run
 
 
-def test_benchmark_runs_every_method_and_writes_its_reports(tiny_root, tmp_path, monkeypatch):
-    report, text = tiny_benchmark(
-        tiny_root, tmp_path, monkeypatch, "qwen2_5_vl", "--repeats", "2", "--max-new-tokens", "12"
-    )
+def test_benchmark_runs_every_method_and_writes_its_reports(bench):
+    report, text = bench("qwen2_5_vl", repeats=2, max_new_tokens=12)
     rows = {row["method"]: row for row in report["summary"]}
     # Every registry method by default, the ablation lanes included (sage-cost is compared with them too).
     assert set(rows) == {
@@ -86,22 +93,9 @@ def test_benchmark_runs_every_method_and_writes_its_reports(tiny_root, tmp_path,
     assert "SAGE over static, decode only:" in text and "predicted by these costs" in text
 
 
-def test_benchmark_runs_our_methods_on_several_backends_interleaved(tiny_root, tmp_path, monkeypatch):
+def test_benchmark_runs_our_methods_on_several_backends_interleaved(bench):
     """--backend fast,plain: each of our methods on both, in one interleaved run, and the ratio printed."""
-    report, text = tiny_benchmark(
-        tiny_root,
-        tmp_path,
-        monkeypatch,
-        "qwen3_vl",
-        "--methods",
-        "generate,ar,sage",
-        "--backend",
-        "fast,plain",
-        "--repeats",
-        "2",
-        "--max-new-tokens",
-        "10",
-    )
+    report, text = bench("qwen3_vl", methods="generate,ar,sage", backend="fast,plain", repeats=2, max_new_tokens=10)
     rows = {row["method"]: row for row in report["summary"]}
     assert set(rows) == {"generate", "ar", "sage", "ar@plain", "sage@plain"}
     assert all(row["same_as_generate"] for row in rows.values())
@@ -111,23 +105,22 @@ def test_benchmark_runs_our_methods_on_several_backends_interleaved(tiny_root, t
     assert "sage@plain against sage on fast:" in text and "ar@plain against ar on fast:" in text
 
 
-def test_benchmark_races_a_second_draft_interleaved(tiny_root, tmp_path, monkeypatch):
+def test_benchmark_races_a_second_draft_interleaved(tiny_root, bench):
     """--second-draft: each drafting method again with a one-pass draft, in the same interleaved repeats; the
     rows say one draft forward a round, and the lines under the table compare the drafts method by method."""
-    examples = noise_example(tmp_path)
-    target, draft = tiny_folder(tiny_root, "qwen2_vl", "target"), tiny_folder(tiny_root, "qwen2_vl", "noised")
     one_pass = tiny_folder(tiny_root, "qwen2_vl", "one-pass")
-    out_json, out_md = tmp_path / "bench.json", tmp_path / "bench.md"
-    args = ["--target", target, "--draft", draft, "--second-draft", one_pass, "--examples", examples]
-    args += ["--methods", "generate,ar,sage,chain", "--repeats", "1", "--max-new-tokens", "10"]
-    args += ["--device", "cpu", "--dtype", "float32", "--json", str(out_json), "--markdown", str(out_md)]
-    assert run_benchmark(monkeypatch, *args) == 0
-    rows = {row["method"]: row for row in json.loads(out_json.read_text())["summary"]}
+    report, text = bench(
+        "qwen2_vl",
+        second_draft=one_pass,
+        methods="generate,ar,sage,chain",
+        repeats=1,
+        max_new_tokens=10,
+    )
+    rows = {row["method"]: row for row in report["summary"]}
     tag = Path(one_pass).name
     assert set(rows) == {"generate", "ar", "sage", "chain", f"sage/{tag}", f"chain/{tag}"}
     assert all(row["same_as_generate"] for row in rows.values())
     assert rows[f"sage/{tag}"]["draft_forwards"] == 1 and rows["chain"]["draft_forwards"] == 5
-    text = out_md.read_text()
     assert f"sage/{tag} over sage:" in text and "the best with the second draft" in text
 
 
@@ -150,26 +143,17 @@ def test_benchmark_refuses_kinds_with_no_example(tmp_path, monkeypatch, capsys):
     assert "no example of the kinds 'poem'" in error
 
 
-def test_benchmark_on_the_plain_backend_with_a_long_prompt(tiny_root, tmp_path, monkeypatch):
+def test_benchmark_on_the_plain_backend_with_a_long_prompt(bench):
     """--backend plain runs our methods on transformers' own cache; --long-prompt adds padded prompts
     and a table of step time against context."""
-    report, text = tiny_benchmark(
-        tiny_root,
-        tmp_path,
-        monkeypatch,
+    report, text = bench(
         "qwen2_vl",
-        "--methods",
-        "ar,sage,generate",
-        "--repeats",
-        "1",
-        "--max-new-tokens",
-        "8",
-        "--backend",
-        "plain",
-        "--long-prompt",
-        "300",
-        "--threads",
-        "1",
+        methods="ar,sage,generate",
+        repeats=1,
+        max_new_tokens=8,
+        backend="plain",
+        long_prompt=300,
+        threads=1,
     )
     assert report["backend"] == "plain" and report["threads"] == 1
     assert all(row["same_as_generate"] for row in report["summary"])
@@ -179,20 +163,13 @@ def test_benchmark_on_the_plain_backend_with_a_long_prompt(tiny_root, tmp_path, 
     assert "Step time against context" in text and "| 300 |" in text
 
 
-def test_benchmark_runs_the_draft_methods_pruned(tiny_root, tmp_path, monkeypatch):
-    report, _ = tiny_benchmark(
-        tiny_root,
-        tmp_path,
-        monkeypatch,
+def test_benchmark_runs_the_draft_methods_pruned(bench):
+    report, _ = bench(
         "llava_onevision",
-        "--methods",
-        "generate,ar,static,sage",
-        "--prune-ratios",
-        "0,0.8",
-        "--repeats",
-        "1",
-        "--max-new-tokens",
-        "10",
+        methods="generate,ar,static,sage",
+        prune_ratios="0,0.8",
+        repeats=1,
+        max_new_tokens=10,
         side=64,
     )
     rows = {row["method"]: row for row in report["summary"]}
@@ -209,26 +186,17 @@ def test_benchmark_refuses_a_bad_pruning_ratio(tmp_path, monkeypatch, capsys):
     assert "pruning ratio must lie in [0, 1)" in refusal(monkeypatch, capsys, "--prune-ratios", "0,1")
 
 
-def test_benchmark_reports_tau_and_speed_per_temperature(tiny_root, tmp_path, monkeypatch):
+def test_benchmark_reports_tau_and_speed_per_temperature(bench):
     """--temperatures runs every method (pruned ones included) greedy and sampled: rows per temperature,
     sampled rows marked n/a for same tokens, tau and speedups at each temperature."""
-    report, text = tiny_benchmark(
-        tiny_root,
-        tmp_path,
-        monkeypatch,
+    report, text = bench(
         "qwen2_5_vl",
-        "--methods",
-        "ar,sage,generate,assisted",
-        "--prune-ratios",
-        "0,0.8",
-        "--temperatures",
-        "0,0.8",
-        "--top-p",
-        "0.95",
-        "--repeats",
-        "1",
-        "--max-new-tokens",
-        "10",
+        methods="ar,sage,generate,assisted",
+        prune_ratios="0,0.8",
+        temperatures="0,0.8",
+        top_p="0.95",
+        repeats=1,
+        max_new_tokens=10,
     )
     rows = {row["method"]: row for row in report["summary"]}
     greedy = ("ar", "sage", "generate", "assisted", "sage+prune0.8")
@@ -355,19 +323,13 @@ def test_the_tau_study_compares_every_drafting_method_and_checks_the_premise(cap
     assert "unknown method 'eagle'" in capsys.readouterr().err
 
 
-def test_the_entropy_ablation_races_sage_cost_at_a_fixed_depth(tiny_root, tmp_path, monkeypatch, capsys):
+def test_the_entropy_ablation_races_sage_cost_at_a_fixed_depth(bench, monkeypatch, capsys):
     from sage_core.methods import method_names
 
-    examples = noise_example(tmp_path)
-    target, draft = tiny_folder(tiny_root, "qwen2_5_vl", "target"), tiny_folder(tiny_root, "qwen2_5_vl", "noised")
-    out_json = tmp_path / "bench.json"
-    args = ("--target", target, "--draft", draft, "--examples", examples, "--repeats", "1", "--max-new-tokens", "8")
-    methods = ("--methods", "generate,sage-cost", "--sage-cost-fixed-depth", "3", "--json", str(out_json))
-    assert run_benchmark(monkeypatch, *args, *methods, "--device", "cpu", "--dtype", "float32") == 0
+    report, _ = bench("qwen2_5_vl", methods="generate,sage-cost", sage_cost_fixed_depth=3, repeats=1, max_new_tokens=8)
     out = capsys.readouterr().out
     assert "sage-cost over sage-cost at a fixed depth (no entropy): " in out
     assert "sage-cost's mean D(α): " in out  # what the fixed depth is held near
-    report = json.loads(out_json.read_text())
     fixed = [run["tokens"] for run in report["runs"] if run["method"] == "sage-cost-fixed"]
     plain = [run["tokens"] for run in report["runs"] if run["method"] == "generate"]
     assert fixed and plain and all(tokens == plain[0] for tokens in fixed)  # lossless: generate's tokens
