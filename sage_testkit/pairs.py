@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from PIL import Image
 
-from sage_core import load_pair
+from sage_core import DecodeConfig, decode, load_pair
 from sage_core.media import Media, image_media
 from sage_core.methods.builtin import METHODS
 from sage_core.models import ModelPair
@@ -90,6 +90,22 @@ def tiny_pair(root: str, family: str, draft_kind: str) -> ModelPair:
     )
 
 
+def disk_offloaded_pair(root: Path, family: str, cpu_memory: str, offload_folder: Path) -> ModelPair:
+    """`family`'s float32 tiny target placed by accelerate (`device_map="auto"`) with `cpu_memory` on the CPU and
+    the rest on disk under `offload_folder`, with its noised draft on the CPU: loaded afresh."""
+    target, draft = tiny_folder(root, family, "target"), tiny_folder(root, family, "noised")
+    return load_pair(
+        target,
+        draft,
+        "cpu",
+        "float32",
+        draft_device="cpu",
+        device_map="auto",
+        max_memory={"cpu": cpu_memory},
+        offload_folder=str(offload_folder),
+    )
+
+
 @functools.cache
 def builtin_pair() -> ModelPair:
     """The project's trained pair (assets/builtin), float32 on the CPU, loaded once a process."""
@@ -112,6 +128,15 @@ def image_and_video() -> dict[str, Media]:
             frame_indices=tuple(range(0, 16, 2)),
         ),
     }
+
+
+def decoded(
+    pair: ModelPair, media: Media, method: str, max_new_tokens: int, prompt: str = PROMPTS[0]
+) -> tuple[int, ...]:
+    """The tokens `method` decodes on `pair` (the library's `decode`, run to its end)."""
+    return (
+        decode(pair, media, prompt, DecodeConfig(method=method, max_new_tokens=max_new_tokens)).run_to_end().token_ids
+    )
 
 
 def greedy(pair: ModelPair, media: Media, prompt: str, max_new_tokens: int) -> list[int]:
@@ -149,6 +174,8 @@ __all__ = [
     "PROMPTS",
     "builtin_pair",
     "check_pruned_prompt",
+    "decoded",
+    "disk_offloaded_pair",
     "greedy",
     "greedy_answer",
     "image_and_video",

@@ -33,7 +33,7 @@ from sage_core.models.kvcache import GrowingLayer, move_rows
 from sage_core.models.lean import LeanText
 from sage_core.models.masks import additive_mask, in_batch_depth, rows_from_parents, rows_on_host
 from sage_core.trees import Tree
-from sage_testkit.pairs import tiny_folder
+from sage_testkit.pairs import decoded, disk_offloaded_pair, tiny_folder, tiny_pair
 from sage_testkit.tiny_models import FAMILIES, model_class
 
 # The families whose decoder the lean forward knows (Qwen2, Qwen3, LLaMA, Mistral text models)
@@ -301,25 +301,12 @@ def test_prepared_inputs_for_another_prompt_are_refused(tiny_root, image):
 
 def test_a_target_placed_by_accelerate_with_disk_offload_stays_lossless(tiny_root, image, tmp_path):
     """--device-map auto with a memory cap: part of the target lives on disk, loaded layer by layer."""
-    target = tiny_folder(tiny_root, "qwen2_vl", "target")
-    draft = tiny_folder(tiny_root, "qwen2_vl", "noised")
-    pair = load_pair(
-        target,
-        draft,
-        "cpu",
-        "float32",
-        device_map="auto",
-        max_memory={"cpu": "500KB"},
-        offload_folder=str(tmp_path / "offload"),
-        draft_device="cpu",
-    )
+    pair = disk_offloaded_pair(tiny_root, "qwen2_vl", "500KB", tmp_path / "offload")
     placed = set(pair.target.model.hf_device_map.values())
     assert "disk" in placed and "cpu" in placed, placed
-    plain = load_pair(target, draft, "cpu", "float32")
+    plain = tiny_pair(str(tiny_root), "qwen2_vl", "noised")
     for method in ("ar", "sage"):
-        config = DecodeConfig(method=method, max_new_tokens=16)
-        offloaded = decode(pair, image, "Describe the picture.", config).run_to_end().token_ids
-        assert offloaded == decode(plain, image, "Describe the picture.", config).run_to_end().token_ids
+        assert decoded(pair, image, method, 16) == decoded(plain, image, method, 16), method
 
 
 def test_cli_parses_placement_flags():

@@ -12,7 +12,7 @@ import torch
 
 from sage_core.models import VLM, recurrent
 from sage_core.models import caches as caches_module
-from sage_testkit.pairs import PROMPTS, greedy, tiny_folder, tiny_pair
+from sage_testkit.pairs import PROMPTS, decoded, disk_offloaded_pair, greedy, tiny_folder, tiny_pair
 from sage_testkit.references import ROOT_TOKEN, TREE, path_logits, plain, through_entry, tree_logits
 
 FAMILY = "qwen3_5"
@@ -232,23 +232,9 @@ def test_transformers_entry_point_runs_trees_on_qwen3_5(tiny_root, image, video)
 def test_a_target_offloaded_to_disk_by_accelerate_runs_trees(tiny_root, image, tmp_path):
     """--device-map auto with a memory cap: the linear-attention layer's weights on disk, loaded by
     accelerate's hook before each forward, which the tree forward runs under."""
-    from sage_core import DecodeConfig, decode, load_pair
-
-    target, draft = tiny_folder(tiny_root, FAMILY, "target"), tiny_folder(tiny_root, FAMILY, "noised")
-    pair = load_pair(
-        target,
-        draft,
-        "cpu",
-        "float32",
-        device_map="auto",
-        max_memory={"cpu": "300KB"},
-        offload_folder=str(tmp_path / "offload"),
-        draft_device="cpu",
-    )
+    pair = disk_offloaded_pair(tiny_root, FAMILY, "300KB", tmp_path / "offload")
     linear = next(m for m in pair.target.model.modules() if type(m).__name__ == "Qwen3_5GatedDeltaNet")
     assert linear.conv1d.weight.device.type == "meta" and hasattr(linear, "_hf_hook")  # on disk until its forward
-    plain = load_pair(target, draft, "cpu", "float32")
+    plain = tiny_pair(str(tiny_root), FAMILY, "noised")
     for method in ("ar", "chain", "sage"):
-        config = DecodeConfig(method=method, max_new_tokens=12)
-        offloaded = decode(pair, image, "Describe the picture.", config).run_to_end().token_ids
-        assert offloaded == decode(plain, image, "Describe the picture.", config).run_to_end().token_ids, method
+        assert decoded(pair, image, method, 12) == decoded(plain, image, method, 12), method
