@@ -18,6 +18,7 @@ import functools
 import itertools
 import random
 import re
+from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -190,7 +191,7 @@ def _subject(example: Example) -> Any:
     return next(t for t in example.objects if t.colour in words)
 
 
-def _bar_form(example: Example) -> str:
+def bar_form(example: Example) -> str:
     """Which short chart question ``example`` asks: high, low, value or bars."""
     for form, cue in (("high", "is the highest"), ("low", "is the lowest"), ("bars", "bars.")):
         if cue in example.answer:
@@ -198,7 +199,7 @@ def _bar_form(example: Example) -> str:
     return "value"
 
 
-def _surface(rng: random.Random, question: str) -> str:
+def surface(rng: random.Random, question: str) -> str:
     """Capitals, "what's", "color", no closing mark: the ways a visitor types the same words."""
     if rng.random() < 0.3:
         question = question.replace("what is", "what's").replace("colour", "color")
@@ -217,7 +218,7 @@ def reword(rng: random.Random, example: Example, held_out: bool = False) -> Exam
     has); an example of another kind (text, clips) comes back unchanged."""
     if example.kind not in REWORDED_KINDS:
         return example
-    form = _bar_form(example) if example.kind == "bar" else example.kind
+    form = bar_form(example) if example.kind == "bar" else example.kind
     slots: dict[str, str] = {}
     if example.kind in ("shape", "colour", "position", "size"):
         t = _subject(example)
@@ -232,7 +233,7 @@ def reword(rng: random.Random, example: Example, held_out: bool = False) -> Exam
     if len(example.objects) == 1 and lone and rng.random() < 0.7:
         pool = lone
     question = rng.choice(pool).format(**slots)
-    return replace(example, question=question if held_out else _surface(rng, question))
+    return replace(example, question=question if held_out else surface(rng, question))
 
 
 def lone_example(rng: random.Random, kind: str, style: Style = DEFAULT) -> Example:
@@ -383,7 +384,7 @@ _PLACE_PATTERN = re.compile(r"\b(" + "|".join(sorted(PLACES, key=len, reverse=Tr
 _SLOT_WORDS = {**{c: "{colour}" for c in COLOURS}, **{s: "{shape}" for s in SHAPES}}
 
 
-def _norm(question: str) -> str:
+def grading_form(question: str) -> str:
     """``question`` as the grading's exclusion compares it: lower case, "what is" for "what's", "colour" for
     "color", colours and shapes as slots, marks apart, no closing mark."""
     text = re.sub(r"\bwhat\s*'\s*s\b", "what is", question.lower()).replace("color", "colour")
@@ -399,12 +400,12 @@ def _graded() -> frozenset[str]:
     """Questions the grading asks (held-out and hand-written), which the free wordings never produce as they stand."""
     graded = [w for pool in (*UNSEEN.values(), *BLIND.values()) for w in pool]
     templates = [w for pool in (*HELD_OUT.values(), *LONE_HELD_OUT.values()) for w in pool]
-    return frozenset(_norm(w) for w in (*graded, *map(fill_slots, templates)))
+    return frozenset(grading_form(w) for w in (*graded, *map(fill_slots, templates)))
 
 
 def _is_graded(question: str) -> bool:
     """Whether ``question`` is one the grading asks, up to surface forms, colours and shapes."""
-    return _norm(question) in _graded()
+    return grading_form(question) in _graded()
 
 
 def free_question(rng: random.Random, example: Example) -> str:
@@ -414,7 +415,7 @@ def free_question(rng: random.Random, example: Example) -> str:
     the grading asks (held-out templates, ``UNSEEN``, ``BLIND``) as it stands."""
     for _ in range(50):
         core, question = _free_core(rng, example)
-        question = _surface(rng, question)
+        question = surface(rng, question)
         if not (_is_graded(core) or _is_graded(question)):
             return question
     raise RuntimeError("no free wording found")  # pragma: no cover - 50 draws all graded
@@ -473,20 +474,24 @@ def free_wordings() -> dict[str, tuple[str, ...]]:
     for kind in FREE_KINDS:
         cores = [*_DIRECT[kind], *(a.replace("{q}", i) for a in _ASKING for i in _INDIRECT[kind])]
         kind_fills = {**fills, "{ref}": (*_LONE_REFS, *_MANY_REFS.get(kind, ())), "{alt}": _alternatives(kind)}
-        questions: list[str] = []
-        for core in cores:
-            used = [f for f in kind_fills if f in core]
-            for values in itertools.product(*(kind_fills[f] for f in used)):
-                question = core
-                for field, value in zip(used, values, strict=True):
-                    question = question.replace(field, value)
-                questions.append(question)
+        questions = [q for core in cores for q in every_filling(core, kind_fills)]
         out[kind] = tuple(q for q in dict.fromkeys(questions) if not _is_graded(fill_slots(q)))
     return out
 
 
+def every_filling(wording: str, fills: dict[str, tuple[str, ...]]) -> Iterator[str]:
+    """``wording`` with each of its ``fills`` slots filled every way they list, every combination."""
+    used = [f for f in fills if f in wording]
+    for values in itertools.product(*(fills[f] for f in used)):
+        question = wording
+        for field, value in zip(used, values, strict=True):
+            question = question.replace(field, value)
+        yield question
+
+
 #: A sample value for each slot a template or wording may have.
-SLOT_SAMPLES = {"{colour}": "red", "{shape}": "circle", "{place}": "top left", "{n}": "four", "{value}": "3"}
+SLOT_SAMPLES = {"{colour}": "red", "{shapes}": "circles", "{shape}": "circle", "{place}": "top left", "{n}": "four"}
+SLOT_SAMPLES["{value}"] = "3"
 
 
 def fill_slots(template: str) -> str:

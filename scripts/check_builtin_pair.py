@@ -15,6 +15,7 @@ on the target's answers) with simulated tokens per target pass for greedy specul
     python scripts/check_builtin_pair.py --draft-dir assets/builtin/hesitant-draft  # another draft
     python scripts/check_builtin_pair.py --style rows     # two rows of shapes to read (scenes.ROW_KIND)
     python scripts/check_builtin_pair.py --jpeg 85        # every picture saved as a JPEG of quality 85 first
+    python scripts/check_builtin_pair.py --style visitors --target-only  # questions visitors ask (run 13)
 
 Accuracy is per fact: a long answer (a detailed description, a chart, a narrated video) states
 several facts (each object with its size, colour, shape and place; the count; each bar's value;
@@ -36,6 +37,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import torch
 
+from sage_world import visitors
 from sage_world.quality import agreement, evaluate
 from sage_world.scenes import (
     DEFAULT,
@@ -119,6 +121,29 @@ def note_breakdown(examples: list, answers: list[str]) -> dict[str, dict[str, fl
     return out
 
 
+def visitor_breakdown(examples: list, answers: list[str], tokenizer, seed: int) -> dict[str, dict[str, float]]:
+    """Questions answered right (every fact, and read: a question with a word the tokenizer cannot read is
+    declined by the app, so counted wrong) per source (as visitors asked, held-out wordings) and per kind;
+    printed and returned."""
+    from sage_world.scenes import grade
+
+    _, sources = visitors.check_examples(seed, len(examples))
+    tally: dict[str, list[int]] = {}
+    for example, answer, source in zip(examples, answers, sources, strict=True):
+        read = tokenizer.unk_token_id not in tokenizer(example.question)["input_ids"]
+        right = int(read and grade(example, answer))
+        for key in (source, f"{source}: {example.kind}", "all"):
+            counts = tally.setdefault(key, [0, 0, 0])
+            counts[0], counts[1], counts[2] = counts[0] + right, counts[1] + 1, counts[2] + (not read)
+    out = {k: {"right": r / n, "questions": n, "declined": d} for k, (r, n, d) in sorted(tally.items())}
+    for key, figures in out.items():
+        print(
+            f"  {key:<24} answered right {figures['right']:.3f} of {figures['questions']}"
+            f" ({figures['declined']} declined: words it cannot read)"
+        )
+    return out
+
+
 #: The kinds of a shape scene (what a hand-drawn picture is asked).
 SCENE_KINDS = ("shape", "colour", "count", "position", "size", "describe")
 
@@ -138,6 +163,8 @@ def check_examples(style: str, seed: int, n: int) -> list:
         return plain_examples(seed, n)
     if style == "rows":
         return make_examples(seed, n, kinds=(ROW_KIND,))
+    if style == "visitors":
+        return visitors.check_examples(seed, n)[0]
     return make_examples(seed, n, style=SHIFTED if style == "shifted" else DEFAULT)
 
 
@@ -150,11 +177,13 @@ def main(argv=None) -> dict:
     ap.add_argument("--seed", type=int, default=20250)
     ap.add_argument(
         "--style",
-        choices=("default", "shifted", "hand", "paraphrased", "unseen", "blind", "plain", "rows"),
+        choices=("default", "shifted", "hand", "paraphrased", "unseen", "blind", "plain", "rows", "visitors"),
         default="default",
         help="drawing ranges, hand-drawn shapes, held-out question wordings, "
         "hand-written questions about one shape (no template's; blind: written unseen by anyone training; "
-        "plain: the blind ones about a shape drawn with plain PIL calls), or rows to read",
+        "plain: the blind ones about a shape drawn with plain PIL calls), rows to read, or the questions visitors "
+        "asked (visitors: half as they asked, half in held-out wordings; a question the tokenizer cannot read "
+        "counts as answered wrong, as the app declines it)",
     )
     ap.add_argument("--jpeg", type=int, default=0, help="save every picture as a JPEG of this quality first (1-100)")
     ap.add_argument("--draft-dir", help="the draft's folder (default DIR/draft)")
@@ -184,6 +213,8 @@ def main(argv=None) -> dict:
     t0 = time.time()
     res_t = evaluate(target, processor, examples)
     by_note = note_breakdown(examples, res_t["answers"]) if args.style in ONE_SHAPE_STYLES else {}
+    if args.style == "visitors":
+        by_note = visitor_breakdown(examples, res_t["answers"], processor.tokenizer, args.seed)
     if args.target_only:
         print(f"{'kind':<10} {'target':>7}")
         for k, v in res_t["per_kind"].items():

@@ -109,6 +109,8 @@ from sage_world.scenes import (
     make_examples,
     vocabulary,
 )
+from sage_world.visitors import LOOKING_KINDS, MORE_VISITOR_WORDS, misspell, visitor_example
+from sage_world.visitors import SYNONYMS as MORE_SYNONYMS
 from sage_world.wording import LONE, VISITOR_WORDS, free_example, lone_example, reword
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -163,9 +165,10 @@ def log(msg: str) -> None:
 
 
 # --------------------------------------------------------------------------- tokenizer / processor
-def build_processor(visitor_words: bool = False):
+def build_processor(visitor_words: bool = False, more_visitor_words: bool = False):
     """The pair's processor; ``visitor_words`` (run 10 on): `wording.VISITOR_WORDS` appended after every
-    earlier token, so that the ids of a pair trained before stay as they were."""
+    earlier token, so that the ids of a pair trained before stay as they were; ``more_visitor_words`` (run 13 on):
+    `visitors.MORE_VISITOR_WORDS` appended after those."""
     from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers
     from transformers import PreTrainedTokenizerFast, Qwen2VLImageProcessor
 
@@ -173,8 +176,10 @@ def build_processor(visitor_words: bool = False):
     words += ["<", ">", "seconds"]  # the processor writes "<0.8 seconds>" before each video frame pair
     digits = [str(d) for d in range(10)]
     vocab_list = SPECIALS + ["\n"] + [w for w in words if w not in digits] + digits + [f"##{d}" for d in digits]
-    if visitor_words:
+    if visitor_words or more_visitor_words:
         vocab_list += [w for w in VISITOR_WORDS if w not in vocab_list]
+    if more_visitor_words:
+        vocab_list += [w for w in MORE_VISITOR_WORDS if w not in vocab_list]
     vocab = {t: i for i, t in enumerate(dict.fromkeys(vocab_list))}
     tk = Tokenizer(models.WordPiece(vocab=vocab, unk_token="<|endoftext|>", continuing_subword_prefix="##"))
     tk.normalizer = normalizers.Lowercase()
@@ -392,7 +397,11 @@ class DataMix:
     ``hand`` shapes drawn as by hand, ``shifted`` the SHIFTED drawing ranges, ``reworded`` the
     question in other words (``sage_world.wording``). Run 8: ``rows`` a picture of two rows
     of shapes to read (``scenes.ROW_KIND``) instead of the weighted kind, ``jpeg`` the picture saved
-    as a JPEG of quality 70-98 and read back (0 in runs 1-7)."""
+    as a JPEG of quality 70-98 and read back (0 in runs 1-7). Run 13: ``visitors`` a question visitors ask
+    (``sage_world.visitors``: counts by shape, superlatives, whether a thing is there, charts as graphs; seven in
+    ten), or any other question with a word typed wrong (0 before run 13, whose data stream it leaves untouched);
+    run 13b: ``counts`` a visitor's question that needs looking at every shape (how many of a shape, whether a
+    thing is there: ``visitors.LOOKING_KINDS``)."""
 
     lone: float = 0.0
     hand: float = 0.0
@@ -401,6 +410,8 @@ class DataMix:
     rows: float = 0.0
     jpeg: float = 0.0
     free: float = 0.0
+    visitors: float = 0.0
+    counts: float = 0.0
 
 
 def draw_example(rng: random.Random, mix: DataMix = DataMix()):
@@ -413,6 +424,13 @@ def draw_example(rng: random.Random, mix: DataMix = DataMix()):
         style = HAND_DRAWN
     elif mix.shifted and rng.random() < mix.shifted:
         style = SHIFTED
+    if mix.counts and rng.random() < mix.counts:
+        example = visitor_example(rng, style, kinds=LOOKING_KINDS)
+        return replace(example, image=jpeg(example.image, rng.randint(70, 98))) if rng.random() < mix.jpeg else example
+    visitors = bool(mix.visitors) and rng.random() < mix.visitors
+    if visitors and rng.random() < 0.7:
+        example = visitor_example(rng, style)
+        return replace(example, image=jpeg(example.image, rng.randint(70, 98))) if rng.random() < mix.jpeg else example
     free = bool(mix.free) and rng.random() < mix.free
     if free:
         example = free_example(rng, style)
@@ -422,6 +440,8 @@ def draw_example(rng: random.Random, mix: DataMix = DataMix()):
         example = make_example(rng, kind, style)
     if not free and mix.reworded and rng.random() < mix.reworded:
         example = reword(rng, example)
+    if visitors:
+        example = replace(example, question=misspell(rng, example.question))
     if mix.jpeg and rng.random() < mix.jpeg:
         example = replace(example, image=jpeg(example.image, rng.randint(70, 98)))
     return example
@@ -725,6 +745,11 @@ def parse_args(argv=None) -> argparse.Namespace:
         action="store_true",
         help="the tokenizer with wording.VISITOR_WORDS appended (run 10 on); a smaller loaded model grows to it",
     )
+    ap.add_argument(
+        "--more-visitor-words",
+        action="store_true",
+        help="the tokenizer with visitors.MORE_VISITOR_WORDS appended after those (run 13 on); a model grows to it",
+    )
     shares = (
         ("lone", "scenes of one object"),
         ("hand-drawn", "shapes drawn as by hand"),
@@ -733,6 +758,8 @@ def parse_args(argv=None) -> argparse.Namespace:
         ("rows", "two rows of shapes to read (run 8)"),
         ("jpeg", "the picture saved as a JPEG of quality 70-98 (run 8)"),
         ("free", "a shape question in a free wording, about one object 60 %% of the time (run 10)"),
+        ("visitors", "a question visitors ask (sage_world.visitors), or a word typed wrong (run 13)"),
+        ("counts", "a visitor's count of a shape or whether a thing is there (run 13b)"),
     )
     for share, what in shares:
         ap.add_argument(f"--{share}", type=float, default=0.0, help=f"share of image examples with {what}")
@@ -754,7 +781,7 @@ def parse_args(argv=None) -> argparse.Namespace:
         ap.error("--one-pass must be 0 (a sequential draft) or a block of at least 2")
     if args.eval_tokens < 1:
         ap.error("--eval-tokens must be >= 1")
-    for flag in ("lone", "hand_drawn", "shifted", "reworded", "rows", "jpeg", "free"):
+    for flag in ("lone", "hand_drawn", "shifted", "reworded", "rows", "jpeg", "free", "visitors", "counts"):
         if not 0.0 <= getattr(args, flag) <= 1.0:
             ap.error(f"--{flag.replace('_', '-')} must be between 0 and 1")
     return args
@@ -762,7 +789,17 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def main(argv=None):
     args = parse_args(argv)
-    mix = DataMix(args.lone, args.hand_drawn, args.shifted, args.reworded, args.rows, args.jpeg, args.free)
+    mix = DataMix(
+        args.lone,
+        args.hand_drawn,
+        args.shifted,
+        args.reworded,
+        args.rows,
+        args.jpeg,
+        args.free,
+        args.visitors,
+        args.counts,
+    )
 
     torch.set_num_threads(args.threads)
     random.seed(args.seed)
@@ -770,7 +807,7 @@ def main(argv=None):
     out = Path(args.out)
     checkpoints = Path(args.checkpoints or out.parent / f"{out.name}-checkpoints")
     checkpoints.mkdir(parents=True, exist_ok=True)
-    processor = build_processor(args.visitor_words)
+    processor = build_processor(args.visitor_words, args.more_visitor_words)
     tok = processor.tokenizer
     log(f"vocabulary {len(tok)} tokens; eos <|im_end|> = {tok.eos_token_id}, pad = {tok.pad_token_id}")
     eval_examples = evaluation_examples(args.seed, args.eval_n, mix)
@@ -811,11 +848,16 @@ def main(argv=None):
 
 def evaluation_examples(seed: int, n: int, mix: DataMix) -> list:
     """The held-out examples (training uses seed-derived rngs); with --rows, row pictures among them too,
-    spread so that the progress evaluations' first third has some."""
+    spread so that the progress evaluations' first third has some; with --visitors, visitors' questions in
+    held-out wordings likewise."""
     eval_examples = make_examples(seed + 999_983, n)
     if mix.rows:
         for i, example in enumerate(make_examples(seed + 999_979, max(n // 6, 3), kinds=(ROW_KIND,))):
             eval_examples.insert(7 * i, example)
+    if mix.visitors:
+        rng = random.Random(seed + 999_961)
+        for i in range(max(n // 6, 3)):
+            eval_examples.insert(5 * i + 3, visitor_example(rng, held_out=True))
     return eval_examples
 
 
@@ -871,6 +913,7 @@ SYNONYMS = {
     "circular": "circle", "rectangle": "square", "triangular": "triangle", "name": "what", "identify": "what",
     "determine": "what", "type": "which", "kind": "which", "sort": "which", "visible": "see", "seen": "see",
     "look": "see", "view": "see", "an": "a", "its": "the", "has": "is", "have": "is", "i": "you",
+    **MORE_SYNONYMS,
 }  # fmt: skip
 
 

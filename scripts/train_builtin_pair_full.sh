@@ -146,3 +146,32 @@ train --seed 9911 --out "$OUT" --checkpoints "$WORK/run12c-checkpoints" $MIX8 $M
   --init-target "$OUT/target" --init-draft "$WORK/run12b/one-pass-draft" --draft-steps 1000 --draft-lr 2e-4 \
   --block-copies 2 --block-weight 2
 fi
+if [ "$FROM" -le 13 ]; then
+# Run 13: the tokenizer grown again by the words visitors used (visitors.MORE_VISITOR_WORDS: shapes' plurals,
+# superlatives, "graph", "pictures", common typos, each typo's embedding starting as its word's), then run 10's
+# target trained 1300 more steps with 30 % of the pictures asked a visitor's question (sage_world.visitors:
+# counts by shape, superlatives, whether a thing is there, charts as graphs) or any question with a word typed
+# wrong (13b: 900 more steps, a quarter of the pictures asked how many of a shape or whether a thing is there);
+# then every shipped draft re-distilled from it: the sure draft 300 steps, the hesitant 150, the
+# one-pass 600 (block 10, as run 12c).
+MIX13="--visitors 0.3 --more-visitor-words"
+ONE_PASS="--one-pass 10 --draft-name one-pass-draft --target-vision-minutes 0 --target-minutes 0 --draft-vision-minutes 0"
+train --seed 1313 --out "$WORK/run13" --checkpoints "$WORK/run13-target-checkpoints" $MIX9 $MIX10 $MIX13 --eval-n 60 \
+  --init-target "$OUT/target" --target-vision-minutes 0 --target-steps 1300 --target-lr 1e-4 \
+  --init-draft "$OUT/draft" --draft-vision-minutes 0 --draft-minutes 0
+# 13b: run 13's target counted shapes and said whether a thing is there no better than a guess (0.41-0.50 and
+# 0.00-0.38 of the check's questions); 900 more steps with a quarter of the pictures asked those two.
+train --seed 1717 --out "$WORK/run13b" --checkpoints "$WORK/run13b-target-checkpoints" $MIX9 $MIX10 $MIX13 \
+  --counts 0.25 --eval-n 60 --init-target "$WORK/run13/target" --target-vision-minutes 0 --target-steps 900 \
+  --target-lr 1e-4 --init-draft "$OUT/draft" --draft-vision-minutes 0 --draft-minutes 0
+train --seed 1414 --out "$OUT" --checkpoints "$WORK/run13-draft-checkpoints" $MIX8 $MIX10 $MIX13 --eval-n 60 \
+  --init-target "$WORK/run13b/target" --target-vision-minutes 0 --target-minutes 0 \
+  --init-draft "$OUT/draft" --draft-vision-minutes 0 --draft-steps 300 --draft-lr 2e-4
+train --seed 1515 --out "$OUT" --checkpoints "$WORK/run13-hesitant-checkpoints" $MIX8 $MIX10 $MIX13 --eval-n 60 \
+  --init-target "$WORK/run13b/target" --target-vision-minutes 0 --target-minutes 0 \
+  --init-draft "$OUT/hesitant-draft" --draft-name hesitant-draft --draft-vision-minutes 0 \
+  --draft-steps 150 --draft-lr 3e-4
+train --seed 1616 --out "$OUT" --checkpoints "$WORK/run13-one-pass-checkpoints" $MIX8 $MIX10 $MIX13 --eval-n 60 \
+  $ONE_PASS --init-target "$WORK/run13b/target" --init-draft "$OUT/one-pass-draft" --draft-steps 600 \
+  --draft-lr 2e-4 --block-copies 2 --block-weight 2
+fi

@@ -147,13 +147,14 @@ def test_the_full_recipe_chains_its_runs(tmp_path):
     into OUT; run 9 trains run 8's target on (in WORK) and distils both drafts on from it into OUT; run 10
     grows the three models' vocabulary by the visitor words, trains run 9's target on with free wordings (in
     WORK) and distils both drafts on from it into OUT; run 12 distils the one-pass draft from the sure one in three
-    stages (two in WORK, the last into OUT)."""
+    stages (two in WORK, the last into OUT); run 13 grows them all again by the visitors' words, trains the target on
+    twice (in WORK) and distils all three drafts on from it into OUT."""
     from safetensors.torch import load_file
 
     script = load_script("train_builtin_pair")
     out, work = tmp_path / "pair", tmp_path / "work"
     runs = full_recipe_runs(out, work)
-    assert len(runs) == 20
+    assert len(runs) == 25
     tiny = ["--batch-size", "2", "--eval-n", "2", "--eval-tokens", "8", "--threads", "1"]
 
     def weights(folder: Path) -> dict[str, torch.Tensor]:
@@ -166,7 +167,8 @@ def test_the_full_recipe_chains_its_runs(tmp_path):
         return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
     roles = ("target", "draft", "hesitant-draft")
-    taken_before = {5: roles[:2], 6: roles, 8: roles, 11: roles, 14: roles}  # run index -> the models saved then
+    every = (*roles, "one-pass-draft")
+    taken_before = {5: roles[:2], 6: roles, 8: roles, 11: roles, 14: roles, 20: every}  # run index -> models saved then
     snapshots: dict[int, dict[str, dict[str, torch.Tensor]]] = {}
     for index, args in enumerate(runs):
         if index in taken_before:
@@ -178,7 +180,9 @@ def test_the_full_recipe_chains_its_runs(tmp_path):
                 steps += [f"--{stage}-steps", "2"]
         script.main([*args, *steps, *tiny])
 
-    before_run_6, before_run_7, after_run_7, after_run_8, after_run_9 = (snapshots[i] for i in (5, 6, 8, 11, 14))
+    before_run_6, before_run_7, after_run_7, after_run_8, after_run_9, after_run_12 = (
+        snapshots[i] for i in (5, 6, 8, 11, 14, 20)
+    )
     first, longer, distilled = work / "first", work / "longer", work / "distilled"
     assert not same(weights(first / "target"), weights(longer / "target"))  # run 2 trained the target
     assert same(weights(first / "draft"), weights(longer / "draft"))  # and left the draft alone
@@ -210,10 +214,10 @@ def test_the_full_recipe_chains_its_runs(tmp_path):
     assert all("--visitor-words" in runs[i] and "--free" in runs[i] for i in (14, 15, 16))
     grown = script.build_processor(visitor_words=True).tokenizer
     for role in ("target", "draft", "hesitant-draft"):  # run 10 grew every model to the visitor words
-        assert after_run_9[role][embed].shape[0] < len(grown) == weights(out / role)[embed].shape[0]
-    assert same(weights(run10 / "target"), weights(out / "target"))  # its trained target lands in OUT
-    assert not same(after_run_9["draft"], weights(out / "draft"))
-    assert not same(after_run_9["hesitant-draft"], weights(out / "hesitant-draft"))
+        assert after_run_9[role][embed].shape[0] < len(grown) == after_run_12[role][embed].shape[0]
+    assert same(weights(run10 / "target"), after_run_12["target"])  # its trained target lands in OUT
+    assert not same(after_run_9["draft"], after_run_12["draft"])
+    assert not same(after_run_9["hesitant-draft"], after_run_12["hesitant-draft"])
     pair = load_pair(str(out / "target"), str(out / "draft"), device="cpu", dtype="float32")
     assert type(pair.draft.processor).__name__ == "Qwen3VLProcessor"
     hesitant = load_pair(str(out / "target"), str(out / "hesitant-draft"), device="cpu", dtype="float32")
@@ -223,7 +227,20 @@ def test_the_full_recipe_chains_its_runs(tmp_path):
     assert all("--one-pass" in runs[i] for i in (17, 18, 19)) and "--block-copies" in runs[19]
     one_pass = load_pair(str(out / "target"), str(out / "one-pass-draft"), device="cpu", dtype="float32")
     assert one_pass.draft.one_pass is not None and one_pass.draft.one_pass.block_size == 10
-    assert not same(weights(work / "run12b" / "one-pass-draft"), weights(out / "one-pass-draft"))
+    assert not same(weights(work / "run12b" / "one-pass-draft"), after_run_12["one-pass-draft"])
+    # run 13: every model grown again by the visitors' words, the target trained on (13, then 13b with the counts,
+    # in WORK) and every draft, the one-pass one too, distilled on from 13b's target into OUT
+    assert all("--more-visitor-words" in runs[i] and "--visitors" in runs[i] for i in range(20, 25))
+    assert "--counts" in runs[21] and "--one-pass" in runs[24]
+    more = script.build_processor(visitor_words=True, more_visitor_words=True).tokenizer
+    for role in every:
+        assert after_run_12[role][embed].shape[0] == len(grown) < len(more) == weights(out / role)[embed].shape[0]
+        if role != "target":
+            assert not same(after_run_12[role], weights(out / role))
+    assert not same(weights(work / "run13" / "target"), weights(work / "run13b" / "target"))
+    assert same(weights(work / "run13b" / "target"), weights(out / "target"))
+    one_pass = load_pair(str(out / "target"), str(out / "one-pass-draft"), device="cpu", dtype="float32")
+    assert one_pass.draft.one_pass is not None and one_pass.draft.one_pass.block_size == 10
 
 
 def test_the_shipped_examples_still_come_from_the_default_data_stream():
@@ -322,19 +339,24 @@ def test_a_smaller_draft_keeps_the_first_layers_and_still_runs():
         script.keep_layers(draft, 2)
 
 
+RUN13 = ["1313", "1717", "1414", "1515", "1616"]
+
+
 @pytest.mark.parametrize(
     ("start", "seeds"),
     [
-        (None, 20),
-        ("8", ["8642", "9753", "7531", "1133", "2244", "3355", "4455", "5566", "6677", "7788", "8899", "9911"]),
-        ("9", ["1133", "2244", "3355", "4455", "5566", "6677", "7788", "8899", "9911"]),
-        ("10", ["4455", "5566", "6677", "7788", "8899", "9911"]),
-        ("12", ["7788", "8899", "9911"]),
+        (None, 25),
+        ("8", ["8642", "9753", "7531", "1133", "2244", "3355", "4455", "5566", "6677", "7788", "8899", "9911", *RUN13]),
+        ("9", ["1133", "2244", "3355", "4455", "5566", "6677", "7788", "8899", "9911", *RUN13]),
+        ("10", ["4455", "5566", "6677", "7788", "8899", "9911", *RUN13]),
+        ("12", ["7788", "8899", "9911", *RUN13]),
+        ("13", RUN13),
     ],
 )
 def test_the_recipe_starts_where_it_is_told(tmp_path, start, seeds):
-    """`--from 8` runs the continuation stages (runs 8-10, then 12) on the pair in OUT, `--from 9` runs 9, 10 and
-    12, `--from 10` runs 10 and 12, `--from 12` the one-pass draft alone, and no `--from` every run; each `train`
+    """`--from 8` runs the continuation stages (runs 8-10, then 12 and 13) on the pair in OUT, `--from 9` runs 9,
+    10, 12 and 13, `--from 10` runs 10, 12 and 13, `--from 12` the one-pass draft and run 13, `--from 13` run 13
+    alone, and no `--from` every run; each `train`
     recorded by a stand-in `python` on the PATH (nothing trains)."""
     import os
     import subprocess

@@ -1,0 +1,130 @@
+"""Run 13's data: the questions visitors asked (sage_world.visitors), answered from the scene drawn, read by the
+grown tokenizer, taught by the asking rule, never in the graded wordings' form."""
+
+from __future__ import annotations
+
+import random
+import re
+from pathlib import Path
+
+import pytest
+
+from sage_world import asking, visitors
+from sage_world.scenes import NUMBER_WORDS, grade
+from sage_world.wording import VISITOR_WORDS, grading_form
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    from scripts.train_builtin_pair import build_processor
+
+    return build_processor(visitor_words=True, more_visitor_words=True).tokenizer
+
+
+def draws(n: int = 400, held_out: bool = False, seed: int = 13):
+    rng = random.Random(seed)
+    return [visitors.visitor_example(rng, held_out=held_out) for _ in range(n)]
+
+
+def test_the_new_words_come_after_every_earlier_token_in_a_fixed_order(tokenizer) -> None:
+    from scripts.train_builtin_pair import build_processor
+
+    earlier = build_processor(visitor_words=True).tokenizer
+    ids = [tokenizer.convert_tokens_to_ids(w) for w in visitors.MORE_VISITOR_WORDS]
+    assert ids == list(range(len(earlier), len(earlier) + len(ids)))  # run 10's ids stay as they were
+    assert not set(visitors.MORE_VISITOR_WORDS) & set(VISITOR_WORDS)
+    for word in VISITOR_WORDS[:20]:
+        assert tokenizer.convert_tokens_to_ids(word) == earlier.convert_tokens_to_ids(word)
+
+
+def test_every_question_and_answer_reads_without_an_unknown_word(tokenizer) -> None:
+    for example in [*draws(), *draws(held_out=True)]:
+        for text in (example.question, example.answer):
+            assert tokenizer.unk_token_id not in tokenizer(text)["input_ids"], text
+
+
+def test_the_answers_say_what_the_scene_has() -> None:
+    for example in draws(600):
+        things = example.objects
+        if example.kind == "count_kind":
+            shape = next(s for s, p in visitors.PLURALS.items() if p in example.question.lower() or s in example.answer)
+            n = sum(t.shape == shape for t in things)
+            said = re.search(r"there (?:is|are) (\w+)", example.answer).group(1)
+            assert said == ("no" if n == 0 else NUMBER_WORDS[n]), (example.question, example.answer)
+        elif example.kind == "superlative":
+            size = next(v for k, v in visitors.SUPERLATIVES.items() if k in example.answer)
+            only = [t for t in things if t.size == size]
+            assert len(only) == 1  # asked only where one shape is of its size
+            t = only[0]
+            assert t.colour in example.answer or t.place in example.answer
+        elif example.kind == "exists":
+            assert example.answer.startswith(("yes", "no"))
+        assert grade(example, example.answer), example  # the answer states its own facts
+
+
+def test_a_wrong_count_or_a_wrong_yes_is_graded_wrong() -> None:
+    for example in draws(200):
+        if example.kind == "count_kind":
+            wrong = re.sub(r"there (is|are) \w+", "there are five", example.answer)
+            if "five" not in example.answer:
+                assert not grade(example, wrong)
+        if example.kind == "exists":
+            flipped = example.answer.replace("yes", "no") if "yes" in example.answer else "yes, there is one."
+            assert not grade(example, flipped)
+
+
+def test_an_article_before_a_vowel_is_an() -> None:
+    for example in draws(600):
+        assert not re.search(r"\ba [aeiou]", example.question.lower() + " " + example.answer), example
+
+
+def test_held_out_wordings_are_never_trained() -> None:
+    trained = {grading_form(q.lower()) for q in (e.question for e in draws(4000))}
+    typos = {grading_form(visitors.misspell(random.Random(1), q).lower()) for q in trained}
+    for example in draws(300, held_out=True, seed=5):
+        assert grading_form(example.question.lower()) not in trained | typos, example.question
+
+
+def test_a_typo_is_one_word_wrong_and_read_back() -> None:
+    rng = random.Random(2)
+    question = "describe the image in detail."
+    misspelt = visitors.misspell(rng, question)
+    changed = [(a, b) for a, b in zip(question.split(), misspelt.split(), strict=True) if a != b]
+    assert len(changed) == 1 and visitors.TYPOS[changed[0][1].rstrip(".")] == changed[0][0].rstrip(".")
+    assert asking.tokens_of(misspelt) == asking.tokens_of(question)
+    assert visitors.misspell(rng, "xyz?") == "xyz?"
+
+
+def test_the_asking_rule_takes_what_visitors_asked_and_the_held_out_wordings() -> None:
+    for kind, question in visitors.ASKED:
+        picture = "chart" if kind == "chart" else "shapes"
+        filled = question.format(shapes="triangles", sup="largest", ref="red cross")
+        assert asking.question_fit(filled, picture).taught, filled
+    examples, sources = visitors.check_examples(3, 60)
+    assert sources.count("asked") == sources.count("held out") == 30
+    for example in examples:
+        picture = "chart" if example.kind in ("bar", "chart") else "shapes"
+        assert "cannot read" not in asking.question_fit(example.question, picture).reason, example.question
+    # a graph's question about a picture of shapes is another picture's question; a count about a chart too
+    assert not asking.question_fit("what does this graph show?", "shapes").taught
+    assert not asking.question_fit("how many circles are there?", "chart").taught
+
+
+def test_the_asking_note_offers_forms_that_work_visitors_forms_among_them() -> None:
+    note = asking.asking_note()
+    for form in ("“how many circles are there?”", "“which shape is the largest?”", "[colour] [shape]", "“describe the"):
+        assert form in note, form
+    assert "{words}" in note  # the library names the words the pair was not taught
+
+
+def test_a_kind_answered_less_often_right_says_so_beside_the_race_and_the_others_do_not() -> None:
+    from sage_core import load_media
+
+    picture = load_media(Path(__file__).resolve().parents[1] / "assets" / "examples" / "describe_five.png")
+    counted = asking.question_note("How many triangles are there?", picture)
+    there = asking.question_note("Is there a red cross?", picture)
+    assert "how many of a shape" in counted[0] and "about half the time" in counted[0]
+    assert "whether a thing is there" in there[0] and "no better than a guess" in there[0]
+    assert all("lossless" in note[1] for note in (counted, there))
+    assert asking.question_note("which is the largest shape?", picture) == ()
+    assert asking.question_note("descrbe the imgae in detial.", picture) == ()
