@@ -45,8 +45,23 @@ STARTING = "Starting a live race on this machine…"
 log = logging.getLogger("sage.app")
 
 
-def landing_lead() -> str:
-    return status_html(LANDING_NOTE, "replay")
+def landing_lead(data: RaceData | None = None) -> str:
+    """The landing's lead: a recorded race, and what SAGE's α did in it (read off the recording)."""
+    return status_html(LANDING_NOTE + (f" {alpha_sentence(data)}" if data else ""), "replay")
+
+
+def alpha_sentence(data: RaceData) -> str:
+    """What SAGE's α did in a recorded race, from its records: the range it moved over and the depths its trees
+    took, or that it stayed put ("" without a SAGE lane)."""
+    lane = next((lane for lane in data.lanes if lane.key == "sage"), None)
+    rounds = [r for r in lane.records if r.phase == "decode" and r.alpha is not None] if lane else []
+    if not rounds:
+        return ""
+    alphas, depths = [r.alpha for r in rounds if r.alpha is not None], [r.depth for r in rounds]
+    if max(alphas) - min(alphas) < 0.05:
+        return f"Here SAGE's α stayed at {min(alphas):.2f} every round: its trees kept one shape."
+    moved = f"between {min(alphas):.2f} and {max(alphas):.2f}"
+    return f"Here SAGE's α moved {moved}, its trees {min(depths)}–{max(depths)} deep."
 
 
 def recorded_race(trace: Path) -> RaceData | None:
@@ -84,7 +99,7 @@ def landing_view(handlers: Handlers, trace: Path = LANDING_TRACE) -> tuple[Updat
     data = final_state(recorded)
 
     def status(race: RaceView) -> str:  # (read off the view the page's update is made from)
-        return landing_lead() + replay_status(race, done=True) + pace_html(data)
+        return landing_lead(data) + replay_status(race, done=True) + pace_html(data)
 
     return handlers.view(data, status, None), data.header.prompt if data.header else ""
 

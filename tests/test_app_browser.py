@@ -21,6 +21,8 @@ from app_server import model_pair, running_app
 
 from app import handlers
 from app.inputs import load_examples
+from app.landing import LANDING_TRACE
+from app.race_trace import load_race
 
 playwright = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
 
@@ -255,7 +257,6 @@ def _race_finished(page) -> None:
 def test_the_page_opens_with_a_replay_and_start_race_replaces_it(fresh_page):
     """Before anything is touched, every panel and the explainer are drawn from the shipped trace,
     labelled as a replay, its picture and prompt in the inputs; Start race races them and draws over it."""
-    from app.landing import LANDING_TRACE
 
     assert LANDING_TRACE.is_file()
     page = fresh_page
@@ -268,7 +269,9 @@ def test_the_page_opens_with_a_replay_and_start_race_replaces_it(fresh_page):
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "landing.png"))
     assert page.locator("#image-input img").count() >= 1  # the landing's picture, ready to race
-    playwright.expect(page.get_by_label("Prompt")).to_have_value("describe the image in detail.")
+    recorded = load_race(LANDING_TRACE)
+    assert recorded.header is not None
+    playwright.expect(page.get_by_label("Prompt")).to_have_value(recorded.header.prompt)
     page.click("#start-race")  # the landing's status goes at once (before the race's first update)
     page.wait_for_function(
         "() => !document.querySelector('#status').innerText.includes('recorded race')", timeout=3_000

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 import gradio as gr
@@ -87,6 +88,21 @@ def test_the_landing_trace_is_a_small_long_race_of_the_built_in_pair():
     assert len(sage.records) >= 6 and len(sage.token_ids) >= 40  # a long answer, many rounds
     texts = {lane.text for lane in race.lanes}
     assert len(texts) == 1  # lossless, as recorded
+
+
+def test_the_landing_recording_is_one_where_alpha_moves_and_the_page_says_so():
+    """A visitor's first race shows what SAGE is for: its α moves from round to round, and the lead says by how
+    much and how deep its trees went (read off the recording; the sentence says so when α stays put too)."""
+    race = landing.final_state(load_race(landing.LANDING_TRACE))
+    sage = race.lane("sage")
+    assert sage is not None
+    alphas = [r.alpha for r in sage.records if r.phase == "decode" and r.alpha is not None]
+    assert max(alphas) - min(alphas) >= 0.2, alphas
+    said = landing.alpha_sentence(race)
+    assert f"between {min(alphas):.2f} and {max(alphas):.2f}" in said
+    assert said in landing.landing_lead(race)
+    still = replace(sage, records=[replace(r, alpha=0.99) if r.alpha is not None else r for r in sage.records])
+    assert "α stayed at 0.99 every round" in landing.alpha_sentence(replace(race, lanes=[still]))
 
 
 def drafted_below_an_end(race) -> int:
