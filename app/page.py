@@ -470,14 +470,6 @@ def build_page(
             pair = gr.Dropdown(
                 pair_choices, value=default_pair, label="Model pair (target + draft)", allow_custom_value=True
             )
-            second_draft = lenient(
-                gr.Radio(
-                    list(SECOND_DRAFT_CHOICES),
-                    value="off",
-                    label="Also race each method with the pair's one-pass draft (the built-in pair has one)",
-                    elem_id="second-draft",
-                )
-            )
             # (on a phone, the race's settings scroll in a box of their own: PAGE_CSS)
             with gr.Column(elem_id="sage-settings"):
                 methods = lenient(
@@ -486,6 +478,14 @@ def build_page(
                         value=DEFAULT_METHODS,
                         label="Methods in the race",
                         elem_id="methods",
+                    )
+                )
+                second_draft = lenient(
+                    gr.Radio(
+                        list(SECOND_DRAFT_CHOICES),
+                        value="off",
+                        label="Also race each method with the pair's one-pass draft (the built-in pair has one)",
+                        elem_id="second-draft",
                     )
                 )
                 max_new = lenient(
