@@ -111,7 +111,7 @@ def test_huge_token_limits_are_a_sentence_everywhere(client, example, capsys):
 def test_the_builtin_pairs_unknown_words_are_named(client, example, capsys):
     prompt = "where is the zebra and the giraffe?"
     declined = "was not taught “zebra”, “giraffe”, so the question is declined"  # the asking note's words
-    with pytest.raises(AppError, match=f"{declined}.*“how many shapes are there.”"):
+    with pytest.raises(AppError, match=f"{declined}.*“how many circles are there.”"):
         client.predict(image=handle_file(example[0]), prompt=prompt, max_new_tokens=3, api_name="/race")
     assert main(["generate", "--image", example[0], "--prompt", prompt, "--device", "cpu"]) == 2
     assert declined in capsys.readouterr().err
