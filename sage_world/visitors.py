@@ -367,11 +367,6 @@ def visitor_example(
     return replace(example, question=surface(rng, question))
 
 
-def misspelt_example(rng: random.Random, example: Example) -> Example:
-    """``example`` with one word of its question typed wrong (training: every kind of question)."""
-    return replace(example, question=misspell(rng, example.question))
-
-
 @functools.cache
 def training_wordings() -> dict[str, tuple[str, ...]]:
     """Per question kind of the asking rule (``bar``: a chart's short questions), the training wordings with
@@ -394,11 +389,10 @@ def check_examples(seed: int, n: int) -> tuple[list[Example], list[str]]:
     """``n`` examples on fresh scenes, half asked as visitors asked (:data:`ASKED`, in turn), half in the
     :data:`HELD_OUT` wordings; and each one's source ("asked" or "held out")."""
     rng = random.Random(seed)
-    examples, sources = [], []
+    examples, sources = [], [check_source(i) for i in range(n)]
     for i in range(n):
         if i % 2:
             examples.append(visitor_example(rng, held_out=True))
-            sources.append("held out")
             continue
         kind, question = ASKED[(i // 2) % len(ASKED)]
         pool: dict[str, tuple[str, ...]] = {k: (question,) for k in ("count_kind", "superlative", "exists", "chart")}
@@ -410,5 +404,9 @@ def check_examples(seed: int, n: int) -> tuple[list[Example], list[str]]:
             make = {"count_kind": count_kind_example, "superlative": superlative_example, "exists": exists_example}
             example = make[kind](rng, DEFAULT, pool)
         examples.append(example)
-        sources.append("asked")
     return examples, sources
+
+
+def check_source(index: int) -> str:
+    """Where the check's example ``index`` comes from: asked as visitors asked (even) or a held-out wording (odd)."""
+    return "held out" if index % 2 else "asked"

@@ -121,13 +121,13 @@ def note_breakdown(examples: list, answers: list[str]) -> dict[str, dict[str, fl
     return out
 
 
-def visitor_breakdown(examples: list, answers: list[str], tokenizer, seed: int) -> dict[str, dict[str, float]]:
+def visitor_breakdown(examples: list, answers: list[str], tokenizer) -> dict[str, dict[str, float]]:
     """Questions answered right (every fact, and read: a question with a word the tokenizer cannot read is
     declined by the app, so counted wrong) per source (as visitors asked, held-out wordings) and per kind;
     printed and returned."""
     from sage_world.scenes import grade
 
-    _, sources = visitors.check_examples(seed, len(examples))
+    sources = [visitors.check_source(i) for i in range(len(examples))]
     tally: dict[str, list[int]] = {}
     for example, answer, source in zip(examples, answers, sources, strict=True):
         read = tokenizer.unk_token_id not in tokenizer(example.question)["input_ids"]
@@ -214,7 +214,7 @@ def main(argv=None) -> dict:
     res_t = evaluate(target, processor, examples)
     by_note = note_breakdown(examples, res_t["answers"]) if args.style in ONE_SHAPE_STYLES else {}
     if args.style == "visitors":
-        by_note = visitor_breakdown(examples, res_t["answers"], processor.tokenizer, args.seed)
+        by_note = visitor_breakdown(examples, res_t["answers"], processor.tokenizer)
     if args.target_only:
         print(f"{'kind':<10} {'target':>7}")
         for k, v in res_t["per_kind"].items():
