@@ -34,6 +34,7 @@ from .method_settings import OLD_SAGE_NAMES, shown, with_current_names
 from .methods import is_method, method_spec, registered_names
 from .records import (
     CUT_RULES,
+    FORMER_OWN_COLUMNS,
     TRACE_FORMAT,
     TRACE_FORMAT_1,
     TRACE_FORMAT_2,
@@ -168,6 +169,12 @@ def _records_of(header: RunHeader, former: bool, rows: Sequence[dict[str, Any]])
     kind = method_spec(header.method).record
     records = []
     for number, line in enumerate(rows, 2):
+        flat = next((name for name in FORMER_OWN_COLUMNS if name in line), None) if not former else None
+        if flat is not None:
+            raise TraceError(
+                f"line {number} of the {header.method!r} run is not a valid round: {flat!r} is a column of trace "
+                f"formats 1 and 2, which {TRACE_FORMAT} keeps in the round's own record"
+            )
         row = fold_former_columns(line, kind) if former else line
         try:
             own = own_from_dict(row.get("own"), kind)

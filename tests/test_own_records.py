@@ -105,6 +105,20 @@ def test_a_format_2_trace_whose_budgets_do_not_hold_together_is_refused_in_one_s
     )
 
 
+@pytest.mark.parametrize("method", ["sage-cost", "smart", "sage"])
+def test_a_current_trace_with_a_former_flat_column_is_refused_not_ignored(method):
+    lines = lines_of(method)
+    row = json.loads(lines[2])
+    row["budget_nodes"] = [5, 3]  # format 2's column, in a format-3 round: read nowhere, so refused
+    with pytest.raises(TraceError) as refused:
+        parse_trace([*lines[:2], json.dumps(row), *lines[3:]])
+    assert str(refused.value) == (
+        f"line 3 of the {method!r} run is not a valid round: 'budget_nodes' is a column of trace formats 1 and 2, "
+        f"which {TRACE_FORMAT} keeps in the round's own record"
+    )
+    assert parse_trace(lines)  # the same trace without it reads
+
+
 def own_line(lines: list[str], own: object) -> list[str]:
     row = json.loads(lines[2])
     row["own"] = own
