@@ -586,11 +586,19 @@ def _others(word: str, pool: Iterable[str]) -> tuple[str, ...]:
 
 def describe_answer(image: Image.Image, background: str, things: tuple[Thing, ...]) -> str:
     opening = DESCRIBE_OPEN.format(aspect=aspect_name(image), background=background)
+    if len(things) == 1:
+        return f"{opening} {shown(things)}. {DESCRIBE_COUNT1}"
+    return f"{opening} {shown(things)}. {DESCRIBE_COUNTN.format(n=NUMBER_WORDS[len(things)])}"
+
+
+def shown(things: tuple[Thing, ...]) -> str:
+    """What a description says the picture shows, without its full stop: "it shows a small red circle in the
+    top left and a large blue square in the center"."""
     phrases = [t.phrase() for t in things]
     if len(things) == 1:
-        return f"{opening} {DESCRIBE_ONE.format(o=phrases[0])} {DESCRIBE_COUNT1}"
+        return DESCRIBE_ONE.format(o=phrases[0]).removesuffix(".")
     listed = ", ".join(f"a {p}" for p in phrases[:-1]) + f" and a {phrases[-1]}"
-    return f"{opening} {DESCRIBE_MANY.format(objects=listed)} {DESCRIBE_COUNTN.format(n=NUMBER_WORDS[len(things)])}"
+    return DESCRIBE_MANY.format(objects=listed).removesuffix(".")
 
 
 def ask_scene(rng: random.Random, kind: str, image: Image.Image, things: tuple[Thing, ...], background: str) -> Example:

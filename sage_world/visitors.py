@@ -43,6 +43,7 @@ from .scenes import (
     bar_chart,
     make_example,
     shape_scene,
+    shown,
 )
 from .wording import bar_form, every_filling, surface
 
@@ -260,14 +261,26 @@ def _scene(rng: random.Random, style: Style, n: int) -> tuple[Example, tuple]:
     return Example(image, "", "", "", objects=things, labels=label_map), things
 
 
-def count_kind_example(rng: random.Random, style: Style, pool: dict[str, tuple[str, ...]]) -> Example:
-    """How many of one shape a scene of 1-6 has (a shape it has three times in four)."""
+def looked(things: tuple, answer: str) -> str:
+    """``answer`` said after what the picture shows (run 14): "it shows a small red circle in the top left and a
+    large blue circle in the center, so there are two circles." A count of one shape, or whether a thing is
+    there, needs every shape looked at; the pair describes scenes right, so its answer names them first and
+    reads the answer from its own words."""
+    return f"{shown(things)}, so {answer}"
+
+
+def count_kind_example(
+    rng: random.Random, style: Style, pool: dict[str, tuple[str, ...]], looking: bool = False
+) -> Example:
+    """How many of one shape a scene of 1-6 has (a shape it has three times in four); ``looking``: the answer
+    names every shape first (:func:`looked`)."""
     base, things = _scene(rng, style, rng.randint(1, 6))
     present = sorted({t.shape for t in things})
     absent = [s for s in SHAPES if s not in present]
     shape = rng.choice(present if not absent or rng.random() < 0.75 else absent)
     answer, facts, forbidden = count_kind_answer(shape, sum(t.shape == shape for t in things))
     question = rng.choice(pool["count_kind"]).format(shapes=PLURALS[shape], **_slots(rng))
+    answer = looked(things, answer) if looking else answer
     return replace(base, question=question, answer=answer, kind="count_kind", facts=facts, forbidden=forbidden)
 
 
@@ -304,9 +317,12 @@ def _articles(text: str) -> str:
     return re.sub(r"\b([Aa]) (?=[aeiou])", r"\1n ", text)
 
 
-def exists_example(rng: random.Random, style: Style, pool: dict[str, tuple[str, ...]]) -> Example:
+def exists_example(
+    rng: random.Random, style: Style, pool: dict[str, tuple[str, ...]], looking: bool = False
+) -> Example:
     """Whether a scene of 1-6 has a shape, a colour or both (half the time it has; a miss is as often a shape of
-    the scene in another colour as a thing it lacks)."""
+    the scene in another colour as a thing it lacks); ``looking``: the answer names every shape first
+    (:func:`looked`)."""
     base, things = _scene(rng, style, rng.randint(1, 6))
     form = rng.choice(("both", "both", "shape", "colour"))
     t = rng.choice(things)
@@ -326,6 +342,7 @@ def exists_example(rng: random.Random, style: Style, pool: dict[str, tuple[str, 
     has = any((form == "colour" or o.shape == shape) and (form == "shape" or o.colour == colour) for o in things)
     question = _articles(rng.choice(pool["exists"]).format(ref=ref, **_slots(rng)))
     answer = _articles(f"yes, there is a {ref}.") if has else f"no, there is no {ref}."
+    answer = looked(things, answer) if looking else answer
     facts, forbidden = (("yes",), ("no",)) if has else (("no",), ("yes",))
     return replace(base, question=question, answer=answer, kind="exists", facts=facts, forbidden=forbidden)
 
@@ -348,17 +365,21 @@ def graph_example(rng: random.Random, style: Style, pool: dict[str, tuple[str, .
 
 
 def visitor_example(
-    rng: random.Random, style: Style = DEFAULT, held_out: bool = False, kinds: tuple[str, ...] = KINDS
+    rng: random.Random,
+    style: Style = DEFAULT,
+    held_out: bool = False,
+    kinds: tuple[str, ...] = KINDS,
+    looking: bool = False,
 ) -> Example:
     """A question of one of ``kinds`` (:data:`KINDS`; ``held_out``: in a :data:`HELD_OUT` wording), typed wrong a
-    word one time in five (never when held out), in a visitor's surface forms."""
+    word one time in five (never when held out), in a visitor's surface forms; ``looking`` (run 14 on): a count of
+    a shape and whether a thing is there answered after naming every shape (:func:`looked`)."""
     pool = HELD_OUT if held_out else TRAINING
     kind = rng.choice(kinds)
     if kind == "graph":
         example = graph_example(rng, style, pool)
     else:
-        make = {"count_kind": count_kind_example, "superlative": superlative_example, "exists": exists_example}
-        example = make[kind](rng, style, pool)
+        example = _looking_kinds(looking).get(kind, superlative_example)(rng, style, pool)
     if held_out:
         return example
     question = example.question
@@ -385,6 +406,14 @@ def training_wordings() -> dict[str, tuple[str, ...]]:
     return {kind: tuple(dict.fromkeys(qs)) for kind, qs in out.items()}
 
 
+def _looking_kinds(looking: bool) -> dict:
+    """The example makers of :data:`LOOKING_KINDS`, answering as ``looking`` says."""
+    return {
+        "count_kind": functools.partial(count_kind_example, looking=looking),
+        "exists": functools.partial(exists_example, looking=looking),
+    }
+
+
 def check_examples(seed: int, n: int) -> tuple[list[Example], list[str]]:
     """``n`` examples on fresh scenes, half asked as visitors asked (:data:`ASKED`, in turn), half in the
     :data:`HELD_OUT` wordings; and each one's source ("asked" or "held out")."""
@@ -392,7 +421,7 @@ def check_examples(seed: int, n: int) -> tuple[list[Example], list[str]]:
     examples, sources = [], [check_source(i) for i in range(n)]
     for i in range(n):
         if i % 2:
-            examples.append(visitor_example(rng, held_out=True))
+            examples.append(visitor_example(rng, held_out=True, looking=True))
             continue
         kind, question = ASKED[(i // 2) % len(ASKED)]
         pool: dict[str, tuple[str, ...]] = {k: (question,) for k in ("count_kind", "superlative", "exists", "chart")}
@@ -401,8 +430,7 @@ def check_examples(seed: int, n: int) -> tuple[list[Example], list[str]]:
         elif kind == "chart":
             example = graph_example(rng, DEFAULT, {"chart": (question,)})
         else:
-            make = {"count_kind": count_kind_example, "superlative": superlative_example, "exists": exists_example}
-            example = make[kind](rng, DEFAULT, pool)
+            example = _looking_kinds(True).get(kind, superlative_example)(rng, DEFAULT, pool)
         examples.append(example)
     return examples, sources
 

@@ -401,7 +401,8 @@ class DataMix:
     (``sage_world.visitors``: counts by shape, superlatives, whether a thing is there, charts as graphs; seven in
     ten), or any other question with a word typed wrong (0 before run 13, whose data stream it leaves untouched);
     run 13b: ``counts`` a visitor's question that needs looking at every shape (how many of a shape, whether a
-    thing is there: ``visitors.LOOKING_KINDS``)."""
+    thing is there: ``visitors.LOOKING_KINDS``); run 14: ``looking`` those two answered after naming every shape
+    (``visitors.looked``)."""
 
     lone: float = 0.0
     hand: float = 0.0
@@ -412,6 +413,7 @@ class DataMix:
     free: float = 0.0
     visitors: float = 0.0
     counts: float = 0.0
+    looking: bool = False
 
 
 def draw_example(rng: random.Random, mix: DataMix = DataMix()):
@@ -425,11 +427,11 @@ def draw_example(rng: random.Random, mix: DataMix = DataMix()):
     elif mix.shifted and rng.random() < mix.shifted:
         style = SHIFTED
     if mix.counts and rng.random() < mix.counts:
-        example = visitor_example(rng, style, kinds=LOOKING_KINDS)
+        example = visitor_example(rng, style, kinds=LOOKING_KINDS, looking=mix.looking)
         return replace(example, image=jpeg(example.image, rng.randint(70, 98))) if rng.random() < mix.jpeg else example
     visitors = bool(mix.visitors) and rng.random() < mix.visitors
     if visitors and rng.random() < 0.7:
-        example = visitor_example(rng, style)
+        example = visitor_example(rng, style, looking=mix.looking)
         return replace(example, image=jpeg(example.image, rng.randint(70, 98))) if rng.random() < mix.jpeg else example
     free = bool(mix.free) and rng.random() < mix.free
     if free:
@@ -750,6 +752,11 @@ def parse_args(argv=None) -> argparse.Namespace:
         action="store_true",
         help="the tokenizer with visitors.MORE_VISITOR_WORDS appended after those (run 13 on); a model grows to it",
     )
+    ap.add_argument(
+        "--looking",
+        action="store_true",
+        help="a count of a shape and whether a thing is there answered after naming every shape (run 14 on)",
+    )
     shares = (
         ("lone", "scenes of one object"),
         ("hand-drawn", "shapes drawn as by hand"),
@@ -799,6 +806,7 @@ def main(argv=None):
         args.free,
         args.visitors,
         args.counts,
+        args.looking,
     )
 
     torch.set_num_threads(args.threads)
@@ -857,7 +865,7 @@ def evaluation_examples(seed: int, n: int, mix: DataMix) -> list:
     if mix.visitors:
         rng = random.Random(seed + 999_961)
         for i in range(max(n // 6, 3)):
-            eval_examples.insert(5 * i + 3, visitor_example(rng, held_out=True))
+            eval_examples.insert(5 * i + 3, visitor_example(rng, held_out=True, looking=mix.looking))
     return eval_examples
 
 

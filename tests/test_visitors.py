@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from sage_world import asking, visitors
-from sage_world.scenes import NUMBER_WORDS, grade
+from sage_world.scenes import NUMBER_WORDS, grade, shown
 from sage_world.wording import VISITOR_WORDS, grading_form
 
 
@@ -128,3 +128,33 @@ def test_a_kind_answered_less_often_right_says_so_beside_the_race_and_the_others
     assert all("lossless" in note[1] for note in (counted, there))
     assert asking.question_note("which is the largest shape?", picture) == ()
     assert asking.question_note("descrbe the imgae in detial.", picture) == ()
+
+
+def test_looking_answers_name_every_shape_first_and_draw_the_same_scenes() -> None:
+    rng_plain, rng_looking = random.Random(21), random.Random(21)
+    for _ in range(200):
+        plain = visitors.visitor_example(rng_plain, kinds=visitors.LOOKING_KINDS)
+        looking = visitors.visitor_example(rng_looking, kinds=visitors.LOOKING_KINDS, looking=True)
+        assert (looking.question, looking.objects, looking.facts) == (plain.question, plain.objects, plain.facts)
+        listed, _, said = looking.answer.partition(", so ")
+        assert said == plain.answer  # the same answer, after what the picture shows
+        assert listed == shown(looking.objects) and listed.startswith("it shows a ")
+        for thing in looking.objects:
+            assert f"{thing.size} {thing.colour} {thing.shape} in the {thing.place}" in listed
+        assert grade(looking, looking.answer)
+        wrong = looking.answer.replace(", so yes,", ", so no,") if "so yes" in looking.answer else ""
+        assert not wrong or not grade(looking, wrong)
+
+
+def test_the_training_mix_answers_looking_only_when_asked() -> None:
+    from scripts.train_builtin_pair import DataMix, draw_example
+
+    def looking_share(mix: DataMix) -> float:
+        rng = random.Random(4)
+        drawn = [draw_example(rng, mix) for _ in range(60)]
+        asked = [e for e in drawn if e.kind in visitors.LOOKING_KINDS]
+        assert asked
+        return sum(e.answer.startswith("it shows") for e in asked) / len(asked)
+
+    assert looking_share(DataMix(counts=0.5)) == 0.0
+    assert looking_share(DataMix(counts=0.5, looking=True)) == 1.0
