@@ -552,6 +552,11 @@ def _gemma3_config(size: str, text: dict[str, Any], sp: Mapping[str, int]) -> Bu
 
     _llama_text(text).update(
         model_type="gemma3_text",
+        # one per layer type, as transformers 5.17 requires (5.24 also reads a flat one and fills full_attention's)
+        rope_parameters={
+            "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+            "full_attention": {"rope_type": "default", "rope_theta": 1000000.0},
+        },
         head_dim=16,
         query_pre_attn_scalar=16,
         sliding_window=GEMMA3_WINDOW,

@@ -106,9 +106,10 @@ def _image(seed=0, h=40, w=52):
 def _video_inputs(processor, *, count=30, fps=10.0, num=8, side=32, seed=1):
     indices = np.round(np.linspace(0, count - 1, num)).astype(int).tolist()
     frames = np.random.RandomState(seed).randint(0, 256, (num, side, side, 3), dtype=np.uint8)
+    per_text = type(processor).__name__ == "SmolVLMProcessor"  # as sage_core gives it (Family.videos_per_text)
     return processor(
         text=[_prompt(processor, "video", "What happens?")],
-        videos=[frames],
+        videos=[[frames]] if per_text else [frames],
         video_metadata=[{"total_num_frames": count, "fps": fps, "frames_indices": indices}],
         do_sample_frames=False,
         return_tensors="pt",

@@ -57,6 +57,9 @@ class Family:
     video: bool = True
     windows_by_mask: bool = False
     prunable: bool = True  # the pruning hooks (visual.py) know its attention layers
+    # its processor takes each text's videos as a list of their own (SmolVLM's on transformers 5.17 counts a
+    # bare video's frames as videos; 5.24 reads both)
+    videos_per_text: bool = False
 
     def visual_token_ids(self, config: Any) -> set[int]:
         """The ids of the tokens that stand for image or video features in the prompt."""

@@ -52,4 +52,4 @@ class Idefics3(Family):
 
 
 IDEFICS3 = Idefics3("idefics3", "Idefics3ForConditionalGeneration")
-SMOLVLM = Idefics3("smolvlm", "SmolVLMForConditionalGeneration", video=True)
+SMOLVLM = Idefics3("smolvlm", "SmolVLMForConditionalGeneration", video=True, videos_per_text=True)

@@ -23,10 +23,15 @@ def chat_prompt(processor: Any, kind: str, prompt: str) -> str:
 
 
 def processor_inputs(
-    processor: Any, texts: Sequence[str], media: Sequence[Media], extra: Mapping[str, Any] | None = None
+    processor: Any,
+    texts: Sequence[str],
+    media: Sequence[Media],
+    extra: Mapping[str, Any] | None = None,
+    videos_per_text: bool = False,
 ) -> Any:
     """The processor's tensors for chat-formatted ``texts``, one medium each (all images or all
-    videos; a batch is padded as the tokenizer pads). `extra`: the family's own keywords for videos.
+    videos; a batch is padded as the tokenizer pads). `extra`: the family's own keywords for videos;
+    `videos_per_text`: each text's videos given as a list of their own (`Family.videos_per_text`).
 
     Videos go in as sampled (`media.py`), with their metadata and `do_sample_frames=False`, so the
     processor does not re-sample them.
@@ -44,7 +49,7 @@ def processor_inputs(
         keywords["cap_pixels_per_frame"] = True
     return processor(
         text=list(texts),
-        videos=[m.frames for m in media],
+        videos=[[m.frames] for m in media] if videos_per_text else [m.frames for m in media],
         video_metadata=metadata,
         do_sample_frames=False,
         return_tensors="pt",

@@ -133,7 +133,8 @@ class VLM:
         check_media(self.processor, media)
         extra = self.spec.video_processor_kwargs(self.processor) if media.kind == "video" else None
         try:
-            inputs = processor_inputs(self.processor, [chat_prompt(self.processor, media.kind, prompt)], [media], extra)
+            text = chat_prompt(self.processor, media.kind, prompt)
+            inputs = processor_inputs(self.processor, [text], [media], extra, self.spec.videos_per_text)
         except (ValueError, TypeError, IndexError) as error:  # a limit of the processor not checked above
             raise MediaError(f"the model's processor cannot take {media.describe()}: {first_line(error)}") from error
         return {k: v.to(self.device) if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
