@@ -591,10 +591,13 @@ def describe_answer(image: Image.Image, background: str, things: tuple[Thing, ..
     return f"{opening} {shown(things)}. {DESCRIBE_COUNTN.format(n=NUMBER_WORDS[len(things)])}"
 
 
-def shown(things: tuple[Thing, ...]) -> str:
+def shown(things: tuple[Thing, ...], marks: Sequence[str] = ()) -> str:
     """What a description says the picture shows, without its full stop: "it shows a small red circle in the
-    top left and a large blue square in the center"."""
-    phrases = [t.phrase() for t in things]
+    top left and a large blue square in the center"; ``marks``: per thing, words said after it ("" none), as
+    "a small red circle in the top left: one circle"."""
+    phrases = [
+        f"{t.phrase()}: {m}" if m else t.phrase() for t, m in zip(things, marks or [""] * len(things), strict=True)
+    ]
     if len(things) == 1:
         return DESCRIBE_ONE.format(o=phrases[0]).removesuffix(".")
     listed = ", ".join(f"a {p}" for p in phrases[:-1]) + f" and a {phrases[-1]}"

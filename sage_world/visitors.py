@@ -261,12 +261,23 @@ def _scene(rng: random.Random, style: Style, n: int) -> tuple[Example, tuple]:
     return Example(image, "", "", "", objects=things, labels=label_map), things
 
 
-def looked(things: tuple, answer: str) -> str:
-    """``answer`` said after what the picture shows (run 14): "it shows a small red circle in the top left and a
-    large blue circle in the center, so there are two circles." A count of one shape, or whether a thing is
-    there, needs every shape looked at; the pair describes scenes right, so its answer names them first and
-    reads the answer from its own words."""
-    return f"{shown(things)}, so {answer}"
+def looked(things: tuple, answer: str, marks: list[str]) -> str:
+    """``answer`` said after what the picture shows, each shape that answers the question marked as it is named
+    (run 14): "it shows a small red circle in the top left: one circle, a large blue square in the center and a
+    small green circle in the bottom right: two circles, so there are two circles." A count of one shape, or
+    whether a thing is there, needs every shape looked at; the pair describes scenes right, so its answer names
+    them first, each mark decided beside the shape it follows (the count one more than the last mark), and the
+    answer read from its own words."""
+    return f"{shown(things, marks)}, so {answer}"
+
+
+def tally(things: tuple, shape: str) -> list[str]:
+    """The running count after each thing of ``shape`` ("one circle", "two circles"; "" after the others)."""
+    marks, n = [], 0
+    for t in things:
+        n += t.shape == shape
+        marks.append(f"{NUMBER_WORDS[n]} {shape if n == 1 else PLURALS[shape]}" if t.shape == shape else "")
+    return marks
 
 
 def count_kind_example(
@@ -280,7 +291,8 @@ def count_kind_example(
     shape = rng.choice(present if not absent or rng.random() < 0.75 else absent)
     answer, facts, forbidden = count_kind_answer(shape, sum(t.shape == shape for t in things))
     question = rng.choice(pool["count_kind"]).format(shapes=PLURALS[shape], **_slots(rng))
-    answer = looked(things, answer) if looking else answer
+    if looking:  # the running count says number words: the fact is the whole last sentence
+        answer, facts, forbidden = looked(things, answer, tally(things, shape)), (answer.removesuffix("."),), ()
     return replace(base, question=question, answer=answer, kind="count_kind", facts=facts, forbidden=forbidden)
 
 
@@ -339,10 +351,12 @@ def exists_example(
             shape = rng.choice(wrong) if rng.random() < 0.5 or not absent_colours else shape
             colour = colour if shape != t.shape else rng.choice(absent_colours)
     ref = {"both": f"{colour} {shape}", "shape": shape, "colour": f"{colour} shape"}[form]
-    has = any((form == "colour" or o.shape == shape) and (form == "shape" or o.colour == colour) for o in things)
+    matches = [(form == "colour" or o.shape == shape) and (form == "shape" or o.colour == colour) for o in things]
+    has = any(matches)
     question = _articles(rng.choice(pool["exists"]).format(ref=ref, **_slots(rng)))
     answer = _articles(f"yes, there is a {ref}.") if has else f"no, there is no {ref}."
-    answer = looked(things, answer) if looking else answer
+    if looking:
+        answer = looked(things, answer, [_articles(f"a {ref}") if match else "" for match in matches])
     facts, forbidden = (("yes",), ("no",)) if has else (("no",), ("yes",))
     return replace(base, question=question, answer=answer, kind="exists", facts=facts, forbidden=forbidden)
 
