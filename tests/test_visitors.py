@@ -146,8 +146,8 @@ def test_looking_answers_name_every_shape_first_and_draw_the_same_scenes() -> No
         if looking.kind == "count_kind":  # the running count: one, two, ... of the shape asked, ending on the answer
             last = said.removesuffix(".").split()[-1]
             shape = next(s for s, p in visitors.PLURALS.items() if last in (s, p))
-            assert marks == [f"{NUMBER_WORDS[k]} {shape if k == 1 else visitors.PLURALS[shape]}"
-                             for k in range(1, len(marks) + 1)]  # fmt: skip
+            names = {1: shape} | {k: visitors.PLURALS[shape] for k in range(2, 7)}
+            assert marks == [f"{NUMBER_WORDS[k]} {names[k]}" for k in range(1, len(marks) + 1)]
             assert len(marks) == sum(t.shape == shape for t in looking.objects)
             wrong = re.sub(r"so there (is|are) \w+", "so there are five", looking.answer)
             assert "five" in said or not grade(looking, wrong)
