@@ -31,17 +31,18 @@
 #      lr 2e-4), block 10, mask <|endoftext|>; saved as OUT/one-pass-draft. See the pair's README, "Run 12".
 #  13. the tokenizer grown by the words visitors used, run 10's target trained 1300 + 900 more steps on their
 #      questions, every draft re-distilled from it (seeds 1313, 1717, 1414, 1515, 1616). "Run 13".
-#  14. a count of a shape and whether a thing is there answered after naming every shape: run 13's target
-#      trained 1000 + 1000 more steps, every draft re-distilled (seeds 1818, 1888, 1919, 2020, 2121). "Run 14".
+#  14. (tried, not shipped; `--from 14` alone runs it) a count of a shape and whether a thing is there answered
+#      after naming every shape: run 13's target trained 1000 + 1000 more steps, every draft re-distilled
+#      (seeds 1818, 1888, 1919, 2020, 2121). "Run 14".
 # Every run checkpoints and resumes: the same command run again continues where it stopped (a
 # finished run only repeats its evaluations).
 #
 # Usage: bash scripts/train_builtin_pair_full.sh [--from N] [OUT [WORK]]
 #   OUT   where the pair goes (default assets/builtin); WORK: the runs' folders (default OUT-work)
-#   without --from: every run (the shipped pair and its three drafts); --from 14: run 14 alone, from run 13's
-#   pair in OUT; --from 13: runs 13 and 14; --from 12: the one-pass draft, then runs 13 and 14, from the pair in
-#   OUT; --from 8: runs 8-14, continuing the pair already in OUT (run 7's); --from 9: runs 9-14, continuing run
-#   8's (its drafts in OUT, its target in WORK/run8); --from 10: runs 10-14, continuing run 9's pair in OUT
+#   without --from: runs 1-13 (the shipped pair and its three drafts); --from 13: run 13 alone; --from 12: the
+#   one-pass draft, then run 13, from the pair in OUT; --from 8: runs 8-13, continuing the pair already in OUT
+#   (run 7's); --from 9: runs 9-13, continuing run 8's (its drafts in OUT, its target in WORK/run8); --from 10:
+#   runs 10-13, continuing run 9's pair in OUT; --from 14: the tried run 14 alone, from run 13's pair in OUT
 set -euo pipefail
 FROM=1
 if [ "${1:-}" = "--from" ]; then FROM=$2; shift 2; fi
@@ -179,22 +180,21 @@ train --seed 1616 --out "$OUT" --checkpoints "$WORK/run13-one-pass-checkpoints" 
   $ONE_PASS --init-target "$WORK/run13b/target" --init-draft "$OUT/one-pass-draft" --draft-steps 600 \
   --draft-lr 2e-4 --block-copies 2 --block-weight 2
 fi
-if [ "$FROM" -le 14 ]; then
-# Run 14: run 13's pair described every scene right but counted one shape, or said whether a thing is there,
-# right about half the time (0.49-0.61 and 0.44-0.47 of the visitors' check). Those two answers now name every
-# shape first, each shape that answers the question marked as it is named ("it shows a small red circle in the
-# top left: one circle, a large blue square in the center and a small green circle in the bottom right: two
-# circles, so there are two circles.": --looking, visitors.looked), so every step reads what is beside it: run
-# 13's target trained 1000 more steps with 35 % of the pictures asked those two, then every shipped draft
-# re-distilled from it as in run 13. (A first try that only named the shapes, then answered, 700 steps: the
-# shapes named right, the answer no better than before; not kept.)
+if [ "$FROM" = 14 ]; then
+# Run 14 (tried 2026-12-04, not shipped; only `--from 14` runs it): run 13's pair described every scene right but
+# counted one shape, or said whether a thing is there, right about half the time (0.49-0.61 and 0.44-0.47 of
+# the visitors' check). Here those two answers name every shape first, each shape that answers the question
+# marked as it is named ("it shows a small red circle in the top left: one circle, a large blue square in the
+# center and a small green circle in the bottom right: two circles, so there are two circles.": --looking,
+# visitors.looked): run 13's target trained 1000 steps with 35 % of the pictures asked those two, then 14b 1000
+# more with half; then every draft re-distilled from it as in run 13. It listed the shapes right (77 of 80) but
+# marked 9 of the 63 that answered the question: counts 0.26-0.43, whether a thing is there 0.56-0.65 (a first
+# form that only listed the shapes, then answered, 700 steps: 0.43 and 0.37). See the pair's README, "Run 14".
 MIX13="--visitors 0.3 --more-visitor-words"
 ONE_PASS="--one-pass 10 --draft-name one-pass-draft --target-vision-minutes 0 --target-minutes 0 --draft-vision-minutes 0"
 train --seed 1818 --out "$WORK/run14" --checkpoints "$WORK/run14-target-checkpoints" $MIX9 $MIX10 $MIX13 \
   --counts 0.35 --looking --eval-n 60 --init-target "$OUT/target" --target-vision-minutes 0 --target-steps 1000 \
   --target-lr 1e-4 --init-draft "$OUT/draft" --draft-vision-minutes 0 --draft-minutes 0
-# 14b: after 14 the marks were right more often than not but a count needs every one right (counts 0.34, whether
-# a thing is there 0.66): 1000 more steps with half the pictures asked those two.
 train --seed 1888 --out "$WORK/run14b" --checkpoints "$WORK/run14b-target-checkpoints" $MIX9 $MIX10 $MIX13 \
   --counts 0.5 --looking --eval-n 60 --init-target "$WORK/run14/target" --target-vision-minutes 0 \
   --target-steps 1000 --target-lr 1e-4 --init-draft "$OUT/draft" --draft-vision-minutes 0 --draft-minutes 0

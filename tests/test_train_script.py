@@ -341,26 +341,27 @@ def test_a_smaller_draft_keeps_the_first_layers_and_still_runs():
         script.keep_layers(draft, 2)
 
 
-RUN13 = ["1313", "1717", "1414", "1515", "1616", "1818", "1888", "1919", "2020", "2121"]  # runs 13 and 14
+RUN13 = ["1313", "1717", "1414", "1515", "1616"]
+RUN14 = ["1818", "1888", "1919", "2020", "2121"]  # tried, not shipped: only --from 14 runs it
 
 
 @pytest.mark.parametrize(
     ("start", "seeds"),
     [
-        (None, 30),
+        (None, 25),
         ("8", ["8642", "9753", "7531", "1133", "2244", "3355", "4455", "5566", "6677", "7788", "8899", "9911", *RUN13]),
         ("9", ["1133", "2244", "3355", "4455", "5566", "6677", "7788", "8899", "9911", *RUN13]),
         ("10", ["4455", "5566", "6677", "7788", "8899", "9911", *RUN13]),
         ("12", ["7788", "8899", "9911", *RUN13]),
         ("13", RUN13),
-        ("14", RUN13[5:]),
+        ("14", RUN14),
     ],
 )
 def test_the_recipe_starts_where_it_is_told(tmp_path, start, seeds):
-    """`--from 8` runs the continuation stages (runs 8-10, then 12-14) on the pair in OUT, `--from 9` runs 9,
-    10 and 12-14, `--from 10` runs 10 and 12-14, `--from 12` the one-pass draft and runs 13 and 14, `--from 13`
-    runs 13 and 14, `--from 14` run 14 alone, and no `--from` every run; each `train` recorded by a stand-in
-    `python` on the PATH (nothing trains)."""
+    """`--from 8` runs the continuation stages (runs 8-10, then 12 and 13) on the pair in OUT, `--from 9` runs 9,
+    10, 12 and 13, `--from 10` runs 10, 12 and 13, `--from 12` the one-pass draft and run 13, `--from 13` run 13
+    alone, no `--from` every shipped run, and `--from 14` the tried run 14 alone; each `train` recorded by a
+    stand-in `python` on the PATH (nothing trains)."""
     import os
     import subprocess
 
