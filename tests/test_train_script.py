@@ -122,20 +122,33 @@ def test_bad_vision_stage_settings_are_refused_with_one_message(args, message, t
     assert not (tmp_path / "out").exists()
 
 
-def full_recipe_runs(out: Path, work: Path) -> list[list[str]]:
-    """The `train` command lines of scripts/train_builtin_pair_full.sh, with OUT and WORK filled in."""
+def full_recipe_runs(out: Path, work: Path, run14: bool = False) -> list[list[str]]:
+    """The `train` command lines of scripts/train_builtin_pair_full.sh that make the shipped pair (not the tried
+    run 14, which only `--from 14` runs; ``run14``: its lines alone), with OUT and WORK filled in."""
     import re
     import shlex
 
     text = (ROOT / "scripts" / "train_builtin_pair_full.sh").read_text().replace("\\\n", " ")
     for name, value in re.findall(r'^(MIX\w*|ONE_PASS)="(.*)"$', text, re.MULTILINE):
         text = re.sub(rf"\${name}\b", value, text)
+    shipped, _, tried = text.partition('if [ "$FROM" = 14 ]; then')
+    text = tried if run14 else shipped
     runs = []
     for line in text.splitlines():
         if line.startswith("train "):
             words = shlex.split(line)[1:]
             runs.append([w.replace("$OUT", str(out)).replace("$WORK", str(work)) for w in words])
     return runs
+
+
+def test_the_tried_run_14_asks_for_the_looking_answers_in_settings_the_script_takes(tmp_path):
+    script = load_script("train_builtin_pair")
+    runs = full_recipe_runs(tmp_path / "out", tmp_path / "work", run14=True)
+    assert len(runs) == 5 and all("--looking" in run for run in runs)
+    for run in runs:
+        args = script.parse_args(run)
+        assert args.looking and args.more_visitor_words
+    assert [script.parse_args(run).counts for run in runs[:2]] == [0.35, 0.5]
 
 
 @pytest.mark.slow
