@@ -43,7 +43,7 @@ def build_vipllava(folder: Path, noise: float) -> str:
         vision_config=llava.vision_config.to_dict(),
         image_token_index=llava.image_token_index,
         image_seq_length=llava.image_seq_length,
-        vision_feature_layer=[-1, -2],  # the tiny tower has two layers
+        vision_feature_layers=[-1, -2],  # the tiny tower has two layers (5.24 also reads it as vision_feature_layer)
         tie_word_embeddings=False,
     )
     config.initializer_range = llava.initializer_range

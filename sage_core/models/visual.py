@@ -104,13 +104,15 @@ def last_logits_only(head: Any) -> Iterator[None]:
 
 def cached_keys(cache: Any, module: Any) -> torch.Tensor:
     """The keys an attention layer attends to: its own cache layer's, or for a layer that shares another's
-    (Gemma 4's last layers) those of the last earlier layer of its kind that keeps its own."""
+    (Gemma 4's last layers: an empty cache layer on transformers 5.24, none at all on 5.17) those of the last
+    earlier layer of its kind that keeps its own."""
     index = module.layer_idx
     layer_types = getattr(module.config, "layer_types", None)
-    if getattr(cache.layers[index], "keys", None) is None and layer_types is not None:
+    own = cache.layers[index] if index < len(cache.layers) else None
+    if getattr(own, "keys", None) is None and layer_types is not None:
         index = max(
             i
-            for i in range(index)
+            for i in range(min(index, len(cache.layers)))
             if layer_types[i] == layer_types[module.layer_idx] and cache.layers[i].keys is not None
         )
     return cache.layers[index].keys[0]
