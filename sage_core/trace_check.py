@@ -169,7 +169,7 @@ def _records_of(header: RunHeader, former: bool, rows: Sequence[dict[str, Any]])
     kind = method_spec(header.method).record
     records = []
     for number, line in enumerate(rows, 2):
-        flat = next((name for name in FORMER_OWN_COLUMNS if name in line), None) if not former else None
+        flat = None if former else next((name for name in FORMER_OWN_COLUMNS if name in line), None)
         if flat is not None:
             raise TraceError(
                 f"line {number} of the {header.method!r} run is not a valid round: {flat!r} is a column of trace "

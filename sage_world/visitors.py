@@ -29,6 +29,7 @@ from __future__ import annotations
 import functools
 import random
 import re
+from collections.abc import Callable
 from dataclasses import replace
 
 from .scenes import (
@@ -390,10 +391,7 @@ def visitor_example(
     a shape and whether a thing is there answered after naming every shape (:func:`looked`)."""
     pool = HELD_OUT if held_out else TRAINING
     kind = rng.choice(kinds)
-    if kind == "graph":
-        example = graph_example(rng, style, pool)
-    else:
-        example = _looking_kinds(looking).get(kind, superlative_example)(rng, style, pool)
+    example = graph_example(rng, style, pool) if kind == "graph" else scene_maker(kind, looking)(rng, style, pool)
     if held_out:
         return example
     question = example.question
@@ -420,17 +418,20 @@ def training_wordings() -> dict[str, tuple[str, ...]]:
     return {kind: tuple(dict.fromkeys(qs)) for kind, qs in out.items()}
 
 
-def _looking_kinds(looking: bool) -> dict:
-    """The example makers of :data:`LOOKING_KINDS`, answering as ``looking`` says."""
-    return {
-        "count_kind": functools.partial(count_kind_example, looking=looking),
-        "exists": functools.partial(exists_example, looking=looking),
-    }
+def scene_maker(kind: str, looking: bool) -> Callable[[random.Random, Style, dict[str, tuple[str, ...]]], Example]:
+    """The example maker of one of :data:`SCENE_KINDS`; a count of a shape and whether a thing is there answer
+    as ``looking`` says (:func:`looked`)."""
+    if kind == "superlative":
+        return superlative_example
+    maker = {"count_kind": count_kind_example, "exists": exists_example}[kind]
+    return functools.partial(maker, looking=looking)
 
 
 def check_examples(seed: int, n: int) -> tuple[list[Example], list[str]]:
     """``n`` examples on fresh scenes, half asked as visitors asked (:data:`ASKED`, in turn), half in the
-    :data:`HELD_OUT` wordings; and each one's source ("asked" or "held out")."""
+    :data:`HELD_OUT` wordings; and each one's source ("asked" or "held out"). A count of a shape and whether a
+    thing is there are drawn in the looking form (run 14), whose facts grade either form's answer: a count's is
+    its last sentence ("there are two circles", no word forbidden: the tally says numbers), the same draws."""
     rng = random.Random(seed)
     examples, sources = [], [check_source(i) for i in range(n)]
     for i in range(n):
@@ -444,7 +445,7 @@ def check_examples(seed: int, n: int) -> tuple[list[Example], list[str]]:
         elif kind == "chart":
             example = graph_example(rng, DEFAULT, {"chart": (question,)})
         else:
-            example = _looking_kinds(True).get(kind, superlative_example)(rng, DEFAULT, pool)
+            example = scene_maker(kind, looking=True)(rng, DEFAULT, pool)
         examples.append(example)
     return examples, sources
 

@@ -490,8 +490,14 @@ def every_filling(wording: str, fills: dict[str, tuple[str, ...]]) -> Iterator[s
 
 
 #: A sample value for each slot a template or wording may have.
-SLOT_SAMPLES = {"{colour}": "red", "{shapes}": "circles", "{shape}": "circle", "{place}": "top left", "{n}": "four"}
-SLOT_SAMPLES["{value}"] = "3"
+SLOT_SAMPLES = {
+    "{colour}": "red",
+    "{shapes}": "circles",
+    "{shape}": "circle",
+    "{place}": "top left",
+    "{n}": "four",
+    "{value}": "3",
+}
 
 
 def fill_slots(template: str) -> str:

@@ -791,6 +791,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     for flag in ("lone", "hand_drawn", "shifted", "reworded", "rows", "jpeg", "free", "visitors", "counts"):
         if not 0.0 <= getattr(args, flag) <= 1.0:
             ap.error(f"--{flag.replace('_', '-')} must be between 0 and 1")
+    if args.looking and not (args.visitors or args.counts):
+        ap.error("--looking changes the answers --visitors and --counts draw: give one of them a share above 0")
     return args
 
 

@@ -112,6 +112,7 @@ def test_per_token_labels_name_what_is_drawn_under_each_token(kind):
         (["--free", "1.5"], "--free must be between 0 and 1"),
         (["--visitors", "1.5"], "--visitors must be between 0 and 1"),
         (["--counts", "-0.2"], "--counts must be between 0 and 1"),
+        (["--looking"], "--looking changes the answers --visitors and --counts draw: give one of them a share above 0"),
     ],
 )
 def test_bad_vision_stage_settings_are_refused_with_one_message(args, message, tmp_path, capsys):
