@@ -300,6 +300,11 @@ def _find(tokens: list[str], phrase: str, start: int = 0) -> int:
     return -1
 
 
+#: Kinds whose answer may name what it looked at first and conclude after its last "so" (``sage_world.visitors``'
+#: count of a shape and whether a thing is there, runs 14 and 15): graded on that conclusion alone.
+CONCLUDING_KINDS = ("count_kind", "exists")
+
+
 def fact_score(example: Example, generated_answer: str) -> tuple[int, int]:
     """(facts right, facts) for ``generated_answer``.
 
@@ -307,6 +312,8 @@ def fact_score(example: Example, generated_answer: str) -> tuple[int, int]:
     fact, right when every phrase appears in order and no forbidden word does.
     """
     toks = _norm_tokens(generated_answer)
+    if example.kind in CONCLUDING_KINDS and "so" in toks:  # what it looked at first, then its answer
+        toks = toks[len(toks) - toks[::-1].index("so") :]
     if example.kind == ROW_KIND:
         return _row_score(example, toks)
     if example.long:

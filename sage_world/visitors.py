@@ -98,6 +98,10 @@ SYNONYMS = {
 KINDS = ("count_kind", "superlative", "exists", "graph")
 #: The kinds that need looking at every shape (run 13b trains on them more: ``--counts``).
 LOOKING_KINDS = ("count_kind", "exists")
+#: How those two are answered: straight (runs 13, 13b); after naming every shape, each one that answers the
+#: question marked (run 14, :func:`looked`); after naming every shape, each one checked yes or no against what
+#: was asked (run 15, :func:`checked`).
+LOOKING_FORMS = ("", "marked", "checked")
 #: The kinds asked about a picture of shapes (a graph's questions are a chart's kinds, ``chart`` and ``bar``).
 SCENE_KINDS = KINDS[:3]
 #: Words only a chart's questions have among the visitors' (the asking rule: a question about this picture).
@@ -272,6 +276,15 @@ def looked(things: tuple, answer: str, marks: list[str]) -> str:
     return f"{shown(things, marks)}, so {answer}"
 
 
+def checked(things: tuple, answer: str, matches: list[bool], asked: str) -> str:
+    """``answer`` said after what was asked about and every shape, each checked against it (run 15): "cross: it
+    shows a large green triangle in the top left: no, a large blue cross in the bottom left: yes and a small red
+    cross in the bottom middle: yes, so yes, there is a cross." Each yes or no compares two words the answer has
+    just said (the shape named and the one asked about, said first), and the answer is read from the checks (a
+    count is the number of yeses)."""
+    return f"{asked}: {shown(things, ['yes' if match else 'no' for match in matches])}, so {answer}"
+
+
 def tally(things: tuple, shape: str) -> list[str]:
     """The running count after each thing of ``shape`` ("one circle", "two circles"; "" after the others)."""
     marks, n = [], 0
@@ -282,18 +295,20 @@ def tally(things: tuple, shape: str) -> list[str]:
 
 
 def count_kind_example(
-    rng: random.Random, style: Style, pool: dict[str, tuple[str, ...]], looking: bool = False
+    rng: random.Random, style: Style, pool: dict[str, tuple[str, ...]], looking: str = ""
 ) -> Example:
-    """How many of one shape a scene of 1-6 has (a shape it has three times in four); ``looking``: the answer
-    names every shape first (:func:`looked`)."""
+    """How many of one shape a scene of 1-6 has (a shape it has three times in four); ``looking`` (one of
+    :data:`LOOKING_FORMS`): the answer names every shape first (:func:`looked`, :func:`checked`)."""
     base, things = _scene(rng, style, rng.randint(1, 6))
     present = sorted({t.shape for t in things})
     absent = [s for s in SHAPES if s not in present]
     shape = rng.choice(present if not absent or rng.random() < 0.75 else absent)
     answer, facts, forbidden = count_kind_answer(shape, sum(t.shape == shape for t in things))
     question = rng.choice(pool["count_kind"]).format(shapes=PLURALS[shape], **_slots(rng))
-    if looking:  # the running count says number words: the fact is the whole last sentence
+    if looking == "marked":  # the running count says number words: the fact is the whole last sentence
         answer, facts, forbidden = looked(things, answer, tally(things, shape)), (answer.removesuffix("."),), ()
+    elif looking == "checked":  # graded on what follows the last "so" (scenes.fact_score)
+        answer = checked(things, answer, [t.shape == shape for t in things], shape)
     return replace(base, question=question, answer=answer, kind="count_kind", facts=facts, forbidden=forbidden)
 
 
@@ -330,12 +345,10 @@ def _articles(text: str) -> str:
     return re.sub(r"\b([Aa]) (?=[aeiou])", r"\1n ", text)
 
 
-def exists_example(
-    rng: random.Random, style: Style, pool: dict[str, tuple[str, ...]], looking: bool = False
-) -> Example:
+def exists_example(rng: random.Random, style: Style, pool: dict[str, tuple[str, ...]], looking: str = "") -> Example:
     """Whether a scene of 1-6 has a shape, a colour or both (half the time it has; a miss is as often a shape of
-    the scene in another colour as a thing it lacks); ``looking``: the answer names every shape first
-    (:func:`looked`)."""
+    the scene in another colour as a thing it lacks); ``looking`` (one of :data:`LOOKING_FORMS`): the answer
+    names every shape first (:func:`looked`, :func:`checked`)."""
     base, things = _scene(rng, style, rng.randint(1, 6))
     form = rng.choice(("both", "both", "shape", "colour"))
     t = rng.choice(things)
@@ -356,8 +369,10 @@ def exists_example(
     has = any(matches)
     question = _articles(rng.choice(pool["exists"]).format(ref=ref, **_slots(rng)))
     answer = _articles(f"yes, there is a {ref}.") if has else f"no, there is no {ref}."
-    if looking:
+    if looking == "marked":
         answer = looked(things, answer, [_articles(f"a {ref}") if match else "" for match in matches])
+    elif looking == "checked":
+        answer = checked(things, answer, matches, ref)
     facts, forbidden = (("yes",), ("no",)) if has else (("no",), ("yes",))
     return replace(base, question=question, answer=answer, kind="exists", facts=facts, forbidden=forbidden)
 
@@ -384,11 +399,11 @@ def visitor_example(
     style: Style = DEFAULT,
     held_out: bool = False,
     kinds: tuple[str, ...] = KINDS,
-    looking: bool = False,
+    looking: str = "",
 ) -> Example:
     """A question of one of ``kinds`` (:data:`KINDS`; ``held_out``: in a :data:`HELD_OUT` wording), typed wrong a
-    word one time in five (never when held out), in a visitor's surface forms; ``looking`` (run 14 on): a count of
-    a shape and whether a thing is there answered after naming every shape (:func:`looked`)."""
+    word one time in five (never when held out), in a visitor's surface forms; ``looking`` (one of
+    :data:`LOOKING_FORMS`): a count of a shape and whether a thing is there answered so."""
     pool = HELD_OUT if held_out else TRAINING
     kind = rng.choice(kinds)
     example = graph_example(rng, style, pool) if kind == "graph" else scene_maker(kind, looking)(rng, style, pool)
@@ -418,9 +433,9 @@ def training_wordings() -> dict[str, tuple[str, ...]]:
     return {kind: tuple(dict.fromkeys(qs)) for kind, qs in out.items()}
 
 
-def scene_maker(kind: str, looking: bool) -> Callable[[random.Random, Style, dict[str, tuple[str, ...]]], Example]:
+def scene_maker(kind: str, looking: str) -> Callable[[random.Random, Style, dict[str, tuple[str, ...]]], Example]:
     """The example maker of one of :data:`SCENE_KINDS`; a count of a shape and whether a thing is there answer
-    as ``looking`` says (:func:`looked`)."""
+    in the form ``looking`` names (:data:`LOOKING_FORMS`)."""
     if kind == "superlative":
         return superlative_example
     maker = {"count_kind": count_kind_example, "exists": exists_example}[kind]
@@ -430,13 +445,14 @@ def scene_maker(kind: str, looking: bool) -> Callable[[random.Random, Style, dic
 def check_examples(seed: int, n: int) -> tuple[list[Example], list[str]]:
     """``n`` examples on fresh scenes, half asked as visitors asked (:data:`ASKED`, in turn), half in the
     :data:`HELD_OUT` wordings; and each one's source ("asked" or "held out"). A count of a shape and whether a
-    thing is there are drawn in the looking form (run 14), whose facts grade either form's answer: a count's is
-    its last sentence ("there are two circles", no word forbidden: the tally says numbers), the same draws."""
+    thing is there are drawn in run 14's form, whose facts grade every form's answer (on what follows its last
+    "so", :func:`.scenes.fact_score`; a count's fact is its last sentence, "there are two circles"): the same
+    draws in every form."""
     rng = random.Random(seed)
     examples, sources = [], [check_source(i) for i in range(n)]
     for i in range(n):
         if i % 2:
-            examples.append(visitor_example(rng, held_out=True, looking=True))
+            examples.append(visitor_example(rng, held_out=True, looking="marked"))
             continue
         kind, question = ASKED[(i // 2) % len(ASKED)]
         pool: dict[str, tuple[str, ...]] = {k: (question,) for k in ("count_kind", "superlative", "exists", "chart")}
@@ -445,7 +461,7 @@ def check_examples(seed: int, n: int) -> tuple[list[Example], list[str]]:
         elif kind == "chart":
             example = graph_example(rng, DEFAULT, {"chart": (question,)})
         else:
-            example = scene_maker(kind, looking=True)(rng, DEFAULT, pool)
+            example = scene_maker(kind, looking="marked")(rng, DEFAULT, pool)
         examples.append(example)
     return examples, sources
 

@@ -100,6 +100,7 @@ from sage_world.scenes import (
     COLOURS,
     DEFAULT,
     HAND_DRAWN,
+    NUMBER_WORDS,
     ROW_KIND,
     SHAPES,
     SHIFTED,
@@ -401,8 +402,8 @@ class DataMix:
     (``sage_world.visitors``: counts by shape, superlatives, whether a thing is there, charts as graphs; seven in
     ten), or any other question with a word typed wrong (0 before run 13, whose data stream it leaves untouched);
     run 13b: ``counts`` a visitor's question that needs looking at every shape (how many of a shape, whether a
-    thing is there: ``visitors.LOOKING_KINDS``); run 14: ``looking`` those two answered after naming every shape
-    (``visitors.looked``)."""
+    thing is there: ``visitors.LOOKING_KINDS``); run 14: ``looking`` "marked", those two answered after naming
+    every shape (``visitors.looked``); run 15: "checked" (``visitors.checked``)."""
 
     lone: float = 0.0
     hand: float = 0.0
@@ -413,7 +414,7 @@ class DataMix:
     free: float = 0.0
     visitors: float = 0.0
     counts: float = 0.0
-    looking: bool = False
+    looking: str = ""  # one of visitors.LOOKING_FORMS
 
 
 def draw_example(rng: random.Random, mix: DataMix = DataMix()):
@@ -473,6 +474,7 @@ class Stage:
     batch_size: int
     checkpoint: Path
     block: Block = Block()  # a one-pass draft's training; size 0: a sequential model
+    decision_weight: float = 1.0  # a target's loss on the answers of visitors.LOOKING_KINDS against the rest
 
 
 def pretrain_vision(stage: Stage, model, processor, rng):
@@ -483,7 +485,7 @@ def pretrain_vision(stage: Stage, model, processor, rng):
     (the first run of this generation: shape and place questions at chance after 68 minutes);
     per-token labels teach it both in minutes (about 1 s a step). ``stage.steps``: a fixed step count
     instead of ``stage.minutes``. Resumes: skipped when ``stage.checkpoint`` exists."""
-    name, lr, minutes, steps, batch_size, checkpoint, _ = astuple(stage)
+    name, lr, minutes, steps, batch_size, checkpoint, *_ = astuple(stage)
     visual = model.model.visual
     if checkpoint.exists():
         visual.load_state_dict(torch.load(checkpoint, weights_only=False))
@@ -623,6 +625,38 @@ def distillation_loss(model, teacher, enc, labels, block: Block, rng: random.Ran
     return ((0.5 * ce + 0.5 * kl) * weights).sum() / weights.sum()
 
 
+def weighted_answer_loss(
+    logits: torch.Tensor, labels: torch.Tensor, decisive: torch.Tensor, weight: float
+) -> torch.Tensor:
+    """The language-model loss (next-token cross-entropy over the labelled tokens, their mean) with the tokens
+    marked in ``decisive`` (a mask shaped like ``labels``) weighted ``weight`` (run 15's probes: whether a thing is
+    there, or how many of a shape, turns on a few words of a batch's five hundred tokens; at weight 1 this equals
+    the model's own ``loss``)."""
+    shifted = labels[:, 1:]
+    ce = F.cross_entropy(logits[:, :-1].float().transpose(1, 2), shifted, ignore_index=-100, reduction="none")
+    weights = torch.where(decisive[:, 1:], weight, 1.0) * (shifted != -100)
+    return (ce * weights).sum() / weights.sum()
+
+
+def decisive_tokens(processor, conversations, labels: torch.Tensor) -> torch.Tensor:
+    """Where the answers of :data:`visitors.LOOKING_KINDS` say a decision: "yes", "no" or a number word."""
+    ids = processor.tokenizer.convert_tokens_to_ids(["yes", "no", *NUMBER_WORDS.values()])
+    rows = torch.tensor([turns[0].kind in LOOKING_KINDS for turns in conversations])
+    return rows[:, None] & torch.isin(labels, torch.tensor(ids))
+
+
+def answer_loss(stage: Stage, model, processor, conversations, batch, teacher, rng) -> torch.Tensor:
+    """One batch's loss on its answers: the model's own (its decisive words weighted ``stage.decision_weight``),
+    or, with a ``teacher``, distilled from it."""
+    enc, labels = batch
+    if teacher is not None:
+        return distillation_loss(model, teacher, enc, labels, stage.block, rng)
+    if stage.decision_weight == 1.0:
+        return model(**enc, labels=labels).loss
+    decisive = decisive_tokens(processor, conversations, labels)
+    return weighted_answer_loss(model(**enc).logits, labels, decisive, stage.decision_weight)
+
+
 def train(stage: Stage, model, processor, rng, eval_examples, teacher=None, aux_weight=0.0, mix=DataMix()):
     """Train ``model`` for ``stage.minutes`` of training time (or ``stage.steps``), checkpointing to
     ``stage.checkpoint`` every CHECKPOINT_EVERY_S and resuming from it when it exists (same data stream:
@@ -632,7 +666,7 @@ def train(stage: Stage, model, processor, rng, eval_examples, teacher=None, aux_
     merged tokens predicts the shape, cell, colour and size drawn there; the head is discarded):
     dense labels that teach the vision tower shapes and places far faster than the answer tokens
     alone."""
-    name, lr, minutes, steps, batch_size, checkpoint, _ = astuple(stage)
+    name, lr, minutes, steps, batch_size, checkpoint, *_ = astuple(stage)
     head, captured, hook = attach_aux_head(model.model.visual)
     opt = torch.optim.AdamW([*model.parameters(), *head.parameters()], lr=lr, betas=(0.9, 0.98), weight_decay=0.01)
     budget = minutes * 60.0
@@ -662,10 +696,7 @@ def train(stage: Stage, model, processor, rng, eval_examples, teacher=None, aux_
             conversations = [[draw_example(rng, mix)] for _ in range(batch_size)]
         enc, labels = make_batch(processor, conversations)
         captured.clear()
-        if teacher is None:
-            loss = model(**enc, labels=labels).loss
-        else:
-            loss = distillation_loss(model, teacher, enc, labels, stage.block, rng)
+        loss = answer_loss(stage, model, processor, conversations, (enc, labels), teacher, rng)
         if aux_weight and "image_grid_thw" in enc:  # image batches (clips have no labels)
             labels_per_token = batch_token_labels([c[0] for c in conversations], enc["image_grid_thw"])
             copies = captured[0].shape[0] // max(labels_per_token.shape[0], 1)  # a one-pass draft's cuts
@@ -732,6 +763,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--init-draft", help="continue from this saved draft instead of a fresh one")
     ap.add_argument("--draft-layers", type=int, default=0, help="keep only the first N text layers of --init-draft")
     ap.add_argument("--draft-name", default="draft", help="the draft's folder under OUT (e.g. hesitant-draft)")
+    ap.add_argument(
+        "--decision-weight",
+        type=float,
+        default=1.0,
+        help="the target's loss on a count of a shape's or whether a thing is there's answer against the rest (run 15)",
+    )
     ap.add_argument("--block-copies", type=int, default=1, help="a one-pass draft's cuts a row (each a copy)")
     ap.add_argument("--block-weight", type=float, default=1.0, help="a one-pass draft's depths 2 .. K against 1")
     ap.add_argument(
@@ -752,10 +789,21 @@ def parse_args(argv=None) -> argparse.Namespace:
         action="store_true",
         help="the tokenizer with visitors.MORE_VISITOR_WORDS appended after those (run 13 on); a model grows to it",
     )
-    ap.add_argument(
+    looking = ap.add_mutually_exclusive_group()
+    looking.add_argument(
         "--looking",
-        action="store_true",
-        help="a count of a shape and whether a thing is there answered after naming every shape (run 14 on)",
+        action="store_const",
+        const="marked",
+        default="",
+        help="a count of a shape and whether a thing is there answered after naming every shape, each one that "
+        "answers marked (run 14)",
+    )
+    looking.add_argument(
+        "--checking",
+        action="store_const",
+        const="checked",
+        dest="looking",
+        help="those two answered after naming what was asked about and every shape, each checked yes or no (run 15)",
     )
     shares = (
         ("lone", "scenes of one object"),
@@ -782,6 +830,8 @@ def parse_args(argv=None) -> argparse.Namespace:
             ap.error(f"--{flag.replace('_', '-')} must be >= 0")
     if args.vision_lr <= 0:
         ap.error("--vision-lr must be > 0")
+    if args.decision_weight <= 0:
+        ap.error("--decision-weight must be above 0")
     if args.block_copies < 1 or args.block_weight <= 0:
         ap.error("--block-copies must be at least 1 and --block-weight above 0")
     if args.one_pass < 0 or args.one_pass == 1:
@@ -792,7 +842,8 @@ def parse_args(argv=None) -> argparse.Namespace:
         if not 0.0 <= getattr(args, flag) <= 1.0:
             ap.error(f"--{flag.replace('_', '-')} must be between 0 and 1")
     if args.looking and not (args.visitors or args.counts):
-        ap.error("--looking changes the answers --visitors and --counts draw: give one of them a share above 0")
+        flag = {"marked": "--looking", "checked": "--checking"}[args.looking]
+        ap.error(f"{flag} changes the answers --visitors and --counts draw: give one of them a share above 0")
     return args
 
 
@@ -888,7 +939,8 @@ def train_side(args, side: str, model, processor, checkpoints: Path, eval_exampl
         return 0, 0
     block = Block(args.one_pass, args.block_copies, args.block_weight) if side == "draft" else Block()
     checkpoint = checkpoints / f"{side}.pt"
-    stage = Stage(side, getattr(args, f"{side}_lr"), minutes, steps, args.batch_size, checkpoint, block)
+    weight = args.decision_weight if side == "target" else 1.0
+    stage = Stage(side, getattr(args, f"{side}_lr"), minutes, steps, args.batch_size, checkpoint, block, weight)
     return train(stage, model, processor, random.Random(seed), eval_examples, teacher, args.aux_weight, mix)
 
 

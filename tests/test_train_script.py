@@ -112,6 +112,12 @@ def test_per_token_labels_name_what_is_drawn_under_each_token(kind):
         (["--free", "1.5"], "--free must be between 0 and 1"),
         (["--visitors", "1.5"], "--visitors must be between 0 and 1"),
         (["--counts", "-0.2"], "--counts must be between 0 and 1"),
+        (["--decision-weight", "0"], "--decision-weight must be above 0"),
+        (
+            ["--checking"],
+            "--checking changes the answers --visitors and --counts draw: give one of them a share above 0",
+        ),
+        (["--looking", "--checking", "--counts", "0.5"], "not allowed with argument --looking"),
         (["--looking"], "--looking changes the answers --visitors and --counts draw: give one of them a share above 0"),
     ],
 )
@@ -257,6 +263,42 @@ def test_the_full_recipe_chains_its_runs(tmp_path):
     assert same(weights(work / "run13b" / "target"), weights(out / "target"))
     one_pass = load_pair(str(out / "target"), str(out / "one-pass-draft"), device="cpu", dtype="float32")
     assert one_pass.draft.one_pass is not None and one_pass.draft.one_pass.block_size == 10
+
+
+def test_the_decision_weight_is_the_models_own_loss_at_one_and_weights_only_the_decisive_tokens():
+    script = load_script("train_builtin_pair")
+    torch.manual_seed(0)
+    logits = torch.randn(3, 6, 11)
+    labels = torch.tensor([[-100, -100, 4, 5, 2, -100], [-100, 7, 7, 2, -100, -100], [-100, -100, -100, 3, 9, 2]])
+    reference = torch.nn.functional.cross_entropy(logits[:, :-1].reshape(-1, 11), labels[:, 1:].reshape(-1))
+    decisive = torch.zeros_like(labels, dtype=torch.bool)
+    decisive[1, 2] = decisive[2, 4] = True
+    assert torch.allclose(script.weighted_answer_loss(logits, labels, decisive, 1.0), reference)
+    ce = torch.nn.functional.cross_entropy(logits[:, :-1].transpose(1, 2), labels[:, 1:], reduction="none")
+    labelled = (labels[:, 1:] != -100).sum()
+    by_hand = (ce[labels[:, 1:] != -100].sum() + 4 * (ce[1, 1] + ce[2, 3])) / (labelled + 8)
+    assert torch.allclose(script.weighted_answer_loss(logits, labels, decisive, 5.0), by_hand)
+    assert not torch.allclose(by_hand, reference)
+
+
+def test_the_decisive_tokens_are_the_yes_no_and_number_words_of_a_count_or_whether_a_thing_is_there():
+    import random
+
+    from transformers import AutoProcessor
+
+    script = load_script("train_builtin_pair")
+    processor = AutoProcessor.from_pretrained(ROOT / "assets" / "builtin" / "target")
+    rng = random.Random(4)
+    conversations = [[script.draw_example(rng, script.DataMix(counts=1.0))] for _ in range(6)]
+    conversations.append([script.draw_example(random.Random(1))])  # a question of the default stream
+    _, labels = script.make_batch(processor, conversations)
+    decisive = script.decisive_tokens(processor, conversations, labels)
+    tok = processor.tokenizer
+    for turns, row, marks in zip(conversations, labels.tolist(), decisive.tolist(), strict=True):
+        said = [tok.convert_ids_to_tokens(t) for t, m in zip(row, marks, strict=True) if m]
+        decision = [w for w in turns[0].answer.replace(",", " ").replace(".", " ").split() if w in said]
+        assert said == (decision if turns[0].kind in ("count_kind", "exists") else [])
+    assert decisive[:6].any(dim=1).all() and not decisive[6].any()
 
 
 def test_the_shipped_examples_still_come_from_the_default_data_stream():

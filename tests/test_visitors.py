@@ -134,7 +134,7 @@ def test_looking_answers_name_every_shape_first_and_draw_the_same_scenes() -> No
     rng_plain, rng_looking = random.Random(21), random.Random(21)
     for _ in range(300):
         plain = visitors.visitor_example(rng_plain, kinds=visitors.LOOKING_KINDS)
-        looking = visitors.visitor_example(rng_looking, kinds=visitors.LOOKING_KINDS, looking=True)
+        looking = visitors.visitor_example(rng_looking, kinds=visitors.LOOKING_KINDS, looking="marked")
         assert (looking.question, looking.objects) == (plain.question, plain.objects)  # the same draws
         listed, _, said = looking.answer.partition(", so ")
         assert said == plain.answer  # the same answer, after what the picture shows
@@ -168,4 +168,39 @@ def test_the_training_mix_answers_looking_only_when_asked() -> None:
         return sum(e.answer.startswith("it shows") for e in asked) / len(asked)
 
     assert looking_share(DataMix(counts=0.5)) == 0.0
-    assert looking_share(DataMix(counts=0.5, looking=True)) == 1.0
+    assert looking_share(DataMix(counts=0.5, looking="marked")) == 1.0
+
+
+def test_checked_answers_say_what_was_asked_then_check_every_shape_and_draw_the_same_scenes() -> None:
+    rng_plain, rng_checked = random.Random(22), random.Random(22)
+    for _ in range(300):
+        plain = visitors.visitor_example(rng_plain, kinds=visitors.LOOKING_KINDS)
+        checked = visitors.visitor_example(rng_checked, kinds=visitors.LOOKING_KINDS, looking="checked")
+        assert (checked.question, checked.objects, checked.facts) == (plain.question, plain.objects, plain.facts)
+        asked, _, rest = checked.answer.partition(": it shows ")
+        listed, _, said = rest.rpartition(", so ")
+        assert said == plain.answer  # the same answer, after what was asked about and every shape checked
+        marks = re.findall(r": (yes|no)(?=,| and |$)", listed)
+        assert len(marks) == len(checked.objects)
+        for thing, mark in zip(checked.objects, marks, strict=True):
+            assert f"{thing.size} {thing.colour} {thing.shape} in the {thing.place}: {mark}" in listed
+        if checked.kind == "count_kind":  # the shape asked about, a yes for each one: the count is the yeses
+            assert asked in visitors.PLURALS
+            assert [m == "yes" for m in marks] == [t.shape == asked for t in checked.objects]
+            count = marks.count("yes")
+            assert said.startswith("there are no" if not count else f"there {'is' if count == 1 else 'are'} ")
+        else:  # what was asked about ("red cross", "cross", "red shape"); yes where there is one
+            words = visitors.read_typos(re.findall(r"[a-z]+", checked.question.lower()))
+            assert all(word in words for word in asked.split())
+            assert ("yes" in marks) == said.startswith("yes")
+        assert grade(checked, checked.answer) and grade(checked, plain.answer)  # either form is graded right
+        assert not grade(checked, checked.answer.replace(f", so {said}", ", so " + wrong_answer(plain)))
+
+
+def wrong_answer(example) -> str:
+    """A wrong answer of the same kind: yes for no (and back), or one more of the shape."""
+    if example.kind == "exists":
+        return "no, there is none." if example.answer.startswith("yes") else "yes, there is one."
+    said = example.answer.split()[2]
+    n = 0 if said == "no" else next(k for k, w in NUMBER_WORDS.items() if w == said)
+    return f"there are {NUMBER_WORDS[n + 1]} of them."
