@@ -34,15 +34,19 @@
 #  14. (tried, not shipped; `--from 14` alone runs it) a count of a shape and whether a thing is there answered
 #      after naming every shape: run 13's target trained 1000 + 1000 more steps, every draft re-distilled
 #      (seeds 1818, 1888, 1919, 2020, 2121). "Run 14".
+#  15. those two answered after saying what was asked about and checking every shape yes or no, the yes, no and
+#      number words weighted 10 in the target's loss: run 13's target trained 1200 more steps with half the
+#      pictures asked those two, every draft re-distilled (seeds 1531, 1532, 1533, 1534). "Run 15".
 # Every run checkpoints and resumes: the same command run again continues where it stopped (a
 # finished run only repeats its evaluations).
 #
 # Usage: bash scripts/train_builtin_pair_full.sh [--from N] [OUT [WORK]]
 #   OUT   where the pair goes (default assets/builtin); WORK: the runs' folders (default OUT-work)
-#   without --from: runs 1-13 (the shipped pair and its three drafts); --from 13: run 13 alone; --from 12: the
-#   one-pass draft, then run 13, from the pair in OUT; --from 8: runs 8-13, continuing the pair already in OUT
-#   (run 7's); --from 9: runs 9-13, continuing run 8's (its drafts in OUT, its target in WORK/run8); --from 10:
-#   runs 10-13, continuing run 9's pair in OUT; --from 14: the tried run 14 alone, from run 13's pair in OUT
+#   without --from: runs 1-13 and 15 (the shipped pair and its three drafts); --from 15: run 15 alone, from run
+#   13's pair in OUT; --from 13: runs 13 and 15; --from 12: the one-pass draft, then runs 13 and 15, from the pair
+#   in OUT; --from 8: runs 8-13 and 15, continuing the pair already in OUT (run 7's); --from 9: runs 9-13 and 15,
+#   continuing run 8's (its drafts in OUT, its target in WORK/run8); --from 10: runs 10-13 and 15, continuing run
+#   9's pair in OUT; --from 14: the tried run 14 alone, from run 13's pair in OUT
 set -euo pipefail
 FROM=1
 if [ "${1:-}" = "--from" ]; then FROM=$2; shift 2; fi
@@ -207,5 +211,31 @@ train --seed 2020 --out "$OUT" --checkpoints "$WORK/run14-hesitant-checkpoints" 
   --draft-steps 150 --draft-lr 3e-4
 train --seed 2121 --out "$OUT" --checkpoints "$WORK/run14-one-pass-checkpoints" $MIX8 $MIX10 $MIX13 --looking \
   --eval-n 60 $ONE_PASS --init-target "$WORK/run14b/target" --init-draft "$OUT/one-pass-draft" --draft-steps 600 \
+  --draft-lr 2e-4 --block-copies 2 --block-weight 2
+fi
+if [ "$FROM" -le 13 ] || [ "$FROM" = 15 ]; then
+# Run 15 (2026-12-04): run 13's target counted one shape, or said whether a thing is there, right about half the
+# time, and run 14's marks were not learnt. Probes of 300-600 steps (the pair's README, "Run 15") found why: a
+# decision the answer takes in a word or two is a few tokens of a batch's five hundred; weighted 10
+# (--decision-weight), a check of each shape against what was asked about is learnt in 300 steps. So those two
+# answer after saying what was asked about and checking every shape ("cross: it shows a large green triangle in
+# the top left: no, a large blue cross in the bottom left: yes, so yes, there is a cross.": --checking,
+# visitors.checked): run 13's target trained 1200 steps with half the pictures asked those two, then every draft
+# re-distilled from it as in run 13.
+# run 13's visitors' share, those two answered checked
+MIX15="--visitors 0.3 --more-visitor-words --checking"
+ONE_PASS="--one-pass 10 --draft-name one-pass-draft --target-vision-minutes 0 --target-minutes 0 --draft-vision-minutes 0"
+train --seed 1531 --out "$WORK/run15" --checkpoints "$WORK/run15-target-checkpoints" $MIX9 $MIX10 $MIX15 \
+  --counts 0.5 --decision-weight 10 --eval-n 60 --init-target "$OUT/target" --target-vision-minutes 0 \
+  --target-steps 1200 --target-lr 3e-4 --init-draft "$OUT/draft" --draft-vision-minutes 0 --draft-minutes 0
+train --seed 1532 --out "$OUT" --checkpoints "$WORK/run15-draft-checkpoints" $MIX8 $MIX10 $MIX15 --eval-n 60 \
+  --init-target "$WORK/run15/target" --target-vision-minutes 0 --target-minutes 0 \
+  --init-draft "$OUT/draft" --draft-vision-minutes 0 --draft-steps 300 --draft-lr 2e-4
+train --seed 1533 --out "$OUT" --checkpoints "$WORK/run15-hesitant-checkpoints" $MIX8 $MIX10 $MIX15 --eval-n 60 \
+  --init-target "$WORK/run15/target" --target-vision-minutes 0 --target-minutes 0 \
+  --init-draft "$OUT/hesitant-draft" --draft-name hesitant-draft --draft-vision-minutes 0 \
+  --draft-steps 150 --draft-lr 3e-4
+train --seed 1534 --out "$OUT" --checkpoints "$WORK/run15-one-pass-checkpoints" $MIX8 $MIX10 $MIX15 --eval-n 60 \
+  $ONE_PASS --init-target "$WORK/run15/target" --init-draft "$OUT/one-pass-draft" --draft-steps 600 \
   --draft-lr 2e-4 --block-copies 2 --block-weight 2
 fi

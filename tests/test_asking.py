@@ -99,11 +99,18 @@ def test_a_chart_question_in_untaught_words_gets_the_note_with_its_own_kinds_que
         ("circle red where the", "shapes", "order no question it was taught has"),
         ("how are you?", "shapes", "order no question it was taught has"),
         ("who made this?", "shapes", "order no question it was taught has"),
+        ("what colour are the circles?", "shapes", "taught to count shapes of one kind, not to ask “colour”"),
+        ("what color are the triangles", "shapes", "taught to count shapes of one kind, not to ask “colour”"),
     ],
 )
 def test_untaught_questions_are_named_with_the_reason(question, picture, why):
     fit = asking.question_fit(question, picture)
     assert not fit.taught and why in fit.reason
+
+
+def test_a_count_of_a_shape_in_any_taught_wording_is_taught() -> None:
+    for question in ("How many triangles are there?", "how many circles are in the picture?", "count teh squares"):
+        assert asking.question_fit(question, "shapes").taught, question
 
 
 def test_fillers_are_read_past_and_case_marks_and_spelling_do_not_matter():

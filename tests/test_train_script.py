@@ -138,8 +138,9 @@ def full_recipe_runs(out: Path, work: Path, run14: bool = False) -> list[list[st
     text = (ROOT / "scripts" / "train_builtin_pair_full.sh").read_text().replace("\\\n", " ")
     for name, value in re.findall(r'^(MIX\w*|ONE_PASS)="(.*)"$', text, re.MULTILINE):
         text = re.sub(rf"\${name}\b", value, text)
-    shipped, _, tried = text.partition('if [ "$FROM" = 14 ]; then')
-    text = tried if run14 else shipped
+    before, _, rest = text.partition('if [ "$FROM" = 14 ]; then')
+    tried, _, after = rest.partition("\nfi\n")
+    text = tried if run14 else before + after
     runs = []
     for line in text.splitlines():
         if line.startswith("train "):
@@ -156,6 +157,16 @@ def test_the_tried_run_14_asks_for_the_looking_answers_in_settings_the_script_ta
         args = script.parse_args(run)
         assert args.looking and args.more_visitor_words
     assert [script.parse_args(run).counts for run in runs[:2]] == [0.35, 0.5]
+
+
+def test_run_15_asks_for_the_checked_answers_and_weighted_decisions_in_settings_the_script_takes(tmp_path):
+    script = load_script("train_builtin_pair")
+    runs = full_recipe_runs(tmp_path / "out", tmp_path / "work")[25:]
+    parsed = [script.parse_args(run) for run in runs]
+    assert [a.seed for a in parsed] == [1531, 1532, 1533, 1534]
+    assert all(a.looking == "checked" and a.more_visitor_words for a in parsed)
+    assert (parsed[0].counts, parsed[0].decision_weight, parsed[0].target_steps) == (0.5, 10.0, 1200)
+    assert parsed[3].one_pass == 10 and all(a.target_minutes == 0 for a in parsed[1:])
 
 
 @pytest.mark.slow
@@ -176,7 +187,7 @@ def test_the_full_recipe_chains_its_runs(tmp_path):
     script = load_script("train_builtin_pair")
     out, work = tmp_path / "pair", tmp_path / "work"
     runs = full_recipe_runs(out, work)
-    assert len(runs) == 25
+    assert len(runs) == 29
     tiny = ["--batch-size", "2", "--eval-n", "2", "--eval-tokens", "8", "--threads", "1"]
 
     def weights(folder: Path) -> dict[str, torch.Tensor]:
@@ -190,7 +201,7 @@ def test_the_full_recipe_chains_its_runs(tmp_path):
 
     roles = ("target", "draft", "hesitant-draft")
     every = (*roles, "one-pass-draft")
-    taken_before = {5: roles[:2], 6: roles, 8: roles, 11: roles, 14: roles, 20: every}  # run index -> models saved then
+    taken_before = {5: roles[:2], 6: roles, 8: roles, 11: roles, 14: roles, 20: every, 25: every}  # run -> models then
     snapshots: dict[int, dict[str, dict[str, torch.Tensor]]] = {}
     for index, args in enumerate(runs):
         if index in taken_before:
@@ -260,7 +271,13 @@ def test_the_full_recipe_chains_its_runs(tmp_path):
         if role != "target":
             assert not same(after_run_12[role], weights(out / role))
     assert not same(weights(work / "run13" / "target"), weights(work / "run13b" / "target"))
-    assert same(weights(work / "run13b" / "target"), weights(out / "target"))
+    assert same(weights(work / "run13b" / "target"), snapshots[25]["target"])
+    # run 15: 13b's target trained on with the checked answers and the decisions weighted (in WORK), every draft
+    # distilled on from it into OUT
+    assert all("--checking" in runs[i] for i in range(25, 29)) and "--decision-weight" in runs[25]
+    assert not same(snapshots[25]["target"], weights(work / "run15" / "target"))
+    assert same(weights(work / "run15" / "target"), weights(out / "target"))
+    assert all(not same(snapshots[25][role], weights(out / role)) for role in every if role != "target")
     one_pass = load_pair(str(out / "target"), str(out / "one-pass-draft"), device="cpu", dtype="float32")
     assert one_pass.draft.one_pass is not None and one_pass.draft.one_pass.block_size == 10
 
@@ -399,25 +416,45 @@ def test_a_smaller_draft_keeps_the_first_layers_and_still_runs():
 
 RUN13 = ["1313", "1717", "1414", "1515", "1616"]
 RUN14 = ["1818", "1888", "1919", "2020", "2121"]  # tried, not shipped: only --from 14 runs it
+RUN15 = ["1531", "1532", "1533", "1534"]
 
 
 @pytest.mark.parametrize(
     ("start", "seeds"),
     [
-        (None, 25),
-        ("8", ["8642", "9753", "7531", "1133", "2244", "3355", "4455", "5566", "6677", "7788", "8899", "9911", *RUN13]),
-        ("9", ["1133", "2244", "3355", "4455", "5566", "6677", "7788", "8899", "9911", *RUN13]),
-        ("10", ["4455", "5566", "6677", "7788", "8899", "9911", *RUN13]),
-        ("12", ["7788", "8899", "9911", *RUN13]),
-        ("13", RUN13),
+        (None, 29),
+        (
+            "8",
+            [
+                "8642",
+                "9753",
+                "7531",
+                "1133",
+                "2244",
+                "3355",
+                "4455",
+                "5566",
+                "6677",
+                "7788",
+                "8899",
+                "9911",
+                *RUN13,
+                *RUN15,
+            ],
+        ),
+        ("9", ["1133", "2244", "3355", "4455", "5566", "6677", "7788", "8899", "9911", *RUN13, *RUN15]),
+        ("10", ["4455", "5566", "6677", "7788", "8899", "9911", *RUN13, *RUN15]),
+        ("12", ["7788", "8899", "9911", *RUN13, *RUN15]),
+        ("13", [*RUN13, *RUN15]),
         ("14", RUN14),
+        ("15", RUN15),
     ],
 )
 def test_the_recipe_starts_where_it_is_told(tmp_path, start, seeds):
-    """`--from 8` runs the continuation stages (runs 8-10, then 12 and 13) on the pair in OUT, `--from 9` runs 9,
-    10, 12 and 13, `--from 10` runs 10, 12 and 13, `--from 12` the one-pass draft and run 13, `--from 13` run 13
-    alone, no `--from` every shipped run, and `--from 14` the tried run 14 alone; each `train` recorded by a
-    stand-in `python` on the PATH (nothing trains)."""
+    """`--from 8` runs the continuation stages (runs 8-10, then 12, 13 and 15) on the pair in OUT, `--from 9` runs
+    9, 10, 12, 13 and 15, `--from 10` runs 10, 12, 13 and 15, `--from 12` the one-pass draft, run 13 and run 15,
+    `--from 13` runs 13 and 15, `--from 15` run 15 alone, no `--from` every shipped run, and `--from 14` the tried
+    run 14 alone; each `train` recorded by a stand-in `python` on the PATH (nothing trains)."""
     import os
     import subprocess
 

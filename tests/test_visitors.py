@@ -117,16 +117,17 @@ def test_the_asking_note_offers_forms_that_work_visitors_forms_among_them() -> N
     assert "{words}" in note  # the library names the words the pair was not taught
 
 
-def test_a_kind_answered_less_often_right_says_so_beside_the_race_and_the_others_do_not() -> None:
+def test_a_kind_answered_less_often_right_says_so_beside_the_race_and_the_others_do_not(monkeypatch) -> None:
     from sage_core import load_media
 
     picture = load_media(Path(__file__).resolve().parents[1] / "assets" / "examples" / "describe_five.png")
+    # run 15 answers counts of a shape and whether a thing is there right 5 times in 6 or more: no note
+    for question in ("How many triangles are there?", "Is there a red cross?", "which is the largest shape?"):
+        assert asking.question_note(question, picture) == (), question
+    monkeypatch.setattr(asking, "LESS_OFTEN_RIGHT", {"count_kind": ("how many of a shape there are", "half the time")})
     counted = asking.question_note("How many triangles are there?", picture)
-    there = asking.question_note("Is there a red cross?", picture)
-    assert "how many of a shape" in counted[0] and "about half the time" in counted[0]
-    assert "whether a thing is there" in there[0] and "no better than a guess" in there[0]
-    assert all("lossless" in note[1] for note in (counted, there))
-    assert asking.question_note("which is the largest shape?", picture) == ()
+    assert "how many of a shape" in counted[0] and "only half the time" in counted[0] and "lossless" in counted[1]
+    assert asking.question_note("Is there a red cross?", picture) == ()
     assert asking.question_note("descrbe the imgae in detial.", picture) == ()
 
 
