@@ -280,9 +280,10 @@ def question_fit(question: str, picture: str) -> Fit:
     if never:
         listed = ", ".join(f"“{w}”" for w in never[:4])
         return Fit(picture, f"no question it was taught about {PICTURE_NAMES[picture]} has {listed}", here)
-    counted = [w for w in tokens if w in _world_words() and w not in _counting_words()] if "{shapes}" in tokens else []
-    if counted:
-        return Fit(picture, f"it was taught to count shapes of one kind, not to ask “{counted[0]}” about them", here)
+    plural = "{shapes}" in tokens  # shapes named in the plural: taught only in a count of one shape
+    other = [w for w in tokens if w in _world_words() and w not in _counting_words()] if plural else []
+    if other:
+        return Fit(picture, f"it was taught to count shapes of one kind, not to ask “{other[0]}” about them", here)
     return Fit(picture, _wording_reason(tokens, shares[here]), here)  # "": other words for a taught question
 
 

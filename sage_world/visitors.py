@@ -34,6 +34,7 @@ from dataclasses import replace
 
 from .scenes import (
     COLOURS,
+    CONCLUDING_KINDS,
     DEFAULT,
     NUMBER_WORDS,
     SHAPES,
@@ -96,8 +97,9 @@ SYNONYMS = {
 }
 
 KINDS = ("count_kind", "superlative", "exists", "graph")
-#: The kinds that need looking at every shape (run 13b trains on them more: ``--counts``).
-LOOKING_KINDS = ("count_kind", "exists")
+#: The kinds that need looking at every shape (run 13b trains on them more: ``--counts``); the check grades their
+#: answers on what follows the last "so" (:data:`.scenes.CONCLUDING_KINDS`, the same kinds).
+LOOKING_KINDS = CONCLUDING_KINDS
 #: How those two are answered: straight (runs 13, 13b); after naming every shape, each one that answers the
 #: question marked (run 14, :func:`looked`); after naming every shape, each one checked yes or no against what
 #: was asked (run 15, :func:`checked`).
@@ -436,6 +438,8 @@ def training_wordings() -> dict[str, tuple[str, ...]]:
 def scene_maker(kind: str, looking: str) -> Callable[[random.Random, Style, dict[str, tuple[str, ...]]], Example]:
     """The example maker of one of :data:`SCENE_KINDS`; a count of a shape and whether a thing is there answer
     in the form ``looking`` names (:data:`LOOKING_FORMS`)."""
+    if looking not in LOOKING_FORMS:
+        raise ValueError(f"an answer form is one of {LOOKING_FORMS}, not {looking!r}")
     if kind == "superlative":
         return superlative_example
     maker = {"count_kind": count_kind_example, "exists": exists_example}[kind]

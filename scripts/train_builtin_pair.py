@@ -474,7 +474,7 @@ class Stage:
     batch_size: int
     checkpoint: Path
     block: Block = Block()  # a one-pass draft's training; size 0: a sequential model
-    decision_weight: float = 1.0  # a target's loss on the answers of visitors.LOOKING_KINDS against the rest
+    decision_weight: float = 1.0  # the weight of decisive_tokens in a target's loss (1: the model's own loss)
 
 
 def pretrain_vision(stage: Stage, model, processor, rng):
@@ -767,7 +767,8 @@ def parse_args(argv=None) -> argparse.Namespace:
         "--decision-weight",
         type=float,
         default=1.0,
-        help="the target's loss on a count of a shape's or whether a thing is there's answer against the rest (run 15)",
+        help="the weight, in the target's loss, of the yes, no and number words that answer a count of a shape or "
+        "whether a thing is there (run 15; 1: every token alike)",
     )
     ap.add_argument("--block-copies", type=int, default=1, help="a one-pass draft's cuts a row (each a copy)")
     ap.add_argument("--block-weight", type=float, default=1.0, help="a one-pass draft's depths 2 .. K against 1")
@@ -830,7 +831,7 @@ def parse_args(argv=None) -> argparse.Namespace:
             ap.error(f"--{flag.replace('_', '-')} must be >= 0")
     if args.vision_lr <= 0:
         ap.error("--vision-lr must be > 0")
-    if args.decision_weight <= 0:
+    if not args.decision_weight > 0:  # NaN too
         ap.error("--decision-weight must be above 0")
     if args.block_copies < 1 or args.block_weight <= 0:
         ap.error("--block-copies must be at least 1 and --block-weight above 0")

@@ -113,6 +113,7 @@ def test_per_token_labels_name_what_is_drawn_under_each_token(kind):
         (["--visitors", "1.5"], "--visitors must be between 0 and 1"),
         (["--counts", "-0.2"], "--counts must be between 0 and 1"),
         (["--decision-weight", "0"], "--decision-weight must be above 0"),
+        (["--decision-weight", "nan"], "--decision-weight must be above 0"),
         (
             ["--checking"],
             "--checking changes the answers --visitors and --counts draw: give one of them a share above 0",

@@ -189,7 +189,8 @@ def test_checked_answers_say_what_was_asked_then_check_every_shape_and_draw_the_
             assert asked in visitors.PLURALS
             assert [m == "yes" for m in marks] == [t.shape == asked for t in checked.objects]
             count = marks.count("yes")
-            assert said.startswith("there are no" if not count else f"there {'is' if count == 1 else 'are'} ")
+            said_count = {0: "there are no", 1: "there is one"}.get(count, f"there are {NUMBER_WORDS.get(count)}")
+            assert said.startswith(f"{said_count} "), (said, count)
         else:  # what was asked about ("red cross", "cross", "red shape"); yes where there is one
             words = visitors.read_typos(re.findall(r"[a-z]+", checked.question.lower()))
             assert all(word in words for word in asked.split())
@@ -198,10 +199,17 @@ def test_checked_answers_say_what_was_asked_then_check_every_shape_and_draw_the_
         assert not grade(checked, checked.answer.replace(f", so {said}", ", so " + wrong_answer(plain)))
 
 
+def test_an_answer_form_outside_the_known_ones_is_refused() -> None:
+    with pytest.raises(ValueError, match="an answer form is one of"):
+        visitors.scene_maker("count_kind", "tallied")
+    with pytest.raises(ValueError, match="an answer form is one of"):
+        visitors.visitor_example(random.Random(1), kinds=("superlative",), looking="True")
+
+
 def wrong_answer(example) -> str:
     """A wrong answer of the same kind: yes for no (and back), or one more of the shape."""
     if example.kind == "exists":
         return "no, there is none." if example.answer.startswith("yes") else "yes, there is one."
     said = example.answer.split()[2]
     n = 0 if said == "no" else next(k for k, w in NUMBER_WORDS.items() if w == said)
-    return f"there are {NUMBER_WORDS[n + 1]} of them."
+    return f"there are {NUMBER_WORDS[n + 1 if n < 6 else n - 1]} of them."
