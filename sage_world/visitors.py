@@ -470,6 +470,16 @@ def check_examples(seed: int, n: int) -> tuple[list[Example], list[str]]:
     return examples, sources
 
 
+def graph_check_examples(seed: int, n: int) -> list[Example]:
+    """``n`` charts on fresh scenes asked about as graphs: even ones as visitors asked (:data:`ASKED`'s "What does
+    this graph show?"), odd ones in the :data:`HELD_OUT` wordings (described, or its highest or lowest bar), each
+    one's source as :func:`check_source` says (the visitors' check has a dozen of each in 240; this, as many as
+    asked)."""
+    rng = random.Random(seed)
+    asked = {"chart": tuple(question for kind, question in ASKED if kind == "chart")}
+    return [graph_example(rng, DEFAULT, HELD_OUT if check_source(i) == "held out" else asked) for i in range(n)]
+
+
 def check_source(index: int) -> str:
     """Where the check's example ``index`` comes from: asked as visitors asked (even) or a held-out wording (odd)."""
     return "held out" if index % 2 else "asked"

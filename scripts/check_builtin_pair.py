@@ -16,6 +16,7 @@ on the target's answers) with simulated tokens per target pass for greedy specul
     python scripts/check_builtin_pair.py --style rows     # two rows of shapes to read (scenes.ROW_KIND)
     python scripts/check_builtin_pair.py --jpeg 85        # every picture saved as a JPEG of quality 85 first
     python scripts/check_builtin_pair.py --style visitors --target-only  # questions visitors ask (run 13)
+    python scripts/check_builtin_pair.py --style graphs --n 120 --target-only  # their charts asked as graphs
 
 Accuracy is per fact: a long answer (a detailed description, a chart, a narrated video) states
 several facts (each object with its size, colour, shape and place; the count; each bar's value;
@@ -144,6 +145,8 @@ def visitor_breakdown(examples: list, answers: list[str], tokenizer) -> dict[str
     return out
 
 
+#: What --style takes.
+STYLES = ("default", "shifted", "hand", "paraphrased", "unseen", "blind", "plain", "rows", "visitors", "graphs")
 #: The kinds of a shape scene (what a hand-drawn picture is asked).
 SCENE_KINDS = ("shape", "colour", "count", "position", "size", "describe")
 
@@ -165,6 +168,8 @@ def check_examples(style: str, seed: int, n: int) -> list:
         return make_examples(seed, n, kinds=(ROW_KIND,))
     if style == "visitors":
         return visitors.check_examples(seed, n)[0]
+    if style == "graphs":
+        return visitors.graph_check_examples(seed, n)
     return make_examples(seed, n, style=SHIFTED if style == "shifted" else DEFAULT)
 
 
@@ -177,13 +182,14 @@ def main(argv=None) -> dict:
     ap.add_argument("--seed", type=int, default=20250)
     ap.add_argument(
         "--style",
-        choices=("default", "shifted", "hand", "paraphrased", "unseen", "blind", "plain", "rows", "visitors"),
+        choices=STYLES,
         default="default",
         help="drawing ranges, hand-drawn shapes, held-out question wordings, "
         "hand-written questions about one shape (no template's; blind: written unseen by anyone training; "
         "plain: the blind ones about a shape drawn with plain PIL calls), rows to read, or the questions visitors "
         "asked (visitors: half as they asked, half in held-out wordings; a question the tokenizer cannot read "
-        "counts as answered wrong, as the app declines it)",
+        "counts as answered wrong, as the app declines it; graphs: their charts asked about as graphs alone, as many "
+        "as --n)",
     )
     ap.add_argument("--jpeg", type=int, default=0, help="save every picture as a JPEG of this quality first (1-100)")
     ap.add_argument("--draft-dir", help="the draft's folder (default DIR/draft)")
@@ -213,7 +219,7 @@ def main(argv=None) -> dict:
     t0 = time.time()
     res_t = evaluate(target, processor, examples)
     by_note = note_breakdown(examples, res_t["answers"]) if args.style in ONE_SHAPE_STYLES else {}
-    if args.style == "visitors":
+    if args.style in ("visitors", "graphs"):
         by_note = visitor_breakdown(examples, res_t["answers"], processor.tokenizer)
     if args.target_only:
         print(f"{'kind':<10} {'target':>7}")

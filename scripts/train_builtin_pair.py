@@ -105,6 +105,7 @@ from sage_world.scenes import (
     SHAPES,
     SHIFTED,
     SIZES,
+    Style,
     jpeg,
     make_example,
     make_examples,
@@ -130,6 +131,9 @@ KIND_WEIGHTS = {
     "bar": 0.8, "chart": 1.2, "text": 0.8,
 }  # fmt: skip
 IMAGE_KINDS = tuple(KIND_WEIGHTS)
+#: The kinds ``--decisive-kinds`` may add to those whose decisions ``--decision-weight`` weights: a chart's, whose
+#: decision is how many bars it has (run 17), and a count of every shape (run 18).
+DECISIVE_EXTRA = ("chart", "bar", "count")
 #: Every VIDEO_EVERY-th step is a batch of video clips (half one-sentence answers, half narrated);
 #: videos are longer sequences than images, so they get batches of their own.
 VIDEO_EVERY = 6
@@ -403,7 +407,10 @@ class DataMix:
     ten), or any other question with a word typed wrong (0 before run 13, whose data stream it leaves untouched);
     run 13b: ``counts`` a visitor's question that needs looking at every shape (how many of a shape, whether a
     thing is there: ``visitors.LOOKING_KINDS``); run 14: ``looking`` "marked", those two answered after naming
-    every shape (``visitors.looked``); run 15: "checked" (``visitors.checked``)."""
+    every shape (``visitors.looked``); run 15: "checked" (``visitors.checked``). Run 17: ``graphs`` a visitor's
+    question about a chart asked as a graph (``visitors.graph_example``: described, its highest or lowest bar, a
+    bar's value, its count of bars; 0 before run 17, whose data stream it leaves untouched). Run 18: ``totals`` a
+    count of every shape (``count``) instead of the weighted kind, drawn and worded as any other (0 before)."""
 
     lone: float = 0.0
     hand: float = 0.0
@@ -415,25 +422,44 @@ class DataMix:
     visitors: float = 0.0
     counts: float = 0.0
     looking: str = ""  # one of visitors.LOOKING_FORMS
+    graphs: float = 0.0
+    totals: float = 0.0
 
 
-def draw_example(rng: random.Random, mix: DataMix = DataMix()):
-    """A weighted-random image example, drawn and worded as ``mix`` says."""
+def drawn_kind_and_style(rng: random.Random, mix: DataMix) -> tuple[str, Style]:
+    """An image example's kind (weighted; rows or a count of every shape in their shares) and drawing style."""
     kind = rng.choices(IMAGE_KINDS, list(KIND_WEIGHTS.values()))[0]
     if mix.rows and rng.random() < mix.rows:
         kind = ROW_KIND
+    if mix.totals and rng.random() < mix.totals:
+        kind = "count"
     style = DEFAULT
     if mix.hand and rng.random() < mix.hand:
         style = HAND_DRAWN
     elif mix.shifted and rng.random() < mix.shifted:
         style = SHIFTED
+    return kind, style
+
+
+def visitors_question(rng: random.Random, style: Style, mix: DataMix):
+    """A visitor's question when the mix draws one (a count of a shape or whether a thing is there, a graph, or any
+    of :data:`visitors.KINDS`; else None), and whether the example is a visitor's, to be typed with their typos."""
     if mix.counts and rng.random() < mix.counts:
-        example = visitor_example(rng, style, kinds=LOOKING_KINDS, looking=mix.looking)
-        return replace(example, image=jpeg(example.image, rng.randint(70, 98))) if rng.random() < mix.jpeg else example
+        return visitor_example(rng, style, kinds=LOOKING_KINDS, looking=mix.looking), True
+    if mix.graphs and rng.random() < mix.graphs:
+        return visitor_example(rng, style, kinds=("graph",)), True
     visitors = bool(mix.visitors) and rng.random() < mix.visitors
     if visitors and rng.random() < 0.7:
-        example = visitor_example(rng, style, looking=mix.looking)
-        return replace(example, image=jpeg(example.image, rng.randint(70, 98))) if rng.random() < mix.jpeg else example
+        return visitor_example(rng, style, looking=mix.looking), True
+    return None, visitors
+
+
+def draw_example(rng: random.Random, mix: DataMix = DataMix()):
+    """A weighted-random image example, drawn and worded as ``mix`` says."""
+    kind, style = drawn_kind_and_style(rng, mix)
+    picked, visitors = visitors_question(rng, style, mix)
+    if picked is not None:
+        return replace(picked, image=jpeg(picked.image, rng.randint(70, 98))) if rng.random() < mix.jpeg else picked
     free = bool(mix.free) and rng.random() < mix.free
     if free:
         example = free_example(rng, style)
@@ -475,6 +501,7 @@ class Stage:
     checkpoint: Path
     block: Block = Block()  # a one-pass draft's training; size 0: a sequential model
     decision_weight: float = 1.0  # the weight of decisive_tokens in a target's loss (1: the model's own loss)
+    decisive_kinds: tuple[str, ...] = LOOKING_KINDS  # whose answers' decisions decision_weight weights
 
 
 def pretrain_vision(stage: Stage, model, processor, rng):
@@ -638,10 +665,23 @@ def weighted_answer_loss(
     return (ce * weights).sum() / weights.sum()
 
 
-def decisive_tokens(processor, conversations, labels: torch.Tensor) -> torch.Tensor:
-    """Where the answers of :data:`visitors.LOOKING_KINDS` say a decision: "yes", "no" or a number word."""
+def decisive_kinds(text: str) -> tuple[str, ...]:
+    """``--decisive-kinds``' value: kinds of :data:`DECISIVE_EXTRA`, comma-separated."""
+    kinds = tuple(k.strip() for k in text.split(",") if k.strip())
+    unknown = [k for k in kinds if k not in DECISIVE_EXTRA]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"{', '.join(unknown)}: a kind is one of {', '.join(DECISIVE_EXTRA)}")
+    return tuple(dict.fromkeys(kinds))
+
+
+def decisive_tokens(
+    processor, conversations, labels: torch.Tensor, kinds: tuple[str, ...] = LOOKING_KINDS
+) -> torch.Tensor:
+    """Where the answers of ``kinds`` (:data:`visitors.LOOKING_KINDS`; ``--decisive-kinds`` adds some of
+    :data:`DECISIVE_EXTRA`: a chart's count of bars, a count of every shape) say a decision: "yes", "no" or a number
+    word."""
     ids = processor.tokenizer.convert_tokens_to_ids(["yes", "no", *NUMBER_WORDS.values()])
-    rows = torch.tensor([turns[0].kind in LOOKING_KINDS for turns in conversations])
+    rows = torch.tensor([turns[0].kind in kinds for turns in conversations])
     return rows[:, None] & torch.isin(labels, torch.tensor(ids))
 
 
@@ -653,7 +693,7 @@ def answer_loss(stage: Stage, model, processor, conversations, batch, teacher, r
         return distillation_loss(model, teacher, enc, labels, stage.block, rng)
     if stage.decision_weight == 1.0:
         return model(**enc, labels=labels).loss
-    decisive = decisive_tokens(processor, conversations, labels)
+    decisive = decisive_tokens(processor, conversations, labels, stage.decisive_kinds)
     return weighted_answer_loss(model(**enc).logits, labels, decisive, stage.decision_weight)
 
 
@@ -770,6 +810,14 @@ def parse_args(argv=None) -> argparse.Namespace:
         help="the weight, in the target's loss, of the yes, no and number words that answer a count of a shape or "
         "whether a thing is there (run 15; 1: every token alike)",
     )
+    ap.add_argument(
+        "--decisive-kinds",
+        type=decisive_kinds,
+        default=(),
+        metavar="KIND,KIND",
+        help=f"--decision-weight also weights the number words of these kinds' answers (of {', '.join(DECISIVE_EXTRA)}"
+        "; run 17: chart,bar, how many bars a chart has; run 18 adds count, how many shapes there are)",
+    )
     ap.add_argument("--block-copies", type=int, default=1, help="a one-pass draft's cuts a row (each a copy)")
     ap.add_argument("--block-weight", type=float, default=1.0, help="a one-pass draft's depths 2 .. K against 1")
     ap.add_argument(
@@ -816,6 +864,8 @@ def parse_args(argv=None) -> argparse.Namespace:
         ("free", "a shape question in a free wording, about one object 60 %% of the time (run 10)"),
         ("visitors", "a question visitors ask (sage_world.visitors), or a word typed wrong (run 13)"),
         ("counts", "a visitor's count of a shape or whether a thing is there (run 13b)"),
+        ("graphs", "a visitor's question about a chart asked as a graph (run 17)"),
+        ("totals", "a count of every shape, 'how many shapes are there?' (run 18)"),
     )
     for share, what in shares:
         ap.add_argument(f"--{share}", type=float, default=0.0, help=f"share of image examples with {what}")
@@ -839,9 +889,9 @@ def parse_args(argv=None) -> argparse.Namespace:
         ap.error("--one-pass must be 0 (a sequential draft) or a block of at least 2")
     if args.eval_tokens < 1:
         ap.error("--eval-tokens must be >= 1")
-    for flag in ("lone", "hand_drawn", "shifted", "reworded", "rows", "jpeg", "free", "visitors", "counts"):
-        if not 0.0 <= getattr(args, flag) <= 1.0:
-            ap.error(f"--{flag.replace('_', '-')} must be between 0 and 1")
+    for share, _ in shares:
+        if not 0.0 <= getattr(args, share.replace("-", "_")) <= 1.0:
+            ap.error(f"--{share} must be between 0 and 1")
     if args.looking and not (args.visitors or args.counts):
         flag = {"marked": "--looking", "checked": "--checking"}[args.looking]
         ap.error(f"{flag} changes the answers --visitors and --counts draw: give one of them a share above 0")
@@ -861,6 +911,8 @@ def main(argv=None):
         args.visitors,
         args.counts,
         args.looking,
+        args.graphs,
+        args.totals,
     )
 
     torch.set_num_threads(args.threads)
@@ -941,7 +993,8 @@ def train_side(args, side: str, model, processor, checkpoints: Path, eval_exampl
     block = Block(args.one_pass, args.block_copies, args.block_weight) if side == "draft" else Block()
     checkpoint = checkpoints / f"{side}.pt"
     weight = args.decision_weight if side == "target" else 1.0
-    stage = Stage(side, getattr(args, f"{side}_lr"), minutes, steps, args.batch_size, checkpoint, block, weight)
+    kinds = LOOKING_KINDS + args.decisive_kinds
+    stage = Stage(side, getattr(args, f"{side}_lr"), minutes, steps, args.batch_size, checkpoint, block, weight, kinds)
     return train(stage, model, processor, random.Random(seed), eval_examples, teacher, args.aux_weight, mix)
 
 

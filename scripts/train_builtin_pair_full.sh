@@ -37,16 +37,20 @@
 #  15. those two answered after saying what was asked about and checking every shape yes or no, the yes, no and
 #      number words weighted 10 in the target's loss: run 13's target trained 1200 more steps with half the
 #      pictures asked those two, every draft re-distilled (seeds 1531, 1532, 1533, 1534). "Run 15".
+#  17. a chart described right about four times in five: run 15's target trained 700 + 700 more steps with a
+#      quarter, then two fifths, of the pictures a chart asked about as a graph and its count of bars weighted
+#      10 as well, every draft re-distilled (seeds 1717, 1718, 1732, 1733, 1734). "Run 17".
 # Every run checkpoints and resumes: the same command run again continues where it stopped (a
 # finished run only repeats its evaluations).
 #
 # Usage: bash scripts/train_builtin_pair_full.sh [--from N] [OUT [WORK]]
 #   OUT   where the pair goes (default assets/builtin); WORK: the runs' folders (default OUT-work)
-#   without --from: runs 1-13 and 15 (the shipped pair and its three drafts); --from 15: run 15 alone, from run
-#   13's pair in OUT; --from 13: runs 13 and 15; --from 12: the one-pass draft, then runs 13 and 15, from the pair
-#   in OUT; --from 8: runs 8-13 and 15, continuing the pair already in OUT (run 7's); --from 9: runs 9-13 and 15,
-#   continuing run 8's (its drafts in OUT, its target in WORK/run8); --from 10: runs 10-13 and 15, continuing run
-#   9's pair in OUT; --from 14: the tried run 14 alone, from run 13's pair in OUT
+#   without --from: runs 1-13, 15 and 17 (the shipped pair and its three drafts); --from 17: run 17 alone, from
+#   run 15's pair in OUT; --from 15: runs 15 and 17, from run 13's pair in OUT; --from 13: runs 13, 15 and 17;
+#   --from 12: the one-pass draft, then runs 13, 15 and 17, from the pair in OUT; --from 8: runs 8-13, 15 and 17,
+#   continuing the pair already in OUT (run 7's); --from 9: runs 9-13, 15 and 17, continuing run 8's (its drafts
+#   in OUT, its target in WORK/run8); --from 10: runs 10-13, 15 and 17, continuing run 9's pair in OUT; --from
+#   14: the tried run 14 alone, from run 13's pair in OUT
 set -euo pipefail
 FROM=1
 if [ "${1:-}" = "--from" ]; then FROM=$2; shift 2; fi
@@ -54,12 +58,16 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=$(realpath -m "${1:-$ROOT/assets/builtin}")
 WORK=$(realpath -m "${2:-$OUT-work}")
 cd "$ROOT"
-# The data mixes of runs 7-10 (each run below names which it draws from): run 7's drawings and shifted scenes,
-# run 8's rows to read and JPEGs, run 9's more drawings, run 10's free wordings and visitor words.
+# The data mixes of runs 7-10 and 15 (each run below names which it draws from): run 7's drawings and shifted
+# scenes, run 8's rows to read and JPEGs, run 9's more drawings, run 10's free wordings and visitor words, run
+# 15's: run 13's visitors' share, a count of a shape and whether a thing is there answered checked; and the
+# one-pass draft's settings (runs 12-17).
 MIX7="--lone 0.15 --hand-drawn 0.35 --shifted 0.3 --reworded 0.5"
 MIX8="--rows 0.25 --jpeg 0.3"
 MIX9="--lone 0.15 --hand-drawn 0.4 --shifted 0.3 --reworded 0.5 --rows 0.2 --jpeg 0.3"
 MIX10="--free 0.3 --visitor-words"
+MIX15="--visitors 0.3 --more-visitor-words --checking"
+ONE_PASS="--one-pass 10 --draft-name one-pass-draft --target-vision-minutes 0 --target-minutes 0 --draft-vision-minutes 0"
 # this tree's sage_core (the scene generator), not an installed copy
 train() { PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" python scripts/train_builtin_pair.py "$@"; }
 if [ "$FROM" -le 7 ]; then
@@ -145,7 +153,6 @@ train --seed 6677 --out "$OUT" --checkpoints "$WORK/run10-hesitant-checkpoints" 
 fi
 if [ "$FROM" -le 12 ]; then
 # Run 12: the one-pass draft, from the sure draft, distilled from the target with PARD's masks (block 10).
-ONE_PASS="--one-pass 10 --draft-name one-pass-draft --target-vision-minutes 0 --target-minutes 0 --draft-vision-minutes 0"
 train --seed 7788 --out "$WORK/run12a" --checkpoints "$WORK/run12a-checkpoints" $MIX8 $MIX10 --eval-n 60 $ONE_PASS \
   --init-target "$OUT/target" --init-draft "$OUT/draft" --draft-minutes 24 --draft-lr 5e-4
 train --seed 8899 --out "$WORK/run12b" --checkpoints "$WORK/run12b-checkpoints" $MIX8 $MIX10 --eval-n 60 $ONE_PASS \
@@ -164,7 +171,6 @@ if [ "$FROM" -le 13 ]; then
 # then every shipped draft re-distilled from it: the sure draft 300 steps, the hesitant 150, the
 # one-pass 600 (block 10, as run 12c).
 MIX13="--visitors 0.3 --more-visitor-words"
-ONE_PASS="--one-pass 10 --draft-name one-pass-draft --target-vision-minutes 0 --target-minutes 0 --draft-vision-minutes 0"
 train --seed 1313 --out "$WORK/run13" --checkpoints "$WORK/run13-target-checkpoints" $MIX9 $MIX10 $MIX13 --eval-n 60 \
   --init-target "$OUT/target" --target-vision-minutes 0 --target-steps 1300 --target-lr 1e-4 \
   --init-draft "$OUT/draft" --draft-vision-minutes 0 --draft-minutes 0
@@ -195,7 +201,6 @@ if [ "$FROM" = 14 ]; then
 # marked 9 of the 63 that answered the question: counts 0.26-0.43, whether a thing is there 0.56-0.65 (a first
 # form that only listed the shapes, then answered, 700 steps: 0.43 and 0.37). See the pair's README, "Run 14".
 MIX13="--visitors 0.3 --more-visitor-words"
-ONE_PASS="--one-pass 10 --draft-name one-pass-draft --target-vision-minutes 0 --target-minutes 0 --draft-vision-minutes 0"
 train --seed 1818 --out "$WORK/run14" --checkpoints "$WORK/run14-target-checkpoints" $MIX9 $MIX10 $MIX13 \
   --counts 0.35 --looking --eval-n 60 --init-target "$OUT/target" --target-vision-minutes 0 --target-steps 1000 \
   --target-lr 1e-4 --init-draft "$OUT/draft" --draft-vision-minutes 0 --draft-minutes 0
@@ -222,9 +227,6 @@ if [ "$FROM" -le 13 ] || [ "$FROM" = 15 ]; then
 # the top left: no, a large blue cross in the bottom left: yes, so yes, there is a cross.": --checking,
 # visitors.checked): run 13's target trained 1200 steps with half the pictures asked those two, then every draft
 # re-distilled from it as in run 13.
-# run 13's visitors' share, those two answered checked
-MIX15="--visitors 0.3 --more-visitor-words --checking"
-ONE_PASS="--one-pass 10 --draft-name one-pass-draft --target-vision-minutes 0 --target-minutes 0 --draft-vision-minutes 0"
 train --seed 1531 --out "$WORK/run15" --checkpoints "$WORK/run15-target-checkpoints" $MIX9 $MIX10 $MIX15 \
   --counts 0.5 --decision-weight 10 --eval-n 60 --init-target "$OUT/target" --target-vision-minutes 0 \
   --target-steps 1200 --target-lr 3e-4 --init-draft "$OUT/draft" --draft-vision-minutes 0 --draft-minutes 0
@@ -237,5 +239,29 @@ train --seed 1533 --out "$OUT" --checkpoints "$WORK/run15-hesitant-checkpoints" 
   --draft-steps 150 --draft-lr 3e-4
 train --seed 1534 --out "$OUT" --checkpoints "$WORK/run15-one-pass-checkpoints" $MIX8 $MIX10 $MIX15 --eval-n 60 \
   $ONE_PASS --init-target "$WORK/run15/target" --init-draft "$OUT/one-pass-draft" --draft-steps 600 \
+  --draft-lr 2e-4 --block-copies 2 --block-weight 2
+fi
+if [ "$FROM" -le 13 ] || [ "$FROM" = 15 ] || [ "$FROM" = 17 ]; then
+# Run 17 (2026-12-05): run 15's target described a chart right about four times in five, asked as a graph or
+# not; a wrong one counted one bar too many or too few and listed as many (a bar twice, or one left out). So
+# run 15's target trained 700 steps with a quarter of the pictures a chart asked about as a graph (--graphs,
+# visitors.graph_example) and a chart's count of bars weighted 10 with the decisions of run 15
+# (--decisive-kinds chart,bar), then 700 more with two fifths; every draft re-distilled from it as in run 15.
+MIX17="--counts 0.2 --decisive-kinds chart,bar --decision-weight 10"
+train --seed 1717 --out "$WORK/run17" --checkpoints "$WORK/run17-target-checkpoints" $MIX9 $MIX10 $MIX15 $MIX17 \
+  --graphs 0.25 --eval-n 60 --init-target "$OUT/target" --target-vision-minutes 0 --target-steps 700 \
+  --target-lr 1e-4 --init-draft "$OUT/draft" --draft-vision-minutes 0 --draft-minutes 0
+train --seed 1718 --out "$WORK/run17b" --checkpoints "$WORK/run17b-target-checkpoints" $MIX9 $MIX10 $MIX15 $MIX17 \
+  --graphs 0.4 --eval-n 60 --init-target "$WORK/run17/target" --target-vision-minutes 0 --target-steps 700 \
+  --target-lr 1e-4 --init-draft "$OUT/draft" --draft-vision-minutes 0 --draft-minutes 0
+train --seed 1732 --out "$OUT" --checkpoints "$WORK/run17-draft-checkpoints" $MIX8 $MIX10 $MIX15 --eval-n 60 \
+  --init-target "$WORK/run17b/target" --target-vision-minutes 0 --target-minutes 0 \
+  --init-draft "$OUT/draft" --draft-vision-minutes 0 --draft-steps 300 --draft-lr 2e-4
+train --seed 1733 --out "$OUT" --checkpoints "$WORK/run17-hesitant-checkpoints" $MIX8 $MIX10 $MIX15 --eval-n 60 \
+  --init-target "$WORK/run17b/target" --target-vision-minutes 0 --target-minutes 0 \
+  --init-draft "$OUT/hesitant-draft" --draft-name hesitant-draft --draft-vision-minutes 0 \
+  --draft-steps 150 --draft-lr 3e-4
+train --seed 1734 --out "$OUT" --checkpoints "$WORK/run17-one-pass-checkpoints" $MIX8 $MIX10 $MIX15 --eval-n 60 \
+  $ONE_PASS --init-target "$WORK/run17b/target" --init-draft "$OUT/one-pass-draft" --draft-steps 600 \
   --draft-lr 2e-4 --block-copies 2 --block-weight 2
 fi

@@ -112,6 +112,9 @@ def test_per_token_labels_name_what_is_drawn_under_each_token(kind):
         (["--free", "1.5"], "--free must be between 0 and 1"),
         (["--visitors", "1.5"], "--visitors must be between 0 and 1"),
         (["--counts", "-0.2"], "--counts must be between 0 and 1"),
+        (["--graphs", "1.01"], "--graphs must be between 0 and 1"),
+        (["--totals", "-1"], "--totals must be between 0 and 1"),
+        (["--decisive-kinds", "chart,colour"], "colour: a kind is one of chart, bar, count"),
         (["--decision-weight", "0"], "--decision-weight must be above 0"),
         (["--decision-weight", "nan"], "--decision-weight must be above 0"),
         (
@@ -162,12 +165,27 @@ def test_the_tried_run_14_asks_for_the_looking_answers_in_settings_the_script_ta
 
 def test_run_15_asks_for_the_checked_answers_and_weighted_decisions_in_settings_the_script_takes(tmp_path):
     script = load_script("train_builtin_pair")
-    runs = full_recipe_runs(tmp_path / "out", tmp_path / "work")[25:]
+    runs = full_recipe_runs(tmp_path / "out", tmp_path / "work")[25:29]
     parsed = [script.parse_args(run) for run in runs]
     assert [a.seed for a in parsed] == [1531, 1532, 1533, 1534]
     assert all(a.looking == "checked" and a.more_visitor_words for a in parsed)
     assert (parsed[0].counts, parsed[0].decision_weight, parsed[0].target_steps) == (0.5, 10.0, 1200)
     assert parsed[3].one_pass == 10 and all(a.target_minutes == 0 for a in parsed[1:])
+
+
+def test_run_17_asks_for_graphs_and_weighted_counts_of_bars_in_settings_the_script_takes(tmp_path):
+    script = load_script("train_builtin_pair")
+    runs = full_recipe_runs(tmp_path / "out", tmp_path / "work")[29:]
+    parsed = [script.parse_args(run) for run in runs]
+    assert [a.seed for a in parsed] == [1717, 1718, 1732, 1733, 1734]
+    assert all(a.looking == "checked" and a.more_visitor_words for a in parsed)
+    assert [(a.graphs, a.decisive_kinds, a.decision_weight, a.target_steps) for a in parsed[:2]] == [
+        (0.25, ("chart", "bar"), 10.0, 700),
+        (0.4, ("chart", "bar"), 10.0, 700),
+    ]
+    assert parsed[1].init_target == str(tmp_path / "work" / "run17" / "target")
+    assert all(a.init_target == str(tmp_path / "work" / "run17b" / "target") for a in parsed[2:])
+    assert parsed[4].one_pass == 10 and all(a.target_minutes == 0 and not a.graphs for a in parsed[2:])
 
 
 @pytest.mark.slow
@@ -188,7 +206,7 @@ def test_the_full_recipe_chains_its_runs(tmp_path):
     script = load_script("train_builtin_pair")
     out, work = tmp_path / "pair", tmp_path / "work"
     runs = full_recipe_runs(out, work)
-    assert len(runs) == 29
+    assert len(runs) == 34
     tiny = ["--batch-size", "2", "--eval-n", "2", "--eval-tokens", "8", "--threads", "1"]
 
     def weights(folder: Path) -> dict[str, torch.Tensor]:
@@ -202,7 +220,8 @@ def test_the_full_recipe_chains_its_runs(tmp_path):
 
     roles = ("target", "draft", "hesitant-draft")
     every = (*roles, "one-pass-draft")
-    taken_before = {5: roles[:2], 6: roles, 8: roles, 11: roles, 14: roles, 20: every, 25: every}  # run -> models then
+    # run -> the models there before it
+    taken_before = {5: roles[:2], 6: roles, 8: roles, 11: roles, 14: roles, 20: every, 25: every, 29: every}
     snapshots: dict[int, dict[str, dict[str, torch.Tensor]]] = {}
     for index, args in enumerate(runs):
         if index in taken_before:
@@ -277,8 +296,14 @@ def test_the_full_recipe_chains_its_runs(tmp_path):
     # distilled on from it into OUT
     assert all("--checking" in runs[i] for i in range(25, 29)) and "--decision-weight" in runs[25]
     assert not same(snapshots[25]["target"], weights(work / "run15" / "target"))
-    assert same(weights(work / "run15" / "target"), weights(out / "target"))
-    assert all(not same(snapshots[25][role], weights(out / role)) for role in every if role != "target")
+    assert same(weights(work / "run15" / "target"), snapshots[29]["target"])
+    assert all(not same(snapshots[25][role], snapshots[29][role]) for role in every if role != "target")
+    # run 17: 15's target trained on twice with graphs (17, then 17b, in WORK), every draft distilled on from 17b's
+    assert all("--graphs" in runs[i] and "--decisive-kinds" in runs[i] for i in (29, 30))
+    assert not same(snapshots[29]["target"], weights(work / "run17" / "target"))
+    assert not same(weights(work / "run17" / "target"), weights(work / "run17b" / "target"))
+    assert same(weights(work / "run17b" / "target"), weights(out / "target"))
+    assert all(not same(snapshots[29][role], weights(out / role)) for role in every if role != "target")
     one_pass = load_pair(str(out / "target"), str(out / "one-pass-draft"), device="cpu", dtype="float32")
     assert one_pass.draft.one_pass is not None and one_pass.draft.one_pass.block_size == 10
 
@@ -317,6 +342,54 @@ def test_the_decisive_tokens_are_the_yes_no_and_number_words_of_a_count_or_wheth
         decision = [w for w in turns[0].answer.replace(",", " ").replace(".", " ").split() if w in said]
         assert said == (decision if turns[0].kind in ("count_kind", "exists") else [])
     assert decisive[:6].any(dim=1).all() and not decisive[6].any()
+
+
+def test_the_graphs_share_asks_charts_as_graphs_and_their_count_of_bars_can_be_weighted():
+    import random
+
+    from transformers import AutoProcessor
+
+    from sage_world import visitors
+
+    script = load_script("train_builtin_pair")
+    rng = random.Random(17)
+    drawn = [script.draw_example(rng, script.DataMix(graphs=1.0)) for _ in range(40)]
+    assert {e.kind for e in drawn} == {"chart", "bar"}
+    worded = {q.replace("{colour}", "") for pool in visitors.TRAINING.values() for q in pool if "graph" in q}
+    assert sum("graph" in e.question.lower() for e in drawn) >= 20 and worded
+    processor = AutoProcessor.from_pretrained(ROOT / "assets" / "builtin" / "target")
+    conversations = [[e] for e in drawn[:8]]
+    _, labels = script.make_batch(processor, conversations)
+    assert not script.decisive_tokens(processor, conversations, labels).any()  # run 15's kinds alone
+    decisive = script.decisive_tokens(processor, conversations, labels, (*script.LOOKING_KINDS, "chart", "bar"))
+    tok = processor.tokenizer
+    for turns, row, marks in zip(conversations, labels.tolist(), decisive.tolist(), strict=True):
+        said = [tok.convert_ids_to_tokens(t) for t, m in zip(row, marks, strict=True) if m]
+        bars = len(turns[0].objects)
+        counted = f"{script.NUMBER_WORDS[bars]} bars" in turns[0].answer
+        assert said == ([script.NUMBER_WORDS[bars]] if counted else [])
+    assert decisive.any()
+    args = script.parse_args(["--graphs", "0.25", "--decisive-kinds", "chart,bar,chart", "--decision-weight", "10"])
+    assert (args.graphs, args.decisive_kinds) == (0.25, ("chart", "bar")) and script.parse_args([]).decisive_kinds == ()
+
+
+def test_the_totals_share_asks_how_many_shapes_and_their_count_can_be_weighted():
+    import random
+
+    from transformers import AutoProcessor
+
+    script = load_script("train_builtin_pair")
+    rng = random.Random(18)
+    drawn = [script.draw_example(rng, script.DataMix(totals=1.0)) for _ in range(30)]
+    assert {e.kind for e in drawn} == {"count"}
+    processor = AutoProcessor.from_pretrained(ROOT / "assets" / "builtin" / "target")
+    conversations = [[e] for e in drawn[:6]]
+    _, labels = script.make_batch(processor, conversations)
+    decisive = script.decisive_tokens(processor, conversations, labels, (*script.LOOKING_KINDS, "count"))
+    tok = processor.tokenizer
+    for turns, row, marks in zip(conversations, labels.tolist(), decisive.tolist(), strict=True):
+        said = [tok.convert_ids_to_tokens(t) for t, m in zip(row, marks, strict=True) if m]
+        assert said == [script.NUMBER_WORDS[len(turns[0].objects)]]
 
 
 def test_the_shipped_examples_still_come_from_the_default_data_stream():
@@ -418,12 +491,13 @@ def test_a_smaller_draft_keeps_the_first_layers_and_still_runs():
 RUN13 = ["1313", "1717", "1414", "1515", "1616"]
 RUN14 = ["1818", "1888", "1919", "2020", "2121"]  # tried, not shipped: only --from 14 runs it
 RUN15 = ["1531", "1532", "1533", "1534"]
+RUN17 = ["1717", "1718", "1732", "1733", "1734"]
 
 
 @pytest.mark.parametrize(
     ("start", "seeds"),
     [
-        (None, 29),
+        (None, 34),
         (
             "8",
             [
@@ -441,21 +515,24 @@ RUN15 = ["1531", "1532", "1533", "1534"]
                 "9911",
                 *RUN13,
                 *RUN15,
+                *RUN17,
             ],
         ),
-        ("9", ["1133", "2244", "3355", "4455", "5566", "6677", "7788", "8899", "9911", *RUN13, *RUN15]),
-        ("10", ["4455", "5566", "6677", "7788", "8899", "9911", *RUN13, *RUN15]),
-        ("12", ["7788", "8899", "9911", *RUN13, *RUN15]),
-        ("13", [*RUN13, *RUN15]),
+        ("9", ["1133", "2244", "3355", "4455", "5566", "6677", "7788", "8899", "9911", *RUN13, *RUN15, *RUN17]),
+        ("10", ["4455", "5566", "6677", "7788", "8899", "9911", *RUN13, *RUN15, *RUN17]),
+        ("12", ["7788", "8899", "9911", *RUN13, *RUN15, *RUN17]),
+        ("13", [*RUN13, *RUN15, *RUN17]),
         ("14", RUN14),
-        ("15", RUN15),
+        ("15", [*RUN15, *RUN17]),
+        ("17", RUN17),
     ],
 )
 def test_the_recipe_starts_where_it_is_told(tmp_path, start, seeds):
-    """`--from 8` runs the continuation stages (runs 8-10, then 12, 13 and 15) on the pair in OUT, `--from 9` runs
-    9, 10, 12, 13 and 15, `--from 10` runs 10, 12, 13 and 15, `--from 12` the one-pass draft, run 13 and run 15,
-    `--from 13` runs 13 and 15, `--from 15` run 15 alone, no `--from` every shipped run, and `--from 14` the tried
-    run 14 alone; each `train` recorded by a stand-in `python` on the PATH (nothing trains)."""
+    """`--from 8` runs the continuation stages (runs 8-10, then 12, 13, 15 and 17) on the pair in OUT, `--from 9`
+    runs 9, 10, 12, 13, 15 and 17, `--from 10` runs 10, 12, 13, 15 and 17, `--from 12` the one-pass draft, then runs
+    13, 15 and 17, `--from 13` runs 13, 15 and 17, `--from 15` runs 15 and 17, `--from 17` run 17 alone, no
+    `--from` every shipped run, and `--from 14` the tried run 14 alone; each `train` recorded by a stand-in
+    `python` on the PATH (nothing trains)."""
     import os
     import subprocess
 

@@ -110,6 +110,18 @@ def test_the_asking_rule_takes_what_visitors_asked_and_the_held_out_wordings() -
     assert not asking.question_fit("how many circles are there?", "chart").taught
 
 
+def test_the_graph_check_asks_charts_as_visitors_did_and_in_held_out_wordings() -> None:
+    examples = visitors.graph_check_examples(5, 40)
+    assert visitors.graph_check_examples(5, 40) == examples  # the same draws every time
+    asked = [e for i, e in enumerate(examples) if visitors.check_source(i) == "asked"]
+    held = [e for i, e in enumerate(examples) if visitors.check_source(i) == "held out"]
+    assert len(asked) == len(held) == 20
+    assert {e.question for e in asked} == {"What does this graph show?"} and {e.kind for e in asked} == {"chart"}
+    wordings = {q for form in ("chart", "high", "low") for q in visitors.HELD_OUT[form]}
+    assert {e.question for e in held} <= wordings and {e.kind for e in held} == {"chart", "bar"}
+    assert all(3 <= len(e.objects) <= 6 and asking.question_fit(e.question, "chart").taught for e in examples)
+
+
 def test_the_asking_note_offers_forms_that_work_visitors_forms_among_them() -> None:
     note = asking.asking_note()
     for form in ("“how many circles are there?”", "“which shape is the largest?”", "[colour] [shape]", "“describe the"):
@@ -121,7 +133,7 @@ def test_a_kind_answered_less_often_right_says_so_beside_the_race_and_the_others
     from sage_core import load_media
 
     picture = load_media(Path(__file__).resolve().parents[1] / "assets" / "examples" / "describe_five.png")
-    # run 15 answers counts of a shape and whether a thing is there right 5 times in 6 or more: no note
+    # since run 15 the pair answers counts of a shape and whether a thing is there right 5 times in 6 or more: no note
     for question in ("How many triangles are there?", "Is there a red cross?", "which is the largest shape?"):
         assert asking.question_note(question, picture) == (), question
     monkeypatch.setattr(asking, "LESS_OFTEN_RIGHT", {"count_kind": ("how many of a shape there are", "half the time")})
