@@ -175,7 +175,7 @@ def test_run_15_asks_for_the_checked_answers_and_weighted_decisions_in_settings_
 
 def test_run_17_asks_for_graphs_and_weighted_counts_of_bars_in_settings_the_script_takes(tmp_path):
     script = load_script("train_builtin_pair")
-    runs = full_recipe_runs(tmp_path / "out", tmp_path / "work")[29:]
+    runs = full_recipe_runs(tmp_path / "out", tmp_path / "work")[29:34]
     parsed = [script.parse_args(run) for run in runs]
     assert [a.seed for a in parsed] == [1717, 1718, 1732, 1733, 1734]
     assert all(a.looking == "checked" and a.more_visitor_words for a in parsed)
@@ -186,6 +186,20 @@ def test_run_17_asks_for_graphs_and_weighted_counts_of_bars_in_settings_the_scri
     assert parsed[1].init_target == str(tmp_path / "work" / "run17" / "target")
     assert all(a.init_target == str(tmp_path / "work" / "run17b" / "target") for a in parsed[2:])
     assert parsed[4].one_pass == 10 and all(a.target_minutes == 0 and not a.graphs for a in parsed[2:])
+
+
+def test_run_18_asks_how_many_shapes_with_its_count_weighted_in_settings_the_script_takes(tmp_path):
+    script = load_script("train_builtin_pair")
+    runs = full_recipe_runs(tmp_path / "out", tmp_path / "work")[34:]
+    parsed = [script.parse_args(run) for run in runs]
+    assert [a.seed for a in parsed] == [1801, 1832, 1833, 1834]
+    assert all(a.looking == "checked" and a.more_visitor_words for a in parsed)
+    first = parsed[0]
+    assert (first.totals, first.graphs, first.counts, first.target_steps) == (0.3, 0.25, 0.2, 500)
+    assert (first.decisive_kinds, first.decision_weight) == (("chart", "bar", "count"), 10.0)
+    assert all(a.init_target == str(tmp_path / "work" / "run18" / "target") for a in parsed[1:])
+    assert parsed[3].one_pass == 10 and all(a.target_minutes == 0 and not a.totals for a in parsed[1:])
+    assert [a.draft_steps for a in parsed[1:]] == [150, 80, 600]
 
 
 @pytest.mark.slow
@@ -206,7 +220,7 @@ def test_the_full_recipe_chains_its_runs(tmp_path):
     script = load_script("train_builtin_pair")
     out, work = tmp_path / "pair", tmp_path / "work"
     runs = full_recipe_runs(out, work)
-    assert len(runs) == 34
+    assert len(runs) == 38
     tiny = ["--batch-size", "2", "--eval-n", "2", "--eval-tokens", "8", "--threads", "1"]
 
     def weights(folder: Path) -> dict[str, torch.Tensor]:
@@ -221,7 +235,7 @@ def test_the_full_recipe_chains_its_runs(tmp_path):
     roles = ("target", "draft", "hesitant-draft")
     every = (*roles, "one-pass-draft")
     # run -> the models there before it
-    taken_before = {5: roles[:2], 6: roles, 8: roles, 11: roles, 14: roles, 20: every, 25: every, 29: every}
+    taken_before = {5: roles[:2], 6: roles, 8: roles, 11: roles, 14: roles, 20: every, 25: every, 29: every, 34: every}
     snapshots: dict[int, dict[str, dict[str, torch.Tensor]]] = {}
     for index, args in enumerate(runs):
         if index in taken_before:
@@ -302,8 +316,12 @@ def test_the_full_recipe_chains_its_runs(tmp_path):
     assert all("--graphs" in runs[i] and "--decisive-kinds" in runs[i] for i in (29, 30))
     assert not same(snapshots[29]["target"], weights(work / "run17" / "target"))
     assert not same(weights(work / "run17" / "target"), weights(work / "run17b" / "target"))
-    assert same(weights(work / "run17b" / "target"), weights(out / "target"))
-    assert all(not same(snapshots[29][role], weights(out / role)) for role in every if role != "target")
+    assert same(weights(work / "run17b" / "target"), snapshots[34]["target"])
+    assert all(not same(snapshots[29][role], snapshots[34][role]) for role in every if role != "target")
+    # run 18: 17b's target trained on with the counts of every shape (in WORK), every draft distilled on from it
+    assert "--totals" in runs[34] and not same(snapshots[34]["target"], weights(work / "run18" / "target"))
+    assert same(weights(work / "run18" / "target"), weights(out / "target"))
+    assert all(not same(snapshots[34][role], weights(out / role)) for role in every if role != "target")
     one_pass = load_pair(str(out / "target"), str(out / "one-pass-draft"), device="cpu", dtype="float32")
     assert one_pass.draft.one_pass is not None and one_pass.draft.one_pass.block_size == 10
 
@@ -492,12 +510,13 @@ RUN13 = ["1313", "1717", "1414", "1515", "1616"]
 RUN14 = ["1818", "1888", "1919", "2020", "2121"]  # tried, not shipped: only --from 14 runs it
 RUN15 = ["1531", "1532", "1533", "1534"]
 RUN17 = ["1717", "1718", "1732", "1733", "1734"]
+RUN18 = ["1801", "1832", "1833", "1834"]
 
 
 @pytest.mark.parametrize(
     ("start", "seeds"),
     [
-        (None, 34),
+        (None, 38),
         (
             "8",
             [
@@ -516,23 +535,25 @@ RUN17 = ["1717", "1718", "1732", "1733", "1734"]
                 *RUN13,
                 *RUN15,
                 *RUN17,
+                *RUN18,
             ],
         ),
-        ("9", ["1133", "2244", "3355", "4455", "5566", "6677", "7788", "8899", "9911", *RUN13, *RUN15, *RUN17]),
-        ("10", ["4455", "5566", "6677", "7788", "8899", "9911", *RUN13, *RUN15, *RUN17]),
-        ("12", ["7788", "8899", "9911", *RUN13, *RUN15, *RUN17]),
-        ("13", [*RUN13, *RUN15, *RUN17]),
+        ("9", ["1133", "2244", "3355", "4455", "5566", "6677", "7788", "8899", "9911", *RUN13, *RUN15, *RUN17, *RUN18]),
+        ("10", ["4455", "5566", "6677", "7788", "8899", "9911", *RUN13, *RUN15, *RUN17, *RUN18]),
+        ("12", ["7788", "8899", "9911", *RUN13, *RUN15, *RUN17, *RUN18]),
+        ("13", [*RUN13, *RUN15, *RUN17, *RUN18]),
         ("14", RUN14),
-        ("15", [*RUN15, *RUN17]),
-        ("17", RUN17),
+        ("15", [*RUN15, *RUN17, *RUN18]),
+        ("17", [*RUN17, *RUN18]),
+        ("18", RUN18),
     ],
 )
 def test_the_recipe_starts_where_it_is_told(tmp_path, start, seeds):
-    """`--from 8` runs the continuation stages (runs 8-10, then 12, 13, 15 and 17) on the pair in OUT, `--from 9`
-    runs 9, 10, 12, 13, 15 and 17, `--from 10` runs 10, 12, 13, 15 and 17, `--from 12` the one-pass draft, then runs
-    13, 15 and 17, `--from 13` runs 13, 15 and 17, `--from 15` runs 15 and 17, `--from 17` run 17 alone, no
-    `--from` every shipped run, and `--from 14` the tried run 14 alone; each `train` recorded by a stand-in
-    `python` on the PATH (nothing trains)."""
+    """`--from 8` runs the continuation stages (runs 8-10, then 12, 13, 15, 17 and 18) on the pair in OUT, `--from
+    9` runs 9, 10 and those after, `--from 10` runs 10, 12, 13, 15, 17 and 18, `--from 12` the one-pass draft, then
+    runs 13, 15, 17 and 18, `--from 13` runs 13, 15, 17 and 18, `--from 15` runs 15, 17 and 18, `--from 17` runs 17
+    and 18, `--from 18` run 18 alone, no `--from` every shipped run, and `--from 14` the tried run 14 alone; each
+    `train` recorded by a stand-in `python` on the PATH (nothing trains)."""
     import os
     import subprocess
 
