@@ -105,6 +105,7 @@ from sage_world.scenes import (
     SHAPES,
     SHIFTED,
     SIZES,
+    Example,
     Style,
     jpeg,
     make_example,
@@ -441,7 +442,7 @@ def drawn_kind_and_style(rng: random.Random, mix: DataMix) -> tuple[str, Style]:
     return kind, style
 
 
-def visitors_question(rng: random.Random, style: Style, mix: DataMix):
+def visitors_question(rng: random.Random, style: Style, mix: DataMix) -> tuple[Example | None, bool]:
     """A visitor's question when the mix draws one (a count of a shape or whether a thing is there, a graph, or any
     of :data:`visitors.KINDS`; else None), and whether the example is a visitor's, to be typed with their typos."""
     if mix.counts and rng.random() < mix.counts:
@@ -775,6 +776,17 @@ def train(stage: Stage, model, processor, rng, eval_examples, teacher=None, aux_
     return step, train_time
 
 
+def idle_setting(args: argparse.Namespace) -> str:
+    """Why a setting given would change nothing ("" when none would): an answer form with no visitors' questions
+    drawn, kinds to weigh with no weight."""
+    if args.decisive_kinds and args.decision_weight == 1.0:
+        return "--decisive-kinds names answers --decision-weight weights: give --decision-weight a weight besides 1"
+    if args.looking and not (args.visitors or args.counts):
+        flag = {"marked": "--looking", "checked": "--checking"}[args.looking]
+        return f"{flag} changes the answers --visitors and --counts draw: give one of them a share above 0"
+    return ""
+
+
 def parse_args(argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=str(ROOT / "assets" / "builtin"))
@@ -892,9 +904,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     for share, _ in shares:
         if not 0.0 <= getattr(args, share.replace("-", "_")) <= 1.0:
             ap.error(f"--{share} must be between 0 and 1")
-    if args.looking and not (args.visitors or args.counts):
-        flag = {"marked": "--looking", "checked": "--checking"}[args.looking]
-        ap.error(f"{flag} changes the answers --visitors and --counts draw: give one of them a share above 0")
+    if idle := idle_setting(args):
+        ap.error(idle)
     return args
 
 

@@ -115,6 +115,7 @@ def test_per_token_labels_name_what_is_drawn_under_each_token(kind):
         (["--graphs", "1.01"], "--graphs must be between 0 and 1"),
         (["--totals", "-1"], "--totals must be between 0 and 1"),
         (["--decisive-kinds", "chart,colour"], "colour: a kind is one of chart, bar, count"),
+        (["--decisive-kinds", "count"], "--decisive-kinds names answers --decision-weight weights"),
         (["--decision-weight", "0"], "--decision-weight must be above 0"),
         (["--decision-weight", "nan"], "--decision-weight must be above 0"),
         (
