@@ -23,7 +23,7 @@ generator while it runs). Closed, it stops the thread within the frame (the draw
 partial file is removed; a thread whose page stops asking for `PATIENCE_S` seconds stops as well.
 Exports take slots of their own (`ExportSlots`: small ones never wait behind large ones) outside the
 races' concurrency group, a slot is given back only when its thread has stopped, and a visitor keeps one
-export file at a time, removed with their session (`forget_export`).
+export file of each kind, every one remembered in their session's list and removed with it (`forget_export`).
 
 Every frame is drawn by the app's own pure renderers (`render`, `panels`, `explain_view`) from the
 recorded records; nothing is measured here.
@@ -35,6 +35,7 @@ import argparse
 import contextlib
 import html
 import json
+import os
 import queue
 import sys
 import threading
@@ -384,30 +385,65 @@ class Spend:
             )
 
 
-def writable(path: str | Path) -> Path:
-    """The path an export may write, or one sentence saying why it cannot."""
+#: The ending each kind of export's file name must have (the GIF's and the video's choose their format by it).
+SUFFIXES = {"html": (".html", ".htm"), "gif": (".gif",), "webm": (".webm",)}
+
+
+def cannot_write(path: Path, error: OSError) -> str:
+    """The sentence for a write that failed: the path and the system's reason ("No space left on device")."""
+    return f"cannot write {path}: {error.strerror or error.__class__.__name__}"
+
+
+def writable(path: str | Path, kind: str = "html") -> Path:
+    """The file an export of `kind` may write (through a link, the file it names), or one sentence saying why it
+    cannot: a folder, a missing folder, a name without the kind's ending, or something other than a regular file
+    there (a device, a FIFO: an export replaces only a file)."""
     path = Path(path)
     if path.is_dir():
         raise ExportError(f"cannot write {path}: it is a folder; name a file in it")
+    if path.is_symlink():
+        path = path.resolve()
     if not path.parent.is_dir():
         raise ExportError(f"cannot write {path}: the folder {path.parent} does not exist")
+    endings = SUFFIXES[kind]
+    if path.suffix.lower() not in endings:
+        ending = " or ".join(endings)
+        raise ExportError(f"cannot write {path}: a {kind.upper()} export's file name must end in {ending}")
+    if path.exists() and not path.is_file():
+        raise ExportError(f"cannot write {path}: it is not a regular file (a device, a FIFO or a socket); name a file")
     return path
 
 
-def open_for_writing(path: Path) -> TextIO:
+@contextlib.contextmanager
+def written_beside(path: Path) -> Iterator[Path]:
+    """A new file beside `path` for the export to write, renamed onto `path` when the block ends well and removed
+    when it does not: a failed or stopped export never touches what was at `path`, and only ever removes the
+    file it created. A write the system refuses (a full disk) is one sentence (`cannot_write`)."""
+    temp = path.with_name(f".{path.stem[:80]}.{uuid.uuid4().hex[:8]}.part{path.suffix}")
     try:
-        return path.open("w", encoding="utf-8")
+        os.close(os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))  # (the umask applies, as for open())
     except OSError as error:
-        raise ExportError(f"cannot write {path}: {error.strerror or error.__class__.__name__}") from error
+        raise ExportError(cannot_write(path, error)) from error
+    try:
+        yield temp
+        os.replace(temp, path)
+    except OSError as error:
+        raise ExportError(cannot_write(path, error)) from error
+    finally:
+        temp.unlink(missing_ok=True)
 
 
-def export_plan(data: RaceData, path: str | Path, budget: Budget) -> tuple[Path, list[int], Spend, RaceData]:
-    """What an export writes: its checked path, the rounds it draws (sampled to the budget's frames), its
-    spending, and the race with its token texts cut for showing."""
+def open_for_writing(path: Path) -> TextIO:
+    return path.open("w", encoding="utf-8")
+
+
+def export_plan(data: RaceData, path: str | Path, budget: Budget, kind: str) -> tuple[Path, list[int], Spend, RaceData]:
+    """What an export of `kind` writes: its checked path, the rounds it draws (sampled to the budget's frames),
+    its spending, and the race with its token texts cut for showing."""
     rounds = rounds_of(data)
     if rounds == 0:
         raise ExportError("the race has no rounds to export; finish a race (or load a trace) first")
-    return writable(path), frame_steps(rounds, budget.frames), Spend(budget), for_showing(data)
+    return writable(path, kind), frame_steps(rounds, budget.frames), Spend(budget), for_showing(data)
 
 
 def write_html(
@@ -420,24 +456,20 @@ def write_html(
     """Write the HTML replay frame by frame, yielding after each frame (the count written), so that a
     caller can stop it between frames (`stop`, or closing it); stopped or failed, it leaves no partial
     file. Token texts are cut (`for_showing`), so a frame's time and size do not grow with one token."""
-    path, steps, spend, shown = export_plan(data, path, budget)
-    try:
-        with open_for_writing(path) as out:
-            spend.bytes += out.write(page_head(shown, title))
-            previous: Any = None
-            for count, step in enumerate(steps):
-                check = spend.watch(count, len(steps), stop)
-                check()
-                current = frame(shown, step)
-                check()
-                spend.bytes += out.write(("," if count else "") + script_json(patch(previous, current)))
-                previous = current
-                yield count + 1
-            spend.check(len(steps), len(steps))
-            out.write(page_tail())
-    except BaseException:  # (a caller that stopped early closes the generator: GeneratorExit)
-        path.unlink(missing_ok=True)
-        raise
+    path, steps, spend, shown = export_plan(data, path, budget, "html")
+    with written_beside(path) as temp, open_for_writing(temp) as out:
+        spend.bytes += out.write(page_head(shown, title))
+        previous: Any = None
+        for count, step in enumerate(steps):
+            check = spend.watch(count, len(steps), stop)
+            check()
+            current = frame(shown, step)
+            check()
+            spend.bytes += out.write(("," if count else "") + script_json(patch(previous, current)))
+            previous = current
+            yield count + 1
+        spend.check(len(steps), len(steps))
+        out.write(page_tail())
 
 
 def drawn_slides(
@@ -462,21 +494,15 @@ def write_gif(
     """Draw the GIF frame by frame with PIL (no browser), yielding after each frame; stopped (`stop`,
     checked within a frame as the budget is) or failed, it leaves no partial file. At most
     `budget.frames` palette frames are held (0.9 MB each)."""
-    path, steps, spend, shown = export_plan(data, path, budget)
+    path, steps, spend, shown = export_plan(data, path, budget, "gif")
     pictures = []
     palette = slides_gif.slide_palette()
-    try:
+    with written_beside(path) as temp:
         for count, picture in enumerate(drawn_slides(shown, steps, spend, title, stop), 1):
             pictures.append(slides_gif.palette_frame(picture, palette))
             yield count
         durations = [FRAME_MS] * (len(pictures) - 1) + [3 * FRAME_MS]  # hold the end
-        try:
-            slides_gif.write_gif(pictures, path, durations)
-        except OSError as error:
-            raise ExportError(f"cannot write {path}: {error.strerror or error.__class__.__name__}") from error
-    except BaseException:
-        path.unlink(missing_ok=True)
-        raise
+        slides_gif.write_gif(pictures, temp, durations)
 
 
 def write_webm(
@@ -488,20 +514,17 @@ def write_webm(
 ) -> Iterator[int]:
     """The GIF's frames as a WebM video (VP9, 1280 x 720, one frame a round at `FRAME_MS`, the end held),
     encoded as they are drawn (one frame held at a time); stopped or failed, it leaves no partial file."""
-    path, steps, spend, shown = export_plan(data, path, budget)
+    path, steps, spend, shown = export_plan(data, path, budget, "webm")
     try:
-        with slides_video.video(path, GIF_SIZE) as writer:
-            for count, picture in enumerate(drawn_slides(shown, steps, spend, title, stop), 1):
-                slides_video.add_frame(writer, picture, 3 if count == len(steps) else 1)  # (the end held)
-                yield count
-        spend.bytes = path.stat().st_size
-        spend.check(len(steps), len(steps))
+        with written_beside(path) as temp:
+            with slides_video.video(temp, GIF_SIZE) as writer:
+                for count, picture in enumerate(drawn_slides(shown, steps, spend, title, stop), 1):
+                    slides_video.add_frame(writer, picture, 3 if count == len(steps) else 1)  # (the end held)
+                    yield count
+            spend.bytes = temp.stat().st_size
+            spend.check(len(steps), len(steps))
     except slides_video.VideoError as error:
-        path.unlink(missing_ok=True)
         raise ExportError(str(error)) from error
-    except BaseException:
-        path.unlink(missing_ok=True)
-        raise
 
 
 def save_webm(data: RaceData, path: str | Path, title: str = "SAGE race", budget: Budget = GIF_BUDGET) -> Path:
@@ -671,11 +694,37 @@ class ExportThread:
 SLOTS = ExportSlots()
 
 
-def forget_export(path: Any, folder: Path = EXPORT_DIR) -> None:
-    """Remove a visitor's export file (their state's `delete_callback`, and when they export the next
-    one); only a file of the exports' folder is ever removed."""
-    if isinstance(path, str) and Path(path).parent == folder:
-        Path(path).unlink(missing_ok=True)
+#: Guards every session's list of export files (two exports of one visitor may finish at once).
+KEPT_LOCK = threading.Lock()
+
+
+def kept_files(kept: Any) -> list[Any]:
+    """A visitor's export files: their state's list itself (every export of the session adds to that one
+    list, so two running at once both stay known); a fresh list for a state that holds none or one path."""
+    if isinstance(kept, list):
+        return kept
+    return [kept] if isinstance(kept, str) else []
+
+
+def forget_export(kept: Any, folder: Path = EXPORT_DIR) -> None:
+    """Remove a visitor's export files (their state's `delete_callback`, when they leave): every path of their
+    list (`kept_files`); only files of the exports' folder are ever removed."""
+    with KEPT_LOCK:
+        paths = list(kept_files(kept))
+    for path in paths:
+        if isinstance(path, str) and Path(path).parent == folder:
+            Path(path).unlink(missing_ok=True)
+
+
+def keep_export(kept: Any, path: Path, folder: Path = EXPORT_DIR) -> list[Any]:
+    """The visitor's files with `path` added and their earlier export of its kind removed (one file of each
+    kind a visitor: at most an HTML, a GIF and a video, all removed when they leave)."""
+    files = kept_files(kept)
+    with KEPT_LOCK:
+        same_kind = [old for old in files if isinstance(old, str) and Path(old).suffix == path.suffix]
+        files[:] = [old for old in files if old not in same_kind] + [str(path)]
+    forget_export(same_kind, folder)
+    return files
 
 
 def hidden(message: str, previous: Any) -> tuple[Any, Any, Any]:
@@ -686,7 +735,7 @@ def export_job(
     data: RaceData | None, previous: Any, kind: str = "html", folder: Path = EXPORT_DIR, slots: ExportSlots = SLOTS
 ) -> Iterator[tuple[Any, Any, Any]]:
     """The page's export buttons: the budget's sentence first, then a progress line a frame, then the
-    file (the visitor's previous export removed: one file a visitor). Each yield is where a visitor who
+    file (the visitor's previous export of its kind removed: `keep_export`). Each yield is where a visitor who
     left stops it (Gradio stops pulling, or closes it); the slot is given back and no partial file stays."""
     if data is None or not any(lane.records for lane in data.lanes):
         yield hidden("Nothing to export yet: run or replay a race first.", previous)
@@ -727,7 +776,7 @@ def run_export(
     except ExportError as error:
         yield hidden(str(error), previous)
         return
-    forget_export(previous, folder)
+    kept = keep_export(previous, path, folder)
     notes = {
         "gif": f"Saved the race as an animated GIF, {total} frames of {rounds} rounds ({FRAME_MS} ms each, the end "
         "held).",
@@ -736,7 +785,7 @@ def run_export(
         "html": "Saved the race as one HTML file that replays offline (open it in any browser; space plays, → steps).",
     }
     note = notes[kind]
-    yield gr.update(visible=True, value=str(path)), status_html(note), str(path)
+    yield gr.update(visible=True, value=str(path)), status_html(note), kept
 
 
 def slides_file(data: RaceData | None, previous: Any = None) -> Iterator[tuple[Any, Any, Any]]:
@@ -757,7 +806,7 @@ def video_file(data: RaceData | None, previous: Any = None) -> Iterator[tuple[An
 def wire_export(page: Page) -> None:
     """The Export for slides buttons. They run outside the races' concurrency group, with no Gradio limit
     (so they never wait in, or fill, the queue the races share): `ExportSlots` takes or refuses at once."""
-    kept = gr.State(None, delete_callback=forget_export)  # the visitor's export file, removed with them
+    kept: gr.State = gr.State([], delete_callback=forget_export)  # the visitor's export files, removed with them
     outputs = [page.slides_file, page.status, kept]
     group = {"api_visibility": "private", "concurrency_limit": None, "concurrency_id": "sage-export"}
     page.slides.click(slides_file, [page.state, kept], outputs, **group)

@@ -374,5 +374,5 @@ def palette_frame(picture: Image.Image, palette: Image.Image) -> Image.Image:
 def write_gif(frames: Sequence[Image.Image], path: Path, durations: Sequence[int]) -> Path:
     """The palette frames into one looping GIF."""
     first, *rest = frames
-    first.save(path, save_all=True, append_images=rest, duration=list(durations), loop=0, optimize=False)
+    first.save(path, "GIF", save_all=True, append_images=rest, duration=list(durations), loop=0, optimize=False)
     return path

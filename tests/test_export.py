@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import errno
+import io
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -199,6 +202,65 @@ def test_the_cli_says_in_a_line_when_it_cannot_write(tmp_path, capsys):
     assert capsys.readouterr().err.startswith("error: cannot write")
 
 
+def test_a_failed_export_leaves_what_was_at_its_path_untouched(tmp_path, capsys):
+    """`--gif DIR/kept` (no `.gif`) failed in a traceback and unlinked what was at DIR/kept; `--webm DIR/video`
+    blamed the server's VP9 encoder; `--html` at a device node deleted it (as root). A name without its kind's
+    ending, and anything but a regular file, is refused in one line before anything is written."""
+    trace = save_race(long_race(3), tmp_path / "race.jsonl")
+    kept = tmp_path / "kept"
+    kept.write_text("mine")
+    for flag, name, ending in (("--gif", "kept", ".gif"), ("--webm", "video", ".webm"), ("--html", "page", ".html")):
+        target = tmp_path / name
+        existed = target.exists()
+        assert export.main([str(trace), flag, str(target)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith(f"error: cannot write {target}") and ending in err, err
+        assert "Traceback" not in err and "VP9" not in err
+        assert target.exists() == existed
+    assert kept.read_text() == "mine"
+    fifo = tmp_path / "pipe.html"
+    os.mkfifo(fifo)
+    assert export.main([str(trace), "--html", str(fifo)]) == 2
+    assert "not a regular file" in capsys.readouterr().err and fifo.is_fifo()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kept", "pipe.html", "race.jsonl"]  # nothing left behind
+
+
+def test_a_full_disk_is_one_line_and_the_old_file_stays(tmp_path, capsys, monkeypatch):
+    """A full disk (ENOSPC) ended the HTML export in a traceback: now one `error:` line naming the cause, the
+    file that was at the path untouched, and the export's own temporary file gone."""
+    from app import slides_gif
+
+    trace = save_race(long_race(3), tmp_path / "race.jsonl")
+
+    def full(*_args: object, **_kwargs: object) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    class FullFile(io.StringIO):
+        write = full  # type: ignore[assignment]
+
+    monkeypatch.setattr(export, "open_for_writing", lambda path: FullFile())
+    monkeypatch.setattr(slides_gif, "write_gif", full)
+    for flag, name in (("--html", "old.html"), ("--gif", "old.gif")):
+        (tmp_path / name).write_text("the slides of last week")
+        assert export.main([str(trace), flag, str(tmp_path / name)]) == 2
+        err = capsys.readouterr().err
+        assert err == f"error: cannot write {tmp_path / name}: No space left on device\n"
+        assert (tmp_path / name).read_text() == "the slides of last week"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["old.gif", "old.html", "race.jsonl"]
+
+
+def test_an_export_replaces_its_file_only_when_done(tmp_path):
+    target = tmp_path / "race.html"
+    target.write_text("old")
+    writer = export.write_html(long_race(4), target)
+    next(writer)
+    assert target.read_text() == "old" and len(list(tmp_path.iterdir())) == 2  # written beside it
+    writer.close()  # stopped: the old file stays, the new one goes
+    assert target.read_text() == "old" and list(tmp_path.iterdir()) == [target]
+    export.save_html(long_race(4), target)
+    assert "sage-frames" in target.read_text(encoding="utf-8") and list(tmp_path.iterdir()) == [target]
+
+
 def test_the_gif_needs_no_browser_and_is_16_by_9(tmp_path):
     """`python -m app.export TRACE --gif OUT` with playwright not importable and no Chromium on PATH."""
     from PIL import Image
@@ -258,17 +320,42 @@ def test_exports_run_outside_the_races_group(monkeypatch):
     assert all(f.concurrency_id == "sage-export" and f.concurrency_limit is None for f in exports)
 
 
-def test_a_visitor_keeps_one_export_file_removed_with_their_session(tmp_path):
-    *_, (update, status, kept) = export.export_job(synthetic_race(), None, "html", folder=tmp_path)
+def test_a_visitor_keeps_one_export_file_of_each_kind_removed_with_their_session(tmp_path):
+    *_, (update, status, kept) = export.export_job(synthetic_race(), [], "html", folder=tmp_path)
     assert "replays offline" in status
-    assert update["visible"] is True and kept == update["value"] and Path(kept).is_file()
-    *_, (update, _status, second) = export.export_job(synthetic_race(), kept, "gif", folder=tmp_path)
-    assert Path(second).is_file() and not Path(kept).exists()  # the previous one went
-    export.forget_export(second, folder=tmp_path)  # the session ended (the state's delete_callback)
+    assert update["visible"] is True and kept == [update["value"]] and Path(kept[0]).is_file()
+    first = kept[0]
+    *_, (update, _status, again) = export.export_job(synthetic_race(), kept, "html", folder=tmp_path)
+    assert again is kept and len(kept) == 1 and not Path(first).exists()  # the previous HTML went
+    export.forget_export(kept, folder=tmp_path)  # the session ended (the state's delete_callback)
     assert list(tmp_path.iterdir()) == []
-    export.forget_export(str(ROOT / "README.md"), folder=tmp_path)  # nothing outside the folder is touched
+    export.forget_export([str(ROOT / "README.md")], folder=tmp_path)  # nothing outside the folder is touched
     assert (ROOT / "README.md").exists()
     assert export.EXPORT_DIR.parent == Path(get_upload_folder())  # served by Gradio without a second copy
+
+
+def test_exports_started_at_once_are_all_removed_when_the_visitor_leaves(tmp_path):
+    """An HTML and a GIF export started together: the session kept only the last one's name, so the other stayed
+    until Gradio's hourly sweep. Both read the session's one list (the state's value, shared by its events)."""
+    kept: list[str] = []
+    html = export.export_job(synthetic_race(), kept, "html", folder=tmp_path)
+    gif = export.export_job(synthetic_race(), kept, "gif", folder=tmp_path)
+    next(html), next(gif)  # both started before either finished
+    *_, (_, _, after_gif) = gif
+    *_, (_, _, after_html) = html
+    assert after_gif is kept and after_html is kept and sorted(Path(p).suffix for p in kept) == [".gif", ".html"]
+    assert sorted(tmp_path.iterdir()) == sorted(Path(p) for p in kept)
+    export.forget_export(kept, folder=tmp_path)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_page_keeps_its_export_files_in_a_list_removed_with_the_session():
+    from app import ui
+
+    demo = ui.build_demo()
+    exports = [f for f in demo.fns.values() if getattr(f.fn, "__name__", "") == "slides_file"]
+    kept = exports[0].inputs[1]
+    assert kept.value == [] and kept.delete_callback is export.forget_export
 
 
 def test_the_pages_buttons_say_why_not(tmp_path):
@@ -336,5 +423,5 @@ def test_the_gif_and_the_video_are_16_9_titled_with_the_headline_and_count_round
 
 def test_a_video_export_from_the_page_says_what_it_saved(tmp_path):
     *_, (update, status, kept) = export.export_job(synthetic_race(), None, "webm", folder=tmp_path)
-    assert update["visible"] is True and kept.endswith(".webm") and Path(kept).stat().st_size > 1000
+    assert update["visible"] is True and kept[0].endswith(".webm") and Path(kept[0]).stat().st_size > 1000
     assert "WebM video (VP9, 1280 × 720)" in status
