@@ -18,12 +18,13 @@ from typing import Any
 
 from sage_core.cost_curve import CostCurve
 from sage_core.errors import TraceError
-from sage_core.methods import LANE_DRAFTS, lane_parts, method_names
+from sage_core.methods import LANE_DRAFTS, lane_parts, method_names, method_spec
 from sage_core.records import trace_lines
 from sage_core.trace_check import (
     MAX_TRACE_BYTES,
     is_text,
     json_line,
+    json_lines,
     parse_trace_rows,
     read_trace_text,
     recorded_cost_curve,
@@ -59,7 +60,7 @@ def save_race(data: RaceData, path: str | Path) -> Path:
 
 def load_race(path: str | Path, max_bytes: int = MAX_TRACE_BYTES) -> RaceData:
     """Read a race trace (or a single-run trace) of at most `max_bytes`; raises TraceError when it is neither."""
-    return parse_race(read_trace_text(path, max_bytes).splitlines(), source=trace_name(path))
+    return parse_race(json_lines(read_trace_text(path, max_bytes)), source=trace_name(path))
 
 
 #: The name Gradio gives a file sent as a data: URL ("file", or "file." and the extension its type suggests).
@@ -130,7 +131,9 @@ def _race_meta(meta: object) -> dict[int, str]:
 
 def _lane_drafts(keys: object, lanes: Sequence[Lane]) -> list[str]:
     """Each run's draft as the race line's `lanes` names it (absent in races recorded before it: the pair's
-    own), checked: one key per run, each its run's method on a draft a lane may name (`LANE_DRAFTS`)."""
+    own), checked against its run: one key per run, each its run's method on a draft a lane may name
+    (`LANE_DRAFTS`), a draft only for a method that drafts, and a lane on the one-pass draft only for a run whose
+    header records a one-pass draft (its block): keys swapped between runs are refused, not read as true."""
     if keys is None:
         return ["" for _ in lanes]
     if not isinstance(keys, list) or len(keys) != len(lanes) or not all(isinstance(k, str) for k in keys):
@@ -141,6 +144,13 @@ def _lane_drafts(keys: object, lanes: Sequence[Lane]) -> list[str]:
         if method != lane.method or (draft and draft not in LANE_DRAFTS):
             raise TraceError(
                 f"the race line's lane {key[:40]!r} is not its run's method {lane.method!r} on a known draft"
+            )
+        if draft and not method_spec(method).drafts:
+            raise TraceError(f"the race line's lane {key!r} names a draft, but {method!r} decodes with no draft")
+        if draft and lane.header is not None and not lane.header.draft_block:
+            raise TraceError(
+                f"the race line's lane {key!r} names the {LANE_DRAFTS[draft]}, but its run's header records a "
+                f"sequential draft ({lane.header.draft[:40]!r}, block 0): the lanes' keys are not their runs'"
             )
         drafts.append(draft)
     return drafts

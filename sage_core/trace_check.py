@@ -35,6 +35,7 @@ from .methods import is_method, method_spec, registered_names
 from .records import (
     CUT_RULES,
     FORMER_OWN_COLUMNS,
+    MAX_THREADS,
     TRACE_FORMAT,
     TRACE_FORMAT_1,
     TRACE_FORMAT_2,
@@ -44,6 +45,7 @@ from .records import (
     fold_former_columns,
     is_count,
     is_number,
+    own_fields,
     own_from_dict,
     record_from_dict,
 )
@@ -53,6 +55,14 @@ MAX_TRACE_BYTES = 64 * 2**20
 #: The largest draft tree a trace may hold; no policy plans near it (SAGE's node budget is 64, its depth 10).
 MAX_TREE_NODES = 4096
 MAX_TREE_DEPTH = 256
+#: A round's per-level columns (thresholds, cut counts) hold at most one entry a level of the deepest tree; every
+#: other list of a round (cut candidates, offers, tried nodes, the root's top-k, the lists of its own record) at
+#: most one entry a node of the largest tree and one for the root. The tree panel and the explainer draw them
+#: outside the queue, so no column of a round may cost more to draw than its tree.
+PER_LEVEL_COLUMNS = ("level_thresholds", "cut_by_width", "cut_by_threshold", "cut_by_budget")
+MAX_COLUMN = MAX_TREE_NODES + 1
+#: The tree's own columns, bounded as the tree (`_tree_problem`).
+TREE_COLUMNS = ("tree_tokens", "tree_parents", "tree_draft_probs")
 #: How long a trace that is not a regular file (a FIFO, a device) may send nothing before it is refused.
 STREAM_IDLE_SECONDS = 10.0
 
@@ -114,9 +124,16 @@ def json_line(line: str, number: int) -> dict[str, Any]:
     return row
 
 
+def json_lines(text: str) -> list[str]:
+    """A JSON Lines text's lines, split at "\\n" only, as the standard says (a "\\r" before it is JSON's white
+    space): U+2028 and U+2029, which `str.splitlines` also splits at, are text inside a JSON string (written
+    by `json.dumps(..., ensure_ascii=False)`), not line ends."""
+    return text.split("\n")
+
+
 def load_trace(path: str | Path, max_bytes: int = MAX_TRACE_BYTES) -> tuple[RunHeader, list[RoundRecord]]:
     """Read a trace written by `save_trace`; raises TraceError when it is not one."""
-    return parse_trace(read_trace_text(path, max_bytes).splitlines())
+    return parse_trace(json_lines(read_trace_text(path, max_bytes)))
 
 
 def parse_trace(lines: Sequence[str]) -> tuple[RunHeader, list[RoundRecord]]:
@@ -176,6 +193,9 @@ def _records_of(header: RunHeader, former: bool, rows: Sequence[dict[str, Any]])
                 f"formats 1 and 2, which {TRACE_FORMAT} keeps in the round's own record"
             )
         row = fold_former_columns(line, kind) if former else line
+        untyped = _untyped_own(row.get("own"), kind)
+        if untyped is not None:
+            raise TraceError(f"line {number} of the {header.method!r} run is not a valid round: {untyped}")
         try:
             own = own_from_dict(row.get("own"), kind)
         except ValueError as error:
@@ -185,6 +205,15 @@ def _records_of(header: RunHeader, former: bool, rows: Sequence[dict[str, Any]])
         except (KeyError, TypeError, ValueError) as error:
             raise TraceError(f"not a SAGE trace (JSON lines with a header, then round records): {error}") from error
     return records
+
+
+def _untyped_own(own: object, kind: type[OwnRecord] | None) -> str | None:
+    """An own record written as an object that names no type (`{}`, or fields without their type), said as
+    such rather than as a record of type None; None for anything else (`own_from_dict` checks the rest)."""
+    if kind is None or not isinstance(own, dict) or own.get("type") is not None:
+        return None
+    said = "it is an empty own record" if not own else "its own record names no type"
+    return f"{said}: its method's is a {kind.__name__} with its type and fields (a round without one writes null)"
 
 
 def _sequence_problem(
@@ -267,6 +296,8 @@ def header_problem(header: RunHeader) -> str | None:
         return "the kept visual token indices must be a list of whole numbers"
     if not _is_int(header.draft_block) or header.draft_block == 1:
         return "the draft's block must be 0 (a sequential draft) or a whole number of at least 2"
+    if not _is_int(header.threads) or header.threads > MAX_THREADS:
+        return f"its thread count must be a whole number, 0 (not recorded) to {MAX_THREADS}"
     if not _is_number(header.prune_ratio, 0.0, 1.0) or not _is_int(header.visual_tokens):
         return "its pruning ratio must lie in [0, 1) and its visual token count be a whole number"
     return _sampling_problem(header.sampling) or _settings_problem(header)
@@ -325,6 +356,7 @@ def record_problem(record: RoundRecord) -> str | None:
     one), or None."""
     return (
         _kind_problem(record)
+        or _column_problem(record)
         or _value_problem(record)
         or _tree_problem(record)
         or _verdict_problem(record)
@@ -351,6 +383,22 @@ def _kind_problem(record: RoundRecord) -> str | None:
     )
     if not all(isinstance(seq, tuple) for seq in sequences):
         return "its trees, paths and tokens must be lists"
+    return None
+
+
+def _column_problem(record: RoundRecord) -> str | None:
+    """Whether each list of the round and of its own record is within its bound (`PER_LEVEL_COLUMNS`: the
+    deepest tree's levels; the others `MAX_COLUMN`), the column and its bound named."""
+    columns = [(f.name, getattr(record, f.name)) for f in fields(record) if f.name not in TREE_COLUMNS]
+    if isinstance(record.own, OwnRecord):
+        columns += [(f"own record's {f.name}", getattr(record.own, f.name)) for f in own_fields(record.own)]
+    for name, value in columns:
+        limit = MAX_TREE_DEPTH if name in PER_LEVEL_COLUMNS else MAX_COLUMN
+        if isinstance(value, tuple | list) and len(value) > limit:
+            return (
+                f"its {name} holds {len(value)} entries; the limit is {limit} "
+                f"(a round's columns are bounded as its tree is: {MAX_TREE_NODES} nodes, {MAX_TREE_DEPTH} levels)"
+            )
     return None
 
 

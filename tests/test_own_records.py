@@ -144,6 +144,18 @@ def own_line(lines: list[str], own: object) -> list[str]:
         ("smart", {"type": "SmartRecord", **GROWTH, **WEIGHING}, "one ratio per tree node and per cut candidate"),
         ("smart", {"type": "SmartRecord", **GROWTH, "node_ratios": [1.0] * 5}, "the speedup it was weighed against"),
         ("sage", {"type": "SageCostRecord", **BUDGETS}, "it holds an own record, but its method keeps none"),
+        (
+            "sage-cost",
+            {"type": "SageCostRecord", **BUDGETS, "budget_nodes": [1, 3], "budget_chosen": True},
+            "the budget chosen must be a whole number of nodes or null, not True",  # (True == 1: it read as 1)
+        ),
+        ("sage-cost", {}, "it is an empty own record: its method's is a SageCostRecord with its type and fields"),
+        ("smart", {**GROWTH}, "its own record names no type: its method's is a SmartRecord"),
+        (
+            "sage-cost",
+            {"type": "SageCostRecord", **{k: [1] * 5000 for k in BUDGETS if k != "budget_chosen"}},
+            "its own record's budget_nodes holds 5000 entries; the limit is 4097",
+        ),
     ],
 )
 def test_a_malformed_own_record_is_refused_in_one_sentence(method, own, said):

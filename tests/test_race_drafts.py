@@ -202,7 +202,8 @@ def test_lane_keys_read_as_their_method_saying_the_draft():
 
 def test_a_trace_keeps_its_lanes_keys_and_refuses_keys_that_do_not_fit_its_runs():
     data = synthetic_race()
-    data.lanes.append(replace(data.lanes[0], draft="one-pass"))  # SAGE again, as if on the one-pass draft
+    one_pass = replace(data.lanes[0].header, draft="one-pass-draft", draft_block=8)
+    data.lanes.append(replace(data.lanes[0], header=one_pass, draft="one-pass"))  # SAGE again, on the one-pass draft
     lines = list(race_trace_lines(data))
     assert json.loads(lines[0])["race"]["lanes"] == ["sage", "static", "sage/one-pass"]
     assert [lane.key for lane in parse_race(lines).lanes] == ["sage", "sage/one-pass", "static"]  # column order
@@ -211,8 +212,32 @@ def test_a_trace_keeps_its_lanes_keys_and_refuses_keys_that_do_not_fit_its_runs(
         (["sage", "static", "sage/two-pass"], "not its run's method 'sage' on a known draft"),
         (["sage", "sage/one-pass", "static"], "not its run's method"),
         (["sage", "static", "sage"], "one run per method"),
+        (["sage/one-pass", "static", "sage"], r"lane 'sage/one-pass' names the one-pass draft, but its run's header"),
     ):
         meta = json.loads(lines[0])
         meta["race"]["lanes"] = keys
         with pytest.raises(TraceError, match=why):
             parse_race([json.dumps(meta), *lines[1:]])
+
+
+def test_a_lane_key_that_does_not_fit_its_runs_header_is_refused_in_one_sentence():
+    """`ar/one-pass` was read as a lane (plain decoding has no draft), and swapping the two drafts' keys moved the
+    headline from 1.32x to 5.28x: a key names a draft only for a method that drafts, and the one-pass draft
+    only for a run whose header records one (its block)."""
+    lines = list(race_trace_lines(synthetic_race(with_ar=True)))
+    meta = json.loads(lines[0])
+    assert meta["race"]["lanes"] == ["sage", "static", "ar"]
+    meta["race"]["lanes"] = ["sage", "static", "ar/one-pass"]
+    with pytest.raises(TraceError) as refused:
+        parse_race([json.dumps(meta), *lines[1:]])
+    assert str(refused.value) == "the race line's lane 'ar/one-pass' names a draft, but 'ar' decodes with no draft"
+    data = synthetic_race()
+    one_pass = replace(data.lanes[0].header, draft="one-pass-draft", draft_block=8)
+    data.lanes.append(replace(data.lanes[0], header=one_pass, draft="one-pass"))
+    lines = list(race_trace_lines(data))
+    meta = json.loads(lines[0])
+    meta["race"]["lanes"] = ["sage/one-pass", "static", "sage"]  # the two SAGE lanes' keys swapped
+    with pytest.raises(TraceError, match=r"^the race line's lane 'sage/one-pass' names the one-pass draft, but its "
+                       r"run's header records a sequential draft \('tiny-draft', block 0\): the lanes' keys are "
+                       r"not their runs'$"):  # fmt: skip
+        parse_race([json.dumps(meta), *lines[1:]])

@@ -83,6 +83,15 @@ FORGERIES: list[tuple[str, Callable[[list[str]], list[str]], str]] = [
      *ls[1:]], "must be text \\(valid Unicode\\)"),
     ("a lone surrogate in a token's text", lambda ls: [ls[0], ls[1].replace('"the"', '"\\udc00"'), *ls[2:]],
      "each new token needs its text"),
+    ("cut candidates past the tree's bound", lambda ls: edited(ls, step_line(ls, 1), cut_parents=[-1] * 5000,
+     cut_tokens=[7] * 5000, cut_probs=[0.1] * 5000, cut_rules=["width"] * 5000),
+     "its cut_parents holds 5000 entries; the limit is 4097 \\(a round's columns are bounded as its tree is"),
+    ("offers past the tree's bound", lambda ls: edited(ls, step_line(ls, 1), offer_parents=[-1] * 4098,
+     offer_widths=[1] * 4098), "its offer_parents holds 4098 entries; the limit is 4097"),
+    ("levels past the deepest tree", lambda ls: edited(ls, step_line(ls, 1), level_thresholds=[0.1] * 257),
+     "its level_thresholds holds 257 entries; the limit is 256"),
+    ("tried nodes past the tree's bound", lambda ls: edited(ls, step_line(ls, 1), tried_nodes=[0] * 4098,
+     accept_probs=[1.0] * 4098), "its tried_nodes holds 4098 entries"),
     ("a 4000-digit time", lambda ls: [ls[0], ls[1].replace('"round_seconds": 0.5', '"round_seconds": ' + "9" * 4000),
      *ls[2:]], "finite, non-negative"),
 ]  # fmt: skip
@@ -100,3 +109,20 @@ def test_a_forged_race_trace_is_refused_too():
     forged = edited(lines, sage_step, accepted_nodes=[0, 3], accepted_tokens=[11, 40])
     with pytest.raises(TraceError, match="not a path of the tree"):
         parse_race(forged)
+
+
+def test_a_line_separator_inside_a_string_is_text_not_a_line_end(tmp_path):
+    """A trace written with `ensure_ascii=False` whose token text holds U+2028 (valid JSON Lines: only "\\n" ends a
+    line) was refused as "line 1 is not JSON": `str.splitlines` splits at U+2028 and U+2029 too."""
+    from app.race_trace import load_race
+    from sage_core.trace_check import load_trace
+
+    lines = [line.replace('"the"', '"the\\u2028"').replace('" red"', '" red\\u2029"') for line in lines_of()]
+    written = "\r\n".join(json.dumps(json.loads(line), ensure_ascii=False) for line in lines) + "\n"
+    assert "\u2028" in written and "\u2029" in written
+    path = tmp_path / "run.jsonl"
+    path.write_bytes(written.encode("utf-8"))
+    _, records = load_trace(path)
+    assert any("\u2028" in text for r in records for text in r.new_token_texts)
+    race = load_race(path)
+    assert any("\u2028" in text for text in race.token_texts.values())

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from ..cost_curve import CostCurve
+from ..method_settings import shown as said
 from ..records import OwnRecord, RoundRecord, is_count, is_number
 from ..trees import ROOT, Tree
 
@@ -322,6 +323,8 @@ class SageCostRecord(OwnRecord):
             return "the budgets' node counts and depths must be positive integers"
         if not all(is_number(v) for v in (*self.budget_expected, *self.budget_rates)):
             return "the budgets' expectations and rates must be finite, non-negative numbers"
+        if self.budget_chosen is not None and not is_count(self.budget_chosen, 1):
+            return f"the budget chosen must be a whole number of nodes or null, not {said(self.budget_chosen)}"
         if self.budget_chosen is not None and self.budget_chosen not in self.budget_nodes:
             return "the budget chosen must be one of the budgets weighed"
         return None
