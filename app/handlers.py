@@ -519,7 +519,7 @@ class Handlers:
 
     def race(self, request: RaceRequest, loaded: models.LoadedPair) -> Iterator[RaceData]:
         second = self.second(request, loaded)
-        return race_steps(loaded.pair, request, loaded.token_texts, models.RACE_SLOT, costs=loaded.costs, second=second)
+        return race_steps(loaded.pair, request, loaded.token_texts, loaded.slot, costs=loaded.costs, second=second)
 
     def race_live(self, form: RaceForm, tree_lane: Any, progress: Any = None) -> Iterator[Update]:
         """Stream a race of the form's request (`ui.py` turns the page's values into the form)."""
@@ -664,9 +664,7 @@ class Handlers:
                 request = self.request(form)
                 loaded = self.load_for(request, progress)
                 second = self.second(request, loaded)
-                stepper = live_stepper(
-                    loaded.pair, request, loaded.token_texts, models.RACE_SLOT, key, loaded.costs, second
-                )
+                stepper = live_stepper(loaded.pair, request, loaded.token_texts, loaded.slot, key, loaded.costs, second)
                 stepper.notes = notes_html(race_notes(request.pair.target, request.media, request.prompt))
             return self.stepped(stepper, tree_lane)
         except Exception as error:

@@ -37,6 +37,7 @@ from sage_core.models import with_draft
 from sage_core.models.presets import GPU_PRESETS
 from sage_core.studies.costs import measure_cost_spread, read_recorded_curve, remember_curve, settled_curve
 from sage_core.studies.sweep import SweepResult, sweep
+from sage_core.threads import ThreadChoice, choose_threads
 
 from .inputs import cost_curve_wanted, env_switch, load_examples
 from .spaces_compat import ZERO_GPU
@@ -242,6 +243,14 @@ class LoadedPair:
     # The budget sweep measured on this machine the first time it was asked for (`measured_sweep`), and how.
     sweep: SweepResult | None = None
     sweep_note: str = ""
+    # The CPU threads its forwards run on (`sage_core.threads`: SAGE_THREADS or the like, else measured at the
+    # load); None until chosen.
+    threads: ThreadChoice | None = None
+
+    @property
+    def slot(self) -> PairSlot:
+        """The race slot on this pair's thread count: what its races and its measurements step under."""
+        return PairSlot(self.threads)
 
     def token_texts(self, tokens: Sequence[int]) -> list[str]:
         tokenizer = self.pair.target.tokenizer
@@ -324,9 +333,14 @@ class PairCache:
             )
             if names:
                 pair.target.name, pair.draft.name = names
-            report("warming up (one short untimed decode, then the verification cost of 1 to 64 nodes)", 0.85)
             loaded = LoadedPair(pair)
-            loaded.costs = warm_up(loaded.pair)
+            report("choosing the CPU threads (timing the one-token step at each count)", 0.7)
+            with RACE_SLOT:  # no race beside the timing: each count's step is its own
+                loaded.threads = choose_threads(pair)
+            log.info("threads for %s: %s", pair.target.name, loaded.threads.describe())
+            report("warming up (one short untimed decode, then the verification cost of 1 to 64 nodes)", 0.85)
+            with loaded.slot:  # the curve measured on the pair's threads, no race beside it
+                loaded.costs = warm_up(loaded.pair)
         report("ready", 1.0)
         return loaded
 
@@ -446,7 +460,7 @@ SWEEP_TOKENS = 32
 def measured_sweep(loaded: LoadedPair) -> SweepResult:
     """The pair's budget sweep (sage_core.studies.sweep), measured the first time it is asked for, in the race slot
     (no race runs beside it, so its times are its own); `loaded.sweep_note` says how it was measured."""
-    with RACE_SLOT:
+    with loaded.slot:
         if loaded.sweep is None:
             example = next((e for e in load_examples() if not e.is_video), None)
             prompt = example.prompt if example else WARM_UP_PROMPT
@@ -466,5 +480,21 @@ def measured_sweep(loaded: LoadedPair) -> SweepResult:
 # One GPU holds one pair at a time; a CPU can keep a few small ones.
 PAIRS = PairCache(capacity=1 if gpu_available() else 3)
 # Held around each race step (any pair): no two steps share the device, so each step's time is its own.
-# Loading a pair never holds it.
+# Loading a pair holds it only to time the pair's thread counts and its cost curve.
 RACE_SLOT = threading.RLock()
+
+
+class PairSlot:
+    """`RACE_SLOT`, with torch set to a pair's thread count while it is held (the count is process-wide, and
+    each pair has its own: `LoadedPair.threads`). Re-entrant, as the slot is."""
+
+    def __init__(self, threads: ThreadChoice | None) -> None:
+        self.threads = threads
+
+    def __enter__(self) -> None:
+        RACE_SLOT.acquire()
+        if self.threads is not None:
+            self.threads.apply()
+
+    def __exit__(self, *exc: object) -> None:
+        RACE_SLOT.release()

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import torch
 
+from .acceptance import acceptance_stats
 from .config import BACKENDS, DecodeConfig, SamplingConfig, check_max_new_tokens
 from .errors import InputError, SageError
 from .media import DEFAULT_FRAMES, load_media
@@ -30,6 +31,7 @@ from .models.presets import GPU_PRESETS
 from .models.prompts import check_prompt
 from .records import record_to_dict, save_trace, summarize
 from .studies.account import no_tree_note
+from .threads import ThreadChoice, choose_threads, current_choice
 
 if TYPE_CHECKING:
     from .decode import DecodeRun
@@ -109,6 +111,12 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--max-new-tokens", type=int, default=128)
     gen.add_argument("--device", default="auto", help="auto | cpu | cuda")
     gen.add_argument("--dtype", default="auto", help="auto | float32 | bfloat16 | float16")
+    gen.add_argument(
+        "--threads",
+        type=int,
+        help="CPU threads torch runs on (default: SAGE_THREADS, OMP_NUM_THREADS or MKL_NUM_THREADS if set, "
+        "else chosen for the pair by timing its one-token step: 1 for a tiny pair on a small CPU)",
+    )
     gen.add_argument(
         "--backend",
         choices=BACKENDS,
@@ -220,6 +228,8 @@ def generate(args: argparse.Namespace) -> int:
         report=lambda stage: print(f"[{stage}]", file=sys.stderr, flush=True),
     )
     check_vocabulary(pair.target, args.prompt, f"the model {args.target}")
+    threads = choose_threads(pair, args.threads)
+    print(f"[threads: {threads.describe()}]", file=sys.stderr, flush=True)
     run = decode(pair, media, args.prompt, config)
     for record in run:
         if not args.json:
@@ -230,12 +240,20 @@ def generate(args: argparse.Namespace) -> int:
             save_trace(args.trace, run.header, run.records)
         except OSError as error:
             raise InputError(f"cannot write the trace to {args.trace}: {error.strerror or error}") from error
-    _report(args, run, summary, config)
+    _report(args, run, summary, config, threads)
     return 0
 
 
-def _report(args: argparse.Namespace, run: DecodeRun, summary: RunSummary, config: DecodeConfig) -> None:
-    """The run's result: one JSON line (`--json`), or the figures on stderr after the streamed text."""
+def _report(
+    args: argparse.Namespace,
+    run: DecodeRun,
+    summary: RunSummary,
+    config: DecodeConfig,
+    threads: ThreadChoice | None = None,
+) -> None:
+    """The run's result: one JSON line (`--json`), or the figures on stderr after the streamed text (`threads`:
+    the count it ran on, as chosen; default: torch's count now)."""
+    threads = threads or current_choice()
     sampling = config.sampling
     if args.json:
         result = asdict(summary)
@@ -245,12 +263,15 @@ def _report(args: argparse.Namespace, run: DecodeRun, summary: RunSummary, confi
         result["sampling"] = run.header.sampling
         result["trace"] = [record_to_dict(r) for r in run.records]
         result["note"] = no_tree_note(config.method, run.records)
+        result["threads"] = threads.as_dict()
+        result["acceptance"] = acceptance_stats(run.records).as_dict()
         print(json.dumps(result))
     else:
         print(
             f"\n[{config.method}] {len(summary.token_ids)} tokens in {summary.seconds:.2f} s "
             f"({summary.tokens_per_second:.1f} tokens/s), {summary.target_forwards} target forwards, "
             f"tau {summary.mean_accepted:.2f}, {summary.tokens_per_forward:.2f} tokens per forward"
+            f", {threads.threads} thread{'s' * (threads.threads != 1)}"
             + _drafting(run, summary)
             + ("" if sampling.greedy else f"; sampled at temperature {sampling.temperature}, seed {run.seed}"),
             file=sys.stderr,

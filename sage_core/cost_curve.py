@@ -48,6 +48,8 @@ class CostCurve:
     origin: str = "measured"
     measured_at: str = ""
     set_aside: str = ""
+    #: The CPU threads torch measured it on (`sage_core.threads`); 0 when not recorded.
+    threads: int = 0
 
     def noise(self) -> tuple[str, ...]:
         """Per size, why its verification time is noise rather than a cost ("" when it is not): a spread
@@ -115,7 +117,8 @@ class CostCurve:
     def label(self) -> str:
         """Which curve this is, where and when: what the page says about the curve in use."""
         when = f" at {self.measured_at}" if self.measured_at else ""
-        where = f"{self.device}, {self.dtype}"
+        threads = f", {self.threads} thread{'s' * (self.threads != 1)}" if self.threads else ""
+        where = f"{self.device}, {self.dtype}{threads}"
         if self.origin == "measured":
             return f"measured on this machine ({where}){when}"
         aside = f"; this machine's measurement was set aside: {self.set_aside}" if self.set_aside else ""

@@ -130,6 +130,7 @@ class DecodeRun:
             draft_prompt_tokens=int(self.draft_inputs["input_ids"].shape[1]) if self.draft_inputs is not None else None,
             sampling={**asdict(config.sampling), "seed": self.seed},
             draft_block=self.draft_block,
+            threads=torch.get_num_threads(),
         )
         self.records: list[RoundRecord] = []
         self._steps = self._run()

@@ -57,6 +57,10 @@ Phase = Literal["prefill", "decode"]
 FinishReason = Literal["eos", "length"]
 
 
+#: The most CPU threads a count may name (`sage_core.threads`; a typo such as 1000 is refused, not obeyed).
+MAX_THREADS = 256
+
+
 @dataclass(frozen=True)
 class RunHeader:
     """What was decoded: the first line of a trace."""
@@ -93,6 +97,9 @@ class RunHeader:
     # The draft's block when it is a one-pass draft (models/one_pass.py: depths 1 .. K from one forward a
     # round); 0 for a sequential draft (one forward per tree level) and in traces written before it.
     draft_block: int = 0
+    # The CPU threads torch ran on (`sage_core.threads`: chosen for the pair, or as asked); 0 in traces written
+    # before it was recorded.
+    threads: int = 0
 
     def settings_of(self, method: str) -> dict[str, Any]:
         """The settings `method` ran with as recorded (empty: its defaults, or a method without settings)."""

@@ -102,6 +102,7 @@ from sage_core.methods.sage_cost import SageCostProposer
 from sage_core.records import RoundRecord
 from sage_core.studies.costs import measure_costs, predicted_speedups
 from sage_core.studies.sweep import SWEEP_BUDGETS, sweep
+from sage_core.threads import ThreadChoice, choose_threads
 from sage_core.timing import synchronize
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -797,7 +798,10 @@ def parse_args() -> tuple[argparse.ArgumentParser, argparse.Namespace]:
     parser.add_argument("--device", default="auto")
     parser.add_argument("--dtype", default="auto")
     parser.add_argument(
-        "--threads", type=int, help="torch's intra-op CPU threads (default: torch's choice); every method uses them"
+        "--threads",
+        type=int,
+        help="torch's intra-op CPU threads (default: SAGE_THREADS and the like, else chosen for the pair by "
+        "timing its one-token step: sage_core.threads); every method uses them",
     )
     parser.add_argument(
         "--backend",
@@ -900,6 +904,7 @@ class Measured:
     rounds: list[Rounds] = dataclasses.field(default_factory=list)
     profiled_records: dict[str, list] = dataclasses.field(default_factory=dict)
     curve: CostCurve | None = None
+    threads: ThreadChoice | None = None  # the CPU threads every run ran on, and how they were chosen
 
 
 def main() -> int:
@@ -923,19 +928,19 @@ def run_main() -> int:
     if args.video_pixels:
         for model in (pair.target, pair.draft):
             set_video_pixels(model.processor.video_processor, args.video_pixels)
-    if args.threads is not None:
-        if args.threads < 1:
-            parser.error("--threads must be >= 1")
-        torch.set_num_threads(args.threads)
+    try:
+        threads = choose_threads(pair, args.threads)
+    except SageError as error:
+        parser.error(str(error))
     if args.sweep:
         return budget_sweep(args, pair, spread_kinds(plan.examples, args.sweep_examples), plan.base)
     print(
         f"target {args.target}  draft {args.draft}  device {pair.device}  dtype {pair.target.dtype}  "
-        f"threads {torch.get_num_threads()}  "
+        f"threads {threads.describe()}  "
         f"backend {args.backend}",
         file=sys.stderr,
     )
-    measured = Measured()
+    measured = Measured(threads=threads)
     for example, pad in ((e, p) for e in plan.examples for p in plan.pads):
         name = example["file"] + (f"+{pad}tok" if pad else "")
         media = load_media(plan.base / example["file"], frames=args.frames)
@@ -1022,6 +1027,7 @@ def write_reports(args: argparse.Namespace, plan: Plan, pair: ModelPair, measure
             "top_p": args.top_p,
             "top_k_sampling": args.top_k_sampling,
             "threads": torch.get_num_threads(),
+            "thread_choice": measured.threads.as_dict() if measured.threads is not None else None,
             "summary": rows,
             "runs": [asdict(r) for r in runs],
             "rounds": [asdict(r) for r in rounds],

@@ -29,13 +29,13 @@ from pathlib import Path
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # threads that wait do not spin on a shared CPU
 
-import torch
 
 from sage_core import load_pair
 from sage_core.cost_curve import CostCurve
 from sage_core.models.loading import BUILTIN_ONE_PASS_DRAFT
 from sage_core.studies.costs import measure_costs
 from sage_core.studies.depth_rules import RULES, Answer, Comparison, Costs, compare, draft_signals, reach, target_answer
+from sage_core.threads import choose_threads
 from sage_core.trace_check import recorded_cost_curve
 from sage_world.quality import example_media
 from sage_world.scenes import HAND_DRAWN, LONG_KINDS, ROW_KIND, make_examples
@@ -58,7 +58,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--depths", type=int, default=16, help="the deepest chain (a one-pass draft: its block)")
     parser.add_argument("--budgets", default="2,3,4,6", help="mean nodes a round to compare the rules at")
     parser.add_argument("--resamples", type=int, default=200)
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--threads", type=int, help="CPU threads (default: chosen for the pair: sage_core.threads)")
     parser.add_argument(
         "--recorded-costs", action="store_true", help="the pair's recorded cost curve, not one measured here"
     )
@@ -120,11 +120,11 @@ def rule_table(comparisons: list[Comparison]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
-    torch.set_num_threads(args.threads)
     started = time.perf_counter()
     drafts = args.drafts.split(",")
     pairs = {draft: load_pair(args.target, draft, "cpu", "float32") for draft in drafts}
     first = pairs[drafts[0]]
+    print(f"threads: {choose_threads(first, args.threads).describe()}", file=sys.stderr)
     groups = prompts(args)
     answers: dict[str, dict[str, list[Answer]]] = {d: {} for d in drafts}
     for group, examples in groups.items():

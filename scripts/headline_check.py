@@ -56,7 +56,7 @@ def spin() -> None:
 def race_of(loaded: models.LoadedPair, name: str, methods: Sequence[str] = METHODS) -> RaceData:
     example = next(e for e in load_examples() if Path(e.file).name == name)
     request = RaceRequest(load_media(example.file), example.prompt, tuple(methods))
-    return last(race_steps(loaded.pair, request, loaded.token_texts, models.RACE_SLOT, costs=loaded.costs))
+    return last(race_steps(loaded.pair, request, loaded.token_texts, loaded.slot, costs=loaded.costs))
 
 
 def race_headline(loaded: models.LoadedPair, name: str) -> dict:

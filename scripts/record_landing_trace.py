@@ -25,6 +25,7 @@ from app.models import LoadedPair, warm_up
 from app.race import RaceRequest, race_steps
 from app.race_trace import save_race
 from sage_core import load_media, load_pair
+from sage_core.threads import choose_threads
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -37,14 +38,12 @@ def main(argv: list[str] | None = None) -> Path:
     ap.add_argument("--max-new-tokens", type=int, default=128)
     ap.add_argument("--out", default=str(LANDING_TRACE))
     args = ap.parse_args(argv)
-    import torch
-
-    torch.set_num_threads(2)
     examples = json.loads((ROOT / "assets" / "examples" / "examples.json").read_text())
     example = next(e for e in examples if e["file"] == args.example)
     pair = load_pair("builtin", args.draft, device="cpu", dtype="float32")
     if args.draft != "builtin":
         pair.draft.name = f"builtin-{Path(args.draft).name.removesuffix('-draft')}"
+    print(f"threads: {choose_threads(pair).describe()}")
     costs = warm_up(pair)
     media = load_media(ROOT / "assets" / "examples" / args.example)
     request = RaceRequest(media, example["prompt"], tuple(args.methods.split(",")), args.max_new_tokens)

@@ -9,6 +9,7 @@ module or from this file.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -20,6 +21,9 @@ from sage_core.models import ModelPair
 from sage_testkit import pairs, toy
 
 torch.set_num_threads(1)  # tiny models: threads only add overhead
+# ... and the app, the CLI and the scripts the tests run (in this process or a child) take this count as asked
+# rather than timing each pair's thread counts (tests/test_threads.py times them with the variable unset).
+os.environ.setdefault("SAGE_THREADS", "1")
 
 
 @pytest.fixture(scope="session")

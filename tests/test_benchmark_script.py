@@ -254,7 +254,7 @@ def test_the_context_table_has_a_column_per_method_and_temperature():
 def test_benchmark_refuses_a_thread_count_below_one(tmp_path, monkeypatch, capsys):
     (tmp_path / "examples.json").write_text(json.dumps([{"file": "x.png", "prompt": "hi"}]))
     error = refusal(monkeypatch, capsys, "--examples", str(tmp_path / "examples.json"), "--threads", "0")
-    assert "--threads must be >= 1" in error
+    assert "--threads must be 1-256 threads, not 0" in error
 
 
 def test_sage_is_compared_with_the_static_tree_and_the_chain_example_by_example():

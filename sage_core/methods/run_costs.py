@@ -175,7 +175,9 @@ def costs_for_run(
 
     def measure(passes: int) -> CostCurve:
         one, verify, levels = _fastest_pass_curve(caches, pair.devices, passes=passes)
-        return CostCurve(str(pair.device), dtype, backend, COST_SIZES, one, verify, levels)
+        return CostCurve(
+            str(pair.device), dtype, backend, COST_SIZES, one, verify, levels, threads=torch.get_num_threads()
+        )
 
     curve = settled_curve(measure, passes=(RUN_PASSES, 2 * RUN_PASSES))
     remember_curve(pair, backend, curve)  # (only when trusted: else the next run measures again)

@@ -74,6 +74,7 @@ def measure_cost_spread(
         tuple(spreads[1 : 1 + n]),
         tuple(spreads[1 + n :]),
         passes,
+        threads=torch.get_num_threads(),
     )
 
 
@@ -120,7 +121,7 @@ def measure_costs(
     dtype = str(pair.target.dtype).removeprefix("torch.")
     timing = _Timing(pair.devices, sizes, repeats, warmup)
     one, verify_ms, level_ms = timing.curve(prefilled_caches(pair, media, prompt, backend, sizes[-1]))
-    return CostCurve(str(pair.device), dtype, backend, sizes, one, verify_ms, level_ms)
+    return CostCurve(str(pair.device), dtype, backend, sizes, one, verify_ms, level_ms, threads=torch.get_num_threads())
 
 
 @dataclass(frozen=True)
@@ -158,7 +159,16 @@ def curve_on_prefilled(caches: PrefilledCaches, settings: CurveSettings) -> Cost
     """The curve on caches a caller prefilled itself (text-only prompts, no processors)."""
     timing = _Timing((settings.device,), tuple(sorted(set(settings.sizes))), settings.repeats, settings.warmup)
     one, verify_ms, level_ms = timing.curve(caches)
-    return CostCurve(str(settings.device), settings.dtype, settings.backend, timing.sizes, one, verify_ms, level_ms)
+    return CostCurve(
+        str(settings.device),
+        settings.dtype,
+        settings.backend,
+        timing.sizes,
+        one,
+        verify_ms,
+        level_ms,
+        threads=torch.get_num_threads(),
+    )
 
 
 def predicted_speedups(curve: CostCurve, runs: Mapping[str, Sequence[RoundRecord]], lead: str) -> dict[str, float]:
