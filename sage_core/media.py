@@ -392,20 +392,30 @@ def as_shown(image: Image.Image) -> Image.Image:
     return image.convert("RGB")
 
 
+#: The full scales an integer grey picture is read against: the smallest that holds its brightest value (8,
+#: 16 or 24 bits, or a signed 32-bit integer's), so a copy of an 8-bit picture scaled to any of them reads as it.
+GREY_FULL_SCALES = (2**8 - 1, 2**16 - 1, 2**24 - 1, 2**31 - 1)
+
+
 def eight_bit_grey(image: Image.Image) -> Image.Image:
-    """A 16-bit (or 32-bit integer, or float) grey picture as the 8-bit grey a viewer shows: 16-bit
-    values scaled by 255/65535; integers of at most 255 kept; 32-bit integers beyond the 16-bit range
-    scaled by their real range (lowest black, highest white); floats in [0, 1] scaled by 255. The range is
-    the finite values': one NaN or infinite pixel does not darken the rest."""
+    """A 16-bit (or 32-bit integer, or float) grey picture as the 8-bit grey a viewer shows: integers scaled by
+    the smallest full scale that holds their brightest value (`GREY_FULL_SCALES`: 255, 65535, 2**24 - 1,
+    2**31 - 1; 16-bit pictures always by 65535, their mode's range), so a 16-, 24- or 32-bit copy of an 8-bit
+    picture reads as the 8-bit one; 32-bit integers below zero scaled by their real range (lowest black,
+    highest white); floats in [0, 1] scaled by 255. The range is the finite values': one NaN or infinite pixel
+    does not darken the rest."""
     values = np.asarray(image).astype(np.float64)
     finite = values[np.isfinite(values)]
     low, high = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 0.0)
     # NaN and the infinities (a float picture's holes) take the finite range's ends: +inf white, else black
     values = np.where(np.isposinf(values), high, np.where(np.isfinite(values), values, low))
-    if image.mode == "I" and (low < 0 or high > 65535):
+    if image.mode == "I" and low < 0:
         values = (values - low) * (255.0 / max(high - low, 1.0))
-    elif image.mode.startswith("I;16") or (image.mode == "I" and high > 255):
-        values = values * (255.0 / 65535.0)
+    elif image.mode.startswith("I;16"):
+        values = values * (255.0 / GREY_FULL_SCALES[1])
+    elif image.mode == "I":
+        full = next((scale for scale in GREY_FULL_SCALES if high <= scale), high)
+        values = values * (255.0 / full)
     elif image.mode == "F" and values.size and high <= 1.0:
         values = values * 255.0
     return Image.fromarray(np.round(values).clip(0, 255).astype(np.uint8), mode="L")

@@ -10,7 +10,7 @@ from PIL import Image
 
 from sage_core import media as media_module
 from sage_core.errors import MediaError
-from sage_core.media import MAX_FRAME_PIXELS, image_media, load_media, thumbnail
+from sage_core.media import MAX_FRAME_PIXELS, as_shown, image_media, load_media, thumbnail
 
 SIZE = (48, 32)  # width, height: not square, so a wrong orientation shows
 
@@ -99,6 +99,26 @@ def test_thirty_two_bit_grey_is_scaled_by_its_real_range(tmp_path: Path) -> None
     low, high = grey.min(), grey.max()
     expected = np.round((grey.astype(np.float64) - low) * 255.0 / (high - low)).astype(np.uint8)
     assert np.abs(shown.astype(int) - expected).max() <= 1 and shown.min() == 0 and shown.max() == 255
+
+
+@pytest.mark.parametrize(
+    ("bits", "factor"), [(16, 257), (16, 256), (24, 65793), (24, 65536), (32, 2**23), (32, 8_421_504)]
+)
+def test_deep_grey_copies_read_as_their_eight_bit_picture(tmp_path: Path, bits: int, factor: int) -> None:
+    """A 16-, 24- or 32-bit grey TIFF copy of an 8-bit picture (values up to 2**24 and beyond) reads as the
+    8-bit picture, within 1: the copy up to 2**24 was stretched to its own range (its darkest grey black)."""
+    grey = (grey_scene().astype(np.int32) * 180 // 255 + 30).astype(np.uint8)  # no black, no white
+    assert grey.min() > 0 and grey.max() < 255  # (so a stretch to the data's own range would show)
+    eight = Image.fromarray(grey)
+    expected = np.asarray(as_shown(eight)).astype(int)
+    deep = Image.fromarray(grey.astype(np.int32) * factor, "I")
+    if bits == 16:
+        deep = Image.fromarray((grey.astype(np.uint32) * factor).astype(np.uint16))
+        assert deep.mode.startswith("I;16")
+    path = tmp_path / f"grey{bits}.tif"
+    deep.save(path)
+    for read in (as_shown(Image.open(path)), load_media(path).image, image_media(deep).image):
+        assert np.abs(np.asarray(read).astype(int) - expected).max() <= 1
 
 
 def test_exif_rotated_picture_is_read_as_shown(tmp_path: Path) -> None:
