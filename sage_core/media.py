@@ -109,6 +109,8 @@ def read_media(path: Path, frames: int, max_bytes: int, max_video_seconds: float
     if size > max_bytes:
         raise MediaError(f"{path.name} is {size / 2**20:.0f} MB; the limit is {max_bytes / 2**20:.0f} MB")
     suffix = path.suffix.lower()
+    if suffix in VIDEO_SUFFIXES and is_still_picture(path):  # a picture whose name says video: read as what it is
+        return load_image(path)
     if suffix in VIDEO_SUFFIXES:
         return load_video(path, frames, max_video_seconds)
     if suffix in IMAGE_SUFFIXES:
@@ -117,6 +119,20 @@ def read_media(path: Path, frames: int, max_bytes: int, max_video_seconds: float
         f"{path.name}: unsupported file type {suffix or '(none)'}; "
         f"use an image ({', '.join(IMAGE_SUFFIXES)}) or a video ({', '.join(VIDEO_SUFFIXES)})"
     )
+
+
+#: The picture formats of the image suffixes (PNG, JPEG, WebP, BMP, GIF, TIFF), by their contents.
+STILL_FORMATS = frozenset(Image.registered_extensions()[suffix] for suffix in IMAGE_SUFFIXES)
+
+
+def is_still_picture(path: Path) -> bool:
+    """Whether the file holds one still picture of a format the image suffixes name, whatever its name says (a
+    PNG named `.mp4`): read from its header only; an animated GIF or WebP is left to the video reader."""
+    try:
+        with Image.open(path) as opened:
+            return opened.format in STILL_FORMATS and not getattr(opened, "is_animated", False)
+    except Exception:  # (not a picture PIL knows, or one it cannot read: the video reader says what is wrong)
+        return False
 
 
 def load_image(path: Path) -> Media:

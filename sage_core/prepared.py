@@ -113,10 +113,20 @@ def unknown_words(tokenizer: Any, prompt: str) -> list[str]:
     return words
 
 
+#: The most characters of one word a sentence quotes: a longer word (a prompt may be one 4,000-character word) is
+#: cut, "…" marking the cut.
+QUOTED_CHARS = 40
+
+
+def quoted_word(word: str, most: int = QUOTED_CHARS) -> str:
+    """A word as a sentence quotes it: whole up to `most` characters, else its first ones and "…"."""
+    return word if len(word) <= most else word[: most - 1] + "…"
+
+
 def listed_words(words: Sequence[str], most: int = 3) -> str:
-    """Words named in a sentence: “a”, “b”, “c” and 2 more."""
+    """Words named in a sentence, each cut to `QUOTED_CHARS`: “a”, “b”, “c” and 2 more."""
     more = f" and {len(words) - most} more" if len(words) > most else ""
-    return ", ".join(f"“{w}”" for w in words[:most]) + more
+    return ", ".join(f"“{quoted_word(w)}”" for w in words[:most]) + more
 
 
 #: Common short words of French, Spanish, German, Italian, Portuguese and Dutch questions that are not English
@@ -156,7 +166,8 @@ def check_vocabulary(model: VLM, prompt: str, name: str = "the model") -> None:
     if words and model.asking_note:  # a model that ships its asking note (the built-in pair): in its words
         raise InputError(model.asking_note.format(words=listed_words(words)))
     if words:
-        named = ", ".join(repr(w) for w in words[:8]) + (f" and {len(words) - 8} more" if len(words) > 8 else "")
+        more = f" and {len(words) - 8} more" if len(words) > 8 else ""
+        named = ", ".join(repr(quoted_word(w)) for w in words[:8]) + more
         raise InputError(
             f"{name} has no token for {named} (its vocabulary has {len(tokenizer)} tokens; it would read "
             f"{'it' if len(words) == 1 else 'them'} as {tokenizer.unk_token!r}): rephrase with other words"

@@ -107,6 +107,21 @@ def test_decode_names_the_built_in_pairs_unknown_words(image, builtin_pair) -> N
 
 
 @pytest.mark.skipif(not (BUILTIN / "target" / "config.json").is_file(), reason="the built-in pair is not trained")
+def test_a_long_unknown_word_is_quoted_cut_not_whole(image, builtin_pair) -> None:
+    """The "not taught" sentence quoted a 4,000-character word in full: a word is quoted to 40 characters, cut
+    with "…"."""
+    from sage_core.prepared import listed_words
+
+    word = "zebra" * 790  # 3,950 characters, one word
+    with pytest.raises(InputError) as refused:
+        decode(builtin_pair, image, f"describe the {word}.", DecodeConfig(max_new_tokens=4))
+    said = str(refused.value)  # (the asking note is under 300 characters with short words; 40 add a few)
+    assert f"was not taught “{word[:39]}…”, so the question is declined" in said and len(said) < 400, said
+    assert "\n" not in said and word[:41] not in said
+    assert listed_words(["a" * 40, "b" * 41]) == f"“{'a' * 40}”, “{'b' * 39}…”"
+
+
+@pytest.mark.skipif(not (BUILTIN / "target" / "config.json").is_file(), reason="the built-in pair is not trained")
 def test_the_asking_note_is_the_folders_and_the_world_wrote_it(image, tmp_path) -> None:
     """The library reads a model folder's asking note (models.loading.ASKING_NOTE) and knows no world: the built-in
     pair's folders ship the note the world writes (sage_world.asking); copied without it, or with one that is no

@@ -121,6 +121,17 @@ def test_deep_grey_copies_read_as_their_eight_bit_picture(tmp_path: Path, bits: 
         assert np.abs(np.asarray(read).astype(int) - expected).max() <= 1
 
 
+def test_a_picture_named_as_a_video_is_read_as_the_picture_it_is(tmp_path: Path) -> None:
+    """A PNG named `.mp4` was read as a one-frame video and told to "give a still as an image"."""
+    path = tmp_path / "holiday.mp4"
+    Image.fromarray(plain()).save(path, format="PNG")
+    media = load_media(path)
+    assert media.kind == "image" and media.name == "holiday.mp4"
+    assert np.array_equal(np.asarray(media.image), plain())
+    write_video(tmp_path / "clip.mp4", 64, 48)  # a video is still read as one
+    assert load_media(tmp_path / "clip.mp4").kind == "video"
+
+
 def test_exif_rotated_picture_is_read_as_shown(tmp_path: Path) -> None:
     stored = Image.fromarray(plain()).transpose(Image.Transpose.ROTATE_90)  # a phone's sensor-order pixels
     exif = Image.Exif()
