@@ -34,7 +34,7 @@ from .gradio_patches import HeartbeatWatch, answer_full_queue, bound_sessions
 from .handlers import TRACE_DIR, Handlers, Settings, Update, controls, last, race_api_function, save_trace_file
 from .inputs import Limits, RaceForm, load_examples, second_draft
 from .landing import wire_landing
-from .mcp_tool import hidden_from_mcp, race_json_function, replay_json_function
+from .mcp_tool import McpBodyLimit, hidden_from_mcp, race_json_function, replay_json_function
 from .page import HEAD, STATE_TTL, TITLE, Page, build_page, image_input
 from .page_cache import PageCache
 from .preview import wire_preview
@@ -293,13 +293,14 @@ def launch_options(limits: Limits | None = None) -> dict[str, Any]:
     """What `launch` needs besides the address: Gradio refuses larger uploads before storing them; the page
     is served from memory (`page_cache`), so a crowd of arrivals does not hold up the races; at most
     `limits.max_sessions` visitors' sessions are kept, each page's heartbeat watched (`HeartbeatWatch`) so
-    that a session follows its visitor, not the socket."""
+    that a session follows its visitor, not the socket; an MCP request over the MCP SDK's body limit is told why
+    in one sentence (`McpBodyLimit`)."""
     limits = limits or Limits.from_env()
     return {
         "max_file_size": limits.max_file_bytes,
         "state_session_capacity": limits.max_sessions,
         "head": HEAD,
-        "app_kwargs": {"middleware": [Middleware(PageCache), Middleware(HeartbeatWatch)]},
+        "app_kwargs": {"middleware": [Middleware(PageCache), Middleware(HeartbeatWatch), Middleware(McpBodyLimit)]},
     }
 
 

@@ -90,6 +90,47 @@ def test_an_mcp_client_races_a_data_url_and_reads_a_refusal_as_one_sentence() ->
     assert unknown.isError and "not taught “zzqx”" in unknown.content[0].text, unknown.content
 
 
+def over_the_body_limit(url: str) -> Any:
+    """A tools/call whose data: URL (a 3.4 MB picture) makes the body 4.5 MB, over the MCP SDK's 4 MB."""
+    import httpx
+
+    picture = "data:image/png;base64," + base64.b64encode(b"\x89PNG" + b"\0" * (3_530_000)).decode()
+    arguments = {"image": picture, "prompt": "describe the image."}
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "race_api", "arguments": arguments}}
+    headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+    return httpx.post(url, content=json.dumps(call), headers=headers, timeout=30)
+
+
+def test_a_body_over_the_mcp_limit_is_told_why_in_one_sentence() -> None:
+    """A 3.6 MB PNG sent as a data: URL failed with the transport's bare HTTP 413 (the MCP SDK's 4 MB body limit)
+    while the app takes 50 MB uploads: the middleware answers the same 413 with one sentence; a smaller body
+    passes, and the tools' descriptions state the limit."""
+    from app.mcp_tool import BODY_NOTE, MCP_BODY_BYTES, McpBodyLimit
+
+    assert MCP_BODY_BYTES == 4 * 2**20 and "at most about 2.9 MB" in " ".join(BODY_NOTE.split())
+    passed: list[str] = []
+
+    async def inner(scope: dict, receive: Any, send: Any) -> None:
+        passed.append(scope["path"])
+
+    sent: list[dict] = []
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    def scope(path: str, length: int) -> dict:
+        return {"type": "http", "path": path, "headers": [(b"content-length", str(length).encode())]}
+
+    limit = McpBodyLimit(inner)
+    asyncio.run(limit(scope("/gradio_api/mcp/", MCP_BODY_BYTES), None, send))  # at the limit: passed on
+    asyncio.run(limit(scope("/gradio_api/upload", 40 * 2**20), None, send))  # not MCP: Gradio's own limit
+    assert passed == ["/gradio_api/mcp/", "/gradio_api/upload"] and sent == []
+    asyncio.run(limit(scope("/gradio_api/mcp/", 5 * 2**20), None, send))
+    assert len(passed) == 2 and sent[0]["status"] == 413
+    message = json.loads(sent[1]["body"])["error"]["message"]
+    assert message.startswith("The MCP request is 5.0 MB;") and message.count(". ") == 0 and message.endswith(".")
+
+
 def test_the_mcp_server_lists_the_race_tool_with_its_docstring() -> None:
     demo = build_demo()
     demo.queue(default_concurrency_limit=1).launch(
@@ -102,8 +143,16 @@ def test_the_mcp_server_lists_the_race_tool_with_its_docstring() -> None:
     )
     try:
         tools = {tool.name: tool for tool in asyncio.run(list_tools(f"{demo.local_url}gradio_api/mcp/"))}
+        too_large = over_the_body_limit(f"{demo.local_url}gradio_api/mcp/")
     finally:
         demo.close()
+    # a body over the MCP SDK's 4 MB: the transport's 413, with one sentence saying why and what to do
+    assert too_large.status_code == 413, too_large.text
+    message = too_large.json()["error"]["message"]
+    assert message.startswith("The MCP request is 4.5 MB; an MCP request may be at most 4 MB (the MCP SDK's limit)")
+    assert "data: URL may be at most about 2.9 MB" in message and "upload_file_to_gradio" in message
+    for tool in ("race_api", "replay_api"):  # the limit stated where a client reads the tool
+        assert "an MCP request's body is at most 4 MB" in " ".join(tools[tool].description.split())
     assert "race_api" in tools and "replay_api" in tools, sorted(tools)
     assert not [n for n in tools if n.startswith(("race_api_", "replay_api_"))], sorted(tools)  # no second tools
     race = tools["race_api"]
