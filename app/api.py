@@ -13,14 +13,15 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
-from sage_core.acceptance import acceptance_stats
+from sage_core.studies.acceptance import acceptance_stats
+from sage_core.timing import Headline
 
 from .panel_table import Focus, panel_figures
 from .panels import speedups, wall_clock_speedups
 from .race import RaceData
 from .race_trace import race_trace_lines
-from .render import headline_words
-from .view import race_view
+from .render import clock_words, headline_words
+from .view import RaceView, race_view
 
 
 def race_result(
@@ -67,7 +68,7 @@ def race_result(
         "wall_clock_speedups": wall_clock_speedups(race),
         # the lead against its main rival as an estimate: speedup, 90% interval, verdict (and the figures beside
         # it: decode-only, the prefill as charged, tokens per target forward); null with fewer than two sides
-        "headline": {**found[0].as_dict(), "words": headline_words(found[0])} if found else None,
+        "headline": headline_answer(race, found[0]) if found else None,
         "headlines": {h.rival: h.as_dict() for h in found},
         # why, from the race's own records: depth, reacting to entropy, budget, prefill and rounds
         # (sage_core.studies.account)
@@ -77,6 +78,16 @@ def race_result(
         "trace": "\n".join(race_trace_lines(data)) + "\n" if with_trace else None,
         # plain sentences said before the race (a picture outside the built-in pair's world); empty when none
         "notes": list(notes),
+    }
+
+
+def headline_answer(race: RaceView, h: Headline) -> dict[str, Any]:
+    """The main headline as `/race` sends it: its figures, its words, and the lanes' own clock beside it (both
+    sides' tokens/s and, when their ratio falls outside the interval, why: `render.clock_words`)."""
+    return {
+        **h.as_dict(),
+        "words": headline_words(h, race.wall_speedups.get(h.rival)),
+        "clock_words": clock_words(race, h),
     }
 
 

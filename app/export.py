@@ -56,6 +56,7 @@ from sage_core.errors import SageError
 from . import slides_gif, slides_video
 from .explain_view import explained_html
 from .inputs import Limits
+from .models import between_races
 from .page import Page
 from .panel_table import PANEL_NAMES, Panel, panel_figures, placed
 from .race import Lane, RaceData
@@ -649,11 +650,16 @@ class ExportThread:
 
     def drive(self, drawn: Iterator[int]) -> None:
         """Draw a frame each time one is asked for, until the writer ends or nobody asks; the writer is
-        closed either way (a writer closed early removes its partial file)."""
+        closed either way (a writer closed early removes its partial file). Each frame is drawn in the race slot
+        (`models.between_races`: when no race streams, or after a short wait), so an export takes turns with the
+        races instead of running beside their steps: a race's measured time stays its own while a visitor
+        exports."""
         try:
             while self.asked.acquire(timeout=PATIENCE_S) and not self.stop.is_set():
                 try:
-                    self.results.put(next(drawn))
+                    with between_races():  # never beside a race's step: its measured time stays its own
+                        frame = next(drawn)
+                    self.results.put(frame)
                 except StopIteration:
                     return
             self.stop.set()

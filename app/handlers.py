@@ -37,7 +37,7 @@ from typing import Any
 
 import gradio as gr
 
-from sage_core import ModelPair
+from sage_core import ModelPair, RunHeader
 from sage_core.method_settings import as_float
 from sage_core.methods import form_settings, method_label, specs
 from sage_core.prepared import check_vocabulary
@@ -195,9 +195,18 @@ def pair_status(choice: Choice, lead: str) -> str:
     return status_html(f"{lead} target <code>{target}</code>, draft <code>{draft}</code>")
 
 
+def machine_words(header: RunHeader | None) -> str:
+    """Where a race ran: its device, dtype and the CPU threads torch ran on ("cpu, float32, 1 thread"; the count
+    left out of a trace that did not record it)."""
+    if header is None:
+        return "?"
+    threads = f", {header.threads} thread{'s' * (header.threads != 1)}" if header.threads else ""
+    return f"{header.device}, {header.dtype}{threads}"
+
+
 def replay_status(race: RaceView, done: bool = False, speed: float = 1.0, note: str = "") -> str:
     header = race.header
-    recorded = f"{header.device}, {header.dtype}; target {header.target}" if header else "unknown device"
+    recorded = f"{machine_words(header)}; target {header.target}" if header else "unknown device"
     state = "finished" if done else f"playing at {speed:g}× the recorded pace"
     return status_html(
         f"▶ <b>REPLAY</b> of a recorded trace ({html.escape(race.source or 'trace')}), {state}. No model is "
@@ -320,7 +329,7 @@ def finished_status(race: RaceView, note: str = "") -> str:
     if race.replay:
         return replay_status(race, done=True, note=note)
     header = race.header
-    where = f"{header.device}, {header.dtype}" if header else "?"
+    where = machine_words(header)
     steps = ", ".join(f"{method_label(lane.key)} {len(lane.records) - 1} rounds" for lane in race.lanes)
     why = loss_html(race, header.device if header else None)
     pace = pace_note(race, opening_recording())
@@ -519,7 +528,9 @@ class Handlers:
 
     def race(self, request: RaceRequest, loaded: models.LoadedPair) -> Iterator[RaceData]:
         second = self.second(request, loaded)
-        return race_steps(loaded.pair, request, loaded.token_texts, loaded.slot, costs=loaded.costs, second=second)
+        return models.racing(
+            race_steps(loaded.pair, request, loaded.token_texts, loaded.slot, costs=loaded.costs, second=second)
+        )
 
     def race_live(self, form: RaceForm, tree_lane: Any, progress: Any = None) -> Iterator[Update]:
         """Stream a race of the form's request (`ui.py` turns the page's values into the form)."""

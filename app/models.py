@@ -26,7 +26,9 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
+import cv2
 import torch
 from PIL import Image
 
@@ -477,11 +479,64 @@ def measured_sweep(loaded: LoadedPair) -> SweepResult:
     return loaded.sweep
 
 
+T = TypeVar("T")
+
+# The page's own OpenCV work (previews, video exports) on one thread: it never spreads over a race's core.
+cv2.setNumThreads(1)
 # One GPU holds one pair at a time; a CPU can keep a few small ones.
 PAIRS = PairCache(capacity=1 if gpu_available() else 3)
 # Held around each race step (any pair): no two steps share the device, so each step's time is its own.
 # Loading a pair holds it only to time the pair's thread counts and its cost curve.
 RACE_SLOT = threading.RLock()
+
+
+class Racing:
+    """How many races are streaming now (`racing`), so the page's own heavy work (an export's frames) can wait
+    for a gap between races instead of running beside their steps (`between_races`)."""
+
+    def __init__(self) -> None:
+        self._count = 0
+        self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)
+
+    def enter(self) -> None:
+        with self._lock:
+            self._count += 1
+
+    def leave(self) -> None:
+        with self._lock:
+            self._count -= 1
+            if self._count == 0:
+                self._idle.notify_all()
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Wait up to `timeout` seconds for no race to be streaming; whether none is."""
+        with self._lock:
+            return self._idle.wait_for(lambda: self._count == 0, timeout)
+
+
+RACING = Racing()
+#: The longest the page's own work waits for a gap between races before taking its turn in the race slot.
+BACKGROUND_PATIENCE_S = 2.0
+
+
+def racing(steps: Iterator[T]) -> Iterator[T]:
+    """A race's steps, counted as a race streaming from its first step to its last (or until it is closed)."""
+    RACING.enter()
+    try:
+        yield from steps
+    finally:
+        RACING.leave()
+
+
+@contextmanager
+def between_races(patience: float = BACKGROUND_PATIENCE_S) -> Iterator[None]:
+    """The race slot for the page's own heavy work (an export's frame): taken when no race streams, or after
+    `patience` seconds at the latest (so a stream of races never starves it), and never during a race's step:
+    a race's measured time stays its own, and a race waits at most one frame."""
+    RACING.wait_idle(patience)
+    with RACE_SLOT:
+        yield
 
 
 class PairSlot:

@@ -472,14 +472,16 @@ def histogram_html(lanes: Mapping[str, Sequence[RoundRecord]]) -> str:
     )
 
 
-def headline_words(h: Headline) -> str:
-    """The headline in words: the verdict first, then the estimate and its interval."""
+def headline_words(h: Headline, clock: float | None = None) -> str:
+    """The headline in words: the verdict first, then the estimate and its interval (`clock`: the lanes'
+    tokens/s ratio, which only "same work" quotes, as the clock's)."""
     rival, low, high = SHORT.get(h.rival, h.rival), *h.interval
     between = f"(90% interval {low:.2f}–{high:.2f}×)"
     if h.verdict == "same work":
+        gap = f"{clock:.2f}× on the clock" if clock is not None else f"{h.speedup:.2f}× {between}"
         return (
             f"the same work as {rival}: the same trees and accepted tokens every round, so neither is faster "
-            f"({h.speedup:.2f}× on the clock {between} is this machine's noise)"
+            f"({gap} is this machine's noise)"
         )
     if h.verdict == "faster":
         return f"{h.speedup:.2f}× faster than {rival} {between}"
@@ -507,6 +509,31 @@ def headline_details(h: Headline) -> str:
     )
 
 
+def clock_words(race: RaceView, h: Headline) -> str:
+    """The lanes' own clock beside the headline, so its figure can be checked against what the lanes show:
+    both sides' tokens/s and their ratio, and, when that ratio falls outside the headline's interval, why the
+    two differ ("" when a side has no rate yet)."""
+    lead, rival = race.lane(h.lead), race.lane(h.rival)
+    if lead is None or rival is None or lead.figures is None or rival.figures is None:
+        return ""
+    mine, theirs = lead.figures.tokens_per_second, rival.figures.tokens_per_second
+    if not (mine > 0 and theirs > 0):
+        return ""
+    clock = mine / theirs
+    said = (
+        f"on the clock {SHORT.get(h.lead, h.lead)} {mine:.1f} against {SHORT.get(h.rival, h.rival)} "
+        f"{theirs:.1f} tokens/s ({clock:.2f}×)"
+    )
+    low, high = h.interval
+    if low <= round(clock, 2) <= high:
+        return said
+    recorded = "its recording's machine" if race.replay else "the machine"
+    return (
+        f"{said}, outside the interval: the headline prices each side's rounds at their median cost and charges "
+        f"the prefill alike, so rounds {recorded} slowed move the clock but not the headline"
+    )
+
+
 def headline_html(race: RaceView | None) -> str:
     """The speedup as an estimate with its interval and verdict, read off the records of the run shown."""
     if race is None:
@@ -524,10 +551,15 @@ def headline_html(race: RaceView | None) -> str:
         where = f"replay, recorded on {_esc(header.device)}" if header is not None else "replay"
         label += f" <span class='sage-headline-note'>({where})</span>"
     when = "" if race.finished else (" when stopped" if race.stopped else " so far")
-    others = "".join(f" · vs {_esc(SHORT.get(h.rival, h.rival))}: {_esc(headline_words(h))}" for h in rest)
+    others = "".join(
+        f" · vs {_esc(SHORT.get(h.rival, h.rival))}: {_esc(headline_words(h, race.wall_speedups.get(h.rival)))}"
+        for h in rest
+    )
+    clock = clock_words(race, main)
     return (
-        f"<div class='sage-headline'>{label}{when}: {_esc(headline_words(main))}"
-        f"<div class='sage-headline-note'>{_esc(headline_details(main))}{others}</div></div>"
+        f"<div class='sage-headline'>{label}{when}: {_esc(headline_words(main, race.wall_speedups.get(main.rival)))}"
+        f"<div class='sage-headline-note'>{_esc(clock + '; ' if clock else '')}{_esc(headline_details(main))}"
+        f"{others}</div></div>"
     )
 
 

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import torch
 
-from .acceptance import acceptance_stats
 from .config import BACKENDS, DecodeConfig, SamplingConfig, check_max_new_tokens
 from .errors import InputError, SageError
 from .media import DEFAULT_FRAMES, load_media
@@ -30,6 +29,7 @@ from .models.forwards import FORWARDS
 from .models.presets import GPU_PRESETS
 from .models.prompts import check_prompt
 from .records import record_to_dict, save_trace, summarize
+from .studies.acceptance import acceptance_stats
 from .studies.account import no_tree_note
 from .threads import ThreadChoice, choose_threads, current_choice
 

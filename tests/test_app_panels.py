@@ -748,6 +748,7 @@ def test_loading_reports_its_stages_and_never_holds_the_race_slot(monkeypatch):
     assert [text.split(" ")[0:2] for text, _ in stages] == [
         ["loading", "the"],
         ["loading", "the"],
+        ["choosing", "the"],  # the CPU threads (sage_core.threads; SAGE_THREADS in the tests: nothing timed)
         ["warming", "up"],
         ["ready"],
     ]

@@ -236,7 +236,7 @@ def test_a_full_disk_is_one_line_and_the_old_file_stays(tmp_path, capsys, monkey
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
     class FullFile(io.StringIO):
-        write = full  # type: ignore[assignment]
+        write = full  # type: ignore[assignment]  # a file whose every write fails as a full disk's does
 
     monkeypatch.setattr(export, "open_for_writing", lambda path: FullFile())
     monkeypatch.setattr(slides_gif, "write_gif", full)

@@ -254,6 +254,7 @@ SAGE_CORE_LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "sage_core.decode",
             "sage_core.trace_check",
             "sage_core.hf_generate",
+            "sage_core.threads",
         ),
     ),
     ("the studies", ("sage_core.studies", "sage_core.studies.*")),

@@ -237,7 +237,9 @@ def test_a_lane_key_that_does_not_fit_its_runs_header_is_refused_in_one_sentence
     lines = list(race_trace_lines(data))
     meta = json.loads(lines[0])
     meta["race"]["lanes"] = ["sage/one-pass", "static", "sage"]  # the two SAGE lanes' keys swapped
-    with pytest.raises(TraceError, match=r"^the race line's lane 'sage/one-pass' names the one-pass draft, but its "
-                       r"run's header records a sequential draft \('tiny-draft', block 0\): the lanes' keys are "
-                       r"not their runs'$"):  # fmt: skip
+    refusal = (
+        r"^the race line's lane 'sage/one-pass' names the one-pass draft, but its run's header records a sequential "
+        r"draft \('tiny-draft', block 0\): the lanes' keys are not their runs'$"
+    )
+    with pytest.raises(TraceError, match=refusal):
         parse_race([json.dumps(meta), *lines[1:]])

@@ -15,10 +15,10 @@ from app_records import ar_records, header, sage_records, static_records
 from PIL import Image
 
 from sage_core import threads as threads_module
-from sage_core.acceptance import acceptance_stats
 from sage_core.cli import main
 from sage_core.errors import ConfigError, TraceError
 from sage_core.records import save_trace
+from sage_core.studies.acceptance import acceptance_stats
 from sage_core.threads import MORE_THREADS_GAIN, asked_threads, candidate_counts, choose_threads, pick
 from sage_core.trace_check import parse_trace
 from sage_testkit.pairs import tiny_folder

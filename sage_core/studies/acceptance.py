@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .records import RoundRecord
+    from ..records import RoundRecord
 
 
 @dataclass(frozen=True)
