@@ -94,6 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     prog = "sage" if Path(sys.argv[0]).name == "sage" else "python -m sage_core"  # the console script, or -m
     parser = Parser(prog=prog, description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
+    add_stats(commands)
     gen = commands.add_parser("generate", help="decode one prompt about an image or a video")
     gen.add_argument("--target", default="builtin", help="hub id or local folder (default: the built-in pair)")
     gen.add_argument("--draft", default="builtin", help="hub id or local folder (default: the built-in pair)")
@@ -168,6 +169,37 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--json", action="store_true", help="print one JSON object with the text and figures")
     add_method_settings(gen)
     return parser
+
+
+def add_stats(commands: Any) -> None:
+    """`stats TRACE`: a saved run's figures and its acceptance figures as engines report them."""
+    stats = commands.add_parser("stats", help="a saved trace's figures and acceptance figures (vLLM's names)")
+    stats.add_argument("trace", help="a trace written by generate --trace")
+    stats.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def stats(args: argparse.Namespace) -> int:
+    """A trace's summary: its run's figures, the threads it ran on, and its acceptance figures."""
+    from .trace_check import load_trace
+
+    header, records = load_trace(args.trace)
+    summary, accepted = summarize(records), acceptance_stats(records)
+    if args.json:
+        result = {key: value for key, value in asdict(summary).items() if key not in ("token_ids", "text")}
+        print(json.dumps({**result, "threads": header.threads, "acceptance": accepted.as_dict()}))
+        return 0
+    rates = ", ".join(f"{rate:.2f}" for rate in accepted.acceptance_rate_per_pos) or "none"
+    threads = f", {header.threads} thread{'s' * (header.threads != 1)}" if header.threads else ""
+    print(
+        f"{header.method} on {header.device}, {header.dtype}{threads}: {len(summary.token_ids)} tokens in "
+        f"{summary.seconds:.2f} s ({summary.tokens_per_second:.1f} tokens/s)\n"
+        f"drafts {accepted.num_drafts}, draft tokens {accepted.num_draft_tokens}, "
+        f"accepted {accepted.num_accepted_tokens}; mean acceptance length {accepted.mean_acceptance_length:.2f}, "
+        f"draft acceptance rate {accepted.draft_acceptance_rate:.2f}\nacceptance rate per position: {rates}\n"
+        f"accepted lengths (0, 1, 2, ...): {list(accepted.accepted_length_histogram)}; draft forwards "
+        f"{accepted.draft_forwards} ({accepted.draft_forwards_per_round:.1f} a round)"
+    )
+    return 0
 
 
 def parse_max_memory(text: str) -> dict[str, str]:
@@ -291,7 +323,7 @@ def _drafting(run: DecodeRun, summary: RunSummary) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return generate(args)
+        return stats(args) if args.command == "stats" else generate(args)
     except SageError as error:
         print(f"error: {error}", file=sys.stderr)
     except KeyboardInterrupt:

@@ -202,6 +202,14 @@ class Rounds:
     pad_tokens: int = 0
     prompt_tokens: int = 0
     temperature: float = 0.0
+    # The round's decomposition (`DECOMPOSITION`): the draft's forwards' model time, the drafting around them
+    # (top-k, entropy, the tree's rule), the target's verify forward's model time, the verification around it
+    # (masks, positions, cache moves, the acceptance walk) and the rest of the round (commits, the record).
+    draft_model_ms: float = 0.0
+    drafting_loop_ms: float = 0.0
+    verify_model_ms: float = 0.0
+    verify_loop_ms: float = 0.0
+    rest_ms: float = 0.0
 
 
 #: The entropy ablation's lane (--sage-cost-fixed-depth): sage-cost with its depth cap held, not set by D(α).
@@ -347,21 +355,25 @@ def profile_rounds(
 ) -> Rounds:
     """One run with every forward timed: the median round's parts (its records appended to `keep`)."""
     config = method_config(method, max_new, backend, sampling)
-    vlms = [pair.target, pair.draft] if drafts(config.method) else [pair.target]
-    models = [part for vlm in vlms for part in (vlm.model, vlm.lean) if part is not None]  # either may run
+    drafted = drafts(config.method) and pair.draft.model is not pair.target.model
+    target_parts = [part for part in (pair.target.model, pair.target.lean) if part is not None]  # either may run
+    draft_parts = [part for part in (pair.draft.model, pair.draft.lean) if part is not None] if drafted else []
     run = decode(pair, prepared.media, prepared.prompt, config, prepared)
     draft, verify, step, outside, nodes, forwards_run = [], [], [], [], [], []
-    with forward_timer(models, pair.devices) as forwards:
+    parts: dict[str, list[float]] = {name: [] for name in DECOMPOSITION}
+    with forward_timer(target_parts, pair.devices) as target, forward_timer(draft_parts, pair.devices) as drafting:
         for record in run:
-            before = forwards[0]  # the timer is read after the step: its forwards are in
-            forwards[0] = 0.0
+            in_target, in_draft = target[0], drafting[0]  # the timers are read after the step: its forwards are in
+            target[0] = drafting[0] = 0.0
             if record.phase == "decode":
                 draft.append(record.draft_seconds)
                 verify.append(record.verify_seconds)
                 step.append(record.round_seconds)
-                outside.append(record.round_seconds - before)
+                outside.append(record.round_seconds - in_target - in_draft)
                 nodes.append(float(len(record.tree_tokens)))
                 forwards_run.append(float(record.draft_forwards or 0))
+                for name, seconds in zip(DECOMPOSITION, decomposed(record, in_draft, in_target), strict=True):
+                    parts[name].append(seconds)
     if keep is not None:
         keep.extend(run.records)
     return Rounds(
@@ -375,7 +387,62 @@ def profile_rounds(
         statistics.median(nodes) if nodes else 0.0,
         statistics.median(forwards_run) if forwards_run else 0.0,
         temperature=sampling.temperature,
+        draft_model_ms=_ms(parts["draft_model_ms"]),
+        drafting_loop_ms=_ms(parts["drafting_loop_ms"]),
+        verify_model_ms=_ms(parts["verify_model_ms"]),
+        verify_loop_ms=_ms(parts["verify_loop_ms"]),
+        rest_ms=_ms(parts["rest_ms"]),
     )
+
+
+#: A decode round's parts (`Rounds`), in the order `decomposition_lines` prints them, and how it names them.
+DECOMPOSITION = {
+    "draft_model_ms": "draft forwards (model)",
+    "drafting_loop_ms": "drafting around them",
+    "verify_model_ms": "verify forward (model)",
+    "verify_loop_ms": "verifying around it",
+    "rest_ms": "rest of the round",
+}
+
+
+def decomposed(record: RoundRecord, in_draft: float, in_target: float) -> tuple[float, ...]:
+    """A round's seconds by `DECOMPOSITION`: the forwards' model time as the timers saw it, the loop's around
+    each (its part's recorded time less its forwards, never below 0) and the rest of the round."""
+    rest = record.round_seconds - record.draft_seconds - record.verify_seconds
+    return (
+        in_draft,
+        max(0.0, record.draft_seconds - in_draft),
+        in_target,
+        max(0.0, record.verify_seconds - in_target),
+        max(0.0, rest),
+    )
+
+
+def decomposition_lines(rows: Sequence[dict[str, Any]], curve: CostCurve | None) -> str:
+    """Where a decode round's time goes, per method (medians over examples of each example's median round),
+    and the verification of one node against the one-token step with the model's own share of it."""
+    shown = [row for row in rows if "verify_model_ms" in row]
+    if not shown:
+        return ""
+    head = " | ".join(DECOMPOSITION.values())
+    lines = [
+        "\n\nWhere a decode round goes (ms, median round):\n",
+        f"| method | {head} | round | the loop's share |",
+        "|" + "---|" * (len(DECOMPOSITION) + 3),
+    ]
+    for row in shown:
+        cells = " | ".join(f"{row[name]:.2f}" for name in DECOMPOSITION)
+        loop = row["drafting_loop_ms"] + row["verify_loop_ms"] + row["rest_ms"]
+        share = loop / row["step_ms"] if row["step_ms"] else 0.0
+        lines.append(f"| {row['method']} | {cells} | {row['step_ms']:.2f} | {share:.0%} |")
+    if curve is not None:
+        ratio = curve.verify_at(1) / curve.one_token_ms
+        lines.append(
+            f"\nVerifying one node costs {ratio:.2f} one-token steps ({curve.verify_at(1):.2f} against "
+            f"{curve.one_token_ms:.2f} ms; goal 1.15): it is a forward over 2 tokens (the root and the node) "
+            "against 1."
+        )
+    return "\n".join(lines)
 
 
 def _ms(seconds: Sequence[float]) -> float:
@@ -456,7 +523,15 @@ def summarize_at(
         row["draft_prompt_tokens"] = statistics.median(lengths) if lengths else None
         mine_rounds = [r for r in rounds if r.method == method]
         if mine_rounds:
-            for key in ("draft_ms", "verify_ms", "step_ms", "outside_forwards_ms", "nodes", "draft_forwards"):
+            for key in (
+                "draft_ms",
+                "verify_ms",
+                "step_ms",
+                "outside_forwards_ms",
+                "nodes",
+                "draft_forwards",
+                *DECOMPOSITION,
+            ):
                 row[key] = statistics.median(getattr(r, key) for r in mine_rounds)
         rows.append(row)
     return rows
@@ -1006,6 +1081,7 @@ def write_reports(args: argparse.Namespace, plan: Plan, pair: ModelPair, measure
     table += second_draft_lines(rows)
     table += planned_depth_line(measured.profiled_records.get("sage-cost", ()))
     table += backend_lines(rows, plan.backends)
+    table += decomposition_lines(rows, curve)
     print(f"\n{len(plan.examples)} examples, {args.repeats} repeats, median over examples [min–max]\n")
     if len(plan.pads) > 1:
         table += "\n\nStep time against context (--long-prompt), median over examples:\n\n"

@@ -159,3 +159,18 @@ def test_the_clis_answer_names_its_threads_and_acceptance(tiny_root, image_file,
     monkeypatch.setenv("SAGE_THREADS", "0")
     assert main(argv[:-2]) == 2
     assert capsys.readouterr().err.strip().splitlines()[-1] == "error: SAGE_THREADS must be 1-256 threads, not 0"
+
+
+def test_a_saved_traces_stats_are_its_records_counted(tmp_path, capsys):
+    path = tmp_path / "run.jsonl"
+    save_trace(path, replace(header("sage"), threads=1), sage_records())
+    assert main(["stats", str(path), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["acceptance"] == acceptance_stats(sage_records()).as_dict()
+    assert result["threads"] == 1 and result["rounds"] == 2
+    assert main(["stats", str(path)]) == 0
+    said = capsys.readouterr().out
+    assert "sage on cpu, float32, 1 thread" in said and "acceptance rate per position: 1.00, 1.00, 0.50" in said
+    (tmp_path / "broken.jsonl").write_text("not json\n")
+    assert main(["stats", str(tmp_path / "broken.jsonl")]) == 2
+    assert capsys.readouterr().err.startswith("error: ")
