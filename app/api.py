@@ -36,7 +36,7 @@ def race_result(
     race = race_view(data)
     header = race.header
     figures = panel_figures(race, Focus(tree_method, tree_round))
-    result, found = race.verdict, race.headlines
+    found = race.headlines
     return {
         "replay": race.replay,
         "stopped": race.stopped,
@@ -73,12 +73,36 @@ def race_result(
         # why, from the race's own records: depth, reacting to entropy, budget, prefill and rounds
         # (sage_core.studies.account)
         "account": race.account.as_dict(),
-        "lossless": asdict(result) if result is not None else None,
+        "lossless": lossless_answer(race),
         "panels": {name: json.loads(fig.to_json()) for name, fig in figures.items()},
         "trace": "\n".join(race_trace_lines(data)) + "\n" if with_trace else None,
         # plain sentences said before the race (a picture outside the built-in pair's world); empty when none
         "notes": list(notes),
     }
+
+
+def lossless_answer(race: RaceView) -> dict[str, Any] | None:
+    """The verdict on identity (`view.Verdict`: whether the lanes agree token for token, where they first part),
+    or None with fewer than two lanes to compare. A sampled race's verdict says so (`sampled`: true, and `note`):
+    its lanes are samples, exact in distribution, not token-identical, so differing lanes are what sampling
+    gives (docs/sampling.md); a greedy race's is the verdict alone, as before."""
+    if race.verdict is None:
+        return None
+    verdict = asdict(race.verdict)
+    sampling = race.header.sampling if race.header is not None else None
+    if not (sampling and sampling.get("temperature")):
+        return verdict
+    return {**verdict, "sampled": True, "note": sampled_note(sampling)}
+
+
+def sampled_note(sampling: dict[str, Any]) -> str:
+    """The sentence a sampled race's verdict carries (the page's badge says the same)."""
+    return (
+        f"This race was sampled (temperature {sampling['temperature']:g}, top-p {sampling.get('top_p', 1):g}, "
+        f"top-k {sampling.get('top_k', 0)}, seed {sampling.get('seed')}): each lane is one sample, so the lanes "
+        "may differ; every method's output is exact in distribution (distributed exactly as the target's own "
+        "sampling), not token-identical, so identical and first_difference compare these samples only."
+    )
 
 
 def headline_answer(race: RaceView, h: Headline) -> dict[str, Any]:
@@ -94,8 +118,15 @@ def headline_answer(race: RaceView, h: Headline) -> dict[str, Any]:
 #: What the MCP tool's answer holds only when asked for (`panels=true`, `trace=true`): the Plotly panels and the
 #: trace are about 100 kB of a race's answer, which an LLM client would read as some 30k tokens.
 ASKED_FOR = ("panels", "trace")
-#: The most an MCP answer holds by default (a race of every method at the app's 512 new tokens stays under it).
+#: The most an MCP answer holds by default: a larger one (every method on both drafts at the app's 512 new tokens
+#: is about 110 kB) leaves out its token ids, then cuts each lane's text (`bounded`).
 MCP_MAX_BYTES = 64 * 1024
+#: The fewest characters of each lane's text a bounded answer keeps before it leaves out more figures.
+TEXT_FLOOR_CHARS = 256
+#: What a bounded answer leaves out whole, in turn, before and after it cuts the texts' ends: what a client can
+#: read again from the trace (trace=true), the least read first.
+FIRST_LEFT = ("token_ids", "acceptance")
+LAST_LEFT = ("account", "headlines")
 
 
 def finite(value: Any) -> Any:
@@ -114,9 +145,82 @@ def json_answer(
     result: dict[str, Any], panels: bool = False, trace: bool = False, offered: Sequence[str] = ASKED_FOR
 ) -> str:
     """A race's answer (`race_result`) as the MCP tools send it: JSON text, without the panels and the trace
-    unless asked for (`left_out` names what of `offered` was left out; a replay offers no trace: its caller
-    sent it)."""
+    unless asked for (`left_out` names what was left out; a replay offers no trace: its caller sent it), and
+    at most `MCP_MAX_BYTES` when neither is asked for (`bounded`)."""
     wanted = {"panels": panels, "trace": trace}
-    kept = {k: v for k, v in result.items() if wanted.get(k, True)}
+    kept = finite({k: v for k, v in result.items() if wanted.get(k, True)})
     kept["left_out"] = [name for name in offered if not wanted[name]]
-    return json.dumps(finite(kept), ensure_ascii=False, allow_nan=False)
+    if not (panels or trace):
+        kept = bounded(kept)
+    return dumps(kept)
+
+
+def dumps(answer: dict[str, Any]) -> str:
+    return json.dumps(answer, ensure_ascii=False, allow_nan=False)
+
+
+def size(value: Any) -> int:
+    return len(dumps({"": value}).encode("utf-8"))
+
+
+def bounded(answer: dict[str, Any], most: int = MCP_MAX_BYTES) -> dict[str, Any]:
+    """`answer` within `most` bytes of JSON: as it is when it fits; else without its token ids (the texts say
+    them) and its acceptance figures, then with each lane's text cut to the most characters that fit (at least
+    `TEXT_FLOOR_CHARS`, with "…"), then without the account and the headlines. Each step is named in `left_out`
+    ("token_ids", "texts' ends", a figure's name), the cut in `texts_cut_at` (characters), and a sentence in
+    `bounded` says what was left out and where it is whole (the trace)."""
+    if size(answer) <= most:
+        return answer
+    answer = {**answer, "left_out": list(answer["left_out"])}
+
+    def fits() -> bool:
+        return size({**answer, "bounded": bounded_words(answer, most)}) <= most
+
+    for name in FIRST_LEFT:
+        if not fits():
+            answer.pop(name, None)
+            answer["left_out"].append(name)
+    texts: dict[str, str] = answer.get("texts") or {}
+    if not fits():
+        answer["texts_cut_at"] = len(str(most))  # its room, before the cut is known
+        answer["left_out"].append("texts' ends")
+        room = most - size({**answer, "texts": {}, "bounded": bounded_words(answer, most)})
+        answer["texts_cut_at"] = cut_at = text_cut(texts, room)
+        answer["texts"] = {key: cut_text(text, cut_at) for key, text in texts.items()}
+    for name in LAST_LEFT:
+        if not fits():
+            answer.pop(name, None)
+            answer["left_out"].append(name)
+    answer["bounded"] = bounded_words(answer, most)
+    return answer
+
+
+def cut_text(text: str, most: int) -> str:
+    return text if len(text) <= most else text[: most - 1] + "…"
+
+
+def text_cut(texts: dict[str, str], room: int) -> int:
+    """The most characters a lane's text may keep (`cut_text`) so that `texts` fit in `room` bytes of JSON, and
+    never fewer than `TEXT_FLOOR_CHARS` (a binary search over the longest text's length)."""
+    low, high = TEXT_FLOOR_CHARS, max((len(t) for t in texts.values()), default=0)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if size({key: cut_text(text, middle) for key, text in texts.items()}) <= room:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def bounded_words(answer: dict[str, Any], most: int) -> str:
+    """The sentence of a bounded answer: what it left out to stay within `most` bytes (in `left_out`'s order),
+    and where it is whole."""
+    names = {"token_ids": "the token ids", "acceptance": "the acceptance figures", "account": "the account"}
+    names |= {"headlines": "the headlines against every rival"}
+    names["texts' ends"] = f"each lane's text past its first {answer.get('texts_cut_at', 0):,} characters (cut with …)"
+    parts = [names[name] for name in answer["left_out"] if name in names] or ["nothing"]
+    listed = ", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0]
+    return (
+        f"This answer is kept within {most // 1024} kB, so it leaves out {listed}; ask for the trace (trace=true) "
+        "for every token of every lane, or race fewer methods or fewer tokens."
+    )

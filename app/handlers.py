@@ -263,8 +263,9 @@ Args:
 
 Returns:
     JSON: per method its text, token ids and figures (tokens per second, mean accepted length tau, target
-    forwards), the speed-ups against the baselines, the losslessness verdict (or, when sampling, the
-    exact-in-distribution note), the Plotly panels, and the trace (JSON lines) the figures come from.
+    forwards), the speed-ups against the baselines, the losslessness verdict (a sampled race's with
+    sampled: true and the exact-in-distribution note), the Plotly panels, and the trace (JSON lines) the figures
+    come from.
 """
 #: The /race API's common inputs, described (each method's settings describe themselves: `Setting.help`).
 RACE_API_ARGS = {

@@ -61,9 +61,12 @@ RETURNS = f"""Returns:
     target, draft, device, dtype, prompt, media, methods; per method its text (texts), token ids (token_ids),
     figures (tokens per second, mean accepted length tau, target forwards, seconds) and draft prompt tokens; the
     speed-ups against the baselines (speedups), the headline estimate against the main rival and every rival
-    (headline, headlines), the losslessness verdict (lossless; or, when sampling, the exact-in-distribution
-    note), the notes said before the race (notes), the per-race account where the app records one, and
-    left_out (what was not sent: "panels", "trace"). Non-finite numbers are null.
+    (headline, headlines), the losslessness verdict (lossless; a sampled race's says sampled: true and why its
+    lanes differ: exact in distribution, not token-identical), the notes said before the race (notes), the
+    per-race account where the app records one, and left_out (what was not sent: "panels", "trace"). An answer
+    that would be larger (many methods, many tokens) leaves out the token ids and the acceptance figures, then
+    cuts each text's end (texts_cut_at: the characters kept), then the account and the headlines, names each
+    in left_out and says so in a sentence (bounded); the trace has them whole. Non-finite numbers are null.
 """
 REPLAY_RETURNS = """Returns:
     JSON text: the same answer as the race tool's, marked as a replay (replay: true), without the trace (the

@@ -6,6 +6,8 @@ from dataclasses import replace
 
 from app.race import Lane, RaceData
 from sage_core import RoundRecord, RunHeader
+from sage_core.methods import drafts
+from sage_core.methods.registry import method_names
 
 # The output both methods must produce, with each token's text.
 TOKENS = (10, 11, 12, 13, 14, 15, 16, 2)
@@ -143,3 +145,56 @@ def with_changed_token(
     new[position], texts[position] = token, text
     changed[step] = replace(r, new_tokens=tuple(new), new_token_texts=tuple(texts))
     return changed
+
+
+#: Words of the built-in pair's answers (a large race's token texts: ids 100 on).
+WORDS = (" the", " red", " circle", " is", " on", " left", " of", " blue", " square", ".", " and", " there")
+
+
+def large_race(tokens: int = 512, sampled: bool = False) -> RaceData:
+    """A race of every method on both drafts (17 lanes), each `tokens` long (3 draft tokens and the bonus a
+    round on a 20-node tree): the largest answer the app can make. `sampled`: at temperature 0.8, every lane's
+    tokens its own (the lanes differ as samples do); else every lane the same greedy answer."""
+    keys = [(m, d) for m in method_names() for d in ("", "one-pass") if d == "" or drafts(m)]
+    lanes = [
+        Lane(m, _large_header(m, d, tokens, sampled), _large_records(m, tokens, seed * sampled), d)
+        for seed, (m, d) in enumerate(keys)
+    ]
+    texts = {100 + i: word for i, word in enumerate(WORDS)} | {EOS: "."}
+    return RaceData(lanes=lanes, token_texts=texts)
+
+
+def _large_header(method: str, draft: str, tokens: int, sampled: bool) -> RunHeader:
+    sampling = {"temperature": 0.8, "top_p": 1.0, "top_k": 50, "seed": 4} if sampled else None
+    made = replace(header(method), max_new_tokens=tokens, sampling=sampling)
+    return replace(made, draft_block=8) if draft else made
+
+
+def _large_records(method: str, tokens: int, seed: int) -> list[RoundRecord]:
+    ids = [100 + (7 * i + seed * (i % 5)) % len(WORDS) for i in range(tokens - 1)] + [EOS]
+    step = 4 if drafts(method) else 1
+    records = [_large_round(method, 0, ids[:1], 1, 0.0, False)]
+    done = 1
+    while done < tokens:
+        new = ids[done : done + step]
+        records.append(_large_round(method, len(records), new, done + len(new), 0.05 * len(records), step > 1))
+        done += len(new)
+    return records
+
+
+def _large_round(method: str, step: int, new: list[int], total: int, before: float, tree: bool) -> RoundRecord:
+    texts = tuple(WORDS[t - 100] if t != EOS else "." for t in new)
+    base = record(method, 0, 0, 0, 0.05, before + 0.05)
+    shape = chain_tree(tuple(new[:-1]), tuple(range(120, 120 + 20 - len(new) + 1))) if tree and step else {}
+    return replace(
+        base,
+        round=step,
+        phase="decode" if step else "prefill",
+        accepted_tokens=tuple(new[:-1]),
+        bonus_token=new[-1],
+        new_tokens=tuple(new),
+        new_token_texts=texts,
+        total_tokens=total,
+        finish_reason="eos" if new[-1] == EOS else None,
+        **shape,
+    )
