@@ -14,8 +14,8 @@ from sage_core.errors import ConfigError
 from sage_core.method_settings import BestFirstConfig, FrozenSageConfig
 from sage_core.methods import method_spec
 from sage_core.methods.ablations import best_first
+from sage_core.methods.dynamic import rerank_tree
 from sage_core.policy import Candidate, Expansion, planned_depth
-from sage_core.proposers import rerank_tree
 from sage_core.trees import Tree
 
 TOP = 3

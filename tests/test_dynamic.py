@@ -13,7 +13,8 @@ from sage_core.decode import make_proposer
 from sage_core.drafting import DraftedTree
 from sage_core.errors import ConfigError
 from sage_core.method_settings import DynamicConfig
-from sage_core.proposers import Drafter, DynamicProposer, rerank_tree
+from sage_core.methods.dynamic import DynamicProposer, rerank_tree
+from sage_core.proposers import Drafter
 from sage_core.trees import ROOT, Tree
 
 VOCAB = 40

@@ -23,9 +23,11 @@ from collections.abc import Sequence
 from ..drafting import DraftedTree, TopK
 from ..method_settings import BUDGET_TREE_DEPTH, SageConfig
 from ..policy import Candidate, Expansion, confidence
-from ..proposers import Adaptation, Drafter, Proposal, Proposer, RoundShape, SageProposer, rerank_tree
+from ..proposers import Adaptation, Drafter, Proposal, Proposer, RoundShape
 from ..records import RoundRecord
 from ..verify import Verdict
+from .dynamic import rerank_tree
+from .sage import SageProposer
 
 
 def mean_alpha(rounds: Sequence[RoundRecord]) -> float | None:

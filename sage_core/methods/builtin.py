@@ -20,11 +20,13 @@ from ..method_settings import (
     FrozenSageConfig,
     SageConfig,
 )
-from ..proposers import DynamicProposer, Proposer, SageProposer
+from ..proposers import Proposer
 from ..trees import CHAIN_TREE, STATIC_TREE
 from .ablations import BestFirstProposer, FrozenSageProposer, mean_alpha, mean_nodes
 from .budget import SageCostRecord
+from .dynamic import DynamicProposer
 from .registry import Holds, Method, MethodSpec, RunConfig, Setting, register
+from .sage import SageProposer
 from .sage_cost import SageCostProposer
 from .smart import SMART_SPEC
 

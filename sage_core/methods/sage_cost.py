@@ -1,6 +1,6 @@
 """`sage-cost`: SAGE's entropy-set depth, with each round's nodes and budget chosen for speed on this hardware.
 
-The paper's SAGE (proposers.SageProposer) keeps a node when its cumulative draft
+The paper's SAGE (methods/sage.py, SageProposer) keeps a node when its cumulative draft
 probability clears theta_l = 0.1 * l / D(alpha), up to 64 nodes, and moves D_max by
 a window of recent acceptance lengths: entropy and that window size the tree.
 `sage-cost` keeps SAGE's entropy rule for how deep a round may reach (paper §3.2:
