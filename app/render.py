@@ -17,8 +17,11 @@ from sage_core.cost_curve import CostCurve
 from sage_core.methods import ByMethod, drafts, holder, method_label
 from sage_core.studies.costs import predicted_speedups
 from sage_core.studies.premise import Calibration, acceptance_histogram, adaptation_bought, calibration_of
-from sage_core.timing import MIN_ROUNDS, Headline
 
+from .headline import clock_words as clock_words  # (the headline's: re-exported for its readers)
+from .headline import headline_details as headline_details
+from .headline import headline_html as headline_html
+from .headline import headline_words as headline_words
 from .view import SPEEDUP_DEFINITION, LaneView, RaceView
 
 CSS = """
@@ -66,6 +69,9 @@ CSS = """
 .sage-table td.sage-noise { color: #94a3b8; text-decoration: line-through dotted; }
 .sage-headline-note { font-size: 14px; font-weight: 600; }
 .sage-headline { font-size: 20px; font-weight: 700; color: #4c1d95; margin: 8px 0 2px 0; }
+.sage-rivals { display: grid; grid-template-columns: repeat(auto-fill, minmax(250px, 1fr)); gap: 0 16px;
+  font-weight: 500; margin-top: 2px; }  /* the other rivals, one short line each (app/headline.py) */
+.sage-rivals .sage-rivals-why { grid-column: 1 / -1; font-weight: 400; }
 """
 
 # Read off the method registry (sage_core.methods): one label, subtitle and colour per method.
@@ -469,97 +475,6 @@ def histogram_html(lanes: Mapping[str, Sequence[RoundRecord]]) -> str:
         "<table class='sage-table sage-histogram'><caption>Acceptance histogram: how many rounds accepted 0, 1, 2, "
         "… draft tokens (bars: the share of each side's rounds).</caption>"
         f"<tr><th>accepted</th>{head}</tr>{''.join(rows)}</table>"
-    )
-
-
-def headline_words(h: Headline, clock: float | None = None) -> str:
-    """The headline in words: the verdict first, then the estimate and its interval (`clock`: the lanes'
-    tokens/s ratio, which only "same work" quotes, as the clock's)."""
-    rival, low, high = SHORT.get(h.rival, h.rival), *h.interval
-    between = f"(90% interval {low:.2f}–{high:.2f}×)"
-    if h.verdict == "same work":
-        gap = f"{clock:.2f}× on the clock" if clock is not None else f"{h.speedup:.2f}× {between}"
-        return (
-            f"the same work as {rival}: the same trees and accepted tokens every round, so neither is faster "
-            f"({gap} is this machine's noise)"
-        )
-    if h.verdict == "faster":
-        return f"{h.speedup:.2f}× faster than {rival} {between}"
-    if h.verdict == "slower":
-        return f"{h.speedup:.2f}×, slower than {rival} {between}"
-    few = min(h.rounds) < MIN_ROUNDS
-    why = "too few rounds for a verdict" if few else "too noisy on this machine now for a verdict"
-    return f"unclear against {rival}: {h.speedup:.2f}× {between}, {why}"
-
-
-def headline_details(h: Headline) -> str:
-    """What stands beside the headline: decode-only, the prefill as charged, tokens per target forward."""
-    lead, rival = SHORT.get(h.lead, h.lead), SHORT.get(h.rival, h.rival)
-    low, high = h.decode_interval
-    same = h.prefill_seconds == h.rival_prefill_seconds
-    prefill = (
-        f"prefill {1000 * h.prefill_seconds:.0f} ms, the same work, charged once to both"
-        if same
-        else f"prefill {1000 * h.prefill_seconds:.0f} ms against {1000 * h.rival_prefill_seconds:.0f} ms"
-    )
-    mine, theirs = h.tokens_per_forward
-    return (
-        f"decode-only {h.decode_speedup:.2f}× ({low:.2f}–{high:.2f}); {prefill}; rounds at their median cost; "
-        f"tokens per target forward {mine:.2f} ({lead}) against {theirs:.2f} ({rival}), which no load changes"
-    )
-
-
-def clock_words(race: RaceView, h: Headline) -> str:
-    """The lanes' own clock beside the headline, so its figure can be checked against what the lanes show:
-    both sides' tokens/s and their ratio, and, when that ratio falls outside the headline's interval, why the
-    two differ ("" when a side has no rate yet)."""
-    lead, rival = race.lane(h.lead), race.lane(h.rival)
-    if lead is None or rival is None or lead.figures is None or rival.figures is None:
-        return ""
-    mine, theirs = lead.figures.tokens_per_second, rival.figures.tokens_per_second
-    if not (mine > 0 and theirs > 0):
-        return ""
-    clock = mine / theirs
-    said = (
-        f"on the clock {SHORT.get(h.lead, h.lead)} {mine:.1f} against {SHORT.get(h.rival, h.rival)} "
-        f"{theirs:.1f} tokens/s ({clock:.2f}×)"
-    )
-    low, high = h.interval
-    if low <= round(clock, 2) <= high:
-        return said
-    recorded = "its recording's machine" if race.replay else "the machine"
-    return (
-        f"{said}, outside the interval: the headline prices each side's rounds at their median cost and charges "
-        f"the prefill alike, so rounds {recorded} slowed move the clock but not the headline"
-    )
-
-
-def headline_html(race: RaceView | None) -> str:
-    """The speedup as an estimate with its interval and verdict, read off the records of the run shown."""
-    if race is None:
-        return ""
-    found = race.headlines
-    if not found and not race.finished and len(race.lanes) > 1 and race.lane("sage") is not None:
-        # a side has no round yet: the headline's place says so, the same on the page and in the talk view
-        return "<div class='sage-headline'>SAGE speedup so far: unclear, too few rounds yet for a verdict</div>"
-    if not found or found[0].lead != "sage":
-        return ""
-    main, *rest = found
-    label = "SAGE speedup"
-    if race.replay:
-        header = race.header
-        where = f"replay, recorded on {_esc(header.device)}" if header is not None else "replay"
-        label += f" <span class='sage-headline-note'>({where})</span>"
-    when = "" if race.finished else (" when stopped" if race.stopped else " so far")
-    others = "".join(
-        f" · vs {_esc(SHORT.get(h.rival, h.rival))}: {_esc(headline_words(h, race.wall_speedups.get(h.rival)))}"
-        for h in rest
-    )
-    clock = clock_words(race, main)
-    return (
-        f"<div class='sage-headline'>{label}{when}: {_esc(headline_words(main, race.wall_speedups.get(main.rival)))}"
-        f"<div class='sage-headline-note'>{_esc(clock + '; ' if clock else '')}{_esc(headline_details(main))}"
-        f"{others}</div></div>"
     )
 
 

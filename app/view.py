@@ -207,7 +207,8 @@ class RaceView:
 
     @cached_property
     def headlines(self) -> tuple[Headline, ...]:
-        return _headlines(self.lanes, self._sides)
+        found = _headlines(self.lanes, self._sides)
+        return tuple(replace(h, recorded=True) for h in found) if self.replay else found
 
     @cached_property
     def account(self) -> RaceAccount:

@@ -150,6 +150,7 @@ class Headline:
     tokens_per_forward: tuple[float, float]  # the lead's, the rival's
     rounds: tuple[int, int]
     same_work: bool = False  # the same trees and accepted paths every round (`same_work`)
+    recorded: bool = False  # read off a recording (a replay): its noise is the recording's, not this machine's
 
     @property
     def verdict(self) -> Verdict:
