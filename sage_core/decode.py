@@ -34,7 +34,7 @@ from .proposers import Drafter, PlainProposer, Proposer, RunStart, TemplatePropo
 from .pruning import select_visual_tokens
 from .records import NO_TREE, FinishReason, RoundRecord, RunHeader, RunSummary, summarize
 from .sampling import make_verifier, resolve_seed
-from .timing import Laps
+from .timing import Laps, synchronize
 from .trees import EMPTY_TREE, ROOT
 from .verify import Verifier, Warp, verify_forward
 
@@ -242,10 +242,15 @@ class DecodeRun:
         first = verifier.verify(EMPTY_TREE, logits[None]).bonus_token  # waits for the target
         verify_seconds = laps.lap()
         drafter = self._prefill_draft(scores, reserve, verifier.warp)
+        prefill_seconds = laps.stop()
         proposer = self.proposer
         if drafter is not None:  # the proposer's start-of-run hook (sage-cost, SMART: their cost curve)
+            # Off the prefill's clock: the first run of a pair measures the pair's curve here (hundreds of ms),
+            # a cost of the pair's, as its loading is, not of this run's prefill. It ends synchronised (its
+            # timings do), so the first round's clock starts on an idle device as every round's does.
             proposer.start_run(RunStart(pair, self.backend.label, target, target_state, drafter, first))
-        prefill_seconds = laps.stop()
+            for device in dict.fromkeys(pair.devices):
+                synchronize(device)
         loop = _Loop(
             target,
             target_state,

@@ -212,7 +212,7 @@ class Proposer(Protocol):
 
     def start_run(self, run: RunStart) -> None:
         """Called once after the prefill, before the first round, when the run drafts (sage-cost and SMART
-        measure their cost curve here); nothing by default."""
+        measure their cost curve here); nothing by default. Its time is on no round's clock (`decode._prefill`)."""
         return None
 
     def propose(self, drafter: Drafter | None, pending: Sequence[int]) -> Proposal:

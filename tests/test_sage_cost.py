@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import statistics
+import time
 from pathlib import Path
 
 import pytest
@@ -197,3 +198,32 @@ def test_a_round_drafts_on_at_most_the_node_budget_and_the_caches_hold_that_much
     assert SageCostProposer(SageConfig(node_budget=100)).max_nodes == 100
     assert SageCostProposer(SageConfig(node_budget=8)).max_nodes == 65
     assert SageCostProposer(SageConfig()).max_depth == DEPTH_LIMIT == 16
+
+
+@pytest.mark.parametrize("method", ["sage-cost", "smart"])
+def test_the_first_runs_curve_measurement_is_not_counted_in_its_prefill(tiny_root, image, monkeypatch, method):
+    """The first run of a pair measures its cost curve on its prefilled caches (`costs_for_run`); that 0.3 s
+    (a sleep here) is the pair's, not the run's: its prefill record and its clock leave it out."""
+    from sage_core.methods import run_costs
+
+    curve = fake_curve(0.5)
+    measured = []
+
+    def slow_measurement(caches, devices, sizes=COST_SIZES, passes=7):
+        measured.append(passes)
+        time.sleep(0.3)
+        return curve.one_token_ms, curve.verify_ms, curve.draft_level_ms
+
+    monkeypatch.setattr(run_costs, "_fastest_pass_curve", slow_measurement)
+    pair = load_pair(  # a pair of its own: no curve remembered for it yet
+        tiny_folder(tiny_root, "qwen2_vl", "target"), tiny_folder(tiny_root, "qwen2_vl", "noised"), "cpu", "float32"
+    )
+    first = decode(pair, image, PROMPT, DecodeConfig(method, 4))
+    first.run_to_end()
+    assert measured, "the first run measured the curve"
+    again = decode(pair, image, PROMPT, DecodeConfig(method, 4))
+    again.run_to_end()
+    assert len(measured) == 1  # remembered for the pair's later runs
+    prefill, later = first.records[0], again.records[0]
+    assert prefill.round_seconds < later.round_seconds + 0.2, (prefill.round_seconds, later.round_seconds)
+    assert prefill.draft_seconds < 0.2 and first.records[-1].total_seconds < again.records[-1].total_seconds + 0.2
