@@ -118,6 +118,10 @@ class SessionRules:
         self.heartbeats.pop(session_id, None)
         self.left_at[session_id] = now or datetime.datetime.now()
 
+    def page_open(self, session_id: str) -> bool:
+        """Whether the session's page holds its heartbeat open (shown in a browser now)."""
+        return self.heartbeats.get(session_id, 0) > 0
+
     def live(self, holder: StateHolder, session_id: str) -> bool:
         """Whether the session's page holds its heartbeat open or one of its events is in flight."""
         return self.heartbeats.get(session_id, 0) > 0 or in_flight(holder, session_id)
@@ -178,6 +182,13 @@ def rules_of(blocks: Any) -> SessionRules | None:
     """The session rules a Blocks was given (`bound_sessions`), None for Gradio's own behaviour."""
     rules = getattr(blocks, SESSION_BOUNDS, None)
     return rules if isinstance(rules, SessionRules) else None
+
+
+def page_open(blocks: Any, session_id: str) -> bool:
+    """Whether the page of `session_id` is open in a browser now (`SessionRules.page_open`); False for a Blocks
+    without the app's rules (its heartbeats are not watched)."""
+    rules = rules_of(blocks)
+    return rules is not None and rules.page_open(session_id)
 
 
 def stale_sessions(holder: StateHolder, closed_grace_s: float, idle_s: float, now: datetime.datetime) -> list[str]:
@@ -296,6 +307,7 @@ __all__ = [
     "bound_sessions",
     "drop_session",
     "found_again",
+    "page_open",
     "rules_of",
     "session_lost",
     "stale_sessions",

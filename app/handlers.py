@@ -61,7 +61,7 @@ from .inputs import (
     second_draft,
 )
 from .notes import notes_html, race_notes
-from .page import DEFAULT_MAX_NEW_TOKENS, DEFAULT_METHODS, Page
+from .page import DEFAULT_MAX_NEW_TOKENS, DEFAULT_METHODS, STEPPER_TTL, Page
 from .panel_table import Focus, panel_figures, panel_table
 from .race import (
     RaceData,
@@ -83,7 +83,7 @@ from .render import (
     table_html,
     why_html,
 )
-from .stepping import DROPPED, SteppedRaces
+from .stepping import DROPPED, FULL, SteppedRaces
 from .view import RaceView, race_view
 
 TRACE_DIR = Path(tempfile.gettempdir()) / "sage-app-traces"
@@ -663,22 +663,25 @@ class Handlers:
 
     # -- the teaching mode's Step: one round at a time on every side --
 
-    def step_live(self, form: RaceForm, tree_lane: Any, stepper: RaceStepper | None, progress: Any = None) -> Update:
-        """Advance the stepped race by one round (starting one, or a new one when the inputs changed)."""
+    def step_live(
+        self, form: RaceForm, tree_lane: Any, stepper: RaceStepper | None, progress: Any = None, session: str = ""
+    ) -> Update:
+        """Advance the stepped race by one round (starting one, or a new one when the inputs changed); `session`:
+        the page's (a race whose page is open is kept: `stepping.SteppedRaces`)."""
         key = ("live", form)
+        limit = self.stepped_races.limit
         if stepper is not None and stepper.dropped:
-            return {
-                self.page.status: status_html(DROPPED.format(limit=self.stepped_races.limit), "error"),
-                self.page.stepper: None,
-            }
+            return {self.page.status: status_html(DROPPED.format(limit=limit), "error"), self.page.stepper: None}
         try:
             if stepper is None or stepper.key != key or stepper.data.replay or stepper.finished:
+                if not self.stepped_races.room(session):
+                    return {self.page.status: error_html(FULL.format(limit=limit, minutes=STEPPER_TTL // 60))}
                 request = self.request(form)
                 loaded = self.load_for(request, progress)
                 second = self.second(request, loaded)
                 stepper = live_stepper(loaded.pair, request, loaded.token_texts, loaded.slot, key, loaded.costs, second)
                 stepper.notes = notes_html(race_notes(request.pair.target, request.media, request.prompt))
-            return self.stepped(stepper, tree_lane)
+            return self.stepped(stepper, tree_lane, session)
         except Exception as error:
             return {self.page.status: error_html(user_message(error))}
 
@@ -692,13 +695,13 @@ class Handlers:
         except Exception as error:
             return {self.page.status: error_html(user_message(error))}
 
-    def stepped(self, stepper: RaceStepper, tree_lane: Any) -> Update:
+    def stepped(self, stepper: RaceStepper, tree_lane: Any, session: str = "") -> Update:
         data = stepper.step()
         if stepper.finished:  # nothing more to step: its runs' caches go now, not when the state expires
             stepper.release()
             self.stepped_races.forget(stepper)
         else:
-            self.stepped_races.stepped(stepper)
+            self.stepped_races.stepped(stepper, session)
         trace = save_trace_file(data) if stepper.finished and not data.replay else None
         status = stepper.notes + stepping_status(stepper)
         return self.view(data, status, tree_lane, trace=trace) | {self.page.stepper: stepper}

@@ -21,6 +21,7 @@ their own slots at once (`export.ExportSlots`).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -30,7 +31,7 @@ from starlette.middleware import Middleware
 from . import models
 from .boundary import guard, refusals_as_sentences
 from .export import wire_export
-from .gradio_patches import HeartbeatWatch, answer_full_queue, bound_sessions
+from .gradio_patches import HeartbeatWatch, answer_full_queue, bound_sessions, page_open
 from .handlers import TRACE_DIR, Handlers, Settings, Update, controls, last, race_api_function, save_trace_file
 from .inputs import Limits, RaceForm, load_examples, second_draft
 from .landing import wire_landing
@@ -97,11 +98,17 @@ def race_gpu_seconds(*values: Any, **_: Any) -> int:
 
 
 def stepped_race(handlers: Handlers) -> Callable[..., Update]:
-    """The Step event: the page's race inputs (then the tree lane and the stepped race) as one `RaceForm`."""
+    """The Step event: the page's race inputs (then the tree lane and the stepped race) as one `RaceForm`, and
+    the page's session (a stepped race whose page is open is kept: `stepping.SteppedRaces`), read here, outside
+    the GPU's call (`spaces_compat.gpu`), which is handed only the session's id."""
 
-    def step_live(progress: gr.Progress = gr.Progress(), *values: Any) -> Update:  # noqa: B008
+    @gpu(duration=60)
+    def step(session: str, progress: Any, *values: Any) -> Update:
         *fields, tree_lane, stepper = values
-        return handlers.step_live(RaceForm.of(fields), tree_lane, stepper, progress)
+        return handlers.step_live(RaceForm.of(fields), tree_lane, stepper, progress, session)
+
+    def step_live(request: gr.Request, progress: gr.Progress = gr.Progress(), *values: Any) -> Update:  # noqa: B008
+        return step(str(getattr(request, "session_hash", "") or ""), progress, *values)
 
     return step_live
 
@@ -164,7 +171,7 @@ def wire(page: Page, handlers: Handlers) -> None:
     for button in (page.step, page.replay_step):
         button.click(None, None, None, cancels=[live, replaying], queue=False, api_visibility="private")
     page.step.click(
-        gpu(duration=60)(stepped_race(handlers)),
+        stepped_race(handlers),
         [*page.race_inputs, page.tree_lane, page.stepper],
         [*page.view, page.stepper],
         concurrency_id="race",
@@ -264,6 +271,7 @@ def build_demo(
             settings.examples, choices, settings.default_pair, settings.limits, settings.custom.describe()
         )
         handlers = Handlers(page, settings)
+        handlers.stepped_races.page_open = functools.partial(page_open, demo)  # the rules `queued` gives it
         wire(page, handlers)
         wire_sketch(page, page.sketch)
         wire_preview(page)
