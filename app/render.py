@@ -12,11 +12,13 @@ import html
 import statistics
 from collections.abc import Mapping, Sequence
 
-from sage_core import RoundRecord
+from sage_core import RoundRecord, RunHeader
 from sage_core.cost_curve import CostCurve
 from sage_core.methods import ByMethod, drafts, holder, method_label
+from sage_core.studies.account import cost_per_token, cost_reason
 from sage_core.studies.costs import predicted_speedups
 from sage_core.studies.premise import Calibration, acceptance_histogram, adaptation_bought, calibration_of
+from sage_core.timing import Headline
 
 from .headline import clock_words as clock_words  # (the headline's: re-exported for its readers)
 from .headline import headline_details as headline_details
@@ -521,13 +523,25 @@ def loss_sentence(race: RaceView) -> str:
     else:
         rival_part = f"{name}'s {r_ms:.1f} ms ({r_draft:.1f} drafting) for {r_tokens:.2f}"
     if h.prefill_seconds == h.rival_prefill_seconds:
-        prefill = f"the prefill ({1000 * h.prefill_seconds:.0f} ms) is the same work, charged once to both"
+        prefill = f"the prefill ({1000 * h.prefill_seconds:.0f} ms) charged once to both"
     else:
         prefill = f"prefill {1000 * h.prefill_seconds:.0f} ms against {name}'s {1000 * h.rival_prefill_seconds:.0f}"
+    reason = loss_reason(race, h)
     return (
         f"SAGE was slower than {name} here ({h.speedup:.2f}×): its rounds took {s_ms:.1f} ms "
-        f"({s_draft:.1f} drafting) for {s_tokens:.2f} tokens each, {rival_part} (medians); {prefill}."
+        f"({s_draft:.1f} drafting) for {s_tokens:.2f} tokens each, {rival_part} (medians)"
+        f"{', and ' + reason if reason else ''}; {prefill}."
     )
+
+
+def loss_reason(race: RaceView, h: Headline) -> str:
+    """Why SAGE lost to `h`'s rival, as the race's account shows it: its rounds dearer per token, from their
+    tokens and time (`cost_reason`: "extra tokens" only where it accepted more), else a longer prefill; "" when
+    neither figure shows it."""
+    sage, rival = race.account.side("sage"), race.account.side(h.rival)
+    if sage is not None and rival is not None and cost_per_token(sage, rival) == "dearer":
+        return cost_reason(sage, rival)
+    return "its prefill took longer" if h.prefill_seconds > h.rival_prefill_seconds else ""
 
 
 def loss_html(race: RaceView, device: str | None) -> str:
@@ -541,15 +555,23 @@ def loss_html(race: RaceView, device: str | None) -> str:
     return (f" <b>{_esc(sentence)}</b>" if sentence else "") + more
 
 
+def same_input(mine: RunHeader, theirs: RunHeader) -> bool:
+    """Whether two runs raced the same pair on the same prompt and media (a rate is comparable only then: a
+    6-token answer about a clip is not a slower run of a 160-token answer about a picture)."""
+    fields = ("target", "draft", "prompt", "media")
+    return all(getattr(mine, name) == getattr(theirs, name) for name in fields)
+
+
 def pace_note(live: RaceView, recorded: RaceView | None) -> str:
-    """One line when this machine ran SAGE markedly slower than the recording the page opened with (same
-    target): both rates measured, so the visitor knows the slower race is the machine, not the method."""
+    """One line when this machine ran SAGE markedly slower than the recording the page opened with, on the
+    same pair, prompt and media (`same_input`; else nothing: another input's pace says nothing of this
+    machine): both rates measured, so the visitor knows the slower race is the machine, not the method."""
     if recorded is None or live.replay:
         return ""
     mine, theirs = live.lane("sage"), recorded.lane("sage")
     if mine is None or theirs is None or mine.figures is None or theirs.figures is None:
         return ""
-    if mine.header is None or theirs.header is None or mine.header.target != theirs.header.target:
+    if mine.header is None or theirs.header is None or not same_input(mine.header, theirs.header):
         return ""
     here, there = mine.figures.tokens_per_second, theirs.figures.tokens_per_second
     if here <= 0 or there < 2 * here:

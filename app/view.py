@@ -213,7 +213,9 @@ class RaceView:
     @cached_property
     def account(self) -> RaceAccount:
         trusted = self.costs if self.costs is not None and self.costs.trusted else None
-        return race_account({lane.key: lane.records for lane in self.lanes if lane.records}, trusted, self.held_alpha)
+        main = self.headlines[0].rival if self.headlines and self.headlines[0].lead == "sage" else None
+        lanes = {lane.key: lane.records for lane in self.lanes if lane.records}
+        return race_account(lanes, trusted, self.held_alpha, against=main)  # the why told against the headline's
 
     @property
     def methods(self) -> list[str]:

@@ -108,11 +108,12 @@ def side_account(method: str, records: Sequence[RoundRecord], curve: CostCurve |
 @dataclass(frozen=True)
 class RaceAccount:
     """Every side's account, and what reacting to entropy bought (SAGE's τ minus sage-frozen's, when both
-    raced; the α sage-frozen held)."""
+    raced; the α sage-frozen held), and the side the why is told against when the race's headline names one."""
 
     sides: tuple[SideAccount, ...]
     reacting_delta_tau: float | None
     frozen_alpha: float | None
+    against: str | None = None  # the side the race's headline compares SAGE with, so the why is told against it
 
     def side(self, method: str) -> SideAccount | None:
         return next((s for s in self.sides if s.method == method), None)
@@ -131,9 +132,13 @@ class RaceAccount:
         return out
 
     def rival(self) -> SideAccount | None:
-        """The side SAGE's why is told against: SD-Tree when it raced, else the first other side that drafts
-        (sage-frozen, SAGE's own ablation, last), else plain decoding (or a side that made no tree)."""
+        """The side SAGE's why is told against: the headline's main rival (`against`) when it raced, else SD-Tree
+        when it raced, else the first other side that drafts (sage-frozen, SAGE's own ablation, last), else plain
+        decoding (or a side that made no tree)."""
         others = [s for s in self.sides if s.method != "sage"]
+        named = next((s for s in others if s.method == self.against), None)
+        if named is not None:
+            return named
         frozen = holder("sage", "alpha")
         others.sort(key=lambda s: (s.plain, s.method != "static", s.method == frozen))
         return others[0] if others else None
@@ -176,7 +181,7 @@ class RaceAccount:
         if sage is None or rival is None:
             return ""
         verdict = {
-            "same": "about the same per token",
+            "same": "about the same per token, neither faster",
             "cheaper": "SAGE's rounds cheaper per token",
             "dearer": "SAGE's rounds dearer per token",
         }[cost_per_token(sage, rival)]
@@ -215,18 +220,52 @@ SAME_COST = 0.03
 
 def per_token(sage: SideAccount, rival: SideAccount, name: str) -> str:
     """What decides the race after the prefill, true whichever side won: each side's median round over the
-    tokens it brought, and which was cheaper per token."""
+    tokens it brought, which was cheaper per token, and why (`cost_reason`)."""
     mine, theirs = sage.ms_per_token, rival.ms_per_token
     figures = (
         f"a round {sage.median_round_ms:.1f} ms for {sage.tau + 1:.2f} tokens against {rival.median_round_ms:.1f} ms "
         f"for {rival.tau + 1:.2f}: {mine:.1f} ms a token against {theirs:.1f}"
     )
+    verdict = {
+        "same": "about the same per token, so neither was faster after the prefill",
+        "cheaper": f"so SAGE's rounds were cheaper per token than {name}'s",
+        "dearer": f"so SAGE's rounds were dearer per token than {name}'s",
+    }[cost_per_token(sage, rival)]
+    return f"{figures}, {verdict}: {cost_reason(sage, rival)}"
+
+
+def compared(mine: float, theirs: float, places: int) -> int:
+    """1, 0 or -1: `mine` above, equal to or below `theirs` as both are printed (to `places` decimals)."""
+    a, b = round(mine, places), round(theirs, places)
+    return (a > b) - (a < b)
+
+
+def cost_reason(sage: SideAccount, rival: SideAccount) -> str:
+    """Why SAGE's time per token came out as it did, from what it is made of: the tokens a round brought (τ, as
+    printed) and a round's median time (as printed), each against the rival's. Only what those figures show:
+    "extra tokens" only where SAGE accepted more per round, "fewer" or "as many" where it did not."""
+    tau = f"τ {sage.tau:.2f} against {rival.tau:.2f}"
+    tokens = compared(sage.tau, rival.tau, 2)
+    longer = compared(sage.median_round_ms, rival.median_round_ms, 1)
     cost = cost_per_token(sage, rival)
-    if cost == "same":
-        return figures + ", about the same per token"
-    if cost == "cheaper":
-        return figures + f", so SAGE's rounds were cheaper per token than {name}'s"
-    return figures + f", so SAGE's rounds were dearer per token than {name}'s: its extra tokens did not pay for them"
+    if tokens == 0:
+        rounds = {1: "in longer rounds", 0: "in rounds as long", -1: "in shorter rounds"}[longer]
+        return f"it accepted as many tokens per round ({tau}) {rounds}"
+    if tokens < 0:
+        if cost == "dearer":
+            tail = {1: ", in longer rounds", 0: "", -1: ", which its shorter rounds did not make up for"}[longer]
+            return f"it accepted fewer tokens per round: {tau}{tail}"
+        if longer < 0:
+            just = " just" if cost == "same" else ""
+            return f"its shorter rounds{just} made up for fewer tokens per round ({tau})"
+        return f"it accepted fewer tokens per round ({tau}) {'in longer rounds' if longer else 'in rounds as long'}"
+    if longer <= 0:
+        return f"it accepted more tokens per round ({tau}) {'in shorter rounds' if longer else 'in rounds as long'}"
+    return {
+        "dearer": "its rounds cost more than the extra tokens bought",
+        "same": f"its extra tokens ({tau}) just paid for its longer rounds",
+        "cheaper": f"its extra tokens ({tau}) paid for its longer rounds",
+    }[cost]
 
 
 def cost_per_token(sage: SideAccount, rival: SideAccount) -> Literal["same", "cheaper", "dearer"]:
@@ -238,15 +277,19 @@ def cost_per_token(sage: SideAccount, rival: SideAccount) -> Literal["same", "ch
 
 
 def race_account(
-    lanes: Mapping[str, Sequence[RoundRecord]], curve: CostCurve | None = None, frozen_alpha: float | None = None
+    lanes: Mapping[str, Sequence[RoundRecord]],
+    curve: CostCurve | None = None,
+    frozen_alpha: float | None = None,
+    against: str | None = None,
 ) -> RaceAccount:
-    """The account of a race's sides (lanes in column order), on the cost curve in use."""
+    """The account of a race's sides (lanes in column order), on the cost curve in use; its why told against
+    `against` when given (the race's headline's main rival)."""
     sides = tuple(a for m, records in lanes.items() if (a := side_account(m, records, curve)) is not None)
     by_method = {s.method: s for s in sides}
     frozen_lane = holder("sage", "alpha")  # SAGE itself with α held (sage-frozen): what reacting to entropy bought
     sage, frozen = by_method.get("sage"), by_method.get(frozen_lane) if frozen_lane else None
     delta = sage.tau - frozen.tau if sage is not None and frozen is not None else None
-    return RaceAccount(sides, delta, frozen_alpha if frozen is not None else None)
+    return RaceAccount(sides, delta, frozen_alpha if frozen is not None else None, against)
 
 
 def frozen_alpha_in_race(given: float | None, sage_alphas: Sequence[float], calibrated: float) -> tuple[float, str]:
