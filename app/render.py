@@ -71,7 +71,7 @@ CSS = """
 .sage-table td.sage-noise { color: #94a3b8; text-decoration: line-through dotted; }
 .sage-headline-note { font-size: 14px; font-weight: 600; }
 .sage-headline { font-size: 20px; font-weight: 700; color: #4c1d95; margin: 8px 0 2px 0; }
-.sage-rivals { display: grid; grid-template-columns: repeat(auto-fill, minmax(250px, 1fr)); gap: 0 16px;
+.sage-rivals { display: grid; grid-template-columns: repeat(auto-fill, minmax(min(100%, 250px), 1fr)); gap: 0 16px;
   font-weight: 500; margin-top: 2px; }  /* the other rivals, one short line each (app/headline.py) */
 .sage-rivals .sage-rivals-why { grid-column: 1 / -1; font-weight: 400; }
 """
