@@ -4,10 +4,16 @@ Two ways to decide which nodes a level holds, behind one seam:
 - a rank template (the static tree, the chain, SAGE's planned template):
   `template_chooser`;
 - SAGE's online rule from the live draft probabilities: `policy.choose_level`.
+
+And three ways a level's children are found (`LevelOffers`): a sequential draft runs a forward a level
+(`LevelForwards`); a one-pass draft offers its block's marginal at the next depth (`BlockOffers`), or, with a
+conditional head, each expanded node its own next depth from the same block (`ConditionalOffers`: TreeFlash's
+trees from conditional tables, no draft forward).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -16,6 +22,7 @@ import torch
 
 from .backends import ModelBackend
 from .models import KVState
+from .models.conditional_head import ConditionalHead
 from .models.one_pass import OnePass
 from .policy import Candidate, Expansion
 from .trees import ROOT, RankPath, Tree
@@ -35,6 +42,10 @@ class DraftedTree:
     distributions: dict[int, tuple[float, ...]]
     # Draft forwards the levels ran (the root's, which fed the committed tokens, not counted).
     level_forwards: int = 0
+    # A one-pass draft's conditional head: its calls (one a level it offered children at) and their seconds,
+    # apart from the draft forwards (the head is a few small matrix products, not a forward).
+    head_calls: int = 0
+    head_seconds: float = 0.0
 
 
 TopK = tuple[tuple[int, ...], tuple[float, ...]]  # (tokens, probabilities), most likely first
@@ -116,7 +127,7 @@ def grow_tree(
     max_depth: int,
     top: int,
     expand: Expand,
-    block: Sequence[TopK] | None = None,
+    offers: LevelOffers | None = None,
 ) -> DraftedTree:
     """Grow a tree level by level under the draft's tree attention.
 
@@ -130,11 +141,11 @@ def grow_tree(
     token is in `side.stop` (the target's end-of-sequence ids) is never expanded:
     nothing after it could be accepted.
 
-    With a one-pass draft's `block` (its top-k at depths 1, 2, ...: `draft_block`) no level runs a
-    forward: every node expanded at level l is offered the block's depth l + 1 (the draft's marginal
-    there, the same whichever sibling it follows), and the tree ends at the block's depth.
+    A one-pass draft's `offers` (`block_offers`) run no forward: every node expanded at level l is offered the
+    block's depth l + 1 (the draft's marginal there, the same whichever sibling it follows; with a conditional
+    head, the node's own), and the tree ends at the block's depth.
     """
-    levels: LevelOffers = BlockOffers(block) if block is not None else LevelForwards(side, top)
+    levels: LevelOffers = offers if offers is not None else LevelForwards(side, top)
     max_depth = min(max_depth, levels.deepest)
     nodes: list[Candidate] = []  # each with its parent, token, draft probability and cumulative probability
     distributions = {ROOT: root[1]}
@@ -158,7 +169,7 @@ def grow_tree(
             frontier.append(Expansion(node, nodes[node].prob, nodes[node].cumulative, next_tokens, next_probs))
     levels.finish()
     tree = Tree(tuple(c.token for c in nodes), tuple(c.parent for c in nodes), tuple(c.prob for c in nodes))
-    return DraftedTree(tree, distributions, levels.forwards)
+    return DraftedTree(tree, distributions, levels.forwards, levels.head_calls, levels.head_seconds)
 
 
 class LevelOffers(Protocol):
@@ -168,6 +179,10 @@ class LevelOffers(Protocol):
     def deepest(self) -> int: ...
     @property
     def forwards(self) -> int: ...
+    @property
+    def head_calls(self) -> int: ...
+    @property
+    def head_seconds(self) -> float: ...
     def offer(self, level: int, nodes: Sequence[Candidate], to_expand: Sequence[int]) -> list[TopK]: ...
     def finish(self) -> None: ...
 
@@ -177,6 +192,7 @@ class LevelForwards:
     entries, dropped at the end)."""
 
     deepest = 1 << 30
+    head_calls, head_seconds = 0, 0.0
 
     def __init__(self, side: DraftSide, top: int) -> None:
         self.side, self.top = side, top
@@ -205,7 +221,7 @@ class LevelForwards:
 class BlockOffers:
     """A one-pass draft: a node expanded at level l is offered the block's depth l + 1, no forward."""
 
-    forwards = 0
+    forwards, head_calls, head_seconds = 0, 0, 0.0
 
     def __init__(self, block: Sequence[TopK]) -> None:
         self.block = block
@@ -216,6 +232,41 @@ class BlockOffers:
 
     def finish(self) -> None:
         pass
+
+
+class ConditionalOffers:
+    """A one-pass draft with a conditional head: a node expanded at level l is offered its own depth l + 1, the
+    head applied to the block's logits there and the node's token (siblings get children of their own); one
+    head call a level for all its nodes, no forward. Depth 1 is the block's (it read the root itself)."""
+
+    forwards = 0
+
+    def __init__(self, logits: torch.Tensor, head: ConditionalHead, top: int, vocab: int, warp: Warp | None) -> None:
+        self.logits, self.head, self.top, self.vocab, self.warp = logits, head, top, vocab, warp
+        self.deepest = int(logits.shape[0])
+        self.head_calls, self.head_seconds = 0, 0.0
+
+    def offer(self, level: int, nodes: Sequence[Candidate], to_expand: Sequence[int]) -> list[TopK]:
+        started = time.perf_counter()
+        prev = torch.tensor([nodes[n].token for n in to_expand], device=self.logits.device)
+        rows = self.logits[level].expand(len(to_expand), -1)
+        offered = top_candidates(self.head.apply(rows, prev, level + 1), self.top, self.vocab, self.warp)
+        self.head_calls += 1
+        self.head_seconds += time.perf_counter() - started
+        return offered
+
+    def finish(self) -> None:
+        pass
+
+
+def block_offers(
+    block: torch.Tensor, root: TopK, head: ConditionalHead | None, top: int, side: DraftSide
+) -> LevelOffers:
+    """A one-pass round's offers from its block's logits (depths 1 .. K, `draft_block`) and the root's top-k:
+    the block's marginals, or with a `head` each node's own next depth."""
+    if head is not None:
+        return ConditionalOffers(block, head, top, side.vocab, side.warp)
+    return BlockOffers([root, *top_candidates(block[1:], top, side.vocab, side.warp)])
 
 
 def template_chooser(template: Sequence[RankPath]) -> tuple[Chooser, Expand, int]:

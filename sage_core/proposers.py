@@ -29,6 +29,7 @@ from .drafting import (
     DraftedTree,
     Expand,
     TopK,
+    block_offers,
     draft_block,
     feed_committed,
     grow_tree,
@@ -52,7 +53,8 @@ class Drafter:
     (sampling), the tokens that end the sequence (never expanded), and, for a one-pass draft, its
     mask and block (`one_pass`: the whole round's draft is one forward, `drafting.draft_block`).
 
-    `forwards` counts the draft forwards run so far (the loop reads each round's), and a one-pass
+    `forwards` counts the draft forwards run so far (the loop reads each round's), `head_calls` and
+    `head_seconds` a one-pass draft's conditional head's calls and time apart from them, and a one-pass
     round's block logits wait in `block` between `root` and `grow`."""
 
     backend: ModelBackend
@@ -63,6 +65,8 @@ class Drafter:
     one_pass: OnePass | None = None
     forwards: list[int] = field(default_factory=lambda: [0])
     block: list[torch.Tensor] = field(default_factory=list)
+    head_calls: list[int] = field(default_factory=lambda: [0])
+    head_seconds: list[float] = field(default_factory=lambda: [0.0])
 
     @property
     def block_size(self) -> int:
@@ -81,12 +85,14 @@ class Drafter:
         return top_candidates(logits, k, self.vocab, self.warp)[0]
 
     def grow(self, root: TopK, choose: Chooser, depth: int, k: int, expand: Expand) -> DraftedTree:
-        block = None
+        offers = None
         if self.one_pass is not None:
             assert self.block, "a one-pass round drafts its block in root() first"
-            block = [root, *top_candidates(self.block[0][1:], k, self.vocab, self.warp)]
-        drafted = grow_tree(self, root, choose, depth, k, expand, block)
+            offers = block_offers(self.block[0], root, self.one_pass.head, k, self)
+        drafted = grow_tree(self, root, choose, depth, k, expand, offers)
         self.forwards[0] += drafted.level_forwards
+        self.head_calls[0] += drafted.head_calls
+        self.head_seconds[0] += drafted.head_seconds
         return drafted
 
 

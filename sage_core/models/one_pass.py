@@ -6,26 +6,36 @@ ahead, all in one forward. Its config says so under `ONE_PASS_KEY`, as `{"mask_t
 "block_size": K}` (`scripts/train_builtin_pair.py --one-pass K` writes it). Any model can be given
 the key (a test's random draft with any token as its mask): it is the drafting, not the family, that
 changes (`drafting.draft_block`).
+
+A one-pass draft may also carry a conditional head (`conditional_head.py`: each depth conditioned on the token
+drafted before it), saved beside its config and declared under the same key, `"conditional_head":
+"conditional_head.safetensors"`; without it a level's children are the block's marginals, as before.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeGuard
 
 from ..errors import ModelLoadError
+from .conditional_head import ConditionalHead, load_head
 
 ONE_PASS_KEY = "one_pass_draft"
+#: The key, inside `ONE_PASS_KEY`, naming the conditional head's file beside the config.
+HEAD_KEY = "conditional_head"
 #: The deepest block a one-pass draft may declare (a round's tree is never deeper than its block).
 MAX_BLOCK = 64
 
 
 @dataclass(frozen=True)
 class OnePass:
-    """A one-pass draft's mask token and block length (depths 1 .. block_size from one forward)."""
+    """A one-pass draft's mask token and block length (depths 1 .. block_size from one forward), and its
+    conditional head when it has one (each node's own next depth: `drafting.ConditionalOffers`)."""
 
     mask_token_id: int
     block_size: int
+    head: ConditionalHead | None = None
 
 
 def one_pass_of(config: Any, name: str, input_rows: int) -> OnePass | None:
@@ -42,7 +52,41 @@ def one_pass_of(config: Any, name: str, input_rows: int) -> OnePass | None:
             f"{{'mask_token_id': a token id below {input_rows}, 'block_size': a whole number from 2 to "
             f"{MAX_BLOCK}}}: fix its config.json or remove the key"
         )
-    return OnePass(mask, block)
+    return OnePass(mask, block, _head_of(config, declared, name, input_rows, block))
+
+
+def _head_of(config: Any, declared: dict, name: str, input_rows: int, block: int) -> ConditionalHead | None:
+    """The conditional head the declaration names (None: none named); one that cannot be used is refused in one
+    sentence (ModelLoadError)."""
+    file = declared.get(HEAD_KEY)
+    if file is None:
+        return None
+    if isinstance(file, str) and file.endswith(".safetensors") and Path(file).name == file:
+        path = _beside_config(config, name, file)
+        head = load_head(path, input_rows, block) if path is not None else f"its file {file} is not beside its config"
+    else:
+        head = "it is not the name of a .safetensors file beside its config"
+    if isinstance(head, str):
+        raise ModelLoadError(
+            f"the model {name!r} declares a conditional head ({ONE_PASS_KEY}.{HEAD_KEY} in its config) but {head}: "
+            "fix its config.json or remove the key"
+        )
+    return head
+
+
+def _beside_config(config: Any, name: str, file: str) -> Path | None:
+    """Where `file` is beside the model's config: in its folder, or in the hub's cache of its repository."""
+    source = str(getattr(config, "_name_or_path", "") or name)
+    if Path(source).is_dir():
+        path = Path(source) / file
+        return path if path.is_file() else None
+    from transformers.utils import cached_file
+
+    try:
+        found = cached_file(source, file, _raise_exceptions_for_missing_entries=False)
+    except OSError:
+        return None
+    return Path(found) if found else None
 
 
 def _whole(value: object) -> TypeGuard[int]:
