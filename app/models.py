@@ -339,7 +339,7 @@ class PairCache:
             report("choosing the CPU threads (timing the one-token step at each count)", 0.7)
             with RACE_SLOT:  # no race beside the timing: each count's step is its own
                 loaded.threads = choose_threads(pair)
-            log.info("threads for %s: %s", pair.target.name, loaded.threads.describe())
+            log.info("threads for %s: %s", target, loaded.threads.describe())
             report("warming up (one short untimed decode, then the verification cost of 1 to 64 nodes)", 0.85)
             with loaded.slot:  # the curve measured on the pair's threads, no race beside it
                 loaded.costs = warm_up(loaded.pair)

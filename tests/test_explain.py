@@ -196,7 +196,7 @@ def test_nodes_below_the_next_threshold_get_no_draft_forward_and_the_trees_stay_
     every node is expanded, with no more draft forwards."""
     import importlib
 
-    decode_module = importlib.import_module("sage_core.proposers")
+    decode_module = importlib.import_module("sage_core.methods.sage")  # SAGE's proposer reads the threshold there
     example = next(e for e in json.loads((EXAMPLES / "examples.json").read_text()) if "detail" in e["prompt"])
     media = load_media(EXAMPLES / example["file"])
     calls = []
