@@ -2,9 +2,9 @@
 
 Recipe (generation 2, second recipe; the defaults; CPU, float32, ``torch.set_num_threads(2)``;
 80 minutes of training on 2 cores, 81.5 wall with the progress evaluations on an idle machine).
-The shipped pair is this run and two more that continue it (the target 45 minutes longer, then
-the draft distilled 10 minutes from that target): ``bash scripts/train_builtin_pair_full.sh``
-runs all three, about 138 minutes wall (the options the second and third runs use are below).
+This run is the first stage of the shipped pair's recipe; the 37 stages after it continue it with the
+options below: the table and its runner are scripts/recipe.py (``python scripts/recipe.py``), each
+run's history docs/training-history.md.
 
 * Data: ``sage_world.scenes`` with ``random.Random(seed)``, fresh examples every step:
   1-6 shapes anywhere on canvases of varied size and aspect (places named on a 3x3 grid), bar
@@ -63,7 +63,7 @@ Usage::
     python scripts/train_builtin_pair.py                       # 10 + 54 + 3 + 13 minutes of training
     python scripts/train_builtin_pair.py --target-vision-steps 5 --draft-vision-steps 5 \
         --target-steps 6 --draft-steps 6 --out /tmp/smoke
-    # run 4's data (assets/builtin/README.md): shares of lone, hand-drawn, shifted and reworded examples
+    # run 4's data (docs/training-history.md): shares of lone, hand-drawn, shifted and reworded examples
     python scripts/train_builtin_pair.py --init-target assets/builtin/target --target-minutes 42 \
         --lone 0.15 --hand-drawn 0.25 --shifted 0.2 --reworded 0.5 ...
     # a smaller draft from a trained one's first text layer, saved as OUT/hesitant-draft:

@@ -5,6 +5,7 @@ through the real path as a pair."""
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 import pytest
@@ -134,29 +135,318 @@ def test_bad_vision_stage_settings_are_refused_with_one_message(args, message, t
     assert not (tmp_path / "out").exists()
 
 
-def full_recipe_runs(out: Path, work: Path, run14: bool = False) -> list[list[str]]:
-    """The `train` command lines of scripts/train_builtin_pair_full.sh that make the shipped pair (not the tried
-    run 14, which only `--from 14` runs; ``run14``: its lines alone), with OUT and WORK filled in."""
-    import re
-    import shlex
+#: The shipped pair's 38 commands as scripts/train_builtin_pair_full.sh gave them on 2026-12-05 (its `train` lines,
+#: OUT and WORK left as written), frozen: the table must give these, word for word and in this order.
+SHIPPED_2026_12_05 = (
+    "--out WORK/first --checkpoints WORK/first-checkpoints",
+    (
+        "--seed 4321 --out WORK/longer --checkpoints WORK/longer-checkpoints --init-target WORK/first/target "
+        "--target-vision-minutes 0 --target-minutes 45 --target-lr 1e-4 --init-draft WORK/first/draft "
+        "--draft-vision-minutes 0 --draft-minutes 0"
+    ),
+    (
+        "--seed 4321 --out WORK/distilled --checkpoints WORK/distill-checkpoints --init-target WORK/longer/target "
+        "--target-vision-minutes 0 --target-minutes 0 --init-draft WORK/first/draft --draft-vision-minutes 0 "
+        "--draft-minutes 10 --draft-lr 3e-4"
+    ),
+    (
+        "--seed 5678 --out OUT --checkpoints WORK/run4-checkpoints --lone 0.15 --hand-drawn 0.25 --shifted 0.2 "
+        "--reworded 0.5 --eval-n 90 --init-target WORK/distilled/target --target-vision-minutes 0 "
+        "--target-minutes 42 --target-lr 1e-4 --init-draft WORK/distilled/draft --draft-vision-minutes 0 "
+        "--draft-minutes 7 --draft-lr 2e-4"
+    ),
+    (
+        "--seed 8765 --out OUT --checkpoints WORK/hesitant-checkpoints --lone 0.15 --hand-drawn 0.25 --shifted 0.2 "
+        "--reworded 0.5 --eval-n 90 --init-target OUT/target --target-vision-minutes 0 --target-minutes 0 "
+        "--init-draft OUT/draft --draft-layers 1 --draft-name hesitant-draft --draft-vision-minutes 0 "
+        "--draft-minutes 5 --draft-lr 3e-4"
+    ),
+    (
+        "--seed 9999 --out OUT --checkpoints WORK/redistill-checkpoints --eval-n 90 --init-target OUT/target "
+        "--target-vision-minutes 0 --target-minutes 0 --init-draft OUT/draft --draft-vision-minutes 0 "
+        "--draft-minutes 10 --draft-lr 2e-4"
+    ),
+    (
+        "--seed 2468 --out WORK/run7 --checkpoints WORK/run7-target-checkpoints --lone 0.15 --hand-drawn 0.35 "
+        "--shifted 0.3 --reworded 0.5 --eval-n 90 --init-target OUT/target --target-vision-minutes 0 "
+        "--target-minutes 27 --target-lr 1e-4 --init-draft OUT/draft --draft-vision-minutes 0 --draft-minutes 0"
+    ),
+    (
+        "--seed 1357 --out OUT --checkpoints WORK/run7-draft-checkpoints --eval-n 90 "
+        "--init-target WORK/run7/target --target-vision-minutes 0 --target-minutes 0 --init-draft OUT/draft "
+        "--draft-vision-minutes 0 --draft-minutes 6 --draft-lr 2e-4"
+    ),
+    (
+        "--seed 8642 --out WORK/run8 --checkpoints WORK/run8-target-checkpoints --lone 0.15 --hand-drawn 0.35 "
+        "--shifted 0.3 --reworded 0.5 --rows 0.25 --jpeg 0.3 --eval-n 60 --init-target OUT/target "
+        "--target-vision-minutes 0 --target-minutes 55 --target-lr 1e-4 --init-draft OUT/draft "
+        "--draft-vision-minutes 0 --draft-minutes 0"
+    ),
+    (
+        "--seed 9753 --out OUT --checkpoints WORK/run8-draft-checkpoints --rows 0.25 --jpeg 0.3 --eval-n 60 "
+        "--init-target WORK/run8/target --target-vision-minutes 0 --target-minutes 0 --init-draft OUT/draft "
+        "--draft-vision-minutes 0 --draft-minutes 10 --draft-lr 2e-4"
+    ),
+    (
+        "--seed 7531 --out OUT --checkpoints WORK/run8-hesitant-checkpoints --rows 0.25 --jpeg 0.3 --eval-n 60 "
+        "--init-target WORK/run8/target --target-vision-minutes 0 --target-minutes 0 "
+        "--init-draft OUT/hesitant-draft --draft-name hesitant-draft --draft-vision-minutes 0 --draft-minutes 5 "
+        "--draft-lr 3e-4"
+    ),
+    (
+        "--seed 1133 --out WORK/run9 --checkpoints WORK/run9-target-checkpoints --lone 0.15 --hand-drawn 0.4 "
+        "--shifted 0.3 --reworded 0.5 --rows 0.2 --jpeg 0.3 --eval-n 60 --init-target WORK/run8/target "
+        "--target-vision-minutes 0 --target-steps 500 --target-lr 1e-4 --init-draft OUT/draft "
+        "--draft-vision-minutes 0 --draft-minutes 0"
+    ),
+    (
+        "--seed 2244 --out OUT --checkpoints WORK/run9-draft-checkpoints --rows 0.25 --jpeg 0.3 --eval-n 60 "
+        "--init-target WORK/run9/target --target-vision-minutes 0 --target-minutes 0 --init-draft OUT/draft "
+        "--draft-vision-minutes 0 --draft-steps 150 --draft-lr 2e-4"
+    ),
+    (
+        "--seed 3355 --out OUT --checkpoints WORK/run9-hesitant-checkpoints --rows 0.25 --jpeg 0.3 --eval-n 60 "
+        "--init-target WORK/run9/target --target-vision-minutes 0 --target-minutes 0 "
+        "--init-draft OUT/hesitant-draft --draft-name hesitant-draft --draft-vision-minutes 0 --draft-steps 80 "
+        "--draft-lr 3e-4"
+    ),
+    (
+        "--seed 4455 --out WORK/run10 --checkpoints WORK/run10-target-checkpoints --lone 0.15 --hand-drawn 0.4 "
+        "--shifted 0.3 --reworded 0.5 --rows 0.2 --jpeg 0.3 --free 0.3 --visitor-words --eval-n 60 "
+        "--init-target OUT/target --target-vision-minutes 0 --target-steps 1500 --target-lr 1e-4 "
+        "--init-draft OUT/draft --draft-vision-minutes 0 --draft-minutes 0"
+    ),
+    (
+        "--seed 5566 --out OUT --checkpoints WORK/run10-draft-checkpoints --rows 0.25 --jpeg 0.3 --free 0.3 "
+        "--visitor-words --eval-n 60 --init-target WORK/run10/target --target-vision-minutes 0 --target-minutes 0 "
+        "--init-draft OUT/draft --draft-vision-minutes 0 --draft-steps 300 --draft-lr 2e-4"
+    ),
+    (
+        "--seed 6677 --out OUT --checkpoints WORK/run10-hesitant-checkpoints --rows 0.25 --jpeg 0.3 --free 0.3 "
+        "--visitor-words --eval-n 60 --init-target WORK/run10/target --target-vision-minutes 0 --target-minutes 0 "
+        "--init-draft OUT/hesitant-draft --draft-name hesitant-draft --draft-vision-minutes 0 --draft-steps 150 "
+        "--draft-lr 3e-4"
+    ),
+    (
+        "--seed 7788 --out WORK/run12a --checkpoints WORK/run12a-checkpoints --rows 0.25 --jpeg 0.3 --free 0.3 "
+        "--visitor-words --eval-n 60 --one-pass 10 --draft-name one-pass-draft --target-vision-minutes 0 "
+        "--target-minutes 0 --draft-vision-minutes 0 --init-target OUT/target --init-draft OUT/draft "
+        "--draft-minutes 24 --draft-lr 5e-4"
+    ),
+    (
+        "--seed 8899 --out WORK/run12b --checkpoints WORK/run12b-checkpoints --rows 0.25 --jpeg 0.3 --free 0.3 "
+        "--visitor-words --eval-n 60 --one-pass 10 --draft-name one-pass-draft --target-vision-minutes 0 "
+        "--target-minutes 0 --draft-vision-minutes 0 --init-target OUT/target "
+        "--init-draft WORK/run12a/one-pass-draft --draft-steps 800 --draft-lr 3e-4 --block-copies 2 "
+        "--block-weight 2"
+    ),
+    (
+        "--seed 9911 --out OUT --checkpoints WORK/run12c-checkpoints --rows 0.25 --jpeg 0.3 --free 0.3 "
+        "--visitor-words --eval-n 60 --one-pass 10 --draft-name one-pass-draft --target-vision-minutes 0 "
+        "--target-minutes 0 --draft-vision-minutes 0 --init-target OUT/target "
+        "--init-draft WORK/run12b/one-pass-draft --draft-steps 1000 --draft-lr 2e-4 --block-copies 2 "
+        "--block-weight 2"
+    ),
+    (
+        "--seed 1313 --out WORK/run13 --checkpoints WORK/run13-target-checkpoints --lone 0.15 --hand-drawn 0.4 "
+        "--shifted 0.3 --reworded 0.5 --rows 0.2 --jpeg 0.3 --free 0.3 --visitor-words --visitors 0.3 "
+        "--more-visitor-words --eval-n 60 --init-target OUT/target --target-vision-minutes 0 --target-steps 1300 "
+        "--target-lr 1e-4 --init-draft OUT/draft --draft-vision-minutes 0 --draft-minutes 0"
+    ),
+    (
+        "--seed 1717 --out WORK/run13b --checkpoints WORK/run13b-target-checkpoints --lone 0.15 --hand-drawn 0.4 "
+        "--shifted 0.3 --reworded 0.5 --rows 0.2 --jpeg 0.3 --free 0.3 --visitor-words --visitors 0.3 "
+        "--more-visitor-words --counts 0.25 --eval-n 60 --init-target WORK/run13/target --target-vision-minutes 0 "
+        "--target-steps 900 --target-lr 1e-4 --init-draft OUT/draft --draft-vision-minutes 0 --draft-minutes 0"
+    ),
+    (
+        "--seed 1414 --out OUT --checkpoints WORK/run13-draft-checkpoints --rows 0.25 --jpeg 0.3 --free 0.3 "
+        "--visitor-words --visitors 0.3 --more-visitor-words --eval-n 60 --init-target WORK/run13b/target "
+        "--target-vision-minutes 0 --target-minutes 0 --init-draft OUT/draft --draft-vision-minutes 0 "
+        "--draft-steps 300 --draft-lr 2e-4"
+    ),
+    (
+        "--seed 1515 --out OUT --checkpoints WORK/run13-hesitant-checkpoints --rows 0.25 --jpeg 0.3 --free 0.3 "
+        "--visitor-words --visitors 0.3 --more-visitor-words --eval-n 60 --init-target WORK/run13b/target "
+        "--target-vision-minutes 0 --target-minutes 0 --init-draft OUT/hesitant-draft --draft-name hesitant-draft "
+        "--draft-vision-minutes 0 --draft-steps 150 --draft-lr 3e-4"
+    ),
+    (
+        "--seed 1616 --out OUT --checkpoints WORK/run13-one-pass-checkpoints --rows 0.25 --jpeg 0.3 --free 0.3 "
+        "--visitor-words --visitors 0.3 --more-visitor-words --eval-n 60 --one-pass 10 --draft-name one-pass-draft "
+        "--target-vision-minutes 0 --target-minutes 0 --draft-vision-minutes 0 --init-target WORK/run13b/target "
+        "--init-draft OUT/one-pass-draft --draft-steps 600 --draft-lr 2e-4 --block-copies 2 --block-weight 2"
+    ),
+    (
+        "--seed 1531 --out WORK/run15 --checkpoints WORK/run15-target-checkpoints --lone 0.15 --hand-drawn 0.4 "
+        "--shifted 0.3 --reworded 0.5 --rows 0.2 --jpeg 0.3 --free 0.3 --visitor-words --visitors 0.3 "
+        "--more-visitor-words --checking --counts 0.5 --decision-weight 10 --eval-n 60 --init-target OUT/target "
+        "--target-vision-minutes 0 --target-steps 1200 --target-lr 3e-4 --init-draft OUT/draft "
+        "--draft-vision-minutes 0 --draft-minutes 0"
+    ),
+    (
+        "--seed 1532 --out OUT --checkpoints WORK/run15-draft-checkpoints --rows 0.25 --jpeg 0.3 --free 0.3 "
+        "--visitor-words --visitors 0.3 --more-visitor-words --checking --eval-n 60 "
+        "--init-target WORK/run15/target --target-vision-minutes 0 --target-minutes 0 --init-draft OUT/draft "
+        "--draft-vision-minutes 0 --draft-steps 300 --draft-lr 2e-4"
+    ),
+    (
+        "--seed 1533 --out OUT --checkpoints WORK/run15-hesitant-checkpoints --rows 0.25 --jpeg 0.3 --free 0.3 "
+        "--visitor-words --visitors 0.3 --more-visitor-words --checking --eval-n 60 "
+        "--init-target WORK/run15/target --target-vision-minutes 0 --target-minutes 0 "
+        "--init-draft OUT/hesitant-draft --draft-name hesitant-draft --draft-vision-minutes 0 --draft-steps 150 "
+        "--draft-lr 3e-4"
+    ),
+    (
+        "--seed 1534 --out OUT --checkpoints WORK/run15-one-pass-checkpoints --rows 0.25 --jpeg 0.3 --free 0.3 "
+        "--visitor-words --visitors 0.3 --more-visitor-words --checking --eval-n 60 --one-pass 10 "
+        "--draft-name one-pass-draft --target-vision-minutes 0 --target-minutes 0 --draft-vision-minutes 0 "
+        "--init-target WORK/run15/target --init-draft OUT/one-pass-draft --draft-steps 600 --draft-lr 2e-4 "
+        "--block-copies 2 --block-weight 2"
+    ),
+    (
+        "--seed 1717 --out WORK/run17 --checkpoints WORK/run17-target-checkpoints --lone 0.15 --hand-drawn 0.4 "
+        "--shifted 0.3 --reworded 0.5 --rows 0.2 --jpeg 0.3 --free 0.3 --visitor-words --visitors 0.3 "
+        "--more-visitor-words --checking --counts 0.2 --decisive-kinds chart,bar --decision-weight 10 "
+        "--graphs 0.25 --eval-n 60 --init-target OUT/target --target-vision-minutes 0 --target-steps 700 "
+        "--target-lr 1e-4 --init-draft OUT/draft --draft-vision-minutes 0 --draft-minutes 0"
+    ),
+    (
+        "--seed 1718 --out WORK/run17b --checkpoints WORK/run17b-target-checkpoints --lone 0.15 --hand-drawn 0.4 "
+        "--shifted 0.3 --reworded 0.5 --rows 0.2 --jpeg 0.3 --free 0.3 --visitor-words --visitors 0.3 "
+        "--more-visitor-words --checking --counts 0.2 --decisive-kinds chart,bar --decision-weight 10 --graphs 0.4 "
+        "--eval-n 60 --init-target WORK/run17/target --target-vision-minutes 0 --target-steps 700 --target-lr 1e-4 "
+        "--init-draft OUT/draft --draft-vision-minutes 0 --draft-minutes 0"
+    ),
+    (
+        "--seed 1732 --out OUT --checkpoints WORK/run17-draft-checkpoints --rows 0.25 --jpeg 0.3 --free 0.3 "
+        "--visitor-words --visitors 0.3 --more-visitor-words --checking --eval-n 60 "
+        "--init-target WORK/run17b/target --target-vision-minutes 0 --target-minutes 0 --init-draft OUT/draft "
+        "--draft-vision-minutes 0 --draft-steps 300 --draft-lr 2e-4"
+    ),
+    (
+        "--seed 1733 --out OUT --checkpoints WORK/run17-hesitant-checkpoints --rows 0.25 --jpeg 0.3 --free 0.3 "
+        "--visitor-words --visitors 0.3 --more-visitor-words --checking --eval-n 60 "
+        "--init-target WORK/run17b/target --target-vision-minutes 0 --target-minutes 0 "
+        "--init-draft OUT/hesitant-draft --draft-name hesitant-draft --draft-vision-minutes 0 --draft-steps 150 "
+        "--draft-lr 3e-4"
+    ),
+    (
+        "--seed 1734 --out OUT --checkpoints WORK/run17-one-pass-checkpoints --rows 0.25 --jpeg 0.3 --free 0.3 "
+        "--visitor-words --visitors 0.3 --more-visitor-words --checking --eval-n 60 --one-pass 10 "
+        "--draft-name one-pass-draft --target-vision-minutes 0 --target-minutes 0 --draft-vision-minutes 0 "
+        "--init-target WORK/run17b/target --init-draft OUT/one-pass-draft --draft-steps 600 --draft-lr 2e-4 "
+        "--block-copies 2 --block-weight 2"
+    ),
+    (
+        "--seed 1801 --out WORK/run18 --checkpoints WORK/run18-target-checkpoints --lone 0.15 --hand-drawn 0.4 "
+        "--shifted 0.3 --reworded 0.5 --rows 0.2 --jpeg 0.3 --free 0.3 --visitor-words --visitors 0.3 "
+        "--more-visitor-words --checking --counts 0.2 --graphs 0.25 --totals 0.3 --decisive-kinds chart,bar,count "
+        "--decision-weight 10 --eval-n 60 --init-target OUT/target --target-vision-minutes 0 --target-steps 500 "
+        "--target-lr 1e-4 --init-draft OUT/draft --draft-vision-minutes 0 --draft-minutes 0"
+    ),
+    (
+        "--seed 1832 --out OUT --checkpoints WORK/run18-draft-checkpoints --rows 0.25 --jpeg 0.3 --free 0.3 "
+        "--visitor-words --visitors 0.3 --more-visitor-words --checking --eval-n 60 "
+        "--init-target WORK/run18/target --target-vision-minutes 0 --target-minutes 0 --init-draft OUT/draft "
+        "--draft-vision-minutes 0 --draft-steps 150 --draft-lr 2e-4"
+    ),
+    (
+        "--seed 1833 --out OUT --checkpoints WORK/run18-hesitant-checkpoints --rows 0.25 --jpeg 0.3 --free 0.3 "
+        "--visitor-words --visitors 0.3 --more-visitor-words --checking --eval-n 60 "
+        "--init-target WORK/run18/target --target-vision-minutes 0 --target-minutes 0 "
+        "--init-draft OUT/hesitant-draft --draft-name hesitant-draft --draft-vision-minutes 0 --draft-steps 80 "
+        "--draft-lr 3e-4"
+    ),
+    (
+        "--seed 1834 --out OUT --checkpoints WORK/run18-one-pass-checkpoints --rows 0.25 --jpeg 0.3 --free 0.3 "
+        "--visitor-words --visitors 0.3 --more-visitor-words --checking --eval-n 60 --one-pass 10 "
+        "--draft-name one-pass-draft --target-vision-minutes 0 --target-minutes 0 --draft-vision-minutes 0 "
+        "--init-target WORK/run18/target --init-draft OUT/one-pass-draft --draft-steps 600 --draft-lr 2e-4 "
+        "--block-copies 2 --block-weight 2"
+    ),
+)
+#: The tried run 14's five, which only `--from 14` ran.
+TRIED_RUN_14_2026_12_05 = (
+    (
+        "--seed 1818 --out WORK/run14 --checkpoints WORK/run14-target-checkpoints --lone 0.15 --hand-drawn 0.4 "
+        "--shifted 0.3 --reworded 0.5 --rows 0.2 --jpeg 0.3 --free 0.3 --visitor-words --visitors 0.3 "
+        "--more-visitor-words --counts 0.35 --looking --eval-n 60 --init-target OUT/target "
+        "--target-vision-minutes 0 --target-steps 1000 --target-lr 1e-4 --init-draft OUT/draft "
+        "--draft-vision-minutes 0 --draft-minutes 0"
+    ),
+    (
+        "--seed 1888 --out WORK/run14b --checkpoints WORK/run14b-target-checkpoints --lone 0.15 --hand-drawn 0.4 "
+        "--shifted 0.3 --reworded 0.5 --rows 0.2 --jpeg 0.3 --free 0.3 --visitor-words --visitors 0.3 "
+        "--more-visitor-words --counts 0.5 --looking --eval-n 60 --init-target WORK/run14/target "
+        "--target-vision-minutes 0 --target-steps 1000 --target-lr 1e-4 --init-draft OUT/draft "
+        "--draft-vision-minutes 0 --draft-minutes 0"
+    ),
+    (
+        "--seed 1919 --out OUT --checkpoints WORK/run14-draft-checkpoints --rows 0.25 --jpeg 0.3 --free 0.3 "
+        "--visitor-words --visitors 0.3 --more-visitor-words --looking --eval-n 60 "
+        "--init-target WORK/run14b/target --target-vision-minutes 0 --target-minutes 0 --init-draft OUT/draft "
+        "--draft-vision-minutes 0 --draft-steps 300 --draft-lr 2e-4"
+    ),
+    (
+        "--seed 2020 --out OUT --checkpoints WORK/run14-hesitant-checkpoints --rows 0.25 --jpeg 0.3 --free 0.3 "
+        "--visitor-words --visitors 0.3 --more-visitor-words --looking --eval-n 60 "
+        "--init-target WORK/run14b/target --target-vision-minutes 0 --target-minutes 0 "
+        "--init-draft OUT/hesitant-draft --draft-name hesitant-draft --draft-vision-minutes 0 --draft-steps 150 "
+        "--draft-lr 3e-4"
+    ),
+    (
+        "--seed 2121 --out OUT --checkpoints WORK/run14-one-pass-checkpoints --rows 0.25 --jpeg 0.3 --free 0.3 "
+        "--visitor-words --visitors 0.3 --more-visitor-words --looking --eval-n 60 --one-pass 10 "
+        "--draft-name one-pass-draft --target-vision-minutes 0 --target-minutes 0 --draft-vision-minutes 0 "
+        "--init-target WORK/run14b/target --init-draft OUT/one-pass-draft --draft-steps 600 --draft-lr 2e-4 "
+        "--block-copies 2 --block-weight 2"
+    ),
+)
 
-    text = (ROOT / "scripts" / "train_builtin_pair_full.sh").read_text().replace("\\\n", " ")
-    for name, value in re.findall(r'^(MIX\w*|ONE_PASS)="(.*)"$', text, re.MULTILINE):
-        text = re.sub(rf"\${name}\b", value, text)
-    before, _, rest = text.partition('if [ "$FROM" = 14 ]; then')
-    tried, _, after = rest.partition("\nfi\n")
-    text = tried if run14 else before + after
-    runs = []
-    for line in text.splitlines():
-        if line.startswith("train "):
-            words = shlex.split(line)[1:]
-            runs.append([w.replace("$OUT", str(out)).replace("$WORK", str(work)) for w in words])
-    return runs
+
+def recipe_commands(stages, out: Path = Path("OUT"), work: Path = Path("WORK")) -> dict[str, list[str]]:
+    """Each stage's arguments to the training script, by the stage's name."""
+    recipe = load_script("recipe")
+    return {stage.name: recipe.command(stage, out, work) for stage in stages}
 
 
-def test_the_tried_run_14_asks_for_the_looking_answers_in_settings_the_script_takes(tmp_path):
-    script = load_script("train_builtin_pair")
-    runs = full_recipe_runs(tmp_path / "out", tmp_path / "work", run14=True)
+DRAFTS = ("draft", "hesitant-draft", "one-pass-draft")
+
+
+def of_run(stages, run: int) -> list:
+    return [stage for stage in stages if stage.run == run]
+
+
+def test_the_shipped_pair_remade_from_the_table_is_todays_recipe_word_for_word():
+    """The stage table gives the commands scripts/train_builtin_pair_full.sh ran on 2026-12-05, in their order, and
+    every stage's name is its checkpoint folder's (so a run of the old script resumes under the runner)."""
+    recipe = load_script("recipe")
+    for stages, frozen in ((recipe.SHIPPED, SHIPPED_2026_12_05), (recipe.TRIED_RUN_14, TRIED_RUN_14_2026_12_05)):
+        commands = recipe_commands(stages)
+        assert [" ".join(words) for words in commands.values()] == list(frozen)
+        assert all(f"--checkpoints WORK/{name}-checkpoints" in " ".join(words) for name, words in commands.items())
+    names = [stage.name for recipe_stages in recipe.RECIPES.values() for stage in recipe_stages]
+    assert len(names) == len(set(names)) == 43
+    trains = [stage.trains for stage in recipe.SHIPPED]
+    assert (trains[0], trains.count("target"), trains.count("one-pass-draft")) == ("pair", 11, 7)
+
+
+def test_every_stage_starts_from_what_an_earlier_stage_wrote():
+    """The shipped pair is made from scratch: every model a stage starts from is one an earlier stage saved (a
+    target stage saves its target and the sure draft it carries; a draft stage the target and its draft); the tried
+    run 14 starts from the shipped pair in OUT."""
+    recipe = load_script("recipe")
+    assert recipe.missing_starts(recipe.SHIPPED, Path("/nowhere/out"), Path("/nowhere/work")) == []
+    missing = recipe.missing_starts(recipe.TRIED_RUN_14, Path("/nowhere/out"), Path("/nowhere/work"))
+    assert missing[0] == "run14-target's /nowhere/out/target"  # the shipped pair's four models, read from OUT
+    assert {m.split("'s ")[1] for m in missing} == {f"/nowhere/out/{m}" for m in ("target", *DRAFTS)}
+    assert recipe.missing_starts((*recipe.SHIPPED, *recipe.TRIED_RUN_14), Path("/o"), Path("/w")) == []
+
+
+def test_the_tried_run_14_asks_for_the_looking_answers_in_settings_the_script_takes():
+    script, recipe = load_script("train_builtin_pair"), load_script("recipe")
+    runs = list(recipe_commands(recipe.TRIED_RUN_14).values())
     assert len(runs) == 5 and all("--looking" in run for run in runs)
     for run in runs:
         args = script.parse_args(run)
@@ -164,10 +454,9 @@ def test_the_tried_run_14_asks_for_the_looking_answers_in_settings_the_script_ta
     assert [script.parse_args(run).counts for run in runs[:2]] == [0.35, 0.5]
 
 
-def test_run_15_asks_for_the_checked_answers_and_weighted_decisions_in_settings_the_script_takes(tmp_path):
-    script = load_script("train_builtin_pair")
-    runs = full_recipe_runs(tmp_path / "out", tmp_path / "work")[25:29]
-    parsed = [script.parse_args(run) for run in runs]
+def test_run_15_asks_for_the_checked_answers_and_weighted_decisions_in_settings_the_script_takes():
+    script, recipe = load_script("train_builtin_pair"), load_script("recipe")
+    parsed = [script.parse_args(run) for run in recipe_commands(of_run(recipe.SHIPPED, 15)).values()]
     assert [a.seed for a in parsed] == [1531, 1532, 1533, 1534]
     assert all(a.looking == "checked" and a.more_visitor_words for a in parsed)
     assert (parsed[0].counts, parsed[0].decision_weight, parsed[0].target_steps) == (0.5, 10.0, 1200)
@@ -175,9 +464,9 @@ def test_run_15_asks_for_the_checked_answers_and_weighted_decisions_in_settings_
 
 
 def test_run_17_asks_for_graphs_and_weighted_counts_of_bars_in_settings_the_script_takes(tmp_path):
-    script = load_script("train_builtin_pair")
-    runs = full_recipe_runs(tmp_path / "out", tmp_path / "work")[29:34]
-    parsed = [script.parse_args(run) for run in runs]
+    script, recipe = load_script("train_builtin_pair"), load_script("recipe")
+    commands = recipe_commands(of_run(recipe.SHIPPED, 17), tmp_path / "out", tmp_path / "work")
+    parsed = [script.parse_args(run) for run in commands.values()]
     assert [a.seed for a in parsed] == [1717, 1718, 1732, 1733, 1734]
     assert all(a.looking == "checked" and a.more_visitor_words for a in parsed)
     assert [(a.graphs, a.decisive_kinds, a.decision_weight, a.target_steps) for a in parsed[:2]] == [
@@ -190,9 +479,9 @@ def test_run_17_asks_for_graphs_and_weighted_counts_of_bars_in_settings_the_scri
 
 
 def test_run_18_asks_how_many_shapes_with_its_count_weighted_in_settings_the_script_takes(tmp_path):
-    script = load_script("train_builtin_pair")
-    runs = full_recipe_runs(tmp_path / "out", tmp_path / "work")[34:]
-    parsed = [script.parse_args(run) for run in runs]
+    script, recipe = load_script("train_builtin_pair"), load_script("recipe")
+    commands = recipe_commands(of_run(recipe.SHIPPED, 18), tmp_path / "out", tmp_path / "work")
+    parsed = [script.parse_args(run) for run in commands.values()]
     assert [a.seed for a in parsed] == [1801, 1832, 1833, 1834]
     assert all(a.looking == "checked" and a.more_visitor_words for a in parsed)
     first = parsed[0]
@@ -206,7 +495,7 @@ def test_run_18_asks_how_many_shapes_with_its_count_weighted_in_settings_the_scr
 @pytest.mark.slow
 @pytest.mark.timeout(2400)  # twenty runs, each loading, saving and evaluating a pair (past 600 s on a busy CPU)
 def test_the_full_recipe_chains_its_runs(tmp_path):
-    """scripts/train_builtin_pair_full.sh, each stage cut to 2 steps: run 2 trains run 1's target
+    """The shipped pair's stages run by scripts/recipe.py, each stage cut to 2 steps: run 2 trains run 1's target
     on, run 3 distils run 1's draft from run 2's target, run 4 trains that pair on and lands it in
     OUT, the next makes the hesitant draft (one layer) beside it, run 6 distils the sure draft on, and
     run 7 trains the target on (in WORK) and distils the sure draft from it into OUT; run 8 trains
@@ -215,12 +504,13 @@ def test_the_full_recipe_chains_its_runs(tmp_path):
     grows the three models' vocabulary by the visitor words, trains run 9's target on with free wordings (in
     WORK) and distils both drafts on from it into OUT; run 12 distils the one-pass draft from the sure one in three
     stages (two in WORK, the last into OUT); run 13 grows them all again by the visitors' words, trains the target on
-    twice (in WORK) and distils all three drafts on from it into OUT."""
+    twice (in WORK) and distils all three drafts on from it into OUT; runs 15, 17 and 18 train the target on and
+    distil every draft on from it."""
     from safetensors.torch import load_file
 
-    script = load_script("train_builtin_pair")
+    script, recipe = load_script("train_builtin_pair"), load_script("recipe")
     out, work = tmp_path / "pair", tmp_path / "work"
-    runs = full_recipe_runs(out, work)
+    runs = recipe_commands(recipe.SHIPPED, out, work)
     assert len(runs) == 38
     tiny = ["--batch-size", "2", "--eval-n", "2", "--eval-tokens", "8", "--threads", "1"]
 
@@ -235,21 +525,28 @@ def test_the_full_recipe_chains_its_runs(tmp_path):
 
     roles = ("target", "draft", "hesitant-draft")
     every = (*roles, "one-pass-draft")
-    # run -> the models there before it
-    taken_before = {5: roles[:2], 6: roles, 8: roles, 11: roles, 14: roles, 20: every, 25: every, 29: every, 34: every}
-    snapshots: dict[int, dict[str, dict[str, torch.Tensor]]] = {}
-    for index, args in enumerate(runs):
-        if index in taken_before:
-            snapshots[index] = {role: weights(out / role) for role in taken_before[index]}
+    # stage -> the models in OUT before it
+    taken_before = {"redistill": roles[:2], "run7-target": roles, "run8-target": roles, "run9-target": roles}
+    taken_before |= {"run10-target": roles, "run13-target": every, "run15-target": every, "run17-target": every}
+    taken_before |= {"run18-target": every}
+    snapshots: dict[str, dict[str, dict[str, torch.Tensor]]] = {}
+
+    def train(stage, args: list[str]) -> None:
+        if stage.name in taken_before:
+            snapshots[stage.name] = {role: weights(out / role) for role in taken_before[stage.name]}
         steps = []
-        for stage in ("target-vision", "target", "draft-vision", "draft"):
-            minutes = args[args.index(f"--{stage}-minutes") + 1] if f"--{stage}-minutes" in args else "1"
-            if float(minutes) > 0:  # a stage the run trains: 2 steps instead of its minutes
-                steps += [f"--{stage}-steps", "2"]
+        for part in ("target-vision", "target", "draft-vision", "draft"):
+            minutes = args[args.index(f"--{part}-minutes") + 1] if f"--{part}-minutes" in args else "1"
+            if float(minutes) > 0:  # a part the stage trains: 2 steps instead of its minutes
+                steps += [f"--{part}-steps", "2"]
         script.main([*args, *steps, *tiny])
 
+    recipe.run(recipe.SHIPPED, out, work, train)
+    assert snapshots.keys() == taken_before.keys()
+
     before_run_6, before_run_7, after_run_7, after_run_8, after_run_9, after_run_12 = (
-        snapshots[i] for i in (5, 6, 8, 11, 14, 20)
+        snapshots[name]
+        for name in ("redistill", "run7-target", "run8-target", "run9-target", "run10-target", "run13-target")
     )
     first, longer, distilled = work / "first", work / "longer", work / "distilled"
     assert not same(weights(first / "target"), weights(longer / "target"))  # run 2 trained the target
@@ -271,15 +568,16 @@ def test_the_full_recipe_chains_its_runs(tmp_path):
     assert same(weights(run8 / "target"), after_run_8["target"])  # which lands in OUT
     assert not same(after_run_7["draft"], after_run_8["draft"])  # and distilled both drafts from it
     assert not same(after_run_7["hesitant-draft"], after_run_8["hesitant-draft"])
-    assert "--rows" in runs[8] and "--jpeg" in runs[8] and "--rows" in runs[10]
+    assert "--rows" in runs["run8-target"] and "--jpeg" in runs["run8-target"] and "--rows" in runs["run8-hesitant"]
     run9 = work / "run9"
     assert not same(weights(run8 / "target"), weights(run9 / "target"))  # run 9 trained run 8's target on
     assert same(weights(run9 / "target"), after_run_9["target"])  # which lands in OUT
     assert not same(after_run_8["draft"], after_run_9["draft"])  # and distilled both drafts on from it
     assert not same(after_run_8["hesitant-draft"], after_run_9["hesitant-draft"])
-    assert "--target-steps" in runs[11] and "--hand-drawn" in runs[11] and "--rows" in runs[13]
+    assert "--target-steps" in runs["run9-target"] and "--hand-drawn" in runs["run9-target"]
+    assert "--rows" in runs["run9-hesitant"]
     run10, embed = work / "run10", "model.language_model.embed_tokens.weight"
-    assert all("--visitor-words" in runs[i] and "--free" in runs[i] for i in (14, 15, 16))
+    assert all("--visitor-words" in runs[s.name] and "--free" in runs[s.name] for s in of_run(recipe.SHIPPED, 10))
     grown = script.build_processor(visitor_words=True).tokenizer
     for role in ("target", "draft", "hesitant-draft"):  # run 10 grew every model to the visitor words
         assert after_run_9[role][embed].shape[0] < len(grown) == after_run_12[role][embed].shape[0]
@@ -292,37 +590,42 @@ def test_the_full_recipe_chains_its_runs(tmp_path):
     assert hesitant.draft.model.config.text_config.num_hidden_layers == 1
     assert pair.draft.model.config.text_config.num_hidden_layers == 2
     # run 12: the one-pass draft, from the sure draft in three stages (in WORK, then OUT), declares its block
-    assert all("--one-pass" in runs[i] for i in (17, 18, 19)) and "--block-copies" in runs[19]
+    assert all("--one-pass" in runs[s.name] for s in of_run(recipe.SHIPPED, 12)) and "--block-copies" in runs["run12c"]
     one_pass = load_pair(str(out / "target"), str(out / "one-pass-draft"), device="cpu", dtype="float32")
     assert one_pass.draft.one_pass is not None and one_pass.draft.one_pass.block_size == 10
     assert not same(weights(work / "run12b" / "one-pass-draft"), after_run_12["one-pass-draft"])
     # run 13: every model grown again by the visitors' words, the target trained on (13, then 13b with the counts,
     # in WORK) and every draft, the one-pass one too, distilled on from 13b's target into OUT
-    assert all("--more-visitor-words" in runs[i] and "--visitors" in runs[i] for i in range(20, 25))
-    assert "--counts" in runs[21] and "--one-pass" in runs[24]
+    run13 = [runs[s.name] for s in of_run(recipe.SHIPPED, 13)]
+    assert len(run13) == 5 and all("--more-visitor-words" in args and "--visitors" in args for args in run13)
+    assert "--counts" in runs["run13b-target"] and "--one-pass" in runs["run13-one-pass"]
     more = script.build_processor(visitor_words=True, more_visitor_words=True).tokenizer
     for role in every:
         assert after_run_12[role][embed].shape[0] == len(grown) < len(more) == weights(out / role)[embed].shape[0]
         if role != "target":
             assert not same(after_run_12[role], weights(out / role))
     assert not same(weights(work / "run13" / "target"), weights(work / "run13b" / "target"))
-    assert same(weights(work / "run13b" / "target"), snapshots[25]["target"])
+    assert same(weights(work / "run13b" / "target"), snapshots["run15-target"]["target"])
     # run 15: 13b's target trained on with the checked answers and the decisions weighted (in WORK), every draft
     # distilled on from it into OUT
-    assert all("--checking" in runs[i] for i in range(25, 29)) and "--decision-weight" in runs[25]
-    assert not same(snapshots[25]["target"], weights(work / "run15" / "target"))
-    assert same(weights(work / "run15" / "target"), snapshots[29]["target"])
-    assert all(not same(snapshots[25][role], snapshots[29][role]) for role in every if role != "target")
+    assert all("--checking" in runs[s.name] for s in of_run(recipe.SHIPPED, 15))
+    assert "--decision-weight" in runs["run15-target"]
+    before_run_15, before_run_17, before_run_18 = (snapshots[f"run{n}-target"] for n in (15, 17, 18))
+    assert not same(before_run_15["target"], weights(work / "run15" / "target"))
+    assert same(weights(work / "run15" / "target"), before_run_17["target"])
+    assert all(not same(before_run_15[role], before_run_17[role]) for role in every if role != "target")
     # run 17: 15's target trained on twice with graphs (17, then 17b, in WORK), every draft distilled on from 17b's
-    assert all("--graphs" in runs[i] and "--decisive-kinds" in runs[i] for i in (29, 30))
-    assert not same(snapshots[29]["target"], weights(work / "run17" / "target"))
+    assert all(
+        "--graphs" in runs[name] and "--decisive-kinds" in runs[name] for name in ("run17-target", "run17b-target")
+    )
+    assert not same(before_run_17["target"], weights(work / "run17" / "target"))
     assert not same(weights(work / "run17" / "target"), weights(work / "run17b" / "target"))
-    assert same(weights(work / "run17b" / "target"), snapshots[34]["target"])
-    assert all(not same(snapshots[29][role], snapshots[34][role]) for role in every if role != "target")
+    assert same(weights(work / "run17b" / "target"), before_run_18["target"])
+    assert all(not same(before_run_17[role], before_run_18[role]) for role in every if role != "target")
     # run 18: 17b's target trained on with the counts of every shape (in WORK), every draft distilled on from it
-    assert "--totals" in runs[34] and not same(snapshots[34]["target"], weights(work / "run18" / "target"))
+    assert "--totals" in runs["run18-target"] and not same(before_run_18["target"], weights(work / "run18" / "target"))
     assert same(weights(work / "run18" / "target"), weights(out / "target"))
-    assert all(not same(snapshots[34][role], weights(out / role)) for role in every if role != "target")
+    assert all(not same(before_run_18[role], weights(out / role)) for role in every if role != "target")
     one_pass = load_pair(str(out / "target"), str(out / "one-pass-draft"), device="cpu", dtype="float32")
     assert one_pass.draft.one_pass is not None and one_pass.draft.one_pass.block_size == 10
 
@@ -512,36 +815,16 @@ RUN14 = ["1818", "1888", "1919", "2020", "2121"]  # tried, not shipped: only --f
 RUN15 = ["1531", "1532", "1533", "1534"]
 RUN17 = ["1717", "1718", "1732", "1733", "1734"]
 RUN18 = ["1801", "1832", "1833", "1834"]
+RUN8_TO_12 = ["8642", "9753", "7531", "1133", "2244", "3355", "4455", "5566", "6677", "7788", "8899", "9911"]
 
 
 @pytest.mark.parametrize(
     ("start", "seeds"),
     [
-        (None, 38),
-        (
-            "8",
-            [
-                "8642",
-                "9753",
-                "7531",
-                "1133",
-                "2244",
-                "3355",
-                "4455",
-                "5566",
-                "6677",
-                "7788",
-                "8899",
-                "9911",
-                *RUN13,
-                *RUN15,
-                *RUN17,
-                *RUN18,
-            ],
-        ),
-        ("9", ["1133", "2244", "3355", "4455", "5566", "6677", "7788", "8899", "9911", *RUN13, *RUN15, *RUN17, *RUN18]),
-        ("10", ["4455", "5566", "6677", "7788", "8899", "9911", *RUN13, *RUN15, *RUN17, *RUN18]),
-        ("12", ["7788", "8899", "9911", *RUN13, *RUN15, *RUN17, *RUN18]),
+        ("8", [*RUN8_TO_12, *RUN13, *RUN15, *RUN17, *RUN18]),
+        ("9", [*RUN8_TO_12[3:], *RUN13, *RUN15, *RUN17, *RUN18]),
+        ("10", [*RUN8_TO_12[6:], *RUN13, *RUN15, *RUN17, *RUN18]),
+        ("12", [*RUN8_TO_12[9:], *RUN13, *RUN15, *RUN17, *RUN18]),
         ("13", [*RUN13, *RUN15, *RUN17, *RUN18]),
         ("14", RUN14),
         ("15", [*RUN15, *RUN17, *RUN18]),
@@ -549,35 +832,88 @@ RUN18 = ["1801", "1832", "1833", "1834"]
         ("18", RUN18),
     ],
 )
-def test_the_recipe_starts_where_it_is_told(tmp_path, start, seeds):
+def test_a_run_number_starts_where_the_old_script_did(start, seeds):
     """`--from 8` runs the continuation stages (runs 8-10, then 12, 13, 15, 17 and 18) on the pair in OUT, `--from
     9` runs 9, 10 and those after, `--from 10` runs 10, 12, 13, 15, 17 and 18, `--from 12` the one-pass draft, then
     runs 13, 15, 17 and 18, `--from 13` runs 13, 15, 17 and 18, `--from 15` runs 15, 17 and 18, `--from 17` runs 17
-    and 18, `--from 18` run 18 alone, no `--from` every shipped run, and `--from 14` the tried run 14 alone; each
-    `train` recorded by a stand-in `python` on the PATH (nothing trains)."""
-    import os
+    and 18, `--from 18` run 18 alone, and `--from 14` the tried run 14 alone: as scripts/train_builtin_pair_full.sh
+    did before the table."""
+    recipe = load_script("recipe")
+    assert [str(stage.seed) for stage in recipe.stages_from(start)] == seeds
+    assert recipe.stages_from(None) == recipe.SHIPPED
+    with pytest.raises(ValueError, match="neither a stage's name nor a run's number"):
+        recipe.stages_from("11")
+
+
+def every_stage() -> list[str]:
+    recipe = load_script("recipe")
+    return [stage.name for stages in recipe.RECIPES.values() for stage in stages]
+
+
+@pytest.mark.parametrize("name", every_stage())
+def test_the_runner_starts_at_every_stage_and_goes_to_the_end_of_its_recipe(name, tmp_path, capsys):
+    """`python scripts/recipe.py --from STAGE --dry-run OUT WORK` prints the commands of that stage and of every one
+    after it in its recipe (the shipped pair, or the tried run 14), and nothing else."""
+    recipe = load_script("recipe")
+    (stages,) = [stages for stages in recipe.RECIPES.values() if name in [stage.name for stage in stages]]
+    after = stages[[stage.name for stage in stages].index(name) :]
+    out, work = tmp_path / "out", tmp_path / "work"
+    recipe.main(["--from", name, "--dry-run", str(out), str(work)])
+    printed = [line.split(" ", 2)[2] for line in capsys.readouterr().out.splitlines() if not line.startswith("#")]
+    assert printed == [shlex.join(recipe.command(stage, out, work)) for stage in after]
+    assert after[0].name == name and after[-1] is stages[-1]
+
+
+def test_the_runner_resumes_after_the_last_finished_stage_and_refuses_a_start_that_is_not_there(tmp_path, capsys):
+    """A stage that stops (here: its training fails) stops the run; the same command run again skips the stages
+    marked done and begins with the one that stopped. `--from` a stage whose starting models nothing before it
+    writes, and which are not there, is refused before anything trains."""
+    recipe = load_script("recipe")
+    out, work = tmp_path / "out", tmp_path / "work"
+    stages = recipe.stages_from("15")
+    trained: list[str] = []
+    stops = ["run17-draft"]  # once
+
+    def train(stage, args: list[str]) -> None:
+        if stage.name in stops:
+            stops.remove(stage.name)
+            raise RuntimeError("stopped")
+        trained.append(stage.name)
+        Path(args[args.index("--checkpoints") + 1]).mkdir(parents=True, exist_ok=True)
+
+    with pytest.raises(RuntimeError, match="stopped"):
+        recipe.run(stages, out, work, train)
+    assert stages[6].name == "run17-draft" and trained == [stage.name for stage in stages[:6]]
+    recipe.run(stages, out, work, train)
+    assert trained[6:] == [stage.name for stage in stages[6:]]
+    assert "run15-target (run 15, trains target): done, skipped" in capsys.readouterr().out
+    recipe.main(["--from", "15", "--dry-run", str(out), str(work)])
+    assert capsys.readouterr().out.count(", done)") == len(stages)
+    with pytest.raises(SystemExit):
+        recipe.main(["--from", "run9-target", str(out), str(work)])
+    assert f"not there: run9-target's {work / 'run8' / 'target'}" in capsys.readouterr().err
+
+
+def test_the_old_script_runs_the_runner(tmp_path):
+    """scripts/train_builtin_pair_full.sh, kept for the commands the docs name, is the runner: `--from 13 --dry-run
+    OUT WORK` prints run 13's and the later runs' commands."""
     import subprocess
 
-    calls = tmp_path / "calls.txt"
-    fake = tmp_path / "bin" / "python"
-    fake.parent.mkdir()
-    fake.write_text(f'#!/bin/sh\necho "$@" >> {calls}\n')
-    fake.chmod(0o755)
-    args = ["bash", str(ROOT / "scripts" / "train_builtin_pair_full.sh"), *(["--from", start] if start else [])]
-    env = {**os.environ, "PATH": f"{fake.parent}:{os.environ['PATH']}"}
-    subprocess.run([*args, str(tmp_path / "out"), str(tmp_path / "work")], check=True, env=env, timeout=60)
-    lines = calls.read_text().splitlines()
-    if isinstance(seeds, int):
-        assert len(lines) == seeds
-        return
-    assert [line.split("--seed ")[1].split()[0] for line in lines] == seeds
-    if "1133" in seeds:
-        nine = seeds.index("1133")  # run 9 continues run 8's target
-        assert f"--init-target {tmp_path / 'work' / 'run8' / 'target'}" in lines[nine]
-    if "4455" in seeds:
-        ten = seeds.index("4455")
-        assert f"--init-target {tmp_path / 'out' / 'target'}" in lines[ten]  # run 10 continues the target in OUT
-        assert "--visitor-words" in lines[ten] and f"--out {tmp_path / 'out'} " in lines[ten + 2] + " "  # drafts: OUT
-    # run 12: the one-pass draft from the sure draft in OUT, its last stage into OUT
-    assert f"--init-draft {tmp_path / 'out' / 'draft'}" in lines[-3] and "--one-pass 10" in lines[-1]
-    assert f"--out {tmp_path / 'out'} " in lines[-1] + " "
+    out, work = tmp_path / "out", tmp_path / "work"
+    args = [
+        "bash",
+        str(ROOT / "scripts" / "train_builtin_pair_full.sh"),
+        "--from",
+        "13",
+        "--dry-run",
+        str(out),
+        str(work),
+    ]
+    printed = subprocess.run(args, check=True, capture_output=True, text=True, timeout=60).stdout.splitlines()
+    recipe = load_script("recipe")
+    commands = [
+        f"python scripts/train_builtin_pair.py {shlex.join(recipe.command(s, out, work))}"
+        for s in recipe.stages_from("13")
+    ]
+    assert [line for line in printed if not line.startswith("#")] == commands
+    assert printed[0] == "# run13-target (run 13, trains target)"
