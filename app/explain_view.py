@@ -18,7 +18,7 @@ from sage_core.policy import round_half_up
 from sage_core.studies.explain import RoundExplained, explain_round, probability_places
 
 from .palette import CUT
-from .panels import pick_round, short_label
+from .panels import LABEL_CHARS, pick_round, short_label
 from .render import display_token, forwards_text
 from .view import LaneView, RaceView
 
@@ -64,7 +64,7 @@ def explain_html(
     def text(token: int | None) -> str:
         if token is None:
             return "?"
-        return html.escape(display_token(token_texts.get(token, f"#{token}"), 14))
+        return html.escape(display_token(token_texts.get(token, f"#{token}")[:LABEL_CHARS], 14))
 
     source = " <span class='muted'>(from the trace)</span>" if replay else ""
     parts = [f"<b>Round {explained.round}, {label}</b>{source}", note]

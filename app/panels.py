@@ -46,6 +46,9 @@ HEIGHT = 280  # a panel's plot area and axes; its title and legend get their own
 TEXT_PX = 14
 FONT = dict(family="Inter, system-ui, sans-serif", size=TEXT_PX, color="#1e293b")
 SLIDE_SCALE = 3  # the camera button's PNG: 3x the on-screen size, readable on a slide
+#: The most of a token's text a label reads (`display_token` shows at most 16 characters: the same label, found
+#: in time linear in the label, not the text).
+LABEL_CHARS = 64
 #: The words of the cut rules every method shares (records.CUT_RULES); a method's own rules are its own
 #: record's (`OwnRecord.cut_rules`: SMART's "cost"), read by `cut_reason`.
 CUT_REASONS = {
@@ -439,9 +442,10 @@ class _TreePlot:
         return (0.0, self.ys[-1]) if node == -1 else (float(self.record.tree.depths[node]), self.ys[node])
 
     def text_of(self, token: int | None) -> str:
+        """A token's text as far as a label shows it (`LABEL_CHARS`: a forged trace's token may be a megabyte)."""
         if token is None:
             return "?"
-        return self.token_texts.get(token, f"#{token}")
+        return self.token_texts.get(token, f"#{token}")[:LABEL_CHARS]
 
     def cut_x(self) -> list[float]:
         depths = self.record.tree.depths
