@@ -126,10 +126,11 @@ def cut_record(record: RoundRecord) -> RoundRecord:
 
 def for_showing(data: RaceData) -> RaceData:
     """The race with every token's text cut to `slides_gif.TOKEN_CHARS` characters, the cut marked (…):
-    what the exports show (one pass over the records, once an export)."""
+    what the exports show (one pass over the records, once an export), as a recording: a file replays what was
+    measured, so its noise is the recording's, never "this machine now"."""
     lanes = [Lane(lane.method, lane.header, [cut_record(r) for r in lane.records], lane.draft) for lane in data.lanes]
     texts = {token: slides_gif.cut(text) for token, text in data.token_texts.items()}
-    return replace(data, lanes=lanes, token_texts=texts)
+    return replace(data, lanes=lanes, token_texts=texts, replay=True)
 
 
 def race_at(data: RaceData, step: int) -> RaceData:

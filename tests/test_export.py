@@ -425,3 +425,13 @@ def test_a_video_export_from_the_page_says_what_it_saved(tmp_path):
     *_, (update, status, kept) = export.export_job(synthetic_race(), None, "webm", folder=tmp_path)
     assert update["visible"] is True and kept[0].endswith(".webm") and Path(kept[0]).stat().st_size > 1000
     assert "WebM video (VP9, 1280 × 720)" in status
+
+
+def test_an_export_of_a_live_race_reads_as_a_recording():
+    """A file replays what was measured: its headline's noise is the recording's, never "this machine now"."""
+    from app.view import race_view
+
+    live = synthetic_race()
+    assert not live.replay and not race_view(live).headlines[0].recorded
+    shown = race_view(export.race_at(export.for_showing(live), 2))
+    assert shown.replay and shown.headlines and all(h.recorded for h in shown.headlines)
