@@ -86,7 +86,7 @@ VISIBLE_WHITESPACE = str.maketrans({" ": "␣", "\n": "↵", "\t": "⇥"})
 
 def display_token(text: str, limit: int = 16) -> str:
     """A token's text for a label: whitespace made visible, long ones cut."""
-    shown = text.translate(VISIBLE_WHITESPACE) if text else "∅"
+    shown = text[: limit + 1].translate(VISIBLE_WHITESPACE) if text else "∅"  # (one character for one: cut first)
     return shown if len(shown) <= limit else shown[: limit - 1] + "…"
 
 
