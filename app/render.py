@@ -224,7 +224,8 @@ def badge_html(race: RaceView | None) -> str:
             return wrap(
                 f"<div class='sage-badge ok'>✔ Lossless: {names} outputs are {scope}"
                 f"<small>{result.compared} tokens compared; greedy speculative decoding must equal the "
-                "target's own greedy output</small></div>"
+                "target's own greedy output, so the answer is the target's own, right or wrong: SAGE makes it "
+                "faster, never different</small></div>"
             )
         lead = "■ Stopped:" if race.stopped else "…"
         return wrap(

@@ -105,3 +105,13 @@ def test_a_replays_unclear_verdict_is_the_recordings_noise():
     three = RaceData(lanes=[*live.lanes, lane("chain", JUMPY, 5)], replay=True)
     words = text_of(render.headline_html(race_view(three)))
     assert words.count("too noisy in this recording") == 1 and "this machine now" not in words
+
+
+def test_the_lossless_badge_says_the_answer_is_the_targets_own():
+    """A wrong answer is the tiny target's own: the badge says SAGE never changes it."""
+    from app.render import badge_html
+    from app.view import race_view
+    from app_records import synthetic_race
+
+    badge = badge_html(race_view(synthetic_race()))
+    assert "Lossless" in badge and "the answer is the target's own, right or wrong" in badge.replace("&#x27;", "'")
