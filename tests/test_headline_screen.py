@@ -109,9 +109,10 @@ def test_a_replays_unclear_verdict_is_the_recordings_noise():
 
 def test_the_lossless_badge_says_the_answer_is_the_targets_own():
     """A wrong answer is the tiny target's own: the badge says SAGE never changes it."""
+    from app_records import synthetic_race
+
     from app.render import badge_html
     from app.view import race_view
-    from app_records import synthetic_race
 
     badge = badge_html(race_view(synthetic_race()))
     assert "Lossless" in badge and "the answer is the target's own, right or wrong" in badge.replace("&#x27;", "'")
