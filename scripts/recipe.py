@@ -182,8 +182,8 @@ def every_draft(run: int, teacher: str, mix: Mix, seeds: Sequence[int], lengths:
     )
 
 
-#: The shipped pair (assets/builtin since 2026-12-05): runs 1-13, 15, 17 and 18 in 38 stages. Runs 5, 11 and 16
-#: were tried and dropped; run 14 was tried and not shipped (`TRIED_RUN_14`).
+#: The shipped pair (assets/builtin since 2026-12-05): runs 1-4, 6-10, 12, 13, 15, 17 and 18 in 38 stages (run 14
+#: was tried and not shipped: `TRIED_RUN_14`).
 SHIPPED: tuple[Stage, ...] = (
     # runs 1-3: the second recipe from scratch (the script's defaults: 80 minutes of training), its target 45
     # minutes more, its draft distilled 10 minutes more from that target
