@@ -38,6 +38,7 @@ from typing import Any
 import gradio as gr
 
 from sage_core import ModelPair, RunHeader
+from sage_core.errors import InputError
 from sage_core.method_settings import as_float
 from sage_core.methods import form_settings, method_label, specs
 from sage_core.prepared import check_vocabulary
@@ -417,6 +418,11 @@ class Handlers:
     def status_only(self, status: str) -> Update:
         return {self.page.status: status}
 
+    def declined(self, status: str) -> Update:
+        """A request refused before its race: the refusal, and the columns and headline emptied, so no earlier
+        answer stands under the new question (the earlier race stays in the state: its trace, its replay)."""
+        return {self.page.status: status, self.page.lanes: race_html(None), self.page.verdict: ""}
+
     def stream(
         self,
         source: Iterator[RaceData],
@@ -548,6 +554,8 @@ class Handlers:
             running = pair_status(choice, f"Racing on {loaded.pair.device}, round by round:")
             budget = Budget(self.settings.limits.max_race_seconds, spent_before=media_seconds(request))
             yield from self.stream(self.race(request, loaded), running, tree_lane, budget, lead=notes)
+        except InputError as error:  # declined before the race: the earlier answer must not stand under it
+            yield self.declined(error_html(user_message(error)))
         except Exception as error:
             yield self.status_only(error_html(user_message(error)))
 

@@ -317,3 +317,32 @@ def test_a_question_in_another_language_gets_the_language_note_and_a_misspelt_on
         handlers.race_api(image=str(EXAMPLES / "chart.png"), prompt="dscribe the imagge in detal.", pair="builtin")
     assert "reads English only" not in str(refused.value) and "was not taught" in str(refused.value)
     assert not looks_like_another_language(["dscribe", "imagge", "detal"])
+
+
+def test_a_declined_question_empties_the_columns_under_it(tmp_path, monkeypatch):
+    """A question the pair declines (a word it has no token for) leaves no earlier answer under it: the columns
+    and the headline are emptied, the earlier race stays in the state (its trace, its replay)."""
+    from dataclasses import fields
+    from types import SimpleNamespace
+
+    from app import handlers as handlers_module
+    from app import models
+    from app.handlers import Handlers, Settings
+    from app.inputs import Limits, RaceForm
+    from app.page import Page
+    from app.panel_table import panel_table
+
+    monkeypatch.setattr(handlers_module, "TRACE_DIR", tmp_path)
+    page = SimpleNamespace(
+        **{f.name: f.name for f in fields(Page)}, **{p.attribute: p.attribute for p in panel_table()}
+    )
+    settings = Settings(
+        Limits(), models.presets(), "builtin", models.CustomModels(), [], text_interval=0.0, figure_interval=0.0
+    )
+    form = RaceForm(
+        image=str(EXAMPLES / "chart.png"), prompt="what is a zeppelin?", pair="builtin", methods=["sage", "ar"]
+    )
+    *_, update = list(Handlers(page, settings).race_live(form, None))
+    assert "zeppelin" in update["status"] and "sage-error" not in update["lanes"]
+    assert "press <b>Start race</b>" in update["lanes"] and update["verdict"] == ""
+    assert "state" not in update  # the earlier race is kept
