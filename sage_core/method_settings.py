@@ -180,7 +180,7 @@ class DynamicConfig:
 #: 4242, not the 120 graded ones of seed 31337): every α from 0.80 to 0.89 gives the same 7-deep trees, 11.24 nodes
 #: a round against SAGE's 11.23; 0.92 gives full-depth trees of 12.37. SAGE's mean α there, 0.938, lies above 0.9,
 #: where D(α) = 3 + 5α rounds up to D_max: held there every tree is full depth and, on the graded prompts, accepts
-#: 0.12 more a round than SAGE, where 0.89 accepts 0.31 less (assets/builtin/README.md, "Run 10"). Measure it
+#: 0.12 more a round than SAGE, where 0.89 accepts 0.31 less (docs/training-history.md, "Run 10"). Measure it
 #: again when the pair is retrained; the hesitant draft's mean α is 0.79.
 FROZEN_ALPHA = 0.89
 FROZEN_ALPHA_SOURCE = "the α whose frozen trees match SAGE's in size on the built-in pair's calibration prompts"

@@ -870,7 +870,7 @@ def example_picks(seed: int = 7) -> list[tuple[str, Example]]:
 #: them, so the models read the same frames (tests/test_shipped_media.py).
 CLIP_FOURCC = "VP90"
 CLIP_SUFFIX = ".webm"
-#: Shipped clips the built-in pair answers wrong (run 10: assets/builtin/README.md, "Run 10"), kept out of the
+#: Shipped clips the built-in pair answers wrong (run 10: docs/training-history.md, "Run 10"), kept out of the
 #: gallery (``"gallery": false`` in examples.json) until a pair answers them right; tests/test_builtin_pair.py
 #: holds them as strict expected failures.
 OFF_GALLERY = {
