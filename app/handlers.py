@@ -62,6 +62,7 @@ from .inputs import (
     second_draft,
 )
 from .notes import notes_html, race_notes
+from .one_pass_view import one_pass_html
 from .page import DEFAULT_MAX_NEW_TOKENS, DEFAULT_METHODS, STEPPER_TTL, Page
 from .panel_table import Focus, panel_figures, panel_table
 from .race import (
@@ -399,7 +400,7 @@ class Handlers:
             page.state: data,
         }
         if figures:
-            update[page.verdict] = headline_html(race) + badge_html(race)
+            update[page.verdict] = headline_html(race) + one_pass_html(race) + badge_html(race)
         if figures and race is not None:
             update |= self.panels(race, tree_lane)
         if trace:

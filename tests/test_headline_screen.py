@@ -116,3 +116,39 @@ def test_the_lossless_badge_says_the_answer_is_the_targets_own():
 
     badge = badge_html(race_view(synthetic_race()))
     assert "Lossless" in badge and "the answer is the target's own, right or wrong" in badge.replace("&#x27;", "'")
+
+
+def test_the_one_pass_race_answers_its_question_per_method():
+    """Each method raced on both drafts gets one line naming its one-pass twin with its figures (draft forwards a
+    round, τ, the clock's ratio), read off the lanes; SAGE's α that never moved on the one-pass draft is said."""
+    from dataclasses import replace as changed
+
+    from app_records import header, sage_records, static_records
+
+    from app.one_pass_view import one_pass_html
+    from app.race import Lane, RaceData
+    from app.view import race_view
+
+    def one_pass(records):  # the same rounds drafted in one forward, α held at 1
+        return [changed(r, draft_forwards=1, alpha=1.0 if r.alpha is not None else None) for r in records]
+
+    lanes = [
+        Lane("sage", header("sage"), [changed(r, draft_forwards=4) for r in sage_records()]),
+        Lane("sage", header("sage"), one_pass(sage_records()), draft="one-pass"),
+        Lane("static", header("static"), [changed(r, draft_forwards=3) for r in static_records()]),
+        Lane("static", header("static"), one_pass(static_records()), draft="one-pass"),
+    ]
+    race = race_view(RaceData(lanes=lanes))
+    shown = one_pass_html(race).replace("&#x27;", "'")
+    for method in ("sage", "static"):
+        sequential, twin = race.lane(method), race.lane(f"{method}/one-pass")
+        assert sequential is not None and twin is not None and twin.figures and sequential.figures
+        ratio = twin.figures.tokens_per_second / sequential.figures.tokens_per_second
+        line = (
+            f"in one forward: 1.0 draft forward a round instead of {sequential.figures.draft_forwards_per_round:.1f}; "
+            f"τ {twin.figures.tau:.2f} against {sequential.figures.tau:.2f}; {ratio:.2f}×"
+        )
+        assert line in shown, (line, shown)
+    assert shown.count("<li>") == 2 and "one draft forward a round (PARD)" in shown
+    assert "SAGE's α stayed at 1.00 on the one-pass draft" in shown
+    assert one_pass_html(race_view(RaceData(lanes=lanes[::2]))) == ""  # no one-pass lane: no block
