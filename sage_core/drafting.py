@@ -249,8 +249,8 @@ class ConditionalOffers:
     def offer(self, level: int, nodes: Sequence[Candidate], to_expand: Sequence[int]) -> list[TopK]:
         started = time.perf_counter()
         prev = torch.tensor([nodes[n].token for n in to_expand], device=self.logits.device)
-        rows = self.logits[level].expand(len(to_expand), -1)
-        offered = top_candidates(self.head.apply(rows, prev, level + 1), self.top, self.vocab, self.warp)
+        conditioned = self.head.apply(self.logits[level][None], prev, level + 1)  # one block row for every node
+        offered = top_candidates(conditioned, self.top, self.vocab, self.warp)
         self.head_calls += 1
         self.head_seconds += time.perf_counter() - started
         return offered

@@ -64,6 +64,9 @@ def test_an_untrained_head_changes_nothing_and_a_trained_one_reads_the_previous_
     assert torch.equal(shifted[:, 10:], logits[:, 10:])  # past the head's vocabulary: unchanged
     per_row = shifting_head(10, 4).apply(logits, prev, torch.tensor([2, 3, 4]))
     assert torch.allclose(per_row, shifted)  # no depth bias: the depth changes nothing here
+    shared = shifting_head(10, 4).apply(logits[:1], prev, 2)  # one row for every node
+    assert torch.allclose(shared, shifting_head(10, 4).apply(logits[:1].expand(3, -1), prev, 2))
+    assert shared.shape == (3, 12)
 
 
 def grown(offers, block_depths: int = 4):

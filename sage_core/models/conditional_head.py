@@ -73,9 +73,10 @@ class ConditionalHead:
         return self._placed[device]
 
     def apply(self, logits: torch.Tensor, prev: torch.Tensor, depth: int | torch.Tensor) -> torch.Tensor:
-        """Each row's own depth-`depth` logits: `logits` [n, V'] (depth d's row of the block for each node, V'
-        at least the head's V; columns past V pass unchanged), `prev` [n] the token drafted at d - 1 before
-        each, `depth` d (1-based; an int, or [n] per row). Float32, on the logits' device."""
+        """Each row's own depth-`depth` logits: `logits` [n, V'] or [1, V'] (depth d's row of the block for
+        each node, or one row for all of them; V' at least the head's V, columns past V pass unchanged), `prev`
+        [n] the token drafted at d - 1 before each, `depth` d (1-based; an int, or [n] per row). Float32 [n, V'],
+        on the logits' device."""
         head = self.on(logits.device)
         scores = logits.float()
         vocab = head.vocab
@@ -87,7 +88,9 @@ class ConditionalHead:
             + head.depth_bias[index]
         )
         corrected = known + hidden @ head.w_out + head.b_out
-        return corrected if scores.shape[-1] == vocab else torch.cat((corrected, scores[:, vocab:]), dim=-1)
+        if scores.shape[-1] == vocab:
+            return corrected
+        return torch.cat((corrected, scores[:, vocab:].expand(corrected.shape[0], -1)), dim=-1)
 
     def save(self, path: Path | str) -> None:
         from safetensors.torch import save_file
