@@ -1,8 +1,8 @@
 """Distil a one-pass draft's conditional head (sage_core/models/conditional_head.py) from the frozen built-in pair.
 
-    nice -n 10 python scripts/train_conditional_head.py record --examples 1600   # the data (resumable)
-    nice -n 10 python scripts/train_conditional_head.py train --minutes 6        # the head (resumable)
-    nice -n 10 python scripts/train_conditional_head.py measure --n 24           # with and without, fresh scenes
+    nice -n 10 python scripts/train_conditional_head.py record                   # the data (resumable)
+    nice -n 10 python scripts/train_conditional_head.py train --out /tmp/conditional-head   # the head (resumable)
+    nice -n 10 python scripts/train_conditional_head.py measure                  # with and without, fresh scenes
 
 Neither model is retrained. Three steps, each resumable from `--work` (default /tmp/conditional-head):
 
@@ -319,7 +319,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--target", default="builtin")
     parser.add_argument("--draft", default=str(BUILTIN_ONE_PASS_DRAFT))
     parser.add_argument("--work", type=Path, default=Path("/tmp/conditional-head"))
-    parser.add_argument("--examples", type=int, default=1600, help="training scenes to record")
+    parser.add_argument("--examples", type=int, default=1200, help="training scenes to record")
     parser.add_argument("--seed", type=int, default=66066, help="the training scenes' seed")
     parser.add_argument("--max-new-tokens", type=int, default=128)
     parser.add_argument("--depths", type=int, default=10, help="the block's depths the head is trained for")
