@@ -110,10 +110,7 @@ def clock_words(race: RaceView, h: Headline) -> str:
     if low <= round(clock, 2) <= high:
         return said
     recorded = "its recording's machine" if race.replay else "the machine"
-    return (
-        f"{said}, outside the interval: the headline prices each side's rounds at their median cost and charges "
-        f"the prefill alike, so rounds {recorded} slowed move the clock but not the headline"
-    )
+    return f"{said}: outside the interval, as rounds {recorded} slowed move the clock but not the headline"
 
 
 def headline_html(race: RaceView | None) -> str:
@@ -128,6 +125,8 @@ def headline_html(race: RaceView | None) -> str:
     if not found or found[0].lead != "sage":
         return ""
     main, *rest = found
+    # a rival on the one-pass draft is answered in its own block (app/one_pass_view.py), beside its twin
+    rest = [h for h in rest if (lane := race.lane(h.rival)) is None or not lane.draft]
     label = "SAGE speedup"
     if race.replay:
         header = race.header
@@ -135,8 +134,12 @@ def headline_html(race: RaceView | None) -> str:
         label += f" <span class='sage-headline-note'>({where})</span>"
     when = "" if race.finished else (" when stopped" if race.stopped else " so far")
     clock = clock_words(race, main)
+    more = (
+        f"<details class='sage-more'><summary>how it is counted</summary>{_esc(headline_details(main))}; the clock "
+        "counts every round as it came</details>"
+    )
     return (
         f"<div class='sage-headline'>{label}{when}: {_esc(headline_words(main, race.wall_speedups.get(main.rival)))}"
-        f"<div class='sage-headline-note'>{_esc(clock + '; ' if clock else '')}{_esc(headline_details(main))}</div>"
+        f"<div class='sage-headline-note'>{_esc(clock + ' · ' if clock else '')}{more}</div>"
         f"{rivals_html(main, rest, race.wall_speedups)}</div>"
     )

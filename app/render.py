@@ -74,6 +74,8 @@ CSS = """
 .sage-rivals { display: grid; grid-template-columns: repeat(auto-fill, minmax(min(100%, 250px), 1fr)); gap: 0 16px;
   font-weight: 500; margin-top: 2px; }  /* the other rivals, one short line each (app/headline.py) */
 .sage-rivals .sage-rivals-why { grid-column: 1 / -1; font-weight: 400; }
+.sage-more { display: inline; font-weight: 400; }
+.sage-more summary { display: inline; cursor: pointer; color: #6d28d9; }
 .sage-one-pass { font-size: 13px; margin: 4px 0; } .sage-one-pass ul { margin: 2px 0 0 18px; padding: 0; }
 """
 

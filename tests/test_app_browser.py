@@ -546,6 +546,39 @@ def test_every_method_at_once_has_a_lane_wide_enough_to_read(fresh_page):
     page.screenshot(path=str(ARTIFACTS / "all-methods-1440.png"), full_page=True)
 
 
+def test_every_method_on_both_drafts_keeps_the_headline_to_one_screen(fresh_page):
+    """Every method and the one-pass draft ticked at 1440 x 900 (17 lanes): the headline at most 300 px tall and
+    not a scroll box, and one line per method naming what drafting in one forward did, with its figures."""
+    page = fresh_page
+    _landing_replay_finished(page)
+    page.locator("#examples button.thumbnail-item").first.click()
+    boxes = page.locator("#methods input[type=checkbox]")
+    for i in range(boxes.count()):
+        boxes.nth(i).check()
+    page.locator("#second-draft input[type=radio]").last.check()
+    max_tokens = page.locator("input[type=number]").first
+    max_tokens.fill("12")
+    max_tokens.press("Enter")
+    page.click("#start-race")
+    _race_finished(page)
+    headline = page.locator("#verdict .sage-headline").first
+    height = headline.evaluate("e => e.getBoundingClientRect().height")
+    scrolls = headline.evaluate("e => e.scrollHeight > e.clientHeight + 1 || getComputedStyle(e).overflowY == 'scroll'")
+    width = headline.evaluate("e => e.getBoundingClientRect().width")
+    print(f"\nheadline with every method on both drafts: {height:.0f} px, {width:.0f} px wide")
+    assert height <= 300 and not scrolls
+    lines = page.locator("#verdict .sage-one-pass li").all_inner_texts()
+    assert len(lines) == boxes.count() - 1  # every method that drafts (plain decoding has no draft to swap)
+    assert all(
+        re.search(
+            r"in one forward: 1\.0 draft forward a round instead of [\d.]+; τ [\d.]+ against [\d.]+; "
+            r"[\d.]+× the sequential",
+            line,
+        )
+        for line in lines
+    ), lines
+
+
 #: In every panel: a legend over its title or its plot, a label (annotation) over a title, a legend, a tick label or an
 #: axis title, the modebar over a title, or the draft tree's accepted path through a node's label (bounding boxes;
 #: an empty list when none).

@@ -82,14 +82,18 @@ def test_nine_methods_one_sentence_for_the_main_rival_and_one_short_line_for_eac
 
 
 def test_seventeen_lanes_with_the_one_pass_draft_stay_one_screen_of_text():
+    from app.one_pass_view import one_pass_html
+
     lanes = nine_lanes()
     lanes += [replace(each, draft="one-pass") for each in nine_lanes("one-pass")[:-1] if each.method != "ar"]
     race = race_view(RaceData(lanes=lanes))
     assert len(race.lanes) == 17 and len(race.headlines) == 16
     shown = render.headline_html(race)
-    lines = rival_lines(shown)
-    assert len(lines) == 15 and all(len(line) < 120 for line in lines)
-    assert any("SD-Tree · one-pass draft: " in line for line in lines)
+    lines = rival_lines(shown)  # the sequential rivals; each one-pass lane is answered beside its twin instead
+    assert len(lines) == 7 and all(len(line) < 120 for line in lines)
+    assert not any("one-pass draft" in line for line in lines)
+    twins = one_pass_html(race)
+    assert twins.count("<li>") == 8 and "SD-Tree in one forward: " in twins
     words = text_of(shown)
     assert words.count(NOISY) <= 1 and len(words) < 1600, (len(words), words)
 
