@@ -35,9 +35,9 @@ INTRO = f"""
 <p style='margin:0;color:#475569;font-size:14px'>A small <b>draft</b> VLM proposes a tree of tokens; the large
 <b>target</b> VLM checks the whole tree in one forward and keeps the longest path it agrees with, plus one token of its
 own. <b>SAGE</b> (<a href='https://arxiv.org/abs/2602.00523' target='_blank'>arXiv 2602.00523</a>) shapes each tree
-from the draft's confidence: deep and narrow when sure, shallow and wide when not. Here it races the static 25-node tree
-(and optionally a 5-token chain and plain decoding) on the same device, step by step; every number comes from this
-run's own timed steps. The output must equal the target's own greedy decoding.</p>
+from the draft's confidence: deep and narrow when sure, shallow and wide when not.<span class='sage-intro-more'> Here it
+races the static 25-node tree (and optionally a 5-token chain and plain decoding) on the same device, step by step;
+every number comes from this run's own timed steps. The output must equal the target's own greedy decoding.</span></p>
 </div>
 """
 
@@ -211,6 +211,7 @@ body.sage-talk #panel-confidence .js-plotly-plot, body.sage-talk #panel-tree .js
 @media (max-width: 700px) {
   #intro h1 { font-size: 20px !important; }
   #intro p { font-size: 13px !important; }
+  #intro .sage-intro-more { display: none; }  /* (the race says it again, beside Start and under the badge) */
   .gradio-container { padding-left: 8px !important; padding-right: 8px !important; }
   #sage-controls { flex-wrap: wrap; }
   .sage-table { display: block; overflow-x: auto; }
@@ -225,7 +226,7 @@ body.sage-talk #panel-confidence .js-plotly-plot, body.sage-talk #panel-tree .js
   #lanes .sage-text { max-height: 150px; }
   #methods { max-height: 200px; overflow-y: auto !important; }
   #status { max-height: 200px; overflow-y: auto !important; }
-  #verdict { max-height: 220px; overflow-y: auto !important; }
+  #verdict .sage-rivals { max-height: 140px; overflow-y: auto; }  /* the headline itself is read whole */
   #lanes { max-height: 560px; overflow-y: auto !important; }
   [id^=panel-] { max-height: 380px; overflow-y: auto !important; }
   [id^=panel-] .modebar-container { display: none; }

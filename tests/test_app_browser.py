@@ -649,6 +649,28 @@ def test_no_panel_has_a_legend_or_label_over_its_title_axes_or_lines(browser, ap
         assert height <= 6000
 
 
+def test_a_phone_reaches_start_on_its_first_screens_and_reads_the_headline_whole(browser, app_url):
+    """390 x 844: Start within 1.2 screens of the top, the headline not a scroll box, the lossless badge shown."""
+    phone = browser.new_page(viewport={"width": 390, "height": 844})
+    phone.set_default_timeout(TIMEOUT_MS)
+    phone.goto(app_url, wait_until="load")
+    phone.wait_for_selector("#start-race")
+    _landing_replay_finished(phone)
+    start = phone.locator("#start-race").evaluate("e => e.getBoundingClientRect().bottom + window.scrollY")
+    headline = phone.locator("#verdict .sage-headline").first
+    boxed = headline.evaluate(
+        "e => { for (let n = e; n; n = n.parentElement) { const s = getComputedStyle(n);"
+        " if (n.scrollHeight > n.clientHeight + 1 && /(auto|scroll)/.test(s.overflowY)) return n.id || n.className; }"
+        " return ''; }"
+    )
+    badge = phone.locator("#verdict .sage-badge").first
+    print(f"\nphone: Start's bottom at {start:.0f} px; headline in a scroll box: {boxed!r}")
+    assert start <= 1.2 * 844
+    assert boxed == ""
+    assert badge.is_visible() and badge.evaluate("e => e.getBoundingClientRect().height") > 10
+    phone.close()
+
+
 def test_the_talk_view_holds_five_lanes_whole(fresh_page):
     """Five methods raced in the talk view at 1280 x 720: every lane's text, the badge, the speedup, panel ① and
     the tree inside the screen, each answer's end in view, the finished race's why whole in its box, and no
