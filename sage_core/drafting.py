@@ -94,7 +94,7 @@ def _copies_to_host(tensor: torch.Tensor) -> bool:
 
 def feed_committed(draft: ModelBackend, state: KVState, pending: Sequence[int]) -> torch.Tensor:
     """Feed the draft the tokens committed since its last round; returns the root's logits."""
-    return _feed_chain(draft, state, pending, len(pending))[-1]
+    return feed_chain(draft, state, pending, len(pending))[-1]
 
 
 def draft_block(draft: ModelBackend, state: KVState, pending: Sequence[int], one_pass: OnePass) -> torch.Tensor:
@@ -103,10 +103,10 @@ def draft_block(draft: ModelBackend, state: KVState, pending: Sequence[int], one
     real tokens' entries are kept (the masks' are scratch, dropped). Returns the logits of depths
     1 .. block_size: the last real token's row, then the masks'."""
     fed = [*pending, *([one_pass.mask_token_id] * (one_pass.block_size - 1))]
-    return _feed_chain(draft, state, fed, len(pending))[len(pending) - 1 :]
+    return feed_chain(draft, state, fed, len(pending))[len(pending) - 1 :]
 
 
-def _feed_chain(draft: ModelBackend, state: KVState, tokens: Sequence[int], keep: int) -> torch.Tensor:
+def feed_chain(draft: ModelBackend, state: KVState, tokens: Sequence[int], keep: int) -> torch.Tensor:
     """One forward over `tokens` as a chain after the committed sequence (consecutive positions); the first
     `keep` are committed, the rest dropped. Returns every token's logits."""
     start, scratch = state.committed, state.scratch

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import io
 import json
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, redirect_stdout
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
-from sage_core import load_pair
+from sage_core import DecodeConfig, DecodeRun, Media, RunSummary, decode, load_pair
 from sage_core.models import ModelPair
 
 from .pairs import tiny_folder
@@ -63,3 +64,24 @@ def cli_token_ids(argv: Sequence[str]) -> list[int]:
 
 
 __all__ = ["cli_token_ids", "files_needing", "generate_argv", "lent", "own_pair"]
+
+
+def draft_calls_per_record(
+    pair: ModelPair, media: Media, prompt: str, config: DecodeConfig
+) -> tuple[DecodeRun, RunSummary, Counter[int]]:
+    """Run to the end, counting the draft model's forward calls per record (the prefill's under 0): what one
+    draft forward a round is checked against. Returns the run, its summary and the counts."""
+    run = decode(pair, media, prompt, config)
+    calls: Counter[int] = Counter()
+    real_extend = pair.draft.extend
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls[len(run.records)] += 1
+        return real_extend(*args, **kwargs)
+
+    pair.draft.extend = counted  # type: ignore[method-assign]  # this run's calls only: removed below
+    try:
+        summary = run.run_to_end()
+    finally:
+        del pair.draft.extend
+    return run, summary, calls

@@ -40,7 +40,7 @@ import torch.nn.functional as F
 
 from sage_core import load_pair
 from sage_core.backends import open_backend
-from sage_core.drafting import draft_block
+from sage_core.drafting import draft_block, feed_chain
 from sage_core.models import ModelPair
 from sage_core.models.conditional_head import ConditionalHead, load_head, new_head
 from sage_core.models.loading import BUILTIN_ONE_PASS_DRAFT
@@ -73,19 +73,6 @@ def training_scene(rng: random.Random) -> Example:
     return make_example(rng, kind)
 
 
-def chain_logits(backend, state, tokens: list[int]) -> torch.Tensor:
-    """One forward over `tokens` as a chain after the committed sequence (kept); every token's logits."""
-    start, scratch = state.committed, state.scratch
-    logits = backend.extend(
-        state,
-        tokens,
-        positions=[start + i for i in range(len(tokens))],
-        parents=[-1] + [scratch + i for i in range(len(tokens) - 1)],
-    )
-    backend.commit(state, range(len(tokens)))
-    return logits
-
-
 def record_scene(pair: ModelPair, example: Example, max_new: int) -> dict[str, torch.Tensor] | None:
     """The target's answer, its log-probabilities along it and the draft's block at every round start."""
     media = example_media(example)
@@ -97,7 +84,9 @@ def record_scene(pair: ModelPair, example: Example, max_new: int) -> dict[str, t
     one_pass = pair.draft.one_pass
     target = open_backend(pair.target, "fast")
     state = target.prefill(prepared.target, len(tokens) + 8).state
-    target_logp = F.log_softmax(chain_logits(target, state, tokens[:-1]).float(), -1)  # row j predicts y_{j+1}
+    target_logp = F.log_softmax(
+        feed_chain(target, state, tokens[:-1], len(tokens) - 1).float(), -1
+    )  # row j predicts y_{j+1}
     draft = open_backend(pair.draft, "fast", draft=True)
     state = draft.prefill(prepared.draft, len(tokens) + one_pass.block_size + 8).state
     blocks = torch.stack([draft_block(draft, state, [token], one_pass) for token in tokens[:-1]])

@@ -29,6 +29,7 @@ from sage_core.models.conditional_head import ConditionalHead, new_head
 from sage_core.models.one_pass import HEAD_KEY, ONE_PASS_KEY
 from sage_core.policy import Candidate
 from sage_testkit.pairs import ONE_PASS_BLOCK, PROMPTS, greedy_answer, tiny_folder, tiny_pair
+from sage_testkit.seams import draft_calls_per_record
 
 HEAD_FILE = "conditional_head.safetensors"
 FAMILY = "qwen2_5_vl"
@@ -173,24 +174,6 @@ def test_a_malformed_head_is_refused_in_one_sentence(tiny_root, tmp_path, declar
     assert words in str(caught.value) and "\n" not in str(caught.value)
 
 
-def counted_run(pair, media, config):
-    """Run to the end, counting the draft model's forward calls per record and the head's calls."""
-    run = decode(pair, media, PROMPTS[0], config)
-    calls: Counter[int] = Counter()
-    real_extend = pair.draft.extend
-
-    def counted(*args, **kwargs):
-        calls[len(run.records)] += 1
-        return real_extend(*args, **kwargs)
-
-    pair.draft.extend = counted
-    try:
-        summary = run.run_to_end()
-    finally:
-        del pair.draft.extend
-    return run, summary, calls
-
-
 def trees(run) -> list[tuple[int, ...]]:
     return [r.tree_tokens for r in run.records if r.phase == "decode"]
 
@@ -210,7 +193,7 @@ def test_every_method_is_lossless_with_the_head_in_one_draft_forward_a_round(hea
                     return _real(self, *args)
 
                 patch.setattr(ConditionalOffers, "offer", offer)
-                run, summary, calls = counted_run(head_pair, media, DecodeConfig(method, 20))
+                run, summary, calls = draft_calls_per_record(head_pair, media, PROMPTS[0], DecodeConfig(method, 20))
             assert summary.token_ids == expected, (method, media.kind)
             rounds = [r for r in run.records if r.phase == "decode"]
             assert [r.draft_forwards for r in rounds] == [1] * len(rounds), method

@@ -16,7 +16,6 @@ masks take the positions of the tokens they stand for and their cache entries ar
 from __future__ import annotations
 
 import json
-from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -42,6 +41,7 @@ from sage_testkit.pairs import (
     tiny_pair,
 )
 from sage_testkit.references import path_logits
+from sage_testkit.seams import draft_calls_per_record
 from sage_testkit.tiny_models import ALL_FAMILIES, FAMILIES
 
 TOLERANCE = 1e-4
@@ -88,24 +88,6 @@ def test_a_mask_at_the_wrong_position_is_caught(tiny_root, image, monkeypatch):
     assert block_error(vlm, inputs, [[11, 12]]) > 100 * TOLERANCE
 
 
-def forwards_per_round(pair, media, prompt, config):
-    """Run to the end, counting the draft model's forward calls per record (the prefill's under 0)."""
-    run = decode(pair, media, prompt, config)
-    calls: Counter[int] = Counter()
-    real_extend = pair.draft.extend
-
-    def counted(*args, **kwargs):
-        calls[len(run.records)] += 1
-        return real_extend(*args, **kwargs)
-
-    pair.draft.extend = counted
-    try:
-        summary = run.run_to_end()
-    finally:
-        del pair.draft.extend
-    return run, summary, calls
-
-
 @pytest.mark.parametrize("family", ALL_FAMILIES)
 def test_every_method_is_lossless_with_one_draft_forward_a_round(tiny_root, image, video, family):
     pair = tiny_pair(str(tiny_root), family, "one-pass")
@@ -113,7 +95,7 @@ def test_every_method_is_lossless_with_one_draft_forward_a_round(tiny_root, imag
     for media in (image, video) if pair.target.spec.video else (image,):
         expected = greedy_answer(str(tiny_root), family, media.kind, PROMPTS[0], new)
         for method in METHODS:
-            run, summary, calls = forwards_per_round(pair, media, PROMPTS[0], DecodeConfig(method, new))
+            run, summary, calls = draft_calls_per_record(pair, media, PROMPTS[0], DecodeConfig(method, new))
             assert summary.token_ids == expected, f"{family} {method} {media.kind}"
             rounds = [r for r in run.records if r.phase == "decode"]
             want = 0 if method == "ar" else 1
@@ -133,13 +115,13 @@ def test_every_backend_pruning_and_the_sequential_count(tiny_root, image, backen
     for prune_ratio in (0.0, 0.5):
         for method in DRAFTING_METHODS:
             config = DecodeConfig(method, new, prune_ratio=prune_ratio, backend=backend)
-            run, summary, calls = forwards_per_round(one_pass, image, PROMPTS[1], config)
+            run, summary, calls = draft_calls_per_record(one_pass, image, PROMPTS[1], config)
             assert summary.token_ids == expected, (method, prune_ratio)
             assert {calls[r.round] for r in run.records if r.phase == "decode"} == {1}, (method, prune_ratio)
     sequential = tiny_pair(str(tiny_root), family, "noised")
     deeper = 0
     for method in DRAFTING_METHODS:
-        run, summary, calls = forwards_per_round(
+        run, summary, calls = draft_calls_per_record(
             sequential, image, PROMPTS[1], DecodeConfig(method, new, backend=backend)
         )
         assert summary.token_ids == expected, method
