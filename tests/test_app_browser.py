@@ -522,23 +522,32 @@ def test_every_shipped_clip_plays_in_a_video_element(browser, fresh_page):
 LANE_WIDTHS_JS = "() => [...document.querySelectorAll('#lanes .sage-col .sage-text')].map(t => t.clientWidth)"
 
 
-def test_every_method_at_once_has_a_lane_wide_enough_to_read(fresh_page):
-    """All methods ticked at 1440 x 900: the lanes come in rows, each text at least 200 px wide (at 60 px
-    words were broken in the middle)."""
-    page = fresh_page
+def _race_every_method(page, both_drafts: bool = False) -> int:
+    """Race an example with every method ticked (and each on the one-pass draft too), 12 tokens, to the end;
+    returns how many methods were ticked."""
     _landing_replay_finished(page)
     page.locator("#examples button.thumbnail-item").first.click()
     boxes = page.locator("#methods input[type=checkbox]")
     for i in range(boxes.count()):
         boxes.nth(i).check()
+    if both_drafts:
+        page.locator("#second-draft input[type=radio]").last.check()
     max_tokens = page.locator("input[type=number]").first
     max_tokens.fill("12")
     max_tokens.press("Enter")
     page.click("#start-race")
     _race_finished(page)
+    return boxes.count()
+
+
+def test_every_method_at_once_has_a_lane_wide_enough_to_read(fresh_page):
+    """All methods ticked at 1440 x 900: the lanes come in rows, each text at least 200 px wide (at 60 px
+    words were broken in the middle)."""
+    page = fresh_page
+    methods = _race_every_method(page)
     widths = page.evaluate(LANE_WIDTHS_JS)
     print(f"\nlane widths with every method: {widths}")
-    assert len(widths) == boxes.count() >= 7
+    assert len(widths) == methods >= 7
     assert min(widths) >= 200, widths
     page.wait_for_timeout(800)
     assert page.evaluate(OVERLAPS_JS) == []  # (every method's legend entry and speed-up line in place)
@@ -550,17 +559,7 @@ def test_every_method_on_both_drafts_keeps_the_headline_to_one_screen(fresh_page
     """Every method and the one-pass draft ticked at 1440 x 900 (17 lanes): the headline at most 300 px tall and
     not a scroll box, and one line per method naming what drafting in one forward did, with its figures."""
     page = fresh_page
-    _landing_replay_finished(page)
-    page.locator("#examples button.thumbnail-item").first.click()
-    boxes = page.locator("#methods input[type=checkbox]")
-    for i in range(boxes.count()):
-        boxes.nth(i).check()
-    page.locator("#second-draft input[type=radio]").last.check()
-    max_tokens = page.locator("input[type=number]").first
-    max_tokens.fill("12")
-    max_tokens.press("Enter")
-    page.click("#start-race")
-    _race_finished(page)
+    methods = _race_every_method(page, both_drafts=True)
     headline = page.locator("#verdict .sage-headline").first
     height = headline.evaluate("e => e.getBoundingClientRect().height")
     scrolls = headline.evaluate("e => e.scrollHeight > e.clientHeight + 1 || getComputedStyle(e).overflowY == 'scroll'")
@@ -568,7 +567,7 @@ def test_every_method_on_both_drafts_keeps_the_headline_to_one_screen(fresh_page
     print(f"\nheadline with every method on both drafts: {height:.0f} px, {width:.0f} px wide")
     assert height <= 300 and not scrolls
     lines = page.locator("#verdict .sage-one-pass li").all_inner_texts()
-    assert len(lines) == boxes.count() - 1  # every method that drafts (plain decoding has no draft to swap)
+    assert len(lines) == methods - 1  # every method that drafts (plain decoding has no draft to swap)
     assert all(
         re.search(
             r"in one forward: 1\.0 draft forward a round instead of [\d.]+; τ [\d.]+ against [\d.]+; "
