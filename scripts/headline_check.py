@@ -35,7 +35,7 @@ import os
 import statistics
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 from app import models
@@ -113,16 +113,25 @@ def sage_cost_check() -> list[str]:
 
 
 @contextmanager
-def spinning() -> Iterator[None]:
-    """Another process spinning on one core while the block runs."""
-    spinner = multiprocessing.Process(target=spin, daemon=True)
-    spinner.start()
+def beside(start: Callable[[], None], stop: Callable[[], None]) -> Iterator[None]:
+    """Some other work running while the block runs: started, given a second to settle, stopped after."""
+    start()
     try:
         time.sleep(1.0)
         yield
     finally:
+        stop()
+
+
+def spinning() -> AbstractContextManager[None]:
+    """Another process spinning on one core while the block runs."""
+    spinner = multiprocessing.Process(target=spin, daemon=True)
+
+    def halt() -> None:
         spinner.terminate()
         spinner.join()
+
+    return beside(spinner.start, halt)
 
 
 def run_all(loaded: models.LoadedPair, races: int, label: str) -> dict[str, list[dict]]:
@@ -167,13 +176,13 @@ def exporting() -> Iterator[None]:
                         break
 
     worker = threading.Thread(target=keep_exporting, daemon=True)
-    worker.start()
-    try:
-        time.sleep(1.0)
-        yield
-    finally:
+
+    def halt() -> None:
         stop.set()
         worker.join(30)
+
+    with beside(worker.start, halt):
+        yield
 
 
 def checks(quiet: dict[str, list[dict]], loaded: dict[str, dict[str, list[dict]]], races: int) -> list[str]:
