@@ -27,8 +27,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import torch
+from PIL import Image
 
+from .config import DecodeConfig
+from .decode import decode
 from .errors import ConfigError
+from .media import image_media
 from .records import MAX_THREADS
 
 if TYPE_CHECKING:
@@ -130,12 +134,6 @@ def pick(step_ms: Mapping[int, float]) -> int:
 def one_token_step_ms(pair: ModelPair, steps: int = MEASURE_STEPS) -> float:
     """The target's one-token step on this pair now (ms): the median of a short plain decode's rounds, each
     timed with device synchronisation by the decode loop itself."""
-    from PIL import Image
-
-    from .config import DecodeConfig
-    from .decode import decode
-    from .media import image_media
-
     media = image_media(Image.new("RGB", (112, 112), (255, 255, 255)), "thread count")
     run = decode(pair, media, "describe the image.", DecodeConfig(method="ar", max_new_tokens=steps + 1))
     run.run_to_end()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import os
 import runpy
 import sys
 from collections.abc import Iterator
@@ -22,6 +23,7 @@ from app_server import free_port
 from app.api import MCP_MAX_BYTES
 from app.boundary import NOT_PUBLIC
 from app.ui import build_demo, launch_options, queued
+from sage_core.errors import SageError
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -203,3 +205,17 @@ def test_app_py_turns_the_mcp_server_on_by_flag_or_environment(monkeypatch: pyte
     ]:
         monkeypatch.setenv("SAGE_MCP", environment)
         assert mcp_wanted(argv) is wanted, (argv, environment)
+
+
+def test_app_py_takes_a_thread_count_or_refuses_it_in_one_sentence(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`python app.py --threads N` hands N to every pair's load as SAGE_THREADS; a bad N is one sentence."""
+    monkeypatch.setattr(sys, "argv", ["app.py"])
+    threads_wanted = runpy.run_path(str(ROOT / "app.py"), run_name="app_not_launched")["threads_wanted"]
+    monkeypatch.setenv("SAGE_THREADS", "1")
+    threads_wanted(["--threads", "3"])
+    assert os.environ["SAGE_THREADS"] == "3"
+    for bad in ("0", "300"):
+        with pytest.raises(SageError, match=r"^--threads must be 1-256 threads, not \d+$"):
+            threads_wanted(["--threads", bad])
+    threads_wanted([])  # none asked: the variable as it was
+    assert os.environ["SAGE_THREADS"] == "3"
