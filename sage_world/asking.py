@@ -1,7 +1,7 @@
 """Is a question one the built-in pair was trained on, for this picture? Its training decides.
 
-The pair reads words through a tokenizer of its own vocabulary (:func:`.scenes.vocabulary` and, from
-run 10 on, :data:`.wording.VISITOR_WORDS`: every other word is one unknown token) and was trained on a
+The pair reads words through a tokenizer of its own vocabulary (:func:`.vocabulary.world_words` and, from
+run 10 on, :data:`.vocabulary.VISITOR_WORDS`: every other word is one unknown token) and was trained on a
 fixed set of questions: the templates of :mod:`.scenes` and the wordings of :mod:`.wording` (with their
 surface forms: capitals, no closing mark, "color"), and the free wordings' core questions
 (:func:`.wording.free_wordings`, with or without an opening such as "hey," or a closing such as "here"),
@@ -58,7 +58,7 @@ from PIL import Image
 
 from sage_core.media import Media
 
-from . import scenes, visitors, wording
+from . import scenes, visitors, vocabulary, wording
 from .world import on_white
 
 #: The kinds of picture, and the question kinds trained on each.
@@ -144,13 +144,12 @@ def _picture_words() -> dict[str, frozenset[str]]:
 def _world_words() -> frozenset[str]:
     """The world's own words (its templates'): a question with one no question about the picture has asks about
     something else ("is there a dog?"); the visitor words only reword."""
-    return frozenset(scenes.vocabulary())
+    return frozenset(vocabulary.world_words())
 
 
-@functools.cache
 def _vocabulary() -> frozenset[str]:
     """The words the pair's tokenizer has: the world's and, from run 10 on, the visitor words (run 13 on, more)."""
-    return frozenset(scenes.vocabulary()) | frozenset(wording.VISITOR_WORDS) | frozenset(visitors.MORE_VISITOR_WORDS)
+    return vocabulary.known_words()
 
 
 def training_wordings() -> dict[str, tuple[str, ...]]:

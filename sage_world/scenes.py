@@ -225,17 +225,6 @@ ALL_TEMPLATES = (
 )  # fmt: skip
 
 
-def vocabulary() -> list[str]:
-    """Every word / punctuation token the data can produce (digits excluded: see tokenizer)."""
-    words: set[str] = set(COLOURS) | set(SHAPES) | set(SIZES) | set(BACKGROUNDS) | set(WORDS)
-    words |= set(NUMBER_WORDS.values()) | set(DIRECTIONS.values())
-    words |= {w for p in PLACES for w in p.split()} | set(ASPECTS) | {"and"}
-    for t in ALL_TEMPLATES:
-        words |= set(re.findall(r"[a-z]+|[^\sa-z{}]", re.sub(r"\{[a-z0-9]+\}", " ", t)))
-    words |= set(".,?!:;'")
-    return sorted(words)
-
-
 # --------------------------------------------------------------------------- example
 @dataclass(frozen=True)
 class Thing:

@@ -18,8 +18,8 @@ typos of the world's and the visitors' words (:data:`TYPOS`: each typo a token o
 starts as its word's, so the grown pair reads it as that word before any training). The world's colours have
 no plural a question uses ("how many red shapes" asks a shape's count), so none is taught.
 
-:data:`MORE_VISITOR_WORDS` is what the tokenizer appends after :data:`.wording.VISITOR_WORDS`
-(``--more-visitor-words``); :func:`visitor_example` draws a training example of these kinds (``--visitors``);
+The words (:data:`.vocabulary.MORE_VISITOR_WORDS`, appended by ``--more-visitor-words``; the plurals, superlatives
+and typos) live in :mod:`.vocabulary`; :func:`visitor_example` draws a training example of these kinds (``--visitors``);
 :data:`HELD_OUT` wordings are never produced by it and are what ``scripts/check_builtin_pair.py --style
 visitors`` grades, beside the wordings visitors used (:data:`ASKED`).
 """
@@ -47,54 +47,8 @@ from .scenes import (
     shape_scene,
     shown,
 )
+from .vocabulary import PLURALS, SUPERLATIVES, TYPOS
 from .wording import bar_form, every_filling, surface
-
-#: A shape's plural, as a count asks it.
-PLURALS = {"circle": "circles", "square": "squares", "triangle": "triangles", "cross": "crosses"}
-#: A superlative, and the size of the one shape it names.
-SUPERLATIVES = {"largest": "large", "biggest": "large", "smallest": "small"}
-
-
-def _typos(listed: str) -> dict[str, str]:
-    """``"word: typo typo; word: typo"`` as {typo: word}."""
-    pairs = (entry.split(":") for entry in listed.split(";"))
-    return {typo: word.strip() for word, typos in pairs for typo in typos.split()}
-
-
-#: Common typos of the world's words and the visitors' (a typo, its word). Read as the word by the asking rule.
-TYPOS = _typos(
-    "describe: descrbe desribe decribe discribe; image: imgae iamge; detail: detial deatil; picture: pictrue "
-    "picutre; circle: circel cirlce circl; square: sqaure sqare squre; triangle: traingle triangel trinagle; "
-    "cross: corss; colour: colur coulor; color: colro; shape: shpae shap; shapes: shpaes; many: mnay meny; where: "
-    "whre wher; which: wich whcih; what: waht wat; yellow: yelow; purple: purpel; orange: oragne; green: gren; "
-    "large: lrage; small: smal samll; bottom: botom; middle: midle; the: teh; there: tehre; the: hte; chart: chrat"
-)
-#: Words run 13 appends to the tokenizer, in this order, after ``wording.VISITOR_WORDS``.
-MORE_VISITOR_WORDS = (
-    *PLURALS.values(),
-    *SUPERLATIVES,
-    "graph",
-    "graphs",
-    "pictures",
-    "images",
-    "photos",
-    "drawings",
-    *TYPOS,
-)
-#: A new word's embedding starts as this word's (``scripts/train_builtin_pair.py``'s ``SYNONYMS`` reads it).
-SYNONYMS = {
-    **TYPOS,
-    **{p: s for s, p in PLURALS.items()},
-    "largest": "large",
-    "biggest": "large",
-    "smallest": "small",
-    "graph": "chart",
-    "graphs": "chart",
-    "pictures": "picture",
-    "images": "image",
-    "photos": "picture",
-    "drawings": "picture",
-}
 
 KINDS = ("count_kind", "superlative", "exists", "graph")
 #: The kinds that need looking at every shape (run 13b trains on them more: ``--counts``); the check grades their

@@ -271,27 +271,6 @@ def unseen_examples(
 
 
 # --------------------------------------------------------------------------- free wordings (run 10)
-#: Words visitors use in questions about a picture that no template of the world has, in the order the
-#: pair's tokenizer appends them after the world's vocabulary (run 10 on: existing token ids stay as they
-#: were). Common English question words, not read off any graded set.
-VISITOR_WORDS = (
-    "i", "my", "we", "your", "do", "did", "could", "would", "will", "should", "please", "an", "to", "for", "on",
-    "by", "from", "about", "into", "inside", "within", "as", "so", "just", "all", "any", "some", "that", "these",
-    "those", "its", "s", "has", "have", "had", "was", "were", "be", "been", "am", "know", "want", "like", "think",
-    "call", "called", "name", "named", "identify", "determine", "find", "look", "looks", "seen", "visible",
-    "shown", "show", "showing", "display", "displayed", "depict", "depicted", "depicts", "drawn", "draw",
-    "drawing", "painted", "placed", "located", "positioned", "sitting", "sits", "sit", "lie", "lies",
-    "location", "position", "place", "spot", "area", "region", "side", "corner", "half", "upper", "lower",
-    "centre", "central", "number", "amount", "much", "counting", "thing", "things", "item", "items", "figure",
-    "figures", "form", "kind", "type", "sort", "photo", "pic", "scene", "canvas", "graphic", "illustration",
-    "size", "sized", "bigger", "little", "tiny", "huge", "larger", "smaller", "colours", "colors", "coloured",
-    "colored", "shade", "round", "circular", "rectangle", "triangular", "explain", "description", "summarize",
-    "summarise", "summary", "caption", "overview", "content", "contents", "going", "exactly", "quick",
-    "question", "hey", "hi", "ok", "okay", "now", "well", "also", "no", "not", "yes", "single", "only", "else",
-    "other", "exist", "present", "contain", "contains", "include", "includes", "list", "mention", "let",
-    "whereabouts", "who", "why", "when", "whether", "if", "got", "get", "used", "use", "made", "appear", "view",
-    "provide", "share", "tell", "say", "give", "picture", "image", "shape", "object", "objects",
-)  # fmt: skip
 #: Shown where a question refers to the one object of a picture (``{colour}``/``{shape}``: its own).
 _LONE_REFS = (
     "this", "it", "this shape", "the shape", "the object", "the thing", "this thing", "the figure", "this object",

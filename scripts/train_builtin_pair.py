@@ -110,11 +110,10 @@ from sage_world.scenes import (
     jpeg,
     make_example,
     make_examples,
-    vocabulary,
 )
-from sage_world.visitors import LOOKING_KINDS, MORE_VISITOR_WORDS, misspell, visitor_example
-from sage_world.visitors import SYNONYMS as MORE_SYNONYMS
-from sage_world.wording import LONE, VISITOR_WORDS, free_example, lone_example, reword
+from sage_world.visitors import LOOKING_KINDS, misspell, visitor_example
+from sage_world.vocabulary import SYNONYMS, token_words
+from sage_world.wording import LONE, free_example, lone_example, reword
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -172,20 +171,13 @@ def log(msg: str) -> None:
 
 # --------------------------------------------------------------------------- tokenizer / processor
 def build_processor(visitor_words: bool = False, more_visitor_words: bool = False):
-    """The pair's processor; ``visitor_words`` (run 10 on): `wording.VISITOR_WORDS` appended after every
-    earlier token, so that the ids of a pair trained before stay as they were; ``more_visitor_words`` (run 13 on):
-    `visitors.MORE_VISITOR_WORDS` appended after those."""
+    """The pair's processor, its tokenizer's words `vocabulary.token_words`; ``visitor_words`` (run 10 on):
+    `vocabulary.VISITOR_WORDS` appended after every earlier token, so that the ids of a pair trained before stay as
+    they were; ``more_visitor_words`` (run 13 on): `vocabulary.MORE_VISITOR_WORDS` appended after those."""
     from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers
     from transformers import PreTrainedTokenizerFast, Qwen2VLImageProcessor
 
-    words = ["user", "assistant", "system", *vocabulary()]
-    words += ["<", ">", "seconds"]  # the processor writes "<0.8 seconds>" before each video frame pair
-    digits = [str(d) for d in range(10)]
-    vocab_list = SPECIALS + ["\n"] + [w for w in words if w not in digits] + digits + [f"##{d}" for d in digits]
-    if visitor_words or more_visitor_words:
-        vocab_list += [w for w in VISITOR_WORDS if w not in vocab_list]
-    if more_visitor_words:
-        vocab_list += [w for w in MORE_VISITOR_WORDS if w not in vocab_list]
+    vocab_list = [*SPECIALS, "\n", *token_words(visitor_words, more_visitor_words)]
     vocab = {t: i for i, t in enumerate(dict.fromkeys(vocab_list))}
     tk = Tokenizer(models.WordPiece(vocab=vocab, unk_token="<|endoftext|>", continuing_subword_prefix="##"))
     tk.normalizer = normalizers.Lowercase()
@@ -843,12 +835,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument(
         "--visitor-words",
         action="store_true",
-        help="the tokenizer with wording.VISITOR_WORDS appended (run 10 on); a smaller loaded model grows to it",
+        help="the tokenizer with vocabulary.VISITOR_WORDS appended (run 10 on); a smaller loaded model grows to it",
     )
     ap.add_argument(
         "--more-visitor-words",
         action="store_true",
-        help="the tokenizer with visitors.MORE_VISITOR_WORDS appended after those (run 13 on); a model grows to it",
+        help="the tokenizer with vocabulary.MORE_VISITOR_WORDS appended after those (run 13 on); a model grows to it",
     )
     looking = ap.add_mutually_exclusive_group()
     looking.add_argument(
@@ -1022,31 +1014,9 @@ def keep_layers(model, n: int) -> None:
     log(f"draft: first {n} text layers kept")
 
 
-#: A new word's input embedding starts as a word the pair knows that means about the same (else the mean).
-SYNONYMS = {
-    "colours": "colour", "colors": "color", "coloured": "colour", "colored": "color", "shade": "colour",
-    "little": "small", "tiny": "small", "smaller": "small", "huge": "large", "larger": "large", "bigger": "big",
-    "size": "big", "sized": "big", "location": "where", "position": "where", "located": "where",
-    "positioned": "where", "placed": "where", "whereabouts": "where", "place": "part", "spot": "part",
-    "area": "part", "region": "part", "side": "part", "corner": "part", "upper": "top", "lower": "bottom",
-    "centre": "center", "central": "center", "drawn": "shows", "shown": "shows", "show": "shows",
-    "depicts": "shows", "depicted": "shows", "display": "shows", "displayed": "shows", "showing": "shows",
-    "contains": "shows", "contain": "shows", "photo": "picture", "pic": "picture", "drawing": "picture",
-    "scene": "picture", "canvas": "picture", "illustration": "picture", "graphic": "picture",
-    "thing": "object", "item": "object", "figure": "shape", "form": "shape", "things": "objects",
-    "items": "objects", "figures": "shapes", "number": "many", "amount": "many", "counting": "count",
-    "explain": "describe", "summarize": "describe", "summarise": "describe", "description": "describe",
-    "summary": "describe", "caption": "describe", "overview": "describe", "round": "circle",
-    "circular": "circle", "rectangle": "square", "triangular": "triangle", "name": "what", "identify": "what",
-    "determine": "what", "type": "which", "kind": "which", "sort": "which", "visible": "see", "seen": "see",
-    "look": "see", "view": "see", "an": "a", "its": "the", "has": "is", "have": "is", "i": "you",
-    **MORE_SYNONYMS,
-}  # fmt: skip
-
-
 def grow_vocabulary(model, tokenizer) -> None:
     """Grow ``model``'s embeddings and head to ``tokenizer`` (a pair trained before --visitor-words): each
-    new word's embedding starts as its `SYNONYMS` entry's (else the mean of the known words'), and its head
+    new word's embedding starts as its `vocabulary.SYNONYMS` entry's (else the mean of the known words'), and its head
     row as the image pad's (a token no answer has), so that the grown model answers as before."""
     old = model.get_input_embeddings().weight.shape[0]
     if old >= len(tokenizer):

@@ -23,7 +23,7 @@ from app.models import builtin_available
 from app.notes import OUTSIDE_WORLD_NOTE, race_notes
 from sage_core import load_media
 from sage_core.errors import SageError
-from sage_world import asking, scenes, visitors, wording
+from sage_world import asking, scenes, visitors, vocabulary, wording
 from sage_world.quality import example_media
 from sage_world.scenes import HAND_DRAWN, ROW_KIND, SHIFTED, make_example, make_examples
 
@@ -285,9 +285,9 @@ def test_the_docs_word_and_token_counts_are_the_pairs():
         re.S,
     )
     assert said and int(said[1]) == len(words), (said, len(words))
-    world = [w for w in scenes.vocabulary() if w.isalpha()]
-    visitor = [w for w in wording.VISITOR_WORDS if w not in scenes.vocabulary()]
-    assert (int(said[2]), int(said[3]), int(said[4])) == (len(world), len(visitor), len(visitors.MORE_VISITOR_WORDS))
+    world = [w for w in vocabulary.world_words() if w.isalpha()]
+    visitor = [w for w in vocabulary.VISITOR_WORDS if w not in vocabulary.world_words()]
+    assert (int(said[2]), int(said[3]), int(said[4])) == (len(world), len(visitor), len(vocabulary.MORE_VISITOR_WORDS))
     assert f"tokenizer's {len(tokenizer)} tokens" in app_doc
     assert f"the {len(words)} words of its {len(tokenizer)} tokens" in limits_doc
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from sage_world import scenes
+from sage_world import scenes, vocabulary
 from sage_world.scenes import (
     COLOURS,
     HAND_DRAWN,
@@ -23,7 +23,6 @@ from sage_world.scenes import (
     make_example,
     make_examples,
     rows_of,
-    vocabulary,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -55,7 +54,7 @@ def test_a_row_picture_is_read_left_to_right_top_then_bottom():
 
 
 def test_row_answers_use_only_the_pairs_words():
-    words = set(vocabulary())
+    words = set(vocabulary.world_words())
     for e in make_examples(3, 30, kinds=(ROW_KIND,)):
         assert set(re.findall(r"[a-z]+|[^\sa-z]", f"{e.question} {e.answer}")) <= words
     assert len(words) == 121  # the tokenizer (155 tokens) every draft and target share is unchanged

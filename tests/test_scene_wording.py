@@ -6,8 +6,9 @@ from __future__ import annotations
 import random
 import re
 
-from sage_world import scenes
+from sage_world import scenes, vocabulary
 from sage_world.scenes import COLOURS, HAND_DRAWN, make_example
+from sage_world.vocabulary import VISITOR_WORDS
 from sage_world.wording import (
     BLIND,
     FREE_KINDS,
@@ -16,7 +17,6 @@ from sage_world.wording import (
     LONE_HELD_OUT,
     TRAINING,
     UNSEEN,
-    VISITOR_WORDS,
     fill_slots,
     free_example,
     free_wordings,
@@ -189,5 +189,5 @@ def test_the_blind_questions_are_48_distinct_questions_about_one_shape_the_check
 def test_visitor_words_are_new_words_in_a_fixed_order():
     assert len(set(VISITOR_WORDS)) == len(VISITOR_WORDS) >= 150
     assert all(re.fullmatch(r"[a-z]+", w) for w in VISITOR_WORDS)
-    new = [w for w in VISITOR_WORDS if w not in set(scenes.vocabulary())]
+    new = [w for w in VISITOR_WORDS if w not in set(vocabulary.world_words())]
     assert len(new) >= 150 and {"little", "located", "position", "name", "explain", "number"} <= set(new)

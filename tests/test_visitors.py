@@ -11,7 +11,8 @@ import pytest
 
 from sage_world import asking, visitors
 from sage_world.scenes import NUMBER_WORDS, grade
-from sage_world.wording import VISITOR_WORDS, grading_form
+from sage_world.vocabulary import MORE_VISITOR_WORDS, VISITOR_WORDS
+from sage_world.wording import grading_form
 
 
 @pytest.fixture(scope="module")
@@ -30,11 +31,42 @@ def test_the_new_words_come_after_every_earlier_token_in_a_fixed_order(tokenizer
     from scripts.train_builtin_pair import build_processor
 
     earlier = build_processor(visitor_words=True).tokenizer
-    ids = [tokenizer.convert_tokens_to_ids(w) for w in visitors.MORE_VISITOR_WORDS]
+    ids = [tokenizer.convert_tokens_to_ids(w) for w in MORE_VISITOR_WORDS]
     assert ids == list(range(len(earlier), len(earlier) + len(ids)))  # run 10's ids stay as they were
-    assert not set(visitors.MORE_VISITOR_WORDS) & set(VISITOR_WORDS)
+    assert not set(MORE_VISITOR_WORDS) & set(VISITOR_WORDS)
     for word in VISITOR_WORDS[:20]:
         assert tokenizer.convert_tokens_to_ids(word) == earlier.convert_tokens_to_ids(word)
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_the_vocabulary_module_builds_the_shipped_tokenizer_byte_for_byte(tmp_path) -> None:
+    """sage_world.vocabulary holds every word of the pair's tokenizer in id order: the tokenizer the training script
+    builds from it is the one each shipped model folder holds, to the byte."""
+    from scripts.train_builtin_pair import build_processor
+
+    build_processor(visitor_words=True, more_visitor_words=True).tokenizer.save_pretrained(tmp_path)
+    built = (tmp_path / "tokenizer.json").read_bytes()
+    for folder in ("target", "draft", "hesitant-draft", "one-pass-draft"):
+        assert built == (ROOT / "assets" / "builtin" / folder / "tokenizer.json").read_bytes(), folder
+
+
+def test_the_vocabulary_lives_in_one_module() -> None:
+    """No other module of sage_world or scripts/ defines a word list of the tokenizer or a table of synonyms: they
+    import sage_world.vocabulary's."""
+    import ast
+
+    owned = {"VISITOR_WORDS", "MORE_VISITOR_WORDS", "SYNONYMS", "WORD_SYNONYMS", "TYPOS", "vocabulary"}
+    defined = []
+    for path in sorted([*(ROOT / "sage_world").glob("*.py"), *(ROOT / "scripts").glob("*.py")]):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+            names = {t.id for t in targets if isinstance(t, ast.Name)}
+            if isinstance(node, ast.FunctionDef):
+                names.add(node.name)
+            defined += [f"{path.name}:{name}" for name in names & owned]
+    assert sorted(defined) == [f"vocabulary.py:{name}" for name in sorted(owned - {"vocabulary"})]
 
 
 def test_every_question_and_answer_reads_without_an_unknown_word(tokenizer) -> None:
