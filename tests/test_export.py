@@ -238,7 +238,7 @@ def test_a_full_disk_is_one_line_and_the_old_file_stays(tmp_path, capsys, monkey
     class FullFile(io.StringIO):
         write = full  # type: ignore[assignment]  # a file whose every write fails as a full disk's does
 
-    monkeypatch.setattr(export, "open_for_writing", lambda path: FullFile())
+    monkeypatch.setattr(export.files, "open_for_writing", lambda path: FullFile())
     monkeypatch.setattr(slides_gif, "write_gif", full)
     for flag, name in (("--html", "old.html"), ("--gif", "old.gif")):
         (tmp_path / name).write_text("the slides of last week")
@@ -288,8 +288,8 @@ def test_a_gif_of_a_long_race_holds_at_most_its_frames(tmp_path):
 
 def test_an_export_whose_visitor_left_stops_and_leaves_nothing(tmp_path, monkeypatch):
     drawn: list[int] = []
-    real = export.frame
-    monkeypatch.setattr(export, "frame", lambda data, step: (drawn.append(step), real(data, step))[1])
+    real = export.player.frame
+    monkeypatch.setattr(export.player, "frame", lambda data, step: (drawn.append(step), real(data, step))[1])
     slots = export.ExportSlots()
     job = export.export_job(long_race(12), None, "html", folder=tmp_path, slots=slots)
     assert "This HTML replay draws all 12 rounds" in next(job)[1]

@@ -127,7 +127,7 @@ def test_a_frame_that_never_ends_stops_at_its_budget(tmp_path, monkeypatch):
 
 
 def test_an_export_whose_page_stops_asking_stops_by_itself(tmp_path, monkeypatch):
-    monkeypatch.setattr(export, "PATIENCE_S", 0.2)
+    monkeypatch.setattr(export.jobs, "PATIENCE_S", 0.2)
     slots = export.ExportSlots()
     job = export.export_job(long_race(5), None, "html", folder=tmp_path, slots=slots)
     next(job), next(job)  # a frame drawn; then the generator is neither pulled nor closed

@@ -17,7 +17,7 @@ from sage_core.methods import holder, holding, method_spec
 
 ROOT = Path(__file__).resolve().parent.parent
 #: The modules that make a step's view: the page's handlers (the landing's too), the API and the export.
-ENTRIES = {"app/handlers.py", "app/api.py", "app/export.py"}
+ENTRIES = {"app/handlers.py", "app/api.py", "app/export/frame_format.py", "app/export/slides.py"}
 #: What renders a view: none of them makes one.
 RENDERERS = ("app/render.py", "app/panels.py", "app/panel_table.py", "app/slides_gif.py", "app/explain_view.py")
 
@@ -28,7 +28,7 @@ def names_used(path: Path) -> set[str]:
 
 def test_only_the_entries_make_a_view():
     making = {
-        path.relative_to(ROOT).as_posix() for path in (ROOT / "app").glob("*.py") if "race_view" in names_used(path)
+        path.relative_to(ROOT).as_posix() for path in (ROOT / "app").rglob("*.py") if "race_view" in names_used(path)
     }
     assert making == ENTRIES
     for renderer in RENDERERS:
@@ -51,7 +51,7 @@ def test_each_entry_makes_one_view_a_step(monkeypatch):
         made.append(data)
         return real(data)
 
-    for module in (handlers, api, export):
+    for module in (handlers, api, export.frame_format, export.slides):
         monkeypatch.setattr(module, "race_view", counted)
     data = synthetic_race(with_ar=True)
     page = type("Page", (), {"__getattr__": lambda self, name: name})()
