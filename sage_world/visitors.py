@@ -54,10 +54,10 @@ KINDS = ("count_kind", "superlative", "exists", "graph")
 #: The kinds that need looking at every shape (run 13b trains on them more: ``--counts``); the check grades their
 #: answers on what follows the last "so" (:data:`.scenes.CONCLUDING_KINDS`, the same kinds).
 LOOKING_KINDS = CONCLUDING_KINDS
-#: How those two are answered: straight (runs 13, 13b); after naming every shape, each one that answers the
-#: question marked (run 14, :func:`looked`); after naming every shape, each one checked yes or no against what
-#: was asked (run 15, :func:`checked`).
-LOOKING_FORMS = ("", "marked", "checked")
+#: How those two are answered: straight (runs 13, 13b); after naming what was asked about and every shape, each one
+#: checked yes or no against it (run 15 on, :func:`checked`). (Run 14's form, each shape that answers marked as it
+#: is named, was tried and not shipped: docs/training-history.md.)
+ANSWER_FORMS = ("", "checked")
 #: The kinds asked about a picture of shapes (a graph's questions are a chart's kinds, ``chart`` and ``bar``).
 SCENE_KINDS = KINDS[:3]
 #: Words only a chart's questions have among the visitors' (the asking rule: a question about this picture).
@@ -222,16 +222,6 @@ def _scene(rng: random.Random, style: Style, n: int) -> tuple[Example, tuple]:
     return Example(image, "", "", "", objects=things, labels=label_map), things
 
 
-def looked(things: tuple, answer: str, marks: list[str]) -> str:
-    """``answer`` said after what the picture shows, each shape that answers the question marked as it is named
-    (run 14): "it shows a small red circle in the top left: one circle, a large blue square in the center and a
-    small green circle in the bottom right: two circles, so there are two circles." A count of one shape, or
-    whether a thing is there, needs every shape looked at; the pair describes scenes right, so its answer names
-    them first, each mark decided beside the shape it follows (the count one more than the last mark), and the
-    answer read from its own words."""
-    return f"{shown(things, marks)}, so {answer}"
-
-
 def checked(things: tuple, answer: str, matches: list[bool], asked: str) -> str:
     """``answer`` said after what was asked about and every shape, each checked against it (run 15): "cross: it
     shows a large green triangle in the top left: no, a large blue cross in the bottom left: yes and a small red
@@ -241,29 +231,18 @@ def checked(things: tuple, answer: str, matches: list[bool], asked: str) -> str:
     return f"{asked}: {shown(things, ['yes' if match else 'no' for match in matches])}, so {answer}"
 
 
-def tally(things: tuple, shape: str) -> list[str]:
-    """The running count after each thing of ``shape`` ("one circle", "two circles"; "" after the others)."""
-    marks, n = [], 0
-    for t in things:
-        n += t.shape == shape
-        marks.append(f"{NUMBER_WORDS[n]} {shape if n == 1 else PLURALS[shape]}" if t.shape == shape else "")
-    return marks
-
-
 def count_kind_example(
     rng: random.Random, style: Style, pool: dict[str, tuple[str, ...]], looking: str = ""
 ) -> Example:
     """How many of one shape a scene of 1-6 has (a shape it has three times in four); ``looking`` (one of
-    :data:`LOOKING_FORMS`): the answer names every shape first (:func:`looked`, :func:`checked`)."""
+    :data:`ANSWER_FORMS`): the answer checks every shape first (:func:`checked`)."""
     base, things = _scene(rng, style, rng.randint(1, 6))
     present = sorted({t.shape for t in things})
     absent = [s for s in SHAPES if s not in present]
     shape = rng.choice(present if not absent or rng.random() < 0.75 else absent)
     answer, facts, forbidden = count_kind_answer(shape, sum(t.shape == shape for t in things))
     question = rng.choice(pool["count_kind"]).format(shapes=PLURALS[shape], **_slots(rng))
-    if looking == "marked":  # the running count says number words: the fact is the whole last sentence
-        answer, facts, forbidden = looked(things, answer, tally(things, shape)), (answer.removesuffix("."),), ()
-    elif looking == "checked":  # graded on what follows the last "so" (scenes.fact_score)
+    if looking == "checked":  # graded on what follows the last "so" (scenes.fact_score)
         answer = checked(things, answer, [t.shape == shape for t in things], shape)
     return replace(base, question=question, answer=answer, kind="count_kind", facts=facts, forbidden=forbidden)
 
@@ -303,8 +282,8 @@ def _articles(text: str) -> str:
 
 def exists_example(rng: random.Random, style: Style, pool: dict[str, tuple[str, ...]], looking: str = "") -> Example:
     """Whether a scene of 1-6 has a shape, a colour or both (half the time it has; a miss is as often a shape of
-    the scene in another colour as a thing it lacks); ``looking`` (one of :data:`LOOKING_FORMS`): the answer
-    names every shape first (:func:`looked`, :func:`checked`)."""
+    the scene in another colour as a thing it lacks); ``looking`` (one of :data:`ANSWER_FORMS`): the answer
+    checks every shape first (:func:`checked`)."""
     base, things = _scene(rng, style, rng.randint(1, 6))
     form = rng.choice(("both", "both", "shape", "colour"))
     t = rng.choice(things)
@@ -325,9 +304,7 @@ def exists_example(rng: random.Random, style: Style, pool: dict[str, tuple[str, 
     has = any(matches)
     question = _articles(rng.choice(pool["exists"]).format(ref=ref, **_slots(rng)))
     answer = _articles(f"yes, there is a {ref}.") if has else f"no, there is no {ref}."
-    if looking == "marked":
-        answer = looked(things, answer, [_articles(f"a {ref}") if match else "" for match in matches])
-    elif looking == "checked":
+    if looking == "checked":
         answer = checked(things, answer, matches, ref)
     facts, forbidden = (("yes",), ("no",)) if has else (("no",), ("yes",))
     return replace(base, question=question, answer=answer, kind="exists", facts=facts, forbidden=forbidden)
@@ -359,7 +336,7 @@ def visitor_example(
 ) -> Example:
     """A question of one of ``kinds`` (:data:`KINDS`; ``held_out``: in a :data:`HELD_OUT` wording), typed wrong a
     word one time in five (never when held out), in a visitor's surface forms; ``looking`` (one of
-    :data:`LOOKING_FORMS`): a count of a shape and whether a thing is there answered so."""
+    :data:`ANSWER_FORMS`): a count of a shape and whether a thing is there answered so."""
     pool = HELD_OUT if held_out else TRAINING
     kind = rng.choice(kinds)
     example = graph_example(rng, style, pool) if kind == "graph" else scene_maker(kind, looking)(rng, style, pool)
@@ -391,9 +368,9 @@ def training_wordings() -> dict[str, tuple[str, ...]]:
 
 def scene_maker(kind: str, looking: str) -> Callable[[random.Random, Style, dict[str, tuple[str, ...]]], Example]:
     """The example maker of one of :data:`SCENE_KINDS`; a count of a shape and whether a thing is there answer
-    in the form ``looking`` names (:data:`LOOKING_FORMS`)."""
-    if looking not in LOOKING_FORMS:
-        raise ValueError(f"an answer form is one of {LOOKING_FORMS}, not {looking!r}")
+    in the form ``looking`` names (:data:`ANSWER_FORMS`)."""
+    if looking not in ANSWER_FORMS:
+        raise ValueError(f"an answer form is one of {ANSWER_FORMS}, not {looking!r}")
     if kind == "superlative":
         return superlative_example
     maker = {"count_kind": count_kind_example, "exists": exists_example}[kind]
@@ -402,15 +379,14 @@ def scene_maker(kind: str, looking: str) -> Callable[[random.Random, Style, dict
 
 def check_examples(seed: int, n: int) -> tuple[list[Example], list[str]]:
     """``n`` examples on fresh scenes, half asked as visitors asked (:data:`ASKED`, in turn), half in the
-    :data:`HELD_OUT` wordings; and each one's source ("asked" or "held out"). A count of a shape and whether a
-    thing is there are drawn in run 14's form, whose facts grade every form's answer (on what follows its last
-    "so", :func:`.scenes.fact_score`; a count's fact is its last sentence, "there are two circles"): the same
-    draws in every form."""
+    :data:`HELD_OUT` wordings; and each one's source ("asked" or "held out"). A count of a shape and whether a thing
+    is there are graded on their conclusion (:func:`concluded`), so every answer form is graded alike; the draws are
+    those of every check since run 14 (tests/test_mixing.py pins them)."""
     rng = random.Random(seed)
     examples, sources = [], [check_source(i) for i in range(n)]
     for i in range(n):
         if i % 2:
-            examples.append(visitor_example(rng, held_out=True, looking="marked"))
+            examples.append(concluded(visitor_example(rng, held_out=True)))
             continue
         kind, question = ASKED[(i // 2) % len(ASKED)]
         pool: dict[str, tuple[str, ...]] = {k: (question,) for k in ("count_kind", "superlative", "exists", "chart")}
@@ -419,9 +395,18 @@ def check_examples(seed: int, n: int) -> tuple[list[Example], list[str]]:
         elif kind == "chart":
             example = graph_example(rng, DEFAULT, {"chart": (question,)})
         else:
-            example = scene_maker(kind, looking="marked")(rng, DEFAULT, pool)
+            example = concluded(scene_maker(kind, looking="")(rng, DEFAULT, pool))
         examples.append(example)
     return examples, sources
+
+
+def concluded(example: Example) -> Example:
+    """A count of a shape graded on its whole conclusion ("there are two circles", the last sentence after its last
+    "so" in an answer that checks every shape first; no forbidden word, since a checked answer names its shapes);
+    any other example as it is."""
+    if example.kind != "count_kind":
+        return example
+    return replace(example, facts=(example.answer.removesuffix("."),), forbidden=())
 
 
 def graph_check_examples(seed: int, n: int) -> list[Example]:

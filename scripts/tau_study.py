@@ -35,7 +35,7 @@ import json
 import os
 import statistics
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # threads that wait do not spin on a shared CPU
@@ -140,7 +140,8 @@ def calibration_lines(lanes: dict[str, list]) -> dict:
     }
 
 
-def main(argv: list[str] | None = None) -> dict:
+def parse(argv: list[str] | None) -> tuple[argparse.Namespace, tuple[str, ...], list[str], FrozenSageConfig]:
+    """The command line, and from it the fresh prompts' kinds, the methods raced and sage-frozen's settings."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--target", default="builtin")
     parser.add_argument("--draft", default="builtin")
@@ -163,62 +164,69 @@ def main(argv: list[str] | None = None) -> dict:
     if not set(kinds) <= {*LONG_KINDS, ROW_KIND}:
         parser.error(f"--kinds: choose from {', '.join((*LONG_KINDS, ROW_KIND))}")
     try:
-        methods = [method_spec(m).name for m in args.methods.split(",")]
-        frozen = FrozenSageConfig(args.frozen_alpha)
+        return args, kinds, [method_spec(m).name for m in args.methods.split(",")], FrozenSageConfig(args.frozen_alpha)
     except ValueError as error:
         parser.error(str(error))
-    torch.set_num_threads(args.threads)
 
-    pair = load_pair(args.target, args.draft, "cpu", "float32")
-    prompts = (
-        shipped_long_examples()
-        if args.shipped
-        else [
-            (example_media(scene), scene.question, scene.kind)
-            for scene in make_examples(args.seed, args.n, kinds=kinds)
-        ]
-    )
-    args.n = len(prompts)
-    per_prompt: dict[str, dict[str, list[float]]] = {m: {"tau": [], "tpf": [], "nodes": []} for m in methods}
-    spreads: list[float] = []
-    widths: list[int] = []
-    premises: list[tuple[str, list]] = []  # each SAGE answer's kind and its rounds with alpha and entropy
-    mismatches: list[str] = []
-    lanes: dict[str, list] = {m: [] for m in methods}  # every method's records, answer after answer
-    started = time.perf_counter()
+
+@dataclass
+class Tally:
+    """What the race measured, answer after answer: per method its τ, tokens per forward and tree nodes per answer
+    and its records; SAGE's entropy spreads, planned widths and rounds with α and entropy (with each answer's kind);
+    the answers that differed from plain decoding's."""
+
+    methods: list[str]
+    per_prompt: dict[str, dict[str, list[float]]] = field(default_factory=dict)
+    lanes: dict[str, list] = field(default_factory=dict)
+    spreads: list[float] = field(default_factory=list)
+    widths: list[int] = field(default_factory=list)
+    premises: list[tuple[str, list]] = field(default_factory=list)
+    mismatches: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.per_prompt = {m: {"tau": [], "tpf": [], "nodes": []} for m in self.methods}
+        self.lanes = {m: [] for m in self.methods}
+
+    def add(self, method: str, kind: str, run, summary, lossless: bool, where: str) -> None:
+        rounds = [r for r in run.records if r.phase == "decode"]
+        self.lanes[method] += run.records
+        self.per_prompt[method]["tau"].append(summary.mean_accepted)
+        self.per_prompt[method]["tpf"].append(summary.tokens_per_forward)
+        self.per_prompt[method]["nodes"].append(statistics.fmean(len(r.tree_tokens) for r in rounds) if rounds else 0.0)
+        if not lossless:
+            self.mismatches.append(where)
+        if method == "sage":
+            self.widths += [r.planned_width for r in rounds if r.planned_width is not None]
+            entropies = [r.entropy for r in rounds if r.entropy is not None]
+            if len(entropies) >= 2:
+                self.spreads.append(max(entropies) - min(entropies))
+            self.premises.append((kind, [r for r in rounds if r.alpha is not None and r.entropy is not None]))
+
+
+def race(pair, prompts: list, methods: list[str], frozen: FrozenSageConfig, max_new_tokens: int) -> Tally:
+    """Every method on every prompt, each answer checked against plain decoding's."""
+    tally = Tally(methods)
     for index, (media, question, kind) in enumerate(prompts):
-        reference = decode(pair, media, question, DecodeConfig("ar", args.max_new_tokens)).run_to_end()
+        reference = decode(pair, media, question, DecodeConfig("ar", max_new_tokens)).run_to_end()
         for method in methods:
-            config = DecodeConfig(method, args.max_new_tokens).with_settings({"sage-frozen": frozen})
+            config = DecodeConfig(method, max_new_tokens).with_settings({"sage-frozen": frozen})
             run = decode(pair, media, question, config)
             summary = run.run_to_end()
-            lanes[method] += run.records
-            rounds = [r for r in run.records if r.phase == "decode"]
-            per_prompt[method]["tau"].append(summary.mean_accepted)
-            per_prompt[method]["tpf"].append(summary.tokens_per_forward)
-            per_prompt[method]["nodes"].append(statistics.fmean(len(r.tree_tokens) for r in rounds) if rounds else 0.0)
-            if summary.token_ids != reference.token_ids:
-                mismatches.append(f"{index}:{method}")
-            if method == "sage":
-                widths += [r.planned_width for r in rounds if r.planned_width is not None]
-                entropies = [r.entropy for r in rounds if r.entropy is not None]
-                if len(entropies) >= 2:
-                    spreads.append(max(entropies) - min(entropies))
-                premises.append((kind, [r for r in rounds if r.alpha is not None and r.entropy is not None]))
-    elapsed = time.perf_counter() - started
+            tally.add(method, kind, run, summary, summary.token_ids == reference.token_ids, f"{index}:{method}")
+    return tally
 
-    what = (
-        "shipped long examples" if args.shipped else f"fresh long-answer prompts (seed {args.seed}: {', '.join(kinds)})"
-    )
-    print(f"{args.n} {what}, greedy, {elapsed:.0f} s")
+
+def report(tally: Tally, figures: dict) -> dict:
+    """Print the race's figures per method, SAGE's entropy spread and widths, the studies' lines and whether every
+    answer was lossless; ``figures`` with them added."""
     print(f"{'method':<20}{'tau (95% CI)':>18}{'tokens/forward':>20}{'nodes/round':>14}")
-    figures: dict = {"n": args.n, "seed": args.seed, "methods": {}}
-    for method in methods:
-        tau, tpf, nodes = (interval(per_prompt[method][k]) for k in ("tau", "tpf", "nodes"))
+    for method in tally.methods:
+        tau, tpf, nodes = (interval(tally.per_prompt[method][k]) for k in ("tau", "tpf", "nodes"))
         figures["methods"][method] = {"tau": tau, "tokens_per_forward": tpf, "nodes_per_round": nodes[0]}
         print(
             f"{short_name(method):<20}{tau[0]:>10.2f} ± {tau[1]:<5.2f}{tpf[0]:>12.2f} ± {tpf[1]:<5.2f}{nodes[0]:>12.1f}"
         )
+    spreads, widths = tally.spreads, tally.widths
     if spreads:
         wide = sum(s >= 1.5 for s in spreads)
         print(
@@ -230,12 +238,33 @@ def main(argv: list[str] | None = None) -> dict:
     if widths:
         print(f"SAGE's planned root width W(alpha): median {statistics.median(widths):g} over {len(widths)} rounds")
         figures["planned_width_median"] = statistics.median(widths)
-    figures["delta_vs_sage"] = delta_lines(per_prompt)
-    figures["acceptance_histogram"] = histogram_lines(lanes)
-    figures["calibration"] = calibration_lines(lanes)
-    figures["premise"] = premise_lines(premises)
-    print(f"lossless (every method's tokens == plain decoding's): {mismatches or 'yes'}")
-    figures["lossless"] = not mismatches
+    figures["delta_vs_sage"] = delta_lines(tally.per_prompt)
+    figures["acceptance_histogram"] = histogram_lines(tally.lanes)
+    figures["calibration"] = calibration_lines(tally.lanes)
+    figures["premise"] = premise_lines(tally.premises)
+    print(f"lossless (every method's tokens == plain decoding's): {tally.mismatches or 'yes'}")
+    figures["lossless"] = not tally.mismatches
+    return figures
+
+
+def main(argv: list[str] | None = None) -> dict:
+    args, kinds, methods, frozen = parse(argv)
+    torch.set_num_threads(args.threads)
+    pair = load_pair(args.target, args.draft, "cpu", "float32")
+    if args.shipped:
+        prompts = shipped_long_examples()
+    else:
+        scenes = make_examples(args.seed, args.n, kinds=kinds)
+        prompts = [(example_media(scene), scene.question, scene.kind) for scene in scenes]
+    args.n = len(prompts)
+    started = time.perf_counter()
+    tally = race(pair, prompts, methods, frozen, args.max_new_tokens)
+    elapsed = time.perf_counter() - started
+    what = (
+        "shipped long examples" if args.shipped else f"fresh long-answer prompts (seed {args.seed}: {', '.join(kinds)})"
+    )
+    print(f"{args.n} {what}, greedy, {elapsed:.0f} s")
+    figures = report(tally, {"n": args.n, "seed": args.seed, "methods": {}})
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=2) + "\n")
     return figures

@@ -6,11 +6,12 @@ This run is the first stage of the shipped pair's recipe; the 37 stages after it
 options below: the table and its runner are scripts/recipe.py (``python scripts/recipe.py``), each
 run's history docs/training-history.md.
 
-* Data: ``sage_world.scenes`` with ``random.Random(seed)``, fresh examples every step:
+* Data: ``sage_world.scenes`` drawn by ``sage_world.mixing``, fresh examples every step, a seed each from
+  ``random.Random(seed)`` (so that a form added to the mix changes no example it does not take):
   1-6 shapes anywhere on canvases of varied size and aspect (places named on a 3x3 grid), bar
   charts of 3-6 bars, rendered words and numbers, 8-16-frame clips; short questions and long
   answers (detailed descriptions, chart readings, narrated videos). Image kinds are drawn with
-  the weights ``KIND_WEIGHTS`` (the long answers most often); every ``VIDEO_EVERY``-th (6th) step
+  the weights ``mixing.KIND_WEIGHTS`` (the long answers most often); every ``VIDEO_EVERY``-th (6th) step
   is a batch of clips (half one-sentence answers, half narrated), fed as the app feeds a file:
   8 evenly spaced frames with their metadata.
 * Stage 0, each model's vision tower alone (``pretrain_vision``; target 10 minutes, draft 3;
@@ -81,7 +82,7 @@ import math
 import os
 import random
 import time
-from dataclasses import astuple, dataclass, replace
+from dataclasses import astuple, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -95,25 +96,13 @@ import torch.nn.functional as F
 from sage_core.models import processor_inputs
 from sage_core.models.qwen import QWEN_SPECIAL_TOKENS
 from sage_world.asking import write_asking_note
+from sage_world.mixing import FORMS, DataMix, batch_examples
+from sage_world.mixing import VIDEO_EVERY as VIDEO_EVERY  # re-exported: scripts that draw as training does
+from sage_world.mixing import draw_example as draw_example  # re-exported likewise
 from sage_world.quality import agreement, evaluate, example_media
-from sage_world.scenes import (
-    COLOURS,
-    DEFAULT,
-    HAND_DRAWN,
-    NUMBER_WORDS,
-    ROW_KIND,
-    SHAPES,
-    SHIFTED,
-    SIZES,
-    Example,
-    Style,
-    jpeg,
-    make_example,
-    make_examples,
-)
-from sage_world.visitors import LOOKING_KINDS, misspell, visitor_example
+from sage_world.scenes import COLOURS, NUMBER_WORDS, ROW_KIND, SHAPES, SIZES, make_example, make_examples
+from sage_world.visitors import LOOKING_KINDS, visitor_example
 from sage_world.vocabulary import SYNONYMS, token_words
-from sage_world.wording import LONE, free_example, lone_example, reword
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -125,18 +114,9 @@ PATCH = 8
 IMAGE_PIXELS = 128 * 128
 #: Pixel budget of one video frame (a clip of 8 frames: 4 groups of 2 -> 4 x 25 tokens).
 FRAME_PIXELS = 80 * 80
-#: How often each kind is drawn (the long answers and the hard facts more often).
-KIND_WEIGHTS = {
-    "shape": 0.8, "colour": 0.6, "count": 0.5, "position": 0.8, "size": 0.5, "describe": 2.4,
-    "bar": 0.8, "chart": 1.2, "text": 0.8,
-}  # fmt: skip
-IMAGE_KINDS = tuple(KIND_WEIGHTS)
 #: The kinds ``--decisive-kinds`` may add to those whose decisions ``--decision-weight`` weights: a chart's, whose
 #: decision is how many bars it has (run 17), and a count of every shape (run 18).
 DECISIVE_EXTRA = ("chart", "bar", "count")
-#: Every VIDEO_EVERY-th step is a batch of video clips (half one-sentence answers, half narrated);
-#: videos are longer sequences than images, so they get batches of their own.
-VIDEO_EVERY = 6
 CHECKPOINT_EVERY_S = 300.0
 EVAL_EVERY_S = 600.0
 SPECIALS = list(QWEN_SPECIAL_TOKENS)  # the built-in pair is a Qwen3-VL pair: the family's own table
@@ -222,14 +202,12 @@ def build_processor(visitor_words: bool = False, more_visitor_words: bool = Fals
     )
 
 
-def build_model(cfg: dict, tokenizer, seed: int):
-    import transformers
-
-    ids = {t: tokenizer.convert_tokens_to_ids(t) for t in SPECIALS}
+def text_config(cfg: dict, vocab_size: int, ids: dict[str, int]) -> dict[str, Any]:
+    """The language model's settings from ``cfg`` (`TARGET_CFG`, `DRAFT_CFG`) and the special tokens' ``ids``."""
     head_dim = cfg["hidden"] // cfg["heads"]
     half = head_dim // 2
-    text = {
-        "vocab_size": len(tokenizer),
+    return {
+        "vocab_size": vocab_size,
         "hidden_size": cfg["hidden"],
         "intermediate_size": cfg["ffn"],
         "num_hidden_layers": cfg["layers"],
@@ -249,8 +227,12 @@ def build_model(cfg: dict, tokenizer, seed: int):
             "mrope_interleaved": True,
         },
     }
+
+
+def vision_config(cfg: dict) -> dict[str, Any]:
+    """The vision tower's settings from ``cfg``."""
     grid = int(IMAGE_PIXELS**0.5) // PATCH
-    vision = {
+    return {
         "depth": cfg["v_depth"],
         "hidden_size": cfg["v_embed"],
         "intermediate_size": 4 * cfg["v_embed"],
@@ -263,9 +245,15 @@ def build_model(cfg: dict, tokenizer, seed: int):
         "num_position_embeddings": grid * grid,
         "deepstack_visual_indexes": cfg["deepstack"],
     }
+
+
+def build_model(cfg: dict, tokenizer, seed: int):
+    import transformers
+
+    ids = {t: tokenizer.convert_tokens_to_ids(t) for t in SPECIALS}
     config = transformers.Qwen3VLConfig(
-        text_config=text,
-        vision_config=vision,
+        text_config=text_config(cfg, len(tokenizer), ids),
+        vision_config=vision_config(cfg),
         image_token_id=ids["<|image_pad|>"],
         video_token_id=ids["<|video_pad|>"],
         vision_start_token_id=ids["<|vision_start|>"],
@@ -386,87 +374,6 @@ def aux_loss(head: torch.nn.Module, features: torch.Tensor, labels: torch.Tensor
             losses.append(F.cross_entropy(logits[:, start : start + n], y, ignore_index=-100))
         start += n
     return torch.stack(losses).mean() if losses else features.sum() * 0.0
-
-
-@dataclass(frozen=True)
-class DataMix:
-    """Shares of the image examples drawn otherwise (run 4; all 0 in runs 1-3, whose data stream
-    they leave untouched): ``lone`` a scene of one object (for "this" / "it" questions),
-    ``hand`` shapes drawn as by hand, ``shifted`` the SHIFTED drawing ranges, ``reworded`` the
-    question in other words (``sage_world.wording``). Run 8: ``rows`` a picture of two rows
-    of shapes to read (``scenes.ROW_KIND``) instead of the weighted kind, ``jpeg`` the picture saved
-    as a JPEG of quality 70-98 and read back (0 in runs 1-7). Run 13: ``visitors`` a question visitors ask
-    (``sage_world.visitors``: counts by shape, superlatives, whether a thing is there, charts as graphs; seven in
-    ten), or any other question with a word typed wrong (0 before run 13, whose data stream it leaves untouched);
-    run 13b: ``counts`` a visitor's question that needs looking at every shape (how many of a shape, whether a
-    thing is there: ``visitors.LOOKING_KINDS``); run 14: ``looking`` "marked", those two answered after naming
-    every shape (``visitors.looked``); run 15: "checked" (``visitors.checked``). Run 17: ``graphs`` a visitor's
-    question about a chart asked as a graph (``visitors.graph_example``: described, its highest or lowest bar, a
-    bar's value, its count of bars; 0 before run 17, whose data stream it leaves untouched). Run 18: ``totals`` a
-    count of every shape (``count``) instead of the weighted kind, drawn and worded as any other (0 before)."""
-
-    lone: float = 0.0
-    hand: float = 0.0
-    shifted: float = 0.0
-    reworded: float = 0.0
-    rows: float = 0.0
-    jpeg: float = 0.0
-    free: float = 0.0
-    visitors: float = 0.0
-    counts: float = 0.0
-    looking: str = ""  # one of visitors.LOOKING_FORMS
-    graphs: float = 0.0
-    totals: float = 0.0
-
-
-def drawn_kind_and_style(rng: random.Random, mix: DataMix) -> tuple[str, Style]:
-    """An image example's kind (weighted; rows or a count of every shape in their shares) and drawing style."""
-    kind = rng.choices(IMAGE_KINDS, list(KIND_WEIGHTS.values()))[0]
-    if mix.rows and rng.random() < mix.rows:
-        kind = ROW_KIND
-    if mix.totals and rng.random() < mix.totals:
-        kind = "count"
-    style = DEFAULT
-    if mix.hand and rng.random() < mix.hand:
-        style = HAND_DRAWN
-    elif mix.shifted and rng.random() < mix.shifted:
-        style = SHIFTED
-    return kind, style
-
-
-def visitors_question(rng: random.Random, style: Style, mix: DataMix) -> tuple[Example | None, bool]:
-    """A visitor's question when the mix draws one (a count of a shape or whether a thing is there, a graph, or any
-    of :data:`visitors.KINDS`; else None), and whether the example is a visitor's, to be typed with their typos."""
-    if mix.counts and rng.random() < mix.counts:
-        return visitor_example(rng, style, kinds=LOOKING_KINDS, looking=mix.looking), True
-    if mix.graphs and rng.random() < mix.graphs:
-        return visitor_example(rng, style, kinds=("graph",)), True
-    visitors = bool(mix.visitors) and rng.random() < mix.visitors
-    if visitors and rng.random() < 0.7:
-        return visitor_example(rng, style, looking=mix.looking), True
-    return None, visitors
-
-
-def draw_example(rng: random.Random, mix: DataMix = DataMix()):
-    """A weighted-random image example, drawn and worded as ``mix`` says."""
-    kind, style = drawn_kind_and_style(rng, mix)
-    picked, visitors = visitors_question(rng, style, mix)
-    if picked is not None:
-        return replace(picked, image=jpeg(picked.image, rng.randint(70, 98))) if rng.random() < mix.jpeg else picked
-    free = bool(mix.free) and rng.random() < mix.free
-    if free:
-        example = free_example(rng, style)
-    elif mix.lone and kind in LONE and rng.random() < mix.lone:
-        example = lone_example(rng, kind, style)
-    else:
-        example = make_example(rng, kind, style)
-    if not free and mix.reworded and rng.random() < mix.reworded:
-        example = reword(rng, example)
-    if visitors:
-        example = replace(example, question=misspell(rng, example.question))
-    if mix.jpeg and rng.random() < mix.jpeg:
-        example = replace(example, image=jpeg(example.image, rng.randint(70, 98)))
-    return example
 
 
 @dataclass(frozen=True)
@@ -690,82 +597,113 @@ def answer_loss(stage: Stage, model, processor, conversations, batch, teacher, r
     return weighted_answer_loss(model(**enc).logits, labels, decisive, stage.decision_weight)
 
 
-def train(stage: Stage, model, processor, rng, eval_examples, teacher=None, aux_weight=0.0, mix=DataMix()):
+@dataclass
+class Progress:
+    """Where a model's training stands: steps taken, seconds of training, the loss's moving average, and the
+    training time of the last evaluation and the last checkpoint."""
+
+    step: int = 0
+    train_time: float = 0.0
+    ema: float | None = None
+    last_eval: float = 0.0
+    last_save: float = 0.0
+
+
+def resume(stage: Stage, model, head, opt, rng: random.Random) -> Progress:
+    """The progress ``stage.checkpoint`` holds (the model, its auxiliary head, the optimiser and the data stream's
+    generator restored from it), or a fresh start when there is none."""
+    if not stage.checkpoint.exists():
+        return Progress()
+    state = torch.load(stage.checkpoint, weights_only=False)
+    model.load_state_dict(state["model"])
+    if "aux_head" in state:
+        head.load_state_dict(state["aux_head"])
+    opt.load_state_dict(state["optimizer"])
+    rng.setstate(state["rng"])
+    done = Progress(state["step"], state["train_time"], state["ema"], state["train_time"], state["train_time"])
+    log(f"{stage.name}: resumed from {stage.checkpoint} at step {done.step}, {done.train_time / 60:.1f} min")
+    return done
+
+
+def checkpoint(stage: Stage, model, head, opt, rng: random.Random, done: Progress) -> None:
+    state = {"model": model.state_dict(), "optimizer": opt.state_dict(), "rng": rng.getstate()}
+    state["aux_head"] = head.state_dict()
+    torch.save(dict(state, train_time=done.train_time, step=done.step, ema=done.ema), stage.checkpoint)
+
+
+def step_loss(stage: Stage, model, processor, examples, teacher, aux: tuple, cuts: random.Random) -> torch.Tensor:
+    """One batch's loss: its answers' (`answer_loss`, a one-pass draft's cuts drawn from ``cuts``), plus, for a batch
+    of pictures, ``aux`` = (weight, head, captured features)'s per-token loss."""
+    aux_weight, head, captured = aux
+    conversations = [[e] for e in examples]
+    enc, labels = make_batch(processor, conversations)
+    captured.clear()
+    loss = answer_loss(stage, model, processor, conversations, (enc, labels), teacher, cuts)
+    if aux_weight and "image_grid_thw" in enc:  # image batches (clips have no labels)
+        labels_per_token = batch_token_labels(examples, enc["image_grid_thw"])
+        copies = captured[0].shape[0] // max(labels_per_token.shape[0], 1)  # a one-pass draft's cuts
+        labels_per_token = torch.cat([labels_per_token] * max(copies, 1))
+        loss = loss + aux_weight * aux_loss(head, captured[0], labels_per_token)
+    return loss
+
+
+def train(stage: Stage, model, processor, rng, eval_examples, teacher=None, aux_weight=0.0, mix: DataMix | None = None):
     """Train ``model`` for ``stage.minutes`` of training time (or ``stage.steps``), checkpointing to
     ``stage.checkpoint`` every CHECKPOINT_EVERY_S and resuming from it when it exists (same data stream:
-    the rng is saved).
+    the rng is saved). Each step draws its examples from ``rng`` (`mixing.batch_examples`: a seed each) and
+    one seed more for a one-pass draft's cuts, so that the stream's seeds do not depend on what the examples are.
 
     ``aux_weight``: weight of the auxiliary per-token loss (a linear head on the vision tower's
     merged tokens predicts the shape, cell, colour and size drawn there; the head is discarded):
     dense labels that teach the vision tower shapes and places far faster than the answer tokens
     alone."""
-    name, lr, minutes, steps, batch_size, checkpoint, *_ = astuple(stage)
     head, captured, hook = attach_aux_head(model.model.visual)
-    opt = torch.optim.AdamW([*model.parameters(), *head.parameters()], lr=lr, betas=(0.9, 0.98), weight_decay=0.01)
-    budget = minutes * 60.0
-    train_time, step, t_last_eval, t_last_save, ema = 0.0, 0, 0.0, 0.0, None
-    if checkpoint.exists():
-        state = torch.load(checkpoint, weights_only=False)
-        model.load_state_dict(state["model"])
-        if "aux_head" in state:
-            head.load_state_dict(state["aux_head"])
-        opt.load_state_dict(state["optimizer"])
-        rng.setstate(state["rng"])
-        train_time, step, ema = state["train_time"], state["step"], state["ema"]
-        t_last_eval = t_last_save = train_time
-        log(f"{name}: resumed from {checkpoint} at step {step}, {train_time / 60:.1f} min")
-    log(f"{name}: training, {f'{steps} steps' if steps else f'{minutes:.1f} min'}, lr {lr}, batch {batch_size}")
-    while True:
-        frac = step / steps if steps else train_time / budget
-        if frac >= 1.0:
-            break
+    opt = torch.optim.AdamW(
+        [*model.parameters(), *head.parameters()], lr=stage.lr, betas=(0.9, 0.98), weight_decay=0.01
+    )
+    done = resume(stage, model, head, opt, rng)
+    length = f"{stage.steps} steps" if stage.steps else f"{stage.minutes:.1f} min"
+    log(f"{stage.name}: training, {length}, lr {stage.lr}, batch {stage.batch_size}")
+    while (frac := done.step / stage.steps if stage.steps else done.train_time / (stage.minutes * 60.0)) < 1.0:
         t0 = time.time()
         model.train()
         for g in opt.param_groups:
-            g["lr"] = lr * lr_factor(frac, step)
-        if VIDEO_EVERY and step % VIDEO_EVERY == VIDEO_EVERY - 1:
-            conversations = [[make_example(rng, ("video", "narrate")[i % 2])] for i in range(batch_size)]
-        else:
-            conversations = [[draw_example(rng, mix)] for _ in range(batch_size)]
-        enc, labels = make_batch(processor, conversations)
-        captured.clear()
-        loss = answer_loss(stage, model, processor, conversations, (enc, labels), teacher, rng)
-        if aux_weight and "image_grid_thw" in enc:  # image batches (clips have no labels)
-            labels_per_token = batch_token_labels([c[0] for c in conversations], enc["image_grid_thw"])
-            copies = captured[0].shape[0] // max(labels_per_token.shape[0], 1)  # a one-pass draft's cuts
-            labels_per_token = torch.cat([labels_per_token] * max(copies, 1))
-            loss = loss + aux_weight * aux_loss(head, captured[0], labels_per_token)
+            g["lr"] = stage.lr * lr_factor(frac, done.step)
+        examples = batch_examples(rng, done.step, stage.batch_size, mix or DataMix())
+        cuts = random.Random(rng.getrandbits(64))
+        loss = step_loss(stage, model, processor, examples, teacher, (aux_weight, head, captured), cuts)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
-        step += 1
-        train_time += time.time() - t0
-        ema = loss.item() if ema is None else 0.98 * ema + 0.02 * loss.item()
-        if step % 50 == 0:
-            log(
-                f"{name} step {step} loss {ema:.4f} lr {opt.param_groups[0]['lr']:.2e} "
-                f"train {train_time / 60:.1f} min ({train_time / step:.3f} s/step)"
-            )
-        if train_time - t_last_save >= CHECKPOINT_EVERY_S:
-            t_last_save = train_time
-            state = {"model": model.state_dict(), "optimizer": opt.state_dict(), "rng": rng.getstate()}
-            state["aux_head"] = head.state_dict()
-            torch.save(dict(state, train_time=train_time, step=step, ema=ema), checkpoint)
-        if train_time - t_last_eval >= EVAL_EVERY_S:
-            t_last_eval = train_time
-            res = evaluate(model, processor, eval_examples[: len(eval_examples) // 3])
-            log(
-                f"{name} eval @ step {step}: facts {res['accuracy']:.3f} "
-                + " ".join(f"{k} {v:.2f}" for k, v in res["per_kind"].items())
-            )
-    state = {"model": model.state_dict(), "optimizer": opt.state_dict(), "rng": rng.getstate()}
-    state["aux_head"] = head.state_dict()
-    torch.save(dict(state, train_time=train_time, step=step, ema=ema), checkpoint)
+        done.step, done.train_time = done.step + 1, done.train_time + time.time() - t0
+        done.ema = loss.item() if done.ema is None else 0.98 * done.ema + 0.02 * loss.item()
+        report(stage, model, processor, opt, eval_examples, done)
+        if done.train_time - done.last_save >= CHECKPOINT_EVERY_S:
+            done.last_save = done.train_time
+            checkpoint(stage, model, head, opt, rng, done)
+    checkpoint(stage, model, head, opt, rng, done)
     hook.remove()
-    log(f"{name}: done, {step} steps, {train_time / 60:.2f} min of training")
+    log(f"{stage.name}: done, {done.step} steps, {done.train_time / 60:.2f} min of training")
     model.eval()
-    return step, train_time
+    return done.step, done.train_time
+
+
+def report(stage: Stage, model, processor, opt, eval_examples, done: Progress) -> None:
+    """The loss every 50 steps, and a progress evaluation (on the first third of ``eval_examples``) every
+    EVAL_EVERY_S of training."""
+    if done.step % 50 == 0:
+        log(
+            f"{stage.name} step {done.step} loss {done.ema:.4f} lr {opt.param_groups[0]['lr']:.2e} "
+            f"train {done.train_time / 60:.1f} min ({done.train_time / done.step:.3f} s/step)"
+        )
+    if done.train_time - done.last_eval >= EVAL_EVERY_S:
+        done.last_eval = done.train_time
+        res = evaluate(model, processor, eval_examples[: len(eval_examples) // 3])
+        log(
+            f"{stage.name} eval @ step {done.step}: facts {res['accuracy']:.3f} "
+            + " ".join(f"{k} {v:.2f}" for k, v in res["per_kind"].items())
+        )
 
 
 def idle_setting(args: argparse.Namespace) -> str:
@@ -774,8 +712,7 @@ def idle_setting(args: argparse.Namespace) -> str:
     if args.decisive_kinds and args.decision_weight == 1.0:
         return "--decisive-kinds names answers --decision-weight weights: give --decision-weight a weight besides 1"
     if args.looking and not (args.visitors or args.counts):
-        flag = {"marked": "--looking", "checked": "--checking"}[args.looking]
-        return f"{flag} changes the answers --visitors and --counts draw: give one of them a share above 0"
+        return "--checking changes the answers --visitors and --counts draw: give one of them a share above 0"
     return ""
 
 
@@ -842,21 +779,14 @@ def parse_args(argv=None) -> argparse.Namespace:
         action="store_true",
         help="the tokenizer with vocabulary.MORE_VISITOR_WORDS appended after those (run 13 on); a model grows to it",
     )
-    looking = ap.add_mutually_exclusive_group()
-    looking.add_argument(
-        "--looking",
-        action="store_const",
-        const="marked",
-        default="",
-        help="a count of a shape and whether a thing is there answered after naming every shape, each one that "
-        "answers marked (run 14)",
-    )
-    looking.add_argument(
+    ap.add_argument(
         "--checking",
         action="store_const",
         const="checked",
+        default="",
         dest="looking",
-        help="those two answered after naming what was asked about and every shape, each checked yes or no (run 15)",
+        help="a count of a shape and whether a thing is there answered after naming what was asked about and every "
+        "shape, each checked yes or no (run 15 on)",
     )
     shares = (
         ("lone", "scenes of one object"),
@@ -903,20 +833,8 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def main(argv=None):
     args = parse_args(argv)
-    mix = DataMix(
-        args.lone,
-        args.hand_drawn,
-        args.shifted,
-        args.reworded,
-        args.rows,
-        args.jpeg,
-        args.free,
-        args.visitors,
-        args.counts,
-        args.looking,
-        args.graphs,
-        args.totals,
-    )
+    shares = {field: getattr(args, form.replace("-", "_")) for form, field in FORMS.items()}  # --hand-drawn: hand
+    mix = DataMix(**shares, looking=args.looking)
 
     torch.set_num_threads(args.threads)
     random.seed(args.seed)

@@ -175,45 +175,18 @@ def test_a_kind_answered_less_often_right_says_so_beside_the_race_and_the_others
     assert asking.question_note("descrbe the imgae in detial.", picture) == ()
 
 
-def test_looking_answers_name_every_shape_first_and_draw_the_same_scenes() -> None:
-    rng_plain, rng_looking = random.Random(21), random.Random(21)
-    for _ in range(300):
-        plain = visitors.visitor_example(rng_plain, kinds=visitors.LOOKING_KINDS)
-        looking = visitors.visitor_example(rng_looking, kinds=visitors.LOOKING_KINDS, looking="marked")
-        assert (looking.question, looking.objects) == (plain.question, plain.objects)  # the same draws
-        listed, _, said = looking.answer.partition(", so ")
-        assert said == plain.answer  # the same answer, after what the picture shows
-        assert listed.startswith("it shows a ") and listed.replace(": ", " ").count(" in the ") == len(looking.objects)
-        for thing in looking.objects:
-            assert f"{thing.size} {thing.colour} {thing.shape} in the {thing.place}" in listed
-        assert grade(looking, looking.answer) and grade(looking, plain.answer)  # either form is graded right
-        marks = re.findall(r": ([a-z ]+?)(?=,| and |$)", listed)
-        if looking.kind == "count_kind":  # the running count: one, two, ... of the shape asked, ending on the answer
-            last = said.removesuffix(".").split()[-1]
-            shape = next(s for s, p in visitors.PLURALS.items() if last in (s, p))
-            names = {1: shape} | {k: visitors.PLURALS[shape] for k in range(2, 7)}
-            assert marks == [f"{NUMBER_WORDS[k]} {names[k]}" for k in range(1, len(marks) + 1)]
-            assert len(marks) == sum(t.shape == shape for t in looking.objects)
-            wrong = re.sub(r"so there (is|are) \w+", "so there are five", looking.answer)
-            assert "five" in said or not grade(looking, wrong)
-        else:  # a mark after each thing that is what was asked about; yes where there is one
-            assert bool(marks) == said.startswith("yes")
-            yes_no = ("yes", "no") if said.startswith("yes") else ("no", "yes")
-            assert not grade(looking, looking.answer.replace(f", so {yes_no[0]},", f", so {yes_no[1]},"))
-
-
 def test_the_training_mix_answers_looking_only_when_asked() -> None:
-    from scripts.train_builtin_pair import DataMix, draw_example
+    from sage_world.mixing import DataMix, draw_example
 
-    def looking_share(mix: DataMix) -> float:
+    def checked_share(mix: DataMix) -> float:
         rng = random.Random(4)
         drawn = [draw_example(rng, mix) for _ in range(60)]
         asked = [e for e in drawn if e.kind in visitors.LOOKING_KINDS]
         assert asked
-        return sum(e.answer.startswith("it shows") for e in asked) / len(asked)
+        return sum(": it shows " in e.answer for e in asked) / len(asked)
 
-    assert looking_share(DataMix(counts=0.5)) == 0.0
-    assert looking_share(DataMix(counts=0.5, looking="marked")) == 1.0
+    assert checked_share(DataMix(counts=0.5)) == 0.0
+    assert checked_share(DataMix(counts=0.5, looking="checked")) == 1.0
 
 
 def test_checked_answers_say_what_was_asked_then_check_every_shape_and_draw_the_same_scenes() -> None:
@@ -244,8 +217,9 @@ def test_checked_answers_say_what_was_asked_then_check_every_shape_and_draw_the_
 
 
 def test_an_answer_form_outside_the_known_ones_is_refused() -> None:
-    with pytest.raises(ValueError, match="an answer form is one of"):
-        visitors.scene_maker("count_kind", "tallied")
+    for gone in ("tallied", "marked"):  # run 14's marked form was tried, not shipped, and is gone
+        with pytest.raises(ValueError, match="an answer form is one of"):
+            visitors.scene_maker("count_kind", gone)
     with pytest.raises(ValueError, match="an answer form is one of"):
         visitors.visitor_example(random.Random(1), kinds=("superlative",), looking="True")
 
