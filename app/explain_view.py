@@ -1,8 +1,8 @@
 """The teaching mode's explainer: one round, its formulas filled in with the numbers it used.
 
-Renders `sage_core.studies.explain.RoundExplained` as HTML (the page's `#explain`). Every
-figure comes from the round's record or the run's SAGE settings; nothing here
-computes a policy value of its own.
+Renders a round the view explained (`view.explained_round`: sage_core.studies.explain's `RoundExplained`) as
+HTML (the page's `#explain`). Every figure comes from the round's record or the run's SAGE settings; nothing
+here computes a policy value of its own, and no study is imported here.
 """
 
 from __future__ import annotations
@@ -15,12 +15,11 @@ from sage_core import RoundRecord
 from sage_core.method_settings import SageConfig
 from sage_core.methods import method_spec
 from sage_core.policy import round_half_up
-from sage_core.studies.explain import RoundExplained, explain_round, probability_places
 
 from .palette import CUT
 from .panels import LABEL_CHARS, pick_round, short_label
 from .render import display_token, forwards_text
-from .view import LaneView, RaceView
+from .view import LaneView, RaceView, RoundExplained, explained_round
 
 TokenText = Callable[[int | None], str]
 
@@ -59,7 +58,7 @@ def explain_html(
     record = pick_round(records, step)
     if record is None:
         return _box(f"<b>{label}</b>: no round yet. Start a race (or a replay) and pick a round.")
-    explained = explain_round(record, sage or SageConfig(), settings)
+    explained = explained_round(record, sage or SageConfig(), settings)
 
     def text(token: int | None) -> str:
         if token is None:
@@ -157,7 +156,7 @@ def _top_table(e: RoundExplained, text: TokenText) -> list[str]:
         return []
     out = [f"<h4>The draft's top-{len(e.top_probs)} after the root</h4><table>"]
     top = max(e.top_probs)
-    places = probability_places(e.top_probs)  # enough digits to recompute H from the printed numbers
+    places = e.places  # enough digits to recompute H from the printed numbers
     for token, prob in zip(e.top_tokens, e.top_probs, strict=True):
         width = int(160 * prob / top) if top > 0 else 0
         out.append(
@@ -175,7 +174,7 @@ def _confidence(e: RoundExplained) -> list[str]:
     return [
         "<h4>Confidence</h4><div class='f'>"
         f"H = −Σ p̂·log p̂ over the top-{len(e.top_probs)} renormalised (p̂ = p / Σp, "
-        f"Σp = {sum(e.top_probs):.{probability_places(e.top_probs)}f}; "
+        f"Σp = {sum(e.top_probs):.{e.places}f}; "
         f"not the full distribution) = {e.entropy:.3f} nats<br>"
         f"α = 1 − H / log {len(e.top_probs)} = 1 − {e.entropy:.3f} / {e.log_k:.3f} = <b>{e.measured_alpha:.3f}</b>"
         + (f"; the shape used α = <b>{e.alpha:.3f}</b>, held fixed" if abs(e.measured_alpha - e.alpha) > 5e-4 else "")

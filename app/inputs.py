@@ -24,11 +24,11 @@ from sage_core.config import SamplingConfig, check_max_new_tokens, check_prune_r
 from sage_core.errors import ConfigError, InputError
 from sage_core.media import VIDEO_SUFFIXES
 from sage_core.method_settings import as_setting, as_whole, shown
-from sage_core.methods import MethodSpec, form_settings, is_method, registered_names, specs
+from sage_core.methods import MethodSpec, form_settings, in_order, is_method, registered_names, specs
 from sage_core.models.prompts import check_prompt
 from sage_core.pruning import PAPER_RATIOS
 
-from .race import Choice, RaceRequest, order_methods
+from .race import Choice, RaceRequest
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES_DIR = ROOT / "assets" / "examples"
@@ -281,7 +281,7 @@ def check_methods(methods: object) -> tuple[str, ...]:
     unknown = [m for m in methods if not is_method(m)]
     if unknown:
         raise InputProblem(f"unknown method {shown(unknown[0])}; choose from {', '.join(registered_names())}")
-    chosen = order_methods(methods)
+    chosen = in_order(methods)
     if len(chosen) < 2:
         raise InputProblem("pick at least two methods to race (SAGE and the static tree by default)")
     return tuple(chosen)

@@ -1,7 +1,7 @@
 """A page alive on arrival: a race recorded for this page, shown as the page opens.
 
 The trace (`assets/landing/race.jsonl` and its picture, written by
-`PYTHONPATH=. python3 -m scripts.record_landing_trace` with the app's own race code) is drawn once,
+`PYTHONPATH=. python scripts/record_landing_trace.py` with the app's own race code) is drawn once,
 in its final state, through the same view as any replay and labelled as a recording; its picture
 and prompt fill the inputs, so Start race races what the visitor sees. The view is rendered once,
 when the app is built, as the page's initial values (`wire_landing`): a page load runs no event,

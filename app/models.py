@@ -35,9 +35,10 @@ from PIL import Image
 from sage_core import DecodeConfig, ModelPair, SageError, decode, image_media, load_media, load_pair, prepare_inputs
 from sage_core.cost_curve import CostCurve
 from sage_core.errors import ConfigError, ModelLoadError
+from sage_core.methods.run_costs import remember_curve, settled_curve
 from sage_core.models import with_draft
 from sage_core.models.presets import GPU_PRESETS
-from sage_core.studies.costs import measure_cost_spread, read_recorded_curve, remember_curve, settled_curve
+from sage_core.studies.costs import measure_cost_spread, read_recorded_curve
 from sage_core.studies.sweep import SweepResult, sweep
 from sage_core.threads import ThreadChoice, choose_threads
 
@@ -225,7 +226,8 @@ def resolve_pair(
         if preset.key == key:
             if preset.target == "builtin" and not builtin_available():
                 raise ModelLoadError(
-                    "the built-in pair is missing from assets/builtin (python scripts/train_builtin_pair.py makes it)"
+                    "the built-in pair is missing from assets/builtin "
+                    "(PYTHONPATH=. python scripts/train_builtin_pair.py makes it)"
                 )
             return preset.target, preset.draft
     for preset in HUB_PRESETS:
@@ -416,8 +418,8 @@ def warm_up(pair: ModelPair) -> CostCurve | None:
 def warm_decodes(pair: ModelPair) -> None:
     """One short untimed decode per kind of forward (prefill, tree verify, plain step)."""
     media = image_media(Image.new("RGB", (112, 112), (255, 255, 255)), "warm-up")
-    for method, tokens in (("sage", 4), ("ar", 2)):
-        decode(pair, media, WARM_UP_PROMPT, DecodeConfig(method=method, max_new_tokens=tokens)).run_to_end()
+    decode(pair, media, WARM_UP_PROMPT, DecodeConfig(method="sage", max_new_tokens=4)).run_to_end()  # tree verify
+    decode(pair, media, WARM_UP_PROMPT, DecodeConfig(method="ar", max_new_tokens=2)).run_to_end()  # plain step
 
 
 #: The cost curve recorded with the built-in pair on a CPU (scripts/headline_check.py --record-curve writes it):

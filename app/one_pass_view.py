@@ -11,9 +11,8 @@ from __future__ import annotations
 import html
 from collections.abc import Mapping
 
-from sage_core.methods import ByMethod, lane_key
+from sage_core.methods import ONE_PASS, ByMethod, LaneKey
 
-from .race import ONE_PASS
 from .view import LaneView, RaceView
 
 SHORT: Mapping[str, str] = ByMethod("short")
@@ -58,7 +57,7 @@ def one_pass_html(race: RaceView | None) -> str:
     lines = [line for line in lines if line]
     if not lines:
         return ""
-    sage = race.lane(lane_key("sage", ONE_PASS))
+    sage = race.lane(LaneKey("sage", ONE_PASS))
     alpha = still_alpha(sage) if sage is not None else None
     still = (
         f" SAGE's α stayed at {alpha:.2f} on the one-pass draft: its depth-1 guess is nearly always sure, so SAGE "

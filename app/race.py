@@ -41,12 +41,10 @@ from sage_core.config import SamplingConfig
 from sage_core.cost_curve import CostCurve
 from sage_core.errors import ConfigError
 from sage_core.media import thumbnail
-from sage_core.methods import drafts, in_order, lane_key, method_spec
+from sage_core.methods import LANE_DRAFTS, ONE_PASS, LaneKey, drafts, in_order, method_spec
 from sage_core.models import VisualBox
 from sage_core.prepared import with_draft_inputs
 
-#: A lane's draft when it is the pair's one-pass sibling's (a draft of `sage_core.methods.LANE_DRAFTS`).
-ONE_PASS = "one-pass"
 #: The draft-view picture's height: the race keeps its medium shrunk to this, no larger.
 DRAFT_VIEW_HEIGHT = 150
 
@@ -54,7 +52,8 @@ DRAFT_VIEW_HEIGHT = 150
 @dataclass
 class Lane:
     """One side of a race: a method, its run header, its records so far, and the draft it drafts with when not
-    the pair's own (`ONE_PASS`: the pair's one-pass sibling). Its `key` names it wherever a race is keyed."""
+    the pair's own (a draft of `sage_core.methods.LANE_DRAFTS`, that the race's pair offers: `Choice.drafts`).
+    `id` is the lane as a value; `key`, its text, names it wherever a race is keyed (JSON, traces)."""
 
     method: str
     header: RunHeader | None = None
@@ -62,9 +61,14 @@ class Lane:
     draft: str = ""
 
     @property
+    def id(self) -> LaneKey:
+        """The lane as a value: its method and draft."""
+        return LaneKey(self.method, self.draft)
+
+    @property
     def key(self) -> str:
-        """The lane's method, or its method and draft ("sage/one-pass": `sage_core.methods.lane_key`)."""
-        return lane_key(self.method, self.draft)
+        """The lane's method, or its method and draft ("sage/one-pass": `str(LaneKey)`)."""
+        return str(self.id)
 
     @property
     def finished(self) -> bool:
@@ -99,9 +103,9 @@ class RaceData:
     def finished(self) -> bool:
         return all(lane.finished for lane in self.lanes)
 
-    def lane(self, key: str) -> Lane | None:
-        """The lane of this key (`Lane.key`: a method, or a method on the one-pass draft)."""
-        return next((lane for lane in self.lanes if lane.key == key), None)
+    def lane(self, key: str | LaneKey) -> Lane | None:
+        """The lane of this key (`Lane.key`: a method, or a method on another draft), or of this value."""
+        return next((lane for lane in self.lanes if lane.key == str(key)), None)
 
     @property
     def header(self) -> RunHeader | None:
@@ -117,11 +121,6 @@ class RaceData:
             source=self.source,
             costs=self.costs,
         )
-
-
-def order_methods(methods: Sequence[str]) -> list[str]:
-    """The chosen methods, once each, in column order."""
-    return in_order(methods)
 
 
 # -- the live race ---------------------------------------------------------------
@@ -141,6 +140,11 @@ class Choice:
     @property
     def shown(self) -> tuple[str, str]:
         return self.names or (self.target, self.draft)
+
+    @property
+    def drafts(self) -> tuple[str, ...]:
+        """The drafts beside its own that a race with this pair adds lanes for (`LaneKey.draft`)."""
+        return (ONE_PASS,) if self.one_pass is not None else ()
 
 
 @dataclass(frozen=True)
@@ -167,14 +171,13 @@ class RaceRequest:
         return self.config("sage").sage
 
     @property
-    def lanes(self) -> list[tuple[str, str]]:
-        """Each lane's method and draft, in column order: every chosen method on the pair's draft, each that
-        drafts followed by itself on the one-pass sibling's when the pair names one (`Choice.one_pass`)."""
+    def lanes(self) -> list[LaneKey]:
+        """Each lane, in column order: every chosen method on the pair's draft, each that drafts followed by
+        itself on each other draft the race's pair offers (`Choice.drafts`: its one-pass sibling's)."""
         lanes = []
-        for method in order_methods(self.methods):
-            lanes.append((method, ""))
-            if self.pair.one_pass is not None and drafts(method):
-                lanes.append((method, ONE_PASS))
+        for method in in_order(self.methods):
+            lanes.append(LaneKey(method))
+            lanes += [LaneKey(method, draft) for draft in self.pair.drafts if drafts(method)]
         return lanes
 
     def config(self, method: str) -> DecodeConfig:
@@ -186,11 +189,12 @@ class RaceRequest:
 
 
 def drafted_pairs(pair: ModelPair, request: RaceRequest, second: ModelPair | None) -> dict[str, ModelPair]:
-    """The pair each lane's draft names: "" the pair itself, `ONE_PASS` `second` (its target with the one-pass
-    sibling draft), which a request with the one-pass lanes needs."""
-    if any(draft for _, draft in request.lanes) and second is None:
-        raise ConfigError("a race with the one-pass draft needs the pair's target with that draft (second=)")
-    return {"": pair} if second is None else {"": pair, ONE_PASS: second}
+    """The pair each lane's draft names: "" the pair itself, the other draft the request's pair offers
+    (`Choice.drafts`: its one-pass sibling) `second`, its target with that draft, which those lanes need."""
+    others = request.pair.drafts
+    if others and second is None:
+        raise ConfigError(f"a race with the {LANE_DRAFTS[others[0]]} needs the pair's target with that draft (second=)")
+    return {"": pair, **{draft: second for draft in others if second is not None}}
 
 
 def start_runs(
@@ -211,15 +215,18 @@ def start_runs(
     media, prompt, lanes = request.media, request.prompt, request.lanes
     pairs = drafted_pairs(pair, request, second)
     with lock:
-        prepared = prepare_inputs(pair, media, prompt, with_draft=any(drafts(m) for m, d in lanes if not d))
+        own = any(drafts(lane.method) for lane in lanes if not lane.draft)
+        prepared = prepare_inputs(pair, media, prompt, with_draft=own)
         inputs = {"": prepared}
-        if ONE_PASS in pairs:  # the target's inputs as they are; the one-pass draft's added
-            inputs[ONE_PASS] = with_draft_inputs(pairs[ONE_PASS], replace(prepared, draft=None, draft_seconds=0.0))
-        runs = [decode(pairs[d], media, prompt, request.config(m), inputs[d]) for m, d in lanes]
+        for other in (d for d in pairs if d):  # the target's inputs as they are; the other draft's added
+            inputs[other] = with_draft_inputs(pairs[other], replace(prepared, draft=None, draft_seconds=0.0))
+        runs = [
+            decode(pairs[lane.draft], media, prompt, request.config(lane.method), inputs[lane.draft]) for lane in lanes
+        ]
         draft = prepared.draft if request.prune_ratio > 0 else None
         boxes = pair.draft.visual_token_boxes(draft) if draft is not None else None
     data = RaceData(
-        lanes=[Lane(run.config.method, run.header, draft=d) for run, (_, d) in zip(runs, lanes, strict=True)],
+        lanes=[Lane(run.config.method, run.header, draft=key.draft) for run, key in zip(runs, lanes, strict=True)],
         costs=costs,
     )
     if boxes is not None:  # a small copy: the per-user state holds no full-size media
@@ -269,7 +276,7 @@ def _holds_average(request: RaceRequest, method: str) -> bool:
 def _source(data: RaceData, lane: Lane) -> Lane | None:
     """The lane whose average `lane` holds (`MethodSpec.holds`), on the same draft; None when it holds none."""
     holds = method_spec(lane.method).holds
-    return data.lane(lane_key(holds.lane, lane.draft)) if holds is not None else None
+    return data.lane(LaneKey(holds.lane, lane.draft)) if holds is not None else None
 
 
 def _held_config(request: RaceRequest, data: RaceData, lane: Lane) -> DecodeConfig:

@@ -18,7 +18,7 @@ from typing import Any
 
 from sage_core.cost_curve import CostCurve
 from sage_core.errors import TraceError
-from sage_core.methods import LANE_DRAFTS, lane_parts, method_names, method_spec
+from sage_core.methods import LANE_DRAFTS, LaneKey, method_names, method_spec
 from sage_core.records import trace_lines
 from sage_core.trace_check import (
     MAX_TRACE_BYTES,
@@ -140,8 +140,9 @@ def _lane_drafts(keys: object, lanes: Sequence[Lane]) -> list[str]:
         raise TraceError("the race line's lanes must name each run's lane, one key per run in the trace's order")
     drafts = []
     for key, lane in zip(keys, lanes, strict=True):
-        method, draft = lane_parts(key)
-        if method != lane.method or (draft and draft not in LANE_DRAFTS):
+        parsed = LaneKey.parse(key)  # (read once, here: the trace's edge)
+        method, draft = parsed.method, parsed.draft
+        if method != lane.method or not parsed.known_draft:
             raise TraceError(
                 f"the race line's lane {key[:40]!r} is not its run's method {lane.method!r} on a known draft"
             )

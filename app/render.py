@@ -14,17 +14,14 @@ from collections.abc import Mapping, Sequence
 
 from sage_core import RoundRecord, RunHeader
 from sage_core.cost_curve import CostCurve
-from sage_core.methods import ByMethod, drafts, holder, method_label
-from sage_core.studies.account import cost_per_token, cost_reason
-from sage_core.studies.costs import predicted_speedups
-from sage_core.studies.premise import Calibration, acceptance_histogram, adaptation_bought, calibration_of
+from sage_core.methods import ByMethod, drafts, method_label
 from sage_core.timing import Headline
 
 from .headline import clock_words as clock_words  # (the headline's: re-exported for its readers)
 from .headline import headline_details as headline_details
 from .headline import headline_html as headline_html
 from .headline import headline_words as headline_words
-from .view import SPEEDUP_DEFINITION, LaneView, RaceView
+from .view import SPEEDUP_DEFINITION, LaneView, PremiseFigures, RaceView
 
 CSS = """
 .sage-wrap { font-family: Inter, system-ui, sans-serif; }
@@ -272,7 +269,7 @@ def table_html(race: RaceView | None) -> str:
     decode_only, wall = race.decode_speedups if agreed else {}, race.wall_speedups
     # (the curve's predictions only when none of its points is noise: a noisy point would be read as a cost)
     trusted = race.costs is not None and race.costs.trusted
-    predicted = predicted_speedups(race.costs, race.records, lead) if trusted and race.costs else {}
+    predicted = race.predicted
     rows = []
     for method, f in figures.items():
         if method == lead:
@@ -390,13 +387,13 @@ def _cost_cell(text: str, why: str) -> str:
 
 
 def premise_html(race: RaceView) -> str:
-    """The paper's premise on this input, measured where α does not choose the tree (sage_core.studies.premise), what
+    """The paper's premise on this input, measured where α does not choose the tree (the view's `premise`), what
     adaptation bought (SAGE against sage-frozen, when both ran), α against the accepted length, and each
     method's acceptance histogram."""
-    lanes = {lane.key: lane.records for lane in race.lanes if lane.drafts and lane.records}
-    if not lanes:
+    premise = race.premise
+    if premise is None:
         return ""
-    picture = calibration_of(lanes)
+    picture = premise.calibration
     where = (
         f"on {_esc(SHORT.get(picture.lane, picture.lane))}'s {picture.rounds} rounds, where α does not choose the tree"
         if picture.lane
@@ -418,7 +415,7 @@ def premise_html(race: RaceView) -> str:
     bought = adaptation_sentence(race)
     if bought:
         parts.append(f"<div class='sage-legend'><b>{_esc(bought)}</b></div>")
-    return "".join([*parts, calibration_bars(picture), histogram_html(lanes)])
+    return "".join([*parts, calibration_bars(premise), histogram_html(premise.histograms)])
 
 
 def _signed(value: float | None) -> str:
@@ -428,10 +425,7 @@ def _signed(value: float | None) -> str:
 def adaptation_sentence(race: RaceView) -> str:
     """What adaptation bought on this race (SAGE against the lane holding its α: sage-frozen), or "" when they did
     not both run."""
-    sage, frozen = race.lane("sage"), race.lane(holder("sage", "alpha"))
-    if sage is None or frozen is None:
-        return ""
-    bought = adaptation_bought(sage.records, frozen.records, race.held_alpha)
+    bought = race.premise.adaptation if race.premise is not None else None
     if bought is None:
         return ""
     return bought.sentence() + (" (recorded: a replay)" if race.replay else "")
@@ -440,8 +434,9 @@ def adaptation_sentence(race: RaceView) -> str:
 BAR_PX = 120  # the longest bar of the small bar charts
 
 
-def calibration_bars(picture: Calibration) -> str:
+def calibration_bars(premise: PremiseFigures) -> str:
     """α against the mean accepted length on the unconfounded lane: one bar per α bin, with its rounds."""
+    picture = premise.calibration
     filled = [b for b in picture.bins if b.mean_accepted is not None]
     if not filled or picture.lane is None:
         return ""
@@ -461,9 +456,8 @@ def calibration_bars(picture: Calibration) -> str:
     )
 
 
-def histogram_html(lanes: Mapping[str, Sequence[RoundRecord]]) -> str:
+def histogram_html(histograms: Mapping[str, Sequence[int]]) -> str:
     """Each method's acceptance histogram: the share of rounds that accepted 0, 1, 2, … draft tokens."""
-    histograms = {m: acceptance_histogram(rs) for m, rs in lanes.items()}
     width = max((len(h) for h in histograms.values()), default=0)
     if width == 0:
         return ""
@@ -540,11 +534,11 @@ def loss_sentence(race: RaceView) -> str:
 
 def loss_reason(race: RaceView, h: Headline) -> str:
     """Why SAGE lost to `h`'s rival, as the race's account shows it: its rounds dearer per token, from their
-    tokens and time (`cost_reason`: "extra tokens" only where it accepted more), else a longer prefill; "" when
-    neither figure shows it."""
-    sage, rival = race.account.side("sage"), race.account.side(h.rival)
-    if sage is not None and rival is not None and cost_per_token(sage, rival) == "dearer":
-        return cost_reason(sage, rival)
+    tokens and time (`RaceAccount.dearer_reason`: "extra tokens" only where it accepted more), else a longer
+    prefill; "" when neither figure shows it."""
+    dearer = race.account.dearer_reason("sage", h.rival)
+    if dearer:
+        return dearer
     return "its prefill took longer" if h.prefill_seconds > h.rival_prefill_seconds else ""
 
 

@@ -5,9 +5,12 @@ them many times (the headline, the badge, the columns, the table, the
 account, five panels and the explainer; the API and the export the same).
 `race_view(data)` reads them once: each lane's method entry, its settings as
 its header records them, its summary figures and text, then the race's
-lossless verdict, its headlines and its account. The view is cached on the
+lossless verdict, its headlines and its account, and what the studies say of
+it (the speedups the cost curve predicts, the paper's premise on this input,
+what adaptation bought; the explainer's round). The view is cached on the
 race (`RaceData.view`) until another round lands, so every reader gets the
-same figures and nothing is computed twice.
+same figures and nothing is computed twice; the renderers and the explainer
+only format them (they import no study).
 """
 
 from __future__ import annotations
@@ -21,15 +24,21 @@ from typing import Any
 from sage_core import RoundRecord, RunHeader, SageConfig, summarize
 from sage_core.cost_curve import CostCurve
 from sage_core.errors import SageError
-from sage_core.methods import MethodSpec, drafts, holder, is_method, method_spec
+from sage_core.methods import LaneKey, MethodSpec, drafts, holder, is_method, method_spec, rivals
 from sage_core.studies.account import RaceAccount, race_account
+from sage_core.studies.costs import predicted_speedups
+from sage_core.studies.explain import RoundExplained, explain_round
+from sage_core.studies.premise import (
+    AdaptationBought,
+    Calibration,
+    acceptance_histogram,
+    adaptation_bought,
+    calibration_of,
+)
 from sage_core.timing import Headline, SideTimes, headline, point_speedups, same_work, side_times
 from sage_core.trace_check import recorded_settings
 
 from .race import Lane, RaceData
-
-#: The side a headline compares SAGE with, first present first (else the first other side).
-RIVALS = ("static", "dynamic", "chain", "ar")
 
 
 @dataclass(frozen=True)
@@ -143,6 +152,24 @@ class LaneView:
 
 
 @dataclass(frozen=True)
+class PremiseFigures:
+    """The paper's premise on one race (sage_core.studies.premise), worked out once on its view: α against the
+    accepted length where α does not choose the tree (and on SAGE's rounds), each drafting side's acceptance
+    histogram (rounds that accepted 0, 1, 2, … draft tokens), and what adaptation bought (SAGE against the lane
+    holding its α, when both ran)."""
+
+    calibration: Calibration
+    histograms: Mapping[str, tuple[int, ...]]
+    adaptation: AdaptationBought | None
+
+
+def explained_round(record: RoundRecord, sage: SageConfig, settings: Any = None) -> RoundExplained:
+    """One round explained for the explainer (sage_core.studies.explain), from its record, its run's SAGE
+    settings and its own method's (`settings`)."""
+    return explain_round(record, sage, settings)
+
+
+@dataclass(frozen=True)
 class Verdict:
     """Whether the sides agree token for token (so far, while racing)."""
 
@@ -217,6 +244,29 @@ class RaceView:
         lanes = {lane.key: lane.records for lane in self.lanes if lane.records}
         return race_account(lanes, trusted, self.held_alpha, against=main)  # the why told against the headline's
 
+    @cached_property
+    def predicted(self) -> dict[str, float]:
+        """The decode-only speedup of the lead over each other side that the measured cost curve predicts from
+        their rounds (tree sizes, tokens a round); none unless the curve is trusted (a noisy point would be read as
+        a cost)."""
+        if self.costs is None or not self.costs.trusted:
+            return {}
+        return predicted_speedups(self.costs, self.records, self.lead or "")
+
+    @cached_property
+    def premise(self) -> PremiseFigures | None:
+        """The paper's premise on this race (`PremiseFigures`), over its drafting sides with a round; None
+        without one."""
+        lanes = {lane.key: lane.records for lane in self.lanes if lane.drafts and lane.records}
+        if not lanes:
+            return None
+        sage, frozen = self.lane("sage"), self.lane(holder("sage", "alpha"))
+        bought = None
+        if sage is not None and frozen is not None:
+            bought = adaptation_bought(sage.records, frozen.records, self.held_alpha)
+        histograms = {key: acceptance_histogram(records) for key, records in lanes.items()}
+        return PremiseFigures(calibration_of(lanes), histograms, bought)
+
     @property
     def methods(self) -> list[str]:
         """Every lane's key, in column order (a method, or a method on the one-pass draft: "sage/one-pass")."""
@@ -239,9 +289,9 @@ class RaceView:
     def lead(self) -> str | None:
         return lead_method(self.figures) if self.figures else None
 
-    def lane(self, key: str | None) -> LaneView | None:
-        """The lane of this key (a method, or a method on the one-pass draft: `LaneView.key`)."""
-        return next((lane for lane in self.lanes if lane.key == key), None)
+    def lane(self, key: str | LaneKey | None) -> LaneView | None:
+        """The lane of this key (a method, or a method on another draft: `LaneView.key`), or of this value."""
+        return next((lane for lane in self.lanes if key is not None and lane.key == str(key)), None)
 
     def twin(self, lane: LaneView) -> LaneView | None:
         """The same method's lane on the other draft (the pair's own against the one-pass sibling's), if raced."""
@@ -311,14 +361,16 @@ def _at(lane: LaneView, position: int, token_texts: Mapping[int, str]) -> dict:
 
 def _headlines(lanes: Sequence[LaneView], sides: Mapping[str, SideTimes]) -> tuple[Headline, ...]:
     """The lead (SAGE when it raced) against every other side with rounds (`sides`), the main rival first
-    (`RIVALS`): each an estimate with its interval and verdict (sage_core.timing.headline); a greedy race's
-    interval is over its round times, a sampled one's over its rounds and their tokens."""
+    (the registry's `rivals`, the first present first): each an estimate with its interval and verdict
+    (sage_core.timing.headline); a greedy race's interval is over its round times, a sampled one's over its
+    rounds and their tokens."""
     if len(sides) < 2:
         return ()
     sampling = next((lane.header.sampling for lane in lanes if lane.header is not None), None)
     greedy = not (sampling and sampling.get("temperature"))
     lead = lead_method(sides)
-    others = sorted((m for m in sides if m != lead), key=lambda m: RIVALS.index(m) if m in RIVALS else len(RIVALS))
+    ranked = rivals()
+    others = sorted((m for m in sides if m != lead), key=lambda m: ranked.index(m) if m in ranked else len(ranked))
     records = {lane.key: lane.records for lane in lanes}
     found = (headline(sides[lead], sides[m], fixed_answers=greedy) for m in others)
     return tuple(replace(h, same_work=same_work(records[h.lead], records[h.rival])) for h in found if h is not None)

@@ -19,7 +19,6 @@ from .decode import DecodeRun, decode
 from .errors import BackendError, InputError, MediaError, ModelLoadError, PairMismatchError, SageError, VersionError
 from .media import Media, image_media, load_media
 from .method_settings import DynamicConfig, SageConfig
-from .methods import METHOD_LABELS
 from .methods.builtin import METHODS
 from .models import VLM, ModelPair, check_pair, load_pair
 from .prepared import PreparedInputs, prepare_inputs
@@ -30,7 +29,6 @@ from .trees import CHAIN_TREE, STATIC_TREE, Tree
 __all__ = [
     "CHAIN_TREE",
     "METHODS",
-    "METHOD_LABELS",
     "STATIC_TREE",
     "VLM",
     "BackendError",

@@ -13,7 +13,7 @@ from typing import Any
 from .backends import BACKENDS, Backend
 from .errors import ConfigError, InputError, kind_of
 from .method_settings import DynamicConfig, SageConfig, as_float, as_whole, in_range, read_number, shown
-from .methods import Method, drafts, method_spec
+from .methods import Method, drafts, method_spec, specs
 
 MIN_TEMPERATURE = 0.01
 MAX_TEMPERATURE = 2.0
@@ -78,9 +78,9 @@ class DecodeConfig:
 
     The methods' settings travel one way: `method_settings`, (method name, settings object) pairs sorted
     by name, always holding SAGE's (`"sage"`, a `SageConfig`: SAGE's ablations and sage-cost read it too)
-    and the dynamic tree's (`"dynamic"`), and any other method's given; a method left out runs with its
-    registry entry's defaults. `sage=` and `dynamic=` (constructor, `dataclasses.replace`) and `.sage` /
-    `.dynamic` (reading) are the same mapping under the names callers use.
+    and the dynamic tree's (`"dynamic"`; their registry entries are `carried`), and any other method's given; a
+    method left out runs with its registry entry's defaults. `sage=` and `dynamic=` (constructor,
+    `dataclasses.replace`) and `.sage` / `.dynamic` (reading) are the same mapping under the names callers use.
     """
 
     method: Method
@@ -137,9 +137,9 @@ class DecodeConfig:
         if dynamic is not None:
             check_part("dynamic", dynamic, DynamicConfig, "DynamicConfig(depth=...)")
         check_method_settings(method_settings)
-        by_method = {"sage": SageConfig(), "dynamic": DynamicConfig()}
+        by_method = {spec.name: spec.default_settings() for spec in specs() if spec.carried}
         by_method.update({method_spec(name).name: settings for name, settings in method_settings})
-        by_method.update({k: v for k, v in (("sage", sage), ("dynamic", dynamic)) if v is not None})
+        by_method.update(_given(sage=sage, dynamic=dynamic))
         object.__setattr__(self, "method_settings", tuple(sorted(by_method.items())))
         self.__post_init__()
 
@@ -190,6 +190,11 @@ class DecodeConfig:
         if own is not None:
             carried.setdefault(method_spec(self.method).name, own)
         return {name: asdict(settings) for name, settings in sorted(carried.items())}
+
+
+def _given(**settings: Any) -> dict[str, Any]:
+    """The settings given by their keywords (`DecodeConfig(sage=..., dynamic=...)`), by method name."""
+    return {name: value for name, value in settings.items() if value is not None}
 
 
 MAX_NEW_TOKENS_LIMIT = 4096

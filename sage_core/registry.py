@@ -1,6 +1,6 @@
-"""One shape for the library's four registries (methods, model families, forwards, cache strategies): a
-process-wide table by name, the built-in entries fixed, others added and removed by name, an unknown name
-refused in one sentence that lists the choices."""
+"""One shape for every registry (the library's methods, model families, forwards and cache strategies; the app's
+panels): a process-wide table by name, the built-in entries fixed, others added and removed by name, an unknown
+name refused in one sentence that lists the choices."""
 
 from __future__ import annotations
 

@@ -266,7 +266,9 @@ def current_header(fields_of_header: dict[str, Any]) -> dict[str, Any]:
     if fields_of_header.get("format") != TRACE_FORMAT_1:
         return fields_of_header
     settings: dict[str, Any] = {}
-    sage, dynamic, own = (fields_of_header.pop(name, None) for name in ("sage", "dynamic", "settings"))
+    sage = fields_of_header.pop("sage", None)  # (format 1 kept SAGE's and the dynamic tree's under their names)
+    dynamic = fields_of_header.pop("dynamic", None)
+    own = fields_of_header.pop("settings", None)
     settings["sage"] = with_current_names(sage, OLD_SAGE_NAMES) if isinstance(sage, dict) else sage
     if dynamic is not None:
         settings["dynamic"] = dynamic

@@ -1,2 +1,2 @@
-"""The project's scripts: each runs as `python -m scripts.NAME` from the repository root (and, as the docs quote
-them, as `python scripts/NAME.py`); a script that needs another imports it as `scripts.NAME`."""
+"""The project's scripts: each runs as `PYTHONPATH=. python scripts/NAME.py` from the repository root (the form the
+docs quote; `python -m scripts.NAME` works too); a script that needs another imports it as `scripts.NAME`."""

@@ -1,8 +1,8 @@
 """Benchmark: our decoders and transformers' own, on the same inputs, in one process.
 
-    python scripts/benchmark.py --repeats 3                 # the built-in pair on assets/examples
-    python scripts/benchmark.py --json bench.json --markdown bench.md
-    python scripts/benchmark.py --target Qwen/Qwen2.5-VL-7B-Instruct --draft Qwen/Qwen2.5-VL-3B-Instruct
+    PYTHONPATH=. python scripts/benchmark.py --repeats 3                 # the built-in pair on assets/examples
+    PYTHONPATH=. python scripts/benchmark.py --json bench.json --markdown bench.md
+    PYTHONPATH=. python scripts/benchmark.py --target Qwen/Qwen2.5-VL-7B-Instruct --draft Qwen/Qwen2.5-VL-3B-Instruct
 
 Methods: ours (every method of the registry, sage_core/methods/__init__.py: `ar`, `chain`, `static`, `sage`,
 `sage-cost`, `dynamic`, and the ablation lanes `sage-frozen` and `best-first`) and transformers' peers:
@@ -50,7 +50,7 @@ adds the draft's prefill time, tokens per target forward and the draft's
 visual tokens. `--frames` and `--video-pixels` give a video more visual tokens
 (the same processor setting for the target and the draft), e.g.
 
-    python scripts/benchmark.py --kinds narrate --frames 16 --video-pixels 409600 \
+    PYTHONPATH=. python scripts/benchmark.py --kinds narrate --frames 16 --video-pixels 409600 \
         --methods ar,static,sage --prune-ratios 0,0.5,0.8,0.9
 
 `--sweep` runs the budget sweep instead (sage_core/studies/sweep.py): τ, tokens per target forward and
@@ -60,7 +60,7 @@ on the first `--sweep-examples` examples (default 3: with `--kinds describe,char
 `--sweep-repeats` timed runs each (default 1, after a warm-up); it prints the table and the cost curve, and
 `--sweep-plot docs/sweep.html` draws them (Plotly; a .png beside it when chromium is there), e.g.
 
-    python scripts/benchmark.py --sweep --kinds describe,chart,narrate --sweep-plot docs/sweep.html
+    PYTHONPATH=. python scripts/benchmark.py --sweep --kinds describe,chart,narrate --sweep-plot docs/sweep.html
 
 `--temperatures 0,0.7,1.0` repeats all of it per temperature: 0 is greedy;
 above 0 every method samples (ours: speculative sampling, exact in
@@ -97,7 +97,7 @@ from sage_core.cost_curve import CostCurve
 from sage_core.errors import SageError
 from sage_core.media import DEFAULT_FRAMES
 from sage_core.method_settings import SageConfig
-from sage_core.methods import drafts, method_names, register, specs, unregister
+from sage_core.methods import called, drafts, leads, method_names, method_spec, register, specs, unregister
 from sage_core.methods.sage_cost import SageCostProposer
 from sage_core.records import RoundRecord
 from sage_core.studies.costs import measure_costs, predicted_speedups
@@ -228,6 +228,9 @@ def register_fixed_depth(depth: int) -> None:
             label=f"sage-cost, depth {depth} every round (no entropy; ablation)",
             short="sage-cost-fixed",
             ablation=True,
+            lead_name="",  # (compared with, not leading)
+            chooses_budget=False,  # (not in the budget sweep)
+            called="sage-cost at a fixed depth (no entropy)",
             proposer=lambda settings, config: SageCostProposer(config.sage, fixed_depth=depth),
         )
     )
@@ -493,20 +496,7 @@ def summarize_at(
         row: dict[str, Any] = {"method": label(method, temperature), "temperature": temperature}
         for field in ("e2e", "decode"):
             row[f"tokens_per_s_{field}"] = list(speeds[(method, field)].values())
-            for base in (
-                "generate",
-                "ar",
-                "assisted",
-                "static",
-                "chain",
-                "dynamic",
-                "sage",
-                "sage-frozen",
-                "best-first",
-                "smart",
-                "sage-cost",
-                FIXED_DEPTH,
-            ):
+            for base in ("generate", "assisted", *method_names()):  # (a registered lane: --sage-cost-fixed-depth's)
                 if base in methods:
                     ratios = [speeds[(method, field)][e] / speeds[(base, field)][e] for e in examples]
                     row[f"x_{base}_{field}"] = ratios
@@ -537,24 +527,31 @@ def summarize_at(
     return rows
 
 
-#: What SAGE and sage-cost are compared with under the table (the row's ``x_<base>_*`` ratios), and how named.
-SAGE_AGAINST = (("assisted", "transformers' assisted generation"), ("static", "the static tree"),
-                ("chain", "the 5-token chain"), ("dynamic", "the dynamic tree (EAGLE-2)"),
-                ("sage-frozen", "SAGE with α frozen"), ("best-first", "the best-first tree"),
-                ("smart", "SMART (cost-shaped, 2026)"), ("sage", "the paper's SAGE"),
-                (FIXED_DEPTH, "sage-cost at a fixed depth (no entropy)"))  # fmt: skip
-LEADS = (("sage", "SAGE"), ("sage-cost", "sage-cost"))
+ASSISTED_CALLED = "transformers' assisted generation"
+
+
+def compared_with(lead: str) -> list[tuple[str, str]]:
+    """What a lead (the registry's `leads`: SAGE, sage-cost) is compared with under the table (the row's
+    ``x_<base>_*`` ratios), and how a sentence names each: assisted generation, then every drafting method in
+    column order but itself and the leads after it (SAGE is not compared with sage-cost; sage-cost is with SAGE)."""
+    later = leads()[leads().index(lead) + 1 :]
+    return [("assisted", ASSISTED_CALLED)] + [
+        (spec.name, called(spec.name))
+        for spec in specs()
+        if spec.drafts and spec.name != lead and spec.name not in later
+    ]
 
 
 def sage_lines(rows: Sequence[dict[str, Any]]) -> str:
     """SAGE and sage-cost against the other methods that ran: the median over examples (with its spread) of the
     per-example ratio of tokens per second, end to end and decode only; then each method's efficiency."""
     lines = ""
-    for lead, lead_name in LEADS:
+    for lead in leads():
+        lead_name = method_spec(lead).lead_name
         for row in (row for row in rows if row["method"].split()[0] == lead):
             at = "" if row["temperature"] == 0 else f" at temperature {row['temperature']:g} (both sampling)"
-            for base, name in SAGE_AGAINST:
-                if base != lead and f"x_{base}_e2e" in row:
+            for base, name in compared_with(lead):
+                if f"x_{base}_e2e" in row:
                     lines += (
                         f"\n\n{lead_name} over {name}{at}: {spread(row[f'x_{base}_e2e'])} end to end, "
                         f"{spread(row[f'x_{base}_decode'])} decode only."
@@ -647,7 +644,8 @@ def cost_lines(curve: CostCurve | None, records: dict[str, list[RoundRecord]], r
     if curve is None:
         return ""
     lines = curve.lines()
-    for lead, lead_name in LEADS:
+    for lead in leads():
+        lead_name = method_spec(lead).lead_name
         predicted = predicted_speedups(curve, records, lead) if lead in records else {}
         mine = next((row for row in rows if row["method"] == lead), {})
         for method, value in predicted.items():

@@ -1,8 +1,8 @@
 """Which signal should set the depth: an equal-budget study of depth rules, on a one-pass and a sequential draft.
 
-    python scripts/depth_study.py                      # the built-in pair: sure draft and one-pass draft
-    python scripts/depth_study.py --n 40 --budgets 2,3,4,6 --markdown docs/depth-study.md
-    python scripts/depth_study.py --drafts assets/builtin/hesitant-draft,assets/builtin/one-pass-draft
+    PYTHONPATH=. python scripts/depth_study.py                      # the built-in pair: sure draft and one-pass draft
+    PYTHONPATH=. python scripts/depth_study.py --n 40 --budgets 2,3,4,6 --markdown docs/depth-study.md
+    PYTHONPATH=. python scripts/depth_study.py --drafts assets/builtin/hesitant-draft,assets/builtin/one-pass-draft
 
 For fresh prompts of each kind (describe, chart, narrate, rows; seeds never used in training) the target's
 greedy answer is decoded once; then each draft's top-k at depths 1 .. K is recorded at every round start
@@ -142,7 +142,7 @@ def main(argv: list[str] | None = None) -> dict:
     given = sys.argv[1:] if argv is None else argv
     out: dict = {"seed": args.seed, "n": args.n, "budgets": args.budget_list, "drafts": {}}
     text = [
-        f"# Which signal sets the depth (`python scripts/depth_study.py {' '.join(given)}`)",
+        f"# Which signal sets the depth (`PYTHONPATH=. python scripts/depth_study.py {' '.join(given)}`)",
         "",
         f"{sum(len(v) for v in groups.values())} answers (seed {args.seed}), {time.perf_counter() - started:.0f} s "
         f"to record; cost curve: {curve.label()}, one-token step {curve.one_token_ms:.2f} ms.",

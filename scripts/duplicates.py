@@ -3,7 +3,7 @@ hashed once over the whole tree, so it takes well under a second; pylint's pairw
 here). Lines are compared stripped; blank lines, comments, docstrings and import lines are left out, as
 pylint's `ignore-comments`, `ignore-docstrings` and `ignore-imports` do. Exit status 1 when it finds any.
 
-    python3 scripts/duplicates.py [--min-lines 8] [PATH ...]    # default: DEFAULT_PATHS, from the repository
+    PYTHONPATH=. python scripts/duplicates.py [--min-lines 8] [PATH ...]   # default: DEFAULT_PATHS, from the repository
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """GPU check: what SAGE's fast path costs at real model sizes, and what that predicts, in one fail-safe command.
 
-    python3 scripts/gpu_check.py --out gpu_check                 # one GPU; --budget-seconds 480 by default
-    python3 scripts/gpu_check.py --smoke --out /tmp/smoke        # every section on tiny models, any device
+    PYTHONPATH=. python scripts/gpu_check.py --out gpu_check                 # one GPU; --budget-seconds 480 by default
+    PYTHONPATH=. python scripts/gpu_check.py --smoke --out /tmp/smoke        # every section on tiny models, any device
 
 Runs from a plain checkout (it puts the repository on the import path itself; nothing to install)
 with random weights and no downloads. The sections run in order of value, each one's figures
@@ -49,8 +49,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-# A plain checkout, no install needed: `python3 scripts/gpu_check.py` from any folder puts the repository on the
-# import path (`python -m scripts.gpu_check` from the repository has it there already).
+# A plain checkout, no install needed: run from any folder (`python scripts/gpu_check.py`), it puts the repository
+# on the import path itself (from the repository, `PYTHONPATH=. python scripts/gpu_check.py` has it there already).
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch

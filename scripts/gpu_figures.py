@@ -20,13 +20,13 @@ import torch
 
 from sage_core import DecodeConfig, SageError, decode, load_media, load_pair
 from sage_core.config import Backend
-from sage_core.methods.builtin import DRAFTING_METHODS, METHODS
+from sage_core.methods.builtin import BUILTIN, DRAFTING_METHODS, METHODS
 from sage_core.models import VLM, KVState, check_pair
 from sage_core.models.forwards import COMPILED, FUSED, LEAN, TRANSFORMERS
 from sage_core.models.presets import gpu_preset
 from sage_core.studies.predict import PAPER_TAUS, CostPoints, RoundShape, predict, shapes_of
 from sage_core.timing import median_ms, synchronize
-from sage_core.trees import CHAIN_TREE, STATIC_TREE, RankPath
+from sage_core.trees import RankPath
 
 ROOT = Path(__file__).resolve().parent.parent
 Emit = Callable[..., None]
@@ -52,7 +52,17 @@ SMOKE_SIZES = {"tiny-target-big": "small", "tiny-target": "small", "tiny-draft":
 SIZES = (1, 2, 4, 8, 16, 32, 64)  # tree nodes (verify) and level widths (draft)
 # SAGE-shaped: depth 8, 11 nodes (a confident round: a deep chain, a few siblings near the root)
 SAGE_SHAPED: tuple[RankPath, ...] = (*((0,) * d for d in range(1, 9)), (1,), (2,), (0, 1))
-NAMED_TREES: dict[str, tuple[RankPath, ...]] = {"chain": CHAIN_TREE, "static": STATIC_TREE, "sage-shaped": SAGE_SHAPED}
+# the fixed trees of the registry (the chain, the static tree), then SAGE-shaped
+NAMED_TREES: dict[str, tuple[RankPath, ...]] = {
+    **{spec.name: spec.template for spec in BUILTIN if spec.template is not None},
+    "sage-shaped": SAGE_SHAPED,
+}
+#: The smoke run's race: plain decoding, the smallest fixed tree and SAGE (each kind of round once).
+SMOKE_METHODS = (
+    next(spec.name for spec in BUILTIN if not spec.drafts),
+    min((spec for spec in BUILTIN if spec.template), key=lambda spec: len(spec.template or ())).name,
+    "sage",
+)
 # a 72B-shaped target does not fit one GPU: timed with this many layers, then extrapolated to all of them
 BIG_LAYERS = ((4, 8), 80)
 SMOKE_BIG_LAYERS = ((1, 2), 4)
@@ -572,7 +582,7 @@ def race(context: Context, emit: Emit, left: Callable[[], float]) -> str | None:
     pair = load_pair("builtin", "builtin", context.device.type, "float32")
     media = load_media(ROOT / "assets" / "examples" / "describe_five.png")
     question, max_new = "describe the image in detail.", (12 if context.smoke else 128)
-    methods = ("ar", "chain", "sage") if context.smoke else METHODS
+    methods = SMOKE_METHODS if context.smoke else METHODS
     backends: tuple[Backend, ...] = ("fast", "compiled") if context.compile and not context.smoke else ("fast",)
     for backend in backends:
         plain_rate = None

@@ -17,9 +17,9 @@ chart in an app whose warm-up (where the cost curve is measured) ran quiet, then
 warm-up ran with one core spinning, in that app's first race and its next one (the core still spinning): each
 keeps at least 0.8 of the quiet τ. It prints the curve each app decided from.
 
-    PYTHONPATH=. python3 scripts/headline_check.py            # 2 x 6 races quiet, then 2 x 6 busy
-    PYTHONPATH=. python3 scripts/headline_check.py --races 1  # a smoke run (thresholds scale with --races)
-    PYTHONPATH=. python3 scripts/headline_check.py --sage-cost
+    PYTHONPATH=. python scripts/headline_check.py            # 2 x 6 races quiet, then 2 x 6 busy
+    PYTHONPATH=. python scripts/headline_check.py --races 1  # a smoke run (thresholds scale with --races)
+    PYTHONPATH=. python scripts/headline_check.py --sage-cost
 
 Exit status 1 when a check fails.
 """
@@ -44,9 +44,10 @@ from app.handlers import last
 from app.inputs import load_examples
 from app.race import RaceData, RaceRequest, race_steps
 from sage_core import load_media, summarize
+from sage_core.methods import race_default, rivals
 
 INPUTS = ("describe_five.png", "chart.png")
-METHODS = ("sage", "static")
+METHODS = race_default()  # SAGE against the static tree
 WIDEST = 0.4
 #: The most a race's measured time may grow under load (busy core, another visitor's export) over its quiet time.
 MOST_SLOWDOWN = 1.6
@@ -84,7 +85,7 @@ def race_request(name: str, methods: Sequence[str] = METHODS) -> RaceRequest:
 
 def sage_cost_tau(loaded: models.LoadedPair, name: str) -> float:
     """sage-cost's τ (accepted draft tokens per round) in one race beside the static tree."""
-    lane = race_of(loaded, name, ("sage-cost", "static")).lane("sage-cost")
+    lane = race_of(loaded, name, ("sage-cost", rivals()[0])).lane("sage-cost")
     assert lane is not None
     return summarize(lane.records).mean_accepted
 

@@ -5,7 +5,7 @@ code and trace writer (`app.race.race_steps`, `app.race_trace.save_race`), after
 machine. The page shows it, labelled as a recording, with its picture and prompt in the inputs,
 until the visitor starts a race. Re-run it whenever the built-in pair or the decoding changes:
 
-    PYTHONPATH=. python3 -m scripts.record_landing_trace [--example describe_five.png] [--draft builtin]
+    PYTHONPATH=. python scripts/record_landing_trace.py [--example describe_five.png] [--draft builtin]
         [--methods sage,static] [--out assets/landing/race.jsonl]
 """
 

@@ -1,7 +1,7 @@
 """Screenshots of the app for docs/ (and the README): the default view at 1440 x 900, the talk view at
 1280 x 720 and a phone at 390 x 844, each after the landing replay has played (so every panel is drawn).
 
-    PYTHONPATH=. python3 scripts/screenshots.py [--out docs] [--boxes]
+    PYTHONPATH=. python scripts/screenshots.py [--out docs] [--boxes]
 
 `--boxes` prints where the key elements lie in each viewport (what tests/test_app_browser.py asserts).
 """

@@ -1,7 +1,7 @@
 """Memory per race on a running app: small races alternating the raw API and the page's streamed race.
 
-    python -m scripts.soak                      # 100 races after 10 warm-up races, the built-in pair, CPU
-    python -m scripts.soak --races 6 --warm-up 2
+    PYTHONPATH=. python scripts/soak.py                      # 100 races after 10 warm-up races, the built-in pair, CPU
+    PYTHONPATH=. python scripts/soak.py --races 6 --warm-up 2
 
 The app is launched in this process (`app.serving.running_app`, as the tests launch it), so its
 resident memory is this process's. Races alternate `/race` (the Python clients' dict) and

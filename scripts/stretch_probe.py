@@ -1,8 +1,8 @@
 """Where the draft hesitates along an answer: SAGE's premise measured token by token and on a chain's rounds.
 
-    PYTHONPATH=. python3 scripts/stretch_probe.py                       # the shipped pair, 60 long answers
-    PYTHONPATH=. python3 scripts/stretch_probe.py --kinds row --n 40    # the row pictures alone
-    PYTHONPATH=. python3 scripts/stretch_probe.py --dir /work/world-ckpt/pair --decode sage,chain,static
+    PYTHONPATH=. python scripts/stretch_probe.py                       # the shipped pair, 60 long answers
+    PYTHONPATH=. python scripts/stretch_probe.py --kinds row --n 40    # the row pictures alone
+    PYTHONPATH=. python scripts/stretch_probe.py --dir /work/world-ckpt/pair --decode sage,chain,static
 
 For each fresh example (seed never used in training; ``--kinds`` in turn) the target answers greedily
 (batched ``generate``); the draft is then teacher-forced on that answer, and at every answer position

@@ -1,7 +1,7 @@
 """What one visitor's race holds, and peaks at, on a huge video: page races and a stepped race.
 
-    python -m scripts.visitor_memory            # the built-in pair on the CPU; prints a table
-    python -m scripts.visitor_memory --json out.json
+    PYTHONPATH=. python scripts/visitor_memory.py            # the built-in pair on the CPU; prints a table
+    PYTHONPATH=. python scripts/visitor_memory.py --json out.json
 
 A 6000 x 6000, 8-frame MJPG video (a few MB; 36 M pixels a frame, under the race's 40 M-pixel limit) is
 raced three times through the running page's own streamed race (`/race_live`, pruning at the paper's
@@ -71,12 +71,13 @@ def huge_video(path: Path, side: int = 6000, frames: int = 8) -> Path:
 
 def page_values(video: Any, prompt: str, tokens: int) -> list[Any]:
     from app.inputs import RACE_FIELDS, RaceForm
+    from sage_core.methods import race_default
 
     form = RaceForm(
         video=video,
         prompt=prompt,
         pair="builtin",
-        methods=["sage", "static"],
+        methods=list(race_default()),
         max_new_tokens=tokens,
         prune_choice="paper",
     )
@@ -107,11 +108,12 @@ def page_races(url: str, video: Path, races: int, tokens: int) -> list[dict[str,
 def stepped_race(video: Path, tokens: int) -> dict[str, float]:
     from app.race import RaceRequest, live_stepper
     from sage_core import load_media, load_pair
+    from sage_core.methods import race_default
 
     pair = load_pair("builtin", "builtin", "cpu")
     media = load_media(video)
     before = settled_mb()
-    stepper = live_stepper(pair, RaceRequest(media, "describe the video.", ("sage", "static"), tokens, prune_ratio=0.9))
+    stepper = live_stepper(pair, RaceRequest(media, "describe the video.", race_default(), tokens, prune_ratio=0.9))
     del media
     stepper.step()
     stepper.step()

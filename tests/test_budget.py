@@ -187,7 +187,7 @@ def test_shown_budgets_hold_the_chosen_one() -> None:
 
 
 def test_the_run_curve_is_a_line_through_the_fastest_passes() -> None:
-    from sage_core.studies.costs import line_fit
+    from sage_core.methods.run_costs import line_fit
 
     # (1, 2), (2, 3), (4, 5): exactly 1 + n.
     assert line_fit((1, 2, 4), (2.0, 3.0, 5.0)) == pytest.approx((2.0, 3.0, 5.0))

@@ -24,14 +24,8 @@ from sage_core import DecodeConfig, decode, load_media, load_pair
 from sage_core.cost_curve import COST_SIZES, NOISY_SPREAD, CostCurve
 from sage_core.errors import TraceError
 from sage_core.methods import run_costs
-from sage_core.studies.costs import (
-    SETTLE_PASSES,
-    known_curve,
-    measure_cost_spread,
-    read_recorded_curve,
-    remember_curve,
-    settled_curve,
-)
+from sage_core.methods.run_costs import SETTLE_PASSES, known_curve, remember_curve, settled_curve
+from sage_core.studies.costs import measure_cost_spread, read_recorded_curve
 from sage_testkit.pairs import tiny_folder
 
 SIZES = (1, 2, 4, 8)

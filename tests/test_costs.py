@@ -8,7 +8,8 @@ import pytest
 
 from sage_core import load_pair
 from sage_core.cost_curve import COST_SIZES, CostCurve
-from sage_core.studies.costs import measure_costs, measured_tree, predicted_speedups
+from sage_core.methods.run_costs import measured_tree
+from sage_core.studies.costs import measure_costs, predicted_speedups
 from sage_testkit.pairs import tiny_folder
 from sage_testkit.references import chain_record
 

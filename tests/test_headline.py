@@ -155,17 +155,6 @@ def test_the_page_the_loss_sentence_and_the_answer_say_the_same_thing():
     )
 
 
-def test_frozen_alpha_in_race_is_sages_mean_unless_given() -> None:
-    from sage_core.studies.account import frozen_alpha_in_race
-
-    alphas = [0.97, 1.0, 0.91]
-    held, source = frozen_alpha_in_race(None, alphas, 0.89)
-    assert held == pytest.approx(sum(alphas) / len(alphas)) and "mean" in source
-    assert frozen_alpha_in_race(0.5, alphas, 0.89) == (0.5, "given")  # an explicit value is kept
-    held, source = frozen_alpha_in_race(None, [], 0.89)
-    assert held == 0.89 and "default" in source
-
-
 @pytest.mark.parametrize("lead_scale, rival_scale", [(0.0, 1.0), (5e-324, 1.0), (1e-300, 1e290)])
 def test_a_trace_whose_side_took_no_time_gets_no_headline_and_never_inf_or_nan(tmp_path, lead_scale, rival_scale):
     """A doctored replay whose SAGE rounds took 0 s (or 5e-324 s; or 1e-300 s against 1e290 s) once answered

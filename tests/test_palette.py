@@ -10,7 +10,7 @@ import pytest
 from app import palette
 from app.palette import VERMILLION
 from sage_core.methods import Look, look
-from sage_core.methods.builtin import REGISTRY
+from sage_core.methods.builtin import BUILTIN
 
 
 def _closest(colours: list[str]) -> tuple[float, str, str, str]:
@@ -50,7 +50,7 @@ def test_the_simulations_merge_what_each_deficiency_cannot_tell_apart():
 def test_method_colours_stay_apart():
     """The built-in methods' colours (their registry entries, the one place a method's look is set) stay
     apart under every condition; a method added later keeps its own look, or the default one."""
-    distance, a, b, condition = _closest([spec.colour for spec in REGISTRY])
+    distance, a, b, condition = _closest([spec.colour for spec in BUILTIN])
     assert distance >= palette.MIN_DELTA_E, (a, b, condition, distance)
     assert look("no such method") == Look() and look("sage") == Look(VERMILLION, "solid", "circle")
 
@@ -69,4 +69,4 @@ def test_the_tree_colours_stay_apart():
 def test_every_series_has_a_second_cue_besides_colour():
     series = list(palette.SERIES.values())
     assert len({(s.dash, s.marker) for s in series}) == len(series)
-    assert len({spec.dash for spec in REGISTRY}) == len({spec.marker for spec in REGISTRY}) == len(REGISTRY)
+    assert len({spec.dash for spec in BUILTIN}) == len({spec.marker for spec in BUILTIN}) == len(BUILTIN)

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from sage_core.records import RoundRecord
-from sage_core.studies.premise import pearson, premise_of
+from sage_core.studies.premise import pearson
 from sage_testkit.references import chain_record
 
 
@@ -18,25 +18,6 @@ def test_pearson_by_hand():
     assert pearson([1, 2, 3, 4], [1, 3, 2, 4]) == pytest.approx(0.8)
     assert pearson([1, 2, 3], [1, 2, 3]) is None  # too few points
     assert pearson([1, 1, 1, 1], [1, 2, 3, 4]) is None  # no spread
-
-
-def test_the_premise_on_recorded_rounds():
-    alphas = [0.9, 0.2, 0.8, 0.1, 0.7, 0.3]
-    accepted = [5, 1, 4, 0, 4, 1]
-    entropies = [0.3, 0.5, 0.7, 0.9, 1.1, 1.3]  # a steady rise: lag-1 autocorrelation 1
-    rounds = [chain_record(0, None, None, 0)]
-    rounds += [
-        chain_record(i + 1, a, h, n) for i, (a, h, n) in enumerate(zip(alphas, entropies, accepted, strict=True))
-    ]
-    premise = premise_of(rounds)
-    assert premise.rounds == 6
-    assert premise.alpha_accept == pytest.approx(pearson(alphas, [float(n) for n in accepted]))
-    assert premise.alpha_accept > 0.9
-    assert premise.entropy_lag1 == pytest.approx(1.0)
-    assert "6 rounds" in premise.meaning() and "premise holds" in premise.meaning()
-    flat = premise_of([chain_record(i + 1, 0.5, 0.5, 2) for i in range(6)])
-    assert flat.alpha_accept is None and "too few (or too uniform)" in flat.meaning()
-    assert not math.isnan(premise.entropy_lag1)
 
 
 # -- the calibration picture, what adaptation bought, the acceptance histogram --------------------------

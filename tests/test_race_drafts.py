@@ -28,7 +28,7 @@ from app.inputs import InputProblem, Limits, RaceForm, race_fields
 from app.race_trace import parse_race, race_trace_lines
 from sage_core import load_media
 from sage_core.errors import ModelLoadError, SageError, TraceError
-from sage_core.methods import lane_key, lane_parts, method_label, method_spec, short_name
+from sage_core.methods import LaneKey, method_label, method_spec, short_name
 from sage_testkit.pairs import greedy
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -118,7 +118,7 @@ def test_every_reader_keyed_by_method_takes_the_lanes_keys(answer):
     race = parse_race(answer["trace"].splitlines())
     frozen = method_spec("sage-frozen")
     for draft in ("", "one-pass"):
-        sage, held = race.lane(lane_key("sage", draft)), race.lane(lane_key("sage-frozen", draft))
+        sage, held = race.lane(LaneKey("sage", draft)), race.lane(LaneKey("sage-frozen", draft))
         assert sage is not None and held is not None and held.header is not None
         assert held.header.settings_of("sage-frozen")["alpha"] == frozen.held_settings(None, sage.records).alpha
     # the answer is strict JSON (the MCP tool's), the lanes' keys and all
@@ -194,8 +194,9 @@ def test_the_api_and_mcp_take_the_option():
 
 
 def test_lane_keys_read_as_their_method_saying_the_draft():
-    assert lane_key("sage", "one-pass") == "sage/one-pass" and lane_key("sage") == "sage"
-    assert lane_parts("sage/one-pass") == ("sage", "one-pass") and lane_parts("ar") == ("ar", "")
+    assert str(LaneKey("sage", "one-pass")) == "sage/one-pass" and str(LaneKey("sage")) == "sage"
+    assert LaneKey.parse("sage/one-pass") == LaneKey("sage", "one-pass") and LaneKey.parse("ar") == LaneKey("ar")
+    assert LaneKey.parse("sage/one-pass").known_draft and not LaneKey.parse("sage/two-pass").known_draft
     assert short_name("sage/one-pass") == "SAGE · one-pass draft" and short_name("sage/two-pass") == "sage/two-pass"
     assert method_label("static/one-pass").endswith(" · one-pass draft")
 

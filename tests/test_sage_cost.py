@@ -16,9 +16,9 @@ import pytest
 from sage_core import DecodeConfig, decode, load_pair
 from sage_core.cost_curve import COST_SIZES, CostCurve
 from sage_core.methods.budget import SageCostRecord
+from sage_core.methods.run_costs import remember_curve
 from sage_core.models import ModelPair
 from sage_core.records import trace_lines
-from sage_core.studies.costs import remember_curve
 from sage_core.trace_check import parse_trace
 from sage_testkit.pairs import tiny_folder
 

@@ -82,11 +82,11 @@ from sage_core.config import SamplingConfig
 from sage_core.cost_curve import COST_SIZES, CostCurve
 from sage_core.media import Media
 from sage_core.methods.builtin import DRAFTING_METHODS
+from sage_core.methods.run_costs import remember_curve
 from sage_core.models import ModelPair
 from sage_core.prepared import PreparedInputs, prepare_inputs
 from sage_core.records import RoundRecord
 from sage_core.sampling import Warper
-from sage_core.studies.costs import remember_curve
 from sage_core.trees import ROOT
 from sage_testkit.pairs import tiny_folder
 from sage_testkit.references import SAMPLING_PROMPT, Tokens, chi_square_p_value, full_forward_logits

@@ -8,8 +8,8 @@ from pathlib import Path
 from sage_core import load_pair, prepare_inputs
 from sage_core.cost_curve import COST_SIZES, CostCurve
 from sage_core.methods import is_method
+from sage_core.methods.run_costs import remember_curve
 from sage_core.models import ModelPair
-from sage_core.studies.costs import remember_curve
 from sage_core.studies.sweep import sweep
 from sage_testkit.pairs import tiny_folder
 

@@ -127,25 +127,27 @@ DYNAMIC_CONTROLS: tuple[Setting, ...] = (
 BUILTIN: tuple[MethodSpec, ...] = (
     MethodSpec("ar", "Plain decoding (AR)", "Plain AR", "the target alone, one token per forward", "#000000", 4,
                drafts=False, explainer="plain",
-               dash="longdash", marker="x"),
+               dash="longdash", marker="x", rival_rank=4, called="plain decoding"),
     MethodSpec("chain", "SD-Chain (5 tokens)", "SD-Chain", "a chain of 5 draft tokens", "#CC79A7", 3, drafts=True,
                pruned_label="SD-Chain + pruning", template=CHAIN_TREE, explainer="fixed", alpha_free=True,
-               dash="dot", marker="triangle-up"),
+               dash="dot", marker="triangle-up", rival_rank=3, called="the 5-token chain"),
     MethodSpec("static", "SD-Tree (static 25-node tree)", "SD-Tree", "static 25-node tree (SpecVLM / EAGLE-1)",
                "#0072B2", 2, drafts=True, pruned_label="SD-Tree + pruning (SpecVLM)", template=STATIC_TREE,
                in_race=True, explainer="fixed", alpha_free=True,
-               dash="dash", marker="square"),
+               dash="dash", marker="square", rival_rank=1, called="the static tree"),
     MethodSpec("sage", "SAGE (adaptive tree)", "SAGE", "adaptive tree, shaped by the draft's confidence", "#D55E00",
                0, drafts=True, proposer=_sage_proposer, pruned_label="SAGE + pruning", in_race=True,
                settings=SageConfig, controls=SAGE_CONTROLS, settings_title="SAGE policy (paper defaults)",
                explainer="sage",
-               dash="solid", marker="circle"),
+               dash="solid", marker="circle", budget="node_budget", lead_name="SAGE", called="the paper's SAGE",
+               carried=True),
     MethodSpec("dynamic", "Dynamic tree (EAGLE-2)", "Dynamic", "EAGLE-2's tree: best cumulative probability, reranked",
                "#009E73", 1, drafts=True, proposer=_dynamic_proposer, pruned_label="Dynamic tree + pruning",
                settings=DynamicConfig, controls=DYNAMIC_CONTROLS,
                settings_title="dynamic tree, --method dynamic (EAGLE-2's defaults)",
                explainer="rerank",
-               dash="dashdot", marker="diamond"),
+               dash="dashdot", marker="diamond", budget="total_tokens", rival_rank=2,
+               called="the dynamic tree (EAGLE-2)", carried=True),
     MethodSpec("sage-frozen", "SAGE, α frozen (no adaptation)", "SAGE-frozen",
                "SAGE's policy with α held fixed for the whole answer (ablation)", "#400060", 0, drafts=True,
                proposer=_frozen_proposer, pruned_label="SAGE-frozen + pruning", settings=FrozenSageConfig,
@@ -154,7 +156,8 @@ BUILTIN: tuple[MethodSpec, ...] = (
                                  f"{FrozenSageConfig.alpha:g}, {FROZEN_ALPHA_SOURCE}).", 0.0, 1.0, whole=False),),
                settings_title="sage-frozen, --method sage-frozen (ablation: SAGE's settings, α held fixed)",
                explainer="sage", describe=_frozen_round, ablation=True, alpha_free=True,
-               dash="longdashdot", marker="star", holds=Holds("sage", "alpha", mean_alpha)),
+               dash="longdashdot", marker="star", holds=Holds("sage", "alpha", mean_alpha),
+               called="SAGE with α frozen"),
     MethodSpec("best-first", "Best-first tree (SAGE's node count)", "Best-first",
                "SAGE's node count, best cumulative probability first, no entropy shaping (ablation)", "#004000", 1,
                drafts=True, proposer=_best_first_proposer, pruned_label="Best-first + pruning", explainer="rerank",
@@ -163,12 +166,13 @@ BUILTIN: tuple[MethodSpec, ...] = (
                                  f"best-first's nodes per round, in [1, 256] (default: SAGE's mean node count in a "
                                  f"race beside SAGE, else {BEST_FIRST_NODES}).", 1, 256),),
                settings_title="best-first, --method best-first (ablation: SAGE's average node count, no shaping)",
-               dash="8px,3px,2px,3px,2px,3px", marker="pentagon", holds=Holds("sage", "nodes", mean_nodes)),
+               dash="8px,3px,2px,3px,2px,3px", marker="pentagon", holds=Holds("sage", "nodes", mean_nodes),
+               budget="nodes", called="the best-first tree"),
     MethodSpec("sage-cost", "SAGE-cost (SAGE's depth, budget by measured cost)", "SAGE-cost",
                "depth D(α) by entropy; each round's nodes maximise expected tokens/s on this device", "#E0C000", 0,
                drafts=True, proposer=_sage_cost_proposer, pruned_label="SAGE-cost + pruning", explainer="tree",
                describe=_sage_cost_round, record=SageCostRecord,
-               dash="2px,2px", marker="star-diamond"),
+               dash="2px,2px", marker="star-diamond", chooses_budget=True, chosen_marker="star", lead_name="sage-cost"),
     SMART_SPEC,
 )  # fmt: skip
 
@@ -180,5 +184,3 @@ METHODS: tuple[Method, ...] = tuple(spec.name for spec in BUILTIN)
 DRAFTING_METHODS: tuple[Method, ...] = tuple(spec.name for spec in BUILTIN if spec.drafts)
 #: The methods raced by default in the app (the design: SAGE against the static tree).
 RACE_DEFAULT: tuple[Method, ...] = tuple(s.name for s in sorted(BUILTIN, key=lambda s: s.order) if s.in_race)
-#: Kept for callers that read it: the built-in entries.
-REGISTRY = BUILTIN

@@ -115,6 +115,14 @@ class MethodSpec:
     # Its own record of a round beside the fields every method shares (`RoundRecord.own`: a frozen dataclass
     # subclassing records.OwnRecord, which checks itself and says itself in words); None: it keeps none.
     record: type[OwnRecord] | None = None
+    # What the sweep, the benchmark and the race's headline read of it (nothing else names a method):
+    budget: str = ""  # its settings' field that is its tree's node budget: the budget sweep runs it at each one
+    chooses_budget: bool = False  # it chooses its own budget each round: the sweep marks its mean choice
+    chosen_marker: str = "star"  # that mark's symbol in the sweep's figure (Plotly's names)
+    rival_rank: int = 0  # its rank as the side a race's lead is shown against (1 first; 0: only when no other)
+    lead_name: str = ""  # as a lead of the benchmark's comparison lines, its name there ("": it leads none)
+    called: str = ""  # how a sentence names it ("the static tree"; "": its label)
+    carried: bool = False  # its settings travel in every configuration (`DecodeConfig`'s own keywords)
 
     def default_settings(self) -> Any:
         return self.settings() if self.settings is not None else None
@@ -153,8 +161,6 @@ class MethodSpec:
 # The registry: process-wide, empty until the built-in methods register themselves (`methods_builtin`,
 # imported by the package) and any other `register` call adds one.
 _BY_NAME: Registry[MethodSpec] = Registry("method", lambda spec: spec.name)
-METHOD_LABELS: dict[str, str] = {}
-PRUNED_METHOD_LABELS: dict[str, str] = {}
 
 
 def register(spec: MethodSpec, *, built_in: bool = False) -> MethodSpec:
@@ -169,13 +175,12 @@ def register(spec: MethodSpec, *, built_in: bool = False) -> MethodSpec:
         raise ConfigError(f"method {spec.name!r} drafts but has neither a template nor a proposer")
     if spec.settings is not None and {s.field for s in spec.controls} - {f.name for f in fields(spec.settings)}:
         raise ConfigError(f"a setting of {spec.name!r} names no field of {spec.settings.__name__}")
+    if spec.budget and (spec.settings is None or spec.budget not in {f.name for f in fields(spec.settings)}):
+        raise ConfigError(f"the budget of {spec.name!r} names no field of its settings")
     problem = _own_record_problem(spec)
     if problem is not None:
         raise ConfigError(problem)
     _BY_NAME.add(spec, built_in=built_in)
-    METHOD_LABELS[spec.name] = spec.label
-    if spec.pruned_label:
-        PRUNED_METHOD_LABELS[spec.name] = spec.pruned_label
     return spec
 
 
@@ -197,8 +202,6 @@ def _own_record_problem(spec: MethodSpec) -> str | None:
 def unregister(name: str) -> None:
     """Remove a method `register` added (the built-in ones stay)."""
     _BY_NAME.remove(name)  # (a built-in one: one sentence)
-    METHOD_LABELS.pop(name, None)
-    PRUNED_METHOD_LABELS.pop(name, None)
 
 
 @contextmanager
@@ -231,6 +234,37 @@ def drafting_methods() -> tuple[Method, ...]:
     return tuple(s.name for s in specs() if s.drafts)
 
 
+def race_default() -> tuple[Method, ...]:
+    """The methods raced by default (`in_race`: SAGE against the static tree), in column order."""
+    return tuple(s.name for s in specs() if s.in_race)
+
+
+def budgeted() -> tuple[Method, ...]:
+    """The methods given a node budget (`budget`), in the order they were registered: the budget sweep's lines."""
+    return tuple(s.name for s in _BY_NAME.values() if s.budget)
+
+
+def choosing_budget() -> tuple[Method, ...]:
+    """The methods that choose their own budget each round (`chooses_budget`), in the order they were registered."""
+    return tuple(s.name for s in _BY_NAME.values() if s.chooses_budget)
+
+
+def rivals() -> tuple[Method, ...]:
+    """The sides a race's lead is shown against, the first present first (`rival_rank`)."""
+    return tuple(s.name for s in sorted(_BY_NAME.values(), key=lambda s: s.rival_rank) if s.rival_rank > 0)
+
+
+def leads() -> tuple[Method, ...]:
+    """The methods the benchmark's comparison lines lead with (`lead_name`), in the order they were registered."""
+    return tuple(s.name for s in _BY_NAME.values() if s.lead_name)
+
+
+def called(name: str) -> str:
+    """How a sentence names a method (`called`, else its label); an unknown name as it is."""
+    spec = _BY_NAME.get(name) if isinstance(name, str) else None
+    return name if spec is None else spec.called or spec.label
+
+
 def form_settings() -> list[tuple[MethodSpec, Setting]]:
     """The settings every race form carries (app controls and /race fields), method by method in the order
     the methods were registered (the built-in ones first), so a new method's fields come after the others'."""
@@ -260,34 +294,51 @@ def is_method(name: object) -> bool:
     return isinstance(name, str) and name in _BY_NAME
 
 
-#: A race lane's key: its method, then after `DRAFT_MARK` the draft it ran with when that is not the pair's own
-#: ("sage/one-pass": SAGE drafted by the pair's one-pass sibling; the benchmark's `--second-draft` lanes read the
-#: same way). The lookups below by name (`drafts`, `method_label`, `short_name`, `look`, `ByMethod`) read a lane's
-#: key as its method, its label saying the draft; `is_method` and `method_spec` take methods only.
+#: A lane's key as text: its method, then after `DRAFT_MARK` the draft it ran with when that is not the pair's own
+#: ("sage/one-pass"): how saved traces, the /race API's JSON keys and MCP name a lane; read once, at that edge,
+#: into a `LaneKey`.
 DRAFT_MARK = "/"
+#: The pair's one-pass sibling draft, as a lane names it (PARD: the whole tree in one draft forward a round).
+ONE_PASS = "one-pass"
 #: The drafts a lane may name beside the pair's own, each as a label ends with it.
-LANE_DRAFTS: dict[str, str] = {"one-pass": "one-pass draft"}
+LANE_DRAFTS: dict[str, str] = {ONE_PASS: "one-pass draft"}
 
 
-def lane_key(method: Method, draft: str = "") -> str:
-    """The key of `method`'s lane drafted by `draft` ("": the pair's own draft, and the key is the method)."""
-    return f"{method}{DRAFT_MARK}{draft}" if draft else method
+@dataclass(frozen=True)
+class LaneKey:
+    """A race lane as a value: its method, and the draft it ran with when not the pair's own ("": the pair's;
+    else one of `LANE_DRAFTS`, whose pair the race's pair names). `str(lane)` is its key as text ("sage/one-pass",
+    or the method alone); `LaneKey.parse` reads that text back. The lookups below by name (`drafts`,
+    `method_label`, `short_name`, `look`, `ByMethod`) read a key as its method, its label saying the draft;
+    `is_method` and `method_spec` take methods only."""
 
+    method: Method
+    draft: str = ""
 
-def lane_parts(key: str) -> tuple[Method, str]:
-    """A lane key's method and draft ("" for the pair's own): `lane_parts("sage/one-pass") == ("sage", "one-pass")`."""
-    method, _, draft = key.partition(DRAFT_MARK)
-    return method, draft
+    def __str__(self) -> str:
+        return f"{self.method}{DRAFT_MARK}{self.draft}" if self.draft else self.method
+
+    @classmethod
+    def parse(cls, key: str) -> LaneKey:
+        """A key's method and draft: `LaneKey.parse("sage/one-pass") == LaneKey("sage", "one-pass")` (the draft
+        unchecked: `known_draft` says whether a lane may name it)."""
+        method, _, draft = key.partition(DRAFT_MARK)
+        return cls(method, draft)
+
+    @property
+    def known_draft(self) -> bool:
+        """Whether its draft is the pair's own or one a lane may name (`LANE_DRAFTS`)."""
+        return not self.draft or self.draft in LANE_DRAFTS
 
 
 def _lane_spec(key: object) -> tuple[MethodSpec | None, str]:
     """The registry entry a lane key reads as, and its draft (None for an unknown method or draft)."""
     if not isinstance(key, str):
         return None, ""
-    method, draft = lane_parts(key)
-    if draft and draft not in LANE_DRAFTS:
+    lane = LaneKey.parse(key)
+    if not lane.known_draft:
         return None, ""
-    return _BY_NAME.get(method), draft
+    return _BY_NAME.get(lane.method), lane.draft
 
 
 def _saying_draft(text: str, draft: str) -> str:
@@ -303,10 +354,10 @@ def drafts(name: str) -> bool:
 def method_label(method: str, prune_ratio: float = 0.0) -> str:
     """A method's (or a lane key's) name for people, saying when the draft's visual tokens were pruned and
     which draft a lane ran with when not the pair's own."""
-    name, draft = lane_parts(method) if _lane_spec(method)[0] is not None else (method, "")
-    if prune_ratio > 0 and name in PRUNED_METHOD_LABELS:
-        return _saying_draft(PRUNED_METHOD_LABELS[name], draft)
-    return _saying_draft(METHOD_LABELS.get(name, name), draft)
+    spec, draft = _lane_spec(method)
+    if spec is None:
+        return method
+    return _saying_draft(spec.pruned_label if prune_ratio > 0 and spec.pruned_label else spec.label, draft)
 
 
 def short_name(method: str) -> str:
@@ -328,7 +379,7 @@ class Look:
 
 
 def look(method: str) -> Look:
-    """A method's look; a lane on another draft than the pair's (`lane_key`) has its method's, markers open."""
+    """A method's look; a lane on another draft than the pair's (`LaneKey`) has its method's, markers open."""
     spec, draft = _lane_spec(method)
     if spec is None:
         return Look()
@@ -343,7 +394,7 @@ class ByMethod(Mapping[str, str]):
         self.field = field
 
     def __getitem__(self, name: str) -> str:
-        """The field of `name`'s entry; a lane key's (`lane_key`) label, heading and subtitle say its draft."""
+        """The field of `name`'s entry; a lane key's (`LaneKey`) label, heading and subtitle say its draft."""
         spec, draft = _lane_spec(name)
         if spec is None:
             raise KeyError(name)

@@ -559,4 +559,7 @@ SMART_SPEC = MethodSpec(
     record=SmartRecord,
     dash="12px,4px",  # a dash and marker no built-in method has
     marker="hexagon",
+    chooses_budget=True,
+    chosen_marker="hexagram",
+    called="SMART (cost-shaped, 2026)",
 )

@@ -115,6 +115,14 @@ class RaceAccount:
     frozen_alpha: float | None
     against: str | None = None  # the side the race's headline compares SAGE with, so the why is told against it
 
+    def dearer_reason(self, lead: str, rival: str) -> str:
+        """Why `lead`'s tokens cost more than `rival`'s, from their tokens and time (`cost_reason`: "extra
+        tokens" only where it accepted more); "" unless both sides are accounted and the lead's are dearer."""
+        mine, theirs = self.side(lead), self.side(rival)
+        if mine is None or theirs is None or cost_per_token(mine, theirs) != "dearer":
+            return ""
+        return cost_reason(mine, theirs)
+
     def side(self, method: str) -> SideAccount | None:
         return next((s for s in self.sides if s.method == method), None)
 
@@ -290,14 +298,3 @@ def race_account(
     sage, frozen = by_method.get("sage"), by_method.get(frozen_lane) if frozen_lane else None
     delta = sage.tau - frozen.tau if sage is not None and frozen is not None else None
     return RaceAccount(sides, delta, frozen_alpha if frozen is not None else None, against)
-
-
-def frozen_alpha_in_race(given: float | None, sage_alphas: Sequence[float], calibrated: float) -> tuple[float, str]:
-    """The α `sage-frozen` holds in a race, and where it came from: a value given explicitly is kept; else
-    SAGE's own mean α in that race (when SAGE raced), so a race whose α never moves credits reacting to the
-    entropy with nothing (the same α, the same trees); else the calibrated default, labelled."""
-    if given is not None:
-        return given, "given"
-    if sage_alphas:
-        return statistics.fmean(sage_alphas), "SAGE's mean α in this race"
-    return calibrated, "the calibrated default (SAGE did not race)"

@@ -32,17 +32,7 @@ from ..backends import open_backend
 from ..config import Backend
 from ..cost_curve import COST_SIZES, CostCurve
 from ..media import Media
-from ..methods.run_costs import (
-    RUN_PASSES,
-    SETTLE_PASSES,
-    PrefilledCaches,
-    known_curve,
-    line_fit,
-    measured_tree,
-    remember_curve,
-    settled_curve,
-    utc_now,
-)
+from ..methods.run_costs import PrefilledCaches
 from ..models import ModelPair
 from ..prepared import prepare_inputs, with_draft_inputs
 from ..records import RoundRecord
@@ -193,21 +183,12 @@ def read_recorded_curve(path: Path) -> CostCurve | None:
     return curve if curve.trusted else None
 
 
-__all__ = [  # with the run-time curve's names (methods/run_costs.py), as this module offered them before
-    "RUN_PASSES",
-    "SETTLE_PASSES",
+__all__ = [  # (the run-time curve, remembered and settled per pair: methods/run_costs.py)
     "CurveSettings",
-    "PrefilledCaches",
     "curve_on_prefilled",
-    "known_curve",
-    "line_fit",
     "measure_cost_spread",
     "measure_costs",
-    "measured_tree",
     "predicted_speedups",
     "prefilled_caches",
     "read_recorded_curve",
-    "remember_curve",
-    "settled_curve",
-    "utc_now",
 ]

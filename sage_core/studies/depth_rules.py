@@ -30,7 +30,6 @@ from __future__ import annotations
 import itertools
 import math
 import random
-import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -301,10 +300,6 @@ def reach(answers: Sequence[Answer], depth_count: int) -> tuple[list[float], lis
     return [r / s if s else math.nan for r, s in zip(right, seen, strict=True)], [
         r / s if s else math.nan for r, s in zip(reached, seen, strict=True)
     ]
-
-
-def mean_or_nan(values: Sequence[float]) -> float:
-    return statistics.fmean(values) if values else math.nan
 
 
 # -- recording an answer's signals ------------------------------------------------------------------------

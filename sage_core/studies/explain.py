@@ -146,6 +146,11 @@ class RoundExplained:
             return self.alpha if self.alpha is not None else 0.0
         return min(1.0, max(0.0, 1.0 - self.entropy / self.log_k))
 
+    @property
+    def places(self) -> int:
+        """The decimals its top-k probabilities print with (`probability_places`: enough to recompute H)."""
+        return probability_places(self.top_probs)
+
 
 def _best_per_depth(cumulative: Sequence[float], depths: Sequence[int]) -> tuple[float, ...]:
     """The highest cumulative probability at each depth of a tree, depth 1 first."""

@@ -23,6 +23,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..records import RoundRecord
 from ..trees import CHAIN_TREE, STATIC_TREE, RankPath
@@ -141,15 +142,21 @@ CHAIN_WIDTHS: tuple[float, ...] = tuple(float(w) for w in level_widths(CHAIN_TRE
 STATIC_WIDTHS: tuple[float, ...] = tuple(float(w) for w in level_widths(STATIC_TREE))
 SAGE_ASSUMED_WIDTHS: tuple[float, ...] = (3.0, 2.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0)
 
-# τ (accepted draft tokens per round, bonus excluded) from the paper's tables (sage-method.md), greedy, H20 GPUs.
-PAPER_TAUS: tuple[tuple[str, str, float, tuple[float, ...]], ...] = (
-    ("static", "paper, LLaVA-OV-72B/7B, VideoDetailCaption (headline table, SD-Tree)", 4.21, STATIC_WIDTHS),
-    ("sage", "paper, LLaVA-OV-72B/7B, VideoDetailCaption (Table 5, no pruning; tree assumed)", 5.60,
-     SAGE_ASSUMED_WIDTHS),
-    ("sage", "paper, Qwen2.5-VL-72B/7B, VideoDetailCaption (headline table, pruned; tree assumed)", 5.18,
-     SAGE_ASSUMED_WIDTHS),
+
+class PaperTau(NamedTuple):
+    """One τ (accepted draft tokens per round, bonus excluded) from the paper's tables, with its tree's widths."""
+
+    method: str
+    source: str
+    tau: float
+    widths: tuple[float, ...]
+
+
+# τ from the paper's tables (sage-method.md), greedy, H20 GPUs.
+PAPER_TAUS: tuple[PaperTau, ...] = (
+    PaperTau("static", "paper, LLaVA-OV-72B/7B, VideoDetailCaption (headline table, SD-Tree)", 4.21, STATIC_WIDTHS),
+    PaperTau("sage", "paper, LLaVA-OV-72B/7B, VideoDetailCaption (Table 5, no pruning; tree assumed)", 5.60,
+             SAGE_ASSUMED_WIDTHS),
+    PaperTau("sage", "paper, Qwen2.5-VL-72B/7B, VideoDetailCaption (headline table, pruned; tree assumed)", 5.18,
+             SAGE_ASSUMED_WIDTHS),
 )  # fmt: skip
-
-
-def paper_rounds(tau: float, widths: tuple[float, ...]) -> list[RoundShape]:
-    return [RoundShape(tau, widths)]

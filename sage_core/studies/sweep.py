@@ -1,17 +1,18 @@
 """The budget sweep (the figure DDTree's authors draw): τ, tokens per target forward and decode-only speedup
-against the node budget, for SAGE, the dynamic tree and a same-budget best-first tree, with the budgets the
-cost-shaped methods chose marked (`sage-cost` and SMART: `CHOOSING_METHODS`).
+against the node budget, for the methods given one (the registry's `budget`: SAGE, the dynamic tree and a
+same-budget best-first tree), with the budgets the cost-shaped methods chose marked (the registry's
+`chooses_budget`: sage-cost and SMART).
 
 Each method is run at each budget of `SWEEP_BUDGETS` on the same prepared inputs, plain decoding beside
 them; runs are interleaved (each repeat rotates the order), so a busy machine hits all of them alike. The
 decode-only speedup is a run's tokens per second after the prefill over plain decoding's on the same
-example (median over repeats), then the median over examples. The budget a method is given:
+example (median over repeats), then the median over examples. The budget a method is given is its settings'
+field its registry entry names (`MethodSpec.budget`):
 
 - SAGE: its node budget N_max (`SageConfig.node_budget`; the paper's 64);
 - the dynamic tree: the nodes it verifies (`DynamicConfig.total_tokens`; EAGLE-2's 59);
 - best-first: the N drafted nodes of highest cumulative draft probability, grown level by level
-  (`ablations.BestFirstProposer` at the budget, registered for the sweep's runs as `best-first-n`; the registry's
-  `best-first` lane takes SAGE's node count each round, and drafts SAGE's tree to count it).
+  (`BestFirstConfig.nodes`; run alone, so it holds nothing of SAGE's as its lane does in a race).
 
 Every run of an example must give the same tokens (all greedy, all lossless); the sweep checks it.
 
@@ -24,54 +25,27 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable, Sequence
-from contextlib import nullcontext
 from dataclasses import dataclass, replace
 
 from ..config import Backend, DecodeConfig
 from ..decode import DecodeRun
-from ..method_settings import DynamicConfig, SageConfig
-from ..methods import MethodSpec, RunConfig, is_method, registered
-from ..methods.ablations import BestFirstProposer
+from ..methods import budgeted, choosing_budget, method_spec
 from ..methods.budget import SageCostRecord
 from ..models import ModelPair
 from ..prepared import PreparedInputs
-from ..proposers import Proposer
 from ..records import RoundRecord
 
 SWEEP_BUDGETS: tuple[int, ...] = (4, 8, 12, 16, 24, 32, 48, 64)
-SWEEP_METHODS: tuple[str, ...] = ("sage", "dynamic", "best-first")
-#: The methods that choose their own budget each round (by the cost curve): run once, marked at their mean.
-CHOOSING_METHODS: tuple[str, ...] = ("sage-cost", "smart")
-
-
-def _fixed_best_first(settings: None, config: RunConfig) -> Proposer:
-    return BestFirstProposer(config.sage, config.sage.node_budget)
-
-
-#: The sweep's same-budget best-first tree, registered only while a sweep runs.
-FIXED_BEST_FIRST = MethodSpec(
-    "best-first-n",
-    "Best-first tree (N_max nodes)",
-    "Best-first N",
-    "the N_max drafted nodes of highest cumulative probability, no entropy shaping (the budget sweep)",
-    "#16a34a",
-    9,
-    drafts=True,
-    proposer=_fixed_best_first,
-    ablation=True,
-)
 
 
 def budget_config(method: str, budget: int, max_new_tokens: int, backend: Backend = "fast") -> DecodeConfig:
-    """The settings that give `method` a budget of `budget` nodes (module docstring)."""
-    base = DecodeConfig("sage", max_new_tokens, backend=backend)
-    if method == "sage":
-        return base.with_settings({"sage": SageConfig(node_budget=budget)})
-    if method == "dynamic":
-        return replace(base, method="dynamic").with_settings({"dynamic": DynamicConfig(total_tokens=budget)})
-    if method == "best-first":
-        return replace(base, method=FIXED_BEST_FIRST.name).with_settings({"sage": SageConfig(node_budget=budget)})
-    raise ValueError(f"the sweep has no budget for {method!r}")
+    """The settings that give `method` a budget of `budget` nodes: its settings' field its registry entry names
+    (`MethodSpec.budget`, module docstring)."""
+    spec = method_spec(method)
+    if not spec.budget:
+        raise ValueError(f"the sweep has no budget for {method!r}")
+    settings = replace(spec.default_settings(), **{spec.budget: budget})
+    return DecodeConfig(method, max_new_tokens, backend=backend).with_settings({method: settings})
 
 
 @dataclass(frozen=True)
@@ -89,7 +63,7 @@ class SweepPoint:
 @dataclass(frozen=True)
 class SweepResult:
     points: tuple[SweepPoint, ...]
-    chosen: tuple[SweepPoint, ...]  # each choosing method's (CHOOSING_METHODS) at its mean choice
+    chosen: tuple[SweepPoint, ...]  # each choosing method's (`methods.choosing_budget`) at its mean choice
     examples: int
     repeats: int
 
@@ -117,19 +91,20 @@ def sweep(
     pair: ModelPair,
     cases: Sequence[tuple[str, PreparedInputs]],
     budgets: Sequence[int] = SWEEP_BUDGETS,
-    methods: Sequence[str] = SWEEP_METHODS,
+    methods: Sequence[str] | None = None,
     max_new_tokens: int = 128,
     repeats: int = 1,
     backend: Backend = "fast",
     progress: Callable[[str], None] = lambda line: None,
 ) -> SweepResult:
-    """Run the sweep on these prepared examples (module docstring); a warm-up run of each setting first."""
-    with nullcontext() if is_method(FIXED_BEST_FIRST.name) else registered(FIXED_BEST_FIRST):
-        settings = {(m, b): budget_config(m, b, max_new_tokens, backend) for m in methods for b in budgets}
-        settings[("ar", 0)] = DecodeConfig("ar", max_new_tokens, backend=backend)
-        for method in CHOOSING_METHODS:
-            settings[(method, 0)] = DecodeConfig(method, max_new_tokens, backend=backend)
-        return _sweep(pair, cases, settings, list(settings), budgets, methods, repeats, progress)
+    """Run the sweep on these prepared examples (module docstring); a warm-up run of each setting first. `methods`:
+    the methods given a budget (default: every one the registry gives one, `methods.budgeted`)."""
+    methods = budgeted() if methods is None else methods
+    settings = {(m, b): budget_config(m, b, max_new_tokens, backend) for m in methods for b in budgets}
+    settings[("ar", 0)] = DecodeConfig("ar", max_new_tokens, backend=backend)
+    for method in choosing_budget():
+        settings[(method, 0)] = DecodeConfig(method, max_new_tokens, backend=backend)
+    return _sweep(pair, cases, settings, list(settings), budgets, methods, repeats, progress)
 
 
 def _sweep(
@@ -186,7 +161,7 @@ def _result(
     speedup = {key: [r / p for r, p in zip(values, plain, strict=True)] for key, values in rates.items()}
     points = tuple(_point(m, b, records[(m, b)], speedup[(m, b)]) for m in methods for b in budgets)
     chosen = []
-    for method in CHOOSING_METHODS:
+    for method in choosing_budget():
         runs = records[(method, 0)]
         picked = [chosen_nodes(r) for run in runs for r in run if r.phase == "decode"]
         if picked:

@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from sage_core.cost_curve import CostCurve
-from sage_core.methods import colour, short_name
+from sage_core.methods import colour, is_method, method_spec, short_name
 from sage_core.studies.sweep import SweepPoint, SweepResult
 
 PANELS = (
@@ -18,8 +18,6 @@ PANELS = (
     ("tokens_per_forward", "tokens per target forward"),
     ("speedup", "decode-only speedup × plain decoding"),
 )
-#: The big marker of each choosing method's mean choice (Plotly's symbol names).
-CHOSEN_SYMBOLS = {"sage-cost": "star", "smart": "hexagram"}
 
 
 def sweep_figure(result: SweepResult, curve: CostCurve | None = None, title: str = "") -> go.Figure:
@@ -69,7 +67,8 @@ def sweep_figure(result: SweepResult, curve: CostCurve | None = None, title: str
 
 
 def chosen_mark(chosen: SweepPoint, field: str, in_legend: bool) -> go.Scatter:
-    """A choosing method's mean choice as one big marker in its colour (`CHOSEN_SYMBOLS`)."""
+    """A choosing method's mean choice as one big marker in its colour, of its registry entry's symbol
+    (`MethodSpec.chosen_marker`)."""
     return go.Scatter(
         x=[chosen.budget],
         y=[getattr(chosen, field)],
@@ -78,7 +77,7 @@ def chosen_mark(chosen: SweepPoint, field: str, in_legend: bool) -> go.Scatter:
         legendgroup=chosen.method,
         showlegend=in_legend,
         marker=dict(
-            symbol=CHOSEN_SYMBOLS.get(chosen.method, "star"),
+            symbol=method_spec(chosen.method).chosen_marker if is_method(chosen.method) else "star",
             size=16,
             color=colour(chosen.method),
             line=dict(color="black", width=1),
