@@ -13,7 +13,8 @@ inputs become one `inputs.RaceForm` (`ui.py` turns the page's values into
 one; `race_api`'s named parameters are the API's documentation), and
 `Handlers.request` checks it into one `inputs.RaceRequest` (media, prompt,
 methods, SAGE settings, sampling, pruning, pair). A race runs within its
-time budget (`Budget`); a replay waits a bounded time in all (`ReplayClock`).
+time budget (`budgets.Budget`); a replay waits a bounded time in all (`budgets.ReplayClock`). The status
+lines are `status_lines.py`'s; the /race API's signature and docstring, `race_api.py`'s.
 
 Handlers answer with updates keyed by the page's components (`Page`), never
 by position. Every failure goes through the error boundary (`boundary.py`):
@@ -24,29 +25,28 @@ from __future__ import annotations
 
 import functools
 import html
-import inspect
 import math
 import tempfile
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable, Generator, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import gradio as gr
 
-from sage_core import ModelPair, RunHeader
+from sage_core import ModelPair
 from sage_core.errors import InputError
-from sage_core.method_settings import as_float
-from sage_core.methods import form_settings, method_label, specs
+from sage_core.methods import method_label
 from sage_core.prepared import check_vocabulary
 from sage_core.studies.sweep_figure import sweep_figure
 
 from . import models
 from .api import race_result
 from .boundary import guard, user_message
+from .budgets import MAX_REPLAY_SPEED, Budget, ReplayClock, media_seconds, replay_speed
 from .explain_view import explained_html
 from .inputs import (
     Choice,
@@ -56,14 +56,12 @@ from .inputs import (
     RaceForm,
     RaceRequest,
     check_request,
-    race_defaults,
-    race_fields,
     remove_older,
     second_draft,
 )
 from .notes import notes_html, race_notes
 from .one_pass_view import one_pass_html
-from .page import DEFAULT_MAX_NEW_TOKENS, DEFAULT_METHODS, STEPPER_TTL, Page
+from .page import DEFAULT_METHODS, STEPPER_TTL, Page
 from .panel_table import Focus, panel_figures, panel_table
 from .race import (
     RaceData,
@@ -73,27 +71,35 @@ from .race import (
     replay_stepper,
     replay_steps,
 )
+from .race_api import race_api_doc, race_api_function
 from .race_trace import load_race, save_race
 from .render import (
     badge_html,
     error_html,
     headline_html,
-    loss_html,
-    pace_note,
     race_html,
     status_html,
     table_html,
-    why_html,
+)
+from .status_lines import (
+    LANDING_TRACE,
+    budget_status,
+    finished_status,
+    machine_words,
+    opening_recording,
+    pair_status,
+    race_note,
+    replay_budget_note,
+    replay_status,
+    stepping_status,
+    stopped_status,
 )
 from .stepping import DROPPED, FULL, SteppedRaces
 from .view import RaceView, race_view
 
 TRACE_DIR = Path(tempfile.gettempdir()) / "sage-app-traces"
-#: The race the page opens with (app/landing.py replays it).
-LANDING_TRACE = Path(__file__).resolve().parent.parent / "assets" / "landing" / "race.jsonl"
 #: Trace files the app wrote are removed after this many seconds (Gradio serves its own copy meanwhile).
 TRACE_MAX_AGE = 3600.0
-MAX_REPLAY_SPEED = 1000.0
 #: While a race or replay streams, each side's text shows its latest rounds only (all of it at the end),
 #: so an update sends what changed lately, not the whole text again.
 STREAMED_STEPS = 200
@@ -133,225 +139,7 @@ def save_trace_file(data: RaceData, folder: Path = TRACE_DIR, max_age: float = T
     return str(save_race(data, folder / f"sage-race-{stamp}-{uuid.uuid4().hex[:6]}.jsonl"))
 
 
-def replay_speed(value: object) -> float:
-    number = as_float(value)
-    speed = math.nan if number is None else number
-    if not math.isfinite(speed) or not 0 <= speed <= MAX_REPLAY_SPEED:
-        raise InputProblem(f"the replay speed must be a number in [0, {MAX_REPLAY_SPEED:g}] (0: no waiting)")
-    return speed
-
-
-class Budget:
-    """A race's time budget: `spend` hands out the race's steps until it has run `seconds`, then stops
-    the race (the steps so far are kept; `spent` says so) and closes it, so its decoding ends there.
-    Closing the handed-out steps early (a visitor gone, Stop) closes the race as well. `spent_before` is what
-    the race spent before its first step (reading its video: `Media.load_seconds`), counted in the budget."""
-
-    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic, spent_before: float = 0.0) -> None:
-        self.seconds = seconds
-        self.clock = clock
-        self.spent_before = spent_before
-        self.spent = False
-
-    def spend(self, source: Iterator[RaceData]) -> Generator[RaceData, None, None]:
-        start = self.clock() - self.spent_before
-        try:
-            for data in source:
-                if not data.finished and self.clock() - start > self.seconds:
-                    data.stopped = self.spent = True
-                yield data
-                if self.spent:
-                    return
-        finally:
-            close = getattr(source, "close", None)
-            if close is not None:
-                close()
-
-
-def media_seconds(request: Any) -> float:
-    """How long reading the request's picture or video took (counted in the race's budget)."""
-    return float(getattr(getattr(request, "media", None), "load_seconds", 0.0) or 0.0)
-
-
-class ReplayClock:
-    """A replay's waits, `seconds` in all at most: once spent, the rest of the trace is shown at once."""
-
-    def __init__(self, seconds: float) -> None:
-        self.seconds_allowed = seconds
-        self.left = seconds
-        self.spent = False
-
-    def sleep(self, wait: float) -> None:
-        wait = min(wait, max(0.0, self.left))
-        self.left -= wait
-        self.spent = self.left <= 0
-        if wait > 0:
-            time.sleep(wait)
-
-
 # -- status lines ----------------------------------------------------------------------
-
-
-def pair_status(choice: Choice, lead: str) -> str:
-    target, draft = (html.escape(name) for name in choice.shown)
-    return status_html(f"{lead} target <code>{target}</code>, draft <code>{draft}</code>")
-
-
-def machine_words(header: RunHeader | None) -> str:
-    """Where a race ran: its device, dtype and the CPU threads torch ran on ("cpu, float32, 1 thread"; the count
-    left out of a trace that did not record it)."""
-    if header is None:
-        return "?"
-    threads = f", {header.threads} thread{'s' * (header.threads != 1)}" if header.threads else ""
-    return f"{header.device}, {header.dtype}{threads}"
-
-
-def replay_status(race: RaceView, done: bool = False, speed: float = 1.0, note: str = "") -> str:
-    header = race.header
-    recorded = f"{machine_words(header)}; target {header.target}" if header else "unknown device"
-    state = "finished" if done else f"playing at {speed:g}× the recorded pace"
-    return status_html(
-        f"▶ <b>REPLAY</b> of a recorded trace ({html.escape(race.source or 'trace')}), {state}. No model is "
-        f"loaded: every number is the recorded one ({html.escape(recorded)}). Each side advances on its own "
-        f"recorded clock.{html.escape(note)}{why_html(race) if done else ''}",
-        "replay",
-    )
-
-
-def budget_status(seconds: float) -> str:
-    return status_html(
-        f"■ The race reached this server's time budget ({seconds:g} s a race) and was stopped. The rounds so far "
-        "are kept; download the trace to replay them, or race again with fewer new tokens."
-    )
-
-
-def replay_budget_note(seconds: float) -> str:
-    return f" The replay waited {seconds:g} s, this server's budget for one replay: the rest was shown at once."
-
-
-def stopped_status(race: RaceView | None) -> str:
-    if race is None:
-        return status_html("Nothing is running.")
-    what = "replay" if race.replay else "race"
-    return status_html(f"■ The {what} was stopped. The rounds so far are kept; download the trace to replay them.")
-
-
-def stepping_status(stepper: RaceStepper) -> str:
-    data = stepper.data
-    where = "the recorded trace" if data.replay else (data.header.device if data.header else "?")
-    if stepper.finished:
-        return status_html(
-            f"▶| Stepped to the end ({html.escape(where)}): every side has finished. Walk back with the "
-            "round slider; Start or Step again to race anew."
-        )
-    what = "Round 0 is the prefill" if stepper.round == 0 else f"Round {stepper.round}"
-    return status_html(
-        f"▶| <b>Stepping</b> ({html.escape(where)}): {what} on every side. Press → or ▶| Step for the next round; the "
-        "explainer below shows this round's numbers."
-    )
-
-
-RACE_API_DOC = """\
-Race SAGE against its baselines on one image or video to the end, and answer with the texts and figures.
-
-Every method decodes the same prompt with the same target model; greedy (temperature 0) output equals
-the target's own greedy decoding token for token, which the answer's `lossless` verdict checks.
-Give `image` or `video` (PNG, JPEG, WebP, GIF, BMP, TIFF; mp4, webm, avi, mov, mkv). An MCP client sends
-a public http(s) URL of the file, or the file itself as a data: URL: a client on the same machine as its
-files sends those (a private or loopback address, or a path on the server, is refused in a sentence).
-
-Args:
-{args}
-
-Returns:
-    JSON: per method its text, token ids and figures (tokens per second, mean accepted length tau, target
-    forwards), the speed-ups against the baselines, the losslessness verdict (a sampled race's with
-    sampled: true and the exact-in-distribution note), the Plotly panels, and the trace (JSON lines) the figures
-    come from.
-"""
-#: The /race API's common inputs, described (each method's settings describe themselves: `Setting.help`).
-RACE_API_ARGS = {
-    "image": "an image as a public http(s) URL or a data: URL (from the same machine: data:image/png;base64,...).",
-    "video": "a video (mp4, webm, avi, mov, mkv) as a public http(s) URL or a data: URL; give it or `image`.",
-    "prompt": "the question or instruction about the image or video.",
-    "pair": 'the model pair: "builtin", "builtin-hesitant" or "builtin-one-pass", or on a GPU a preset such as '
-    '"qwen2.5-vl-7b", "llava-ov-7b", "qwen3-vl-8b" or "smolvlm2-2.2b" (empty: the default).',
-    "custom_target": "a custom target model (hub id or folder), when the app allows custom models.",
-    "custom_draft": "a custom draft model of the same tokenizer as the target.",
-    "max_new_tokens": "the most new tokens each method decodes.",
-    "prune_choice": 'draft-side visual token pruning: "off", "paper" (the paper\'s ratios) or "chosen".',
-    "prune_chosen": 'the share of visual tokens the draft skips when `prune_choice` is "chosen", in [0, 1).',
-    "temperature": "0 decodes greedily; above 0 samples, exactly in the target's distribution.",
-    "seed": "the sampling seed (empty: a fresh one, recorded in the trace).",
-    "second_draft": '"one-pass" also races each chosen method that drafts with the pair\'s one-pass sibling draft '
-    '(the same target; lanes keyed "sage/one-pass"; only a pair with one: "builtin", "builtin-hesitant"); "off": not.',
-}
-
-
-def race_api_doc() -> str:
-    """The /race API's docstring (an MCP client's tool description): the common inputs, the registered
-    methods and each method's settings."""
-    methods = ", ".join(f'"{spec.name}" ({spec.short})' for spec in specs())
-    described = {**RACE_API_ARGS, "methods": f"two or more of {methods}."}
-    settings = {s.name: s.help for _, s in form_settings()}
-    lines = [f"    {name}: {described.get(name) or settings.get(name, '')}" for name in race_fields()]
-    return RACE_API_DOC.format(args="\n".join(lines))
-
-
-def race_api_function(handlers: Handlers) -> Callable[..., dict]:
-    """The /race API as one function whose parameters are the race's inputs (`race_fields()`), at their
-    defaults: Gradio names the API's parameters, and an MCP client its tool's,
-    from this signature and docstring, so a registered method's settings are fields of the API too."""
-    defaults = {**race_defaults(), "max_new_tokens": DEFAULT_MAX_NEW_TOKENS}
-    parameters = [
-        inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=value)
-        for name, value in defaults.items()
-    ]
-    signature = inspect.Signature(parameters)
-
-    def race_api(*args: Any, **kwargs: Any) -> dict:
-        bound = signature.bind(*args, **kwargs)
-        bound.apply_defaults()
-        return handlers.race_api_answer(RaceForm(**bound.arguments))
-
-    race_api.__signature__ = signature  # type: ignore[attr-defined]  # what Gradio reads the API's fields from
-    race_api.__doc__ = race_api_doc()
-    return race_api
-
-
-def race_note(race: RaceView) -> str:
-    """Under the explainer's round: the race's why so far (the account's sentence), so the round explained and
-    the race's figures are read together."""
-    why = why_html(race)
-    return f"<p class='sage-note'><b>Over this race{'' if race.finished else ' so far'}:</b>{why}</p>" if why else ""
-
-
-def finished_status(race: RaceView, note: str = "") -> str:
-    if race.stopped:
-        return stopped_status(race)
-    if race.replay:
-        return replay_status(race, done=True, note=note)
-    header = race.header
-    where = machine_words(header)
-    steps = ", ".join(f"{method_label(lane.key)} {len(lane.records) - 1} rounds" for lane in race.lanes)
-    why = loss_html(race, header.device if header else None)
-    pace = pace_note(race, opening_recording())
-    pace = f" {html.escape(pace)}" if pace else ""
-    # (the talk view shows the why alone: the rest is detail, `sage-status-detail`)
-    return status_html(
-        f"<span class='sage-status-detail'>✔ Race finished on {where}: {steps}.</span>{why_html(race)}"
-        f"<span class='sage-status-detail'> Download the trace below to replay it later.{pace}{why}</span>"
-    )
-
-
-@functools.cache
-def opening_recording() -> RaceView | None:
-    """The race the page opens with (`LANDING_TRACE`), read once, as every reader sees it: what a live race's
-    pace is compared with (None when it is missing or unreadable)."""
-    try:
-        return race_view(load_race(LANDING_TRACE))
-    except Exception:
-        return None
 
 
 # -- the handlers ------------------------------------------------------------------------
@@ -759,4 +547,25 @@ def controls(handler: Any, page: Page) -> Any:
     return guarded
 
 
-__all__ = ["Handlers", "Settings", "controls", "guard", "last", "save_trace_file"]
+#: What importers read from here (the budgets, the status lines and the API's function live in their own modules).
+__all__ = [
+    "LANDING_TRACE",
+    "MAX_REPLAY_SPEED",
+    "Budget",
+    "Handlers",
+    "ReplayClock",
+    "Settings",
+    "Update",
+    "controls",
+    "guard",
+    "last",
+    "machine_words",
+    "media_seconds",
+    "opening_recording",
+    "race_api_doc",
+    "race_api_function",
+    "replay_budget_note",
+    "replay_speed",
+    "replay_status",
+    "save_trace_file",
+]

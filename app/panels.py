@@ -3,8 +3,8 @@
 1. `confidence_figure`: each SAGE round's draft entropy and confidence alpha,
    the depth D(alpha) and root width W(alpha) planned from them (and the root
    width drawn), and the acceptance window's mean wherever it closed.
-2. `tree_figure`: one round's draft tree, tokens on the nodes, the accepted
-   path and the bonus token highlighted, the candidates the policy cut greyed.
+2. `tree_figure` (`app/tree_panel.py`): one round's draft tree, tokens on the
+   nodes, the accepted path and the bonus token highlighted, the candidates the policy cut greyed.
 3. `shape_figure`: the tree shape per round (depth, root width, node count),
    SAGE against the static baseline.
 4. `accepted_figure`: accepted length tau per round (bonus excluded).
@@ -12,199 +12,69 @@
 
 Every number drawn comes from the records handed in; nothing is computed
 here that the records do not hold. The page's table of panels (`app/panel_table.py`) draws each from the
-race's view.
+race's view. What the panels share (type, layout, colours) is `app/figure_style.py`; the picture of what
+a pruned draft sees is `app/draft_view.py`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
 
-import numpy as np
 import plotly.graph_objects as go
-from PIL import Image
-from plotly.io.json import to_json_plotly
 from plotly.subplots import make_subplots
 
-from sage_core import Media, RoundRecord, RunHeader
-from sage_core.media import thumbnail
+from sage_core import RoundRecord
 from sage_core.method_settings import SageConfig
-from sage_core.methods import drafts, look, specs
-from sage_core.models import VisualBox
 
-from .palette import ACCEPTED, BONUS, CUT, GREY, REJECTED, SERIES, Series
-from .render import DOTS as COLOURS
-from .render import SHORT as SHORT_LABELS
-from .render import display_token
+from .draft_view import DIMMED, FRAME_HEIGHT, draft_view_caption, draft_view_image
+from .figure_style import (
+    BOTTOM_PX,
+    CUT_REASONS,
+    FONT,
+    HEIGHT,
+    LABEL_CHARS,
+    LEGEND_WIDTH,
+    MARGIN_BOTTOM,
+    SLIDE_SCALE,
+    SPEEDUP_LINE_PX,
+    TEXT_PX,
+    Lanes,
+    SlideFigure,
+    colour,
+    cut_reason,
+    decode_steps,
+    drafting_lanes,
+    empty_figure,
+    for_slides,
+    layout,
+    legend_rows,
+    method_line,
+    method_marker,
+    round_ticks,
+    series_style,
+    short_label,
+)
+from .palette import ACCEPTED, GREY, REJECTED, SERIES
+from .tree_panel import pick_round, tree_figure, tree_layout
 from .view import LaneFigures, RaceView
-
-Lanes = Mapping[str, Sequence[RoundRecord]]
-
-HEIGHT = 280  # a panel's plot area and axes; its title and legend get their own room on top
-#: Every text in a panel is at least this large (legible from the back of a room; the talk view's promise).
-TEXT_PX = 14
-FONT = dict(family="Inter, system-ui, sans-serif", size=TEXT_PX, color="#1e293b")
-SLIDE_SCALE = 3  # the camera button's PNG: 3x the on-screen size, readable on a slide
-#: The most of a token's text a label reads (`display_token` shows at most 16 characters: the same label, found
-#: in time linear in the label, not the text).
-LABEL_CHARS = 64
-#: The words of the cut rules every method shares (records.CUT_RULES); a method's own rules are its own
-#: record's (`OwnRecord.cut_rules`: SMART's "cost"), read by `cut_reason`.
-CUT_REASONS = {
-    "width": "cut by width: its parent offered only its top W_l children",
-    "threshold": "cut by threshold: cumulative probability ≤ θ_l",
-    "budget": "cut by the node budget",
-}
-
-
-def cut_reason(rule: str) -> str:
-    """A cut rule in words: a shared one's (`CUT_REASONS`), else the own record's of the method that adds it."""
-    if rule in CUT_REASONS:
-        return CUT_REASONS[rule]
-    owned = (spec.record.cut_rules for spec in specs() if spec.record is not None)
-    return next((words[rule] for words in owned if rule in words), rule)
-
-
-class SlideFigure(go.Figure):
-    """A figure whose camera button downloads a large PNG (Gradio passes the JSON's config to Plotly)."""
-
-    slide_name = "sage-panel"
-
-    def to_json(self, *args: Any, **kwargs: Any) -> str:
-        data = self.to_plotly_json()
-        data["config"] = {
-            "displaylogo": False,
-            "toImageButtonOptions": {"format": "png", "scale": SLIDE_SCALE, "filename": self.slide_name},
-        }
-        return to_json_plotly(data)
-
-
-def for_slides(fig: go.Figure, name: str) -> SlideFigure:
-    slide = SlideFigure(fig)
-    slide.slide_name = f"sage-{name}"
-    return slide
-
-
-def short_label(method: str) -> str:
-    return SHORT_LABELS.get(method, method)
-
-
-def colour(method: str) -> str:
-    return COLOURS.get(method, "#334155")
-
-
-def method_line(method: str, width: float = 2.5, shape: str = "linear") -> dict[str, Any]:
-    """A method's line: its colour and its own dash (the second cue beside colour)."""
-    return dict(color=colour(method), dash=look(method).dash, width=width, shape=shape)
-
-
-def method_marker(method: str, size: int = 7) -> dict[str, Any]:
-    return dict(color=colour(method), symbol=look(method).marker, size=size)
-
-
-def series_style(series: Series, shape: str = "linear") -> dict[str, Any]:
-    """A panel ① series' line and marker: colour, dash and marker symbol."""
-    return dict(
-        line=dict(color=series.colour, dash=series.dash, width=2.5, shape=shape),
-        marker=dict(color=series.colour, symbol=series.marker, size=8),
-    )
-
-
-#: The width a panel's legend is counted for: the narrowest plot area a panel gets (a third of a 1440 px page, or a
-#: phone's width, less the margins); wider panels keep a little room to spare, none has its legend over its title.
-LEGEND_WIDTH = 200
-TITLE_LINE_PX = 22
-#: Below a panel's plot: the margin for its axis's title (px), where panel ⑤'s speed-ups start, each line's height.
-MARGIN_BOTTOM = 48
-BOTTOM_PX = 52
-SPEEDUP_LINE_PX = 20
-LEGEND_ROW_PX = 22
-
-
-def legend_rows(fig: go.Figure) -> int:
-    """How many rows the horizontal legend takes at `LEGEND_WIDTH` (about 9 px a character, 50 per entry)."""
-    names = [t.name for t in fig.data if t.name and t.showlegend is not False]
-    if not names:
-        return 0
-    rows, used = 1, 0
-    for name in names:
-        width = 50 + 9 * len(name)
-        if used and used + width > LEGEND_WIDTH:
-            rows, used = rows + 1, 0
-        used += width
-    return rows
-
-
-def _layout(fig: go.Figure, title: str, height: int = HEIGHT, replay: bool = False) -> go.Figure:
-    """Title lines on top, the legend's rows below them, then the plot: the top margin holds both, so
-    neither overlaps the other (a replay's title says so on a line of its own)."""
-    if replay:
-        title += "<br><span style='color:#8a5a00;font-size:14px'>(replay) a recorded race, not run now</span>"
-    rows = legend_rows(fig)
-    top = 24 + TITLE_LINE_PX * (title.count("<br>") + 1) + LEGEND_ROW_PX * rows
-    fig.update_layout(
-        title=dict(
-            text=title,
-            x=0.01,
-            xanchor="left",
-            y=1.0,
-            pad=dict(t=16),
-            yref="container",
-            yanchor="top",
-            font=dict(size=TEXT_PX + 2),
-        ),
-        height=height + top,
-        margin=dict(l=56, r=16, t=top, b=MARGIN_BOTTOM),
-        template="plotly_white",
-        font=FONT,
-        showlegend=rows > 0,
-        legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="left", x=0.0, font=dict(size=TEXT_PX)),
-        hovermode="closest",
-    )
-    return fig
-
-
-def _round_ticks(fig: go.Figure, steps: Sequence[RoundRecord]) -> None:
-    """Whole-number round ticks (plotly would show 1.5 on a short run)."""
-    last = max((r.round for r in steps), default=1)
-    fig.update_xaxes(dtick=1 if last <= 20 else None, tick0=0)
-
-
-def _empty(title: str, message: str, height: int = HEIGHT, replay: bool = False) -> go.Figure:
-    fig = go.Figure()
-    fig.add_annotation(text=message, showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper", font=dict(size=TEXT_PX))
-    fig.update_xaxes(visible=False)
-    fig.update_yaxes(visible=False)
-    return _layout(fig, title, height, replay)
-
-
-def _decode_steps(records: Sequence[RoundRecord]) -> list[RoundRecord]:
-    return [r for r in records if r.phase == "decode"]
-
-
-def _drafting(lanes: Lanes) -> dict[str, list[RoundRecord]]:
-    """The lanes that draft trees (plain decoding has none), with their rounds."""
-    return {m: _decode_steps(rs) for m, rs in lanes.items() if drafts(m)}
-
 
 # -- 1. entropy and confidence -------------------------------------------------------
 
 
 def confidence_figure(lanes: Lanes, replay: bool = False, sage: SageConfig | None = None) -> go.Figure:
     title = "① SAGE: entropy H, confidence α<br>→ tree depth D(α), root width W(α)"
-    steps = [r for r in _decode_steps(lanes.get("sage", ())) if r.alpha is not None]
+    steps = [r for r in decode_steps(lanes.get("sage", ())) if r.alpha is not None]
     if not steps:
         message = "waiting for SAGE's first round" if "sage" in lanes else "SAGE is not in this race"
-        return _empty(title, message, replay=replay)
+        return empty_figure(title, message, replay=replay)
     fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.08, row_heights=[0.4, 0.35, 0.25])
     _shape_rows(fig, steps)
     _window_row(fig, steps, sage or SageConfig())
     fig.update_yaxes(title_text="H, α", row=1, col=1, rangemode="tozero")
     fig.update_yaxes(title_text="D, W", row=2, col=1, rangemode="tozero")
     fig.update_xaxes(title_text="round", row=3, col=1)
-    _round_ticks(fig, steps)
-    return _layout(fig, title, height=HEIGHT + 120, replay=replay)
+    round_ticks(fig, steps)
+    return layout(fig, title, height=HEIGHT + 120, replay=replay)
 
 
 def _shape_rows(fig: go.Figure, steps: Sequence[RoundRecord]) -> None:
@@ -350,9 +220,9 @@ SHAPE_ROWS = (("depth", "depth"), ("root_width", "root width"), ("node_count", "
 
 def shape_figure(lanes: Lanes, replay: bool = False) -> go.Figure:
     title = "③ Tree shape per round"
-    drafting = {m: rs for m, rs in _drafting(lanes).items() if rs}
+    drafting = {m: rs for m, rs in drafting_lanes(lanes).items() if rs}
     if not drafting:
-        return _empty(title, "no draft trees yet", replay=replay)
+        return empty_figure(title, "no draft trees yet", replay=replay)
     fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.06)
     for method, steps in drafting.items():
         x = [r.round for r in steps]
@@ -374,296 +244,8 @@ def shape_figure(lanes: Lanes, replay: bool = False) -> go.Figure:
     for row, (_, label) in enumerate(SHAPE_ROWS, 1):
         fig.update_yaxes(title_text=label, row=row, col=1, rangemode="tozero")
     fig.update_xaxes(title_text="round", row=3, col=1)
-    _round_ticks(fig, [r for rs in drafting.values() for r in rs])
-    return _layout(fig, title, height=HEIGHT + 40, replay=replay)
-
-
-# -- 2. one round's draft tree -------------------------------------------------------------
-
-
-def tree_layout(parents: Sequence[int]) -> list[float]:
-    """A y position per node: leaves one apart in rank order, parents centred on their children."""
-    children: dict[int, list[int]] = {}
-    for node, parent in enumerate(parents):
-        children.setdefault(parent, []).append(node)
-    y: dict[int, float] = {}
-    next_leaf = 0.0
-
-    def place(node: int) -> float:
-        nonlocal next_leaf
-        kids = children.get(node, [])
-        if not kids:
-            y[node] = next_leaf
-            next_leaf += 1.0
-        else:
-            placed = [place(kid) for kid in kids]
-            y[node] = (placed[0] + placed[-1]) / 2
-        return y[node]
-
-    place(-1)
-    return [y[node] for node in range(len(parents))] + [y[-1]]
-
-
-def pick_round(records: Sequence[RoundRecord], number: int | None) -> RoundRecord | None:
-    """The round numbered `number` (the latest one when None or out of range)."""
-    steps = _decode_steps(records)
-    if not steps:
-        return None
-    if number is not None:
-        for record in steps:
-            if record.round == number:
-                return record
-    return steps[-1]
-
-
-@dataclass(frozen=True)
-class _TreePlot:
-    """One round's tree laid out for the panel: every node's, cut candidate's and the bonus token's place."""
-
-    record: RoundRecord
-    token_texts: Mapping[int, str]
-    cut: list[tuple[int, int, float, str]]  # (parent, token, draft p, rule) of each candidate the policy cut
-    ys: list[float]  # nodes, cut candidates, the bonus when emitted, the root last
-    last: int  # the last accepted node (-1: the root), where the bonus hangs
-    bonus_emitted: bool
-
-    @classmethod
-    def of(cls, record: RoundRecord, token_texts: Mapping[int, str]) -> _TreePlot:
-        # The bonus token (the target's own next token) is drawn as one more child of the last accepted node;
-        # it is emitted unless the output ended inside the accepted path (end-of-sequence, token limit).
-        last = record.accepted_nodes[-1] if record.accepted_nodes else -1
-        bonus_emitted = len(record.new_tokens) > record.draft_token_count
-        # Candidates the policy cut are drawn greyed beside the kept nodes (leaves after them).
-        cut = list(zip(record.cut_parents, record.cut_tokens, record.cut_probs, record.cut_rules, strict=True))
-        ys = tree_layout((*record.tree.parents, *(c[0] for c in cut), *((last,) if bonus_emitted else ())))
-        return cls(record, token_texts, cut, ys, last, bonus_emitted)
-
-    def pos(self, node: int) -> tuple[float, float]:
-        return (0.0, self.ys[-1]) if node == -1 else (float(self.record.tree.depths[node]), self.ys[node])
-
-    def text_of(self, token: int | None) -> str:
-        """A token's text as far as a label shows it (`LABEL_CHARS`: a forged trace's token may be a megabyte)."""
-        if token is None:
-            return "?"
-        return self.token_texts.get(token, f"#{token}")[:LABEL_CHARS]
-
-    def cut_x(self) -> list[float]:
-        depths = self.record.tree.depths
-        return [0.0 if parent == -1 else float(depths[parent]) for parent, *_ in self.cut]
-
-
-def tree_figure(
-    records: Sequence[RoundRecord],
-    step: int | None,
-    token_texts: Mapping[int, str],
-    method: str = "sage",
-    replay: bool = False,
-) -> go.Figure:
-    label = short_label(method)
-    if step == 0:
-        return _empty(f"② Draft tree ({label})", "round 0 is the prefill: no draft tree", replay=replay)
-    record = pick_round(records, step)
-    if record is None or not record.tree_tokens:
-        return _empty(f"② Draft tree ({label})", "no draft tree yet", replay=replay)
-    tree = record.tree
-    before = {r.round: r for r in records}.get(record.round - 1)
-    root_token = before.new_tokens[-1] if before is not None and before.new_tokens else None
-    plot = _TreePlot.of(record, token_texts)
-    fig = go.Figure()
-    _edge_traces(fig, plot)
-    _cut_traces(fig, plot)
-    _node_trace(fig, plot)
-    bonus_x = _root_and_bonus_traces(fig, plot, root_token)
-    leaves = max(plot.ys) + 1 if plot.ys else 1
-    height = int(min(900, max(HEIGHT + 60, 120 + 24 * leaves)))
-    deepest = max([tree.depth, bonus_x, *(x + 1 for x in plot.cut_x())])
-    fig.update_xaxes(
-        title_text="depth", tickvals=list(range(int(deepest) + 1)), range=[-1.6, deepest + 1.4], zeroline=False
-    )
-    fig.update_yaxes(visible=False, autorange="reversed")
-    ending = (
-        " + <span style='color:#8a5a00'>bonus</span>"
-        if plot.bonus_emitted
-        else f"<br>ended ({record.finish_reason}): no bonus"
-    )
-    title = (
-        f"② {label} draft tree, round {record.round}:<br>{len(tree)} nodes, depth {tree.depth}, "
-        f"<span style='color:#00573f'>accepted {record.accepted_length}</span>{ending}"
-    )
-    return _layout(fig, title, height=height, replay=replay)
-
-
-def _edge_traces(fig: go.Figure, plot: _TreePlot) -> None:
-    """The tree's edges: the rejected ones thin, the accepted path thick."""
-    accepted = set(plot.record.accepted_nodes)
-    for group, edge_colour, width in ((False, REJECTED, 1.2), (True, ACCEPTED, 3.5)):
-        xs: list[float | None] = []
-        ys_line: list[float | None] = []
-        for node, parent in enumerate(plot.record.tree.parents):
-            if (node in accepted) == group:
-                (x0, y0), (x1, y1) = plot.pos(parent), plot.pos(node)
-                xs += [x0, x1, None]
-                ys_line += [y0, y1, None]
-        fig.add_trace(
-            go.Scatter(
-                x=xs,
-                y=ys_line,
-                mode="lines",
-                line=dict(color=edge_colour, width=width),
-                hoverinfo="skip",
-                showlegend=False,
-            )
-        )
-
-
-def _cut_traces(fig: go.Figure, plot: _TreePlot) -> None:
-    """The candidates the policy cut, greyed and dotted beside the kept nodes."""
-    if not plot.cut:
-        return
-    cut, cut_x = plot.cut, plot.cut_x()
-    tree_size = len(plot.record.tree)
-    cut_ys = plot.ys[tree_size : tree_size + len(cut)]
-    xs: list[float | None] = []
-    ys_line: list[float | None] = []
-    for (parent, *_), x, y in zip(cut, cut_x, cut_ys, strict=True):
-        (x0, y0) = plot.pos(parent)
-        xs += [x0, x + 1, None]
-        ys_line += [y0, y, None]
-    fig.add_trace(
-        go.Scatter(
-            x=xs, y=ys_line, mode="lines", line=dict(color=CUT, width=1, dash="dot"), hoverinfo="skip", showlegend=False
-        )
-    )
-    fig.add_trace(
-        go.Scatter(
-            x=[x + 1 for x in cut_x],
-            y=cut_ys,
-            mode="markers+text",
-            cliponaxis=False,  # a label at the edge is drawn whole (the HTML export cut "apes", "<|in")
-            name="cut",
-            text=[display_token(plot.text_of(token), 10) for _, token, _, _ in cut],
-            textposition="middle right",
-            textfont=dict(size=TEXT_PX, color=CUT),
-            marker=dict(size=7, color="white", symbol="x-thin-open", line=dict(width=1.5, color=CUT)),
-            hovertext=[
-                f"not in the tree: token {display_token(plot.text_of(token))!s} (id {token})<br>"
-                f"draft p = {prob:.3f}<br>{cut_reason(rule)}"
-                for _, token, prob, rule in cut
-            ],
-            hoverinfo="text",
-            showlegend=False,
-        )
-    )
-
-
-def _node_trace(fig: go.Figure, plot: _TreePlot) -> None:
-    """The drafted nodes: accepted ones large and green, with each node's numbers on hover."""
-    record, tree = plot.record, plot.record.tree
-    depths, cumulative, accepted = tree.depths, tree.cumulative_probs(), set(record.accepted_nodes)
-    nodes = range(len(tree))
-    tried = dict(zip(record.tried_nodes, record.accept_probs, strict=True))  # sampling only
-
-    def outcome(n: int) -> str:
-        verdict = "accepted by the target" if n in accepted else "rejected"
-        if not tried:
-            return verdict
-        return f"{verdict} (acceptance probability {tried[n]:.3f})" if n in tried else "not tried"
-
-    hover = [
-        f"node {n} · depth {depths[n]}<br>token {display_token(plot.text_of(tree.tokens[n]))!s} (id {tree.tokens[n]})"
-        f"<br>draft p = {tree.draft_probs[n]:.3f} · cumulative {cumulative[n]:.3f}"
-        f"<br>{outcome(n)}"
-        for n in nodes
-    ]
-    fig.add_trace(
-        go.Scatter(
-            x=[depths[n] for n in nodes],
-            y=[plot.ys[n] for n in nodes],
-            mode="markers+text",
-            cliponaxis=False,  # a label at the edge is drawn whole (the HTML export cut "apes", "<|in")
-            text=[display_token(plot.text_of(tree.tokens[n]), 10) for n in nodes],
-            textposition=[_label_side(plot, n) for n in nodes],
-            textfont=dict(
-                size=[TEXT_PX + 2 if n in accepted else TEXT_PX for n in nodes],
-                color=["#00573f" if n in accepted else "#334155" for n in nodes],
-            ),
-            marker=dict(
-                size=[15 if n in accepted else 9 for n in nodes],
-                color=[ACCEPTED if n in accepted else REJECTED for n in nodes],
-                symbol=["circle" if n in accepted else "circle-open-dot" for n in nodes],
-                line=dict(width=1.5, color=[ACCEPTED if n in accepted else "#64748b" for n in nodes]),
-            ),
-            hovertext=hover,
-            hoverinfo="text",
-            name="draft nodes",
-            showlegend=False,
-        )
-    )
-
-
-def _label_side(plot: _TreePlot, node: int) -> str:
-    """Where a node's label goes: right of it, and on the accepted path on the side its next step (the
-    next accepted node, or the bonus) does not leave by, so the path's line never runs through a label."""
-    path = list(plot.record.accepted_nodes)
-    if node not in path:
-        return "middle right"
-    at = path.index(node)
-    if at + 1 < len(path):
-        next_y = plot.ys[path[at + 1]]
-    elif plot.bonus_emitted:
-        next_y = plot.ys[-2]
-    else:
-        return "middle right"
-    return "top right" if next_y > plot.ys[node] else "bottom right"  # (the y axis runs downwards)
-
-
-def _root_and_bonus_traces(fig: go.Figure, plot: _TreePlot, root_token: int | None) -> float:
-    """The root (the last committed token) and, when emitted, the bonus token; the bonus's depth."""
-    root_text = display_token(plot.text_of(root_token), 10) if root_token is not None else "root"
-    fig.add_trace(
-        go.Scatter(
-            x=[0],
-            y=[plot.ys[-1]],
-            mode="markers+text",
-            cliponaxis=False,  # a label at the edge is drawn whole (the HTML export cut "apes", "<|in")
-            text=[root_text],
-            textposition="middle left",
-            marker=dict(size=14, color="#1e293b", symbol="square"),
-            hovertext=["root: the last committed token"],
-            hoverinfo="text",
-            showlegend=False,
-        )
-    )
-    (lx, ly) = plot.pos(plot.last)
-    bonus_x, bonus_y, bonus = lx + 1.0, plot.ys[-2], plot.record.bonus_token
-    if plot.bonus_emitted:
-        fig.add_trace(
-            go.Scatter(
-                x=[lx, bonus_x],
-                y=[ly, bonus_y],
-                mode="lines",
-                line=dict(color=BONUS, width=2.5, dash="dot"),
-                hoverinfo="skip",
-                showlegend=False,
-            )
-        )
-        fig.add_trace(
-            go.Scatter(
-                x=[bonus_x],
-                y=[bonus_y],
-                mode="markers+text",
-                cliponaxis=False,  # a label at the edge is drawn whole (the HTML export cut "apes", "<|in")
-                text=[display_token(plot.text_of(bonus), 10)],
-                textposition="middle right",
-                textfont=dict(size=TEXT_PX + 2, color="#8a5a00"),
-                marker=dict(size=16, color=BONUS, symbol="diamond"),
-                name="bonus",
-                hoverinfo="text",
-                showlegend=False,
-                hovertext=[f"bonus: the target's own token after the accepted path, id {bonus}"],
-            )
-        )
-    return bonus_x
+    round_ticks(fig, [r for rs in drafting.values() for r in rs])
+    return layout(fig, title, height=HEIGHT + 40, replay=replay)
 
 
 # -- 4. accepted length per round -------------------------------------------------------------
@@ -671,9 +253,9 @@ def _root_and_bonus_traces(fig: go.Figure, plot: _TreePlot, root_token: int | No
 
 def accepted_figure(lanes: Lanes, replay: bool = False) -> go.Figure:
     title = "④ Accepted draft tokens τ per round"
-    drafting = {m: rs for m, rs in _drafting(lanes).items() if rs}
+    drafting = {m: rs for m, rs in drafting_lanes(lanes).items() if rs}
     if not drafting:
-        return _empty(title, "no verified rounds yet", replay=replay)
+        return empty_figure(title, "no verified rounds yet", replay=replay)
     fig = go.Figure()
     for method, steps in drafting.items():
         mean = sum(r.accepted_length for r in steps) / len(steps)
@@ -689,8 +271,8 @@ def accepted_figure(lanes: Lanes, replay: bool = False) -> go.Figure:
         )
     fig.update_xaxes(title_text="round")
     fig.update_yaxes(title_text="accepted tokens τ", rangemode="tozero", dtick=1)
-    _round_ticks(fig, [r for rs in drafting.values() for r in rs])
-    return _layout(fig, title, replay=replay)
+    round_ticks(fig, [r for rs in drafting.values() for r in rs])
+    return layout(fig, title, replay=replay)
 
 
 # -- 5. the race: tokens against time ------------------------------------------------------------
@@ -708,7 +290,7 @@ def race_figure(
     title = "⑤ The race: tokens against time"
     present = {m: rs for m, rs in lanes.items() if rs}
     if not present:
-        return _empty(title, "the race has not started", replay=replay)
+        return empty_figure(title, "the race has not started", replay=replay)
     figures = figures if figures is not None else lane_figures(present)
     fig = go.Figure()
     for method, records in present.items():
@@ -724,7 +306,7 @@ def race_figure(
         )
     fig.update_xaxes(title_text="seconds (synchronised, prefill included)", rangemode="tozero")
     fig.update_yaxes(title_text="tokens", rangemode="tozero")
-    _layout(fig, title, replay=replay)
+    layout(fig, title, replay=replay)
     lines = speedup_lines(speedups or {})
     if lines:  # below the axis's title, off the lines (one line each: with every method they would cover them)
         under = BOTTOM_PX + SPEEDUP_LINE_PX * len(lines)
@@ -773,53 +355,36 @@ def speedup_lines(speedups: Mapping[str, float]) -> list[str]:
     return lines
 
 
-# -- what the draft sees (draft-side visual token pruning) --------------------------------------
-
-DIMMED = 0.22  # brightness of a pruned patch
-FRAME_HEIGHT = 150
-
-
-def draft_view_image(media: Media, boxes: Sequence[VisualBox | None], kept: Sequence[int]) -> Image.Image:
-    """The image, or each sampled frame side by side, with the visual tokens the draft did not read
-    dimmed: each token's box (`VLM.visual_token_boxes`) is lit when the token is in `kept`."""
-    media = thumbnail(media, FRAME_HEIGHT)  # shrunk first: an 8K frame is never turned to floats
-    if media.kind == "image":
-        assert media.image is not None
-        frames = [np.asarray(media.image.convert("RGB"), dtype=np.float32)]
-    else:
-        assert media.frames is not None
-        frames = [frame.astype(np.float32) for frame in media.frames]
-    light: list[Any] = [np.ones(frame.shape[:2], dtype=np.float32) for frame in frames]
-    covered = {f for box in boxes if box is not None for f in range(box[0], min(box[1], len(frames) - 1) + 1)}
-    for f in covered:
-        light[f][:] = DIMMED
-    kept_set = set(kept)
-    for index, box in enumerate(boxes):
-        if box is None or index not in kept_set:
-            continue
-        first, last, x0, y0, x1, y1 = box
-        for f in range(first, min(last, len(frames) - 1) + 1):
-            height, width = light[f].shape[0], light[f].shape[1]
-            light[f][round(y0 * height) : round(y1 * height), round(x0 * width) : round(x1 * width)] = 1.0
-    tiles = []
-    for frame, lit in zip(frames, light, strict=True):
-        shown = Image.fromarray((frame * lit[..., None]).clip(0, 255).astype(np.uint8))
-        width = max(1, round(shown.width * FRAME_HEIGHT / shown.height))
-        tiles.append(shown.resize((width, FRAME_HEIGHT), Image.Resampling.NEAREST))
-    sheet = Image.new("RGB", (sum(t.width for t in tiles) + 4 * (len(tiles) - 1), FRAME_HEIGHT), "white")
-    x = 0
-    for tile in tiles:
-        sheet.paste(tile, (x, 0))
-        x += tile.width + 4
-    return sheet
-
-
-def draft_view_caption(header: RunHeader | None) -> str:
-    """The share of the visual tokens the draft read, from a run's header."""
-    if header is None or header.kept_visual_indices is None or not header.visual_tokens:
-        return "The draft reads every visual token (pruning off)."
-    kept = len(header.kept_visual_indices)
-    return (
-        f"The draft reads {kept} of {header.visual_tokens} visual tokens ({kept / header.visual_tokens:.0%}; "
-        f"pruning ratio {header.prune_ratio:g}); the target reads all of them. Dimmed: pruned patches."
-    )
+#: What importers read from here (the panels' shared style, the tree panel, the draft's view live in their own modules).
+__all__ = [
+    "ACCEPTED",
+    "CUT_REASONS",
+    "DIMMED",
+    "FONT",
+    "FRAME_HEIGHT",
+    "LABEL_CHARS",
+    "LEGEND_WIDTH",
+    "REJECTED",
+    "SLIDE_SCALE",
+    "TEXT_PX",
+    "SlideFigure",
+    "accepted_figure",
+    "colour",
+    "confidence_figure",
+    "cut_reason",
+    "draft_view_caption",
+    "draft_view_image",
+    "for_slides",
+    "lane_figures",
+    "legend_rows",
+    "pick_round",
+    "race_figure",
+    "shape_figure",
+    "short_label",
+    "speedup_lines",
+    "speedups",
+    "tree_figure",
+    "tree_layout",
+    "wall_clock_speedups",
+    "width_note",
+]
