@@ -1,11 +1,18 @@
 """A race as an animated GIF drawn from its records with PIL: no browser, nothing but the README's install.
 
-The picture is the talk view's layout on one 16:9 slide (1280 x 720): the headline in large type on top (the
-lead against its main rival, in the page's words), the round and the lossless verdict below it, each side's
-text below (following its newest tokens; rounds counted as the page counts them), panel ① (tokens each
-round brought, per side, with its legend) at the bottom left and the round's draft tree, whole, at the
-bottom right. The same frames make the WebM video (`slides_video`). Text is 18 px or larger so a
-slide can be read from the back of a room. Frames are drawn one at a time and turned into a palette
+The picture is the talk view's layout on one 16:9 slide (1280 x 720), however many lanes race: on top the
+headline's main comparison in one sentence in large type (the page's words, whole: its type gets smaller
+before a word is lost), the other rivals and the one-pass lanes one short item each (the page's short words;
+those that do not fit are counted, "+3 more"), the round and the lossless line, whole (the drafting lanes
+counted instead of named when naming them takes more than two lines). Below, the lanes: up to four side by
+side, up to eight in two rows of four, more in a table of two columns, one line a lane (its name, figures and
+the last words of its text); names wrap at their words and no lane's word is ever cut. At the bottom, panel ①
+(tokens each round brought, per side; dashed on the one-pass draft, whose lane's dot is a ring) with its legend
+beside it, or past six sides a line saying the colours are the lanes', and the round's draft tree, whole (its
+labels fitted to their level, and only the accepted path's when the rows are too close for each). Text is
+16 px or larger, the tree's labels 14 px or larger. Every text drawn goes through `Canvas`, which records its
+box with the font it is drawn in, so the tests check the layout itself. The same frames make the WebM video
+(`slides_video`). Frames are drawn one at a time and turned into a palette
 image at once (a 1280 x 720 palette frame is 0.9 MB), and a long race is sampled to at most
 `GIF_FRAMES` rounds, so the memory an export holds is bounded whatever the race's length.
 
@@ -26,16 +33,19 @@ order, but unshaped (Arabic letters unjoined), and a line mixing directions keep
 from __future__ import annotations
 
 import html
+import itertools
+import math
 import re
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from PIL import Image, ImageDraw, ImageFont, features
 
 from sage_core import RoundRecord
 
+from .headline import rivals_html
 from .palette import ACCEPTED, REJECTED
 from .render import DOTS, SHORT, badge_html, headline_html, headline_words
 from .view import LaneView, RaceView
@@ -57,8 +67,28 @@ MARK = "…"
 #: The most characters one line holds (more than any line of 18 px text 1,248 px wide that is not
 #: zero-width marks), so the last n lines of a text are in its last n x LINE_CHARS characters.
 LINE_CHARS = 320
-#: Rows of text a side's box shows, 26 px apart.
-ROW_PX = 26
+#: Rows of text a side's box shows, this far apart.
+ROW_PX = 24
+#: A box on the slide (left, top, right, bottom) and a text placed on it (its words, its box, its type's px).
+Box = tuple[float, float, float, float]
+Placed = tuple[str, tuple[float, float, float, float], float]
+#: The headline's sizes, tried largest first until its sentence takes at most two lines; then the smaller
+#: lines' size, and the width every line of the slide's top fits in.
+HEADLINE_PX = (28, 24, 21)
+STATUS_PX = 18
+SLIDE_TEXT_PX = 1248
+#: Lanes are columns up to `COLUMN_LANES`, two rows of four up to `GRID_LANES`, else a table of two columns,
+#: one line a lane in `TABLE_PX` type, each row at least `TABLE_ROW_PX` tall.
+COLUMN_LANES = 4
+GRID_LANES = 8
+TABLE_PX = 17
+TABLE_ROW_PX = 23
+#: Panel ①'s legend sits beside its plot up to this many sides (rows this far apart).
+LEGEND_LANES = 6
+LEGEND_ROW_PX = 20
+DASH_PX = 7
+#: Where panel ① and the tree start.
+PANELS_TOP = 430
 RTL_CLASSES = frozenset({"R", "AL"})
 NEUTRAL_CLASSES = frozenset({"WS", "ON", "NSM", "BN", "CS", "ES", "ET", "S"})
 
@@ -201,57 +231,150 @@ def lane_tail(records: Sequence[RoundRecord], chars: int) -> str:
     return "".join(reversed(parts))
 
 
-def lane_title(lane: LaneView) -> str:
-    """A side's name and figures, counted as the page counts them: its decode rounds (the prefill is round
-    0, not one of them), its tokens and its seconds."""
+def lane_figures(lane: LaneView) -> str:
+    """A side's figures, counted as the page counts them: its decode rounds (the prefill is round 0, not one of
+    them), its tokens and its seconds."""
     rounds = sum(1 for r in lane.records if r.phase == "decode")
     tokens = sum(len(r.new_tokens) for r in lane.records)
     seconds = lane.records[-1].total_seconds if lane.records else 0.0
-    return f"{SHORT.get(lane.key, lane.key)}: {rounds} rounds, {tokens} tokens, {seconds:.2f} s"
+    return f"{rounds} rounds, {tokens} tokens, {seconds:.2f} s"
 
 
-def draw_lanes(draw: ImageDraw.ImageDraw, race: RaceView, box: tuple[int, int, int, int], check: Check = never) -> None:
-    """Each side's name, figures and text, the newest lines shown when the text is longer than its box
-    (only the tail that fits is read and wrapped: `lane_tail`, `tail_lines`)."""
+def lane_title(lane: LaneView) -> str:
+    """A side's name and figures (`lane_figures`) in one line."""
+    return f"{SHORT.get(lane.key, lane.key)}: {lane_figures(lane)}"
+
+
+def lane_cells(count: int, box: Box) -> tuple[list[Box], bool]:
+    """The boxes the lanes are drawn in, and whether as a table (one line a lane): up to `COLUMN_LANES` lanes
+    side by side, up to `GRID_LANES` in two rows of four, more in a table of two columns read down, as many rows
+    as `TABLE_ROW_PX` allows (a race with more lanes than cells gives its last cell to the count of the rest)."""
     left, top, right, bottom = box
-    width = (right - left) / max(1, len(race.lanes))
-    name_face, text_face = font(22), font(19)
-    fits = max(1, (bottom - top - 40) // ROW_PX)
-    for index, lane in enumerate(race.lanes):
+    table = count > GRID_LANES
+    if table:
+        rows = max(1, min(-(-count // 2), int((bottom - top) // TABLE_ROW_PX)))
+        cols = 2
+    else:
+        cols, rows = min(count, COLUMN_LANES) or 1, 1 if count <= COLUMN_LANES else 2
+    width, height = (right - left) / cols, (bottom - top) / rows
+    cells = []
+    for index in range(min(count, cols * rows)):
+        col, row = divmod(index, rows) if table else (index % cols, index // cols)
+        x, y = left + col * width, top + row * height
+        cells.append((x, y, x + width, y + height))
+    return cells, table
+
+
+def dot(draw: ImageDraw.ImageDraw, lane: LaneView, x: float, y: float) -> None:
+    """A lane's colour: a disc for the pair's own draft, a ring for the one-pass draft (its twin shares the colour)."""
+    colour = DOTS.get(lane.key, "#334155")
+    if lane.draft:
+        draw.ellipse((x, y, x + 14, y + 14), outline=colour, width=3)
+    else:
+        draw.ellipse((x, y, x + 14, y + 14), fill=colour)
+
+
+def draw_lane(draw: ImageDraw.ImageDraw, lane: LaneView, cell: Box, check: Check = never) -> None:
+    """A lane in a column: its name (whole words, wrapped), its figures, then its text's newest lines that fit."""
+    left, top, right, bottom = cell
+    name_face, small, text_face = font(20), font(17), font(18)
+    dot(draw, lane, left + 4, top + 6)
+    y = top
+    for line in wrapped(draw, SHORT.get(lane.key, lane.key), name_face, right - left - 32):
+        draw_line(draw, (left + 24, y), line, name_face, INK)
+        y += 25
+    draw_line(draw, (left + 24, y), lane_figures(lane), small, QUIET)
+    y += 24
+    rows = int((bottom - y - 4) // ROW_PX)
+    if rows > 0:
+        text = lane_tail(lane.records, (rows + 1) * LINE_CHARS)
+        for line in tail_lines(draw, text, text_face, right - left - 16, rows, check):
+            draw_line(draw, (left + 8, y), line, text_face, INK)
+            y += ROW_PX
+
+
+def draw_lane_row(draw: ImageDraw.ImageDraw, lane: LaneView, cell: Box, names: float, check: Check = never) -> None:
+    """A lane in the table: its name, its figures and the last words of its text, on one line."""
+    left, top, right, _ = cell
+    face, small = font(TABLE_PX), font(TABLE_PX - 1)
+    dot(draw, lane, left + 4, top + 5)
+    draw_line(draw, (left + 24, top), SHORT.get(lane.key, lane.key), face, INK)
+    x = left + 32 + names
+    figures = lane_figures(lane)
+    draw_line(draw, (x, top + 1), figures, small, QUIET)
+    x += draw.textlength(figures, font=small) + 12
+    if right - 10 - x > 40:
+        lines = tail_lines(draw, lane_tail(lane.records, 2 * LINE_CHARS), face, right - 10 - x, 1, check)
+        draw_line(draw, (x, top), lines[-1] if lines else "", face, INK)
+
+
+def draw_lanes(draw: ImageDraw.ImageDraw, race: RaceView, box: Box, check: Check = never) -> None:
+    """Every lane, however many (`lane_cells`): no label over another, no word cut, nothing outside `box`; the
+    newest lines of each text shown (only the tail that fits is read and wrapped: `lane_tail`, `tail_lines`)."""
+    cells, table = lane_cells(len(race.lanes), box)
+    shown = race.lanes if len(cells) >= len(race.lanes) else race.lanes[: len(cells) - 1]
+    names = max((draw.textlength(SHORT.get(lane.key, lane.key), font=font(TABLE_PX)) for lane in shown), default=0)
+    for lane, cell in zip(shown, cells, strict=False):
         check()
-        x = left + index * width
+        if table:
+            draw_lane_row(draw, lane, cell, names, check)
+        else:
+            draw_lane(draw, lane, cell, check)
+    if len(shown) < len(race.lanes):
+        more = f"+{len(race.lanes) - len(shown)} more lanes (all of them in the HTML replay)"
+        draw_line(draw, (cells[-1][0] + 24, cells[-1][1]), more, font(TABLE_PX), QUIET)
+
+
+def dashed(draw: ImageDraw.ImageDraw, points: Sequence[tuple[float, float]], fill: str, width: int) -> None:
+    """A line through `points` in dashes of `DASH_PX` (a one-pass lane's, beside its twin's whole line)."""
+    for (x0, y0), (x1, y1) in itertools.pairwise(points):
+        length = math.hypot(x1 - x0, y1 - y0)
+        for start in range(0, int(length) + 1, 2 * DASH_PX):
+            a, b = start / max(length, 1), min(1.0, (start + DASH_PX) / max(length, 1))
+            draw.line(
+                (x0 + (x1 - x0) * a, y0 + (y1 - y0) * a, x0 + (x1 - x0) * b, y0 + (y1 - y0) * b), fill=fill, width=width
+            )
+
+
+def draw_legend(draw: ImageDraw.ImageDraw, race: RaceView, x: float, top: float) -> None:
+    """Panel ①'s legend beside its plot: a line (dashed for the one-pass draft) and the side's name."""
+    face = font(16)
+    for row, lane in enumerate(race.lanes):
+        y = top + row * LEGEND_ROW_PX
+        line = [(x, y + 10), (x + 24, y + 10)]
         colour = DOTS.get(lane.key, "#334155")
-        draw.ellipse((x + 4, top + 8, x + 18, top + 22), fill=colour)
-        draw.text((x + 26, top + 2), cut(lane_title(lane), 80), font=name_face, fill=INK)
-        text = lane_tail(lane.records, (fits + 1) * LINE_CHARS)
-        for row, line in enumerate(tail_lines(draw, text, text_face, width - 24, fits, check)):
-            draw_line(draw, (x + 8, top + 36 + row * ROW_PX), line, text_face, INK)
+        dashed(draw, line, colour, 3) if lane.draft else draw.line(line, fill=colour, width=3)
+        draw_line(draw, (x + 30, y), SHORT.get(lane.key, lane.key), face, INK)
 
 
-def draw_rounds_panel(draw: ImageDraw.ImageDraw, race: RaceView, rounds: int, box: tuple[int, int, int, int]) -> None:
-    """Panel ①: the tokens each round brought, one line a side, on axes sized for the whole race."""
+def draw_rounds_panel(draw: ImageDraw.ImageDraw, race: RaceView, rounds: int, box: Box) -> None:
+    """Panel ①: the tokens each round brought, one line a side (dashed on the one-pass draft), on axes sized
+    for the whole race; its legend beside the plot, or, past `LEGEND_LANES` sides, a line saying the colours
+    are the lanes' dots."""
     left, top, right, bottom = box
-    draw.text((left, top), "① tokens each round brought", font=font(20), fill=INK)
-    plot = (left + 40, top + 34, right - 8, bottom - 28)
+    draw_line(draw, (left, top), "① tokens each round brought", font(20), INK)
+    names = [SHORT.get(lane.key, lane.key) for lane in race.lanes]
+    legend = len(names) <= LEGEND_LANES
+    key = max((draw.textlength(name, font=font(16)) for name in names), default=0) + 44 if legend else 0
+    if not legend:
+        draw_line(draw, (left, top + 28), "each side in its lane's colour, dashed: the one-pass draft", font(16), QUIET)
+    plot = (left + 40, top + (34 if legend else 58), right - 8 - key, bottom - 28)
     draw.rectangle(plot, outline=QUIET)
     most = max((len(r.new_tokens) for lane in race.lanes for r in lane.records), default=1) or 1
-    draw.text((left, plot[1] - 4), str(most), font=font(18), fill=QUIET)
-    draw.text((left + 8, plot[3] - 18), "0", font=font(18), fill=QUIET)
-    draw.text((plot[0], plot[3] + 4), f"round 0 … {max(rounds - 1, 0)}", font=font(18), fill=QUIET)
+    draw_line(draw, (left, plot[1] - 4), str(most), font(18), QUIET)
+    draw_line(draw, (left + 8, plot[3] - 18), "0", font(18), QUIET)
+    draw_line(draw, (plot[0], plot[3] + 4), f"round 0 … {max(rounds - 1, 0)}", font(18), QUIET)
+    if legend:
+        draw_legend(draw, race, plot[2] + 12, plot[1])
     span = max(1, rounds - 1)
-    for row, lane in enumerate(race.lanes):  # the legend, top right inside the plot: a line and the side's name
-        name = SHORT.get(lane.key, lane.key)
-        y = plot[1] + 6 + row * 22
-        x = plot[2] - 12 - draw.textlength(name, font=font(18))
-        draw.line((x - 34, y + 10, x - 8, y + 10), fill=DOTS.get(lane.key, "#334155"), width=3)
-        draw.text((x, y), name, font=font(18), fill=INK)
     for lane in race.lanes:
         points = [
             (plot[0] + (plot[2] - plot[0]) * r.round / span, plot[3] - (plot[3] - plot[1]) * len(r.new_tokens) / most)
             for r in lane.records
         ]
+        colour = DOTS.get(lane.key, "#334155")
         if len(points) > 1:
-            draw.line(points, fill=DOTS.get(lane.key, "#334155"), width=3)
+            dashed(draw, points, colour, 3) if lane.draft else draw.line(points, fill=colour, width=3)
         elif points:
             draw.ellipse((points[0][0] - 3, points[0][1] - 3, points[0][0] + 3, points[0][1] + 3), fill=INK)
 
@@ -295,7 +418,9 @@ def draw_tree(
     depth, row = tree_layout(record)
     columns, rows = max(depth) + 1, max(row) + 1
     dx, dy = (right - left - 20) / columns, (bottom - top - 40) / rows
-    face = font(max(12, min(20, int(dy * 0.7))))
+    face = font(max(14, min(20, int(dy * 0.7))))
+    every = dy >= draw.textbbox((0, 0), "Ag", font=face)[3] + 1  # rows tall enough for a label each, else the path's
+    face = face if every else font(18)  # (the accepted path alone is labelled: one row, larger type)
     where = [(left + 10 + dx * d, top + 40 + dy * (r + 0.5)) for d, r in zip(depth, row, strict=True)]
     root = (left + 10, where[0][1] if where else top + 40)
     accepted = set(record.accepted_nodes)
@@ -309,9 +434,12 @@ def draw_tree(
         if node % 256 == 0:
             check()
         good = node in accepted
-        label = cut(texts.get(record.tree_tokens[node], str(record.tree_tokens[node])).strip() or "␣", 14)
         draw.ellipse((x - 5, y - 5, x + 5, y + 5), fill=ACCEPTED if good else REJECTED)
-        draw.text((x + 8, y), visual(label), font=face, fill=INK if good else QUIET, anchor="lm")
+        if good or every:
+            label = cut(texts.get(record.tree_tokens[node], str(record.tree_tokens[node])).strip() or "␣", 14)
+            shown = fitting(draw, label, face, dx - 16)  # (never into the next level's node)
+            label = label if shown >= len(label) else label[: max(shown - 1, 1)] + MARK
+            draw.text((x + 8, y), visual(label), font=face, fill=INK if good else QUIET, anchor="lm")
 
 
 def tree_record(race: RaceView) -> RoundRecord | None:
@@ -326,30 +454,133 @@ def headline_title(race: RaceView, title: str) -> str:
     found = race.headlines
     if found:
         lead = SHORT.get(found[0].lead, found[0].lead)
-        return f"{lead}: {headline_words(found[0])}"
+        return f"{lead}: {headline_words(found[0], race.wall_speedups.get(found[0].rival))}"
     return plain(headline_html(race)) or title
 
 
-def slide(race: RaceView, rounds: int, title: str, check: Check = never) -> Image.Image:
-    """One frame: the race as it stood (its view, already cut at its round) in the talk view's layout.
-    `check` runs between its parts and within them (see the module's note): it raises to stop."""
-    picture = Image.new("RGB", GIF_SIZE, "white")
-    draw = ImageDraw.Draw(picture)
+def rival_items(race: RaceView) -> list[str]:
+    """The headline's other rivals in the page's short words (`rivals_html`: "vs SD-Chain: 1.24× faster
+    (1.10–1.38)"), the one-pass lanes left to `one_pass_items` as on the page, and why an unclear one gives none."""
+    found = race.headlines
+    if not found or found[0].lead != "sage":
+        return []
+    main, *rest = found
+    rest = [h for h in rest if (lane := race.lane(h.rival)) is None or not lane.draft]
+    return [
+        html.unescape(item)
+        for item in re.findall(r"<span[^>]*>(.*?)</span>", rivals_html(main, rest, race.wall_speedups))
+    ]
+
+
+def one_pass_items(race: RaceView) -> list[str]:
+    """Each method raced on both drafts: its one-pass lane's tokens/s over its own draft's, as the page's
+    one-pass lines end ("SAGE 0.92×"), after a lead saying what the figure is."""
+    items = []
+    for lane in race.lanes:
+        twin = race.twin(lane) if lane.draft else None
+        if twin is not None and lane.figures and twin.figures and twin.figures.tokens_per_second > 0:
+            ratio = lane.figures.tokens_per_second / twin.figures.tokens_per_second
+            items.append(f"{SHORT.get(lane.method, lane.method)} {ratio:.2f}×")
+    return [f"drafting in one forward, tokens/s against the pair's own draft: {items[0]}", *items[1:]] if items else []
+
+
+def status_items(draw: ImageDraw.ImageDraw, race: RaceView, rounds: int, title: str) -> list[str]:
+    """Where the slide is (its round) and the lossless badge's line (its fine print left to the page); the
+    drafting lanes counted instead of named when naming them takes more than two lines."""
     step = max((len(lane.records) for lane in race.lanes), default=1) - 1
-    big = font(28)
-    for row, line in enumerate(wrapped(draw, headline_title(race, title), big, 1248, most=2, check=check)):
-        draw_line(draw, (16, 6 + row * 32), line, big, INK)
+    where = f"{cut(title, 60)}: round {step} of {rounds - 1} (round 0 is the prefill)"
+    badge = plain(re.sub(r"<small>.*?</small>", "", badge_html(race), flags=re.S))
+    if len(item_lines(draw, [where, badge], font(STATUS_PX), SLIDE_TEXT_PX, 9)) > 2:
+        drafting = [SHORT.get(lane.key, lane.key) for lane in race.lanes if lane.drafts]
+        names = ", ".join(drafting[:-1]) + " and " + drafting[-1] if len(drafting) > 1 else "".join(drafting)
+        badge = badge.replace(f"{names} outputs", f"the {len(drafting)} drafting lanes' outputs")
+        badge = badge.replace(names, f"the {len(drafting)} drafting lanes")
+    return [where, badge]
+
+
+def item_lines(draw: ImageDraw.ImageDraw, items: Sequence[str], face: Font, width: float, most: int) -> list[str]:
+    """`items` joined by " · " in at most `most` lines no wider than `width`, an item never split across lines
+    unless it alone is wider than a line (then at its words); the items that do not fit are counted ("+3 more")."""
+    lines: list[str] = []
+    for index, item in enumerate(items):
+        trial = f"{lines[-1]} · {item}" if lines else item
+        if lines and draw.textlength(trial, font=face) <= width:
+            lines[-1] = trial
+            continue
+        if len(lines) >= most:
+            return more_said(draw, lines, len(items) - index, face, width)
+        lines.extend(wrapped(draw, item, face, width))
+    return lines if len(lines) <= most else more_said(draw, lines[:most], 1, face, width)
+
+
+def more_said(draw: ImageDraw.ImageDraw, lines: list[str], left: int, face: Font, width: float) -> list[str]:
+    """The last line ending in the count of the items left out, items taken off its end until the count fits."""
+    last = lines[-1]
+    while " · " in last and draw.textlength(f"{last} · +{left} more", font=face) > width:
+        last, _ = last.rsplit(" · ", 1)
+        left += 1
+    return [*lines[:-1], f"{last} · +{left} more"]
+
+
+def heading(draw: ImageDraw.ImageDraw, race: RaceView, rounds: int, title: str, check: Check = never) -> float:
+    """The slide's top, one screen's headline: the main comparison in one sentence in large type (whole: the
+    type is smaller before a word is lost), the other rivals and the one-pass lanes one short item each, the
+    round and the lossless line; the y below it."""
+    sentence = headline_title(race, title)
+    for size in HEADLINE_PX:
+        big = font(size)
+        lines = wrapped(draw, sentence, big, SLIDE_TEXT_PX, check=check)
+        if len(lines) <= 2:
+            break
+    y = 6.0
+    for line in lines:
+        draw_line(draw, (16, y), line, big, INK)
+        y += size + 6
+    small = font(STATUS_PX)
+    blocks = [(rival_items(race), 2, INK), (one_pass_items(race), 1, INK)]
+    blocks.append((status_items(draw, race, rounds, title), 2, QUIET))
+    for items, most, colour in blocks:
+        for line in item_lines(draw, items, small, SLIDE_TEXT_PX, most) if items else []:
+            draw_line(draw, (16, y), line, small, colour)
+            y += STATUS_PX + 5
+        check()
+    return y + 4
+
+
+class Canvas:
+    """An ImageDraw that keeps where each text went (`placed`: its words and its box as the font measures them,
+    the same fonts the slide draws with, and its size), so that a test can check that no text is over another or
+    outside the frame, and none is too small to read."""
+
+    def __init__(self, draw: ImageDraw.ImageDraw, placed: list[Placed] | None = None) -> None:
+        self.draw = draw
+        self.placed: list[Placed] = placed if placed is not None else []
+
+    def text(
+        self, xy: tuple[float, float], text: str, font: Font | None = None, fill: Any = None, anchor: str | None = None
+    ) -> None:
+        self.placed.append((text, self.draw.textbbox(xy, text, font=font, anchor=anchor), getattr(font, "size", 0)))
+        self.draw.text(xy, text, font=font, fill=fill, anchor=anchor)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.draw, name)
+
+
+def slide(
+    race: RaceView, rounds: int, title: str, check: Check = never, placed: list[Placed] | None = None
+) -> Image.Image:
+    """One frame: the race as it stood (its view, already cut at its round) in the talk view's layout, for any
+    number of lanes (`draw_lanes`). `check` runs between its parts and within them (see the module's note): it
+    raises to stop. `placed`, when given, gets every text's box (`Canvas`)."""
+    picture = Image.new("RGB", GIF_SIZE, "white")
+    draw = cast(ImageDraw.ImageDraw, Canvas(ImageDraw.Draw(picture), placed))
+    top = heading(draw, race, rounds, title, check)
+    draw_lanes(draw, race, (8, int(top), 1272, PANELS_TOP - 10), check)
+    draw.line((8, PANELS_TOP - 6, 1272, PANELS_TOP - 6), fill=REJECTED, width=1)
     check()
-    where = f"{cut(title, 80)}: round {step} of {rounds - 1} (round 0 is the prefill) · {plain(badge_html(race))}"
-    small = font(18)
-    shown = fitting(draw, where, small, 1230)
-    draw_line(draw, (16, 72), where if shown >= len(where) else where[:shown].rstrip() + MARK, small, QUIET)
-    draw_lanes(draw, race, (8, 100, 1272, 390), check)
-    draw.line((8, 396, 1272, 396), fill=REJECTED, width=1)
+    draw_rounds_panel(draw, race, rounds, (16, PANELS_TOP, 500, 712))
     check()
-    draw_rounds_panel(draw, race, rounds, (16, 404, 500, 712))
-    check()
-    draw_tree(draw, tree_record(race), race.token_texts, (520, 404, 1272, 712), check)
+    draw_tree(draw, tree_record(race), race.token_texts, (520, PANELS_TOP, 1272, 712), check)
     check()
     return picture
 

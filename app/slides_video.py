@@ -9,6 +9,10 @@ at `FRAME_MS`, the last held three times as long, as in the GIF.
 from __future__ import annotations
 
 import contextlib
+import os
+import sys
+import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,17 +26,43 @@ from sage_core.errors import SageError
 FRAME_MS = 900
 #: OpenCV's name for VP9.
 CODEC = "VP90"
+#: FFmpeg's note, through OpenCV, for a WebM writer given a codec tag (see `without_tag_note`).
+TAG_NOTE = b"is not supported with codec id"
+#: Held while a writer opens with stderr caught.
+QUIET = threading.Lock()
 
 
 class VideoError(SageError):
     """A video this machine's OpenCV cannot write."""
 
 
+@contextlib.contextmanager
+def without_tag_note() -> Iterator[None]:
+    """The process's stderr (fd 2) caught while OpenCV opens a WebM writer and given back after, less FFmpeg's
+    note that the codec tag is "not supported": the WebM muxer has no use for a tag, OpenCV prints the note with
+    a raw fprintf (no log level silences it) and writes VP9 all the same. Whatever else was printed meanwhile is
+    printed after; one writer opens at a time (`QUIET`), so fd 2 is always given back to what it was."""
+    with QUIET, tempfile.TemporaryFile() as caught:
+        sys.stderr.flush()
+        saved = os.dup(2)
+        os.dup2(caught.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            caught.seek(0)
+            kept = [line for line in caught.read().splitlines(keepends=True) if TAG_NOTE not in line]
+            if kept:
+                os.write(2, b"".join(kept))
+
+
 def open_video(path: Path, size: tuple[int, int]) -> Any:
     """An OpenCV writer of a VP9 WebM at one frame a round (VideoError when this OpenCV cannot encode VP9)."""
     import cv2
 
-    writer = cv2.VideoWriter(str(path), cv2.VideoWriter.fourcc(*CODEC), 1000 / FRAME_MS, size)
+    with without_tag_note():
+        writer = cv2.VideoWriter(str(path), cv2.VideoWriter.fourcc(*CODEC), 1000 / FRAME_MS, size)
     if not writer.isOpened():
         raise VideoError("this server's OpenCV cannot encode VP9 video: export the GIF or the HTML replay instead")
     return writer
@@ -55,4 +85,4 @@ def video(path: Path, size: tuple[int, int]) -> Iterator[Any]:
         writer.release()
 
 
-__all__ = ["CODEC", "FRAME_MS", "VideoError", "add_frame", "open_video", "video"]
+__all__ = ["CODEC", "FRAME_MS", "VideoError", "add_frame", "open_video", "video", "without_tag_note"]

@@ -5,6 +5,7 @@
   target's greedy answer.
 - `references`: what the tests compare with, computed another way (step-by-step decoding, plain `generate`,
   the exact sampling distribution and its chi-square test), a round record of a known shape, a script loader.
+- `layout`: checks of a laid-out slide or page: texts over one another, outside their frame, cut by overflow.
 - `toy`: a model-free pair whose logits are a function of the prefix, to drive `DecodeRun` in milliseconds.
 
 The tests import it (pytest puts the checkout on the path); the scripts import it from a checkout

@@ -401,7 +401,8 @@ def test_the_gif_and_the_video_are_16_9_titled_with_the_headline_and_count_round
     view = race_view(data)
     assert view.headlines, "a race of 11 decode rounds a side has a headline"
     title = slides_gif.headline_title(view, "SAGE race")
-    assert title == f"SAGE: {headline_words(view.headlines[0])}"
+    main = view.headlines[0]
+    assert title == f"SAGE: {headline_words(main, view.wall_speedups.get(main.rival))}"  # the page's sentence
     for lane in data.lanes:
         figures = view.lane(lane.method).figures
         assert figures is not None and f": {figures.rounds} rounds, " in slides_gif.lane_title(lane)
