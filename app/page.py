@@ -118,18 +118,49 @@ TALK_JS = """
         // The cut candidates keep their markers (hover names them) but not their labels: too dense to read.
         const cut = gd.data.flatMap((t, i) => (t.name === 'cut' && t.mode !== 'markers' ? [i] : []));
         if (cut.length) window.Plotly.restyle(gd, {mode: 'markers'}, cut);
+        roomy(gd);
       } else if (gd.dataset.sageHeight !== undefined) {
         const h = gd.dataset.sageHeight;
         delete gd.dataset.sageHeight;
-        window.Plotly.relayout(gd, {height: h ? Number(h) : null, width: null});
+        const kept = JSON.parse(gd.dataset.sageKept || '{}');
+        delete gd.dataset.sageKept;
+        window.Plotly.relayout(gd, {...kept, height: h ? Number(h) : null, width: null});
         const cut = gd.data.flatMap((t, i) => (t.name === 'cut' ? [i] : []));
         if (cut.length) window.Plotly.restyle(gd, {mode: 'markers+text'}, cut);
       }
     }
   }
-  // In the talk view each side's whole answer is on screen: its type shrinks (18 px down to 11 px) until the
-  // text fits its box; an answer longer than even that follows its newest tokens.
-  const FONT_MAX = 18, FONT_MIN = 11;
+  // A talk-view panel's plot gets the room the server kept for a narrower legend (the top margin shrinks to
+  // the title and the legend as drawn), and each y axis no more ticks than its height holds (a row of 45 px
+  // printed 0 to 4 on top of one another): one tick per 30 px. What it changed is given back after.
+  function roomy(gd) {
+    const full = gd._fullLayout, svg = gd.querySelector('.main-svg'), title = gd.querySelector('.gtitle');
+    if (!svg || !title) return;
+    const top = svg.getBoundingClientRect().top, legend = gd.querySelector('.legend');
+    const legendHeight = legend ? legend.getBoundingClientRect().height : 0;
+    const wanted = Math.ceil(title.getBoundingClientRect().bottom - top + 8 + legendHeight + 4);
+    const change = {};
+    if (full.margin.t - wanted > 4) change['margin.t'] = wanted;
+    for (const name of Object.keys(full).filter(k => /^yaxis\\d*$/.test(k))) {
+      const axis = full[name];
+      const own = gd.layout[name] || {};  // (an axis whose ticks the server chose keeps them)
+      if (!axis.visible || own.tickvals || own.dtick !== undefined) continue;
+      const most = Math.max(2, Math.floor(axis._length / 30));
+      if (axis.nticks !== most) change[name + '.nticks'] = most;
+    }
+    if (!Object.keys(change).length) return;
+    const kept = JSON.parse(gd.dataset.sageKept || '{}');
+    for (const key of Object.keys(change)) {
+      const axis = gd.layout[key.split('.')[0]] || {};
+      if (!(key in kept)) kept[key] = key === 'margin.t' ? full.margin.t : axis.nticks ?? 0;
+    }
+    gd.dataset.sageKept = JSON.stringify(kept);
+    window.Plotly.relayout(gd, change);
+  }
+  // In the talk view each side's whole answer is on screen: its type shrinks (18 px down to 12 px) until the
+  // text fits its box; an answer longer than even that follows its newest tokens, its box a whole number of
+  // lines tall so that the top line is never sliced.
+  const FONT_MAX = 18, FONT_MIN = 12;
   const follow = () => {
     const texts = document.querySelectorAll('#lanes .sage-text');
     if (!talking()) { for (const t of texts) { t.style.fontSize = ''; t.style.maxHeight = ''; } return; }
@@ -145,7 +176,12 @@ TALK_JS = """
         size += 1;
       }
       while (size > FONT_MIN && over()) { size -= 1; t.style.fontSize = size + 'px'; }
-      if (over()) t.scrollTop = t.scrollHeight;
+      if (over()) {
+        const line = parseFloat(getComputedStyle(t).lineHeight) || size * 1.45;
+        const room = parseFloat(t.style.maxHeight);
+        t.style.maxHeight = Math.max(line, Math.floor(room / line) * line) + 'px';
+        t.scrollTop = t.scrollHeight;
+      }
     }
   };
   window.sageTalk = (on) => {
@@ -187,10 +223,11 @@ body.sage-talk #sage-controls button {
   flex: 0 1 auto !important; width: auto !important;
 }
 body.sage-talk #sage-controls #start-race { flex: 1 0 auto !important; }
-body.sage-talk #status { top: 58px; left: 8px; right: 60vw; height: 62px; overflow-y: auto; }
-body.sage-talk #status .sage-status { font-size: 13px; line-height: 1.3; padding: 3px 10px; }
+body.sage-talk #status { top: 56px; left: 8px; right: 60vw; height: 68px; overflow-y: auto; }
+body.sage-talk #status .sage-status { font-size: 12.5px; line-height: 1.3; padding: 3px 10px; }
 body.sage-talk #status .sage-status-detail, body.sage-talk #status .sage-why-line { display: none; }
 body.sage-talk #status .sage-why-brief { display: inline; }  /* a finished race: its why, briefly */
+body.sage-talk #status .sage-wrap:has(~ .sage-wrap) { display: none; }  /* the last status only (a landing's lead) */
 body.sage-talk #verdict { top: 6px; left: calc(40vw + 16px); right: 8px; height: 96px; overflow: hidden; }
 body.sage-talk #verdict .sage-headline { font-size: 16px; margin: 0 0 4px 0; line-height: 1.2; }
 body.sage-talk #verdict .sage-headline div.sage-headline-note { display: none; }  /* details; verdict, replay stay */
@@ -202,6 +239,17 @@ body.sage-talk #lanes .sage-col { padding: 6px 10px; }
 body.sage-talk #lanes .sage-stats { margin-bottom: 2px; }
 body.sage-talk #lanes .sage-sub { display: none; }
 body.sage-talk #lanes .sage-text { font-size: 18px; line-height: 1.45; max-height: calc(44vh - 208px); }
+/* a lane's head on one line and its two figures a speaker reads (τ, tokens/s): the rest is the table's, and the
+   room goes to the whole answer (rounds, draft forwards, tokens/forward and time hidden: first, third, third from
+   the end and last of the stats, with or without the draft forwards) */
+body.sage-talk #lanes .sage-col h3 { flex-wrap: nowrap; white-space: nowrap; overflow: hidden; font-size: 15px; }
+body.sage-talk #lanes .sage-col h3 .sage-tag.done { display: none; }
+body.sage-talk #lanes .sage-stats { flex-wrap: nowrap; gap: 2px 10px; }
+body.sage-talk #lanes .sage-stats > span:first-child, body.sage-talk #lanes .sage-stats > span:nth-child(3),
+body.sage-talk #lanes .sage-stats > span:nth-last-child(3), body.sage-talk #lanes .sage-stats > span:last-child {
+  display: none;
+}
+body.sage-talk #lanes .sage-text { font-family: Inter, system-ui, sans-serif; }
 body.sage-talk #panel-confidence { top: calc(44vh + 4px); left: 8px; right: 58vw; bottom: 6px; }
 body.sage-talk #panel-tree { top: calc(44vh + 4px); left: 42vw; right: 8px; bottom: 6px; }
 body.sage-talk #panel-confidence .modebar-container, body.sage-talk #panel-tree .modebar-container {

@@ -38,10 +38,12 @@ def replay_status(race: RaceView, done: bool = False, speed: float = 1.0, note: 
     header = race.header
     recorded = f"{machine_words(header)}; target {header.target}" if header else "unknown device"
     state = "finished" if done else f"playing at {speed:g}× the recorded pace"
+    # (the talk view shows the first sentence and the why alone: the rest is detail, `sage-status-detail`)
     return status_html(
-        f"▶ <b>REPLAY</b> of a recorded trace ({html.escape(race.source or 'trace')}), {state}. No model is "
-        f"loaded: every number is the recorded one ({html.escape(recorded)}). Each side advances on its own "
-        f"recorded clock.{html.escape(note)}{why_html(race) if done else ''}",
+        f"▶ <b>REPLAY</b><span class='sage-status-detail'> of a recorded trace ({html.escape(race.source or 'trace')})"
+        f"</span>, {state}.<span class='sage-status-detail'> No model is loaded: every number is the recorded one "
+        f"({html.escape(recorded)})."
+        f" Each side advances on its own recorded clock.{html.escape(note)}</span>{why_html(race) if done else ''}",
         "replay",
     )
 

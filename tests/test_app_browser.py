@@ -23,6 +23,7 @@ from app import handlers
 from app.inputs import load_examples
 from app.landing import LANDING_TRACE
 from app.race_trace import load_race
+from sage_testkit.layout import CUT_TEXT_JS, FIGURE_TEXT_JS
 
 playwright = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
 
@@ -697,9 +698,48 @@ def test_the_talk_view_holds_five_lanes_whole(fresh_page):
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "talk-five-lanes.png"))
     lanes = tuple(f"#lanes .sage-col:nth-child({k}) .sage-text" for k in range(1, 6))
-    assert _outside(page, (*lanes, *TALK_VIEW[2:])) == []
-    ends = page.evaluate(TEXT_ENDS_JS)
-    assert len(ends) == 5 and max(ends) <= 2, ends
+    assert _outside(page, (*lanes, *TALK_VIEW[2:], "#status .sage-why-brief")) == []
+    # every lane's whole answer: nothing scrolled away or hidden, in type of at least 12 px
+    whole = page.evaluate(LANE_TYPE_JS)
+    print(f"\nfive lanes in the talk view (hidden px, scrolled px, type px): {whole}")
+    assert len(whole) == 5 and all(hidden <= 1 and scrolled == 0 and px >= 12 for hidden, scrolled, px in whole), whole
     clipped = "() => { const s = document.querySelector('#status'); return s.scrollHeight - s.clientHeight; }"
     assert page.evaluate(clipped) <= 1, page.locator("#status").inner_text()
+    # the account (the why), the headline and the badge whole: no text cut by a box, no tick over another in ① or ②
+    assert [cut for root in ("#lanes", "#status", "#verdict") for cut in page.evaluate(CUT_TEXT_JS, root)] == []
+    assert page.evaluate(FIGURE_TEXT_JS, "#panel-confidence") + page.evaluate(FIGURE_TEXT_JS, "#panel-tree") == []
     assert page.evaluate(OVERLAPS_JS) == []
+
+
+def test_the_talk_view_opens_on_the_landing_with_its_status_whole(browser, app_url):
+    """1280 x 720, ?view=talk: the landing replay's status is not cut mid-line (it was: a box of 62 px holding
+    five lines), the badge and ① inside the screen, no tick label over another."""
+    talk = browser.new_page(viewport={"width": 1280, "height": 720})
+    talk.set_default_timeout(TIMEOUT_MS)
+    talk.goto(app_url + "?view=talk", wait_until="load")
+    talk.wait_for_selector("#start-race", state="attached")
+    _landing_replay_finished(talk)
+    talk.wait_for_selector("#panel-confidence .main-svg")
+    talk.wait_for_timeout(1000)  # the talk view refits the panels
+    talk.screenshot(path=str(ARTIFACTS / "talk-landing.png"))
+    cut = [found for root in ("#status", "#verdict", "#lanes") for found in talk.evaluate(CUT_TEXT_JS, root)]
+    figures = talk.evaluate(FIGURE_TEXT_JS, "#panel-confidence") + talk.evaluate(FIGURE_TEXT_JS, "#panel-tree")
+    outside = _outside(talk, ("#verdict .sage-badge", "#panel-confidence .main-svg", "#status"))
+    status = talk.evaluate(STATUS_OVER_JS)
+    talk.close()
+    assert cut == [] and figures == [] and outside == []
+    assert status <= 1, status  # (the status's box shows all of it: a longer one ran under the lanes)
+
+
+#: How far the status's shown text runs past its box or under the lanes below it (px; 0 or less: whole).
+STATUS_OVER_JS = """() => {
+  const shown = [...document.querySelectorAll('#status .sage-status')].filter(e => e.getClientRects().length);
+  const limit = Math.min(document.querySelector('#status').getBoundingClientRect().bottom,
+                         document.querySelector('#lanes').getBoundingClientRect().top);
+  return Math.max(...shown.map(e => e.getBoundingClientRect().bottom)) - limit;
+}"""
+
+
+#: Each lane's text: how much of it its box hides, how far it is scrolled, its type's size (px).
+LANE_TYPE_JS = """() => [...document.querySelectorAll('#lanes .sage-text')].map(t =>
+  [t.scrollHeight - t.clientHeight, t.scrollTop, parseFloat(getComputedStyle(t).fontSize)])"""
