@@ -42,7 +42,7 @@ def test_the_sweep_runs_every_method_at_every_budget_and_marks_sage_costs_choice
     assert [p.method for p in result.chosen] == ["sage-cost", "smart"] and all(p.budget >= 1 for p in result.chosen)
     smart = result.chosen_by("smart")
     assert smart is not None and smart.nodes == smart.budget  # SMART's choice is the tree its rule kept
-    assert not is_method("best-first-n")  # the sweep's lane is registered only while it runs
+    assert not is_method("best-first-n")  # (best-first runs at its own node setting: the sweep registers no lane)
     table = result.lines()
     assert table[0].startswith("| method | budget | τ") and any("chosen, mean" in line for line in table)
 
