@@ -173,9 +173,7 @@ def check_examples(style: str, seed: int, n: int) -> list:
     return make_examples(seed, n, style=SHIFTED if style == "shifted" else DEFAULT)
 
 
-def main(argv=None) -> dict:
-    from transformers import AutoModelForImageTextToText, AutoProcessor
-
+def parse_check_args(argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--dir", default=str(ROOT / "assets" / "builtin"))
     ap.add_argument("--n", type=int, default=300)
@@ -198,7 +196,15 @@ def main(argv=None) -> dict:
     ap.add_argument("--json", help="also write the figures to this file")
     ap.add_argument("--show", type=int, default=0, help="print this many example answers")
     args = ap.parse_args(argv)
-    torch.set_num_threads(args.threads)
+    if not 0 <= args.jpeg <= 100:
+        ap.error("--jpeg must be a quality between 1 and 100 (0: no JPEG)")
+    return args
+
+
+def load_models(args: argparse.Namespace):
+    """The target, the draft and the processor of ``args.dir`` (the draft from ``--draft-dir``), their sizes
+    printed."""
+    from transformers import AutoModelForImageTextToText, AutoProcessor
 
     d = Path(args.dir)
     processor = AutoProcessor.from_pretrained(d / "target")
@@ -210,41 +216,35 @@ def main(argv=None) -> dict:
     n_t = sum(p.numel() for p in target.parameters())
     n_d = sum(p.numel() for p in draft.parameters())
     print(f"target {n_t:,} params, draft {n_d:,} params ({n_t / n_d:.1f}x)")
+    return target, draft, processor, (n_t, n_d)
 
-    if not 0 <= args.jpeg <= 100:
-        ap.error("--jpeg must be a quality between 1 and 100 (0: no JPEG)")
-    examples = check_examples(args.style, args.seed, args.n)
-    if args.jpeg:  # pictures only: a clip's frames stay as drawn
-        examples = [e if e.frames else replace(e, image=jpeg(e.image, args.jpeg)) for e in examples]
-    t0 = time.time()
-    res_t = evaluate(target, processor, examples)
-    by_note = note_breakdown(examples, res_t["answers"]) if args.style in ONE_SHAPE_STYLES else {}
-    if args.style in ("visitors", "graphs"):
-        by_note = visitor_breakdown(examples, res_t["answers"], processor.tokenizer)
-    if args.target_only:
-        print(f"{'kind':<10} {'target':>7}")
-        for k, v in res_t["per_kind"].items():
-            print(f"{k:<10} {v:>7.3f}")
-        jpeg_note = f", JPEG {args.jpeg}" if args.jpeg else ""
-        print(f"{'facts':<10} {res_t['accuracy']:>7.3f}   (n={args.n}, seed={args.seed}, {args.style}{jpeg_note})")
-        print(f"{'answers':<10} {res_t['answer_accuracy']:>7.3f}   (every fact right)")
-        print(f"check took {time.time() - t0:.0f} s")
-        figures = {
-            "n": args.n,
-            "seed": args.seed,
-            "style": args.style,
-            "jpeg": args.jpeg,
-            "target": {k: res_t[k] for k in ("accuracy", "answer_accuracy", "per_kind")},
-        }
-        figures["by_note"] = by_note
-        if args.json:
-            Path(args.json).write_text(json.dumps(figures, indent=2))
-        return figures
-    res_d = evaluate(draft, processor, examples)
-    agr = agreement(target, draft, processor, examples, res_t["answer_ids"])
-    kinds = list(res_t["per_kind"])
+
+def target_figures(args: argparse.Namespace, res_t: dict, by_note: dict, seconds: float) -> dict:
+    """``--target-only``'s table printed, and its figures."""
+    print(f"{'kind':<10} {'target':>7}")
+    for k, v in res_t["per_kind"].items():
+        print(f"{k:<10} {v:>7.3f}")
+    jpeg_note = f", JPEG {args.jpeg}" if args.jpeg else ""
+    print(f"{'facts':<10} {res_t['accuracy']:>7.3f}   (n={args.n}, seed={args.seed}, {args.style}{jpeg_note})")
+    print(f"{'answers':<10} {res_t['answer_accuracy']:>7.3f}   (every fact right)")
+    print(f"check took {seconds:.0f} s")
+    figures = {
+        "n": args.n,
+        "seed": args.seed,
+        "style": args.style,
+        "jpeg": args.jpeg,
+        "target": {k: res_t[k] for k in ("accuracy", "answer_accuracy", "per_kind")},
+    }
+    figures["by_note"] = by_note
+    return figures
+
+
+def pair_figures(args: argparse.Namespace, examples: list, results: tuple[dict, dict, dict], sizes, t0: float) -> dict:
+    """The target's and the draft's table and their agreement printed (``results``: the target's, the draft's and
+    the agreement; ``sizes``: their parameters), with ``--show``'s answers; their figures."""
+    res_t, res_d, agr = results
     print(f"{'kind':<10} {'target':>7} {'draft':>7}")
-    for k in kinds:
+    for k in res_t["per_kind"]:
         print(f"{k:<10} {res_t['per_kind'][k]:>7.3f} {res_d['per_kind'][k]:>7.3f}")
     where = f"n={args.n}, seed={args.seed}, {args.style}" + (f", JPEG {args.jpeg}" if args.jpeg else "")
     print(f"{'facts':<10} {res_t['accuracy']:>7.3f} {res_d['accuracy']:>7.3f}   ({where})")
@@ -259,17 +259,37 @@ def main(argv=None) -> dict:
     print(f"check took {time.time() - t0:.0f} s")
     for e, a, b in list(zip(examples, res_t["answers"], res_d["answers"], strict=True))[: args.show]:
         print(f"[{e.kind}] {e.question} | truth: {e.answer} | target: {a} | draft: {b}")
-    figures = {
+    return {
         "n": args.n,
         "seed": args.seed,
-        "target_params": n_t,
-        "draft_params": n_d,
+        "target_params": sizes[0],
+        "draft_params": sizes[1],
         "style": args.style,
         "target": {k: res_t[k] for k in ("accuracy", "answer_accuracy", "per_kind")},
         "draft": {k: res_d[k] for k in ("accuracy", "answer_accuracy", "per_kind")},
         "agreement": agr,
     }
-    figures["by_note"] = by_note
+
+
+def main(argv=None) -> dict:
+    args = parse_check_args(argv)
+    torch.set_num_threads(args.threads)
+    target, draft, processor, sizes = load_models(args)
+    examples = check_examples(args.style, args.seed, args.n)
+    if args.jpeg:  # pictures only: a clip's frames stay as drawn
+        examples = [e if e.frames else replace(e, image=jpeg(e.image, args.jpeg)) for e in examples]
+    t0 = time.time()
+    res_t = evaluate(target, processor, examples)
+    by_note = note_breakdown(examples, res_t["answers"]) if args.style in ONE_SHAPE_STYLES else {}
+    if args.style in ("visitors", "graphs"):
+        by_note = visitor_breakdown(examples, res_t["answers"], processor.tokenizer)
+    if args.target_only:
+        figures = target_figures(args, res_t, by_note, time.time() - t0)
+    else:
+        res_d = evaluate(draft, processor, examples)
+        agr = agreement(target, draft, processor, examples, res_t["answer_ids"])
+        figures = pair_figures(args, examples, (res_t, res_d, agr), sizes, t0)
+        figures["by_note"] = by_note
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=2))
     return figures
