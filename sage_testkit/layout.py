@@ -30,8 +30,9 @@ def outside(placed: Sequence[Placed], size: tuple[int, int]) -> list[tuple[str, 
     return [(text, box) for text, box, _ in placed if box[0] < 0 or box[1] < 0 or box[2] > width or box[3] > height]
 
 
-#: Texts of the page whose box is cut by an ancestor that hides its overflow (more than 2 px of it hidden), and
-#: texts whose own content is wider or taller than their box while they hide the overflow: "who: text".
+#: Texts under `root` cut by an ancestor that hides its overflow (more than 2 px of them hidden; in a scroll box,
+#: a text half in its view: a sliced line), and texts whose own content is wider or taller than their box while
+#: they hide the overflow (an ellipsis): "why: text".
 CUT_TEXT_JS = """root => {
   const found = [];
   const leaves = [...document.querySelectorAll(root + ' *')].filter(e => !(e instanceof SVGElement)
@@ -48,7 +49,17 @@ CUT_TEXT_JS = """root => {
       const s = getComputedStyle(a);
       if (s.overflowX === 'visible' && s.overflowY === 'visible') continue;
       const b = a.getBoundingClientRect();
-      if (r.left < b.left - 2 || r.right > b.right + 2 || r.top < b.top - 2 || r.bottom > b.bottom + 2) {
+      const scrolls = ['auto', 'scroll'].includes(s.overflowY) || ['auto', 'scroll'].includes(s.overflowX);
+      // a scroll box may hold text scrolled wholly out of its view (a lane's earlier lines), never a line half in
+      // it; an inline text is checked line by line (a token wrapped across two lines is two boxes)
+      const hang = parseFloat(style.fontSize);  // (a space that ends a wrapped line hangs past the right edge)
+      const cut = [...e.getClientRects()].some(q => {
+        const inside = q.left >= b.left - 2 && q.right <= b.right + hang
+          && q.top >= b.top - 2 && q.bottom <= b.bottom + 2;
+        const away = q.bottom <= b.top + 2 || q.top >= b.bottom - 2 || q.right <= b.left + 2 || q.left >= b.right - 2;
+        return !inside && !(scrolls && away);
+      });
+      if (cut) {
         found.push('cut by ' + (a.id || a.className) + ': ' + e.textContent.trim().slice(0, 60));
         break;
       }
@@ -90,3 +101,17 @@ OFF_SCREEN_JS = """sels => sels.map(sel => {
     && r.bottom <= innerHeight + 1;
   return [sel, ok ? '' : [r.left, r.top, r.right, r.bottom].map(Math.round).join(',')];
 }).filter(([, where]) => where)"""
+
+#: Each lane's text in the talk view that does not show its newest line, or is not wholly on the screen.
+LANE_TEXTS_JS = """() => [...document.querySelectorAll('#lanes .sage-text')].map((t, i) => {
+  const r = t.getBoundingClientRect();
+  const end = t.scrollHeight - t.scrollTop - t.clientHeight <= 1;
+  const seen = r.height > 0 && r.top >= -1 && r.bottom <= innerHeight + 1 && r.left >= -1 && r.right <= innerWidth + 1;
+  return end && seen ? '' : `lane ${i + 1}: ${end ? '' : 'its end out of view; '}${seen ? '' : 'off the screen'}`;
+}).filter(Boolean)"""
+
+#: Texts under `root` (not the figures' SVG) in type smaller than `px`: [its size, the text].
+SMALL_TEXT_JS = """([root, px]) => [...document.querySelectorAll(root + ' *')].filter(e => !(e instanceof SVGElement)
+  && e.getClientRects().length && [...e.childNodes].some(n => n.nodeType === 3 && n.textContent.trim()))
+  .map(e => [parseFloat(getComputedStyle(e).fontSize), e.textContent.trim().slice(0, 40)])
+  .filter(([size]) => size < px)"""

@@ -1,12 +1,15 @@
-"""Slides of any number of lanes: the GIF's and the WebM's frames with 1, 5, 7 and 17 lanes (every method on both
-drafts) have no text over another, none outside the frame, no word broken, the headline's sentence and the
-lossless line whole, and no text smaller than legible; measured on the boxes the slide's own drawing recorded
-(`slides_gif.Canvas`: the fonts it draws with)."""
+"""Slides and the HTML replay's talk view of any number of lanes. The GIF's and the WebM's frames with 1, 5, 7
+and 17 lanes (every method on both drafts) have no text over another, none outside the frame, no word broken, the
+headline's sentence and the lossless line whole, and no text smaller than legible; measured on the boxes the
+slide's own drawing recorded (`slides_gif.Canvas`: the fonts it draws with). The HTML replay at 1280 x 720 in
+Chromium shows the headline, every lane's text and the badge on its first screen."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,7 +18,16 @@ from app_records import large_race
 from app import export, slides_gif
 from app.race import RaceData
 from app.view import race_view
-from sage_testkit.layout import Placed, outside, overlapping
+from sage_testkit.layout import (
+    CUT_TEXT_JS,
+    FIGURE_TEXT_JS,
+    LANE_TEXTS_JS,
+    OFF_SCREEN_JS,
+    SMALL_TEXT_JS,
+    Placed,
+    outside,
+    overlapping,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 #: The smallest type a slide may use (px at 1280 x 720): the tree's labels; every other text at least `READ_PX`.
@@ -144,3 +156,51 @@ def test_a_webm_that_plays_is_written_without_a_warning(tmp_path):
         assert codec == b"VP90" and capture.grab()  # VP9, and it plays
     finally:
         capture.release()
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"]
+
+
+def with_confidence(data: RaceData) -> RaceData:
+    """The race with SAGE's rounds given an entropy, an α and a planned tree, so that panel ① draws its three
+    plots (the synthetic race has none)."""
+    sage = data.lane("sage")
+    assert sage is not None
+    sage.records = [
+        replace(r, entropy=0.2 + 0.3 * (i % 4), alpha=0.95 - 0.1 * (i % 4), depth_max=8, planned_depth=8 - i % 4,
+                planned_width=1 + i % 3)
+        if r.phase == "decode" else r
+        for i, r in enumerate(sage.records)
+    ]  # fmt: skip
+    return data
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
+@pytest.mark.parametrize("count", [2, 5, 17])
+def test_the_html_talk_view_shows_the_headline_every_lanes_answer_and_the_badge_on_one_screen(count, tmp_path):
+    """At 1280 x 720: the headline, the badge and every lane's text (its newest line) on the first screen, no text
+    cut by overflow (no sliced line), no tick labels over one another, no SVG text outside its figure, no type
+    under 12 px; with 5 and 17 lanes the lanes' texts were below the fold."""
+    playwright = pytest.importorskip("playwright.sync_api")
+    data = with_confidence(race_of(count))
+    path = export.save_html(data, tmp_path / "race.html", budget=export.Budget(frames=3))
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 720})
+        page.goto(path.as_uri() + "?still", wait_until="load")
+        page.evaluate("window.sageShow(1e9)")
+        page.wait_for_function("() => document.querySelectorAll('#talk .main-svg').length >= 2")
+        page.wait_for_timeout(500)  # (a fitted panel widens its axis once to hold its labels)
+        found = {
+            "cut": page.evaluate(CUT_TEXT_JS, "#talk"),
+            "figures": page.evaluate(FIGURE_TEXT_JS, "body"),
+            "lanes": page.evaluate(LANE_TEXTS_JS),
+            "off screen": page.evaluate(OFF_SCREEN_JS, ["#verdict .sage-headline", "#verdict .sage-badge"]),
+            "small": page.evaluate(SMALL_TEXT_JS, ["#talk", 12]),
+        }
+        shown = page.locator("#lanes .sage-col").count()
+        browser.close()
+    assert shown == count
+    assert found == {"cut": [], "figures": [], "lanes": [], "off screen": [], "small": []}

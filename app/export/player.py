@@ -20,7 +20,8 @@ from .frame_format import FRAME_MS, PANEL_ORDER, TEXT_START, frame, patch, scrip
 PLAYER_JS = """
 const PATCHES = JSON.parse(document.getElementById('sage-frames').textContent);
 const PANELS = %(panels)s, FIT = %(fit)s;
-const SHELL = %(shell)s, TEXT_START = %(text_start)s;
+const SHELL = %(shell)s, TEXT_START = %(text_start)s, SIDE_BY_SIDE = %(side_by_side)d, LINE_PX = %(line_px)d;
+const TICK_PX = %(tick_px)d;
 let at = -1, state = null, timer = null;
 function apply(old, p) {
   if ('v' in p) return p.v;
@@ -41,18 +42,52 @@ function rebuild(i) {
   while (at < i) { at += 1; state = apply(state, PATCHES[at]); }
   return state;
 }
+function thin(layout) {
+  // a fitted panel's y axes keep their tick labels TICK_PX apart: fewer ticks where a subplot is short
+  const m = layout.margin || {}, plot = layout.height - (m.t || 0) - (m.b || 0);
+  for (const [key, axis] of Object.entries(layout)) {
+    if (!key.startsWith('yaxis') || !axis || !axis.domain || axis.tickvals) continue;
+    const px = plot * (axis.domain[1] - axis.domain[0]), most = Math.max(2, Math.floor(px / TICK_PX));
+    const span = axis.range ? axis.range[1] - axis.range[0] : 0;
+    const wider = axis.dtick && span ? {dtick: Math.max(axis.dtick, Math.ceil(span / most))} : {nticks: most};
+    if (span || !axis.dtick) layout[key] = Object.assign({}, axis, wider);
+  }
+}
 function draw(name, fig) {
   const layout = Object.assign({}, fig.layout);
   const box = document.getElementById('panel-' + name);
-  if (FIT.includes(name) && box.clientHeight > 50) { layout.height = box.clientHeight; layout.width = box.clientWidth; }
-  Plotly.react(box, fig.data, layout, {displaylogo: false, responsive: !FIT.includes(name)});
+  if (FIT.includes(name) && box.clientHeight > 50) {
+    layout.height = box.clientHeight; layout.width = box.clientWidth; thin(layout);
+  }
+  const drawn = Plotly.react(box, fig.data, layout, {displaylogo: false, responsive: !FIT.includes(name)});
+  if (FIT.includes(name)) drawn.then(() => holdLabels(box));
+}
+function holdLabels(box) {
+  // a point's label past the figure's right edge (the tree's last level): the x axis widened once to hold it
+  const right = box.getBoundingClientRect().right;
+  const labels = [...box.querySelectorAll('.textpoint text')].map((t) => t.getBoundingClientRect().right - right);
+  const over = Math.max(0, ...labels), axis = box._fullLayout && box._fullLayout.xaxis;
+  if (over <= 0 || !axis || !axis._length) return;
+  const [low, high] = axis.range;
+  Plotly.relayout(box, {'xaxis.range': [low, high + (high - low) * (over + 12) / axis._length]});
+}
+function fitRows() {
+  // many lanes: each lane's text gets the whole lines the screen has left below the cards (one at least)
+  const lanes = document.getElementById('lanes');
+  lanes.style.setProperty('--rows', 1);
+  if (!document.getElementById('talk').classList.contains('many')) return;
+  const rows = new Set([...lanes.querySelectorAll('.sage-col')].map((c) => c.offsetTop)).size || 1;
+  const spare = innerHeight - 6 - lanes.getBoundingClientRect().bottom;
+  lanes.style.setProperty('--rows', Math.max(1, 1 + Math.floor(spare / rows / LINE_PX)));
 }
 function show(i) {
   i = Math.max(0, Math.min(PATCHES.length - 1, i));
   const f = rebuild(i);
-  document.getElementById('lanes').innerHTML = SHELL[0] + f.lanes.map((l) => l.join(TEXT_START)).join('') + SHELL[1];
-  for (const t of document.querySelectorAll('#lanes .sage-text')) t.scrollTop = t.scrollHeight;
+  document.getElementById('talk').classList.toggle('many', f.lanes.length > SIDE_BY_SIDE);
   document.getElementById('verdict').innerHTML = f.verdict;
+  document.getElementById('lanes').innerHTML = SHELL[0] + f.lanes.map((l) => l.join(TEXT_START)).join('') + SHELL[1];
+  fitRows();
+  for (const t of document.querySelectorAll('#lanes .sage-text')) t.scrollTop = t.scrollHeight;
   document.getElementById('explain').innerHTML = f.explain;
   for (const name of PANELS) draw(name, f.figures[name]);
   const where = 'round ' + f.step + ' (frame ' + (i + 1) + ' of ' + PATCHES.length + ')';
@@ -81,17 +116,23 @@ show(0);
 if (!new URLSearchParams(location.search).has('still')) play();
 """
 
+#: Up to this many lanes the talk view shows them side by side in large type beside panel ① and the tree; with
+#: more, in small cards filling the first screen, each text given the whole lines left (`LINE_PX` tall), the
+#: panels below.
+SIDE_BY_SIDE = 4
+LINE_PX = 18
+#: A fitted panel's y tick labels stay this far apart (px): a short subplot gets fewer ticks.
+TICK_PX = 16
 #: The first screen is the talk view (fills 1280 x 720): controls, verdict, texts, panel ① and the tree.
 PAGE_CSS = """
 body { font-family: Inter, system-ui, sans-serif; margin: 0; color: #0f172a; }
 #talk { height: 100vh; box-sizing: border-box; padding: 6px 10px; display: grid; gap: 4px 12px;
   grid-template-columns: minmax(0, 42fr) minmax(0, 58fr);
   grid-template-rows: auto auto minmax(0, 34fr) minmax(0, 66fr); }
-header { grid-column: 1 / 3; display: flex; gap: 10px; align-items: center; flex-wrap: nowrap; overflow: hidden; }
+header { grid-column: 1 / 3; display: flex; gap: 10px; align-items: center; flex-wrap: nowrap; }
 header h1 { font-size: 18px; margin: 0 8px 0 0; white-space: nowrap; }
 header button { font-size: 14px; padding: 2px 10px; }
-.note { font-size: 12px; color: #78350f; background: #fef3c7; border-radius: 6px; padding: 2px 8px;
-  white-space: nowrap; overflow: hidden; text-overflow: ellipsis; min-width: 0; }
+.note { font-size: 12px; color: #78350f; background: #fef3c7; border-radius: 6px; padding: 2px 8px; min-width: 0; }
 #verdict { grid-column: 1 / 3; }
 #verdict .sage-headline { font-size: 17px; margin: 0 0 2px 0; line-height: 1.2; }
 #verdict .sage-headline .sage-headline-note { font-size: 12px; }
@@ -99,13 +140,28 @@ header button { font-size: 14px; padding: 2px 10px; }
 #verdict .sage-badge small { display: none; }
 #lanes { grid-column: 1 / 3; overflow: hidden; }
 #lanes .sage-legend, #lanes .sage-sub { display: none; }
+#lanes .sage-tag { font-size: 12px; }
 #lanes { height: 100%; }
-#lanes .sage-text { font-size: 18px; line-height: 1.5; max-height: calc(34vh - 110px); overflow-y: auto; }
+#lanes .sage-text { font-size: 18px; line-height: 27px; max-height: round(down, calc(34vh - 110px), 27px);
+  overflow-y: auto; }
 #panel-confidence, #panel-tree { min-height: 0; overflow: hidden; }
+#talk.many { height: auto; grid-template-rows: auto auto auto 440px; }
+#talk.many #lanes { height: auto; overflow: visible; }
+#talk.many .sage-cols { grid-template-columns: repeat(auto-fill, minmax(196px, 1fr)); gap: 4px 6px; }
+#talk.many .sage-col { padding: 3px 8px; border-radius: 6px; }
+#talk.many .sage-col h3 { font-size: 13px; gap: 4px; }
+#talk.many .sage-tag { display: none; }
+#talk.many .sage-stats { font-size: 12px; gap: 0 8px; margin-bottom: 2px; }
+#talk.many .sage-stats b { font-size: 12px; }
+#talk.many #lanes .sage-text { font-size: 13px; line-height: LINE_PXpx; max-height: none;
+  height: calc(var(--rows, 1) * LINE_PXpx); }
+#talk.many #verdict .sage-headline { font-size: 16px; }
+#talk.many #verdict .sage-rivals { font-size: 12px; font-weight: 400; }
+#talk.many #verdict .sage-badge { font-size: 13px; }
 #below { padding: 12px 16px; }
-#below .row { display: grid; grid-template-columns: repeat(auto-fit, minmax(340px, 1fr)); gap: 12px; }
+#below .row { display: grid; grid-template-columns: repeat(auto-fit, minmax(600px, 1fr)); gap: 12px; }
 #explain { max-height: 640px; overflow: auto; }
-"""
+""".replace("LINE_PX", str(LINE_PX))
 
 
 def talk_panels() -> list[Panel]:
@@ -146,6 +202,9 @@ def page_tail() -> str:
         "frame_ms": FRAME_MS,
         "shell": script_json(shell),
         "text_start": script_json(TEXT_START),
+        "side_by_side": SIDE_BY_SIDE,
+        "line_px": LINE_PX,
+        "tick_px": TICK_PX,
     }
     return f"]</script>\n<script>{player}</script>\n</body></html>\n"
 
