@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
-from sage_core.studies.acceptance import acceptance_stats
 from sage_core.timing import Headline
 
 from .panel_table import Focus, panel_figures
@@ -60,7 +59,7 @@ def race_result(
         "figures": {m: asdict(f) for m, f in race.figures.items()},
         # each lane's acceptance figures as serving engines report them (vLLM's names, SGLang's beside them:
         # sage_core.acceptance), and the CPU threads its forwards ran on (0: not recorded)
-        "acceptance": {lane.key: acceptance_stats(lane.records).as_dict() for lane in race.lanes},
+        "acceptance": {lane.key: lane.acceptance.as_dict() for lane in race.lanes},
         "threads": {lane.key: lane.lane.header.threads if lane.lane.header else 0 for lane in race.lanes},
         # the lead's speedup over each side as the headline defines it (the prefill charged once, the rounds at
         # their median cost: headline["speedup"] for the main rival); the clock's raw tokens/s ratios beside it

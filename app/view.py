@@ -25,6 +25,7 @@ from sage_core import RoundRecord, RunHeader, SageConfig, summarize
 from sage_core.cost_curve import CostCurve
 from sage_core.errors import SageError
 from sage_core.methods import LaneKey, MethodSpec, drafts, holder, is_method, method_spec, rivals
+from sage_core.studies.acceptance import AcceptanceStats, acceptance_stats
 from sage_core.studies.account import RaceAccount, race_account
 from sage_core.studies.costs import predicted_speedups
 from sage_core.studies.explain import RoundExplained, explain_round
@@ -127,6 +128,11 @@ class LaneView:
     token_ids: tuple[int, ...]
     text: str
     finished: bool
+
+    @cached_property
+    def acceptance(self) -> AcceptanceStats:
+        """Its acceptance figures as serving engines report them (sage_core.studies.acceptance)."""
+        return acceptance_stats(self.records)
 
     @property
     def method(self) -> str:
