@@ -28,6 +28,7 @@ from .methods import MethodSpec, method_spec
 from .models import KVState, ModelPair
 from .models.one_pass import OnePass
 from .models.pair import check_method
+from .models.target_features import TargetFeatures, feeding, recorded, recording, watch_embeddings, watch_layers
 from .policy import topk_entropy
 from .prepared import PreparedInputs, check_vocabulary, prepare_inputs, with_draft_inputs
 from .proposers import Drafter, PlainProposer, Proposer, RunStart, TemplateProposer
@@ -112,6 +113,7 @@ class DecodeRun:
         self.seed = resolve_seed(config.sampling)  # None when greedy
         one_pass = one_pass_of_draft(pair) if uses_draft else None
         self.draft_block = one_pass.block_size if one_pass is not None else 0
+        self.features = one_pass.features if one_pass is not None else None  # the target's, read by the draft
         self.header = RunHeader(
             method=config.method,
             target=pair.target.name,
@@ -184,12 +186,14 @@ class DecodeRun:
             laps = Laps(self.pair.devices)
             # 1. Draft the tree (SAGE: its shape follows the draft's confidence; a one-pass draft: one forward).
             forwards_before = loop.drafter.forwards[0] if loop.drafter is not None else 0
-            proposal = loop.proposer.propose(loop.drafter, loop.pending)
+            with feeding(loop.pending_features):  # the pending tokens' target features, where the draft reads them
+                proposal = loop.proposer.propose(loop.drafter, loop.pending)
             draft_forwards = loop.drafter.forwards[0] - forwards_before if loop.drafter is not None else 0
             tree = proposal.tree
             draft_seconds = laps.lap()
             # 2. Verify: one target forward over the root and every node.
-            target_logits = verify_forward(loop.target, loop.target_state, loop.pending[-1], tree)
+            with recording(loop.feature_layers) as found:  # the chosen layers' outputs, where the draft reads them
+                target_logits = verify_forward(loop.target, loop.target_state, loop.pending[-1], tree)
             # 3. Accept a path and add the bonus token (greedy: the longest path the
             #    target's argmax agrees with; sampling: rejection sampling).
             verdict = loop.verifier.verify(tree, target_logits)
@@ -198,6 +202,9 @@ class DecodeRun:
             loop.target.commit(loop.target_state, [0, *(1 + n for n in verdict.accepted_nodes)])
             new_tokens = loop.emit([*verdict.accepted_tokens, verdict.bonus_token])
             loop.pending = [*verdict.accepted_tokens, verdict.bonus_token]
+            # each pending token's features: the target's at the root and the accepted nodes (the token before it)
+            rows = [0, *(1 + n for n in verdict.accepted_nodes)]
+            loop.pending_features = _features_at(found, loop.feature_layers, rows)
             # 5. Adapt: the proposer takes in the verdict (SAGE: the window moves D_max).
             adaptation = loop.proposer.observe(proposal, verdict)
             round_seconds = laps.stop()
@@ -234,10 +241,12 @@ class DecodeRun:
         target = open_backend(pair.target, self.backend)
         verifier = make_verifier(config.sampling, self.seed)  # greedy or sampling: the loop does not ask
         reserve = _cache_reserve(config.max_new_tokens, self.proposer, self.draft_block)
+        layers = _watched(pair, self.features)
         laps = Laps(pair.devices)
         # With pruning the target's prefill also scores the visual tokens, and the draft reads only
         # the kept ones (pruning.py).
-        prefilled = target.prefill(self.target_inputs, reserve, scored=config.prune_ratio > 0)
+        with recording(layers) as found:  # the first new token's target features: the prompt's last position's
+            prefilled = target.prefill(self.target_inputs, reserve, scored=config.prune_ratio > 0)
         target_state, logits, scores = prefilled.state, prefilled.logits, prefilled.visual_scores
         first = verifier.verify(EMPTY_TREE, logits[None]).bonus_token  # waits for the target
         verify_seconds = laps.lap()
@@ -261,6 +270,8 @@ class DecodeRun:
             frozenset(pair.target.eos_token_ids),
             config.max_new_tokens,
             pending=[first],
+            feature_layers=layers,
+            pending_features=_features_at(found, layers, [-1]),
         )
         new_tokens = loop.emit([first])
         seconds = self.prepare_seconds + prefill_seconds
@@ -307,6 +318,9 @@ class _Loop:
     eos: frozenset[int]
     max_new_tokens: int
     pending: list[int] = field(default_factory=list)
+    # the target layers the draft reads (none: it reads no features) and the pending tokens' features
+    feature_layers: tuple[int, ...] = ()
+    pending_features: torch.Tensor | None = None
     produced: int = 0
     total_seconds: float = 0.0
     finish: FinishReason | None = None
@@ -337,6 +351,21 @@ class _Loop:
             finish_reason=self.finish,
             **fields,
         )
+
+
+def _watched(pair: ModelPair, features: TargetFeatures | None) -> tuple[int, ...]:
+    """The target layers a run records for its draft (none when the draft reads no features), its target's layers
+    and its draft's embeddings hooked where transformers' forward runs (`target_features.watch_layers`)."""
+    if features is None:
+        return ()
+    watch_layers(pair.target.spec.language_model(pair.target.model))
+    watch_embeddings(pair.draft.model)
+    return features.layers
+
+
+def _features_at(found: dict[int, list[torch.Tensor]], layers: tuple[int, ...], rows: list[int]) -> torch.Tensor | None:
+    """The recorded forward's features at `rows` (None: nothing recorded)."""
+    return recorded(found, layers)[rows] if layers else None
 
 
 def _path_entropies(drafted: DraftedTree, accepted_nodes: Sequence[int]) -> tuple[float, ...]:

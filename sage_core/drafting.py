@@ -24,6 +24,7 @@ from .backends import ModelBackend
 from .models import KVState
 from .models.conditional_head import ConditionalHead
 from .models.one_pass import OnePass
+from .models.target_features import adding, feature_rows
 from .policy import Candidate, Expansion
 from .trees import ROOT, RankPath, Tree
 from .verify import Warp
@@ -101,9 +102,11 @@ def draft_block(draft: ModelBackend, state: KVState, pending: Sequence[int], one
     """A one-pass draft's round: one forward over the tokens committed since its last round and
     `block_size - 1` masks after them, each mask at the position of the token it stands for; only the
     real tokens' entries are kept (the masks' are scratch, dropped). Returns the logits of depths
-    1 .. block_size: the last real token's row, then the masks'."""
+    1 .. block_size: the last real token's row, then the masks'. A draft that reads the target's features gets
+    them added to the real tokens' embeddings when the loop gives them (`target_features.feeding`)."""
     fed = [*pending, *([one_pass.mask_token_id] * (one_pass.block_size - 1))]
-    return feed_chain(draft, state, fed, len(pending))[len(pending) - 1 :]
+    with adding(feature_rows(one_pass.features, len(pending), len(fed))):  # the target's features, where given
+        return feed_chain(draft, state, fed, len(pending))[len(pending) - 1 :]
 
 
 def feed_chain(draft: ModelBackend, state: KVState, tokens: Sequence[int], keep: int) -> torch.Tensor:

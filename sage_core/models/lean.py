@@ -39,6 +39,7 @@ from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 from ..errors import BackendError
 from .lean_merged import MergedDraft
 from .lean_weights import AttentionIn, AttentionOut, TextWeights
+from .target_features import record_layer, with_addition
 
 # The text decoders whose layers are Qwen2's or Qwen3's (LLaVA-OneVision's and InternVL's language model
 # is Qwen2), or LLaMA's and Mistral's, the same operations (LLaVA 1.5 / NeXT / NeXT-Video, Mistral 3);
@@ -179,7 +180,7 @@ class LeanText:
         positions below it."""
         if fused_up_to is not None:
             return self.fused(input_ids, position_ids, attention_mask, cache, fused_up_to, compiled=compiled)
-        hidden = F.embedding(input_ids, self.embedding)
+        hidden = with_addition(F.embedding(input_ids, self.embedding))  # a draft's target features, if any
         freqs = position_ids[..., None].float() * self.inv_freq.to(device=hidden.device, dtype=torch.float)
         cos = (freqs.cos() * self.attention_scaling).to(hidden.dtype)
         sin = (freqs.sin() * self.attention_scaling).to(hidden.dtype)
@@ -203,6 +204,7 @@ class LeanText:
             residual = hidden
             x = rms_norm(hidden, *layer.post_norm)
             hidden = residual + F.linear(layer.act(F.linear(x, *layer.gate)) * F.linear(x, *layer.up), *layer.down)
+            record_layer(index, hidden)  # the target's features, where a recording asks (target_features.py)
         return F.linear(rms_norm(hidden, *self.norm), *self.head)
 
     def fused(
@@ -232,7 +234,7 @@ class LeanText:
         if merged is not None:
             return merged.forward(input_ids, position_ids, attention_mask, cache, positions_below)
         before, after = _compiled_halves() if compiled else (_attention_in, _attention_out)
-        hidden = F.embedding(input_ids, self.embedding)
+        hidden = with_addition(F.embedding(input_ids, self.embedding))  # a draft's target features, if any
         cos_table, sin_table = self.weights.rotary.below(positions_below, hidden)
         cos, sin = cos_table[position_ids][:, None], sin_table[position_ids][:, None]  # (1, 1, N, D)
         try:

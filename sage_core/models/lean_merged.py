@@ -28,6 +28,7 @@ import torch
 import torch.nn.functional as F
 
 from .lean_weights import LayerWeights, TextWeights
+from .target_features import with_addition
 
 #: The most bytes a draft's merged copies may take (the q/k/v and gate/up matrices of every layer).
 MERGED_LIMIT_BYTES = 64 * 2**20
@@ -178,7 +179,7 @@ class MergedDraft:
         positions_below: int,
     ) -> torch.Tensor:
         """Logits (1, N, vocab) of N new tokens, as `LeanText.fused` takes and returns them."""
-        hidden = F.embedding(input_ids[0], self.text.embedding)
+        hidden = with_addition(F.embedding(input_ids[0], self.text.embedding))  # a draft's target features, if any
         cos_table, sin_table = self.text.rotary.below(positions_below, hidden)
         positions = position_ids[0]
         sign = self._sign

@@ -10,20 +10,36 @@ changes (`drafting.draft_block`).
 A one-pass draft may also carry a conditional head (`conditional_head.py`: each depth conditioned on the token
 drafted before it), saved beside its config and declared under the same key, `"conditional_head":
 "conditional_head.safetensors"`; without it a level's children are the block's marginals, as before.
+
+And it may read the target's own features (`target_features.py`: PARD-2's projection of some of the target's layers,
+added to the embeddings of the tokens it reads), declared as `"target_features": {"layers": [...], "file":
+"target_features.safetensors"}`; `without_features` is the same draft with them off.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import copy
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, TypeGuard
+from typing import Any, Protocol, TypeGuard, TypeVar, cast
 
 from ..errors import ModelLoadError
 from .conditional_head import ConditionalHead, load_head
+from .target_features import FEATURES_KEY, TargetFeatures, features_problem, load_features
 
 ONE_PASS_KEY = "one_pass_draft"
 #: The key, inside `ONE_PASS_KEY`, naming the conditional head's file beside the config.
 HEAD_KEY = "conditional_head"
+
+
+class _Paired(Protocol):
+    """What `without_features` reads of a `pair.ModelPair` (not imported: pair.py imports this module)."""
+
+    @property
+    def draft(self) -> Any: ...
+
+
+Pair = TypeVar("Pair", bound=_Paired)
 #: The deepest block a one-pass draft may declare (a round's tree is never deeper than its block).
 MAX_BLOCK = 64
 
@@ -31,11 +47,13 @@ MAX_BLOCK = 64
 @dataclass(frozen=True)
 class OnePass:
     """A one-pass draft's mask token and block length (depths 1 .. block_size from one forward), and its
-    conditional head when it has one (each node's own next depth: `drafting.ConditionalOffers`)."""
+    conditional head when it has one (each node's own next depth: `drafting.ConditionalOffers`), and the target's
+    features it reads when it reads them (`target_features.py`)."""
 
     mask_token_id: int
     block_size: int
     head: ConditionalHead | None = None
+    features: TargetFeatures | None = None
 
 
 def one_pass_of(config: Any, name: str, input_rows: int) -> OnePass | None:
@@ -52,7 +70,39 @@ def one_pass_of(config: Any, name: str, input_rows: int) -> OnePass | None:
             f"{{'mask_token_id': a token id below {input_rows}, 'block_size': a whole number from 2 to "
             f"{MAX_BLOCK}}}: fix its config.json or remove the key"
         )
-    return OnePass(mask, block, _head_of(config, declared, name, input_rows, block))
+    head = _head_of(config, declared, name, input_rows, block)
+    return OnePass(mask, block, head, _features_of(config, declared, name))
+
+
+def _features_of(config: Any, declared: dict, name: str) -> TargetFeatures | None:
+    """The target's features the declaration names (None: none named); a declaration or file that cannot be used
+    is refused in one sentence (ModelLoadError)."""
+    given = declared.get(FEATURES_KEY)
+    if given is None:
+        return None
+    found: TargetFeatures | str | None = features_problem(given)
+    if found is None:
+        path = _beside_config(config, name, given["file"])
+        width = int(getattr(getattr(config, "text_config", None) or config, "hidden_size", 0) or 0)
+        found = load_features(path, given["layers"], width) if path is not None else None
+        found = found or f"its file {given['file']} is not beside its config"
+    if isinstance(found, str):
+        raise ModelLoadError(
+            f"the model {name!r} declares the target's features ({ONE_PASS_KEY}.{FEATURES_KEY} in its config) but "
+            f"{found}: fix its config.json or remove the key"
+        )
+    return found
+
+
+def without_features(pair: Pair) -> Pair:
+    """The pair with its draft reading none of the target's features (the same weights, the same checkpoint: the
+    lane with them off); the pair itself where its draft reads none."""
+    one_pass = getattr(pair.draft, "one_pass", None)
+    if not isinstance(one_pass, OnePass) or one_pass.features is None:
+        return pair
+    draft = copy.copy(pair.draft)
+    draft.one_pass = replace(one_pass, features=None)
+    return cast(Pair, replace(cast(Any, pair), draft=draft))
 
 
 def _head_of(config: Any, declared: dict, name: str, input_rows: int, block: int) -> ConditionalHead | None:

@@ -11,6 +11,7 @@ import torch
 
 from ..errors import InputError, ModelLoadError, PairMismatchError, kind_of
 from .loading import source
+from .target_features import target_problem
 from .vlm import VLM
 
 
@@ -82,6 +83,10 @@ def check_pair(target: VLM, draft: VLM) -> ModelPair:
             f"the draft {draft.name!r} and the target {target.name!r} use different tokenizers; "
             "speculative decoding needs a draft of the same tokenizer (same family)"
         )
+    features = draft.one_pass.features if draft.one_pass is not None else None
+    problem = target_problem(features, target) if features is not None else None
+    if problem is not None:  # a draft reading target layers this target does not have, or of another width
+        raise PairMismatchError(f"the draft {draft.name!r} reads the target's features but {problem}: use its target")
     return ModelPair(target, draft, inputs_alike=processors_alike(target.processor, draft.processor))
 
 
