@@ -13,8 +13,8 @@ from plotly.offline import get_plotlyjs
 from ..panel_table import Panel, placed
 from ..race import RaceData
 from ..render import CSS, LEGEND, wrap
-from . import files
 from .budget import HTML_BUDGET, Budget, never_stops
+from .files import export_plan, open_for_writing, written_beside
 from .frame_format import FRAME_MS, PANEL_ORDER, TEXT_START, frame, patch, script_json
 
 PLAYER_JS = """
@@ -219,8 +219,8 @@ def write_html(
     """Write the HTML replay frame by frame, yielding after each frame (the count written), so that a
     caller can stop it between frames (`stop`, or closing it); stopped or failed, it leaves no partial
     file. Token texts are cut (`for_showing`), so a frame's time and size do not grow with one token."""
-    path, steps, spend, shown = files.export_plan(data, path, budget, "html")
-    with files.written_beside(path) as temp, files.open_for_writing(temp) as out:
+    path, steps, spend, shown = export_plan(data, path, budget, "html")
+    with written_beside(path) as temp, open_for_writing(temp) as out:
         spend.bytes += out.write(page_head(shown, title))
         previous: Any = None
         for count, step in enumerate(steps):
