@@ -319,6 +319,41 @@ SHIPPED: tuple[Stage, ...] = (
 RECIPES = {"shipped": SHIPPED}
 
 
+#: The one-pass draft's second version (tried 2026-12-06, docs/one-pass.md "The target's features, on and off"): the
+#: shipped one-pass draft distilled on from the frozen target while learning to read the target's own features
+#: (PARD-2), by scripts/train_target_features.py rather than this runner's script, so these rows are listed here and
+#: run by `feature_command`'s words, not by `run`.
+@dataclass(frozen=True)
+class FeatureStage:
+    """One call of scripts/train_target_features.py train: the draft it starts from, where its draft folder goes,
+    its seed, its minutes of training, the draft's and the projection's peak learning rates and its batch."""
+
+    name: str
+    draft_from: str
+    writes: str
+    seed: int
+    minutes: float
+    lr: str
+    proj_lr: str
+    batch: int = 16
+
+
+FEATURE_STAGES: tuple[FeatureStage, ...] = (
+    FeatureStage("features-a", "OUT/one-pass-draft", "WORK/features-a/one-pass-draft", 6606, 45, "1e-4", "1e-3"),
+)
+
+
+def feature_command(stage: FeatureStage, out: Path, work: Path) -> list[str]:
+    """The stage's arguments to scripts/train_target_features.py (the target: OUT/target)."""
+    return [
+        "train",
+        *flags({"target": str(out / "target"), "draft": str(resolve(stage.draft_from, out, work))}),
+        *flags({"work": str(work / f"{stage.name}-checkpoints"), "out": str(resolve(stage.writes, out, work))}),
+        *flags({"seed": stage.seed, "minutes": stage.minutes, "lr": stage.lr, "proj-lr": stage.proj_lr}),
+        *flags({"batch": stage.batch}),
+    ]
+
+
 # -- the runner ------------------------------------------------------------------------------------------------------
 
 

@@ -151,18 +151,16 @@ def chain_reach(logits, label, keep, cuts, on) -> torch.Tensor:
 
 def mix():
     """The shipped one-pass draft's last stages' data (scripts/recipe.py: ROWS | FREE | CHECKED)."""
-    from scripts.train_builtin_pair import DataMix
+    from sage_world.mixing import DataMix
 
     return DataMix(rows=0.25, jpeg=0.3, free=0.3, visitors=0.3, looking="checked")
 
 
 def conversations(rng: random.Random, step: int, size: int, data) -> list:
-    from sage_world.scenes import make_example
-    from scripts.train_builtin_pair import VIDEO_EVERY, draw_example
+    """Training step `step`'s conversations (one example each), drawn as the training script draws them."""
+    from sage_world.mixing import batch_examples
 
-    if step % VIDEO_EVERY == VIDEO_EVERY - 1:
-        return [[make_example(rng, ("video", "narrate")[i % 2])] for i in range(size)]
-    return [[draw_example(rng, data)] for _ in range(size)]
+    return [[example] for example in batch_examples(rng, step, size, data)]
 
 
 def load_models(args: argparse.Namespace):

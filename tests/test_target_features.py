@@ -272,3 +272,14 @@ def test_every_method_is_lossless_with_the_features_on_every_family(tiny_root, t
                 assert trees(switched_off) == trees(without), (family, method)
                 changed += trees(run) != trees(without)
     assert changed > 0, f"{family}: the features changed some method's drafts"
+
+
+def test_the_recipes_feature_stages_are_commands_the_trainer_takes(tmp_path):
+    from scripts.recipe import FEATURE_STAGES, feature_command
+    from scripts.train_target_features import parse_args
+
+    for stage in FEATURE_STAGES:
+        args = parse_args(feature_command(stage, tmp_path / "out", tmp_path / "work"))
+        assert args.step == "train" and args.draft == tmp_path / "out" / "one-pass-draft"
+        assert (args.seed, args.minutes, args.batch) == (stage.seed, stage.minutes, stage.batch)
+        assert args.out == tmp_path / "work" / stage.writes.removeprefix("WORK/")
