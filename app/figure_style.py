@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 from plotly.io.json import to_json_plotly
 
 from sage_core import RoundRecord
-from sage_core.methods import drafts, look, specs
+from sage_core.methods import LaneKey, drafts, look, specs
 
 from .palette import Series
 from .render import DOTS as COLOURS
@@ -70,13 +70,34 @@ def short_label(method: str) -> str:
     return SHORT_LABELS.get(method, method)
 
 
+#: How far a lane on another draft (the one-pass twin) is paled towards white: its method's hue, lighter.
+TWIN_PALER = 0.45
+
+
+def on_other_draft(method: str) -> bool:
+    """Whether a lane ran on a draft other than the pair's own ("sage/one-pass": SAGE's one-pass twin)."""
+    return bool(LaneKey.parse(str(method)).draft)
+
+
+def paler(hex_colour: str, share: float = TWIN_PALER) -> str:
+    """A "#rrggbb" colour moved `share` of the way to white."""
+    rgb = [int(hex_colour[i : i + 2], 16) for i in (1, 3, 5)]
+    return "#" + "".join(f"{round(c + (255 - c) * share):02x}" for c in rgb)
+
+
 def colour(method: str) -> str:
-    return COLOURS.get(method, "#334155")
+    """A lane's colour: its method's, paler on another draft (a twin is told apart by more than its marker)."""
+    base = COLOURS.get(method, "#334155")
+    return paler(base) if on_other_draft(method) and base.startswith("#") and len(base) == 7 else base
 
 
 def method_line(method: str, width: float = 2.5, shape: str = "linear") -> dict[str, Any]:
-    """A method's line: its colour and its own dash (the second cue beside colour)."""
-    return dict(color=colour(method), dash=look(method).dash, width=width, shape=shape)
+    """A method's line: its colour and its own dash (the second cue beside colour); a twin on another draft
+    dotted (dash-dotted where its method's own line is dotted), in its method's paler colour."""
+    dash = look(method).dash
+    if on_other_draft(method):
+        dash = "dashdot" if dash == "dot" else "dot"
+    return dict(color=colour(method), dash=dash, width=width, shape=shape)
 
 
 def method_marker(method: str, size: int = 7) -> dict[str, Any]:

@@ -114,6 +114,7 @@ TALK_JS = """
         if (Math.abs(gd._fullLayout.height - h) > 3 || Math.abs(gd._fullLayout.width - w) > 3) {
           if (gd.dataset.sageHeight === undefined) gd.dataset.sageHeight = gd.layout.height || '';
           window.Plotly.relayout(gd, {height: h, width: w});
+          continue;  // (the rest once it is drawn at its box's size: the next look)
         }
         // The cut candidates keep their markers (hover names them) but not their labels: too dense to read.
         const cut = gd.data.flatMap((t, i) => (t.name === 'cut' && t.mode !== 'markers' ? [i] : []));
@@ -206,6 +207,11 @@ PAGE_CSS = """
 <style>
 #sage-controls button { font-size: 15px; }
 #figures-table, #explain { overflow-x: auto; max-width: 100%; }
+/* whole words, never an ellipsis: the examples' questions and the pad's label wrap ("describe t…", "…triar") */
+#examples .caption-label { white-space: normal !important; overflow: visible !important; text-overflow: clip !important;
+  line-height: 1.2; }
+#sketch label, #sketch [data-testid=block-label] { white-space: normal !important; overflow: visible !important;
+  text-overflow: clip !important; max-width: none !important; }
 #panel-confidence, #panel-tree { min-height: 120px; }
 /* The modebar (download, zoom) in a strip of its own above each panel, never over its title. */
 [id^=panel-] .js-plotly-plot { margin-top: 28px; }

@@ -34,6 +34,11 @@ def machine_words(header: RunHeader | None) -> str:
     return f"{header.device}, {header.dtype}{threads}"
 
 
+def rounds_word(count: int) -> str:
+    """A count of rounds with its plural ("1 round", "3 rounds")."""
+    return f"{count} round{'s' * (count != 1)}"
+
+
 def replay_status(race: RaceView, done: bool = False, speed: float = 1.0, note: str = "") -> str:
     header = race.header
     recorded = f"{machine_words(header)}; target {header.target}" if header else "unknown device"
@@ -95,7 +100,7 @@ def finished_status(race: RaceView, note: str = "") -> str:
         return replay_status(race, done=True, note=note)
     header = race.header
     where = machine_words(header)
-    steps = ", ".join(f"{method_label(lane.key)} {len(lane.records) - 1} rounds" for lane in race.lanes)
+    steps = ", ".join(f"{method_label(lane.key)} {rounds_word(len(lane.records) - 1)}" for lane in race.lanes)
     why = loss_html(race, header.device if header else None)
     pace = pace_note(race, opening_recording())
     pace = f" {html.escape(pace)}" if pace else ""

@@ -22,7 +22,7 @@ their own slots at once (`export.ExportSlots`).
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import gradio as gr
@@ -41,8 +41,9 @@ from .page_cache import PageCache
 from .preview import wire_preview
 from .pruning_panel import show_draft_view
 from .race import ONE_PASS
-from .sketch import empty_pad_note, forget_sketch, use_sketch
+from .sketch import SKETCH_PROMPT, empty_pad_note, forget_sketch, use_sketch
 from .spaces_compat import ZERO_GPU, gpu, gpu_for_race, race_seconds
+from .status_lines import opening_recording
 
 RACE_CONCURRENCY = 2
 REPLAY_CONCURRENCY = 4
@@ -113,7 +114,20 @@ def stepped_race(handlers: Handlers) -> Callable[..., Update]:
     return step_live
 
 
-def wire_sketch(page: Page, sketch: gr.Sketchpad) -> None:
+def draw_tab_opened(examples: Sequence[str]) -> Callable[[Any, Any], tuple[Any, Any]]:
+    """The Draw tab opened: the empty pad's note (`sketch.empty_pad_note`), and the prompt asking for a description
+    when it was one the page put there (the landing's, an example's: a question about another picture), the
+    visitor's own kept."""
+    given = {*examples, *(race.header.prompt for race in (opening_recording(),) if race and race.header)}
+
+    def opened(value: Any, prompt: Any) -> tuple[Any, Any]:
+        ours = not isinstance(prompt, str) or not prompt.strip() or prompt in given
+        return empty_pad_note(value), SKETCH_PROMPT if ours else gr.skip()
+
+    return opened
+
+
+def wire_sketch(page: Page, sketch: gr.Sketchpad, examples: Sequence[str] = ()) -> None:
     """Each change of the drawing becomes the race's picture (outside the queue: the work is bounded)."""
     drawn = gr.State(None, delete_callback=forget_sketch)  # the visitor's saved drawing, removed with them
     sketch.change(
@@ -124,7 +138,13 @@ def wire_sketch(page: Page, sketch: gr.Sketchpad) -> None:
         api_visibility="private",
     )
     if page.draw_tab is not None:
-        page.draw_tab.select(empty_pad_note, [sketch], [page.status], queue=False, api_visibility="private")
+        page.draw_tab.select(
+            draw_tab_opened(examples),
+            [sketch, page.prompt],
+            [page.status, page.prompt],
+            queue=False,
+            api_visibility="private",
+        )
 
 
 def wire(page: Page, handlers: Handlers) -> None:
@@ -273,7 +293,7 @@ def build_demo(
         handlers = Handlers(page, settings)
         handlers.stepped_races.page_open = functools.partial(page_open, demo)  # the rules `queued` gives it
         wire(page, handlers)
-        wire_sketch(page, page.sketch)
+        wire_sketch(page, page.sketch, [example.prompt for example in settings.examples])
         wire_preview(page)
         wire_landing(demo, page, handlers)
         wire_export(page)

@@ -73,12 +73,13 @@ class SideAccount:
             else ""
         )
         cost = f" ({self.verify_ms_per_round:.1f} ms on the curve)" if self.verify_ms_per_round is not None else ""
+        rounds = f"{self.rounds} round{'s' * (self.rounds != 1)}"
         return (
-            f"{self.method}: τ {self.tau:.2f} over {self.rounds} rounds; trees up to {self.depth_cap} deep "
-            f"({self.mean_depth:.1f} on average), the full depth accepted in {self.full_depth_rounds} of "
-            f"{self.rounds} rounds; {self.nodes_per_round:.1f} nodes verified a round{cost}; prefill "
-            f"{self.prefill_ms:.0f} ms, a round {self.median_round_ms:.1f} ms (median), {self.ms_per_token:.1f} ms a "
-            f"token{alpha}"
+            f"{self.method}: τ {self.tau:.2f} over {rounds}; trees up to {self.depth_cap} deep "
+            f"({self.mean_depth:.1f} on average), the full depth accepted in {self.full_depth_rounds} of {rounds}; "
+            f"{self.nodes_per_round:.1f} nodes verified a round{cost}; "
+            f"prefill {self.prefill_ms:.0f} ms, a round {self.median_round_ms:.1f} ms (median), "
+            f"{self.ms_per_token:.1f} ms a token{alpha}"
         )
 
 
@@ -168,7 +169,7 @@ class RaceAccount:
             parts = [
                 f"SAGE's trees went up to {sage.depth_cap} deep ({sage.mean_depth:.1f} on average) against "
                 f"{name}'s {rival.depth_cap}, and {name} accepted its full depth in {rival.full_depth_rounds} of its "
-                f"{rival.rounds} rounds",
+                f"{rival.rounds} round{'s' * (rival.rounds != 1)}",
                 f"τ {sage.tau:.2f} against {rival.tau:.2f}, with {sage.nodes_per_round:.1f} nodes verified a round "
                 f"against {rival.nodes_per_round:.1f}",
             ]
