@@ -421,6 +421,8 @@ def draw_tree(
     face = font(max(14, min(20, int(dy * 0.7))))
     every = dy >= draw.textbbox((0, 0), "Ag", font=face)[3] + 1  # rows tall enough for a label each, else the path's
     face = face if every else font(18)  # (the accepted path alone is labelled: one row, larger type)
+    height = draw.textbbox((0, 0), "Ag", font=face)[3]
+    alternate = dy >= 2 * height + 14 or not every  # labels above and below the path in turn: two levels' width
     where = [(left + 10 + dx * d, top + 40 + dy * (r + 0.5)) for d, r in zip(depth, row, strict=True)]
     root = (left + 10, where[0][1] if where else top + 40)
     accepted = set(record.accepted_nodes)
@@ -437,9 +439,23 @@ def draw_tree(
         draw.ellipse((x - 5, y - 5, x + 5, y + 5), fill=ACCEPTED if good else REJECTED)
         if good or every:
             label = cut(texts.get(record.tree_tokens[node], str(record.tree_tokens[node])).strip() or "␣", 14)
-            shown = fitting(draw, label, face, dx - 16)  # (never into the next level's node)
-            label = label if shown >= len(label) else label[: max(shown - 1, 1)] + MARK
-            draw.text((x + 8, y), visual(label), font=face, fill=INK if good else QUIET, anchor="lm")
+            below = alternate and depth[node] % 2 == 0
+            room = (2 if alternate else 1) * dx - 16  # (never into the next labelled level's)
+            label, small = fitted_label(draw, label, getattr(face, "size", 14), room)
+            where, anchor = ((x + 6, y + 5), "lt") if below else ((x + 6, y - 5), "lb")  # off the path's line
+            draw.text(where, visual(label), font=small, fill=INK if good else QUIET, anchor=anchor)
+
+
+def fitted_label(draw: ImageDraw.ImageDraw, label: str, size: int, width: float) -> tuple[str, Font]:
+    """A tree node's label in the largest type from `size` down to 14 px that fits `width`, whole; cut with the
+    mark (`MARK`) only when it fits in none."""
+    face = font(size)
+    for px in range(size, 13, -2):
+        face = font(px)
+        if draw.textlength(label, font=face) <= width:
+            return label, face
+    shown = fitting(draw, label, face, width)
+    return (label if shown >= len(label) else label[: max(shown - 1, 1)] + MARK), face
 
 
 def tree_record(race: RaceView) -> RoundRecord | None:

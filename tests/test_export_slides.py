@@ -113,6 +113,20 @@ def test_seventeen_lanes_are_a_table_and_the_legend_stays_in_its_panel():
     assert all(box[3] <= slides_gif.PANELS_TOP for box in rows)  # above the panels
 
 
+def test_every_slide_of_the_shipped_recording_is_laid_out_clean():
+    """The landing's recorded race, every round: its tree's labels fit their level whole, above the path."""
+    from app.landing import LANDING_TRACE
+    from app.race_trace import load_race
+
+    data = load_race(LANDING_TRACE)
+    data.replay = True
+    for step in range(export.rounds_of(data)):
+        placed, _ = drawn(data, step)
+        assert overlapping(placed) == [] and outside(placed, slides_gif.GIF_SIZE) == [], step
+        assert not any(text.endswith(slides_gif.MARK) for text, _, _ in placed), step  # no word cut
+        assert min(size for _, _, size in placed) >= SMALLEST_PX
+
+
 @pytest.mark.parametrize("kind", ["gif", "webm"])
 def test_the_exported_frames_of_seventeen_lanes_are_laid_out_clean(kind, tmp_path, monkeypatch):
     """Every frame the GIF and the WebM export draws, checked as drawn (the slide's boxes recorded)."""

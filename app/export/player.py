@@ -21,7 +21,7 @@ PLAYER_JS = """
 const PATCHES = JSON.parse(document.getElementById('sage-frames').textContent);
 const PANELS = %(panels)s, FIT = %(fit)s;
 const SHELL = %(shell)s, TEXT_START = %(text_start)s, SIDE_BY_SIDE = %(side_by_side)d, LINE_PX = %(line_px)d;
-const TICK_PX = %(tick_px)d;
+const TICK_PX = %(tick_px)d, LEGEND_PX = %(legend_px)d;
 let at = -1, state = null, timer = null;
 function apply(old, p) {
   if ('v' in p) return p.v;
@@ -43,21 +43,36 @@ function rebuild(i) {
   return state;
 }
 function thin(layout) {
-  // a fitted panel's y axes keep their tick labels TICK_PX apart: fewer ticks where a subplot is short
-  const m = layout.margin || {}, plot = layout.height - (m.t || 0) - (m.b || 0);
+  // a fitted panel's axes keep their tick labels apart (TICK_PX on a y axis, twice that on an x axis): fewer
+  // ticks where a subplot is short, none where it cannot hold two
+  const m = layout.margin || {};
+  const room = {y: layout.height - (m.t || 0) - (m.b || 0), x: layout.width - (m.l || 0) - (m.r || 0)};
   for (const [key, axis] of Object.entries(layout)) {
-    if (!key.startsWith('yaxis') || !axis || !axis.domain || axis.tickvals) continue;
-    const px = plot * (axis.domain[1] - axis.domain[0]), most = Math.max(2, Math.floor(px / TICK_PX));
-    const span = axis.range ? axis.range[1] - axis.range[0] : 0;
-    const wider = axis.dtick && span ? {dtick: Math.max(axis.dtick, Math.ceil(span / most))} : {nticks: most};
-    if (span || !axis.dtick) layout[key] = Object.assign({}, axis, wider);
+    const side = key.startsWith('yaxis') ? 'y' : key.startsWith('xaxis') ? 'x' : '';
+    if (!side || !axis || !axis.domain || axis.tickvals) continue;
+    const px = room[side] * (axis.domain[1] - axis.domain[0]), gap = side === 'y' ? TICK_PX : 2 * TICK_PX;
+    const most = Math.floor(px / gap), span = axis.range ? axis.range[1] - axis.range[0] : 0;
+    // a step over a known range widened; else Plotly's own ticks, at most `most` (an explicit step let go)
+    let wider = {tickmode: 'auto', dtick: null, nticks: most};
+    if (axis.dtick && span) wider = {dtick: Math.max(axis.dtick, Math.ceil(span / Math.max(most, 1)))};
+    if (most < 2) wider = {showticklabels: false};
+    layout[key] = Object.assign({}, axis, wider);
   }
+}
+function roomier(layout) {
+  // a fitted panel whose title and legend above it leave its plots under half its height: the legend beside them
+  const m = layout.margin || {}, legend = layout.legend || {};
+  if (legend.orientation !== 'h' || layout.showlegend === false) return;
+  if (layout.height - (m.t || 0) - (m.b || 0) >= layout.height / 2) return;
+  const lines = layout.title && layout.title.text ? layout.title.text.split('<br>').length : 0;
+  layout.margin = Object.assign({}, m, {t: 24 + 22 * lines, r: (m.r || 0) + LEGEND_PX});
+  layout.legend = Object.assign({}, legend, {orientation: 'v', x: 1.02, xanchor: 'left', y: 1, yanchor: 'top'});
 }
 function draw(name, fig) {
   const layout = Object.assign({}, fig.layout);
   const box = document.getElementById('panel-' + name);
   if (FIT.includes(name) && box.clientHeight > 50) {
-    layout.height = box.clientHeight; layout.width = box.clientWidth; thin(layout);
+    layout.height = box.clientHeight; layout.width = box.clientWidth; roomier(layout); thin(layout);
   }
   const drawn = Plotly.react(box, fig.data, layout, {displaylogo: false, responsive: !FIT.includes(name)});
   if (FIT.includes(name)) drawn.then(() => holdLabels(box));
@@ -123,6 +138,9 @@ SIDE_BY_SIDE = 4
 LINE_PX = 18
 #: A fitted panel's y tick labels stay this far apart (px): a short subplot gets fewer ticks.
 TICK_PX = 16
+#: A fitted panel too short for its title, its legend above its plots and the plots: the legend moves beside
+#: them, in a margin this wide (px).
+LEGEND_PX = 200
 #: The first screen is the talk view (fills 1280 x 720): controls, verdict, texts, panel ① and the tree.
 PAGE_CSS = """
 body { font-family: Inter, system-ui, sans-serif; margin: 0; color: #0f172a; }
@@ -205,6 +223,7 @@ def page_tail() -> str:
         "side_by_side": SIDE_BY_SIDE,
         "line_px": LINE_PX,
         "tick_px": TICK_PX,
+        "legend_px": LEGEND_PX,
     }
     return f"]</script>\n<script>{player}</script>\n</body></html>\n"
 
