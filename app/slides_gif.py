@@ -442,8 +442,8 @@ def draw_tree(
             below = alternate and depth[node] % 2 == 0
             room = (2 if alternate else 1) * dx - 16  # (never into the next labelled level's)
             label, small = fitted_label(draw, label, getattr(face, "size", 14), room)
-            where, anchor = ((x + 6, y + 5), "lt") if below else ((x + 6, y - 5), "lb")  # off the path's line
-            draw.text(where, visual(label), font=small, fill=INK if good else QUIET, anchor=anchor)
+            spot, anchor = ((x + 6, y + 5), "lt") if below else ((x + 6, y - 5), "lb")  # off the path's line
+            draw.text(spot, visual(label), font=small, fill=INK if good else QUIET, anchor=anchor)
 
 
 def fitted_label(draw: ImageDraw.ImageDraw, label: str, size: int, width: float) -> tuple[str, Font]:
