@@ -49,6 +49,8 @@ EXPLAIN_EMPTY = (
 )
 #: A stepped race is dropped this many seconds after the visitor's last step (its caches with it).
 STEPPER_TTL = 900
+#: The button that steps through the teaching recording (app/teaching.py).
+TEACHING_BUTTON = "▶| Step through a recording where the draft hesitates"
 #: A race's records (what the panels redraw from) are dropped this many seconds after its last update.
 STATE_TTL = 3600
 #: What to look for in the explainer (each panel's own help is its row of `panel_table`): folded away under it.
@@ -275,6 +277,7 @@ body.sage-talk #panel-confidence .js-plotly-plot, body.sage-talk #panel-tree .js
   #sage-settings { max-height: 340px; flex-wrap: nowrap; }
   #sage-settings > * { flex-shrink: 0; }
   .sage-tour { display: none !important; }  /* (the panels' tour notes: on a larger screen) */
+  #step-teaching { display: none !important; }  /* (the teaching recording: on a larger screen) */
   #lanes .sage-col { align-self: start; }
   #figures-table { max-height: 300px; }
   #lanes .sage-text { max-height: 150px; }
@@ -426,6 +429,7 @@ class Page:
     api_replay_json: Any = None
     sketch: Any = None  # the Draw tab's pad (app/sketch.py)
     draw_tab: Any = None  # the Draw tab (opening it with the pad empty says what Start would race)
+    teach: Any = None  # steps through the teaching recording (app/teaching.py)
     slides: Any = None  # "Export for slides": the race on screen as one offline HTML replay (app/export.py)
     slides_file: Any = None
     gif: Any = None  # "… as an animated GIF" of the same race (drawn with PIL on the server: no browser)
@@ -571,6 +575,7 @@ def build_page(
                 custom_draft = gr.Textbox(
                     "", label="Custom draft (same family and tokenizer as the target)", visible=bool(custom)
                 )
+            teach = gr.Button(TEACHING_BUTTON, elem_id="step-teaching", size="sm", variant="secondary")
             with gr.Accordion("Replay a recorded trace (no model needed)", open=False):
                 trace_in = gr.File(
                     label=f"Trace (.jsonl, at most {limits.max_trace_mb:g} MB)",
@@ -655,6 +660,7 @@ def build_page(
         speed=speed,
         replay=replay,
         replay_step=replay_step,
+        teach=teach,
         status=status,
         verdict=verdict,
         lanes=lanes,

@@ -124,7 +124,32 @@ def tree_figure(
         f"② {label} draft tree, round {record.round}:<br>{len(tree)} nodes, depth {tree.depth}, "
         f"<span style='color:#00573f'>accepted {record.accepted_length}</span>{ending}"
     )
+    unsure = least_sure_level(record)
+    if unsure is not None:  # (the level to look at when stepping: shaded, and named in a line of the title)
+        depth, p = unsure
+        fig.add_vrect(x0=depth - 0.45, x1=depth + 0.45, fillcolor=UNSURE, opacity=0.35, layer="below", line_width=0)
+        said = f"least sure at depth {depth} (shaded): its best guess p {p:.2f}"
+        title += f"<br><span style='color:#8a5a00'>{said}</span>"
     return layout(fig, title, height=height, replay=replay)
+
+
+#: The shade behind the level where the draft was least sure.
+UNSURE = "#fcd34d"
+#: A level whose best guess has at least this probability is sure (a tree sure at every level has no level shaded).
+SURE = 0.95
+
+
+def least_sure_level(record: RoundRecord) -> tuple[int, float] | None:
+    """The depth whose best guess the draft gave the lowest probability (its conditional draft p, the largest
+    among that level's nodes), and that probability; None for a tree of one level (nothing to compare) or one sure
+    at every level (each best guess at `SURE` or more)."""
+    tree = record.tree
+    best: dict[int, float] = {}
+    for node in range(len(tree)):
+        depth = int(tree.depths[node])
+        best[depth] = max(best.get(depth, 0.0), float(tree.draft_probs[node]))
+    depth = min(best, key=lambda d: (best[d], d))
+    return (depth, best[depth]) if len(best) > 1 and best[depth] < SURE else None
 
 
 def _edge_traces(fig: go.Figure, plot: _TreePlot) -> None:

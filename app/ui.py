@@ -28,6 +28,8 @@ from typing import Any
 import gradio as gr
 from starlette.middleware import Middleware
 
+from sage_core.methods import LaneKey
+
 from . import models
 from .boundary import guard, refusals_as_sentences
 from .export import wire_export
@@ -40,10 +42,10 @@ from .page import HEAD, STATE_TTL, TITLE, Page, build_page, image_input
 from .page_cache import PageCache
 from .preview import wire_preview
 from .pruning_panel import show_draft_view
-from .race import ONE_PASS
 from .sketch import SKETCH_PROMPT, empty_pad_note, forget_sketch, use_sketch
 from .spaces_compat import ZERO_GPU, gpu, gpu_for_race, race_seconds
 from .status_lines import opening_recording
+from .teaching import step_teaching
 
 RACE_CONCURRENCY = 2
 REPLAY_CONCURRENCY = 4
@@ -94,7 +96,7 @@ def race_gpu_seconds(*values: Any, **_: Any) -> int:
         return race_seconds(None, None, None)
     methods = form.methods
     if doubled and isinstance(methods, list | tuple):
-        methods = [*methods, *(f"{m}/{ONE_PASS}" for m in methods)]
+        methods = [*methods, *(str(LaneKey(m, doubled)) for m in methods)]
     return race_seconds(form.max_new_tokens, methods, form.pair)
 
 
@@ -198,6 +200,16 @@ def wire(page: Page, handlers: Handlers) -> None:
         concurrency_limit=RACE_CONCURRENCY,
         api_visibility="private",
     )
+    if page.teach is not None:
+        page.teach.click(None, None, None, cancels=[live, replaying], queue=False, api_visibility="private")
+        page.teach.click(
+            step_teaching(handlers),
+            [page.tree_lane, page.stepper],
+            [*page.view, page.stepper],
+            concurrency_id="replay",
+            concurrency_limit=REPLAY_CONCURRENCY,
+            api_visibility="private",
+        )
     page.replay_step.click(
         handlers.step_replay,
         [page.trace_in, page.tree_lane, page.stepper],

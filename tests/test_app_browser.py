@@ -776,3 +776,20 @@ def test_after_a_race_at_a_laptops_size_nothing_is_cut(fresh_page):
     assert figures == [] and cut == [] and captions == []
     assert not re.search(r"\b1 rounds\b", text), re.findall(r".{40}\b1 rounds\b", text)
     assert page.evaluate(OVERLAPS_JS) == []
+
+
+def test_the_teaching_recording_steps_in_the_page(fresh_page):
+    """The page offers the teaching recording: its button steps it round by round as a labelled replay, panel ①
+    fills in, and the tree names the level where the draft was least sure."""
+    page = fresh_page
+    _landing_replay_finished(page)
+    for said in ("Round 0", "Round 1 ", "Round 2 ", "Round 3 "):  # the prefill, then up to round 3 (α's lowest)
+        page.click("#step-teaching")
+        page.wait_for_function("s => document.querySelector('#status').innerText.includes(s)", arg=said)
+    page.wait_for_function("() => document.querySelector('#panel-tree').textContent.includes('round 3')")
+    status = page.locator("#status").inner_text()
+    assert "not a live race" in status and "α moved between" in status, status
+    assert "least sure at depth" in page.locator("#panel-tree").inner_text()
+    assert page.locator("#lanes .sage-tag.replay").count() == 2
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "teaching-step.png"))

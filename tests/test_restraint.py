@@ -36,3 +36,52 @@ def test_the_draw_tab_replaces_a_prompt_the_page_gave_and_keeps_the_visitors_own
     assert opened(pad, "describe the chart.")[1] == SKETCH_PROMPT
     assert opened(pad, "")[1] == SKETCH_PROMPT
     assert opened(pad, "is the red shape large?")[1] != SKETCH_PROMPT  # (gr.skip(): left as it is)
+
+
+def test_the_tree_panel_shades_and_names_the_level_where_the_draft_was_least_sure():
+    from dataclasses import replace
+
+    from app_records import sage_records
+
+    from app.tree_panel import least_sure_level
+
+    records = sage_records()
+    round_one = next(r for r in records if r.phase == "decode")
+    assert round_one.tree.depths == (1, 2, 3, 1, 1)
+    unsure = replace(round_one, tree_draft_probs=(0.9, 0.4, 0.7, 0.05, 0.05))  # depth 2's best guess: 0.4
+    assert least_sure_level(unsure) == (2, 0.4)
+    fig = panels.tree_figure([records[0], unsure], round_one.round, synthetic_race().token_texts)
+    assert "least sure at depth 2 (shaded): its best guess p 0.40" in fig.layout.title.text
+    assert [(s.x0, s.x1) for s in fig.layout.shapes] == [(1.55, 2.45)]
+
+
+def test_the_teaching_recording_hesitates_and_steps_as_a_labelled_replay():
+    """The shipped recording (assets/teaching) is one where the hesitant draft hesitates: SAGE's α falls below 0.5
+    and its root goes at least 5 wide; the button steps through it round by round, each step saying it is a
+    recording and what α did, read off the recording."""
+    from app.handlers import Handlers
+    from app.race_trace import load_race
+    from app.stepping import SteppedRaces
+    from app.teaching import TEACHING_TRACE, step_teaching
+
+    assert TEACHING_TRACE.stat().st_size < 200_000
+    recorded = load_race(TEACHING_TRACE)
+    sage = next(lane for lane in recorded.lanes if lane.key == "sage")
+    rounds = [r for r in sage.records if r.phase == "decode"]
+    assert min(r.alpha for r in rounds if r.alpha is not None) < 0.5
+    assert max(r.root_width for r in rounds) >= 5
+    assert len({lane.text for lane in recorded.lanes}) == 1  # lossless: every side the target's answer
+
+    class FakePage:  # every component named by its attribute
+        def __getattr__(self, name: str) -> str:
+            return name
+
+    handlers = Handlers.__new__(Handlers)
+    handlers.page = FakePage()
+    handlers.stepped_races = SteppedRaces()
+    handlers.settings = type("S", (), {"limits": type("L", (), {"max_trace_bytes": 10_000_000})()})()
+    step = step_teaching(handlers)
+    first = step(None, None)
+    assert "recording" in first["status"] and "α moved between 0.2" in first["status"], first["status"]
+    second = step(None, first["stepper"])
+    assert second["stepper"] is first["stepper"] and second["stepper"].round == 1
