@@ -289,13 +289,14 @@ class Handlers:
             names = (target, shown)  # a built-in draft by its name, not its server path
         elif pair == models.ENV_KEY:  # the operator's folders, shown (and recorded) by their names only
             names = (Path(target).name, Path(draft).name)
-        one_pass = self.one_pass_choice(pair, names[0] if names else target) if second_draft(form) else None
-        return Choice(target, draft, names, one_pass)
+        other = second_draft(form)  # the draft the race adds lanes for ("one-pass"), which the pair must offer
+        siblings = ((other, self.sibling_choice(pair, other, names[0] if names else target)),) if other else ()
+        return Choice(target, draft, names, siblings)
 
-    def one_pass_choice(self, pair: str, target_name: str) -> Choice:
-        """The chosen pair's one-pass sibling (`models.one_pass_sibling`: one sentence for a pair without one),
-        shown by its draft's name."""
-        sibling = models.one_pass_sibling(pair, self.settings.offered)
+    def sibling_choice(self, pair: str, lane_draft: str, target_name: str) -> Choice:
+        """The chosen pair's sibling with the draft `lane_draft` (`models.sibling_preset`: one sentence for a pair
+        without one), shown by its draft's name."""
+        sibling = models.sibling_preset(pair, lane_draft, self.settings.offered)
         target, draft = models.resolve_pair(sibling.key, self.settings.offered, "", "", self.settings.custom)
         return Choice(target, draft, (target_name, sibling.shown_draft or Path(draft).name))
 
@@ -317,7 +318,7 @@ class Handlers:
     def second(self, request: RaceRequest, loaded: models.LoadedPair) -> ModelPair | None:
         """The pair's target with its one-pass sibling draft when the race asks for it (loaded once, with the pair:
         `models.PairCache.sibling`), else None."""
-        sibling = request.pair.one_pass
+        sibling = next((choice for _, choice in request.pair.siblings), None)
         if sibling is None:
             return None
         return models.PAIRS.sibling(loaded, sibling.draft, name=sibling.shown[1])

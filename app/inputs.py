@@ -24,7 +24,7 @@ from sage_core.config import SamplingConfig, check_max_new_tokens, check_prune_r
 from sage_core.errors import ConfigError, InputError
 from sage_core.media import VIDEO_SUFFIXES
 from sage_core.method_settings import as_setting, as_whole, shown
-from sage_core.methods import MethodSpec, form_settings, in_order, is_method, registered_names, specs
+from sage_core.methods import ONE_PASS, MethodSpec, form_settings, in_order, is_method, registered_names, specs
 from sage_core.models.prompts import check_prompt
 from sage_core.pruning import PAPER_RATIOS
 
@@ -289,21 +289,22 @@ def check_methods(methods: object) -> tuple[str, ...]:
 
 #: The second draft a race may add (`second_draft`), and the values that turn it off (the page's checkbox sends a
 #: bool).
-ONE_PASS_CHOICES = ("one-pass", True)
-SECOND_DRAFT_CHOICES = (("off", "off"), ("the one-pass draft too", "one-pass"))  # the page's radio: (label, value)
+ONE_PASS_CHOICES = (ONE_PASS, True)
+SECOND_DRAFT_CHOICES = (("off", "off"), ("the one-pass draft too", ONE_PASS))  # the page's radio: (label, value)
 NO_SECOND_DRAFT = ("", None, False, "off", "none")
 
 
-def second_draft(form: RaceForm) -> bool:
-    """Whether the race also races each method with the pair's one-pass sibling draft (`second_draft`:
-    "one-pass"; empty or off: not); anything else is one sentence."""
+def second_draft(form: RaceForm) -> str:
+    """The draft the race also races each method with (`second_draft`: "one-pass", the pair's one-pass sibling
+    draft, which the pair must offer: `app.models.Preset.siblings`); "" for none (empty or off); anything else is
+    one sentence."""
     value = form.second_draft
     if isinstance(value, str):
         value = value.strip().lower()
     if value in NO_SECOND_DRAFT:
-        return False
+        return ""
     if value in ONE_PASS_CHOICES:
-        return True
+        return ONE_PASS
     raise InputProblem(
         f'second_draft must be "one-pass" (also race each method with the pair\'s one-pass sibling draft) or '
         f'"off", not {shown(form.second_draft)}'

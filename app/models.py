@@ -35,6 +35,7 @@ from PIL import Image
 from sage_core import DecodeConfig, ModelPair, SageError, decode, image_media, load_media, load_pair, prepare_inputs
 from sage_core.cost_curve import CostCurve
 from sage_core.errors import ConfigError, ModelLoadError
+from sage_core.methods import LANE_DRAFTS, ONE_PASS
 from sage_core.methods.run_costs import remember_curve, settled_curve
 from sage_core.models import with_draft
 from sage_core.models.presets import GPU_PRESETS
@@ -58,9 +59,15 @@ class Preset:
     needs_gpu: bool = False
     # A built-in draft other than the sure one: the name it is shown and recorded by (not its server path).
     shown_draft: str = ""
-    # The key of the preset with the same target and a one-pass draft (its sibling): a race may add each method's
-    # lane drafted by it ("also race with the one-pass draft"); "" when the pair has none.
-    one_pass_sibling: str = ""
+    # The drafts beside its own a race may add lanes for (`sage_core.methods.LANE_DRAFTS`), each with the key of the
+    # preset with the same target and that draft (its sibling): a race may add each method's lane drafted by it
+    # ("also race with the one-pass draft"); () when the pair has none.
+    siblings: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def drafts(self) -> tuple[str, ...]:
+        """The drafts it offers a race beside its own (`LaneKey.draft`)."""
+        return tuple(draft for draft, _ in self.siblings)
 
 
 ONE_PASS_KEY = "builtin-one-pass"
@@ -69,7 +76,7 @@ BUILTIN = Preset(
     "Built-in tiny pair (trained for this demo; runs on a CPU)",
     "builtin",
     "builtin",
-    one_pass_sibling=ONE_PASS_KEY,
+    siblings=((ONE_PASS, ONE_PASS_KEY),),
 )
 HESITANT_DRAFT_DIR = BUILTIN_DIR / "hesitant-draft"
 #: The built-in target with a draft that is less sure of itself (smaller, distilled less): SAGE builds
@@ -80,7 +87,7 @@ BUILTIN_HESITANT = Preset(
     "builtin",
     str(HESITANT_DRAFT_DIR),
     shown_draft="builtin-hesitant",
-    one_pass_sibling=ONE_PASS_KEY,
+    siblings=((ONE_PASS, ONE_PASS_KEY),),
 )
 ONE_PASS_DRAFT_DIR = BUILTIN_DIR / "one-pass-draft"
 #: The built-in target with the one-pass draft (PARD): every method drafts its whole tree in one draft forward
@@ -146,16 +153,17 @@ def default_preset_key(offered: Sequence[Preset]) -> str:
     return wanted or keys[0]
 
 
-def one_pass_sibling(key: str, offered: Sequence[Preset]) -> Preset:
-    """The preset offered here whose draft is the pair `key`'s one-pass sibling (the same target:
-    `Preset.one_pass_sibling`); one sentence (ModelLoadError) for a pair that has none."""
+def sibling_preset(key: str, draft: str, offered: Sequence[Preset]) -> Preset:
+    """The preset offered here whose draft is the pair `key`'s `draft` sibling (the same target with that draft:
+    `Preset.siblings`); one sentence (ModelLoadError) for a pair that has none."""
     preset = next((p for p in offered if p.key == key), None)
-    sibling = next((p for p in offered if preset is not None and p.key == preset.one_pass_sibling), None)
+    wanted = dict(preset.siblings).get(draft) if preset is not None else None
+    sibling = next((p for p in offered if wanted is not None and p.key == wanted), None)
     if sibling is None:
         which = "a custom pair" if key == CUSTOM_KEY else f"the pair {key!r}"
         raise ModelLoadError(
-            f"{which} has no one-pass sibling draft, so it cannot also race with the one-pass draft: choose the "
-            "built-in pair (or its hesitant draft), or race without it"
+            f"{which} has no {draft} sibling draft, so it cannot also race with the {LANE_DRAFTS.get(draft, draft)}: "
+            "choose the built-in pair (or its hesitant draft), or race without it"
         )
     return sibling
 

@@ -41,7 +41,7 @@ from sage_core.config import SamplingConfig
 from sage_core.cost_curve import CostCurve
 from sage_core.errors import ConfigError
 from sage_core.media import thumbnail
-from sage_core.methods import LANE_DRAFTS, ONE_PASS, LaneKey, drafts, in_order, method_spec
+from sage_core.methods import LANE_DRAFTS, LaneKey, drafts, in_order, method_spec
 from sage_core.models import VisualBox
 from sage_core.prepared import with_draft_inputs
 
@@ -133,9 +133,10 @@ class Choice:
     target: str = "builtin"
     draft: str = "builtin"
     names: tuple[str, str] | None = None
-    # The pair's one-pass sibling (the same target with its one-pass draft: `app.models.Preset.one_pass_sibling`)
-    # when the race also races each drafting method with it; None: the pair's own draft only.
-    one_pass: Choice | None = None
+    # The pair's siblings the race also races each drafting method with, by the draft its lanes name: the same
+    # target with another draft (`app.models.Preset.siblings`: ("one-pass", its one-pass sibling)); (): the pair's
+    # own draft only.
+    siblings: tuple[tuple[str, Choice], ...] = ()
 
     @property
     def shown(self) -> tuple[str, str]:
@@ -144,7 +145,7 @@ class Choice:
     @property
     def drafts(self) -> tuple[str, ...]:
         """The drafts beside its own that a race with this pair adds lanes for (`LaneKey.draft`)."""
-        return (ONE_PASS,) if self.one_pass is not None else ()
+        return tuple(draft for draft, _ in self.siblings)
 
 
 @dataclass(frozen=True)
@@ -191,10 +192,10 @@ class RaceRequest:
 def drafted_pairs(pair: ModelPair, request: RaceRequest, second: ModelPair | None) -> dict[str, ModelPair]:
     """The pair each lane's draft names: "" the pair itself, the other draft the request's pair offers
     (`Choice.drafts`: its one-pass sibling) `second`, its target with that draft, which those lanes need."""
-    others = request.pair.drafts
-    if others and second is None:
-        raise ConfigError(f"a race with the {LANE_DRAFTS[others[0]]} needs the pair's target with that draft (second=)")
-    return {"": pair, **{draft: second for draft in others if second is not None}}
+    needed = [lane.draft for lane in request.lanes if lane.draft]
+    if needed and second is None:
+        raise ConfigError(f"a race with the {LANE_DRAFTS[needed[0]]} needs the pair's target with that draft (second=)")
+    return {"": pair, **{draft: second for draft in request.pair.drafts if second is not None}}
 
 
 def start_runs(

@@ -163,17 +163,19 @@ def test_a_pair_without_a_one_pass_sibling_is_refused_in_one_sentence_before_any
         "draft: choose the built-in pair (or its hesitant draft), or race without it"
     )
     with pytest.raises(ModelLoadError, match=r"^a custom pair has no one-pass sibling draft, so [^.\n]*$"):
-        models.one_pass_sibling("custom", models.presets())
+        models.sibling_preset("custom", "one-pass", models.presets())
 
 
 def test_only_a_pair_with_a_sibling_offered_names_one():
     offered = models.presets()
     builtin = next(p for p in offered if p.key == "builtin")
-    assert builtin.one_pass_sibling == "builtin-one-pass"
+    assert builtin.siblings == (("one-pass", "builtin-one-pass"),) and builtin.drafts == ("one-pass",)
     with pytest.raises(ModelLoadError, match="the pair 'builtin-one-pass' has no one-pass sibling draft"):
-        models.one_pass_sibling("builtin-one-pass", offered)
+        models.sibling_preset("builtin-one-pass", "one-pass", offered)
     with pytest.raises(ModelLoadError, match="no one-pass sibling draft"):
-        models.one_pass_sibling("builtin", [builtin])  # its sibling not offered on this machine
+        models.sibling_preset("builtin", "one-pass", [builtin])  # its sibling not offered on this machine
+    with pytest.raises(ModelLoadError, match="no two-pass sibling draft"):
+        models.sibling_preset("builtin", "two-pass", offered)  # a draft the pair does not offer
 
 
 @pytest.mark.parametrize("value", ["two-pass", 3, ["one-pass"]])
@@ -184,7 +186,7 @@ def test_a_second_draft_that_is_not_one_is_one_sentence(value):
 
 @pytest.mark.parametrize("value", ["off", "", None, False])
 def test_second_draft_off_races_the_pairs_own_draft_only(value):
-    assert handlers().choice(RaceForm(pair="builtin", second_draft=value)).one_pass is None
+    assert handlers().choice(RaceForm(pair="builtin", second_draft=value)).drafts == ()
 
 
 def test_the_api_and_mcp_take_the_option():
