@@ -18,6 +18,10 @@ from sage_world.world import outside_world
 
 from .render import wrap
 
+#: A note's mark: an "i" in a ring drawn by the page's CSS (`.sage-i`), not the ⓘ character (a box where the font
+#: has no such glyph).
+INFO_MARK = "<span class='sage-i' aria-hidden='true'>i</span> "
+
 #: The target name of the built-in pairs (app/models.py's presets).
 BUILTIN_TARGET = "builtin"
 OUTSIDE_WORLD_NOTE = (
@@ -44,4 +48,5 @@ def notes_html(notes: list[str]) -> str:
     if not notes:
         return ""
     style = "background:#fff7ed;color:#7c2d12;border:1px solid #fdba74;margin-bottom:6px"
-    return wrap(f"<div class='sage-status note' id='race-note' style='{style}'>ⓘ {html.escape(' '.join(notes))}</div>")
+    said = html.escape(" ".join(notes))
+    return wrap(f"<div class='sage-status note' id='race-note' style='{style}'>{INFO_MARK}{said}</div>")

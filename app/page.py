@@ -209,6 +209,8 @@ PAGE_CSS = """
 <style>
 #sage-controls button { font-size: 15px; }
 #figures-table, #explain { overflow-x: auto; max-width: 100%; }
+.sage-i { display: inline-block; width: 1.15em; height: 1.15em; line-height: 1.1em; border: 1.5px solid currentColor;
+  border-radius: 50%; text-align: center; font: italic 700 0.85em Georgia, serif; box-sizing: border-box; }
 /* whole words, never an ellipsis: the examples' questions and the pad's label wrap ("describe t…", "…triar") */
 #examples .caption-label { white-space: normal !important; overflow: visible !important; text-overflow: clip !important;
   line-height: 1.2; }

@@ -32,6 +32,7 @@ import gradio as gr
 
 from sage_core import media
 
+from .notes import INFO_MARK
 from .render import status_html
 
 if TYPE_CHECKING:
@@ -209,7 +210,7 @@ def still_note(path: str | Path) -> str:
 def note_text(header: Header, suffix: str, still: bool, why: NoStill) -> str:
     """The note's words: why the video box is blank, the still or why there is none, what the race reads."""
     named = CODEC_NAMES.get(header.codec, header.codec or "an unknown codec")
-    lead = f"ⓘ Your browser cannot play this clip ({named} in {suffix}), so the video box cannot show it"
+    lead = f"Your browser cannot play this clip ({named} in {suffix}), so the video box cannot show it"
     race = " The race reads the clip itself, every frame it samples as uploaded."
     if still:
         lead += f"; here is {still_name(header)}."
@@ -236,7 +237,7 @@ def note_html(header: Header, suffix: str, still: bytes, why: NoStill) -> str:
         else ""
     )
     text = note_text(header, suffix, bool(still), why)
-    return status_html(f"<span id='video-still-note'>{html.escape(text)}</span>{image}", "info")
+    return status_html(f"{INFO_MARK}<span id='video-still-note'>{html.escape(text)}</span>{image}", "info")
 
 
 def show_upload(video: Any) -> Any:

@@ -29,6 +29,7 @@ from sage_world.world import on_white
 
 from .gradio_patches import around_preprocess
 from .inputs import remove_older
+from .notes import INFO_MARK
 from .render import error_html, status_html
 
 SKETCH_DIR = Path(tempfile.gettempdir()) / "sage-app-sketches"
@@ -168,10 +169,13 @@ def use_sketch(value: Any, prompt: Any, previous: Any = None) -> tuple[Any, Any,
 
 #: What the page says of an empty pad when the Draw tab opens: Start races the picture the image input holds.
 EMPTY_PAD = (
-    "ⓘ The pad is empty: draw on it to race your drawing. Until you do, Start races the picture in the Image tab."
+    f"{INFO_MARK}The pad is empty: draw on it to race your drawing. Until you do, Start races the picture in the "
+    "Image tab."
 )
 #: ... and once the pad was cleared: the picture goes with it.
-CLEARED_PAD = "ⓘ The pad is empty: draw on it to race your drawing (there is no picture to race until you do)."
+CLEARED_PAD = (
+    f"{INFO_MARK}The pad is empty: draw on it to race your drawing (there is no picture to race until you do)."
+)
 
 
 def empty_pad_note(value: Any) -> Any:

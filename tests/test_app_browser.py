@@ -299,6 +299,13 @@ def test_a_drawing_is_raced_and_its_shape_named(fresh_page):
     page.get_by_role("tab", name="Draw").click()
     # the landing's question (about its own picture) gives way to a description of the drawing
     playwright.expect(page.get_by_label("Prompt")).to_have_value("describe the image in detail.")
+    # the empty pad's note wears a mark the page draws (the ⓘ character was a box without its glyph)
+    page.wait_for_selector("#status .sage-i")
+    assert "ⓘ" not in page.locator("#status").inner_text()
+    ring = page.locator("#status .sage-i").evaluate(
+        "e => [e.getBoundingClientRect().width, getComputedStyle(e).borderRadius]"
+    )
+    assert ring[0] >= 10 and ring[1] == "50%", ring
     # ready to draw on arrival: the brush (red first) is picked, no click needed
     page.wait_for_selector("#sketch button[aria-label=Brush].highlight")
     box = page.locator("#sketch canvas").first.bounding_box()
