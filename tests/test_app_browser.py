@@ -579,6 +579,11 @@ def test_every_method_on_both_drafts_keeps_the_headline_to_one_screen(fresh_page
     width = headline.evaluate("e => e.getBoundingClientRect().width")
     print(f"\nheadline with every method on both drafts: {height:.0f} px, {width:.0f} px wide")
     assert height <= 300 and not scrolls
+    # what one-pass means, said in a sentence on the page (not only in a hover title)
+    block = page.locator("#verdict .sage-one-pass").first
+    assert block.is_visible() and "One-pass draft: every depth of the tree comes from one draft forward" in (
+        block.inner_text()
+    )
     lines = page.locator("#verdict .sage-one-pass li").all_inner_texts()
     assert len(lines) == methods - 1  # every method that drafts (plain decoding has no draft to swap)
     assert all(
