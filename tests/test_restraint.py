@@ -85,3 +85,18 @@ def test_the_teaching_recording_hesitates_and_steps_as_a_labelled_replay():
     assert "recording" in first["status"] and "α moved between 0.2" in first["status"], first["status"]
     second = step(None, first["stepper"])
     assert second["stepper"] is first["stepper"] and second["stepper"].round == 1
+
+
+def test_reading_a_pictures_text_gets_the_asking_note_from_its_measured_figure():
+    """The pair was taught to read a picture's text but measured right 1 time in 54 (the figure and its command in
+    the note); a count of shapes (measured 0.855, above the note's 5 times in 6) gets none."""
+    from pathlib import Path
+
+    from sage_core import load_media
+    from sage_world.asking import question_note
+
+    picture = load_media(Path(__file__).resolve().parents[1] / "assets" / "landing" / "picture.png")
+    note = question_note("what does it say?", picture)
+    assert "read the text in a picture" in note[0] and "1 time in 54" in note[0] and "check_builtin_pair" in note[0]
+    assert "lossless" in note[1] and "target's own answer" in note[1]
+    assert question_note("how many red shapes are there?", picture) == ()

@@ -168,9 +168,9 @@ def test_a_kind_answered_less_often_right_says_so_beside_the_race_and_the_others
     # since run 15 the pair answers counts of a shape and whether a thing is there right 5 times in 6 or more: no note
     for question in ("How many triangles are there?", "Is there a red cross?", "which is the largest shape?"):
         assert asking.question_note(question, picture) == (), question
-    monkeypatch.setattr(asking, "LESS_OFTEN_RIGHT", {"count_kind": ("how many of a shape there are", "half the time")})
+    monkeypatch.setattr(asking, "LESS_OFTEN_RIGHT", {"count_kind": ("count a shape", "half the time")})
     counted = asking.question_note("How many triangles are there?", picture)
-    assert "how many of a shape" in counted[0] and "only half the time" in counted[0] and "lossless" in counted[1]
+    assert "count a shape" in counted[0] and "only half the time" in counted[0] and "lossless" in counted[1]
     assert asking.question_note("Is there a red cross?", picture) == ()
     assert asking.question_note("descrbe the imgae in detial.", picture) == ()
 
