@@ -120,7 +120,7 @@ TITLE_LINE_PX = 22
 MARGIN_BOTTOM = 48
 BOTTOM_PX = 52
 SPEEDUP_LINE_PX = 20
-LEGEND_ROW_PX = 22
+LEGEND_ROW_PX = 30  # (Plotly draws a row of 14 px entries with their markers about 30 px tall)
 
 
 def legend_rows(fig: go.Figure) -> int:

@@ -57,8 +57,8 @@ def test_race_figure_plots_each_sides_own_clock_and_the_speedup():
     lead, rival = (side_times(lane.method, lane.records) for lane in data.lanes)
     point = point_speedups(lead, rival)
     assert point is not None and panels.speedups(race) == pytest.approx({"sage_over_static": point[0]})
-    assert fig.layout.annotations[0].text.startswith("the headline's speedup:")
-    assert f"SAGE ÷ SD-Tree: <b>{point[0]:.2f}×</b>" in fig.layout.annotations[0].text
+    assert fig.layout.annotations[0].text.startswith("the headline's speedup, SAGE<br>")
+    assert f"÷ SD-Tree: <b>{point[0]:.2f}×</b>" in fig.layout.annotations[0].text
     assert f"<b>{point[0]:.2f}×</b>" in render.table_html(race_view(data))
 
 
