@@ -16,8 +16,9 @@ from sage_core.method_settings import BestFirstConfig, FrozenSageConfig
 from sage_core.methods import holder, holding, method_spec
 
 ROOT = Path(__file__).resolve().parent.parent
-#: The modules that make a step's view: the page's handlers (the landing's too), the API and the export.
-ENTRIES = {"app/handlers.py", "app/api.py", "app/export/frame_format.py", "app/export/slides.py"}
+#: The modules that make a step's view: the page's handlers (the landing's too, whose recording the status lines read
+#: once: `status_lines.opening_recording`), the API and the export.
+ENTRIES = {"app/handlers.py", "app/status_lines.py", "app/api.py", "app/export/frame_format.py", "app/export/slides.py"}
 #: What renders a view: none of them makes one.
 RENDERERS = ("app/render.py", "app/panels.py", "app/panel_table.py", "app/slides_gif.py", "app/explain_view.py")
 
