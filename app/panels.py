@@ -341,8 +341,10 @@ def speedup_lines(speedups: Mapping[str, float]) -> list[str]:
     lead (a line of 46 characters ran past a third of a 1440 px page: "(the headli")."""
     leads = {key.split("_over_")[0] for key in speedups}
     if len(leads) != 1:  # (one lead in every race; else each line names its own)
-        return [f"{short_label(k.split('_over_')[0])} ÷ {short_label(k.split('_over_')[1])}: <b>{v:.2f}×</b>"
-                for k, v in speedups.items()]  # fmt: skip
+        return [
+            f"{short_label(k.split('_over_')[0])} ÷ {short_label(k.split('_over_')[1])}: <b>{v:.2f}×</b>"
+            for k, v in speedups.items()
+        ]
     lines = [f"÷ {short_label(key.split('_over_')[1])}: <b>{value:.2f}×</b>" for key, value in speedups.items()]
     return [f"the headline's speedup, {short_label(leads.pop())}", *lines]
 

@@ -45,7 +45,6 @@ from sage_core.models.target_features import (
 FEATURES_FILE = "target_features.safetensors"
 LAYERS = (1, 3, 5, 7)  # four of the target's eight text layers, the last among them (PARD-2: -1, -8, -16, -24)
 BLOCK = 10
-ONE_PASS_METHODS = ("chain", "best-first", "sage-cost")
 DROP = 0.1  # the share of rows trained without the features
 ROOT = Path(__file__).resolve().parent.parent
 BUILTIN = ROOT / "assets" / "builtin"
@@ -324,14 +323,30 @@ def measure(args: argparse.Namespace) -> None:
 
 # -- speed -------------------------------------------------------------------------------------------------------------
 
-#: The decoding lanes: (name, which pair, method). "on": the new draft reading the target's features; "off": the same
-#: checkpoint with them off; "shipped": the shipped one-pass draft; "sure": the sure sequential draft.
-LANES = (
-    ("plain", "on", "ar"),
-    *((f"{method}, one-pass, features {lane}", lane, method) for lane in ("on", "off") for method in ONE_PASS_METHODS),
-    *((f"{method}, shipped one-pass", "shipped", method) for method in ONE_PASS_METHODS),
-    *((f"{method}, sure draft", "sure", method) for method in ("sage-cost", "chain")),
-)
+
+def speed_lanes(one_pass: tuple[str, ...], sequential: tuple[str, ...]) -> tuple[tuple[str, str, str], ...]:
+    """The decoding lanes: (name, which pair, method). "on": the new draft reading the target's features; "off": the
+    same checkpoint with them off; "shipped": the shipped one-pass draft; "sure": the sure sequential draft. The
+    methods are the command line's (--methods, --sequential-methods), each checked against the registry."""
+    return (
+        ("plain", "on", "ar"),
+        *((f"{method}, one-pass, features {lane}", lane, method) for lane in ("on", "off") for method in one_pass),
+        *((f"{method}, shipped one-pass", "shipped", method) for method in one_pass),
+        *((f"{method}, sure draft", "sure", method) for method in sequential),
+    )
+
+
+def method_list(text: str) -> tuple[str, ...]:
+    """A comma-separated list of registered drafting methods (argparse's type: an unknown name is its error)."""
+    from sage_core.methods import drafting_methods
+
+    names = tuple(name.strip() for name in text.split(",") if name.strip())
+    unknown = [name for name in names if name not in drafting_methods()]
+    if not names or unknown:
+        raise argparse.ArgumentTypeError(
+            f"not a drafting method: {', '.join(unknown) or '(none given)'} (one of {', '.join(drafting_methods())})"
+        )
+    return names
 
 
 def speed_scenes(n: int) -> dict[str, list]:
@@ -359,10 +374,11 @@ def speed(args: argparse.Namespace) -> None:
     pairs["shipped"] = with_draft(on, str(args.baseline or BUILTIN / "one-pass-draft"))
     log(f"threads {torch.get_num_threads()}; {args.max_new_tokens} new tokens; {args.n} scenes a kind")
     for kind, examples in speed_scenes(args.n).items():
-        runs: dict[str, list] = {name: [] for name, _, _ in LANES}
+        lanes = speed_lanes(args.methods, args.sequential_methods)
+        runs: dict[str, list] = {name: [] for name, _, _ in lanes}
         for example in examples:
             media = example_media(example)
-            for name, lane, method in LANES:
+            for name, lane, method in lanes:
                 runs[name].append(
                     decode(pairs[lane], media, example.question, DecodeConfig(method, args.max_new_tokens)).run_to_end()
                 )
@@ -378,7 +394,7 @@ def report_lanes(kind: str, runs: dict[str, list]) -> None:
     step = statistics.median(r.decode_seconds / max(r.rounds, 1) * 1000 for r in plain)
     log(f"{kind}: one-token step (plain decoding's round) {step:.2f} ms, {torch.get_num_threads()} thread(s)")
     e2e = {}
-    for name, _, _ in LANES:
+    for name in runs:
         lossless = sum(r.token_ids == p.token_ids for r, p in zip(runs[name], plain, strict=True))
         e2e[name] = statistics.median(p.seconds / r.seconds for r, p in zip(runs[name], plain, strict=True))
         dec = statistics.median(p.decode_seconds / r.decode_seconds for r, p in zip(runs[name], plain, strict=True))
@@ -415,6 +431,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--max-new-tokens", type=int, default=128)
     parser.add_argument("--json", type=Path, help="measure: write the figures here")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument(
+        "--methods", type=method_list, default="chain,best-first,sage-cost", help="speed: the one-pass lanes' methods"
+    )
+    parser.add_argument(
+        "--sequential-methods", type=method_list, default="sage-cost,chain", help="speed: the sure draft's methods"
+    )
     args = parser.parse_args(argv)
     if args.step == "export" and args.out is None:
         parser.error("export needs --out")

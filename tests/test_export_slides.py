@@ -182,11 +182,18 @@ def with_confidence(data: RaceData) -> RaceData:
     sage = data.lane("sage")
     assert sage is not None
     sage.records = [
-        replace(r, entropy=0.2 + 0.3 * (i % 4), alpha=0.95 - 0.1 * (i % 4), depth_max=8, planned_depth=8 - i % 4,
-                planned_width=1 + i % 3)
-        if r.phase == "decode" else r
+        replace(
+            r,
+            entropy=0.2 + 0.3 * (i % 4),
+            alpha=0.95 - 0.1 * (i % 4),
+            depth_max=8,
+            planned_depth=8 - i % 4,
+            planned_width=1 + i % 3,
+        )
+        if r.phase == "decode"
+        else r
         for i, r in enumerate(sage.records)
-    ]  # fmt: skip
+    ]
     return data
 
 
