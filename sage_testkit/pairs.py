@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +23,7 @@ from sage_core.media import Media, image_media
 from sage_core.methods.builtin import METHODS
 from sage_core.models import ModelPair
 from sage_core.models.one_pass import ONE_PASS_KEY
+from sage_core.models.target_features import FEATURES_KEY, TargetFeatures, decoder_layers, hidden_width
 from sage_core.records import RunHeader
 
 from .tiny_models import build_tiny_vlm, model_class
@@ -29,6 +31,8 @@ from .tiny_models import build_tiny_vlm, model_class
 #: How a draft relates to its target: the same weights, the same with noise, or other weights of a
 #: smaller size (and "padded": a smaller draft whose vocabulary has 5 rows more).
 DRAFT_KINDS = ("copy", "noised", "unrelated")
+#: The file of a tiny one-pass draft's projection of the target's features (`features_draft`).
+FEATURES_FILE = "target_features.safetensors"
 NOISE = 0.1  # the "noised" draft: each weight plus this share of its tensor's spread in Gaussian noise
 DRAFT_METHODS = tuple(m for m in METHODS if m != "ar")
 PROMPTS = ("Describe the picture.", "What colour is it?")
@@ -62,6 +66,38 @@ def tiny_folder(root: Path, family: str, kind: str) -> str:
             raise ValueError(f"unknown draft kind {kind!r}; expected target, padded, one-pass or one of {DRAFT_KINDS}")
         _BUILT[key] = str(folder)
     return _BUILT[key]
+
+
+def layer_count(tiny_root: Path, family: str) -> int:
+    """The family's tiny target's text layers."""
+    pair = tiny_pair(str(tiny_root), family, "one-pass")
+    return len(decoder_layers(pair.target.spec.language_model(pair.target.model)))
+
+
+def features_draft(
+    tiny_root: Path,
+    where: Path,
+    family: str,
+    declared: object = None,
+    weight: torch.Tensor | None = None,
+    scale: float = 5.0,
+) -> str:
+    """A copy of the family's tiny one-pass draft declaring the target's first and last layers' features, with
+    a random projection (or `weight`) saved beside it; `declared` replaces the declaration."""
+    folder = where / f"{family}-features"
+    if folder.exists():
+        shutil.rmtree(folder)
+    shutil.copytree(tiny_folder(tiny_root, family, "one-pass"), folder)
+    pair = tiny_pair(str(tiny_root), family, "one-pass")
+    layers = [0, layer_count(tiny_root, family) - 1]
+    width, target_width = hidden_width(pair.draft.model), hidden_width(pair.target.model)
+    if weight is None:
+        weight = torch.randn(width, len(layers) * target_width, generator=torch.Generator().manual_seed(3)) * scale
+    TargetFeatures(tuple(layers), weight).save(folder / FEATURES_FILE)
+    config = json.loads((folder / "config.json").read_text())
+    config[ONE_PASS_KEY][FEATURES_KEY] = {"layers": layers, "file": FEATURES_FILE} if declared is None else declared
+    (folder / "config.json").write_text(json.dumps(config))
+    return str(folder)
 
 
 def declare_one_pass(folder: Path, mask_token_id: int, block_size: int) -> None:

@@ -71,6 +71,12 @@ tokens differ by design, so "same tokens" reads n/a (sampled), and their
 tokens/s is the median of each run's own rate. τ, the speedups and the
 --long-prompt table are per temperature (methods compared at the same one).
 It combines with --backend, --long-prompt, --prune-ratios and --frames.
+
+`--features-off` races, beside each of our drafting methods whose draft reads the target's features (a one-pass
+draft declaring `one_pass_draft.target_features`, as assets/builtin/one-pass-draft does, first or as
+`--second-draft`), the same method with them off (`sage-cost/one-pass-draft, features off`: the same weights,
+`sage_core.models.one_pass.without_features`), interleaved, and prints each lane over its twin per kind of
+example and pooled (end to end, decode only, τ on and off); it is refused when no draft of the run reads them.
 """
 
 from __future__ import annotations
@@ -99,6 +105,7 @@ from sage_core.media import DEFAULT_FRAMES
 from sage_core.method_settings import SageConfig
 from sage_core.methods import called, drafts, leads, method_names, method_spec, register, specs, unregister
 from sage_core.methods.sage_cost import SageCostProposer
+from sage_core.models.one_pass import reads_features, without_features
 from sage_core.records import RoundRecord
 from sage_core.studies.costs import measure_costs, predicted_speedups
 from sage_core.studies.sweep import SWEEP_BUDGETS, sweep
@@ -114,6 +121,7 @@ BENCHMARKED = tuple(spec.name for spec in specs())
 PRUNED = "+prune"  # a method name with a ratio: "sage+prune0.9"
 ON = "@"  # one of our methods on another backend than the first: "sage@compiled"
 WITH = "/"  # one of our methods with --second-draft: "sage/one-pass-draft" (the draft's folder name)
+FEATURES_OFF = ", features off"  # --features-off's twin of a lane whose draft reads the target's features
 FILLER = "the picture. "  # --long-prompt pads with this text
 
 
@@ -123,7 +131,7 @@ GREEDY = SamplingConfig()
 def method_config(method: str, max_new: int, backend: str = "fast", sampling: SamplingConfig = GREEDY) -> DecodeConfig:
     """`sage`, `sage+prune0.9` or `sage@compiled` -> its decode settings (greedy, or sampled as
     `sampling` says); `backend` unless the name gives another."""
-    method, _, on = method.partition(ON)
+    method, _, on = method.removesuffix(FEATURES_OFF).partition(ON)
     method = method.partition(WITH)[0]
     name, _, ratio = method.partition(PRUNED)
     prune = float(ratio) if ratio else 0.0
@@ -157,6 +165,30 @@ def with_second_draft(methods: Sequence[str], tag: str) -> list[str]:
 def second_drafted(method: str) -> bool:
     """Whether a lane runs with --second-draft's draft."""
     return WITH in method
+
+
+def features_off(method: str) -> bool:
+    """Whether a lane runs --features-off's twin: its draft with the target's features off."""
+    return method.endswith(FEATURES_OFF)
+
+
+def with_features_off(methods: Sequence[str], reading: dict[bool, bool]) -> list[str]:
+    """The methods as given, then each of ours that drafts with a draft reading the target's features (`reading`:
+    under False the first draft's, under True --second-draft's) again with them off."""
+    twins = [
+        m + FEATURES_OFF
+        for m in methods
+        if m not in PEERS and drafts(method_config(m, 1).method) and reading.get(second_drafted(m), False)
+    ]
+    return list(methods) + twins
+
+
+Pairs = dict[tuple[bool, bool], ModelPair]  # under (second draft?, features off?)
+
+
+def lane_pair(pairs: Pairs, method: str) -> ModelPair:
+    """The pair a lane runs: the first draft's or --second-draft's, with the target's features off or not."""
+    return pairs[(second_drafted(method), features_off(method))]
 
 
 def with_pruning(methods: Sequence[str], ratios: Sequence[float]) -> list[str]:
@@ -590,6 +622,48 @@ def second_draft_lines(rows: Sequence[dict[str, Any]]) -> str:
     return lines
 
 
+def features_off_lines(runs: Sequence[Run], plan: Plan) -> str:
+    """With --features-off: each lane with the target's features on over its twin with them off (greedy runs), per
+    kind of example and, with several kinds, pooled: the median of the per-example ratios of tokens per second
+    [min–max], end to end and decode only, and τ with them on and off (the median over the group's timed runs)."""
+    greedy = [r for r in runs if r.temperature == 0]
+    twins = [m for m in plan.methods if features_off(m)]
+    if not twins or not greedy:
+        return ""
+    kinds = {example_name(e, pad): e.get("kind") or "no kind" for e in plan.examples for pad in plan.pads}
+    groups = {kind: [e for e, k in kinds.items() if k == kind] for kind in dict.fromkeys(kinds.values())}
+    if len(groups) > 1:
+        groups["all kinds"] = list(kinds)
+    lines = (
+        "\n\nEach lane with the target's features on over its twin with them off (median of the per-example "
+        "ratios [min–max]; end to end / decode only; τ on / off):"
+    )
+    for off in twins:
+        on = off.removesuffix(FEATURES_OFF)
+        for group, examples in groups.items():
+            lines += f"\n  {on}, {group} ({len(examples)} example{'s' * (len(examples) != 1)}): "
+            lines += on_over_off([r for r in greedy if r.example in examples], on, off)
+    return lines
+
+
+def on_over_off(runs: Sequence[Run], on: str, off: str) -> str:
+    """One lane over another on the same examples: the per-example ratios of tokens per second (end to end /
+    decode only), then each lane's median τ."""
+    examples = list(dict.fromkeys(r.example for r in runs))
+
+    def lane(method: str, example: str) -> list[Run]:
+        return [r for r in runs if r.method == method and r.example == example]
+
+    def ratios(field: str) -> str:
+        return spread([rate(lane(on, e), field) / rate(lane(off, e), field) for e in examples])
+
+    def tau(method: str) -> str:
+        taus = [r.mean_accepted for r in runs if r.method == method and r.mean_accepted is not None]
+        return f"{statistics.median(taus):.2f}" if taus else "n/a"
+
+    return f"{ratios('e2e')} / {ratios('decode')}; τ {tau(on)} / {tau(off)}"
+
+
 def _median_speedup(row: dict[str, Any]) -> float:
     return statistics.median(row["x_ar_e2e"])
 
@@ -836,8 +910,8 @@ def write_sweep_plot(result: Any, curve: CostCurve, path: Path, pair_name: str) 
 # -- main ---------------------------------------------------------------------
 
 
-def parse_args() -> tuple[argparse.ArgumentParser, argparse.Namespace]:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_pair_arguments(parser: argparse.ArgumentParser) -> None:
+    """The pair's arguments: the target, the draft, --second-draft and --features-off."""
     parser.add_argument("--target", default="builtin")
     parser.add_argument("--draft", default="builtin")
     parser.add_argument(
@@ -845,6 +919,18 @@ def parse_args() -> tuple[argparse.ArgumentParser, argparse.Namespace]:
         help="also run each of our drafting methods with this draft (e.g. assets/builtin/one-pass-draft), "
         "interleaved, as METHOD/NAME (NAME: the draft's folder name)",
     )
+    parser.add_argument(
+        "--features-off",
+        action="store_true",
+        help="also run each of our drafting methods whose draft reads the target's features (a one-pass draft's "
+        "one_pass_draft.target_features) with them off, interleaved, as 'METHOD, features off', and print the "
+        "lane with them on over its twin per kind of example and pooled",
+    )
+
+
+def parse_args() -> tuple[argparse.ArgumentParser, argparse.Namespace]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_pair_arguments(parser)
     parser.add_argument("--examples", default=str(ROOT / "assets" / "examples" / "examples.json"))
     parser.add_argument("--methods", default=",".join((*BENCHMARKED, *PEERS)))
     parser.add_argument(
@@ -963,6 +1049,11 @@ def methods_of(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tup
     return methods, cast(list[Backend], backends)  # each checked against BACKENDS
 
 
+def example_name(example: dict[str, Any], pad: int) -> str:
+    """An example's name in the runs: its file, and its --long-prompt padding when padded."""
+    return example["file"] + (f"+{pad}tok" if pad else "")
+
+
 def draft_tag(draft: str) -> str:
     """A second draft's name in the lanes: its folder's (or hub id's) last part."""
     return Path(str(draft).rstrip("/")).name or str(draft)
@@ -988,16 +1079,39 @@ def main() -> int:
             unregister(FIXED_DEPTH)
 
 
-def run_main() -> int:
-    parser, args = parse_args()
-    plan = plan_of(parser, args)
+def load_pairs(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Pairs:
+    """The pair, and the target with --second-draft's draft (the same target object: its weights are loaded once),
+    each with the target's features off too (the same draft, not loaded again): under (second?, off?)."""
     pair = load_pair(args.target, args.draft, args.device, args.dtype)
-    second = None
-    if args.second_draft:  # the same target object: its weights are loaded once
+    pairs = {(False, False): pair, (False, True): without_features(pair)}
+    if args.second_draft:
         try:
             second = check_pair(pair.target, VLM.load(args.second_draft, "draft", args.device, args.dtype))
         except SageError as error:
             parser.error(f"--second-draft: {error}")
+        pairs |= {(True, False): second, (True, True): without_features(second)}
+    return pairs
+
+
+def features_off_plan(parser: argparse.ArgumentParser, plan: Plan, pairs: Pairs) -> Plan:
+    """With --features-off: the plan with each drafting lane whose draft reads the target's features raced again
+    with them off; refused in one sentence when no draft of the run reads them."""
+    reading = {second: reads_features(pair.draft) for (second, off), pair in pairs.items() if not off}
+    if not any(reading.values()):
+        parser.error(
+            "--features-off: no draft of this run reads the target's features (one_pass_draft.target_features in "
+            "its config), so there are none to turn off"
+        )
+    return replace(plan, methods=with_features_off(plan.methods, reading))
+
+
+def run_main() -> int:
+    parser, args = parse_args()
+    plan = plan_of(parser, args)
+    pairs = load_pairs(parser, args)
+    pair = pairs[(False, False)]
+    if args.features_off:
+        plan = features_off_plan(parser, plan, pairs)
     if args.video_pixels:
         for model in (pair.target, pair.draft):
             set_video_pixels(model.processor.video_processor, args.video_pixels)
@@ -1015,7 +1129,7 @@ def run_main() -> int:
     )
     measured = Measured(threads=threads)
     for example, pad in ((e, p) for e in plan.examples for p in plan.pads):
-        name = example["file"] + (f"+{pad}tok" if pad else "")
+        name = example_name(example, pad)
         media = load_media(plan.base / example["file"], frames=args.frames)
         try:
             prepared = prepare(pair, media, padded(pair.target.tokenizer, example["prompt"], pad))
@@ -1023,7 +1137,6 @@ def run_main() -> int:
             parser.error(f"{name}: {error}")
         if measured.curve is None and any(drafts(m) for m in plan.methods):
             measured.curve = measure_costs(pair, media, prepared.prompt, plan.backends[0])
-        pairs = {False: pair} if second is None else {False: pair, True: second}
         bench_example(args, plan, pairs, prepared, name, pad, measured)
         print(f"  {name}: done", file=sys.stderr)
     return write_reports(args, plan, pair, measured)
@@ -1032,7 +1145,7 @@ def run_main() -> int:
 def bench_example(
     args: argparse.Namespace,
     plan: Plan,
-    pairs: dict[bool, ModelPair],
+    pairs: Pairs,
     prepared: PreparedInputs,
     name: str,
     pad: int,
@@ -1040,15 +1153,15 @@ def bench_example(
 ) -> None:
     """One example (with `pad` tokens of padding): every method at every temperature, a warm-up and then
     `--repeats` timed runs in rotating order, then one profiled run of each of our methods (`pairs`: the
-    pair, and under True the target with --second-draft's draft; the prepared inputs serve both when the
-    drafts' processors are alike, else each run prepares its draft's)."""
+    pair, and the target with --second-draft's draft, each with the target's features off too: `lane_pair`; the
+    prepared inputs serve both drafts when their processors are alike, else each run prepares its draft's)."""
     base_backend, methods = plan.backends[0], plan.methods
     prompt_tokens = int(prepared.target["input_ids"].shape[1])
 
     def one(method: str, repeat: int, temperature: float) -> Run:
         runner = run_peer if method in PEERS else run_ours
         sampling = replace(plan.settings[temperature], seed=None if temperature == 0 else repeat + 1)
-        pair = pairs[second_drafted(method)]
+        pair = lane_pair(pairs, method)
         run = runner(pair, prepared, method, args.max_new_tokens, name, repeat, base_backend, sampling)
         return replace(run, pad_tokens=pad, prompt_tokens=prompt_tokens)
 
@@ -1063,7 +1176,7 @@ def bench_example(
             if method not in PEERS:
                 sampling = replace(plan.settings[temperature], seed=None if temperature == 0 else 0)
                 keep = measured.profiled_records.setdefault(method, []) if temperature == 0 and pad == 0 else None
-                pair = pairs[second_drafted(method)]
+                pair = lane_pair(pairs, method)
                 profiled = profile_rounds(
                     pair, prepared, method, args.max_new_tokens, name, base_backend, sampling, keep
                 )
@@ -1077,6 +1190,7 @@ def write_reports(args: argparse.Namespace, plan: Plan, pair: ModelPair, measure
     table = cost_lines(curve, measured.profiled_records, rows) + markdown(rows)
     table += sage_lines(rows)
     table += second_draft_lines(rows)
+    table += features_off_lines(runs, plan)
     table += planned_depth_line(measured.profiled_records.get("sage-cost", ()))
     table += backend_lines(rows, plan.backends)
     table += decomposition_lines(rows, curve)

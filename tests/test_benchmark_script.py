@@ -14,7 +14,7 @@ import pytest
 from PIL import Image
 
 from sage_core.methods.builtin import DRAFTING_METHODS
-from sage_testkit.pairs import tiny_folder
+from sage_testkit.pairs import features_draft, tiny_folder
 
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "benchmark.py"
 
@@ -122,6 +122,42 @@ def test_benchmark_races_a_second_draft_interleaved(tiny_root, bench):
     assert all(row["same_as_generate"] for row in rows.values())
     assert rows[f"sage/{tag}"]["draft_forwards"] == 1 and rows["chain"]["draft_forwards"] == 5
     assert f"sage/{tag} over sage:" in text and "the best with the second draft" in text
+
+
+def test_benchmark_races_the_targets_features_off_beside_on(tiny_root, tmp_path, bench, monkeypatch, capsys):
+    """--features-off: each drafting lane whose draft reads the target's features (here --second-draft's, not the
+    first draft's) again with them off, interleaved and lossless, and per kind and pooled the lane over its twin;
+    refused in one sentence when no draft of the run reads them."""
+    reading = features_draft(tiny_root, tmp_path, "qwen2_5_vl")
+    Image.fromarray((np.random.RandomState(4).rand(40, 40, 3) * 255).astype("uint8")).save(tmp_path / "two.png")
+    kinds = [("noise.png", "describe", "Describe the picture."), ("two.png", "count", "How many squares?")]
+    examples = tmp_path / "kinds.json"
+    examples.write_text(json.dumps([{"file": f, "kind": k, "prompt": p} for f, k, p in kinds]))
+    report, text = bench(
+        "qwen2_5_vl",
+        "--features-off",
+        second_draft=reading,
+        examples=examples,
+        methods="generate,ar,sage,chain",
+        repeats=1,
+        max_new_tokens=8,
+    )
+    tag, off = Path(reading).name, ", features off"
+    rows = {row["method"]: row for row in report["summary"]}
+    twins = {f"sage/{tag}{off}", f"chain/{tag}{off}"}  # the first (noised) draft reads none: no twin of its lanes
+    assert set(rows) == {"generate", "ar", "sage", "chain", f"sage/{tag}", f"chain/{tag}", *twins}
+    plain = {run["example"]: run["tokens"] for run in report["runs"] if run["method"] == "generate"}
+    ran = [run for run in report["runs"] if run["method"] in twins]
+    assert len(ran) == 4 and all(run["tokens"] == plain[run["example"]] for run in ran)  # lossless
+    assert all(rows[twin]["same_as_generate"] and rows[twin]["tau"] is not None for twin in twins)
+    assert "Each lane with the target's features on over its twin with them off" in text
+    for group in ("describe (1 example)", "count (1 example)", "all kinds (2 examples)"):
+        assert f"\n  sage/{tag}, {group}: " in text and f"\n  chain/{tag}, {group}: " in text
+    assert "sage, describe" not in text
+    target, noised = tiny_folder(tiny_root, "qwen2_5_vl", "target"), tiny_folder(tiny_root, "qwen2_5_vl", "noised")
+    args = ["--target", target, "--draft", noised, "--examples", str(examples), "--device", "cpu"]
+    message = refusal(monkeypatch, capsys, "--features-off", *args)
+    assert "--features-off: no draft of this run reads the target's features" in message
 
 
 def test_benchmark_names_a_method_on_another_backend():

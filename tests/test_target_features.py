@@ -15,8 +15,6 @@ Checked:
 
 from __future__ import annotations
 
-import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -26,10 +24,8 @@ from sage_core import METHODS, DecodeConfig, ModelLoadError, PairMismatchError, 
 from sage_core.config import BACKENDS
 from sage_core.drafting import draft_block
 from sage_core.methods.builtin import DRAFTING_METHODS
-from sage_core.models.one_pass import ONE_PASS_KEY, without_features
+from sage_core.models.one_pass import without_features
 from sage_core.models.target_features import (
-    FEATURES_KEY,
-    TargetFeatures,
     adding,
     decoder_layers,
     feature_rows,
@@ -39,39 +35,14 @@ from sage_core.models.target_features import (
     new_features,
     with_addition,
 )
-from sage_testkit.pairs import ADDED_NEW, PROMPTS, greedy_answer, tiny_folder, tiny_pair
+from sage_testkit.pairs import ADDED_NEW, PROMPTS, features_draft, greedy_answer, layer_count, tiny_folder, tiny_pair
+from sage_testkit.pairs import FEATURES_FILE as FILE
 from sage_testkit.references import path_logits
 from sage_testkit.seams import draft_calls_per_record
 from sage_testkit.tiny_models import ALL_FAMILIES, FAMILIES
 
-FILE = "target_features.safetensors"
 #: Methods whose trees follow the pair's measured cost curve (a wall clock): compared by their output only.
 TIMED = ("sage-cost", "smart")
-
-
-def layer_count(tiny_root: Path, family: str) -> int:
-    """The family's tiny target's text layers."""
-    pair = tiny_pair(str(tiny_root), family, "one-pass")
-    return len(decoder_layers(pair.target.spec.language_model(pair.target.model)))
-
-
-def features_draft(tiny_root: Path, where: Path, family: str, declared=None, weight=None, scale: float = 5.0) -> str:
-    """A copy of the family's tiny one-pass draft declaring the target's first and last layers' features, with
-    a random projection (or `weight`) saved beside it; `declared` replaces the declaration."""
-    folder = where / f"{family}-features"
-    if folder.exists():
-        shutil.rmtree(folder)
-    shutil.copytree(tiny_folder(tiny_root, family, "one-pass"), folder)
-    pair = tiny_pair(str(tiny_root), family, "one-pass")
-    layers = [0, layer_count(tiny_root, family) - 1]
-    width, target_width = hidden_width(pair.draft.model), hidden_width(pair.target.model)
-    if weight is None:
-        weight = torch.randn(width, len(layers) * target_width, generator=torch.Generator().manual_seed(3)) * scale
-    TargetFeatures(tuple(layers), weight).save(folder / FILE)
-    config = json.loads((folder / "config.json").read_text())
-    config[ONE_PASS_KEY][FEATURES_KEY] = {"layers": layers, "file": FILE} if declared is None else declared
-    (folder / "config.json").write_text(json.dumps(config))
-    return str(folder)
 
 
 def features_pair(tiny_root: Path, where: Path, family: str):
@@ -282,4 +253,4 @@ def test_the_recipes_feature_stages_are_commands_the_trainer_takes(tmp_path):
         args = parse_args(feature_command(stage, tmp_path / "out", tmp_path / "work"))
         assert args.step == "train" and args.draft == tmp_path / "out" / "one-pass-draft"
         assert (args.seed, args.minutes, args.batch) == (stage.seed, stage.minutes, stage.batch)
-        assert args.out == tmp_path / "work" / stage.writes.removeprefix("WORK/")
+        assert args.out == tmp_path / "out" / "one-pass-draft" and args.target == str(tmp_path / "out" / "target")

@@ -94,6 +94,12 @@ def _features_of(config: Any, declared: dict, name: str) -> TargetFeatures | Non
     return found
 
 
+def reads_features(draft: Any) -> bool:
+    """Whether a loaded draft (a `VLM`) is a one-pass draft that reads the target's features."""
+    one_pass = getattr(draft, "one_pass", None)
+    return isinstance(one_pass, OnePass) and one_pass.features is not None
+
+
 def without_features(pair: Pair) -> Pair:
     """The pair with its draft reading none of the target's features (the same weights, the same checkpoint: the
     lane with them off); the pair itself where its draft reads none."""
