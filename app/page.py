@@ -432,7 +432,7 @@ class Page:
     sketch: Any = None  # the Draw tab's pad (app/sketch.py)
     draw_tab: Any = None  # the Draw tab (opening it with the pad empty says what Start would race)
     teach: Any = None  # steps through the teaching recording (app/teaching.py)
-    slides: Any = None  # "Export for slides": the race on screen as one offline HTML replay (app/export.py)
+    slides: Any = None  # "Export for slides": the race on screen as one offline HTML replay (app/export/)
     slides_file: Any = None
     gif: Any = None  # "… as an animated GIF" of the same race (drawn with PIL on the server: no browser)
     video_export: Any = None  # "… or a video": the GIF's frames as a WebM (VP9), no browser

@@ -394,8 +394,9 @@ def premise_html(race: RaceView) -> str:
     if premise is None:
         return ""
     picture = premise.calibration
+    rounds = f"{picture.rounds} round{'s' * (picture.rounds != 1)}"
     where = (
-        f"on {_esc(SHORT.get(picture.lane, picture.lane))}'s {picture.rounds} rounds, where α does not choose the tree"
+        f"on {_esc(SHORT.get(picture.lane, picture.lane))}'s {rounds}, where α does not choose the tree"
         if picture.lane
         else "(no lane whose tree α does not choose ran: add SD-Chain or SD-Tree)"
     )
@@ -403,7 +404,7 @@ def premise_html(race: RaceView) -> str:
         ""
         if picture.sage_rounds == 0
         else f" ({_signed(picture.sage_alpha_accept)} on SAGE's "
-        f"{picture.sage_rounds} rounds, where α also set the depth)"
+        f"{picture.sage_rounds} round{'s' * (picture.sage_rounds != 1)}, where α also set the depth)"
     )
     parts = [
         "<div class='sage-legend'><b>The paper's premise on this input</b> (one answer: a per-answer figure; "

@@ -237,7 +237,7 @@ def lane_figures(lane: LaneView) -> str:
     rounds = sum(1 for r in lane.records if r.phase == "decode")
     tokens = sum(len(r.new_tokens) for r in lane.records)
     seconds = lane.records[-1].total_seconds if lane.records else 0.0
-    return f"{rounds} rounds, {tokens} tokens, {seconds:.2f} s"
+    return f"{rounds} round{'s' * (rounds != 1)}, {tokens} token{'s' * (tokens != 1)}, {seconds:.2f} s"
 
 
 def lane_title(lane: LaneView) -> str:

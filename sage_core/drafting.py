@@ -1,4 +1,5 @@
-"""Growing the draft tree, one draft forward per level (paper §3.1, step 1).
+"""Growing the draft tree (paper §3.1, step 1): a sequential draft runs one forward a level, a one-pass draft
+one forward a round.
 
 Two ways to decide which nodes a level holds, behind one seam:
 - a rank template (the static tree, the chain, SAGE's planned template):

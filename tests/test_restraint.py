@@ -100,3 +100,12 @@ def test_reading_a_pictures_text_gets_the_asking_note_from_its_measured_figure()
     assert "read the text in a picture" in note[0] and "1 time in 54" in note[0] and "check_builtin_pair" in note[0]
     assert "lossless" in note[1] and "target's own answer" in note[1]
     assert question_note("how many red shapes are there?", picture) == ()
+
+
+def test_a_count_of_one_is_said_in_the_singular():
+    """'1 rounds' was printed for a one-round race: the export's budget sentence says its one round."""
+    from app.export.budget import Budget
+
+    assert "its one round" in Budget().sentence(1)
+    assert "all 2 rounds" in Budget().sentence(2)
+    assert "1 rounds" not in Budget(frames=1).sentence(1)

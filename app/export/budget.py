@@ -35,7 +35,11 @@ class Budget:
 
     def sentence(self, rounds: int, kind: str = "HTML replay") -> str:
         drawn = min(rounds, self.frames)
-        sampled = f"{drawn} of its {rounds} rounds, sampled evenly" if drawn < rounds else f"all {rounds} rounds"
+        sampled = (
+            f"{drawn} of its {rounds} rounds, sampled evenly"
+            if drawn < rounds
+            else (f"all {rounds} rounds" if rounds != 1 else "its one round")
+        )
         return (
             f"This {kind} draws {sampled}, within {self.seconds:g} s and {self.megabytes:g} MB "
             "(past either it stops and says so)."

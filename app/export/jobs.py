@@ -273,10 +273,10 @@ def run_export(
         yield hidden(str(error), previous)
         return
     kept = keep_export(previous, path, folder)
+    of_rounds = f"{total} frames of {rounds} round{'s' * (rounds != 1)}"
     notes = {
-        "gif": f"Saved the race as an animated GIF, {total} frames of {rounds} rounds ({FRAME_MS} ms each, the end "
-        "held).",
-        "webm": f"Saved the race as a WebM video (VP9, 1280 × 720), {total} frames of {rounds} rounds ({FRAME_MS} ms "
+        "gif": f"Saved the race as an animated GIF, {of_rounds} ({FRAME_MS} ms each, the end held).",
+        "webm": f"Saved the race as a WebM video (VP9, 1280 × 720), {of_rounds} ({FRAME_MS} ms "
         "each, the end held): it plays in browsers and PowerPoint 365.",
         "html": "Saved the race as one HTML file that replays offline (open it in any browser; space plays, → steps).",
     }

@@ -56,15 +56,17 @@ class SideAccount:
 
     def sentence(self) -> str:
         if self.plain:
+            rounds = f"{self.rounds} round{'s' * (self.rounds != 1)}"
             what = (
                 "plain decoding: no draft, one token per target forward"
                 if not drafts(self.method)
-                else f"its rule refused every candidate in all {self.rounds} rounds (no node's chance of "
+                else f"its rule refused every candidate in {rounds if self.rounds == 1 else 'all ' + rounds} "
+                "(no node's chance of "
                 "acceptance paid for its verification), so it decoded as plain decoding does, one token per "
                 "target forward"
             )
             return (
-                f"{self.method}: {what}, {self.rounds} rounds; a round {self.median_round_ms:.1f} ms (median); "
+                f"{self.method}: {what}, {rounds}; a round {self.median_round_ms:.1f} ms (median); "
                 f"prefill {self.prefill_ms:.0f} ms"
             )
         alpha = (
