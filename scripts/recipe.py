@@ -1,5 +1,6 @@
 """The built-in pair's recipe as data: every call of scripts/train_builtin_pair.py that made assets/builtin, one
-`Stage` each, and the runner that makes them in order.
+`Stage` each, then run 19's call of scripts/train_target_features.py (a `FeatureStage`: the one-pass draft reads the
+target's features), and the runner that makes them in order.
 
 A stage names what it starts from, what it trains and where it writes. Places are written with two roots:
 ``OUT`` is the pair being made (assets/builtin by default), which the shipped stages leave their models in one after
@@ -32,6 +33,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 TRAIN = ROOT / "scripts" / "train_builtin_pair.py"
+FEATURES = ROOT / "scripts" / "train_target_features.py"
 
 Share = float | str | bool  # a flag's value; True: a switch given alone
 Mix = dict[str, Share]  # the data a stage draws and its loss weights: scripts/train_builtin_pair.py's flags
@@ -88,6 +90,10 @@ class Stage:
     keep_layers: int | None = None
     block_copies: int = 1
     block_weight: float = 1
+
+    @property
+    def script(self) -> Path:
+        return TRAIN
 
     @property
     def trains(self) -> str:
@@ -316,19 +322,18 @@ SHIPPED: tuple[Stage, ...] = (
     *every_draft(18, "WORK/run18/target", ROWS | FREE | CHECKED, seeds=(1832, 1833, 1834), lengths=(150, 80, 600)),
 )
 
-RECIPES = {"shipped": SHIPPED}
 
-
-#: The one-pass draft's second version (tried 2026-12-06, docs/one-pass.md "The target's features, on and off"): the
-#: shipped one-pass draft distilled on from the frozen target while learning to read the target's own features
-#: (PARD-2), by scripts/train_target_features.py rather than this runner's script, so these rows are listed here and
-#: run by `feature_command`'s words, not by `run`.
+#: Run 19 (shipped 2026-12-06, docs/one-pass.md "The target's features, on and off"): the one-pass draft distilled on
+#: from the frozen target while learning to read the target's own features (PARD-2). Another script trains it
+#: (scripts/train_target_features.py), so it is a `FeatureStage`; the runner makes these after the shipped stages.
 @dataclass(frozen=True)
 class FeatureStage:
     """One call of scripts/train_target_features.py train: the draft it starts from, where its draft folder goes,
-    its seed, its minutes of training, the draft's and the projection's peak learning rates and its batch."""
+    its seed, its minutes of training, the draft's and the projection's peak learning rates and its batch. The
+    target is OUT/target, frozen."""
 
     name: str
+    run: int
     draft_from: str
     writes: str
     seed: int
@@ -336,32 +341,53 @@ class FeatureStage:
     lr: str
     proj_lr: str
     batch: int = 16
+    trains: str = ONE_PASS
+    target_from: str = "OUT/target"
 
+    @property
+    def script(self) -> Path:
+        return FEATURES
+
+
+AnyStage = Stage | FeatureStage
 
 FEATURE_STAGES: tuple[FeatureStage, ...] = (
-    FeatureStage("features-a", "OUT/one-pass-draft", "WORK/features-a/one-pass-draft", 6606, 45, "1e-4", "1e-3"),
+    FeatureStage("features-a", 19, "OUT/one-pass-draft", "OUT/one-pass-draft", 6606, 45, "1e-4", "1e-3"),
 )
+#: Every recipe the runner knows, by name: the shipped pair's stages, then the one-pass draft's reading of features.
+RECIPES: dict[str, tuple[AnyStage, ...]] = {"shipped": (*SHIPPED, *FEATURE_STAGES)}
 
 
 def feature_command(stage: FeatureStage, out: Path, work: Path) -> list[str]:
-    """The stage's arguments to scripts/train_target_features.py (the target: OUT/target)."""
+    """The stage's arguments to scripts/train_target_features.py."""
     return [
         "train",
-        *flags({"target": str(out / "target"), "draft": str(resolve(stage.draft_from, out, work))}),
+        *flags({"target": str(resolve(stage.target_from, out, work))}),
+        *flags({"draft": str(resolve(stage.draft_from, out, work))}),
         *flags({"work": str(work / f"{stage.name}-checkpoints"), "out": str(resolve(stage.writes, out, work))}),
         *flags({"seed": stage.seed, "minutes": stage.minutes, "lr": stage.lr, "proj-lr": stage.proj_lr}),
         *flags({"batch": stage.batch}),
     ]
 
 
+def words_of(stage: AnyStage, out: Path, work: Path) -> list[str]:
+    """A stage's arguments to its script."""
+    return feature_command(stage, out, work) if isinstance(stage, FeatureStage) else command(stage, out, work)
+
+
+def said(stage: AnyStage, out: Path, work: Path) -> str:
+    """A stage as a command line (as --dry-run prints it and a done mark holds it, less the interpreter)."""
+    return f"python scripts/{stage.script.name} {shlex.join(words_of(stage, out, work))}"
+
+
 # -- the runner ------------------------------------------------------------------------------------------------------
 
 
-def stages_from(start: str | None) -> tuple[Stage, ...]:
+def stages_from(start: str | None) -> tuple[AnyStage, ...]:
     """The stages a run makes: from the stage named `start`, or from the first stage of the run numbered `start`, to
     the end of the recipe that holds it; every shipped stage when `start` is None."""
     if start is None:
-        return SHIPPED
+        return RECIPES["shipped"]
     for recipe in RECIPES.values():
         for index, stage in enumerate(recipe):
             if start in (stage.name, str(stage.run)):
@@ -370,7 +396,14 @@ def stages_from(start: str | None) -> tuple[Stage, ...]:
     raise ValueError(f"{start}: neither a stage's name nor a run's number (runs {', '.join(map(str, runs))})")
 
 
-def missing_starts(stages: Sequence[Stage], out: Path, work: Path) -> list[str]:
+def written_by(stage: AnyStage) -> set[str]:
+    """The models a stage saves, as places of the table: a feature stage its draft, another its target and draft."""
+    if isinstance(stage, FeatureStage):
+        return {stage.writes}
+    return {f"{stage.writes}/target", f"{stage.writes}/{stage.draft_name}"}
+
+
+def missing_starts(stages: Sequence[AnyStage], out: Path, work: Path) -> list[str]:
     """What `stages` start from that no stage before it among them writes and that is not there (a run started
     `--from` a later stage needs what the stages before left in OUT and WORK)."""
     written: set[str] = set()
@@ -379,42 +412,40 @@ def missing_starts(stages: Sequence[Stage], out: Path, work: Path) -> list[str]:
         for start in (stage.target_from, stage.draft_from):
             if start is not None and start not in written and not resolve(start, out, work).exists():
                 missing.append(f"{stage.name}'s {resolve(start, out, work)}")
-        written |= {f"{stage.writes}/target", f"{stage.writes}/{stage.draft_name}"}
+        written |= written_by(stage)
     return missing
 
 
-def done_mark(stage: Stage, work: Path) -> Path:
+def done_mark(stage: AnyStage, work: Path) -> Path:
     """Written when the stage finishes, holding its command: a rerun skips a stage whose mark holds its command."""
     return work / f"{stage.name}-checkpoints" / "done"
 
 
-def is_done(stage: Stage, out: Path, work: Path) -> bool:
+def is_done(stage: AnyStage, out: Path, work: Path) -> bool:
     mark = done_mark(stage, work)
-    return mark.exists() and mark.read_text() == shlex.join(command(stage, out, work)) + "\n"
+    return mark.exists() and mark.read_text() == shlex.join(words_of(stage, out, work)) + "\n"
 
 
-def train_in_a_process(args: list[str]) -> None:
-    """scripts/train_builtin_pair.py ARGS in a process of its own, on this checkout's packages."""
+def train_in_a_process(stage: AnyStage, args: list[str]) -> None:
+    """The stage's script with ARGS in a process of its own, on this checkout's packages."""
     path = os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
-    subprocess.run([sys.executable, str(TRAIN), *args], check=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": path})
+    environment = {**os.environ, "PYTHONPATH": path}
+    subprocess.run([sys.executable, str(stage.script), *args], check=True, cwd=ROOT, env=environment)
 
 
 def run(
-    stages: Sequence[Stage], out: Path, work: Path, train: Callable[[Stage, list[str]], None] | None = None
+    stages: Sequence[AnyStage], out: Path, work: Path, train: Callable[[AnyStage, list[str]], None] | None = None
 ) -> None:
     """Make `stages` in order, each by `train(stage, its arguments)` (default: the training script in a process of
     its own), skipping those already done and marking each as it finishes."""
     for number, stage in enumerate(stages, 1):
-        args = command(stage, out, work)
+        args = words_of(stage, out, work)
         where = f"[recipe] stage {number}/{len(stages)}, {stage.name} (run {stage.run}, trains {stage.trains})"
         if is_done(stage, out, work):
             print(f"{where}: done, skipped", flush=True)
             continue
-        print(f"{where}: python scripts/train_builtin_pair.py {shlex.join(args)}", flush=True)
-        if train is None:
-            train_in_a_process(args)
-        else:
-            train(stage, args)
+        print(f"{where}: {said(stage, out, work)}", flush=True)
+        (train or train_in_a_process)(stage, args)
         done_mark(stage, work).parent.mkdir(parents=True, exist_ok=True)
         done_mark(stage, work).write_text(shlex.join(args) + "\n")
 
@@ -436,7 +467,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         for stage in stages:
             state = ", done" if is_done(stage, out, work) else ""
             print(f"# {stage.name} (run {stage.run}, trains {stage.trains}{state})")
-            print(f"python scripts/train_builtin_pair.py {shlex.join(command(stage, out, work))}")
+            print(said(stage, out, work))
         return
     if missing := missing_starts(stages, out, work):
         ap.error(f"not there: {', '.join(missing)}; start --from the stage that writes it, or give OUT and WORK")

@@ -769,6 +769,7 @@ RUN13 = ["1313", "1717", "1414", "1515", "1616"]
 RUN15 = ["1531", "1532", "1533", "1534"]
 RUN17 = ["1717", "1718", "1732", "1733", "1734"]
 RUN18 = ["1801", "1832", "1833", "1834"]
+FEATURES = ["6606"]  # run 19: the one-pass draft reads the target's features (scripts/train_target_features.py)
 RUN8_TO_12 = ["8642", "9753", "7531", "1133", "2244", "3355", "4455", "5566", "6677", "7788", "8899", "9911"]
 
 
@@ -792,8 +793,8 @@ def test_a_run_number_starts_where_the_old_script_did(start, seeds):
     and 18, `--from 18` run 18 alone: as scripts/train_builtin_pair_full.sh did before the table. The tried run 14
     (its answer form gone from the data) is no run of the table, like run 11."""
     recipe = load_script("recipe")
-    assert [str(stage.seed) for stage in recipe.stages_from(start)] == seeds
-    assert recipe.stages_from(None) == recipe.SHIPPED
+    assert [str(stage.seed) for stage in recipe.stages_from(start)] == [*seeds, *FEATURES]
+    assert recipe.stages_from(None) == (*recipe.SHIPPED, *recipe.FEATURE_STAGES)
     for gone in ("11", "14", "run14-target"):
         with pytest.raises(ValueError, match="neither a stage's name nor a run's number"):
             recipe.stages_from(gone)
@@ -814,7 +815,7 @@ def test_the_runner_starts_at_every_stage_and_goes_to_the_end_of_its_recipe(name
     out, work = tmp_path / "out", tmp_path / "work"
     recipe.main(["--from", name, "--dry-run", str(out), str(work)])
     printed = [line.split(" ", 2)[2] for line in capsys.readouterr().out.splitlines() if not line.startswith("#")]
-    assert printed == [shlex.join(recipe.command(stage, out, work)) for stage in after]
+    assert printed == [shlex.join(recipe.words_of(stage, out, work)) for stage in after]
     assert after[0].name == name and after[-1] is stages[-1]
 
 
@@ -833,13 +834,12 @@ def test_the_runner_resumes_after_the_last_finished_stage_and_refuses_a_start_th
             stops.remove(stage.name)
             raise RuntimeError("stopped")
         trained.append(stage.name)
-        Path(args[args.index("--checkpoints") + 1]).mkdir(parents=True, exist_ok=True)
 
     with pytest.raises(RuntimeError, match="stopped"):
         recipe.run(stages, out, work, train)
     assert stages[6].name == "run17-draft" and trained == [stage.name for stage in stages[:6]]
     recipe.run(stages, out, work, train)
-    assert trained[6:] == [stage.name for stage in stages[6:]]
+    assert trained[6:] == [stage.name for stage in stages[6:]] and trained[-1] == "features-a"
     assert "run15-target (run 15, trains target): done, skipped" in capsys.readouterr().out
     recipe.main(["--from", "15", "--dry-run", str(out), str(work)])
     assert capsys.readouterr().out.count(", done)") == len(stages)
@@ -865,9 +865,39 @@ def test_the_old_script_runs_the_runner(tmp_path):
     ]
     printed = subprocess.run(args, check=True, capture_output=True, text=True, timeout=60).stdout.splitlines()
     recipe = load_script("recipe")
-    commands = [
-        f"python scripts/train_builtin_pair.py {shlex.join(recipe.command(s, out, work))}"
-        for s in recipe.stages_from("13")
-    ]
+    commands = [recipe.said(s, out, work) for s in recipe.stages_from("13")]
+    assert commands[-1].startswith("python scripts/train_target_features.py train ")
     assert [line for line in printed if not line.startswith("#")] == commands
     assert printed[0] == "# run13-target (run 13, trains target)"
+
+
+@pytest.mark.slow
+def test_the_runner_makes_the_feature_stage_and_its_draft_reads_the_targets_features(tmp_path, capsys):
+    """Run 19's stage, run by the runner's own process call on the shipped target and a copy of the shipped one-pass
+    draft (cut to a few seconds of training, a batch of 2): the draft folder it writes over declares the features,
+    loads as a pair with them and decodes losslessly in one draft forward a round."""
+    import dataclasses
+    import shutil
+
+    recipe = load_script("recipe")
+    out, work = tmp_path / "out", tmp_path / "work"
+    shutil.copytree(ROOT / "assets" / "builtin" / "one-pass-draft", out / "one-pass-draft")
+    (out / "target").symlink_to(ROOT / "assets" / "builtin" / "target")
+    before = (out / "one-pass-draft" / "model.safetensors").read_bytes()
+    (stage,) = recipe.FEATURE_STAGES
+    quick = dataclasses.replace(stage, minutes=0.05, batch=2)
+    recipe.run([quick], out, work)
+    assert "features-a (run 19, trains one-pass-draft): python scripts/train_target_features.py train" in (
+        capsys.readouterr().out
+    )
+    assert (out / "one-pass-draft" / "model.safetensors").read_bytes() != before  # trained and written over
+    torch.set_num_threads(1)
+    pair = load_pair(str(out / "target"), str(out / "one-pass-draft"), device="cpu", dtype="float32")
+    assert pair.draft.one_pass is not None and pair.draft.one_pass.features is not None
+    media = load_media(ROOT / "assets" / "examples" / "count.png")
+    plain = decode(pair, media, "How many shapes are there?", DecodeConfig("ar", 24)).run_to_end()
+    run = decode(pair, media, "How many shapes are there?", DecodeConfig("sage-cost", 24)).run_to_end()
+    assert run.token_ids == plain.token_ids
+    assert run.draft_forwards == run.rounds
+    recipe.run([quick], out, work)  # done: skipped
+    assert "done, skipped" in capsys.readouterr().out
