@@ -149,8 +149,15 @@ def test_the_chart_detector_on_fresh_pictures_of_every_style_and_as_jpeg():
 
 @pytest.mark.parametrize("example", json.loads((EXAMPLES / "examples.json").read_text()), ids=lambda e: e["file"])
 def test_the_shipped_examples_get_no_note_and_another_pictures_prompt_does(example):
+    """A shipped example's question is one the pair was taught for its picture: no note, unless its kind is measured
+    right less than 9 times in 10 (how many shapes: the note with its figure, the race still lossless)."""
     media = load_media(EXAMPLES / example["file"])
-    assert race_notes("builtin", media, example["prompt"]) == []
+    fit = asking.question_fit(example["prompt"], asking.picture_kind(media))
+    notes = race_notes("builtin", media, example["prompt"])
+    if fit.closest in asking.LESS_OFTEN_RIGHT:
+        assert len(notes) == 2 and "does it right only" in notes[0] and "lossless" in notes[1]
+    else:
+        assert notes == []
     other = {"shapes": "describe the chart.", "chart": "describe the image in detail.", "clip": "how many bars?"}
     notes = race_notes("builtin", media, other[asking.picture_kind(media)])
     assert len(notes) == 3 and "lossless" in notes[1] and "“" in notes[2]

@@ -165,7 +165,7 @@ def test_a_kind_answered_less_often_right_says_so_beside_the_race_and_the_others
     from sage_core import load_media
 
     picture = load_media(Path(__file__).resolve().parents[1] / "assets" / "examples" / "describe_five.png")
-    # since run 15 the pair answers counts of a shape and whether a thing is there right 5 times in 6 or more: no note
+    # the pair answers counts of a shape and whether a thing is there right 9 times in 10 or more: no note
     for question in ("How many triangles are there?", "Is there a red cross?", "which is the largest shape?"):
         assert asking.question_note(question, picture) == (), question
     monkeypatch.setattr(asking, "LESS_OFTEN_RIGHT", {"count_kind": ("count a shape", "half the time")})
