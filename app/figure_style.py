@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 from plotly.io.json import to_json_plotly
 
 from sage_core import RoundRecord
-from sage_core.methods import LaneKey, drafts, look, specs
+from sage_core.methods import ONE_PASS_OFF, LaneKey, drafts, look, specs
 
 from .palette import Series
 from .render import DOTS as COLOURS
@@ -93,10 +93,13 @@ def colour(method: str) -> str:
 
 def method_line(method: str, width: float = 2.5, shape: str = "linear") -> dict[str, Any]:
     """A method's line: its colour and its own dash (the second cue beside colour); a twin on another draft
-    dotted (dash-dotted where its method's own line is dotted), in its method's paler colour."""
+    dotted (dash-dotted where its method's own line is dotted), in its method's paler colour; the one-pass twin with
+    the target's features off long-dashed (long-dash-dotted), told apart from the one with them on."""
     dash = look(method).dash
     if on_other_draft(method):
         dash = "dashdot" if dash == "dot" else "dot"
+    if LaneKey.parse(str(method)).draft == ONE_PASS_OFF:  # the twin with the target's features off: its own dash
+        dash = "longdashdot" if dash == "dot" else "longdash"
     return dict(color=colour(method), dash=dash, width=width, shape=shape)
 
 

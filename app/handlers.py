@@ -39,7 +39,8 @@ import gradio as gr
 
 from sage_core import ModelPair
 from sage_core.errors import InputError
-from sage_core.methods import method_label
+from sage_core.methods import ONE_PASS_OFF, method_label
+from sage_core.models.one_pass import declares_features
 from sage_core.prepared import check_vocabulary
 from sage_core.studies.sweep_figure import sweep_figure
 
@@ -56,6 +57,7 @@ from .inputs import (
     RaceForm,
     RaceRequest,
     check_request,
+    lane_drafts,
     remove_older,
     second_draft,
 )
@@ -289,8 +291,16 @@ class Handlers:
             names = (target, shown)  # a built-in draft by its name, not its server path
         elif pair == models.ENV_KEY:  # the operator's folders, shown (and recorded) by their names only
             names = (Path(target).name, Path(draft).name)
-        other = second_draft(form)  # the draft the race adds lanes for ("one-pass"), which the pair must offer
-        siblings = ((other, self.sibling_choice(pair, other, names[0] if names else target)),) if other else ()
+        drafts = lane_drafts(second_draft(form))  # the drafts the race adds lanes for, which the pair must offer
+        siblings: tuple[tuple[str, Choice], ...] = ()
+        if drafts:  # ("one-pass", and its features-off twin: the same sibling, not loaded again)
+            sibling = self.sibling_choice(pair, drafts[0], names[0] if names else target)
+            if ONE_PASS_OFF in drafts and not declares_features(sibling.draft):
+                raise InputProblem(
+                    f"the one-pass draft {sibling.shown[1]!r} reads none of the target's features, so there are none "
+                    'to turn off: race with second_draft "one-pass"'
+                )
+            siblings = tuple((lane_draft, sibling) for lane_draft in drafts)
         return Choice(target, draft, names, siblings)
 
     def sibling_choice(self, pair: str, lane_draft: str, target_name: str) -> Choice:

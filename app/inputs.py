@@ -24,7 +24,17 @@ from sage_core.config import SamplingConfig, check_max_new_tokens, check_prune_r
 from sage_core.errors import ConfigError, InputError
 from sage_core.media import VIDEO_SUFFIXES
 from sage_core.method_settings import as_setting, as_whole, shown
-from sage_core.methods import ONE_PASS, MethodSpec, form_settings, in_order, is_method, registered_names, specs
+from sage_core.methods import (
+    ONE_PASS,
+    ONE_PASS_OFF,
+    MethodSpec,
+    form_settings,
+    in_order,
+    is_method,
+    registered_names,
+    specs,
+)
+from sage_core.models.one_pass import declares_features
 from sage_core.models.prompts import check_prompt
 from sage_core.pruning import PAPER_RATIOS
 
@@ -290,14 +300,20 @@ def check_methods(methods: object) -> tuple[str, ...]:
 #: The second draft a race may add (`second_draft`), and the values that turn it off (the page's checkbox sends a
 #: bool).
 ONE_PASS_CHOICES = (ONE_PASS, True)
-SECOND_DRAFT_CHOICES = (("off", "off"), ("the one-pass draft too", ONE_PASS))  # the page's radio: (label, value)
+#: The page's radio: (label, value); the one-pass draft with the target's features off too only where the shipped
+#: one-pass draft (the one-pass sibling the built-in pairs offer: `app.models.Preset.siblings`) reads them.
+SECOND_DRAFT_CHOICES = (("off", "off"), ("the one-pass draft too", ONE_PASS)) + (
+    (("the one-pass draft with the target's features on and off", ONE_PASS_OFF),)
+    if declares_features(ROOT / "assets" / "builtin" / "one-pass-draft")
+    else ()
+)
 NO_SECOND_DRAFT = ("", None, False, "off", "none")
 
 
 def second_draft(form: RaceForm) -> str:
     """The draft the race also races each method with (`second_draft`: "one-pass", the pair's one-pass sibling
-    draft, which the pair must offer: `app.models.Preset.siblings`); "" for none (empty or off); anything else is
-    one sentence."""
+    draft, which the pair must offer: `app.models.Preset.siblings`; "one-pass-off": that draft and again with the
+    target's features off, `lane_drafts`); "" for none (empty or off); anything else is one sentence."""
     value = form.second_draft
     if isinstance(value, str):
         value = value.strip().lower()
@@ -305,10 +321,19 @@ def second_draft(form: RaceForm) -> str:
         return ""
     if value in ONE_PASS_CHOICES:
         return ONE_PASS
+    if value == ONE_PASS_OFF:
+        return ONE_PASS_OFF
     raise InputProblem(
-        f'second_draft must be "one-pass" (also race each method with the pair\'s one-pass sibling draft) or '
-        f'"off", not {shown(form.second_draft)}'
+        f'second_draft must be "one-pass" (also race each method with the pair\'s one-pass sibling draft), '
+        f'"one-pass-off" (that draft, and again with the target\'s features off) or "off", not '
+        f"{shown(form.second_draft)}"
     )
+
+
+def lane_drafts(second: str) -> tuple[str, ...]:
+    """The drafts a race's lanes name beside the pair's own for `second_draft`'s answer: (), the one-pass
+    sibling's, or that and the same draft with the target's features off (`ONE_PASS_OFF`, derived from it)."""
+    return (ONE_PASS, ONE_PASS_OFF) if second == ONE_PASS_OFF else (second,) if second else ()
 
 
 def check_request(form: RaceForm, pair: Choice, limits: Limits) -> RaceRequest:
@@ -327,7 +352,7 @@ def check_request(form: RaceForm, pair: Choice, limits: Limits) -> RaceRequest:
     return RaceRequest(media, prompt, methods, tokens, settings, sampling, prune_ratio, pair, holding)
 
 
-__all__ = ["Choice", "RaceForm", "RaceRequest", "check_request", "race_fields", "second_draft"]
+__all__ = ["Choice", "RaceForm", "RaceRequest", "check_request", "lane_drafts", "race_fields", "second_draft"]
 
 
 # -- examples ------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 """The one-pass race's question and its answer: for each method raced on both drafts, one line saying what
-drafting in one forward did here (draft forwards a round, τ, and the clock's ratio of the two lanes), under one
+drafting in one forward did here (draft forwards a round, τ, and the clock's ratio of the two lanes; with a lane
+with the target's features off, the one-pass lane's τ and speed over it, on the same line), under one
 sentence saying what "one-pass" means, and a word when SAGE's α did not move on the one-pass draft (so its
 trees kept their full depth: entropy had nothing to react to).
 
@@ -11,9 +12,9 @@ from __future__ import annotations
 import html
 from collections.abc import Mapping
 
-from sage_core.methods import ONE_PASS, ByMethod, LaneKey
+from sage_core.methods import ONE_PASS, ONE_PASS_OFF, ByMethod, LaneKey
 
-from .view import LaneView, RaceView
+from .view import LaneFigures, LaneView, RaceView
 
 SHORT: Mapping[str, str] = ByMethod("short")
 #: What "one-pass" means, said once above the lines.
@@ -25,19 +26,36 @@ MEANING = (
 STILL_ALPHA = 0.01
 
 
-def twin_line(sequential: LaneView, one_pass: LaneView) -> str:
-    """One method on both drafts: draft forwards a round, τ, and the one-pass lane's tokens/s over the
-    sequential lane's ("" while either has no decode round)."""
-    mine, theirs = one_pass.figures, sequential.figures
+def both_decoded(lane: LaneView, other: LaneView) -> tuple[LaneFigures, LaneFigures] | None:
+    """Both lanes' figures, once each has a decode round and the other's clock ran (None before)."""
+    mine, theirs = lane.figures, other.figures
     if mine is None or theirs is None or not mine.rounds or not theirs.rounds or theirs.tokens_per_second <= 0:
+        return None
+    return mine, theirs
+
+
+def twin_line(sequential: LaneView, one_pass: LaneView, features_off: LaneView | None = None) -> str:
+    """One method on both drafts: draft forwards a round, τ, and the one-pass lane's tokens/s over the
+    sequential lane's ("" while either has no decode round); with its lane on the one-pass draft with the target's
+    features off (`ONE_PASS_OFF`), the one-pass lane's τ against it and its tokens/s over it, on the same line."""
+    figures = both_decoded(one_pass, sequential)
+    if figures is None:
         return ""
+    mine, theirs = figures
     name = SHORT.get(sequential.method, sequential.method)
     ratio = mine.tokens_per_second / theirs.tokens_per_second
-    return (
+    line = (
         f"{name} in one forward: {mine.draft_forwards_per_round:.1f} draft forward a round instead of "
         f"{theirs.draft_forwards_per_round:.1f}; τ {mine.tau:.2f} against {theirs.tau:.2f}; "
         f"{ratio:.2f}× the sequential draft's tokens/s here"
     )
+    off = both_decoded(one_pass, features_off) if features_off is not None else None
+    if off is not None:
+        line += (
+            f"; the target's features on over off: τ {off[0].tau:.2f} against {off[1].tau:.2f}, "
+            f"{off[0].tokens_per_second / off[1].tokens_per_second:.2f}× the tokens/s"
+        )
+    return line
 
 
 def still_alpha(lane: LaneView) -> float | None:
@@ -52,8 +70,11 @@ def one_pass_html(race: RaceView | None) -> str:
     """The block under the headline when the race has one-pass lanes; "" otherwise."""
     if race is None:
         return ""
-    pairs = [(lane, race.twin(lane)) for lane in race.lanes if not lane.draft and lane.drafts]
-    lines = [twin_line(lane, twin) for lane, twin in pairs if twin is not None]
+    lines = []
+    for lane in (lane for lane in race.lanes if not lane.draft and lane.drafts):
+        twin = race.lane(LaneKey(lane.method, ONE_PASS))
+        if twin is not None:
+            lines.append(twin_line(lane, twin, race.lane(LaneKey(lane.method, ONE_PASS_OFF))))
     lines = [line for line in lines if line]
     if not lines:
         return ""

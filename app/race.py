@@ -41,8 +41,9 @@ from sage_core.config import SamplingConfig
 from sage_core.cost_curve import CostCurve
 from sage_core.errors import ConfigError
 from sage_core.media import thumbnail
-from sage_core.methods import LANE_DRAFTS, LaneKey, drafts, in_order, method_spec
+from sage_core.methods import LANE_DRAFTS, ONE_PASS_OFF, LaneKey, drafts, in_order, method_spec
 from sage_core.models import VisualBox
+from sage_core.models.one_pass import reads_features, without_features
 from sage_core.prepared import with_draft_inputs
 
 #: The draft-view picture's height: the race keeps its medium shrunk to this, no larger.
@@ -191,11 +192,20 @@ class RaceRequest:
 
 def drafted_pairs(pair: ModelPair, request: RaceRequest, second: ModelPair | None) -> dict[str, ModelPair]:
     """The pair each lane's draft names: "" the pair itself, the other draft the request's pair offers
-    (`Choice.drafts`: its one-pass sibling) `second`, its target with that draft, which those lanes need."""
+    (`Choice.drafts`: its one-pass sibling) `second`, its target with that draft, which those lanes need, and
+    `ONE_PASS_OFF` that pair with the target's features off (`without_features`: the same draft, not loaded again;
+    one sentence where its draft reads none)."""
     needed = [lane.draft for lane in request.lanes if lane.draft]
     if needed and second is None:
         raise ConfigError(f"a race with the {LANE_DRAFTS[needed[0]]} needs the pair's target with that draft (second=)")
-    return {"": pair, **{draft: second for draft in request.pair.drafts if second is not None}}
+    if ONE_PASS_OFF in needed and second is not None and not reads_features(second.draft):
+        raise ConfigError(
+            f"the one-pass draft {second.draft.name!r} reads none of the target's features, so it cannot also race "
+            "with them off"
+        )
+    if second is None:
+        return {"": pair}
+    return {"": pair, **{d: without_features(second) if d == ONE_PASS_OFF else second for d in request.pair.drafts}}
 
 
 def start_runs(

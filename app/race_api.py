@@ -52,7 +52,9 @@ RACE_API_ARGS = {
     "temperature": "0 decodes greedily; above 0 samples, exactly in the target's distribution.",
     "seed": "the sampling seed (empty: a fresh one, recorded in the trace).",
     "second_draft": '"one-pass" also races each chosen method that drafts with the pair\'s one-pass sibling draft '
-    '(the same target; lanes keyed "sage/one-pass"; only a pair with one: "builtin", "builtin-hesitant"); "off": not.',
+    '(the same target; lanes keyed "sage/one-pass"; only a pair with one: "builtin", "builtin-hesitant"); '
+    '"one-pass-off" that too and again with the target\'s features off (lanes keyed "sage/one-pass-off"; only '
+    'where that draft reads them); "off": not.',
 }
 
 

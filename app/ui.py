@@ -35,7 +35,7 @@ from .boundary import guard, refusals_as_sentences
 from .export import wire_export
 from .gradio_patches import HeartbeatWatch, answer_full_queue, bound_sessions, page_open
 from .handlers import TRACE_DIR, Handlers, Settings, Update, controls, last, race_api_function, save_trace_file
-from .inputs import Limits, RaceForm, load_examples, second_draft
+from .inputs import Limits, RaceForm, lane_drafts, load_examples, second_draft
 from .landing import wire_landing
 from .mcp_tool import McpBodyLimit, hidden_from_mcp, race_json_function, replay_json_function
 from .page import HEAD, STATE_TTL, TITLE, Page, build_page, image_input
@@ -91,12 +91,12 @@ def race_gpu_seconds(*values: Any, **_: Any) -> int:
     fields = [v for v in values if not isinstance(v, gr.Progress)][:-1]
     try:
         form = RaceForm.of(fields)
-        doubled = second_draft(form)  # each method raced on the one-pass draft too: twice the lanes
+        others = lane_drafts(second_draft(form))  # each method raced on the one-pass draft too (on and off)
     except Exception:  # a malformed call: ask for the most; the handler refuses it in a sentence
         return race_seconds(None, None, None)
     methods = form.methods
-    if doubled and isinstance(methods, list | tuple):
-        methods = [*methods, *(str(LaneKey(m, doubled)) for m in methods)]
+    if others and isinstance(methods, list | tuple):
+        methods = [*methods, *(str(LaneKey(m, other)) for other in others for m in methods)]
     return race_seconds(form.max_new_tokens, methods, form.pair)
 
 

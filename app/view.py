@@ -24,7 +24,7 @@ from typing import Any
 from sage_core import RoundRecord, RunHeader, SageConfig, summarize
 from sage_core.cost_curve import CostCurve
 from sage_core.errors import SageError
-from sage_core.methods import LaneKey, MethodSpec, drafts, holder, is_method, method_spec, rivals
+from sage_core.methods import ONE_PASS, LaneKey, MethodSpec, drafts, holder, is_method, method_spec, rivals
 from sage_core.studies.acceptance import AcceptanceStats, acceptance_stats
 from sage_core.studies.account import RaceAccount, race_account
 from sage_core.studies.costs import predicted_speedups
@@ -300,8 +300,10 @@ class RaceView:
         return next((lane for lane in self.lanes if key is not None and lane.key == str(key)), None)
 
     def twin(self, lane: LaneView) -> LaneView | None:
-        """The same method's lane on the other draft (the pair's own against the one-pass sibling's), if raced."""
-        return next((o for o in self.lanes if o.method == lane.method and o.draft != lane.draft), None)
+        """The same method's lane on the other draft, if raced: the pair's own lane's is its lane on the one-pass
+        sibling (not the one with the target's features off), a lane on another draft's the pair's own."""
+        other = "" if lane.draft else ONE_PASS
+        return next((o for o in self.lanes if o.method == lane.method and o.draft == other), None)
 
     @property
     def tree_method(self) -> str:

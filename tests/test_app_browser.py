@@ -535,16 +535,16 @@ def test_every_shipped_clip_plays_in_a_video_element(browser, fresh_page):
 LANE_WIDTHS_JS = "() => [...document.querySelectorAll('#lanes .sage-col .sage-text')].map(t => t.clientWidth)"
 
 
-def _race_every_method(page, both_drafts: bool = False) -> int:
-    """Race an example with every method ticked (and each on the one-pass draft too), 12 tokens, to the end;
-    returns how many methods were ticked."""
+def _race_every_method(page, both_drafts: bool = False, features_off: bool = False) -> int:
+    """Race an example with every method ticked (and each on the one-pass draft too; `features_off`: and again on
+    it with the target's features off), 12 tokens, to the end; returns how many methods were ticked."""
     _landing_replay_finished(page)
     page.locator("#examples button.thumbnail-item").first.click()
     boxes = page.locator("#methods input[type=checkbox]")
     for i in range(boxes.count()):
         boxes.nth(i).check()
-    if both_drafts:
-        page.locator("#second-draft input[type=radio]").last.check()
+    if both_drafts or features_off:  # the radio: off, the one-pass draft too, with its features on and off
+        page.locator("#second-draft input[type=radio]").nth(2 if features_off else 1).check()
     max_tokens = page.locator("input[type=number]").first
     max_tokens.fill("12")
     max_tokens.press("Enter")
@@ -594,6 +594,24 @@ def test_every_method_on_both_drafts_keeps_the_headline_to_one_screen(fresh_page
         )
         for line in lines
     ), lines
+
+
+def test_every_method_with_the_features_off_too_keeps_the_headline_to_one_screen(fresh_page):
+    """Every method on the pair's draft, the one-pass draft and it with the target's features off, at 1440 x 900:
+    the headline at most 300 px tall and not a scroll box, still one line per drafting method, each saying features
+    on over off with its figures."""
+    page = fresh_page
+    methods = _race_every_method(page, features_off=True)
+    headline = page.locator("#verdict .sage-headline").first
+    height = headline.evaluate("e => e.getBoundingClientRect().height")
+    scrolls = headline.evaluate("e => e.scrollHeight > e.clientHeight + 1 || getComputedStyle(e).overflowY == 'scroll'")
+    print(f"\nheadline with every method on the pair's draft and the one-pass draft on and off: {height:.0f} px")
+    assert height <= 300 and not scrolls
+    lines = page.locator("#verdict .sage-one-pass li").all_inner_texts()
+    assert len(lines) == methods - 1
+    pattern = r"; the target's features on over off: τ [\d.]+ against [\d.]+, [\d.]+× the tokens/s$"
+    assert all(re.search(pattern, line) for line in lines), lines
+    assert page.locator("#lanes .sage-col").count() == 3 * (methods - 1) + 1  # each drafting method thrice
 
 
 #: In every panel: a legend over its title or its plot, a label (annotation) over a title, a legend, a tick label or an
@@ -774,7 +792,7 @@ def test_after_a_race_at_a_laptops_size_nothing_is_cut(fresh_page):
     page = fresh_page
     _landing_replay_finished(page)
     page.locator("#examples button.thumbnail-item").first.click()
-    page.locator("#second-draft input[type=radio]").last.check()  # the one-pass twins too: the longest names
+    page.locator("#second-draft input[type=radio]").nth(1).check()  # the one-pass twins too: the longest names
     max_tokens = page.locator("input[type=number]").first
     max_tokens.fill("6")
     max_tokens.press("Enter")

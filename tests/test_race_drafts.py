@@ -10,6 +10,7 @@ draft forward a round and the sequential ones more, every place keyed by method 
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -187,6 +188,75 @@ def test_a_second_draft_that_is_not_one_is_one_sentence(value):
 @pytest.mark.parametrize("value", ["off", "", None, False])
 def test_second_draft_off_races_the_pairs_own_draft_only(value):
     assert handlers().choice(RaceForm(pair="builtin", second_draft=value)).drafts == ()
+
+
+@needs_builtin
+def test_the_one_pass_draft_races_with_the_targets_features_off_too():
+    """second_draft "one-pass-off": each drafting method on the pair's draft, on the one-pass draft and on it with
+    the target's features off (the same sibling, not loaded again), every lane the target's greedy answer, the
+    trace keeping the keys, and the one-pass block's line for the method saying features on over off."""
+    from app.one_pass_view import one_pass_html
+    from app.race import drafted_pairs
+    from app.view import race_view
+    from sage_core.models.one_pass import reads_features
+
+    methods, lanes = ["sage", "ar"], ["sage", "sage/one-pass", "sage/one-pass-off", "ar"]
+    form = RaceForm(
+        image=str(IMAGE),
+        prompt=PROMPT,
+        pair="builtin",
+        methods=methods,
+        max_new_tokens=TOKENS,
+        second_draft="one-pass-off",
+    )
+    answer = handlers().race_api(**form.values)
+    assert answer["methods"] == lanes
+    assert answer["drafts"]["sage/one-pass-off"] == answer["drafts"]["sage/one-pass"] == "builtin-one-pass"
+    target = models.PAIRS.get("builtin", "builtin").pair
+    expected = greedy(target, load_media(IMAGE), PROMPT, TOKENS)
+    assert all(answer["token_ids"][key] == expected for key in lanes) and answer["lossless"]["identical"]
+    assert answer["figures"]["sage/one-pass-off"]["draft_forwards_per_round"] == 1
+    loaded = models.PAIRS.get("builtin", "builtin")
+    (second,) = loaded.siblings.values()  # the features-off lane loads nothing more
+    pairs = drafted_pairs(loaded.pair, handlers().request(form), second)
+    assert reads_features(pairs["one-pass"].draft) and not reads_features(pairs["one-pass-off"].draft)
+    assert pairs["one-pass-off"].draft.model is second.draft.model and pairs["one-pass-off"].target is second.target
+    race = parse_race(answer["trace"].splitlines())
+    assert [lane.key for lane in race.lanes] == lanes
+    block = html.unescape(one_pass_html(race_view(race)))
+    off = race.lane(LaneKey("sage", "one-pass-off"))
+    assert off is not None and method_label(off.key) == "SAGE (adaptive tree) · one-pass draft, features off"
+    assert block.count("<li>") == 1 and re.search(
+        r"the target's features on over off: τ [\d.]+ against [\d.]+, ", block
+    )
+
+
+def test_features_off_is_offered_only_where_the_one_pass_draft_reads_them(tmp_path):
+    """The page's choice is there when the shipped one-pass draft reads the target's features; a pair whose one-pass
+    sibling reads none is refused "one-pass-off" in one sentence before any load (and still races "one-pass")."""
+    from app.inputs import SECOND_DRAFT_CHOICES
+    from sage_core.models.one_pass import declares_features
+    from sage_testkit.pairs import declare_one_pass
+
+    offered_choice = "one-pass-off" in [value for _, value in SECOND_DRAFT_CHOICES]
+    assert offered_choice == declares_features(models.ONE_PASS_DRAFT_DIR)
+    if declares_features(models.ONE_PASS_DRAFT_DIR):
+        assert handlers().choice(RaceForm(pair="builtin", second_draft="one-pass-off")).drafts == (
+            "one-pass",
+            "one-pass-off",
+        )
+    plain = tmp_path / "plain-one-pass"
+    plain.mkdir()
+    (plain / "config.json").write_text("{}")
+    declare_one_pass(plain, 0, 4)  # a one-pass draft that reads no features
+    offered = [
+        models.Preset("mine", "mine", "builtin", "builtin", siblings=(("one-pass", "mine-one-pass"),)),
+        models.Preset("mine-one-pass", "mine, one-pass", "builtin", str(plain), shown_draft="plain-one-pass"),
+    ]
+    settings = Settings(Limits(), offered, "mine", models.CustomModels(), [], text_interval=0.0, figure_interval=0.0)
+    with pytest.raises(InputProblem, match=r"^the one-pass draft 'plain-one-pass' reads none of the target's features"):
+        Handlers(None, settings).choice(RaceForm(pair="mine", second_draft="one-pass-off"))
+    assert Handlers(None, settings).choice(RaceForm(pair="mine", second_draft="one-pass")).drafts == ("one-pass",)
 
 
 def test_the_api_and_mcp_take_the_option():

@@ -105,6 +105,10 @@ def test_the_start_event_asks_for_its_forms_race():
         512, ["sage", "static"], "qwen2.5-vl-7b"
     )
     assert race_gpu_seconds(*call(max_new_tokens=512)) > race_gpu_seconds(*call(max_new_tokens=8))
+    # each method on the one-pass draft too, and again with the target's features off: twice, thrice the sides
+    lanes = ["sage", "static", "sage/one-pass", "static/one-pass", "sage/one-pass-off", "static/one-pass-off"]
+    assert race_gpu_seconds(*call(second_draft="one-pass")) == race_seconds(64, lanes[:4], "builtin")
+    assert race_gpu_seconds(*call(second_draft="one-pass-off")) == race_seconds(64, lanes, "builtin")
     assert race_gpu_seconds(gr.Progress(), "too", "few") == race_seconds(None, None, None)
 
 

@@ -300,8 +300,11 @@ def is_method(name: object) -> bool:
 DRAFT_MARK = "/"
 #: The pair's one-pass sibling draft, as a lane names it (PARD: the whole tree in one draft forward a round).
 ONE_PASS = "one-pass"
+#: The one-pass sibling draft with the target's features off (`sage_core.models.one_pass.without_features`: the
+#: same weights, the lane with them off), as a lane names it; raced only beside `ONE_PASS`, whose pair it derives.
+ONE_PASS_OFF = "one-pass-off"
 #: The drafts a lane may name beside the pair's own, each as a label ends with it.
-LANE_DRAFTS: dict[str, str] = {ONE_PASS: "one-pass draft"}
+LANE_DRAFTS: dict[str, str] = {ONE_PASS: "one-pass draft", ONE_PASS_OFF: "one-pass draft, features off"}
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ added to the embeddings of the tokens it reads), declared as `"target_features":
 from __future__ import annotations
 
 import copy
+import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol, TypeGuard, TypeVar, cast
@@ -98,6 +99,16 @@ def reads_features(draft: Any) -> bool:
     """Whether a loaded draft (a `VLM`) is a one-pass draft that reads the target's features."""
     one_pass = getattr(draft, "one_pass", None)
     return isinstance(one_pass, OnePass) and one_pass.features is not None
+
+
+def declares_features(folder: Path | str) -> bool:
+    """Whether the model saved in `folder` declares itself a one-pass draft reading the target's features (its
+    config.json read, the model not loaded; False where there is no such file)."""
+    config = Path(folder) / "config.json"
+    if not config.is_file():
+        return False
+    declared = json.loads(config.read_text(encoding="utf-8")).get(ONE_PASS_KEY)
+    return isinstance(declared, dict) and declared.get(FEATURES_KEY) is not None
 
 
 def without_features(pair: Pair) -> Pair:
