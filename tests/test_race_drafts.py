@@ -259,6 +259,15 @@ def test_features_off_is_offered_only_where_the_one_pass_draft_reads_them(tmp_pa
     assert Handlers(None, settings).choice(RaceForm(pair="mine", second_draft="one-pass")).drafts == ("one-pass",)
 
 
+def test_the_features_off_twin_is_told_apart_from_the_one_with_them_on():
+    from app import figure_style
+
+    lines = [figure_style.method_line(key) for key in ("sage", "sage/one-pass", "sage/one-pass-off")]
+    assert len({line["dash"] for line in lines}) == 3 and lines[1]["color"] == lines[2]["color"] != lines[0]["color"]
+    assert short_name("sage/one-pass-off") == "SAGE · one-pass draft, features off"
+    assert LaneKey.parse("sage/one-pass-off").known_draft and not LaneKey.parse("sage/two-pass-off").known_draft
+
+
 def test_the_api_and_mcp_take_the_option():
     assert race_fields()[-1] == "second_draft"  # after every earlier input: their positions stay
     api = race_api_function(Handlers(None, None))  # type: ignore[arg-type]  # the signature reads no page
