@@ -103,6 +103,7 @@ def test_reading_a_pictures_text_gets_the_asking_note_from_its_measured_figure()
     counted = question_note("how many red shapes are there?", picture)
     assert "count the shapes" in counted[0] and "0.855" in counted[0] and "check_builtin_pair" in counted[0]
     assert question_note("how many circles are there?", picture) == ()
+    assert question_note("describe the image in detail.", picture) == ()
 
 
 def test_a_count_of_one_is_said_in_the_singular():
