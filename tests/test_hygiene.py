@@ -407,3 +407,14 @@ def test_no_shell_recipe_calls_the_training_script_more_than_four_times() -> Non
     assert (ROOT / "scripts" / "train_builtin_pair_full.sh") in shells
     calls = {str(p.relative_to(ROOT)): p.read_text(encoding="utf-8").count("train_builtin_pair.py") for p in shells}
     assert all(n <= 4 for n in calls.values()), calls
+
+
+def test_the_app_is_small_modules_and_the_docs_open_with_the_demo() -> None:
+    """No module of `app/` over 700 lines; the pair's model card at most 250 lines and no training log shipped under
+    assets/; the README's first 40 lines (what the demo is, how to run it) name no training run."""
+    sizes = {str(p.relative_to(ROOT)): len(p.read_text(encoding="utf-8").splitlines()) for p in python_files("app")}
+    assert len(sizes) > 30 and max(sizes.values()) <= 700, {k: v for k, v in sizes.items() if v > 700}
+    assert len((ROOT / "assets" / "builtin" / "README.md").read_text(encoding="utf-8").splitlines()) <= 250
+    assert not [p for p in (ROOT / "assets").rglob("*") if "log" in p.name.lower() and p.suffix in (".txt", ".log")]
+    opening = "\n".join((ROOT / "README.md").read_text(encoding="utf-8").splitlines()[:40])
+    assert not re.search(r"\bruns? \d+\b", opening, re.IGNORECASE), re.findall(r".{30}\bruns? \d+\b.{10}", opening)
