@@ -40,6 +40,7 @@ from sage_core.models.target_features import (
     TargetFeatures,
     decoder_layers,
     hidden_width,
+    load_features,
 )
 
 FEATURES_FILE = "target_features.safetensors"
@@ -181,7 +182,7 @@ def train(args: argparse.Namespace) -> None:
     target, draft, processor = load_models(args)
     width = hidden_width(draft)
     proj = torch.nn.Linear(len(LAYERS) * hidden_width(target), width, bias=False)
-    torch.nn.init.zeros_(proj.weight)
+    start_projection(proj, args.draft, width)
     opt = torch.optim.AdamW(
         [{"params": list(draft.parameters()), "lr": args.lr}, {"params": list(proj.parameters()), "lr": args.proj_lr}],
         betas=(0.9, 0.98),
@@ -223,6 +224,22 @@ def train(args: argparse.Namespace) -> None:
     log(f"done: {step} steps")
     if args.out:
         export_draft(args.out, draft, proj, processor, args.draft)
+
+
+def start_projection(proj: torch.nn.Linear, draft: Path, width: int) -> None:
+    """The projection a stage starts from: the draft's own where it already reads the target's features at LAYERS
+    (a stage that trains it on), else zero (the draft drafts as before until it learns to read them)."""
+    declared = json.loads((draft / "config.json").read_text(encoding="utf-8")).get("one_pass_draft", {})
+    reads = declared.get(FEATURES_KEY) if isinstance(declared, dict) else None
+    if not reads or tuple(reads.get("layers", ())) != LAYERS:
+        torch.nn.init.zeros_(proj.weight)
+        return
+    loaded = load_features(draft / reads["file"], LAYERS, width)
+    if isinstance(loaded, str):
+        raise SystemExit(f"{draft}: {loaded}")
+    with torch.no_grad():
+        proj.weight.copy_(loaded.weight)
+    log(f"the projection starts from {draft / reads['file']} (mean |w| {loaded.weight.abs().mean():.4f})")
 
 
 def save_checkpoint(path: Path, draft, proj, opt, rng, step: int, spent: float, reach: torch.Tensor) -> None:

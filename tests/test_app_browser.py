@@ -394,6 +394,15 @@ def _outside(page, selectors) -> list:
     return page.evaluate(INSIDE_JS, list(selectors))
 
 
+def _outside_once_fitted(page, selectors, seconds: float = 5.0) -> list:
+    """`_outside` after the talk view has had `seconds` to refit what a race step just drew (the page fits a panel
+    when it arrives; on a busy machine the check can fall between the two): the last look's findings."""
+    deadline = time.monotonic() + seconds
+    while (found := _outside(page, selectors)) and time.monotonic() < deadline:
+        page.wait_for_timeout(250)
+    return found
+
+
 def test_the_story_fits_a_laptop_a_projector_in_the_talk_view_and_a_phone(app_url, browser):
     """1440 x 900: the input, Start race and panel ① above the fold. 1280 x 720 in the talk view (reached
     with the t key, raced with the s key): both texts, the speedup, the badge, panel ① and the tree inside
@@ -427,7 +436,7 @@ def test_the_story_fits_a_laptop_a_projector_in_the_talk_view_and_a_phone(app_ur
         "() => ['Racing', 'Race finished'].some(s => document.querySelector('#status').innerText.includes(s))"
     )
     page.wait_for_selector("#lanes .sage-col:nth-child(2) .sage-text")
-    assert _outside(page, TALK_VIEW) == []
+    assert _outside_once_fitted(page, TALK_VIEW) == []
     _race_finished(page)
     page.wait_for_timeout(800)  # the talk view refits the panels the race drew last
     assert _outside(page, TALK_VIEW) == []

@@ -44,9 +44,12 @@ def test_a_photo_is_outside_the_world(name):
 
 @pytest.mark.parametrize("example", shipped(), ids=lambda e: e["file"])
 def test_the_shipped_examples_are_inside_it(example):
+    """No shipped example is outside the pair's world: no note says so (a clip's default question, what happens in
+    it, gets only the note of a kind answered right less than 9 times in 10, with its measured figure)."""
     media = load_media(EXAMPLES / example["file"])
     assert not outside_world(media)
-    assert race_notes("builtin", media) == []
+    notes = race_notes("builtin", media)
+    assert notes == [] or (len(notes) == 2 and "does it right only" in notes[0]), notes
 
 
 def test_fresh_scenes_of_every_style_and_clips_are_inside_it():
