@@ -322,8 +322,8 @@ def measure(args: argparse.Namespace) -> None:
     from scripts.train_conditional_head import per_depth, study_groups
 
     lanes = [("features on", args.draft, True), ("features off", args.draft, False)]
-    if args.baseline:
-        lanes.append(("shipped", args.baseline, False))
+    if args.baseline:  # as it drafts in a race: with the features it declares (none for a draft that reads none)
+        lanes.append(("shipped", args.baseline, True))
     figures: dict[str, dict[str, list[float]]] = {}
     pairs = {str(path): load_pair(args.target, str(path), "cpu", "float32") for _, path, _ in lanes}
     with torch.inference_mode():
