@@ -353,6 +353,8 @@ AnyStage = Stage | FeatureStage
 
 FEATURE_STAGES: tuple[FeatureStage, ...] = (
     FeatureStage("features-a", 19, "OUT/one-pass-draft", "OUT/one-pass-draft", 6606, 45, "1e-4", "1e-3"),
+    # trained on from features-a's draft and its projection, at half the draft's learning rate
+    FeatureStage("features-b", 19, "OUT/one-pass-draft", "OUT/one-pass-draft", 6607, 60, "5e-5", "1e-3"),
 )
 #: Every recipe the runner knows, by name: the shipped pair's stages, then the one-pass draft's reading of features.
 RECIPES: dict[str, tuple[AnyStage, ...]] = {"shipped": (*SHIPPED, *FEATURE_STAGES)}

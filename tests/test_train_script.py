@@ -769,7 +769,7 @@ RUN13 = ["1313", "1717", "1414", "1515", "1616"]
 RUN15 = ["1531", "1532", "1533", "1534"]
 RUN17 = ["1717", "1718", "1732", "1733", "1734"]
 RUN18 = ["1801", "1832", "1833", "1834"]
-FEATURES = ["6606"]  # run 19: the one-pass draft reads the target's features (scripts/train_target_features.py)
+FEATURES = ["6606", "6607"]  # run 19: the one-pass draft reads the target's features (scripts/train_target_features.py)
 RUN8_TO_12 = ["8642", "9753", "7531", "1133", "2244", "3355", "4455", "5566", "6677", "7788", "8899", "9911"]
 
 
@@ -839,7 +839,7 @@ def test_the_runner_resumes_after_the_last_finished_stage_and_refuses_a_start_th
         recipe.run(stages, out, work, train)
     assert stages[6].name == "run17-draft" and trained == [stage.name for stage in stages[:6]]
     recipe.run(stages, out, work, train)
-    assert trained[6:] == [stage.name for stage in stages[6:]] and trained[-1] == "features-a"
+    assert trained[6:] == [stage.name for stage in stages[6:]] and trained[-2:] == ["features-a", "features-b"]
     assert "run15-target (run 15, trains target): done, skipped" in capsys.readouterr().out
     recipe.main(["--from", "15", "--dry-run", str(out), str(work)])
     assert capsys.readouterr().out.count(", done)") == len(stages)
@@ -884,7 +884,7 @@ def test_the_runner_makes_the_feature_stage_and_its_draft_reads_the_targets_feat
     shutil.copytree(ROOT / "assets" / "builtin" / "one-pass-draft", out / "one-pass-draft")
     (out / "target").symlink_to(ROOT / "assets" / "builtin" / "target")
     before = (out / "one-pass-draft" / "model.safetensors").read_bytes()
-    (stage,) = recipe.FEATURE_STAGES
+    stage = recipe.FEATURE_STAGES[0]
     quick = dataclasses.replace(stage, minutes=0.05, batch=2)
     recipe.run([quick], out, work)
     assert "features-a (run 19, trains one-pass-draft): python scripts/train_target_features.py train" in (
