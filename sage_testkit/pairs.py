@@ -23,7 +23,7 @@ from sage_core.media import Media, image_media
 from sage_core.methods.builtin import METHODS
 from sage_core.models import ModelPair
 from sage_core.models.one_pass import ONE_PASS_KEY
-from sage_core.models.target_features import FEATURES_KEY, TargetFeatures, decoder_layers, hidden_width
+from sage_core.models.target_features import FEATURES_FILE, FEATURES_KEY, TargetFeatures, decoder_layers, hidden_width
 from sage_core.records import RunHeader
 
 from .tiny_models import build_tiny_vlm, model_class
@@ -31,8 +31,6 @@ from .tiny_models import build_tiny_vlm, model_class
 #: How a draft relates to its target: the same weights, the same with noise, or other weights of a
 #: smaller size (and "padded": a smaller draft whose vocabulary has 5 rows more).
 DRAFT_KINDS = ("copy", "noised", "unrelated")
-#: The file of a tiny one-pass draft's projection of the target's features (`features_draft`).
-FEATURES_FILE = "target_features.safetensors"
 NOISE = 0.1  # the "noised" draft: each weight plus this share of its tensor's spread in Gaussian noise
 DRAFT_METHODS = tuple(m for m in METHODS if m != "ar")
 PROMPTS = ("Describe the picture.", "What colour is it?")

@@ -348,10 +348,10 @@ def picture_kind(media: Media) -> str:
 #: what it asks and how often it is right, measured; the note beside such a race says so (the answer is the target's
 #: own: SAGE never changes it). Measured with scripts/check_builtin_pair.py --target-only --n 600 --seed 20251
 #: (2026-12-06): reading a picture's text (taught, and kept out of the gallery: `scenes.UNREADABLE_KINDS`) 0.019;
-#: how many shapes a picture holds (of one colour or in all) 0.855; what happens in a clip 0.889; every other kind
-#: 0.94 or more (a shape, its colour, size or place, a description, a chart, a clip narrated). Run 13's counts were
-#: right about half the time and run 15's 1.000 / 0.868 as visitors asked them (scripts/check_builtin_pair.py
-#: --style visitors).
+#: how many shapes a picture holds 0.855 (asked of all its shapes; a count of one colour is matched to the same kind
+#: and shown the same figure, not measured apart); what happens in a clip 0.889; every other kind 0.94 or more (a
+#: shape, its colour, size or place, a description, a chart, a clip narrated). Run 13's counts were right about half
+#: the time and run 15's 1.000 / 0.868 as visitors asked them (scripts/check_builtin_pair.py --style visitors).
 LESS_OFTEN_RIGHT: dict[str, tuple[str, str]] = {
     "text": (
         "read the text in a picture",

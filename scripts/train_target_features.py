@@ -36,6 +36,7 @@ import torch
 import torch.nn.functional as F
 
 from sage_core.models.target_features import (
+    FEATURES_FILE,
     FEATURES_KEY,
     TargetFeatures,
     decoder_layers,
@@ -43,7 +44,6 @@ from sage_core.models.target_features import (
     load_features,
 )
 
-FEATURES_FILE = "target_features.safetensors"
 LAYERS = (1, 3, 5, 7)  # four of the target's eight text layers, the last among them (PARD-2: -1, -8, -16, -24)
 BLOCK = 10
 DROP = 0.1  # the share of rows trained without the features
@@ -390,8 +390,8 @@ def speed(args: argparse.Namespace) -> None:
     pairs = {"on": on, "off": without_features(on), "sure": with_draft(on, str(BUILTIN / "draft"))}
     pairs["shipped"] = with_draft(on, str(args.baseline or BUILTIN / "one-pass-draft"))
     log(f"threads {torch.get_num_threads()}; {args.max_new_tokens} new tokens; {args.n} scenes a kind")
+    lanes = speed_lanes(args.methods, args.sequential_methods)
     for kind, examples in speed_scenes(args.n).items():
-        lanes = speed_lanes(args.methods, args.sequential_methods)
         runs: dict[str, list] = {name: [] for name, _, _ in lanes}
         for example in examples:
             media = example_media(example)

@@ -25,6 +25,7 @@ from sage_core.config import BACKENDS
 from sage_core.drafting import draft_block
 from sage_core.methods.builtin import DRAFTING_METHODS
 from sage_core.models.one_pass import without_features
+from sage_core.models.target_features import FEATURES_FILE as FILE
 from sage_core.models.target_features import (
     adding,
     decoder_layers,
@@ -36,7 +37,6 @@ from sage_core.models.target_features import (
     with_addition,
 )
 from sage_testkit.pairs import ADDED_NEW, PROMPTS, features_draft, greedy_answer, layer_count, tiny_folder, tiny_pair
-from sage_testkit.pairs import FEATURES_FILE as FILE
 from sage_testkit.references import path_logits
 from sage_testkit.seams import draft_calls_per_record
 from sage_testkit.tiny_models import ALL_FAMILIES, FAMILIES
@@ -254,3 +254,20 @@ def test_the_recipes_feature_stages_are_commands_the_trainer_takes(tmp_path):
         assert args.step == "train" and args.draft == tmp_path / "out" / "one-pass-draft"
         assert (args.seed, args.minutes, args.batch) == (stage.seed, stage.minutes, stage.batch)
         assert args.out == tmp_path / "out" / "one-pass-draft" and args.target == str(tmp_path / "out" / "target")
+
+
+def test_the_speed_commands_methods_are_registered_drafting_methods(capsys):
+    """train_target_features speed --methods / --sequential-methods: each name checked against the registry's drafting
+    methods, a bad one refused in one sentence naming it."""
+    from scripts.train_target_features import parse_args
+
+    args = parse_args(["speed", "--methods", "chain, sage-cost", "--sequential-methods", "static"])
+    assert (args.methods, args.sequential_methods) == (("chain", "sage-cost"), ("static",))
+    for flag, value, named in (
+        ("--methods", "chain,nope", "nope"),
+        ("--sequential-methods", "ar", "ar"),
+        ("--methods", ",", "(none given)"),
+    ):
+        with pytest.raises(SystemExit):
+            parse_args(["speed", flag, value])
+        assert f"not a drafting method: {named} (one of " in capsys.readouterr().err

@@ -34,6 +34,8 @@ import torch
 
 #: The key, inside the one-pass declaration, of the target's features.
 FEATURES_KEY = "target_features"
+#: The projection's usual file name beside the config (a declaration may name another `.safetensors` file).
+FEATURES_FILE = "target_features.safetensors"
 #: The projection's output is scaled by this before it is added (PARD-2's 0.02), so a zero or small projection
 #: starts the draft where it was.
 SCALE = 0.02
